@@ -1,0 +1,55 @@
+"""polytrav: exact traversal of the local polytopes of ReLU networks.
+
+The public API is exactly the names in ``__all__``; anything else may change without notice.
+"""
+from polytrav.errors import (
+    ConfigError,
+    InaccurateSolveWarning,
+    NetworkError,
+    PluginError,
+    PolytopeSkippedWarning,
+    PolytravError,
+    RegionError,
+    SolverError,
+    SolverNotAvailable,
+)
+from polytrav.hookspecs import hookimpl
+from polytrav.manager import available_solvers, get_plugin_manager
+from polytrav.network import Network
+from polytrav.polytope import Polytope
+from polytrav.region import Ball, Box, Intersection, Polyhedron, Region
+from polytrav.results import SolveResult, Status
+from polytrav.solver import ChebyshevModel, SolverBackend
+from polytrav.traverse import Traversal, TraversalStatus, TraversalStats, traverse
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "hookimpl",
+    "traverse",
+    "Traversal",
+    "TraversalStatus",
+    "TraversalStats",
+    "Network",
+    "Polytope",
+    "Region",
+    "Box",
+    "Ball",
+    "Polyhedron",
+    "Intersection",
+    "SolverBackend",
+    "ChebyshevModel",
+    "SolveResult",
+    "Status",
+    "available_solvers",
+    "get_plugin_manager",
+    "PolytravError",
+    "ConfigError",
+    "NetworkError",
+    "RegionError",
+    "PluginError",
+    "SolverNotAvailable",
+    "SolverError",
+    "InaccurateSolveWarning",
+    "PolytopeSkippedWarning",
+]

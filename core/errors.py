@@ -1,0 +1,67 @@
+"""Exceptions and warnings raised by polytrav.
+
+Every message says who complains, which rule was broken, what value was received and how to
+fix it, e.g. ``Box: lower bound exceeds upper bound at coordinate 2 (lo=1.0, hi=0.5); swap
+them``.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "PolytravError",
+    "ConfigError",
+    "NetworkError",
+    "RegionError",
+    "PluginError",
+    "SolverNotAvailable",
+    "SolverError",
+    "PolytravWarning",
+    "InaccurateSolveWarning",
+    "PolytopeSkippedWarning",
+]
+
+
+class PolytravError(Exception):
+    """Base class of every error polytrav raises on purpose."""
+
+
+class ConfigError(PolytravError, ValueError):
+    """An argument, option or configuration value is invalid."""
+
+
+class NetworkError(PolytravError, ValueError):
+    """A model file or array stack cannot be turned into a ReLU :class:`~polytrav.Network`."""
+
+
+class RegionError(PolytravError, ValueError):
+    """A region is malformed, empty, unbounded, or does not fit the network or start point."""
+
+
+class PluginError(PolytravError):
+    """A plugin failed to load or broke the plugin contract.
+
+    :ivar plugin: name of the offending plugin.
+    """
+
+    def __init__(self, message: str, plugin: str | None = None):
+        super().__init__(message)
+        self.plugin = plugin
+
+
+class SolverNotAvailable(PolytravError, ImportError):
+    """A solver backend was requested whose native library is not installed."""
+
+
+class SolverError(PolytravError, RuntimeError):
+    """A solver backend crashed (as opposed to reporting a status)."""
+
+
+class PolytravWarning(UserWarning):
+    """Base class of polytrav's warnings."""
+
+
+class InaccurateSolveWarning(PolytravWarning):
+    """A solve returned a usable but not cleanly optimal answer."""
+
+
+class PolytopeSkippedWarning(PolytravWarning):
+    """A polytope could not be decided (all solvers failed); the run is incomplete."""

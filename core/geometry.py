@@ -1,0 +1,221 @@
+"""The region's normalised frame: where the traversal does its geometry.
+
+A region ``R`` in ``n`` input dimensions lives in an affine hull of dimension ``d <= n``
+(zero-width box coordinates and explicit equalities remove dimensions). :func:`build_frame`
+parametrises that hull as ``x = origin + U @ u`` and scales it so that the region's bounding
+box is ``[-1, 1]^d`` in ``u``. Every tolerance of the traversal is stated in ``u``, so it does
+not depend on the units of the inputs (ACAS Xu's raw inputs span 10^4, MNIST's 1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polytrav.errors import RegionError
+from polytrav.region import Constraints, Region
+
+__all__ = ["Frame", "L1Ball", "L2Ball", "build_frame", "polyhedron_bounding_box"]
+
+#: A constraint row whose normal is below this (relative to the row's scale) is constant.
+ZERO_ROW_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class L1Ball:
+    """``||U u + w||_1 + kappa t <= radius`` in frame coordinates (``kappa`` bounds ``||U||_{2->1}``)."""
+
+    U: np.ndarray
+    w: np.ndarray
+    radius: float
+    kappa: float
+
+
+@dataclass(frozen=True)
+class L2Ball:
+    """``||u - center|| <= radius`` in frame coordinates (the frame is scaled uniformly)."""
+
+    center: np.ndarray
+    radius: float
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Normalised coordinates of a region: ``x = origin + U @ u``, region ⊂ ``[-1, 1]^dim``.
+
+    ``A u <= b`` are the region's inequalities in ``u`` with unit-norm rows, including the
+    bounding-box rows ``±u_j <= 1``.
+    """
+
+    origin: np.ndarray
+    U: np.ndarray
+    A: np.ndarray
+    b: np.ndarray
+    l1_balls: tuple[L1Ball, ...] = field(default=())
+    l2_balls: tuple[L2Ball, ...] = field(default=())
+    free: np.ndarray | None = None  # input coordinates that vary, when U selects coordinates
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``d`` of the region's affine hull."""
+        return self.U.shape[1]
+
+    def to_x(self, u: np.ndarray) -> np.ndarray:
+        """Input-space point(s) of frame point(s) ``u``."""
+        return self.origin + np.asarray(u) @ self.U.T
+
+    def to_u(self, x: np.ndarray) -> np.ndarray:
+        """Frame coordinates of input-space point ``x`` (assumed in the affine hull)."""
+        x = np.asarray(x, float)
+        if self.free is not None:
+            scale = self.U[self.free, np.arange(self.dim)]
+            return (x[..., self.free] - self.origin[self.free]) / scale
+        return np.linalg.lstsq(self.U, (x - self.origin).T, rcond=None)[0].T
+
+    def contains_u(self, u: np.ndarray, tol: float = 1e-9) -> bool:
+        """Whether frame point ``u`` satisfies every region constraint within ``tol``."""
+        if np.any(self.A @ u > self.b + tol):
+            return False
+        for ball in self.l1_balls:
+            if np.abs(ball.U @ u + ball.w).sum() > ball.radius * (1 + tol) + tol:
+                return False
+        for ball in self.l2_balls:
+            if np.linalg.norm(u - ball.center) > ball.radius + tol:
+                return False
+        return True
+
+
+def polyhedron_bounding_box(c: Constraints) -> tuple[np.ndarray, np.ndarray]:
+    """Tight bounding box of ``{A x <= b, E x = e}`` by 2n LPs (norm balls ignored: outer box)."""
+    from scipy.optimize import linprog
+
+    n = c.n
+    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
+    for j in range(n):
+        for sign, store in ((1.0, lo), (-1.0, hi)):
+            obj = np.zeros(n)
+            obj[j] = sign
+            res = linprog(obj, A_ub=c.A if len(c.b) else None, b_ub=c.b if len(c.b) else None,
+                          A_eq=c.E if len(c.e) else None, b_eq=c.e if len(c.e) else None,
+                          bounds=(None, None), method="highs")
+            if res.status == 2:
+                raise RegionError("Polyhedron: the constraints have no common point (empty region)")
+            if res.status == 0:
+                store[j] = sign * res.fun
+            elif res.status != 3:
+                raise RegionError(f"Polyhedron: bounding-box LP failed ({res.message})")
+    return lo, hi
+
+
+def _affine_hull(c: Constraints) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``x = x_p + N z`` spanning ``{E x = e}``; ``free`` lists coordinates when N selects them."""
+    n = c.n
+    if c.E.shape[0] == 0:
+        return np.zeros(n), np.eye(n), np.arange(n)
+    unit = (np.count_nonzero(c.E, axis=1) == 1)
+    if unit.all():
+        x_p = np.zeros(n)
+        fixed = {}
+        for row, val in zip(c.E, c.e):
+            j = int(np.flatnonzero(row)[0])
+            v = val / row[j]
+            if j in fixed and not np.isclose(fixed[j], v, rtol=1e-12, atol=1e-12):
+                raise RegionError(
+                    f"region fixes coordinate {j} to two values ({fixed[j]} and {v}); it is empty"
+                )
+            fixed[j] = v
+        for j, v in fixed.items():
+            x_p[j] = v
+        free = np.array([j for j in range(n) if j not in fixed], dtype=int)
+        return x_p, np.eye(n)[:, free], free
+    from scipy.linalg import null_space
+
+    x_p, *_ = np.linalg.lstsq(c.E, c.e, rcond=None)
+    if np.linalg.norm(c.E @ x_p - c.e) > 1e-9 * (1 + np.linalg.norm(c.e)):
+        raise RegionError("region's equality constraints are inconsistent; it is empty")
+    return x_p, null_space(c.E), None
+
+
+def build_frame(region: Region, n: int) -> Frame:
+    """Normalised frame of ``region`` in ``n`` input dimensions.
+
+    Raises
+    ------
+    RegionError
+        If the region does not have ``n`` dimensions, is unbounded, or is empty.
+    """
+    region = region.with_dims(n)
+    c = region.constraints()
+    x_p, N, free = _affine_hull(c)
+    d = N.shape[1]
+    if d == 0:
+        raise RegionError("region is a single point (every coordinate is fixed); nothing to traverse")
+    # region rows in z (x = x_p + N z)
+    Az, bz = c.A @ N, c.b - c.A @ x_p
+    # bounding box in z
+    if free is not None:
+        lo, hi = region.bounding_box()
+        lo, hi = lo[free], hi[free]
+    else:
+        lo, hi = polyhedron_bounding_box(
+            Constraints(d, Az, bz, np.zeros((0, d)), np.zeros(0))
+        )
+    l2 = []
+    for ball in c.balls:
+        if ball.p == 2:
+            zc = N.T @ (ball.center - x_p)
+            dist2 = float(np.sum((ball.center - x_p - N @ zc) ** 2))
+            rho2 = ball.radius**2 - dist2
+            if rho2 <= 0:
+                raise RegionError(
+                    "region: the L2 ball meets the region's affine hull in at most one point"
+                )
+            rho = float(np.sqrt(rho2))
+            l2.append((zc, rho))
+            lo, hi = np.maximum(lo, zc - rho), np.minimum(hi, zc + rho)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        j = int(np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))[0])
+        raise RegionError(
+            f"region is unbounded along coordinate {j if free is None else int(free[j])}; "
+            "intersect it with a Box to traverse"
+        )
+    if (hi - lo <= 0).any():
+        j = int(np.flatnonzero(hi - lo <= 0)[0])
+        raise RegionError(
+            f"region has zero width along free coordinate {j}; state it as an equality "
+            "(Box with lower == upper, or Polyhedron(A_eq=...)) so it is traversed in its affine hull"
+        )
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    if l2:
+        half = np.full(d, half.max())
+    U = N * half[None, :]
+    origin = x_p + N @ mid
+    # inequalities in u, unit rows, plus the bounding box rows
+    Au = Az * half[None, :]
+    bu = bz - Az @ mid
+    norms = np.linalg.norm(Au, axis=1)
+    scale = np.maximum(np.abs(bu), 1.0)
+    const = norms <= ZERO_ROW_TOL * scale
+    if (bu[const] < -ZERO_ROW_TOL * scale[const]).any():
+        raise RegionError("region is empty: a constraint cannot hold on its affine hull")
+    Au, bu, norms = Au[~const], bu[~const], norms[~const]
+    Au, bu = Au / norms[:, None], bu / norms
+    # drop rows implied by the box rows (single-coordinate rows at |b| >= 1)
+    single = np.count_nonzero(np.abs(Au) > 1e-15, axis=1) == 1
+    implied = single & (bu >= 1.0 - 1e-12)
+    Au, bu = Au[~implied], bu[~implied]
+    I = np.eye(d)
+    A = np.vstack([I, -I, Au])
+    b = np.concatenate([np.ones(2 * d), bu])
+    l1 = []
+    for ball in c.balls:
+        if ball.p == 1:
+            w = origin - ball.center
+            kappa = min(
+                float(np.linalg.norm(U, axis=1).sum()),
+                float(np.sqrt(n) * np.linalg.norm(U, 2)),
+            )
+            l1.append(L1Ball(U.copy(), w, ball.radius, kappa))
+    l2u = tuple(L2Ball((zc - mid) / half[0], rho / half[0]) for zc, rho in l2)
+    frame = Frame(origin, U, A, b, tuple(l1), l2u, free if free is not None and not l2 else free)
+    return frame

@@ -1,0 +1,186 @@
+"""The solver interface: :class:`SolverBackend` and the traversal's :class:`ChebyshevModel`.
+
+A backend solves LPs given as arrays (``solve_lp``) and hands the traversal a
+:class:`ChebyshevModel`: the Chebyshev-centre LP of "polytope ∩ region" in the region's
+normalised coordinates ``u`` (see :mod:`polytrav.geometry`)::
+
+    maximise t  subject to  a_i·u + t <= b_i                 (region rows, unit normals)
+                            s_j (a_j·u + beta_j) - t >= 0    (neuron rows, unit normals, sign s_j)
+                            ||U u + w||_1 + kappa t <= r      (L1 balls, lifted)
+                            -1 <= u <= 1,  0 <= t <= 1
+
+Neuron rows come in blocks, one per level of the hierarchical traversal, pushed and popped
+like a stack; the top block's signs flip as the search moves between polytopes. The base
+class keeps every row in numpy arrays and rebuilds the LP for each solve (any backend can
+serve it); backends with an incremental API (HiGHS) override the ``_sync_*`` hooks to update
+one warm-started model in place.
+"""
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from polytrav.results import SolveResult, Status
+
+if TYPE_CHECKING:
+    from polytrav.geometry import Frame
+
+__all__ = ["SolverBackend", "ChebyshevModel"]
+
+
+class SolverBackend:
+    """Base class of solver backends; subclasses set the class data and ``solve_lp``."""
+
+    #: Registry key.
+    name: ClassVar[str] = ""
+    #: Problem forms served: subset of {"lp", "qp", "socp"}.
+    forms: ClassVar[frozenset[str]] = frozenset()
+    #: Modules that must be importable for the backend to work.
+    required_modules: ClassVar[tuple[str, ...]] = ()
+    #: Whether the backend re-solves a modified model from the previous basis.
+    warm_start: ClassVar[bool] = False
+    #: Extra that installs the backend's dependencies, e.g. ``"polytrav[ecos]"``.
+    extra: ClassVar[str | None] = None
+
+    def __init__(self, options: dict | None = None):
+        self.options = dict(options or {})
+
+    @classmethod
+    def is_available(cls) -> bool:
+        """Whether every required module can be imported (imports nothing)."""
+        return all(importlib.util.find_spec(m) is not None for m in cls.required_modules)
+
+    def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
+        """Minimise ``c @ x`` s.t. ``A_ub x <= b_ub``, ``A_eq x == b_eq``, ``lo <= x <= hi``.
+
+        ``bounds`` is a pair of arrays ``(lo, hi)`` (``±inf`` for none); ``None`` means free.
+        """
+        raise NotImplementedError
+
+    def chebyshev_model(self, frame: "Frame") -> "ChebyshevModel":
+        """A fresh Chebyshev model over ``frame``'s region (rebuilt per solve by default)."""
+        return ChebyshevModel(self, frame)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class ChebyshevModel:
+    """Chebyshev-centre LP of polytope ∩ region with a stack of flippable neuron-row blocks."""
+
+    def __init__(self, backend: SolverBackend, frame: "Frame"):
+        self.backend = backend
+        self.frame = frame
+        self.d = frame.dim
+        self.region_A = frame.A.copy()
+        self.region_b = frame.b.copy()
+        self.blocks: list[list[np.ndarray]] = []  # [A, beta, signs] per level
+        self.n_solves = 0
+        self.solve_time = 0.0
+        # variables: u (d), t, then (p, q) per L1 ball
+        self.n_lift = sum(2 * ball.U.shape[0] for ball in frame.l1_balls)
+        self.n_vars = self.d + 1 + self.n_lift
+
+    # ---------------------------------------------------------------- row management
+    def push(self, A: np.ndarray, beta: np.ndarray, signs: np.ndarray) -> None:
+        """Add a block of neuron rows ``s (a·u + beta) >= t`` (rows of unit norm)."""
+        block = [np.asarray(A, float), np.asarray(beta, float), np.asarray(signs, bool).copy()]
+        self.blocks.append(block)
+        self._sync_push(block)
+
+    def pop(self) -> None:
+        """Remove the top block."""
+        self._sync_pop(self.blocks[-1])
+        self.blocks.pop()
+
+    def set_signs(self, signs: np.ndarray) -> None:
+        """Set the top block's signs (True: neuron on)."""
+        block = self.blocks[-1]
+        signs = np.asarray(signs, bool)
+        changed = np.flatnonzero(block[2] != signs)
+        if changed.size:
+            block[2] = signs.copy()
+            self._sync_signs(len(self.blocks) - 1, changed)
+
+    def add_region_rows(self, A: np.ndarray, b: np.ndarray) -> None:
+        """Add region rows ``a·u + t <= b`` (valid cuts, e.g. tangents of an L2 ball)."""
+        self.region_A = np.vstack([self.region_A, A])
+        self.region_b = np.concatenate([self.region_b, b])
+        self._sync_region_rows(A, b)
+
+    # ---------------------------------------------------------------- solving
+    def solve(self) -> SolveResult:
+        """Maximise ``t``; ``x`` of the result holds ``u`` (length ``d``), ``objective`` is ``t``."""
+        t0 = time.perf_counter()
+        res = self._solve()
+        self.n_solves += 1
+        self.solve_time += time.perf_counter() - t0
+        return res
+
+    def _solve(self) -> SolveResult:
+        A_ub, b_ub, A_eq, b_eq, lo, hi = self.arrays()
+        c = np.zeros(self.n_vars)
+        c[self.d] = -1.0
+        res = self.backend.solve_lp(c, A_ub, b_ub, A_eq, b_eq, (lo, hi))
+        if res.x is None:
+            return res
+        return SolveResult(
+            res.status, -res.objective, res.x[: self.d].copy(), None, res.solver,
+            res.solve_time, res.iterations, res.message,
+            {"t_raw": float(res.x[self.d])},
+        )
+
+    def arrays(self):
+        """The whole LP as arrays ``(A_ub, b_ub, A_eq, b_eq, lo, hi)`` over ``(u, t, lifts)``."""
+        d, nv = self.d, self.n_vars
+        rows, rhs = [], []
+        R = np.zeros((self.region_A.shape[0], nv))
+        R[:, :d] = self.region_A
+        R[:, d] = 1.0
+        rows.append(R)
+        rhs.append(self.region_b)
+        for A, beta, signs in self.blocks:
+            s = np.where(signs, 1.0, -1.0)
+            N = np.zeros((A.shape[0], nv))
+            N[:, :d] = -s[:, None] * A
+            N[:, d] = 1.0
+            rows.append(N)
+            rhs.append(s * beta)
+        eq_rows, eq_rhs = [], []
+        lo = np.concatenate([-np.ones(d), [0.0], np.zeros(self.n_lift)])
+        hi = np.concatenate([np.ones(d), [1.0], np.full(self.n_lift, np.inf)])
+        off = d + 1
+        for ball in self.frame.l1_balls:
+            n = ball.U.shape[0]
+            E = np.zeros((n, nv))
+            E[:, :d] = ball.U
+            E[:, off : off + n] = -np.eye(n)
+            E[:, off + n : off + 2 * n] = np.eye(n)
+            eq_rows.append(E)
+            eq_rhs.append(-ball.w)
+            L = np.zeros((1, nv))
+            L[0, off : off + 2 * n] = 1.0
+            L[0, d] = ball.kappa
+            rows.append(L)
+            rhs.append([ball.radius])
+            hi[off : off + 2 * n] = ball.radius
+            off += 2 * n
+        A_eq = np.vstack(eq_rows) if eq_rows else np.zeros((0, nv))
+        b_eq = np.concatenate(eq_rhs) if eq_rhs else np.zeros(0)
+        return np.vstack(rows), np.concatenate([np.asarray(r, float) for r in rhs]), A_eq, b_eq, lo, hi
+
+    # ---------------------------------------------------------------- incremental hooks
+    def _sync_push(self, block) -> None:
+        """Backend hook: a block was pushed."""
+
+    def _sync_pop(self, block) -> None:
+        """Backend hook: the top block is about to be removed."""
+
+    def _sync_signs(self, level: int, rows: np.ndarray) -> None:
+        """Backend hook: signs of ``rows`` of block ``level`` changed."""
+
+    def _sync_region_rows(self, A, b) -> None:
+        """Backend hook: region rows were appended."""

@@ -1,0 +1,527 @@
+"""Hierarchical breadth-first traversal of the local polytopes inside a region (paper §4).
+
+Level ``l`` of a network with ``L`` hidden layers partitions each level-``(l-1)`` polytope
+(a *piece*) with the hyperplanes of layer ``l`` (the paper's masking recursion). Inside one
+piece, polytopes are connected by flipping one hyperplane's side (one-adjacency, paper §3),
+so a breadth-first search over flips visits them all (paper Theorem 2). The traversal:
+
+1. screens the layer's hyperplanes against the piece (``screen``): a hyperplane that does not
+   cut the piece's interior never needs a flip;
+2. groups identical hyperplanes (duplicate neurons, up to sign) so they flip together, and
+   never flips a neuron whose pre-activation is constant on the piece (zero normal);
+3. decides each flip with the Chebyshev LP of the flipped cell (``maximise t`` such that the
+   ball of radius ``t`` fits) and hashes every checked code;
+4. recurses into each polytope of the level before moving on (depth-first over levels,
+   breadth-first within a level), emitting level-``L`` polytopes as it goes.
+
+A cell counts as a polytope iff its certified Chebyshev radius (the smallest slack of all its
+constraints at the LP's centre, in the region's normalised coordinates) exceeds
+:data:`RADIUS_TOL`. Cells thinner than that but thicker than :data:`SLIVER_TOL` are
+*slivers*: not emitted, but crossed, so that no polytope is cut off behind one. An LP that is
+neither optimal nor infeasible is re-solved cold and on the fallback backend; if all fail, the
+flip is recorded in ``stats.failures`` and the traversal ends ``incomplete``.
+"""
+from __future__ import annotations
+
+import enum
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polytrav.errors import ConfigError, RegionError
+from polytrav.geometry import ZERO_ROW_TOL, Frame, build_frame
+from polytrav.network import Network
+from polytrav.polytope import Polytope
+from polytrav.region import Box, Region
+from polytrav.results import SolveResult, Status
+from polytrav.solver import ChebyshevModel
+
+__all__ = [
+    "traverse",
+    "Traversal",
+    "TraversalStatus",
+    "TraversalStats",
+    "STRATEGIES",
+    "RADIUS_TOL",
+    "SLIVER_TOL",
+    "DUPLICATE_TOL",
+]
+
+#: A cell is a polytope iff its certified Chebyshev radius (normalised units) exceeds this.
+RADIUS_TOL = 1e-7
+#: Cells with radius in (SLIVER_TOL, RADIUS_TOL] are crossed but not emitted.
+SLIVER_TOL = 1e-9
+#: Unit-normal hyperplanes whose normals and offsets agree within this are one hyperplane.
+DUPLICATE_TOL = 1e-9
+#: Accept an L2-ball cutting-plane solution once the LP and the certificate agree this well.
+CUT_TOL = 1e-9
+#: Most cutting-plane rounds per LP for L2 balls before the LP counts as failed.
+MAX_CUT_ROUNDS = 60
+#: Random restarts used to find a starting cell when the start point lies on a hyperplane.
+START_TRIES = 32
+
+
+class TraversalStatus(str, enum.Enum):
+    """How a traversal ended."""
+
+    RUNNING = "running"  #: not finished yet
+    COMPLETE = "complete"  #: every polytope meeting the region was visited
+    POLYTOPE_LIMIT = "polytope_limit"  #: stopped at ``max_polytopes``: incomplete
+    TIME_LIMIT = "time_limit"  #: stopped at ``time_limit``: incomplete
+    SOLVER_FAILURE = "solver_failure"  #: some LP failed on every backend: incomplete
+    STOPPED = "stopped"  #: the consumer stopped iterating: incomplete
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class TraversalStats:
+    """Counters of one traversal (``lp_time`` and ``total_time`` in seconds)."""
+
+    polytopes: int = 0
+    lps: int = 0
+    lp_time: float = 0.0
+    total_time: float = 0.0
+    flips_hashed: int = 0  #: flips skipped because the code was already checked
+    flips_solved: int = 0  #: flips decided by an LP
+    screen_lps: int = 0  #: LPs spent screening hyperplanes (seed-faithful)
+    candidates: int = 0  #: hyperplanes that survived screening, summed over pieces
+    pieces: list[int] = field(default_factory=list)  #: cells per level (last = polytopes)
+    slivers: int = 0  #: thin cells crossed but not emitted
+    retries: int = 0  #: LPs re-solved cold or on the fallback backend
+    failures: list[str] = field(default_factory=list)  #: LPs no backend could decide
+
+    @property
+    def lps_per_polytope(self) -> float:
+        return self.lps / max(self.polytopes, 1)
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["lps_per_polytope"] = self.lps_per_polytope
+        d["non_lp_time"] = self.total_time - self.lp_time
+        return d
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How the traversal finds neighbours (see :data:`STRATEGIES`)."""
+
+    name: str
+    default_solver: str
+    screen: str  # "interval": closed-form test against the frame box; "lp": two LPs per row
+    rows: str  # "candidates": only screened rows in the LP; "all": every non-constant row
+    warm: bool  # reuse one incrementally updated model
+
+
+#: Registered traversal strategies by name.
+STRATEGIES: dict[str, Strategy] = {
+    "hierarchical": Strategy("hierarchical", "highs", "interval", "candidates", True),
+    "seed-faithful": Strategy("seed-faithful", "scipy", "lp", "all", False),
+}
+
+
+def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
+             solver=None, max_polytopes: int | None = None,
+             time_limit: float | None = None) -> "Traversal":
+    """Visit every full-dimensional polytope of ``net`` that meets ``region``.
+
+    Parameters
+    ----------
+    net : Network
+    region : Region
+        Closed, bounded, convex; its dimension must equal ``net.n_inputs`` (scalar boxes
+        broadcast).
+    start : array_like, optional
+        A point of the region to start from; defaults to the region's Chebyshev centre.
+    strategy : {"hierarchical", "seed-faithful"}
+        ``hierarchical`` (default) is the paper's Algorithm 3 made fast; ``seed-faithful`` is
+        the paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start),
+        kept as the baseline.
+    solver : str or SolverBackend, optional
+        LP backend; defaults to the strategy's (``highs`` / ``scipy``).
+    max_polytopes, time_limit : optional
+        Budgets; reaching one ends the traversal with an incomplete status.
+
+    Returns
+    -------
+    Traversal
+        An iterator of :class:`Polytope`; after iteration, ``.status``, ``.complete`` and
+        ``.stats`` describe the run.
+
+    Examples
+    --------
+    >>> from polytrav import Network, Box, traverse
+    >>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> run = traverse(net, Box([-1, -1], [1, 1]))
+    >>> len(list(run)), run.complete
+    (4, True)
+    """
+    return Traversal(net, region, start, strategy=strategy, solver=solver,
+                     max_polytopes=max_polytopes, time_limit=time_limit)
+
+
+class _Stop(Exception):
+    """Internal: a budget was reached."""
+
+
+class Traversal(Iterator[Polytope]):
+    """A running traversal: iterate it for polytopes, then read ``status`` and ``stats``."""
+
+    def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
+                 solver=None, max_polytopes=None, time_limit=None, fallback="scipy"):
+        from polytrav.manager import get_solver
+
+        if not isinstance(net, Network):
+            raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
+        if not isinstance(region, Region):
+            raise ConfigError(f"traverse: region must be a polytrav Region, got {type(region).__name__}")
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"traverse: unknown strategy {strategy!r}; known: {sorted(STRATEGIES)}")
+        if max_polytopes is not None and (int(max_polytopes) != max_polytopes or max_polytopes < 0):
+            raise ConfigError(f"traverse: max_polytopes must be a non-negative integer, got {max_polytopes!r}")
+        if time_limit is not None and not time_limit > 0:
+            raise ConfigError(f"traverse: time_limit must be positive seconds, got {time_limit!r}")
+        self.net = net
+        self.region = region.with_dims(net.n_inputs)
+        self.strategy = STRATEGIES[strategy]
+        self.backend = get_solver(solver if solver is not None else self.strategy.default_solver)
+        self.fallback = get_solver(fallback) if fallback and fallback != self.backend.name else None
+        self.max_polytopes = max_polytopes
+        self.time_limit = time_limit
+        self.frame: Frame = build_frame(self.region, net.n_inputs)
+        self._check_domain()
+        self.start_u = self._start_point(start)
+        self.status = TraversalStatus.RUNNING
+        self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers)
+        self._gen = self._run()
+
+    # ---------------------------------------------------------------- public protocol
+    def __next__(self) -> Polytope:
+        return next(self._gen)
+
+    def close(self) -> None:
+        """Stop early; the status becomes ``stopped`` unless the run had finished."""
+        self._gen.close()
+        if self.status is TraversalStatus.RUNNING:
+            self.status = TraversalStatus.STOPPED
+
+    @property
+    def complete(self) -> bool:
+        """True iff every polytope meeting the region was visited and emitted."""
+        return self.status is TraversalStatus.COMPLETE
+
+    def __repr__(self) -> str:
+        return f"<Traversal {self.strategy.name} {self.status.value}: {self.stats.polytopes} polytopes>"
+
+    # ---------------------------------------------------------------- set-up checks
+    def _check_domain(self) -> None:
+        dom = self.net.input_domain
+        if dom is None:
+            return
+        reach = np.abs(self.frame.U).sum(axis=1)
+        lo, hi = self.frame.origin - reach, self.frame.origin + reach
+        tol = 1e-9 * (1 + np.abs(self.frame.origin))
+        bad = np.flatnonzero((lo < dom[0] - tol) | (hi > dom[1] + tol))
+        if bad.size:
+            j = int(bad[0])
+            raise RegionError(
+                f"traverse: region spans [{lo[j]:.6g}, {hi[j]:.6g}] in input {j} but network "
+                f"{self.net.name or ''} is only affine on its input domain "
+                f"[{dom[0][j]:.6g}, {dom[1][j]:.6g}] (the model file clips inputs there); "
+                "intersect the region with Box(*net.input_domain)"
+            )
+
+    def _start_point(self, start) -> np.ndarray | None:
+        if start is None:
+            return None
+        x = np.asarray(start, dtype=float).reshape(-1)
+        if x.shape[0] != self.net.n_inputs:
+            raise RegionError(
+                f"traverse: start point has {x.shape[0]} coordinates but the network takes "
+                f"{self.net.n_inputs}"
+            )
+        if not np.isfinite(x).all():
+            raise RegionError(f"traverse: start point contains {x[~np.isfinite(x)][0]}")
+        bad = self.region.violations(x)
+        if bad:
+            raise RegionError(f"traverse: start point is outside the region: {'; '.join(bad[:3])}")
+        return self.frame.to_u(x)
+
+    # ---------------------------------------------------------------- LP with fallbacks
+    def _certified_radius(self, model: ChebyshevModel, u: np.ndarray) -> float:
+        """Smallest slack of every constraint of ``model`` at ``u`` (a ball of that radius fits)."""
+        fr = self.frame
+        d = fr.dim
+        t = min(1.0 - np.abs(u).max(), (fr.b[2 * d:] - fr.A[2 * d:] @ u).min(initial=np.inf))
+        for ball in fr.l1_balls:
+            t = min(t, (ball.radius - np.abs(ball.U @ u + ball.w).sum()) / ball.kappa)
+        for ball in fr.l2_balls:
+            t = min(t, ball.radius - np.linalg.norm(u - ball.center))
+        for A, beta, signs in model.blocks:
+            if A.shape[0]:
+                h = A @ u + beta
+                t = min(t, np.where(signs, h, -h).min())
+        return float(t)
+
+    def _solve(self, model: ChebyshevModel, what) -> tuple[float, np.ndarray | None] | None:
+        """``(radius, centre)`` of the model's cell (radius <= 0 if empty); None if undecided."""
+        for _ in range(MAX_CUT_ROUNDS):
+            res = self._solve_once(model, what)
+            if res is None:
+                return None
+            if res.status is not Status.OPTIMAL:
+                return 0.0, None
+            t_lp, u = res.objective, res.x
+            t_cert = self._certified_radius(model, u)
+            if t_lp <= SLIVER_TOL or not self.frame.l2_balls or t_cert >= t_lp - CUT_TOL:
+                return min(t_cert, t_lp), u
+            self._add_l2_cuts(model, u)
+        self._fail(what, "L2 cutting planes did not converge")
+        return None
+
+    def _add_l2_cuts(self, model: ChebyshevModel, u: np.ndarray) -> None:
+        rows, rhs = [], []
+        for ball in self.frame.l2_balls:
+            g = u - ball.center
+            n = np.linalg.norm(g)
+            if n > 0:
+                g = g / n
+                rows.append(g)
+                rhs.append(ball.radius + g @ ball.center)
+        if rows:
+            model.add_region_rows(np.array(rows), np.array(rhs))
+
+    def _solve_once(self, model: ChebyshevModel, what) -> SolveResult | None:
+        st = self.stats
+        res = model.solve()
+        st.lps += 1
+        if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            return res
+        first = res
+        st.retries += 1
+        if hasattr(model, "solve_cold"):
+            res = model.solve_cold()
+            st.lps += 1
+            if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
+                return res
+        if self.fallback is not None:
+            res = ChebyshevModel._solve(_Rebuilt(model, self.fallback))
+            st.lps += 1
+            if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
+                return res
+        self._fail(what, f"{first.solver}: {first.status} ({first.message}); fallbacks: {res.status}")
+        return None
+
+    def _fail(self, what, why: str) -> None:
+        self.stats.failures.append(f"{what}: {why}")
+
+    # ---------------------------------------------------------------- the search
+    def _run(self) -> Iterator[Polytope]:
+        t0 = time.perf_counter()
+        self._t0 = t0
+        self._model = self.backend.chebyshev_model(self.frame)
+        try:
+            region_cell = self._solve(self._model, "region")
+            if region_cell is None or region_cell[0] <= RADIUS_TOL:
+                raise RegionError(
+                    "traverse: the region has no interior (its Chebyshev radius in normalised "
+                    f"units is {0 if region_cell is None else region_cell[0]:.3g})"
+                )
+            u0 = self.start_u if self.start_u is not None else region_cell[1]
+            M0, m0 = self.frame.U, self.frame.origin
+            yield from self._level(0, M0, m0, u0, region_cell[0], region_cell[1], (), None)
+            self.status = (TraversalStatus.SOLVER_FAILURE if self.stats.failures
+                           else TraversalStatus.COMPLETE)
+        except _Stop as stop:
+            self.status = stop.args[0]
+        finally:
+            self.stats.lp_time = self._model.solve_time
+            self.stats.total_time = time.perf_counter() - t0
+            if self.status is TraversalStatus.RUNNING:
+                self.status = TraversalStatus.STOPPED
+
+    def _check_time(self) -> None:
+        if self.time_limit is not None and time.perf_counter() - self._t0 > self.time_limit:
+            raise _Stop(TraversalStatus.TIME_LIMIT)
+
+    def _level(self, k: int, Mt: np.ndarray, mt: np.ndarray, u_start: np.ndarray,
+               piece_t: float, piece_u: np.ndarray, prefix: tuple, via: int | None):
+        """Traverse level ``k+1`` (0-based layer ``k``) inside the current piece; yields polytopes.
+
+        ``Mt u + mt`` is the input of layer ``k`` on the piece.
+        """
+        net, model, st = self.net, self._model, self.stats
+        last = k == net.n_hidden_layers - 1
+        W, bias = net.weights[k], net.biases[k]
+        H, beta = W @ Mt, W @ mt + bias
+        rows = _classify(H, beta)
+        cand = self._screen(rows, model)
+        reps, members = _group_duplicates(rows.A[cand], rows.beta[cand])
+        cand_idx = np.flatnonzero(cand)[reps]
+        # fixed bits: non-candidates from the piece (constant sign there), zero rows from beta
+        fixed_bits = (H @ piece_u + beta) >= 0.0
+        fixed_bits[rows.zero] = beta[rows.zero] >= 0.0
+        extra = np.flatnonzero(~cand & ~rows.zero) if self.strategy.rows == "all" else np.zeros(0, int)
+        A_lp = np.vstack([rows.A[cand_idx], rows.A[extra]])
+        b_lp = np.concatenate([rows.beta[cand_idx], rows.beta[extra]])
+        n_rep = cand_idx.size
+        st.candidates += int(cand.sum())
+        extra_signs = fixed_bits[extra]
+
+        def full_bits(signs: np.ndarray) -> np.ndarray:
+            bits = fixed_bits.copy()
+            ci = np.flatnonzero(cand)
+            for g, mem in enumerate(members):
+                for j, orient in mem:
+                    bits[ci[j]] = signs[g] if orient > 0 else not signs[g]
+            return bits
+
+        def lp_signs(signs):
+            return np.concatenate([signs, extra_signs])
+
+        start = self._start_cell(model, A_lp, b_lp, lp_signs, n_rep, u_start, piece_t, piece_u, k)
+        if start is None:
+            return
+        signs0, u0, t0 = start
+        checked = {np.packbits(signs0).tobytes()}
+        queue = deque([(signs0, u0, t0, via)])
+        try:
+            while queue:
+                self._check_time()
+                signs, u, t, from_idx = queue.popleft()
+                own = from_idx
+                if t > RADIUS_TOL:
+                    st.pieces[k] += 1
+                    bits = full_bits(signs)
+                    code = prefix + (bits,)
+                    if last:
+                        if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
+                            raise _Stop(TraversalStatus.POLYTOPE_LIMIT)
+                        own = st.polytopes
+                        st.polytopes += 1
+                        yield Polytope(code, self.frame.to_x(u), t, own, from_idx, net, self.region)
+                    else:
+                        model.set_signs(lp_signs(signs))
+                        first = st.polytopes
+                        yield from self._level(k + 1, H * bits[:, None], beta * bits, u, t, u,
+                                               code, from_idx)
+                        own = first if st.polytopes > first else from_idx
+                else:
+                    st.slivers += 1
+                for g in range(n_rep):
+                    flipped = signs.copy()
+                    flipped[g] = not flipped[g]
+                    key = np.packbits(flipped).tobytes()
+                    if key in checked:
+                        st.flips_hashed += 1
+                        continue
+                    checked.add(key)
+                    self._check_time()
+                    model.set_signs(lp_signs(flipped))
+                    st.flips_solved += 1
+                    cell = self._solve(model, ("flip", k, g))
+                    if cell is not None and cell[0] > SLIVER_TOL:
+                        queue.append((flipped, cell[1], cell[0], own))
+        finally:
+            model.pop()
+
+    def _start_cell(self, model, A_lp, b_lp, lp_signs, n_rep, u_start, piece_t, piece_u, k):
+        """Push the level's rows and find a first cell containing (or near) ``u_start``."""
+        rng = np.random.default_rng(k)
+        point = u_start
+        for attempt in range(START_TRIES + 1):
+            signs = (A_lp[:n_rep] @ point + b_lp[:n_rep]) >= 0.0
+            if attempt == 0:
+                model.push(A_lp, b_lp, lp_signs(signs))
+            else:
+                model.set_signs(lp_signs(signs))
+            cell = self._solve(model, ("start", k))
+            if cell is not None and cell[0] > SLIVER_TOL:
+                return signs, cell[1], cell[0]
+            # the point lies on a hyperplane: try a random point of the piece's inscribed ball
+            direction = rng.standard_normal(point.shape[0])
+            point = piece_u + 0.5 * piece_t * rng.uniform() * direction / np.linalg.norm(direction)
+        model.pop()
+        self._fail(("start", k), "no starting cell found near the start point")
+        return None
+
+    def _screen(self, rows: "_Rows", model: ChebyshevModel) -> np.ndarray:
+        """Boolean mask of the hyperplanes that may cut the current piece."""
+        l1 = np.abs(rows.H).sum(axis=1)
+        maybe = ~rows.zero & (rows.beta_raw - l1 < 0) & (rows.beta_raw + l1 > 0)
+        if self.strategy.screen == "interval":
+            return maybe
+        # paper's Algorithm 2: both sides of the hyperplane meet the piece (two LPs per row)
+        out = np.zeros(rows.zero.shape[0], bool)
+        for i in np.flatnonzero(~rows.zero):
+            both = True
+            for side in (True, False):
+                model.push(rows.A[i : i + 1], rows.beta[i : i + 1], np.array([side]))
+                cell = self._solve(model, ("screen", i))
+                model.pop()
+                self.stats.screen_lps += 1
+                if cell is None:  # undecided: keep the row (a flip LP will decide)
+                    break
+                if cell[0] <= SLIVER_TOL:
+                    both = False
+                    break
+            out[i] = both
+        return out
+
+
+@dataclass
+class _Rows:
+    H: np.ndarray  # raw pre-activation normals in u
+    beta_raw: np.ndarray
+    A: np.ndarray  # unit normals (zero rows left at 0)
+    beta: np.ndarray
+    zero: np.ndarray  # constant on the piece
+
+
+def _classify(H: np.ndarray, beta: np.ndarray) -> _Rows:
+    norms = np.linalg.norm(H, axis=1)
+    scale = max(float(norms.max(initial=0.0)), 1e-300)
+    zero = norms <= ZERO_ROW_TOL * scale
+    safe = np.where(zero, 1.0, norms)
+    return _Rows(H, beta, H / safe[:, None], beta / safe, zero)
+
+
+def _group_duplicates(A: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, list]:
+    """Representatives of identical hyperplanes and, per representative, ``(row, ±1)`` members."""
+    n = A.shape[0]
+    if n == 0:
+        return np.zeros(0, int), []
+    G = A @ A.T
+    owner = -np.ones(n, int)
+    reps, members = [], []
+    for i in range(n):
+        if owner[i] >= 0:
+            continue
+        owner[i] = len(reps)
+        group = [(i, 1)]
+        for j in np.flatnonzero((np.abs(G[i]) > 1.0 - DUPLICATE_TOL) & (owner < 0)):
+            orient = 1 if G[i, j] > 0 else -1
+            if (np.abs(A[j] - orient * A[i]).max() <= DUPLICATE_TOL
+                    and abs(beta[j] - orient * beta[i]) <= DUPLICATE_TOL):
+                owner[j] = len(reps)
+                group.append((int(j), orient))
+        reps.append(i)
+        members.append(group)
+    return np.array(reps, int), members
+
+
+class _Rebuilt(ChebyshevModel):
+    """A copy of a model's rows on another backend (for fallback solves)."""
+
+    def __init__(self, model: ChebyshevModel, backend):
+        self.backend = backend
+        self.frame = model.frame
+        self.d = model.d
+        self.region_A, self.region_b = model.region_A, model.region_b
+        self.blocks = model.blocks
+        self.n_lift, self.n_vars = model.n_lift, model.n_vars
+        self.n_solves, self.solve_time = 0, 0.0

@@ -1,0 +1,225 @@
+"""HiGHS through highspy, the default LP backend.
+
+HiGHS (Huangfu & Hall, "Parallelizing the dual revised simplex method", Math. Prog. Comp.
+2018) solves LPs with a dual simplex that re-solves a modified model from its last basis.
+The traversal's Chebyshev model lives in one ``highspy.Highs`` object: pushing a level adds
+rows, flipping a neuron's side changes one coefficient (the ``t`` column) and one row's
+bounds, so consecutive solves are warm. Forms: ``lp``.
+
+Quirks: "unbounded or infeasible" (``kUnboundedOrInfeasible``) is reported as
+:attr:`Status.INFEASIBLE_OR_UNBOUNDED`, never as infeasible; the traversal re-solves such LPs
+cold and on a fallback backend. HiGHS' QP solver can hang on tiny QPs (see
+``shared/data/solver_traps``), so this backend declares no ``qp`` form.
+
+``DEFAULT_OPTIONS`` (the only native defaults polytrav overrides): ``output_flag=False``,
+``primal_feasibility_tolerance=1e-9``, ``dual_feasibility_tolerance=1e-9``, ``threads=1``,
+``time_limit=60`` (seconds per solve, so no solve can hang a run).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from polytrav.errors import ConfigError, SolverError
+from polytrav.results import SolveResult, Status
+from polytrav.solver import ChebyshevModel, SolverBackend
+
+__all__ = ["HighsBackend"]
+
+
+def _status_map():
+    import highspy
+
+    M = highspy.HighsModelStatus
+    return {
+        M.kOptimal: Status.OPTIMAL,
+        M.kInfeasible: Status.INFEASIBLE,
+        M.kUnbounded: Status.UNBOUNDED,
+        M.kUnboundedOrInfeasible: Status.INFEASIBLE_OR_UNBOUNDED,
+        M.kTimeLimit: Status.LIMIT,
+        M.kIterationLimit: Status.LIMIT,
+    }
+
+
+class HighsBackend(SolverBackend):
+    """LPs with highspy, warm-started in place for the traversal."""
+
+    name = "highs"
+    forms = frozenset({"lp"})
+    required_modules = ("highspy",)
+    warm_start = True
+    extra = None
+    DEFAULT_OPTIONS = {
+        "output_flag": False,
+        "primal_feasibility_tolerance": 1e-9,
+        "dual_feasibility_tolerance": 1e-9,
+        "threads": 1,
+        "time_limit": 60.0,
+    }
+
+    def new_highs(self):
+        """A configured ``highspy.Highs`` object (options checked here)."""
+        import highspy
+
+        h = highspy.Highs()
+        for key, value in {**self.DEFAULT_OPTIONS, **self.options}.items():
+            status = h.setOptionValue(key, value)
+            if status != highspy.HighsStatus.kOk:
+                raise ConfigError(
+                    f"solver 'highs' rejected option {key}={value!r}; see the HiGHS option list"
+                )
+        return h
+
+    def read(self, h, t0: float) -> SolveResult:
+        """Normalised result of the last ``run()`` of ``h``."""
+        status = _status_map().get(h.getModelStatus(), Status.ERROR)
+        info = h.getInfo()
+        x = obj = None
+        if status is Status.OPTIMAL:
+            x = np.array(h.getSolution().col_value)
+            obj = float(info.objective_function_value)
+        return SolveResult(
+            status, obj, x, None, self.name, time.perf_counter() - t0,
+            int(info.simplex_iteration_count), h.modelStatusToString(h.getModelStatus()),
+        )
+
+    def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
+        import highspy
+
+        t0 = time.perf_counter()
+        c = np.asarray(c, float)
+        n = c.shape[0]
+        A_eq = np.zeros((0, n)) if A_eq is None else np.asarray(A_eq, float)
+        b_eq = np.zeros(0) if b_eq is None else np.asarray(b_eq, float)
+        A_ub = np.zeros((0, n)) if A_ub is None else np.asarray(A_ub, float)
+        b_ub = np.zeros(0) if b_ub is None else np.asarray(b_ub, float)
+        lo, hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
+        h = self.new_highs()
+        inf = highspy.kHighsInf
+        h.addVars(n, np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
+        A = np.vstack([A_ub, A_eq])
+        rlo = np.concatenate([np.full(len(b_ub), -inf), b_eq])
+        rhi = np.concatenate([b_ub, b_eq])
+        _add_dense_rows(h, A, rlo, rhi)
+        try:
+            h.run()
+        except Exception as exc:  # pragma: no cover - native crash
+            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        return self.read(h, t0)
+
+    def chebyshev_model(self, frame) -> ChebyshevModel:
+        return HighsChebyshevModel(self, frame)
+
+
+def _add_dense_rows(h, A: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+    import highspy
+
+    if A.shape[0] == 0:
+        return
+    inf = highspy.kHighsInf
+    lo = np.where(np.isfinite(lo), lo, -inf)
+    hi = np.where(np.isfinite(hi), hi, inf)
+    mask = A != 0
+    starts = np.concatenate([[0], np.cumsum(mask.sum(axis=1))[:-1]]).astype(np.int32)
+    idx = np.nonzero(mask)[1].astype(np.int32)
+    h.addRows(A.shape[0], lo, hi, int(mask.sum()), starts, idx, A[mask])
+
+
+class HighsChebyshevModel(ChebyshevModel):
+    """The Chebyshev model kept in one warm-started ``Highs`` object."""
+
+    def __init__(self, backend: HighsBackend, frame):
+        super().__init__(backend, frame)
+        self.h = self._build()
+        self.block_rows: list[np.ndarray] = []  # HiGHS row index of each block's rows
+        self.n_rows = self.h.getNumRow()
+
+    def _build(self):
+        """A Highs object holding the whole current model (also used for cold re-solves)."""
+        import highspy
+
+        h = self.backend.new_highs()
+        A_ub, b_ub, A_eq, b_eq, lo, hi = self.arrays()
+        inf = highspy.kHighsInf
+        n = self.n_vars
+        h.addVars(n, lo, np.where(np.isfinite(hi), hi, inf))
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        h.changeColCost(self.d, 1.0)
+        A = np.vstack([A_ub, A_eq])
+        rlo = np.concatenate([np.full(len(b_ub), -inf), b_eq])
+        rhi = np.concatenate([b_ub, b_eq])
+        _add_dense_rows(h, A, rlo, rhi)
+        return h
+
+    def _sync_push(self, block) -> None:
+        import highspy
+
+        A, beta, signs = block
+        inf = highspy.kHighsInf
+        m = A.shape[0]
+        # row: a·u - s t  in [-beta, inf) if on, (-inf, -beta] if off
+        M = np.zeros((m, self.n_vars))
+        M[:, : self.d] = A
+        M[:, self.d] = np.where(signs, -1.0, 1.0)
+        lo = np.where(signs, -beta, -inf)
+        hi = np.where(signs, inf, -beta)
+        _add_dense_rows(self.h, M, lo, hi)
+        self.block_rows.append(np.arange(self.n_rows, self.n_rows + m, dtype=np.int32))
+        self.n_rows += m
+
+    def _sync_pop(self, block) -> None:
+        rows = self.block_rows.pop()
+        if rows.size:
+            self.h.deleteRows(rows.size, rows)
+            for k, other in enumerate(self.block_rows):
+                self.block_rows[k] = other - np.searchsorted(rows, other)
+            self.n_rows -= rows.size
+
+    def _sync_signs(self, level: int, changed: np.ndarray) -> None:
+        import highspy
+
+        inf = highspy.kHighsInf
+        A, beta, signs = self.blocks[level]
+        rows = self.block_rows[level]
+        for i in changed:
+            r = int(rows[i])
+            if signs[i]:
+                self.h.changeCoeff(r, self.d, -1.0)
+                self.h.changeRowBounds(r, -beta[i], inf)
+            else:
+                self.h.changeCoeff(r, self.d, 1.0)
+                self.h.changeRowBounds(r, -inf, -beta[i])
+
+    def _sync_region_rows(self, A, b) -> None:
+        M = np.zeros((A.shape[0], self.n_vars))
+        M[:, : self.d] = A
+        M[:, self.d] = 1.0
+        _add_dense_rows(self.h, M, np.full(A.shape[0], -np.inf), b)
+        self.n_rows += A.shape[0]
+
+    def _solve(self) -> SolveResult:
+        t0 = time.perf_counter()
+        try:
+            self.h.run()
+        except Exception as exc:  # pragma: no cover - native crash
+            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        res = self.backend.read(self.h, t0)
+        if res.x is None:
+            return res
+        return SolveResult(res.status, res.objective, res.x[: self.d].copy(), None, res.solver,
+                           res.solve_time, res.iterations, res.message)
+
+    def solve_cold(self) -> SolveResult:
+        """Solve the current model in a fresh ``Highs`` object (no warm start)."""
+        t0 = time.perf_counter()
+        h = self._build()
+        h.run()
+        res = self.backend.read(h, t0)
+        self.n_solves += 1
+        self.solve_time += res.solve_time
+        if res.x is None:
+            return res
+        return SolveResult(res.status, res.objective, res.x[: self.d].copy(), None, res.solver,
+                           res.solve_time, res.iterations, res.message)

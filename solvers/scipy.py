@@ -1,0 +1,61 @@
+"""SciPy's ``linprog``: the paper's LP solver, kept as the baseline.
+
+``scipy.optimize.linprog(method="highs")`` builds and solves every LP from scratch (no warm
+start); the ``seed-faithful`` traversal uses it for every check, as the paper's code does.
+Forms: ``lp``. Statuses come from ``OptimizeResult.status`` (0 optimal, 1 iteration limit,
+2 infeasible, 3 unbounded, 4 numerical difficulties). ``DEFAULT_OPTIONS``: none overridden.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from polytrav.errors import ConfigError
+from polytrav.results import SolveResult, Status
+from polytrav.solver import SolverBackend
+
+__all__ = ["ScipyBackend"]
+
+
+class ScipyBackend(SolverBackend):
+    """LPs with ``scipy.optimize.linprog`` (rebuilt per solve)."""
+
+    name = "scipy"
+    forms = frozenset({"lp"})
+    required_modules = ("scipy",)
+    warm_start = False
+    STATUS_MAP = {0: Status.OPTIMAL, 1: Status.LIMIT, 2: Status.INFEASIBLE, 3: Status.UNBOUNDED}
+    DEFAULT_OPTIONS: dict = {}
+
+    def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
+        from scipy.optimize import linprog
+
+        t0 = time.perf_counter()
+        c = np.asarray(c, float)
+        if bounds is not None:
+            lo, hi = bounds
+            bounds = [
+                (None if not np.isfinite(a) else a, None if not np.isfinite(b) else b)
+                for a, b in zip(lo, hi)
+            ]
+        else:
+            bounds = (None, None)
+        options = {**self.DEFAULT_OPTIONS, **self.options}
+        method = options.pop("method", "highs")
+        empty = lambda A: A is None or np.asarray(A).shape[0] == 0  # noqa: E731
+        try:
+            res = linprog(
+                c,
+                A_ub=None if empty(A_ub) else A_ub, b_ub=None if empty(A_ub) else b_ub,
+                A_eq=None if empty(A_eq) else A_eq, b_eq=None if empty(A_eq) else b_eq,
+                bounds=bounds, method=method, options=options or None,
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"solver 'scipy' rejected options {options}: {exc}") from exc
+        status = self.STATUS_MAP.get(res.status, Status.ERROR)
+        ok = status is Status.OPTIMAL
+        return SolveResult(
+            status, float(res.fun) if ok else None, np.asarray(res.x) if ok else None, None,
+            self.name, time.perf_counter() - t0, int(getattr(res, "nit", 0) or 0), res.message,
+        )
