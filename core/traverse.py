@@ -126,7 +126,7 @@ STRATEGIES: dict[str, Strategy] = {
 
 def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
              solver=None, max_polytopes: int | None = None,
-             time_limit: float | None = None) -> "Traversal":
+             time_limit: float | None = None, fallback="scipy") -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -145,6 +145,9 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         LP backend; defaults to the strategy's (``highs`` / ``scipy``).
     max_polytopes, time_limit : optional
         Budgets; reaching one ends the traversal with an incomplete status.
+    fallback : str or SolverBackend or None
+        Backend that re-solves an LP the main backend could not decide (after a cold
+        re-solve); ``None`` disables it.
 
     Returns
     -------
@@ -161,7 +164,7 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     (4, True)
     """
     return Traversal(net, region, start, strategy=strategy, solver=solver,
-                     max_polytopes=max_polytopes, time_limit=time_limit)
+                     max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallback)
 
 
 class _Stop(Exception):
@@ -189,7 +192,9 @@ class Traversal(Iterator[Polytope]):
         self.region = region.with_dims(net.n_inputs)
         self.strategy = STRATEGIES[strategy]
         self.backend = get_solver(solver if solver is not None else self.strategy.default_solver)
-        self.fallback = get_solver(fallback) if fallback and fallback != self.backend.name else None
+        self.fallback = get_solver(fallback) if fallback is not None else None
+        if self.fallback is not None and self.fallback.name == self.backend.name:
+            self.fallback = None
         self.max_polytopes = max_polytopes
         self.time_limit = time_limit
         self.frame: Frame = build_frame(self.region, net.n_inputs)

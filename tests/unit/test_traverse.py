@@ -1,0 +1,164 @@
+"""Traversal: the paper's 2-D grid nets, degenerate networks, budgets and bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import brute_force_cells, random_net, train_grid_net
+
+from polytrav import Ball, Box, ConfigError, Network, Polyhedron, RegionError, traverse
+from polytrav.traverse import RADIUS_TOL, TraversalStatus
+
+BOX2 = (np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
+
+
+def keys_of(net, region, **kw):
+    run = traverse(net, region, **kw)
+    polys = list(run)
+    assert run.complete, (run.status, run.stats.failures)
+    return {p.key for p in polys}, polys, run
+
+
+def truth(net, lo, hi):
+    return {k for k, r in brute_force_cells(net, lo, hi).items() if r > RADIUS_TOL}
+
+
+def line_arrangement_cells(net, lo, hi) -> int:
+    """Regions of a line arrangement in a box: 1 + lines crossing + crossings inside (general position)."""
+    W, b = net.weights[0], net.biases[0]
+    corners = np.array([[lo[0], lo[1]], [lo[0], hi[1]], [hi[0], lo[1]], [hi[0], hi[1]]])
+    vals = corners @ W.T + b
+    crossing = np.flatnonzero((vals.min(0) < 0) & (vals.max(0) > 0))
+    inside = 0
+    for i in crossing:
+        for j in crossing[crossing > i]:
+            p = np.linalg.solve(W[[i, j]], -b[[i, j]])
+            inside += bool(np.all(p > lo) and np.all(p < hi))
+    return 1 + len(crossing) + inside
+
+
+@pytest.mark.parametrize("widths", [[20], [10, 5]])
+def test_grid_nets_equal_brute_force(widths):
+    net = train_grid_net(widths)
+    keys, polys, _ = keys_of(net, Box(*BOX2))
+    assert keys == truth(net, *BOX2)
+    if len(widths) == 1:
+        assert len(polys) == line_arrangement_cells(net, *BOX2)
+
+
+def test_duplicate_and_opposite_neurons_flip_together():
+    W1 = np.array([[1.0, 0.5], [1.0, 0.5], [-2.0, -1.0], [0.0, 1.0]])
+    b1 = np.array([0.1, 0.1, -0.2, 0.0])
+    net = Network.from_arrays([W1, np.ones((1, 4))], [b1, [0.0]])
+    keys, polys, _ = keys_of(net, Box(*BOX2))
+    assert keys == truth(net, *BOX2)
+    assert len(polys) == 4
+
+
+def test_dead_and_constant_neurons():
+    W1 = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, -1.0]])
+    b1 = np.array([-1.0, 2.0, 0.0])
+    W2 = np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])
+    net = Network.from_arrays([W1, W2, np.ones((1, 2))], [b1, [0.0, 0.0], [0.0]])
+    keys, polys, _ = keys_of(net, Box(*BOX2))
+    assert keys == truth(net, *BOX2)
+    for p in polys:
+        assert not p.code[0][0] and p.code[0][1] and p.code[1][1]  # 0 >= 0 counts as on
+
+
+def test_hyperplane_through_box_corner_and_concurrent_hyperplanes():
+    angles = np.linspace(0, np.pi, 7)[:-1]
+    W1 = np.c_[np.cos(angles), np.sin(angles)]
+    W1 = np.vstack([W1, [1.0, 1.0]])  # x + y = 2 touches the corner (1, 1)
+    b1 = np.r_[np.zeros(6), -2.0]
+    net = Network.from_arrays([W1, np.ones((1, 7))], [b1, [0.0]])
+    keys, polys, _ = keys_of(net, Box(*BOX2), start=[0.0, 0.0])  # start where 6 lines meet
+    assert len(polys) == 12
+    assert keys == truth(net, *BOX2)
+
+
+def test_fixed_coordinate_traverses_the_affine_hull():
+    net = random_net(3, 3, [6, 4])
+    region = Box([-1.0, 0.3, -1.0], [1.0, 0.3, 1.0])
+    keys, polys, _ = keys_of(net, region)
+    reduced = net.compose_input(np.array([[1.0, 0], [0, 0], [0, 1.0]]), [0.0, 0.3, 0.0])
+    assert keys == truth(reduced, *BOX2)
+    assert all(p.interior_point[1] == pytest.approx(0.3) for p in polys)
+
+
+def test_balls_and_polyhedra_match_sampling():
+    net = random_net(5, 2, [6, 5])
+    rng = np.random.default_rng(2)
+    for region in [Ball([0.1, 0.2], 0.7, norm=2), Ball([0.1, 0.2], 0.7, norm=1),
+                   Ball([0.1, 0.2], 0.5, norm="inf") & Box(0, 1),
+                   Polyhedron([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.5, 0.5])]:
+        keys, polys, _ = keys_of(net, region)
+        lo, hi = region.bounding_box()
+        pts = rng.uniform(lo, hi, size=(20000, 2))
+        pts = pts[[region.contains(x) for x in pts]]
+        sample = {np.packbits(np.concatenate(net.activation_code(x))).tobytes() for x in pts}
+        assert sample <= keys, f"{region}: a sampled code was not visited"
+        assert all(region.contains(p.interior_point) for p in polys)
+        for p in polys:  # no phantom polytopes: each interior point really has the code
+            assert all(np.array_equal(a, b) for a, b in zip(net.activation_code(p.interior_point), p.code))
+
+
+def test_budgets_end_incomplete():
+    net = train_grid_net([20])
+    run = traverse(net, Box(*BOX2), max_polytopes=10)
+    assert len(list(run)) == 10
+    assert run.status is TraversalStatus.POLYTOPE_LIMIT and not run.complete
+    run = traverse(net, Box(*BOX2), time_limit=1e-6)
+    list(run)
+    assert run.status is TraversalStatus.TIME_LIMIT and not run.complete
+    run = traverse(net, Box(*BOX2))
+    next(run)
+    run.close()
+    assert run.status is TraversalStatus.STOPPED
+
+
+def test_solver_failure_makes_the_run_incomplete():
+    from polytrav.results import SolveResult, Status
+    from polytrav.solvers.scipy import ScipyBackend
+
+    class Flaky(ScipyBackend):
+        name = "flaky"
+        calls = 0
+
+        def solve_lp(self, *args, **kwargs):
+            Flaky.calls += 1
+            if Flaky.calls % 5 == 0:
+                return SolveResult(Status.ERROR, solver=self.name, message="injected")
+            return super().solve_lp(*args, **kwargs)
+
+    net = random_net(1, 2, [5, 4])
+    run = traverse(net, Box(*BOX2), solver=Flaky(), fallback=None)
+    list(run)
+    assert run.status is TraversalStatus.SOLVER_FAILURE and not run.complete
+    assert run.stats.failures
+    Flaky.calls = 0
+    run = traverse(net, Box(*BOX2), solver=Flaky())  # the scipy fallback rescues every LP
+    assert {p.key for p in run} == truth(net, *BOX2) and run.complete
+    assert run.stats.retries > 0
+
+
+def test_bad_input_is_named():
+    net = random_net(1, 2, [3])
+    with pytest.raises(RegionError, match="outside the region"):
+        traverse(net, Box(*BOX2), start=[2.0, 0.0])
+    with pytest.raises(RegionError, match="3 dimensions but 2"):
+        traverse(net, Box([0, 0, 0], [1, 1, 1]))
+    with pytest.raises(RegionError, match="unbounded"):
+        traverse(net, Polyhedron([[1.0, 0.0]], [1.0]))
+    with pytest.raises(RegionError, match="NaN"):
+        traverse(net, Box([0, np.nan], [1, 1]))
+    with pytest.raises(RegionError, match="start point contains nan"):
+        traverse(net, Box(*BOX2), start=[np.nan, 0.0])
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        traverse(net, Box(*BOX2), strategy="dfs")
+    with pytest.raises(ConfigError, match="unknown solver"):
+        traverse(net, Box(*BOX2), solver="nope")
+    with pytest.raises(RegionError, match="zero width"):
+        traverse(net, Polyhedron([[1, 0], [-1, 0], [0, 1], [0, -1]], [0.5, -0.5, 1, 1]))
+    with pytest.raises(RegionError, match="input domain"):
+        dom_net = Network.from_arrays(net.weights, net.biases, input_domain=([0, 0], [1, 1]))
+        traverse(dom_net, Box(*BOX2))
