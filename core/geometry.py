@@ -56,6 +56,11 @@ class Frame:
     free: np.ndarray | None = None  # input coordinates that vary, when U selects coordinates
 
     @property
+    def is_box(self) -> bool:
+        """Whether the region is exactly the box ``[-1, 1]^dim`` in frame coordinates."""
+        return self.A.shape[0] == 2 * self.dim and not self.l1_balls and not self.l2_balls
+
+    @property
     def dim(self) -> int:
         """Dimension ``d`` of the region's affine hull."""
         return self.U.shape[1]
@@ -217,5 +222,4 @@ def build_frame(region: Region, n: int) -> Frame:
             )
             l1.append(L1Ball(U.copy(), w, ball.radius, kappa))
     l2u = tuple(L2Ball((zc - mid) / half[0], rho / half[0]) for zc, rho in l2)
-    frame = Frame(origin, U, A, b, tuple(l1), l2u, free if free is not None and not l2 else free)
-    return frame
+    return Frame(origin, U, A, b, tuple(l1), l2u, free)

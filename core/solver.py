@@ -111,6 +111,23 @@ class ChebyshevModel:
         self.region_b = np.concatenate([self.region_b, b])
         self._sync_region_rows(A, b)
 
+    def halfspaces(self, top_signs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Polyhedral rows ``A u <= b`` of the cell (frame box, region rows, neuron rows).
+
+        ``top_signs`` overrides the top block's signs; L1 balls are left out, so the result
+        is an outer hull of the cell.
+        """
+        d = self.d
+        rows = [np.eye(d), -np.eye(d), self.region_A]
+        rhs = [np.ones(d), np.ones(d), self.region_b]
+        for k, (A, beta, signs) in enumerate(self.blocks):
+            if top_signs is not None and k == len(self.blocks) - 1:
+                signs = top_signs
+            s = np.where(signs, 1.0, -1.0)
+            rows.append(-s[:, None] * A)
+            rhs.append(s * beta)
+        return np.vstack(rows), np.concatenate(rhs)
+
     # ---------------------------------------------------------------- solving
     def solve(self) -> SolveResult:
         """Maximise ``t``; ``x`` of the result holds ``u`` (length ``d``), ``objective`` is ``t``."""

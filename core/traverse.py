@@ -60,6 +60,10 @@ DUPLICATE_TOL = 1e-9
 CUT_TOL = 1e-9
 #: Most cutting-plane rounds per LP for L2 balls before the LP counts as failed.
 MAX_CUT_ROUNDS = 60
+#: Cells of dimension up to this get their vertices (qhull) to rule out flips without an LP.
+VERTEX_MAX_DIM = 6
+#: A hyperplane at least this far (normalised units) from every vertex of a cell misses it.
+VERTEX_MARGIN = 1e-8
 #: Random restarts used to find a starting cell when the start point lies on a hyperplane.
 START_TRIES = 32
 
@@ -88,7 +92,9 @@ class TraversalStats:
     total_time: float = 0.0
     flips_hashed: int = 0  #: flips skipped because the code was already checked
     flips_solved: int = 0  #: flips decided by an LP
-    screen_lps: int = 0  #: LPs spent screening hyperplanes (seed-faithful)
+    screen_lps: int = 0  #: LPs spent screening hyperplanes against a piece
+    flips_vertex: int = 0  #: flips ruled out by a cell's vertices (no LP)
+    vertex_sets: int = 0  #: cells whose vertices were computed
     candidates: int = 0  #: hyperplanes that survived screening, summed over pieces
     pieces: list[int] = field(default_factory=list)  #: cells per level (last = polytopes)
     slivers: int = 0  #: thin cells crossed but not emitted
@@ -202,6 +208,7 @@ class Traversal(Iterator[Polytope]):
         self.start_u = self._start_point(start)
         self.status = TraversalStatus.RUNNING
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers)
+        self._qhull_cost = 0.0
         self._gen = self._run()
 
     # ---------------------------------------------------------------- public protocol
@@ -338,7 +345,7 @@ class Traversal(Iterator[Polytope]):
                 )
             u0 = self.start_u if self.start_u is not None else region_cell[1]
             M0, m0 = self.frame.U, self.frame.origin
-            yield from self._level(0, M0, m0, u0, region_cell[0], region_cell[1], (), None)
+            yield from self._level(0, M0, m0, u0, region_cell[0], region_cell[1], None, (), None)
             self.status = (TraversalStatus.SOLVER_FAILURE if self.stats.failures
                            else TraversalStatus.COMPLETE)
         except _Stop as stop:
@@ -354,17 +361,18 @@ class Traversal(Iterator[Polytope]):
             raise _Stop(TraversalStatus.TIME_LIMIT)
 
     def _level(self, k: int, Mt: np.ndarray, mt: np.ndarray, u_start: np.ndarray,
-               piece_t: float, piece_u: np.ndarray, prefix: tuple, via: int | None):
+               piece_t: float, piece_u: np.ndarray, piece_V: np.ndarray | None, prefix: tuple,
+               via: int | None):
         """Traverse level ``k+1`` (0-based layer ``k``) inside the current piece; yields polytopes.
 
-        ``Mt u + mt`` is the input of layer ``k`` on the piece.
+        ``Mt u + mt`` is the input of layer ``k`` on the piece; ``piece_V`` its vertices if known.
         """
         net, model, st = self.net, self._model, self.stats
         last = k == net.n_hidden_layers - 1
         W, bias = net.weights[k], net.biases[k]
         H, beta = W @ Mt, W @ mt + bias
         rows = _classify(H, beta)
-        cand = self._screen(rows, model)
+        cand = self._screen(rows, model, piece_u, piece_t, piece_V, k)
         reps, members = _group_duplicates(rows.A[cand], rows.beta[cand])
         cand_idx = np.flatnonzero(cand)[reps]
         # fixed bits: non-candidates from the piece (constant sign there), zero rows from beta
@@ -399,6 +407,26 @@ class Traversal(Iterator[Polytope]):
                 self._check_time()
                 signs, u, t, from_idx = queue.popleft()
                 own = from_idx
+                todo = []
+                for g in range(n_rep):
+                    flipped = signs.copy()
+                    flipped[g] = not flipped[g]
+                    key = np.packbits(flipped).tobytes()
+                    if key in checked:
+                        st.flips_hashed += 1
+                    else:
+                        checked.add(key)
+                        todo.append((g, flipped))
+                V = None
+                if self._use_vertices(len(todo), last):
+                    V = self._vertices(model, lp_signs(signs), u, t)
+                if V is not None and todo:
+                    s_ = np.where(signs, 1.0, -1.0)
+                    idx = np.array([g for g, _ in todo])
+                    slack = s_[idx, None] * (A_lp[idx] @ V.T + b_lp[idx, None])
+                    far = slack.min(axis=1) > VERTEX_MARGIN
+                    st.flips_vertex += int(far.sum())
+                    todo = [item for item, f in zip(todo, far) if not f]
                 if t > RADIUS_TOL:
                     st.pieces[k] += 1
                     bits = full_bits(signs)
@@ -412,19 +440,12 @@ class Traversal(Iterator[Polytope]):
                     else:
                         model.set_signs(lp_signs(signs))
                         first = st.polytopes
-                        yield from self._level(k + 1, H * bits[:, None], beta * bits, u, t, u,
+                        yield from self._level(k + 1, H * bits[:, None], beta * bits, u, t, u, V,
                                                code, from_idx)
                         own = first if st.polytopes > first else from_idx
                 else:
                     st.slivers += 1
-                for g in range(n_rep):
-                    flipped = signs.copy()
-                    flipped[g] = not flipped[g]
-                    key = np.packbits(flipped).tobytes()
-                    if key in checked:
-                        st.flips_hashed += 1
-                        continue
-                    checked.add(key)
+                for g, flipped in todo:
                     self._check_time()
                     model.set_signs(lp_signs(flipped))
                     st.flips_solved += 1
@@ -433,6 +454,35 @@ class Traversal(Iterator[Polytope]):
                         queue.append((flipped, cell[1], cell[0], own))
         finally:
             model.pop()
+
+    def _use_vertices(self, n_flips: int, last: bool) -> bool:
+        """Whether computing a cell's vertices is expected to save LPs."""
+        if self.strategy.screen != "interval" or self.frame.dim > VERTEX_MAX_DIM:
+            return False
+        if not last:
+            return True  # the vertices also screen the next level's hyperplanes
+        lp_cost = self._model.solve_time / max(self._model.n_solves, 1)
+        return n_flips * lp_cost > self._qhull_cost
+
+    def _vertices(self, model: ChebyshevModel, signs: np.ndarray, u: np.ndarray,
+                  t: float) -> np.ndarray | None:
+        """Vertices of the cell's polyhedral outer hull (``None`` if qhull is not sure)."""
+        from scipy.spatial import HalfspaceIntersection, QhullError
+
+        if t < 1e-6:
+            return None
+        A, b = model.halfspaces(signs)
+        t0 = time.perf_counter()
+        try:
+            V = HalfspaceIntersection(np.c_[A, -b], u).intersections
+        except (QhullError, ValueError):
+            return None
+        finally:
+            self._qhull_cost = 0.8 * self._qhull_cost + 0.2 * (time.perf_counter() - t0)
+        self.stats.vertex_sets += 1
+        if not np.isfinite(V).all() or (A @ V.T - b[:, None]).max() > 1e-9:
+            return None
+        return V
 
     def _start_cell(self, model, A_lp, b_lp, lp_signs, n_rep, u_start, piece_t, piece_u, k):
         """Push the level's rows and find a first cell containing (or near) ``u_start``."""
@@ -454,27 +504,45 @@ class Traversal(Iterator[Polytope]):
         self._fail(("start", k), "no starting cell found near the start point")
         return None
 
-    def _screen(self, rows: "_Rows", model: ChebyshevModel) -> np.ndarray:
-        """Boolean mask of the hyperplanes that may cut the current piece."""
+    def _screen(self, rows: "_Rows", model: ChebyshevModel, piece_u: np.ndarray,
+                piece_t: float, piece_V: np.ndarray | None, k: int) -> np.ndarray:
+        """Boolean mask of the hyperplanes that cut the current piece's interior.
+
+        ``interval``: the closed-form test against the frame box ``[-1, 1]^d`` (exact for the
+        first level of a box region), then, for deeper levels, a hyperplane passing through
+        the piece's inscribed ball cuts it, the piece's vertices (when known) decide the rest
+        up to a margin, and any other survivor gets one LP: does the piece extend to the side
+        of the hyperplane its centre is not on? ``lp``: the paper's
+        Algorithm 2, two LPs per hyperplane, no closed-form tests.
+        """
         l1 = np.abs(rows.H).sum(axis=1)
         maybe = ~rows.zero & (rows.beta_raw - l1 < 0) & (rows.beta_raw + l1 > 0)
         if self.strategy.screen == "interval":
-            return maybe
-        # paper's Algorithm 2: both sides of the hyperplane meet the piece (two LPs per row)
-        out = np.zeros(rows.zero.shape[0], bool)
-        for i in np.flatnonzero(~rows.zero):
-            both = True
-            for side in (True, False):
+            if k == 0 and self.frame.is_box:
+                return maybe
+            value = rows.A @ piece_u + rows.beta
+            sure = maybe & (np.abs(value) < piece_t)
+            if piece_V is not None:
+                vals = rows.A @ piece_V.T + rows.beta[:, None]
+                lo, hi = vals.min(axis=1), vals.max(axis=1)
+                maybe &= (lo < VERTEX_MARGIN) & (hi > -VERTEX_MARGIN)
+                sure |= maybe & (lo < -VERTEX_MARGIN) & (hi > VERTEX_MARGIN)
+            sides = [(i, [value[i] < 0]) for i in np.flatnonzero(maybe & ~sure)]
+        else:
+            sure = np.zeros_like(maybe)
+            sides = [(i, [True, False]) for i in np.flatnonzero(~rows.zero)]
+        out = sure.copy()
+        for i, wanted in sides:
+            cuts = True
+            for side in wanted:
                 model.push(rows.A[i : i + 1], rows.beta[i : i + 1], np.array([side]))
-                cell = self._solve(model, ("screen", i))
+                cell = self._solve(model, ("screen", k, int(i)))
                 model.pop()
                 self.stats.screen_lps += 1
-                if cell is None:  # undecided: keep the row (a flip LP will decide)
+                if cell is not None and cell[0] <= SLIVER_TOL:
+                    cuts = False  # undecided LPs keep the row: a flip LP will decide
                     break
-                if cell[0] <= SLIVER_TOL:
-                    both = False
-                    break
-            out[i] = both
+            out[i] = cuts
         return out
 
 
