@@ -28,7 +28,8 @@ class Polytope:
         Chebyshev centre of polytope ∩ region (in input coordinates).
     radius : float
         Chebyshev radius of polytope ∩ region in the region's normalised coordinates
-        (each coordinate of the region's bounding box scaled to [-1, 1]); always
+        (each coordinate of the region's bounding box scaled to [-1, 1]), capped at
+        0.1 for regions of more than 50 dimensions (see ``polytrav.geometry``); always
         ``> polytrav.traverse.RADIUS_TOL``.
     index : int
         Visit order, from 0.

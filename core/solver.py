@@ -7,7 +7,7 @@ normalised coordinates ``u`` (see :mod:`polytrav.geometry`)::
     maximise t  subject to  a_i·u + t <= b_i                 (region rows, unit normals)
                             s_j (a_j·u + beta_j) - t >= 0    (neuron rows, unit normals, sign s_j)
                             ||U u + w||_1 + kappa t <= r      (L1 balls, lifted)
-                            -1 <= u <= 1,  0 <= t <= 1
+                            -1 <= u <= 1,  0 <= t <= frame.radius_cap
 
 Neuron rows come in blocks, one per level of the hierarchical traversal, pushed and popped
 like a stack; the top block's signs flip as the search moves between polytopes. The base
@@ -168,7 +168,7 @@ class ChebyshevModel:
             rhs.append(s * beta)
         eq_rows, eq_rhs = [], []
         lo = np.concatenate([-np.ones(d), [0.0], np.zeros(self.n_lift)])
-        hi = np.concatenate([np.ones(d), [1.0], np.full(self.n_lift, np.inf)])
+        hi = np.concatenate([np.ones(d), [self.frame.radius_cap], np.full(self.n_lift, np.inf)])
         off = d + 1
         for ball in self.frame.l1_balls:
             n = ball.U.shape[0]
