@@ -1,0 +1,33 @@
+"""LP backends: normalised statuses and agreement on small problems with known answers."""
+import numpy as np
+import pytest
+
+from polytrav import ConfigError, Status, available_solvers
+from polytrav.manager import get_solver
+
+LP_SOLVERS = available_solvers("lp")
+
+
+@pytest.mark.parametrize("name", LP_SOLVERS)
+def test_known_lps(name):
+    s = get_solver(name)
+    # min -x - y  s.t. x + 2y <= 4, 3x + y <= 6, x, y >= 0  -> optimum at (1.6, 1.2)
+    res = s.solve_lp([-1.0, -1.0], [[1, 2], [3, 1]], [4, 6], bounds=(np.zeros(2), np.full(2, np.inf)))
+    assert res.status is Status.OPTIMAL and res.objective == pytest.approx(-2.8)
+    np.testing.assert_allclose(res.x, [1.6, 1.2], atol=1e-8)
+    res = s.solve_lp([1.0], [[1.0], [-1.0]], [-1.0, -1.0])  # x <= -1 and x >= 1
+    assert res.status is Status.INFEASIBLE and res.x is None
+    res = s.solve_lp([-1.0], [[-1.0]], [0.0])  # max x, x >= 0
+    assert res.status in (Status.UNBOUNDED, Status.INFEASIBLE_OR_UNBOUNDED)
+    res = s.solve_lp([1.0, 1.0], None, None, A_eq=[[1.0, -1.0]], b_eq=[2.0],
+                     bounds=(np.zeros(2), np.full(2, 10.0)))
+    assert res.status is Status.OPTIMAL and res.objective == pytest.approx(2.0)
+
+
+def test_rejected_option_is_named():
+    with pytest.raises(ConfigError, match="rejected option no_such_option"):
+        get_solver("highs", options={"no_such_option": 1}).solve_lp([1.0], [[1.0]], [1.0])
+
+
+def test_registry_lists_builtins_in_preference_order():
+    assert LP_SOLVERS[:2] == ["highs", "scipy"]

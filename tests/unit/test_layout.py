@@ -1,0 +1,31 @@
+"""The design card: one import package, three folders, no stray top-level modules."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_subpackages_resolve_to_their_folders():
+    import polytrav
+    import polytrav.plugins
+    import polytrav.solvers
+
+    assert Path(polytrav.__file__).parent == ROOT / "core"
+    assert Path(polytrav.plugins.__file__).parent == ROOT / "plugins"
+    assert Path(polytrav.solvers.__file__).parent == ROOT / "solvers"
+
+
+def test_import_leaves_no_top_level_folder_modules():
+    code = ("import sys, polytrav, polytrav.solvers, polytrav.plugins; "
+            "print([m for m in ('core', 'plugins', 'solvers') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/",
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_public_api_is_explicit():
+    import polytrav
+
+    for name in polytrav.__all__:
+        assert hasattr(polytrav, name), name
