@@ -12,6 +12,7 @@ The file's model clips raw inputs to ``[min, max]``, normalises them with
 ``x_norm = (x - mean) / range`` and returns ``y_raw = y_norm * range_out + mean_out``. The
 clipping is not affine; the loaders record it as the network's ``input_domain`` instead.
 """
+
 from __future__ import annotations
 
 from os import PathLike
@@ -63,7 +64,7 @@ class _Reader:
                 values.append(float(token))
             except ValueError:
                 raise self.error(
-                    number, f"expected {what} but found the non-numeric value {token!r}"
+                    number, f"expected {what}, but found the non-numeric value {token!r}"
                 ) from None
         if len(values) not in counts:
             raise self.error(number, f"expected {expected} values ({what}), found {len(values)}")
@@ -73,7 +74,8 @@ class _Reader:
         if self._next < len(self._lines):
             number = self._lines[self._next][0]
             raise self.error(
-                number, f"unexpected data after the last layer (the header declares {n_layers} layers)"
+                number,
+                f"unexpected data after the last layer (the header declares {n_layers} layers)",
             )
 
 
@@ -84,7 +86,9 @@ def _read_header(reader: _Reader) -> tuple[list[int], dict[str, np.ndarray]]:
     n_layers, n_in, n_out = (int(v) for v in first[:3])
     sizes_arr, number = reader.read(n_layers + 1, f"the {n_layers + 1} layer sizes")
     if np.any(sizes_arr != np.round(sizes_arr)) or np.any(sizes_arr < 1):
-        raise reader.error(number, f"layer sizes must be positive integers, got {sizes_arr.tolist()}")
+        raise reader.error(
+            number, f"layer sizes must be positive integers, got {sizes_arr.tolist()}"
+        )
     sizes = [int(v) for v in sizes_arr]
     if sizes[0] != n_in or sizes[-1] != n_out:
         raise reader.error(
@@ -162,10 +166,17 @@ def load_nnet(path: str | PathLike, *, normalization: str = "fold") -> Network:
         n_out, n_in = sizes[k], sizes[k - 1]
         shape = f"layer {k}, shaped {n_out}x{n_in}"
         weights.append(
-            np.stack([reader.read(n_in, f"weights of neuron {i + 1} of {shape}")[0] for i in range(n_out)])
+            np.stack(
+                [
+                    reader.read(n_in, f"weights of neuron {i + 1} of {shape}")[0]
+                    for i in range(n_out)
+                ]
+            )
         )
         biases.append(
-            np.concatenate([reader.read(1, f"bias of neuron {i + 1} of {shape}")[0] for i in range(n_out)])
+            np.concatenate(
+                [reader.read(1, f"bias of neuron {i + 1} of {shape}")[0] for i in range(n_out)]
+            )
         )
     reader.check_end(len(sizes) - 1)
 

@@ -12,6 +12,7 @@ becomes the output layer (the identity if the model ends in ``Relu``).
 Shapes are ONNX shapes with the batch dimension set to 1. Constant subgraphs (``Constant``,
 ``Shape`` of the chain tensor, ``Gather``, ``Concat``, ``Cast`` ...) are folded.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ import numpy as np
 from polytrav.errors import NetworkError
 from polytrav.network import Network
 
-__all__ = ["load_onnx"]
+__all__ = ["load_onnx", "SUPPORTED_OPS"]
 
 
 class _Unsupported(Exception):
@@ -117,7 +118,11 @@ def _squeeze(attrs, args, i):
 
     def f(X, bias):
         s = X.shape[1:]
-        drop = [a % len(s) for a in axes] if axes is not None else [j for j, d in enumerate(s) if d == 1]
+        drop = (
+            [a % len(s) for a in axes]
+            if axes is not None
+            else [j for j, d in enumerate(s) if d == 1]
+        )
         return X.reshape(X.shape[0], *(d for j, d in enumerate(s) if j not in drop))
 
     return f
@@ -157,7 +162,11 @@ def _concat(attrs, args, i):
     def f(X, bias):
         axis = attrs["axis"] % (X.ndim - 1) + 1
         parts = [
-            X if j == i else np.broadcast_to(_float(a) if bias else np.zeros(np.shape(a)), X.shape[:1] + np.shape(a))
+            X
+            if j == i
+            else np.broadcast_to(
+                _float(a) if bias else np.zeros(np.shape(a)), X.shape[:1] + np.shape(a)
+            )
             for j, a in enumerate(args)
         ]
         return np.concatenate(parts, axis=axis)
@@ -169,17 +178,24 @@ def _concat(attrs, args, i):
 def _matmul(attrs, args, i):
     K = _float(args[1 - i])
     if i == 0:
+
         def f(X, bias):  # x @ K
             vector = X.ndim == 2
             X = X[:, None, :] if vector else X
-            Y = np.matmul(X.reshape(X.shape[:1] + (1,) * max(K.ndim - X.ndim + 1, 0) + X.shape[1:]), K)
+            Y = np.matmul(
+                X.reshape(X.shape[:1] + (1,) * max(K.ndim - X.ndim + 1, 0) + X.shape[1:]), K
+            )
             return (Y[..., 0, :] if K.ndim >= 2 else Y[..., 0]) if vector else Y
     else:
+
         def f(X, bias):  # K @ x
             vector = X.ndim == 2
             X = X[..., None] if vector else X
-            Y = np.matmul(K, X.reshape(X.shape[:1] + (1,) * max(K.ndim - X.ndim + 1, 0) + X.shape[1:]))
+            Y = np.matmul(
+                K, X.reshape(X.shape[:1] + (1,) * max(K.ndim - X.ndim + 1, 0) + X.shape[1:])
+            )
             return Y[..., 0] if vector else Y
+
     return f
 
 
@@ -212,7 +228,7 @@ def _pads(attrs, size, kernel, strides, dilations) -> list[int]:
         return [0, 0, 0, 0]
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         begin, end = [], []
-        for n, k, s, d in zip(size, kernel, strides, dilations):
+        for n, k, s, d in zip(size, kernel, strides, dilations, strict=True):
             total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
             small, large = total // 2, total - total // 2
             begin.append(small if auto == "SAME_UPPER" else large)
@@ -241,10 +257,17 @@ def _conv2d(X, W, strides, pads, dilations, group) -> np.ndarray:
     out = np.zeros((m, oh, ow, M))
     for a in range(kh):
         for b in range(kw):
-            patch = Xp[:, :, a * dh : a * dh + sh * (oh - 1) + 1 : sh, b * dw : b * dw + sw * (ow - 1) + 1 : sw]
+            patch = Xp[
+                :,
+                :,
+                a * dh : a * dh + sh * (oh - 1) + 1 : sh,
+                b * dw : b * dw + sw * (ow - 1) + 1 : sw,
+            ]
             for g in range(group):
                 out[..., g * mg : (g + 1) * mg] += np.tensordot(
-                    patch[:, g * cg : (g + 1) * cg], W[g * mg : (g + 1) * mg, :, a, b], axes=([1], [1])
+                    patch[:, g * cg : (g + 1) * cg],
+                    W[g * mg : (g + 1) * mg, :, a, b],
+                    axes=([1], [1]),
                 )
     return out.transpose(0, 3, 1, 2)
 
@@ -380,7 +403,9 @@ class _Chain:
         value = inputs[0]
         tensor = value.type.tensor_type
         if tensor.elem_type not in _FLOAT_TYPES:
-            raise self.fail(f"input {value.name!r} has element type {tensor.elem_type}; need a float tensor")
+            raise self.fail(
+                f"input {value.name!r} has element type {tensor.elem_type}; need a float tensor"
+            )
         if not tensor.HasField("shape"):
             raise self.fail(f"input {value.name!r} has no declared shape")
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
@@ -421,8 +446,8 @@ class _Chain:
                 args.append(...)
             elif name in self.dead:
                 raise self.fail(
-                    f"{where} reads tensor {name!r}, which is not on the single chain from input to "
-                    "output; branches and skip connections are not supported"
+                    f"{where} reads tensor {name!r}, which is not on the single chain from input "
+                    "to output; branches and skip connections are not supported"
                 )
             else:
                 raise self.fail(f"{where} reads tensor {name!r}, which no earlier node produces")
@@ -493,13 +518,15 @@ class _Chain:
                 try:
                     self.step(position, node)
                 except _Unsupported as exc:
-                    raise self.fail(f"{_node_label(node)} ({node.op_type}, position {position}): {exc}") from exc
+                    raise self.fail(
+                        f"{_node_label(node)} ({node.op_type}, position {position}): {exc}"
+                    ) from exc
                 except (ValueError, TypeError, IndexError, KeyError) as exc:
                     if isinstance(exc, NetworkError):
                         raise
                     raise self.fail(
-                        f"{_node_label(node)} ({node.op_type}, position {position}) cannot be evaluated: "
-                        f"{type(exc).__name__}: {exc}"
+                        f"{_node_label(node)} ({node.op_type}, position {position}) cannot be "
+                        f"evaluated: {type(exc).__name__}: {exc}"
                     ) from exc
         except MemoryError as exc:
             raise self.fail("the model is too large to convert to dense affine maps") from exc
@@ -551,8 +578,10 @@ def load_onnx(path: str | PathLike) -> Network:
     >>> import onnx
     >>> from onnx import TensorProto, helper, numpy_helper
     >>> W = numpy_helper.from_array(np.array([[1.0, -1.0]], dtype=np.float32), "W")
+    >>> nodes = [helper.make_node("Gemm", ["x", "W"], ["h"], transB=1),
+    ...          helper.make_node("Relu", ["h"], ["y"])]
     >>> graph = helper.make_graph(
-    ...     [helper.make_node("Gemm", ["x", "W"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["y"])],
+    ...     nodes,
     ...     "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])],
     ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])], [W])
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.onnx"

@@ -10,6 +10,7 @@ module ending in ``ReLU`` gets an identity output layer.
 dropout), whatever the module's train/eval mode. Files are read with
 ``torch.load(weights_only=True)`` only: polytrav never unpickles arbitrary objects.
 """
+
 from __future__ import annotations
 
 import copy
@@ -23,13 +24,28 @@ from pathlib import Path
 from polytrav.errors import ConfigError, NetworkError
 from polytrav.network import Network
 
-__all__ = ["load_torch"]
+__all__ = ["load_torch", "SUPPORTED_LAYERS"]
 
 SUPPORTED_LAYERS = (
-    "Linear", "ReLU", "Flatten", "Unflatten", "Conv2d", "AvgPool2d", "BatchNorm1d",
-    "BatchNorm2d", "Identity", "Dropout",
+    "Linear",
+    "ReLU",
+    "Flatten",
+    "Unflatten",
+    "Conv2d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Identity",
+    "Dropout",
 )
-_DROPOUTS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
+_DROPOUTS = (
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
+)
 
 
 class _Unsupported(Exception):
@@ -65,12 +81,19 @@ def _affine(module, torch):
         )
     if kind == "AvgPool2d":
         return lambda X, bias: F.avg_pool2d(
-            X, module.kernel_size, module.stride, module.padding, module.ceil_mode,
-            module.count_include_pad, module.divisor_override,
+            X,
+            module.kernel_size,
+            module.stride,
+            module.padding,
+            module.ceil_mode,
+            module.count_include_pad,
+            module.divisor_override,
         )
     if kind in ("BatchNorm1d", "BatchNorm2d"):
         if module.running_mean is None:
-            raise _Unsupported("track_running_stats=False uses batch statistics, which are not affine")
+            raise _Unsupported(
+                "track_running_stats=False uses batch statistics, which are not affine"
+            )
         scale = 1.0 / torch.sqrt(_param(module.running_var, torch) + module.eps)
         if module.weight is not None:
             scale = _param(module.weight, torch) * scale
@@ -85,6 +108,7 @@ def _affine(module, torch):
 
         return f
     if kind in ("Flatten", "Unflatten"):
+
         def f(X, bias):
             dim = module.start_dim if kind == "Flatten" else module.dim
             if dim % X.ndim == 0:
@@ -109,7 +133,9 @@ def _infer_input_shape(leaves) -> tuple[int, ...]:
                 f"torch module: cannot infer the input shape from layer {kind} at position "
                 f"{position} ({path!r}); pass input_shape=(C, H, W) or the shape it expects"
             )
-    raise NetworkError("torch module: has no Linear layer to infer the input size from; pass input_shape")
+    raise NetworkError(
+        "torch module: has no Linear layer to infer the input size from; pass input_shape"
+    )
 
 
 def _load_file(path: Path, module, torch):
@@ -124,7 +150,9 @@ def _load_file(path: Path, module, torch):
                 "pass it to load_torch, or save module.state_dict() and call "
                 "load_torch(path, module=<a module with the same architecture>)"
             ) from exc
-        raise NetworkError(f"{label}: cannot read it ({exc.__class__.__name__}); the file is corrupt") from exc
+        raise NetworkError(
+            f"{label}: cannot read it ({exc.__class__.__name__}); the file is corrupt"
+        ) from exc
     except (RuntimeError, EOFError, ValueError, KeyError) as exc:
         raise NetworkError(f"{label}: cannot read it ({type(exc).__name__}: {exc})") from exc
     if isinstance(obj, torch.nn.Module):
@@ -145,7 +173,7 @@ def _load_file(path: Path, module, torch):
 
 
 def load_torch(obj, *, input_shape: tuple[int, ...] | None = None, module=None) -> Network:
-    """Convert a ``torch.nn`` module, or a saved state dict, into a Network (needs ``polytrav[torch]``).
+    """Convert a ``torch.nn`` module or a saved state dict into a Network (``polytrav[torch]``).
 
     Parameters
     ----------
@@ -187,18 +215,26 @@ def load_torch(obj, *, input_shape: tuple[int, ...] | None = None, module=None) 
     try:
         import torch
     except ImportError as exc:
-        raise ImportError('load_torch needs torch; install it with pip install "polytrav[torch]"') from exc
+        raise ImportError(
+            'load_torch needs torch; install it with pip install "polytrav[torch]"'
+        ) from exc
     if isinstance(obj, (str, PathLike)):
         name = Path(obj).stem
         if module is not None and not isinstance(module, torch.nn.Module):
-            raise ConfigError(f"load_torch: module= must be a torch.nn.Module, got {type(module).__name__}")
+            raise ConfigError(
+                f"load_torch: module= must be a torch.nn.Module, got {type(module).__name__}"
+            )
         obj = _load_file(Path(obj), module, torch)
     elif isinstance(obj, torch.nn.Module):
         if module is not None:
-            raise ConfigError("load_torch: module= is only used with a path to a state dict, not with a module")
+            raise ConfigError(
+                "load_torch: module= is only used with a path to a state dict, not with a module"
+            )
         name = type(obj).__name__
     else:
-        raise ConfigError(f"load_torch: expected a torch.nn.Module or a file path, got {type(obj).__name__}")
+        raise ConfigError(
+            f"load_torch: expected a torch.nn.Module or a file path, got {type(obj).__name__}"
+        )
 
     leaves = list(_leaves(obj, torch.nn))
     if input_shape is None:
@@ -233,7 +269,8 @@ def load_torch(obj, *, input_shape: tuple[int, ...] | None = None, module=None) 
                 raise NetworkError(f"torch module: {where}: {exc}") from exc
             except RuntimeError as exc:  # shape mismatches inside torch
                 raise NetworkError(
-                    f"torch module: {where} cannot take an input of shape {tuple(C.shape[1:])}: {exc}"
+                    f"torch module: {where} cannot take an input of shape "
+                    f"{tuple(C.shape[1:])}: {exc}"
                 ) from exc
         weights.append(J.reshape(J.shape[0], -1).T.numpy().copy())
         biases.append(C.reshape(-1).numpy().copy())

@@ -2,6 +2,7 @@
 
 Data-driven tests read ``../shared/data`` next to the repository and skip if it is absent.
 """
+
 from __future__ import annotations
 
 import copy
@@ -52,7 +53,9 @@ def _ort_forward(path, net, X):
     if has_batch and not isinstance(declared[0], int):  # symbolic batch: run all at once
         return session.run(None, {name: X.reshape(len(X), *net.input_shape)})[0].reshape(len(X), -1)
     lead = (1,) if has_batch else ()
-    return np.stack([session.run(None, {name: x.reshape(*lead, *net.input_shape)})[0].ravel() for x in X])
+    return np.stack(
+        [session.run(None, {name: x.reshape(*lead, *net.input_shape)})[0].ravel() for x in X]
+    )
 
 
 def _skip_without_data():
@@ -63,12 +66,18 @@ def _skip_without_data():
 def _nnet_normalisation(path: Path) -> dict[str, np.ndarray]:
     """Header values of an .nnet file, parsed independently of the loader."""
     lines = [line for line in path.read_text().splitlines() if not line.startswith("//")]
-    row = lambda k: np.array([float(t) for t in lines[k].strip().rstrip(",").split(",")])  # noqa: E731
+
+    def row(k):
+        return np.array([float(t) for t in lines[k].strip().rstrip(",").split(",")])
+
     n_in = int(row(0)[1])
     return {
-        "min": row(3), "max": row(4),
-        "mean_in": row(5)[:n_in], "mean_out": row(5)[n_in:],
-        "range_in": row(6)[:n_in], "range_out": row(6)[n_in:],
+        "min": row(3),
+        "max": row(4),
+        "mean_in": row(5)[:n_in],
+        "mean_out": row(5)[n_in:],
+        "range_in": row(6)[:n_in],
+        "range_out": row(6)[n_in:],
     }
 
 
@@ -99,7 +108,10 @@ def test_acasxu_nnet_matches_onnx_and_fold():
         np.testing.assert_array_equal(fold.input_domain[0], norm["min"])
         np.testing.assert_array_equal(fold.input_domain[1], norm["max"])
         X_raw = norm["min"] + rng.random((N_SAMPLES, 5)) * (norm["max"] - norm["min"])
-        expected = none.forward((X_raw - norm["mean_in"]) / norm["range_in"]) * norm["range_out"] + norm["mean_out"]
+        expected = (
+            none.forward((X_raw - norm["mean_in"]) / norm["range_in"]) * norm["range_out"]
+            + norm["mean_out"]
+        )
         err = _max_rel_err(fold.forward(X_raw), expected)
         assert err <= FOLD_RTOL, f"{nnet_path.name}: folded normalisation off by {err}"
 
@@ -115,7 +127,9 @@ def test_every_onnx_model_matches_onnxruntime():
     assert len(paths) >= 49
     for path in paths:
         net = load_onnx(path)
-        X = rng.random((5, net.n_inputs)).astype(np.float32) - (0.5 if "acasxu" in path.parts else 0.0)
+        X = rng.random((5, net.n_inputs)).astype(np.float32) - (
+            0.5 if "acasxu" in path.parts else 0.0
+        )
         err = _max_rel_err(net.forward(X.astype(np.float64)), _ort_forward(path, net, X))
         assert err <= ORT_RTOL, f"{path.name}: differs from onnxruntime by {err} (relative)"
 
@@ -134,7 +148,9 @@ def test_mnist_accuracy_matches_readme():
         path = DATA / rel
         net = load_onnx(path) if path.suffix == ".onnx" else load_nnet(path)
         accuracy = 100.0 * np.mean(np.argmax(net.forward(X), axis=1) == labels)
-        assert abs(accuracy - expected) <= ACCURACY_TOL + 1e-9, f"{rel}: accuracy {accuracy:.2f}% != {expected}%"
+        assert abs(accuracy - expected) <= ACCURACY_TOL + 1e-9, (
+            f"{rel}: accuracy {accuracy:.2f}% != {expected}%"
+        )
 
 
 # ====================================================================== .nnet: corrupt input
@@ -186,7 +202,11 @@ def test_nnet_bad_normalization_argument(tiny_nnet):
 def test_nnet_truncated_gives_network_error(tiny_nnet, fraction):
     # (a cut inside the very last number leaves a shorter valid number: undetectable)
     text = TINY_NNET
-    cut = text.rindex("\n", 0, len(text) - 1) + 1 if fraction == "last line" else int(len(text) * fraction)
+    cut = (
+        text.rindex("\n", 0, len(text) - 1) + 1
+        if fraction == "last line"
+        else int(len(text) * fraction)
+    )
     tiny_nnet.write_text(text[:cut])
     with pytest.raises(NetworkError, match=r"tiny\.nnet.*line \d+"):
         load_nnet(tiny_nnet)
@@ -197,7 +217,12 @@ def test_nnet_truncated_acasxu(tmp_path):
     _skip_without_data()
     text = (DATA / "acasxu" / "nnet" / "ACASXU_run2a_1_1_batch_2000.nnet").read_text()
     last_line = text.rindex("\n", 0, len(text) - 1) + 1
-    for cut in (len(text) // 2, len(text) // 2 + 1, text.index("\n", len(text) // 3) + 1, last_line):
+    for cut in (
+        len(text) // 2,
+        len(text) // 2 + 1,
+        text.index("\n", len(text) // 3) + 1,
+        last_line,
+    ):
         path = tmp_path / "cut.nnet"
         path.write_text(text[:cut])
         with pytest.raises(NetworkError, match=r"cut\.nnet.*line \d+"):
@@ -215,7 +240,15 @@ def test_nnet_truncated_acasxu(tmp_path):
         ("2.0,4.0,10.0,", "2.0,0.0,10.0,", r"line 8: ranges must be nonzero"),
         ("-1.0,2.0,", "-1.0,nan,", r"tiny\.nnet.*nan"),
     ],
-    ids=["non-numeric", "short-row", "header-vs-sizes", "sizes-count", "trailing", "zero-range", "nan"],
+    ids=[
+        "non-numeric",
+        "short-row",
+        "header-vs-sizes",
+        "sizes-count",
+        "trailing",
+        "zero-range",
+        "nan",
+    ],
 )
 def test_nnet_corrupt_gives_network_error(tiny_nnet, old, new, match):
     assert TINY_NNET.count(old) == 1
@@ -247,7 +280,9 @@ def _tensor(name, array):
     from onnx import numpy_helper
 
     array = np.asarray(array)
-    return numpy_helper.from_array(array.astype(np.float32) if array.dtype.kind == "f" else array, name)
+    return numpy_helper.from_array(
+        array.astype(np.float32) if array.dtype.kind == "f" else array, name
+    )
 
 
 @pytest.fixture
@@ -264,10 +299,25 @@ def conv_model(tmp_path) -> Path:
         node("Sub", ["x", "c0"], ["t0"], name="sub"),
         node("Mul", ["t0", "k_mul"], ["t1"]),
         node("Div", ["t1", "k_div"], ["t2"]),
-        node("Conv", ["t2", "Wc", "bc"], ["t3"], group=2, strides=[2, 1], pads=[1, 0, 0, 1], dilations=[1, 2]),
+        node(
+            "Conv",
+            ["t2", "Wc", "bc"],
+            ["t3"],
+            group=2,
+            strides=[2, 1],
+            pads=[1, 0, 0, 1],
+            dilations=[1, 2],
+        ),
         node("BatchNormalization", ["t3", "bn_s", "bn_b", "bn_m", "bn_v"], ["t4"], epsilon=1e-3),
         node("Relu", ["t4"], ["t5"]),
-        node("AveragePool", ["t5"], ["t6"], kernel_shape=[2, 2], pads=[1, 1, 0, 0], count_include_pad=1),
+        node(
+            "AveragePool",
+            ["t5"],
+            ["t6"],
+            kernel_shape=[2, 2],
+            pads=[1, 1, 0, 0],
+            count_include_pad=1,
+        ),
         node("AveragePool", ["t6"], ["t7"], kernel_shape=[2, 2], pads=[0, 0, 1, 1]),
         node("Transpose", ["t7"], ["t8"], perm=[0, 2, 3, 1]),
         node("Shape", ["t8"], ["s0"]),
@@ -288,18 +338,27 @@ def conv_model(tmp_path) -> Path:
         node("Relu", ["t20"], ["y"], name="last_relu"),
     ]
     inits = [
-        _tensor("k_mul", r(2, 1, 1)), _tensor("k_div", np.array(1.7)),
-        _tensor("Wc", r(4, 1, 3, 3)), _tensor("bc", r(4)),
-        _tensor("bn_s", r(4)), _tensor("bn_b", r(4)), _tensor("bn_m", r(4)),
+        _tensor("k_mul", r(2, 1, 1)),
+        _tensor("k_div", np.array(1.7)),
+        _tensor("Wc", r(4, 1, 3, 3)),
+        _tensor("bc", r(4)),
+        _tensor("bn_s", r(4)),
+        _tensor("bn_b", r(4)),
+        _tensor("bn_m", r(4)),
         _tensor("bn_v", rng.uniform(0.5, 2.0, 4)),
-        _tensor("i0", np.array([0], dtype=np.int64)), _tensor("minus1", np.array([-1], dtype=np.int64)),
+        _tensor("i0", np.array([0], dtype=np.int64)),
+        _tensor("minus1", np.array([-1], dtype=np.int64)),
         _tensor("ax1", np.array([1], dtype=np.int64)),
-        _tensor("Wg", r(36, 8)), _tensor("bg", r(8)),
+        _tensor("Wg", r(36, 8)),
+        _tensor("bg", r(8)),
         _tensor("shape_n24", np.array([0, 2, 4], dtype=np.int64)),
-        _tensor("A_left", r(3, 2)), _tensor("B_right", r(4, 2)), _tensor("b_add", r(2)),
+        _tensor("A_left", r(3, 2)),
+        _tensor("B_right", r(4, 2)),
+        _tensor("b_add", r(2)),
     ]
     return _save_model(
-        tmp_path / "convchain.onnx", nodes,
+        tmp_path / "convchain.onnx",
+        nodes,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 6, 6])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6])],
         inits,
@@ -319,6 +378,92 @@ def test_onnx_handbuilt_conv_chain_matches_onnxruntime(conv_model):
     assert err <= ORT_RTOL, f"differs from onnxruntime by {err}"
 
 
+def _more_ops_graphs():
+    """Two graphs for the ops the conv chain does not use (opset 11 attributes, 1-D input)."""
+    from onnx import helper
+
+    rng = np.random.default_rng(SEED)
+    r = lambda *shape: rng.normal(size=shape)  # noqa: E731
+    node = helper.make_node
+    opset11 = (
+        [
+            node(
+                "Conv",
+                ["x", "W"],
+                ["a"],
+                auto_pad="SAME_UPPER",
+                strides=[2, 2],
+                kernel_shape=[3, 3],
+            ),
+            node("Neg", ["a"], ["b"]),
+            node("Relu", ["b"], ["c"]),
+            node("Conv", ["c", "W2", "b2"], ["c2"], auto_pad="SAME_LOWER", kernel_shape=[2, 2]),
+            node("GlobalAveragePool", ["c2"], ["d"]),
+            node("Squeeze", ["d"], ["e"], axes=[2, 3]),
+            node("Unsqueeze", ["e"], ["f"], axes=[0]),
+            node("Gather", ["f", "idx"], ["g"], axis=2),
+            node("Concat", ["g", "cc"], ["h"], axis=2),
+            node("Squeeze", ["h"], ["y"], axes=[0]),
+        ],
+        [
+            _tensor("W", r(3, 2, 3, 3)),
+            _tensor("W2", r(3, 3, 2, 2)),
+            _tensor("b2", r(3)),
+            _tensor("idx", np.array([2, 0, 0], dtype=np.int64)),
+            _tensor("cc", r(1, 1, 2)),
+        ],
+        [1, 2, 5, 5],
+        [1, 5],
+        11,
+        (2, 5, 5),
+    )
+    vector = (
+        [
+            node("Reshape", ["x", "s"], ["a"]),
+            node("Gemm", ["a", "B", "C"], ["b"], transA=1, alpha=2.0),
+            node("Transpose", ["b"], ["c"]),
+            node("Relu", ["c"], ["d"]),
+            node("MatMul", ["d", "v"], ["e"]),
+            node("Add", ["e", "k"], ["y"]),
+        ],
+        [
+            _tensor("s", np.array([3, 2], dtype=np.int64)),
+            _tensor("B", r(3, 4)),
+            _tensor("C", r(4)),
+            _tensor("v", r(2)),
+            _tensor("k", r(2, 4)),
+        ],
+        [6],
+        [2, 4],
+        13,
+        (6,),
+    )
+    return {"opset11": opset11, "vector": vector}
+
+
+@pytest.mark.parametrize("name", ["opset11", "vector"])
+def test_onnx_more_ops_match_onnxruntime(tmp_path, name):
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from polytrav.loaders.onnx import load_onnx
+
+    nodes, inits, in_shape, out_shape, opset, input_shape = _more_ops_graphs()[name]
+    path = _save_model(
+        tmp_path / f"{name}.onnx",
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+        inits,
+        opset,
+    )
+    net = load_onnx(path)
+    assert net.input_shape == input_shape
+    X = np.random.default_rng(SEED).normal(size=(4, net.n_inputs)).astype(np.float32)
+    err = _max_rel_err(net.forward(X.astype(np.float64)), _ort_forward(path, net, X))
+    assert err <= ORT_RTOL, f"{name}: differs from onnxruntime by {err}"
+
+
 def test_onnx_torch_export_conv_matches(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnx")
@@ -330,8 +475,12 @@ def test_onnx_torch_export_conv_matches(tmp_path):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                model, (torch.zeros(1, 2, 8, 8),), str(path), dynamo=False,
-                input_names=["x"], dynamic_axes={"x": {0: "N"}},
+                model,
+                (torch.zeros(1, 2, 8, 8),),
+                str(path),
+                dynamo=False,
+                input_names=["x"],
+                dynamic_axes={"x": {0: "N"}},
             )
     except Exception as exc:  # noqa: BLE001 - exporter needs optional packages in some versions
         pytest.skip(f"torch.onnx.export unavailable here: {type(exc).__name__}: {exc}")
@@ -354,10 +503,12 @@ def _dense_graph(tmp_path, name, tail_nodes, tail_inits=(), opset=13):
     nodes = [helper.make_node("Gemm", ["x", "W", "b"], ["h"], name="dense", transB=1), *tail_nodes]
     inits = [_tensor("W", rng.normal(size=(2, 3))), _tensor("b", rng.normal(size=2)), *tail_inits]
     return _save_model(
-        tmp_path / name, nodes,
+        tmp_path / name,
+        nodes,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])],
-        inits, opset,
+        inits,
+        opset,
     )
 
 
@@ -367,9 +518,16 @@ def test_onnx_unsupported_op_names_op_and_position(tmp_path):
 
     from polytrav.loaders.onnx import load_onnx
 
-    tail = [helper.make_node("Relu", ["h"], ["r"]), helper.make_node("Softmax", ["r"], ["y"], name="sm")]
+    tail = [
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("Softmax", ["r"], ["y"], name="sm"),
+    ]
     path = _dense_graph(tmp_path, "soft.onnx", tail)
-    with pytest.raises(NetworkError, match=r"'soft\.onnx': unsupported op 'Softmax' \(node 'sm', position 2\); supported ops: .*Conv"):
+    with pytest.raises(
+        NetworkError,
+        match=r"'soft\.onnx': unsupported op 'Softmax' \(node 'sm', position 2\); supported ops: "
+        r".*Conv",
+    ):
         load_onnx(path)
 
 
@@ -379,11 +537,18 @@ def test_onnx_branching_graph_is_refused(tmp_path):
 
     from polytrav.loaders.onnx import load_onnx
 
-    tail = [helper.make_node("Relu", ["h"], ["r"]), helper.make_node("Add", ["r", "h"], ["y"], name="skip")]
-    with pytest.raises(NetworkError, match=r"node 'skip' \(Add, position 2\) reads tensor 'h'.*single chain"):
+    tail = [
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("Add", ["r", "h"], ["y"], name="skip"),
+    ]
+    with pytest.raises(
+        NetworkError, match=r"node 'skip' \(Add, position 2\) reads tensor 'h'.*single chain"
+    ):
         load_onnx(_dense_graph(tmp_path, "skip.onnx", tail))
     tail = [helper.make_node("Mul", ["h", "h"], ["y"], name="square")]
-    with pytest.raises(NetworkError, match=r"node 'square' \(Mul, position 1\) uses the chain tensor in 2 inputs"):
+    with pytest.raises(
+        NetworkError, match=r"node 'square' \(Mul, position 1\) uses the chain tensor in 2 inputs"
+    ):
         load_onnx(_dense_graph(tmp_path, "square.onnx", tail))
 
 
@@ -417,7 +582,10 @@ def test_onnx_corrupt_and_truncated_files(tmp_path, conv_model):
     rng = np.random.default_rng(SEED)
     sources = [conv_model]
     if DATA.is_dir():
-        sources += [DATA / "mnist" / "mnist2x10.onnx", DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx"]
+        sources += [
+            DATA / "mnist" / "mnist2x10.onnx",
+            DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx",
+        ]
     for k in range(5):
         path = tmp_path / f"noise{k}.onnx"
         path.write_bytes(rng.bytes(int(rng.integers(1, 4000))))
@@ -455,7 +623,9 @@ def _conv_net(torch):
 
 
 def _check_torch(torch, model, net, input_shape, n=16):
-    x = torch.randn(n, *input_shape, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
+    x = torch.randn(
+        n, *input_shape, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED)
+    )
     with torch.no_grad():
         expected = copy.deepcopy(model).double().eval()(x).reshape(n, -1).numpy()
     err = _max_rel_err(net.forward(x.reshape(n, -1).numpy()), expected)
@@ -475,8 +645,12 @@ def test_torch_random_sequentials(seed):
     _check_torch(torch, plain, net, (3,))
 
     nested = nn.Sequential(
-        nn.Flatten(), nn.Linear(6, 4), nn.Dropout(0.3), nn.ReLU(),
-        nn.Sequential(nn.Linear(4, 4), nn.Identity(), nn.Linear(4, 3)), nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(6, 4),
+        nn.Dropout(0.3),
+        nn.ReLU(),
+        nn.Sequential(nn.Linear(4, 4), nn.Identity(), nn.Linear(4, 3)),
+        nn.ReLU(),
     )
     net = load_torch(nested, input_shape=(2, 3))
     assert net.hidden_sizes == (4, 3) and net.input_shape == (2, 3)  # Linears composed
@@ -509,7 +683,9 @@ def test_torch_unsupported_layer():
 
     nn = torch.nn
     model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 3), nn.Tanh())
-    with pytest.raises(NetworkError, match=r"torch module: unsupported layer Tanh at position 3 \('3'\)"):
+    with pytest.raises(
+        NetworkError, match=r"torch module: unsupported layer Tanh at position 3 \('3'\)"
+    ):
         load_torch(model)
     model = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Sigmoid()))
     with pytest.raises(NetworkError, match=r"unsupported layer Sigmoid at position 2 \('1\.1'\)"):
@@ -537,7 +713,9 @@ def test_torch_files_state_dict_and_untrusted_pickles(tmp_path):
     net = load_torch(state, module=fresh)
     assert net.name == "weights"
     _check_torch(torch, model, net, (3,))
-    assert all(torch.equal(a, b) for a, b in zip(before, fresh.parameters()))  # left unchanged
+    assert all(
+        torch.equal(a, b) for a, b in zip(before, fresh.parameters(), strict=True)
+    )  # left unchanged
 
     with pytest.raises(NetworkError, match="does not fit"):
         load_torch(state, module=nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2)))
