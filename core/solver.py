@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from polytrav.geometry import HIGH_DIM
 from polytrav.results import SolveResult, Status
 
 if TYPE_CHECKING:
@@ -60,9 +61,9 @@ class SolverBackend:
         """
         raise NotImplementedError
 
-    def chebyshev_model(self, frame: "Frame") -> "ChebyshevModel":
+    def chebyshev_model(self, frame: "Frame", *, box_as_bounds: bool = True) -> "ChebyshevModel":
         """A fresh Chebyshev model over ``frame``'s region (rebuilt per solve by default)."""
-        return ChebyshevModel(self, frame)
+        return ChebyshevModel(self, frame, box_as_bounds=box_as_bounds)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -71,7 +72,7 @@ class SolverBackend:
 class ChebyshevModel:
     """Chebyshev-centre LP of polytope ∩ region with a stack of flippable neuron-row blocks."""
 
-    def __init__(self, backend: SolverBackend, frame: "Frame"):
+    def __init__(self, backend: SolverBackend, frame: "Frame", *, box_as_bounds: bool = True):
         self.backend = backend
         self.frame = frame
         self.d = frame.dim
@@ -83,6 +84,9 @@ class ChebyshevModel:
         # variables: u (d), t, then (p, q) per L1 ball
         self.n_lift = sum(2 * ball.U.shape[0] for ball in frame.l1_balls)
         self.n_vars = self.d + 1 + self.n_lift
+        #: High-dimensional boxes keep the box as column bounds only, and ``t`` measures the
+        #: neuron rows' slack alone (see :meth:`polytrav.Traversal` for how it is certified).
+        self.box_as_bounds = box_as_bounds and frame.is_box and frame.dim > HIGH_DIM
 
     # ---------------------------------------------------------------- row management
     def push(self, A: np.ndarray, beta: np.ndarray, signs: np.ndarray) -> None:
@@ -150,15 +154,29 @@ class ChebyshevModel:
             {"t_raw": float(res.x[self.d])},
         )
 
+    def solve_exact(self) -> SolveResult:
+        """The full Chebyshev LP (box rows included) of the current cell, built from scratch."""
+        saved = self.box_as_bounds
+        self.box_as_bounds = False
+        try:
+            t0 = time.perf_counter()
+            res = ChebyshevModel._solve(self)
+            self.n_solves += 1
+            self.solve_time += time.perf_counter() - t0
+            return res
+        finally:
+            self.box_as_bounds = saved
+
     def arrays(self):
         """The whole LP as arrays ``(A_ub, b_ub, A_eq, b_eq, lo, hi)`` over ``(u, t, lifts)``."""
         d, nv = self.d, self.n_vars
         rows, rhs = [], []
-        R = np.zeros((self.region_A.shape[0], nv))
-        R[:, :d] = self.region_A
-        R[:, d] = 1.0
-        rows.append(R)
-        rhs.append(self.region_b)
+        if not self.box_as_bounds:
+            R = np.zeros((self.region_A.shape[0], nv))
+            R[:, :d] = self.region_A
+            R[:, d] = 1.0
+            rows.append(R)
+            rhs.append(self.region_b)
         for A, beta, signs in self.blocks:
             s = np.where(signs, 1.0, -1.0)
             N = np.zeros((A.shape[0], nv))
@@ -187,7 +205,9 @@ class ChebyshevModel:
             off += 2 * n
         A_eq = np.vstack(eq_rows) if eq_rows else np.zeros((0, nv))
         b_eq = np.concatenate(eq_rhs) if eq_rhs else np.zeros(0)
-        return np.vstack(rows), np.concatenate([np.asarray(r, float) for r in rhs]), A_eq, b_eq, lo, hi
+        A_ub = np.vstack(rows) if rows else np.zeros((0, nv))
+        b_ub = np.concatenate([np.asarray(r, float) for r in rhs]) if rhs else np.zeros(0)
+        return A_ub, b_ub, A_eq, b_eq, lo, hi
 
     # ---------------------------------------------------------------- incremental hooks
     def _sync_push(self, block) -> None:

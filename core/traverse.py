@@ -288,12 +288,49 @@ class Traversal(Iterator[Polytope]):
             if res.status is not Status.OPTIMAL:
                 return 0.0, None
             t_lp, u = res.objective, res.x
+            if model.box_as_bounds:
+                return self._certify_in_box(model, t_lp, u, what)
             t_cert = self._certified_radius(model, u)
             if t_lp <= SLIVER_TOL or not self.frame.l2_balls or t_cert >= t_lp - CUT_TOL:
                 return min(t_cert, t_lp), u
             self._add_l2_cuts(model, u)
         self._fail(what, "L2 cutting planes did not converge")
         return None
+
+    def _certify_in_box(self, model: ChebyshevModel, t_lp: float, u: np.ndarray, what):
+        """Certify a cell from the bounds-only LP (high-dimensional boxes).
+
+        The LP maximised the neuron rows' slack ``t`` over the closed box, an upper bound on
+        the Chebyshev radius: ``t <= SLIVER_TOL`` proves the cell is not even a sliver. Else
+        the point is pulled toward the box centre, ``u' = (1 - lam) u``, and the best smallest
+        slack of all rows (box included) over a grid of ``lam`` certifies a ball. Only when
+        that certificate is too small does the exact Chebyshev LP (box rows included) decide.
+        """
+        if t_lp <= SLIVER_TOL:
+            return t_lp, u
+        s_at_u, s_at_0 = [], []
+        for A, beta, signs in model.blocks:
+            if A.shape[0]:
+                sg = np.where(signs, 1.0, -1.0)
+                s_at_u.append(sg * (A @ u + beta))
+                s_at_0.append(sg * beta)
+        su = np.concatenate(s_at_u) if s_at_u else np.ones(1)
+        s0 = np.concatenate(s_at_0) if s_at_0 else np.ones(1)
+        lam = np.concatenate([[0.0], 2.0 ** -np.arange(1, 40)])
+        box = 1.0 - (1.0 - lam) * np.abs(u).max()
+        neuron = ((1.0 - lam)[:, None] * su[None, :] + lam[:, None] * s0[None, :]).min(axis=1)
+        cert = np.minimum(box, neuron)
+        best = int(np.argmax(cert))
+        if cert[best] > RADIUS_TOL:
+            return float(cert[best]), (1.0 - lam[best]) * u
+        self.stats.lps += 1
+        res = model.solve_exact()
+        if res.status is Status.INFEASIBLE:
+            return 0.0, None
+        if res.status is not Status.OPTIMAL:
+            self._fail(what, f"exact Chebyshev LP: {res.status} ({res.message})")
+            return None
+        return min(self._certified_radius(model, res.x), res.objective), res.x
 
     def _add_l2_cuts(self, model: ChebyshevModel, u: np.ndarray) -> None:
         rows, rhs = [], []
@@ -335,7 +372,8 @@ class Traversal(Iterator[Polytope]):
     def _run(self) -> Iterator[Polytope]:
         t0 = time.perf_counter()
         self._t0 = t0
-        self._model = self.backend.chebyshev_model(self.frame)
+        self._model = self.backend.chebyshev_model(
+            self.frame, box_as_bounds=self.strategy.screen == "interval")
         try:
             region_cell = self._solve(self._model, "region")
             if region_cell is None or region_cell[0] <= RADIUS_TOL:
@@ -597,4 +635,5 @@ class _Rebuilt(ChebyshevModel):
         self.region_A, self.region_b = model.region_A, model.region_b
         self.blocks = model.blocks
         self.n_lift, self.n_vars = model.n_lift, model.n_vars
+        self.box_as_bounds = model.box_as_bounds
         self.n_solves, self.solve_time = 0, 0.0

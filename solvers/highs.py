@@ -109,8 +109,8 @@ class HighsBackend(SolverBackend):
             raise SolverError(f"solver 'highs' crashed: {exc}") from exc
         return self.read(h, t0)
 
-    def chebyshev_model(self, frame) -> ChebyshevModel:
-        return HighsChebyshevModel(self, frame)
+    def chebyshev_model(self, frame, *, box_as_bounds: bool = True) -> ChebyshevModel:
+        return HighsChebyshevModel(self, frame, box_as_bounds=box_as_bounds)
 
 
 def _add_dense_rows(h, A: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -130,8 +130,8 @@ def _add_dense_rows(h, A: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
 class HighsChebyshevModel(ChebyshevModel):
     """The Chebyshev model kept in one warm-started ``Highs`` object."""
 
-    def __init__(self, backend: HighsBackend, frame):
-        super().__init__(backend, frame)
+    def __init__(self, backend: HighsBackend, frame, *, box_as_bounds: bool = True):
+        super().__init__(backend, frame, box_as_bounds=box_as_bounds)
         self.h = self._build()
         self.block_rows: list[np.ndarray] = []  # HiGHS row index of each block's rows
         self.n_rows = self.h.getNumRow()

@@ -86,3 +86,19 @@ def test_boxes_of_other_sizes_and_units(lo, hi):
     lo, hi = np.array(lo), np.array(hi)
     _, keys = check_run(net, lo, hi)
     assert_same_cells(keys, brute_force_cells(net, lo, hi), "scaled box")
+
+
+@settings(max_examples=5, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000), st.lists(st.integers(2, 6), min_size=1, max_size=2))
+def test_high_dimensional_box_equals_brute_force(seed, widths):
+    """Above HIGH_DIM inputs the box is kept as bounds and cells are certified differently."""
+    from polytrav.geometry import HIGH_DIM
+
+    n_in = HIGH_DIM + 10
+    net = random_net(seed, n_in, widths, scale=0.3)
+    x0 = np.random.default_rng(seed).uniform(-0.5, 0.5, n_in)
+    lo, hi = x0 - 0.2, x0 + 0.2
+    _, keys = check_run(net, lo, hi, samples=2000)
+    assert_same_cells(keys, brute_force_cells(net, lo, hi), f"high-dim net {seed} {widths}")
+    _, slow = check_run(net, lo, hi, strategy="seed-faithful", samples=10)
+    assert keys == slow
