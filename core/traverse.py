@@ -382,8 +382,13 @@ class Traversal(Iterator[Polytope]):
                     f"units is {0 if region_cell is None else region_cell[0]:.3g})"
                 )
             u0 = self.start_u if self.start_u is not None else region_cell[1]
-            M0, m0 = self.frame.U, self.frame.origin
-            yield from self._level(0, M0, m0, u0, region_cell[0], region_cell[1], None, (), None)
+            if self.net.n_hidden_layers == 0:  # an affine network: the region is one polytope
+                self.stats.polytopes = 1
+                yield Polytope((), self.frame.to_x(region_cell[1]), region_cell[0], 0, None,
+                               self.net, self.region)
+            else:
+                yield from self._level(0, self.frame.U, self.frame.origin, u0, region_cell[0],
+                                       region_cell[1], None, (), None)
             self.status = (TraversalStatus.SOLVER_FAILURE if self.stats.failures
                            else TraversalStatus.COMPLETE)
         except _Stop as stop:

@@ -162,3 +162,10 @@ def test_bad_input_is_named():
     with pytest.raises(RegionError, match="input domain"):
         dom_net = Network.from_arrays(net.weights, net.biases, input_domain=([0, 0], [1, 1]))
         traverse(dom_net, Box(*BOX2))
+
+
+def test_affine_network_is_one_polytope():
+    net = Network.from_arrays([[[1.0, 2.0]]], [[0.5]])
+    polys = list(traverse(net, Box(*BOX2)))
+    assert len(polys) == 1 and polys[0].code == ()
+    np.testing.assert_allclose(polys[0].W, [[1.0, 2.0]])
