@@ -61,6 +61,19 @@ class SolverBackend:
         """
         raise NotImplementedError
 
+    def solve_qp(self, P, q, A_ub=None, b_ub=None, A_eq=None, b_eq=None,
+                 bounds=None) -> SolveResult:
+        """Minimise ``0.5 x·P x + q·x`` subject to the constraints of :meth:`solve_lp`.
+
+        ``P`` is symmetric positive semidefinite, a dense array or a ``scipy.sparse`` matrix;
+        ``A_ub``, ``b_ub``, ``A_eq``, ``b_eq`` and ``bounds`` are as in :meth:`solve_lp`.
+        Backends without the ``qp`` form raise ``NotImplementedError``.
+        """
+        raise NotImplementedError(
+            f"solver {self.name!r} does not solve QPs (its forms: {sorted(self.forms)}); "
+            "pick one from polytrav.available_solvers('qp')"
+        )
+
     def chebyshev_model(self, frame: "Frame", *, box_as_bounds: bool = True) -> "ChebyshevModel":
         """A fresh Chebyshev model over ``frame``'s region (rebuilt per solve by default)."""
         return ChebyshevModel(self, frame, box_as_bounds=box_as_bounds)

@@ -2,13 +2,20 @@
 from __future__ import annotations
 
 from polytrav.hookspecs import hookimpl
+from polytrav.solvers.cvxpy_backend import CVXPY_BACKENDS
 from polytrav.solvers.highs import HighsBackend
+from polytrav.solvers.osqp import OsqpBackend
 from polytrav.solvers.scipy import ScipyBackend
 
-__all__ = ["HighsBackend", "ScipyBackend"]
+__all__ = ["HighsBackend", "ScipyBackend", "OsqpBackend", "CVXPY_BACKENDS"]
 
 
 @hookimpl
 def polytrav_add_solvers():
-    """The built-in backends, in order of preference per form."""
-    return [HighsBackend, ScipyBackend]
+    """The built-in backends, in order of preference per form.
+
+    ``lp``: highs, scipy, osqp, then ``cvxpy:<SOLVER>``; ``qp``: osqp, then
+    ``cvxpy:CLARABEL``, ``cvxpy:ECOS``, ``cvxpy:SCS``, ``cvxpy:OSQP`` (``cvxpy:HIGHS`` serves
+    ``lp`` only).
+    """
+    return [HighsBackend, ScipyBackend, OsqpBackend, *CVXPY_BACKENDS]
