@@ -45,6 +45,10 @@ class SolverBackend:
     warm_start: ClassVar[bool] = False
     #: Extra that installs the backend's dependencies, e.g. ``"polytrav[ecos]"``.
     extra: ClassVar[str | None] = None
+    #: Whether an "optimal" answer is optimal to the stated tolerances (simplex, interior
+    #: point). First-order methods (OSQP, SCS) set False: the traversal then confirms every
+    #: "no polytope here" answer of theirs on the fallback backend.
+    certifies_optimality: ClassVar[bool] = True
 
     def __init__(self, options: dict | None = None):
         self.options = dict(options or {})

@@ -280,7 +280,22 @@ class Traversal(Iterator[Polytope]):
         return float(t)
 
     def _solve(self, model: ChebyshevModel, what) -> tuple[float, np.ndarray | None] | None:
-        """``(radius, centre)`` of the model's cell (radius <= 0 if empty); None if undecided."""
+        """``(radius, centre)`` of the model's cell (radius <= 0 if empty); None if undecided.
+
+        A "no polytope here" answer (radius <= RADIUS_TOL) from a backend that does not
+        certify optimality (first-order methods) is confirmed on the fallback backend; without
+        one it counts as undecided.
+        """
+        cell = self._solve_cells(model, what)
+        if cell is None or cell[0] > RADIUS_TOL or self.backend.certifies_optimality:
+            return cell
+        self.stats.retries += 1
+        if self.fallback is None or not self.fallback.certifies_optimality:
+            self._fail(what, f"{self.backend.name} does not certify optimality and no fallback confirms")
+            return None
+        return self._solve_cells(_Rebuilt(model, self.fallback), what)
+
+    def _solve_cells(self, model: ChebyshevModel, what) -> tuple[float, np.ndarray | None] | None:
         for _ in range(MAX_CUT_ROUNDS):
             res = self._solve_once(model, what)
             if res is None:

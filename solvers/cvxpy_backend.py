@@ -211,6 +211,7 @@ def cvxpy_backend_class(solver: str) -> type[CvxpyBackend]:
         "__qualname__": cls_name,
         "__doc__": f"LPs{'/QPs' if 'qp' in forms else ''} through cvxpy with {solver}.",
         "name": f"cvxpy:{solver}",
+        "certifies_optimality": solver not in ("OSQP", "SCS"),
         "solver": solver,
         "forms": forms,
         "required_modules": ("cvxpy", module),

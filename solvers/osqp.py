@@ -50,6 +50,7 @@ class OsqpBackend(SolverBackend):
     required_modules = ("osqp",)
     warm_start = True
     extra = None
+    certifies_optimality = False
     #: OSQP's ``info.status`` strings (the same in osqp 0.6 and 1.x); others map to ERROR.
     STATUS_MAP = {
         "solved": Status.OPTIMAL,

@@ -169,3 +169,14 @@ def test_affine_network_is_one_polytope():
     polys = list(traverse(net, Box(*BOX2)))
     assert len(polys) == 1 and polys[0].code == ()
     np.testing.assert_allclose(polys[0].W, [[1.0, 2.0]])
+
+
+def test_first_order_backend_needs_confirmation_of_empty_cells():
+    """OSQP's "optimal" is not a proof: its 'no polytope here' answers are re-checked."""
+    net = train_grid_net([20])
+    keys = {p.key for p in traverse(net, Box(*BOX2))}
+    run = traverse(net, Box(*BOX2), solver="osqp")
+    assert {p.key for p in run} == keys and run.complete
+    run = traverse(net, Box(*BOX2), solver="osqp", fallback=None)
+    list(run)
+    assert run.status is TraversalStatus.SOLVER_FAILURE
