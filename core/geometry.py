@@ -17,14 +17,7 @@ from polytrav.region import Constraints, Region
 
 __all__ = ["Frame", "L1Ball", "L2Ball", "build_frame", "polyhedron_bounding_box"]
 
-#: Cap on the Chebyshev radius the LPs maximise, by frame dimension: in high dimension the
-#: exact centre of a thin box cell costs many degenerate pivots, and any radius above
-#: RADIUS_TOL certifies a polytope (measured on MNIST, d = 784: 2.4x fewer simplex seconds).
-RADIUS_CAP_HIGH_DIM = 0.1
-#: Frames of more dimensions than this use RADIUS_CAP_HIGH_DIM (others maximise fully, cap 1).
-HIGH_DIM = 50
-#: A constraint row whose normal is below this (relative to the row's scale) is constant.
-ZERO_ROW_TOL = 1e-12
+from polytrav.tolerances import HIGH_DIM, RADIUS_CAP_HIGH_DIM, ZERO_ROW_TOL  # noqa: E402
 
 
 @dataclass(frozen=True)

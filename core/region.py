@@ -25,8 +25,7 @@ from polytrav.errors import RegionError
 
 __all__ = ["Region", "Box", "Ball", "Polyhedron", "Intersection", "Constraints", "NormBall"]
 
-#: Tolerance of :meth:`Region.contains` (absolute, in the region's units times its scale).
-CONTAINS_TOL = 1e-9
+from polytrav.tolerances import CONTAINS_TOL  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -50,22 +50,16 @@ __all__ = [
     "DUPLICATE_TOL",
 ]
 
-#: A cell is a polytope iff its certified Chebyshev radius (normalised units) exceeds this.
-RADIUS_TOL = 1e-7
-#: Cells with radius in (SLIVER_TOL, RADIUS_TOL] are crossed but not emitted.
-SLIVER_TOL = 1e-9
-#: Unit-normal hyperplanes whose normals and offsets agree within this are one hyperplane.
-DUPLICATE_TOL = 1e-9
-#: Accept an L2-ball cutting-plane solution once the LP and the certificate agree this well.
-CUT_TOL = 1e-9
-#: Most cutting-plane rounds per LP for L2 balls before the LP counts as failed.
-MAX_CUT_ROUNDS = 60
-#: Cells of dimension up to this get their vertices (qhull) to rule out flips without an LP.
-VERTEX_MAX_DIM = 6
-#: A hyperplane at least this far (normalised units) from every vertex of a cell misses it.
-VERTEX_MARGIN = 1e-8
-#: Random restarts used to find a starting cell when the start point lies on a hyperplane.
-START_TRIES = 32
+from polytrav.tolerances import (  # noqa: E402  (re-exported: the traversal's constants)
+    CUT_TOL,
+    DUPLICATE_TOL,
+    MAX_CUT_ROUNDS,
+    RADIUS_TOL,
+    SLIVER_TOL,
+    START_TRIES,
+    VERTEX_MARGIN,
+    VERTEX_MAX_DIM,
+)
 
 
 class TraversalStatus(str, enum.Enum):

@@ -24,6 +24,7 @@ import numpy as np
 from polytrav.errors import ConfigError, SolverError
 from polytrav.results import SolveResult, Status
 from polytrav.solver import ChebyshevModel, SolverBackend
+from polytrav.tolerances import LP_FEASIBILITY_TOL
 
 __all__ = ["HighsBackend"]
 
@@ -52,8 +53,8 @@ class HighsBackend(SolverBackend):
     extra = None
     DEFAULT_OPTIONS = {
         "output_flag": False,
-        "primal_feasibility_tolerance": 1e-9,
-        "dual_feasibility_tolerance": 1e-9,
+        "primal_feasibility_tolerance": LP_FEASIBILITY_TOL,
+        "dual_feasibility_tolerance": LP_FEASIBILITY_TOL,
         "threads": 1,
         "time_limit": 60.0,
     }
