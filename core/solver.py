@@ -133,14 +133,12 @@ class ChebyshevModel:
         self._sync_region_rows(A, b)
 
     def halfspaces(self, top_signs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Polyhedral rows ``A u <= b`` of the cell (frame box, region rows, neuron rows).
+        """Polyhedral rows ``A u <= b`` of the cell (region rows, box included, then neuron rows).
 
         ``top_signs`` overrides the top block's signs; L1 balls are left out, so the result
         is an outer hull of the cell.
         """
-        d = self.d
-        rows = [np.eye(d), -np.eye(d), self.region_A]
-        rhs = [np.ones(d), np.ones(d), self.region_b]
+        rows, rhs = [self.region_A], [self.region_b]
         for k, (A, beta, signs) in enumerate(self.blocks):
             if top_signs is not None and k == len(self.blocks) - 1:
                 signs = top_signs

@@ -114,13 +114,12 @@ class Strategy:
     default_solver: str
     screen: str  # "interval": closed-form test against the frame box; "lp": two LPs per row
     rows: str  # "candidates": only screened rows in the LP; "all": every non-constant row
-    warm: bool  # reuse one incrementally updated model
 
 
 #: Registered traversal strategies by name.
 STRATEGIES: dict[str, Strategy] = {
-    "hierarchical": Strategy("hierarchical", "highs", "interval", "candidates", True),
-    "seed-faithful": Strategy("seed-faithful", "scipy", "lp", "all", False),
+    "hierarchical": Strategy("hierarchical", "highs", "interval", "candidates"),
+    "seed-faithful": Strategy("seed-faithful", "scipy", "lp", "all"),
 }
 
 
@@ -437,12 +436,15 @@ class Traversal(Iterator[Polytope]):
         st.candidates += int(cand.sum())
         extra_signs = fixed_bits[extra]
 
+        # every candidate neuron takes its group representative's bit (negated if opposite)
+        ci = np.flatnonzero(cand)
+        member = np.array([ci[j] for mem in members for j, _ in mem], int)
+        member_rep = np.array([g for g, mem in enumerate(members) for _ in mem], int)
+        member_neg = np.array([o < 0 for mem in members for _, o in mem], bool)
+
         def full_bits(signs: np.ndarray) -> np.ndarray:
             bits = fixed_bits.copy()
-            ci = np.flatnonzero(cand)
-            for g, mem in enumerate(members):
-                for j, orient in mem:
-                    bits[ci[j]] = signs[g] if orient > 0 else not signs[g]
+            bits[member] = signs[member_rep] ^ member_neg
             return bits
 
         def lp_signs(signs):

@@ -39,8 +39,11 @@ def line_arrangement_cells(net, lo, hi) -> int:
 @pytest.mark.parametrize("widths", [[20], [10, 5]])
 def test_grid_nets_equal_brute_force(widths):
     net = train_grid_net(widths)
-    keys, polys, _ = keys_of(net, Box(*BOX2))
+    keys, polys, run = keys_of(net, Box(*BOX2))
     assert keys == truth(net, *BOX2)
+    # vertices rule out the flips that cannot be facets: at most ~one LP per polytope is left
+    assert run.stats.flips_vertex > 0
+    assert run.stats.lps <= 2 * len(polys), run.stats
     if len(widths) == 1:
         assert len(polys) == line_arrangement_cells(net, *BOX2)
 
