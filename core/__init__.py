@@ -13,13 +13,16 @@ from polytrav.errors import (
     SolverError,
     SolverNotAvailable,
 )
+from polytrav.analysis import Analysis, CellProblem, Directive, Restrict, Stop, check_witness
 from polytrav.hookspecs import hookimpl
-from polytrav.manager import available_solvers, get_plugin_manager
+from polytrav.manager import available_solvers, get_plugin_manager, list_plugins
 from polytrav.network import Network
 from polytrav.polytope import Polytope
 from polytrav.region import Ball, Box, Intersection, Polyhedron, Region
-from polytrav.results import SolveResult, Status
+from polytrav.results import AnalysisResult, SolveResult, Status, Verdict
+from polytrav.run import Report, RunContext, analyze
 from polytrav.solver import ChebyshevModel, SolverBackend
+from polytrav.subproblem import Subproblem
 from polytrav.traverse import Traversal, TraversalStatus, TraversalStats, traverse
 
 __version__ = "0.1.0"
@@ -27,6 +30,19 @@ __version__ = "0.1.0"
 __all__ = [
     "hookimpl",
     "traverse",
+    "analyze",
+    "Report",
+    "RunContext",
+    "Analysis",
+    "AnalysisResult",
+    "Verdict",
+    "Directive",
+    "Stop",
+    "Restrict",
+    "CellProblem",
+    "Subproblem",
+    "check_witness",
+    "list_plugins",
     "Traversal",
     "TraversalStatus",
     "TraversalStats",

@@ -8,6 +8,8 @@ implemented hook exists. Nothing happens at import time.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import inspect
 import os
 
 import pluggy
@@ -15,10 +17,19 @@ import pluggy
 from polytrav import hookspecs
 from polytrav.errors import ConfigError, PluginError, SolverNotAvailable
 
-__all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "solver_classes", "get_solver", "available_solvers"]
+__all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "solver_classes", "get_solver",
+           "available_solvers", "analysis_classes", "create_analysis", "list_plugins"]
 
 #: Built-in plugin modules, registered before entry points.
-DEFAULT_PLUGINS: tuple[str, ...] = ("polytrav.solvers",)
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "polytrav.solvers",
+    "polytrav.plugins.output_range",
+    "polytrav.plugins.adversarial",
+    "polytrav.plugins.counterfactual",
+    "polytrav.plugins.monotonicity",
+    "polytrav.plugins.linear_property",
+    "polytrav.plugins.region_stats",
+)
 
 
 def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] = ()) -> pluggy.PluginManager:
@@ -30,11 +41,21 @@ def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] 
     for dotted in DEFAULT_PLUGINS:
         if dotted not in block:
             pm.register(importlib.import_module(dotted), name=dotted)
+    pm.polytrav_distributions = {}  # plugin name -> (distribution, version)
     if load_entrypoints and os.environ.get("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD") != "1":
-        try:
-            pm.load_setuptools_entrypoints("polytrav")
-        except Exception as exc:
-            raise PluginError(f"loading a 'polytrav' entry point failed: {exc}") from exc
+        allow = {n.strip() for n in os.environ.get("POLYTRAV_PLUGINS", "").split(",") if n.strip()}
+        for dist in list(importlib.metadata.distributions()):
+            for ep in dist.entry_points:
+                if (ep.group != "polytrav" or ep.name in block or pm.get_plugin(ep.name)
+                        or (allow and ep.name not in allow)):
+                    continue
+                try:
+                    plugin = ep.load()
+                    pm.register(plugin, name=ep.name)
+                except Exception as exc:
+                    raise PluginError(f"loading the 'polytrav' entry point {ep.name!r} "
+                                      f"({ep.value}) failed: {exc}", plugin=ep.name) from exc
+                pm.polytrav_distributions[ep.name] = (dist.metadata["Name"], dist.version)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
@@ -80,3 +101,63 @@ def get_solver(solver, *, options: dict | None = None, pm: pluggy.PluginManager 
             f"install it with {hint}"
         )
     return cls(options)
+
+
+def analysis_classes(pm: pluggy.PluginManager | None = None) -> dict[str, type]:
+    """Registered analysis classes by name (built-ins first, then entry points)."""
+    pm = pm or get_plugin_manager()
+    out: dict[str, type] = {}
+    for batch in reversed(pm.hook.polytrav_add_analyses()):
+        for cls in batch:
+            if cls.name in out and out[cls.name] is not cls:
+                raise PluginError(f"two analyses are registered as {cls.name!r}: "
+                                  f"{out[cls.name].__module__} and {cls.__module__}")
+            out[cls.name] = cls
+    return out
+
+
+def create_analysis(name: str, *, pm: pluggy.PluginManager | None = None, **params):
+    """An analysis instance from its registered name and parameters.
+
+    Raises :class:`ConfigError` for an unknown name (listing the known ones) and for a
+    parameter the analysis does not take (listing the ones it takes).
+    """
+    classes = analysis_classes(pm)
+    if name not in classes:
+        raise ConfigError(f"unknown analysis {name!r}; known analyses: {sorted(classes)}")
+    cls = classes[name]
+    sig = inspect.signature(cls.__init__)
+    takes = [p for p in list(sig.parameters)[1:]
+             if sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                               inspect.Parameter.VAR_KEYWORD)]
+    unknown = sorted(set(params) - set(takes))
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        raise ConfigError(f"analysis {name!r} does not take parameter(s) {unknown}; it takes {takes}")
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ConfigError(f"analysis {name!r}: {exc}") from exc
+
+
+def list_plugins(pm: pluggy.PluginManager | None = None) -> list[dict]:
+    """Every registered plugin: name, distribution, version, hooks, analyses and solvers."""
+    from polytrav import __version__
+
+    pm = pm or get_plugin_manager()
+    out = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None or name.startswith("analysis:"):
+            continue
+        dist, version = pm.polytrav_distributions.get(name, ("polytrav", __version__))
+        hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or ())
+        provided = {}
+        for hook in ("polytrav_add_analyses", "polytrav_add_solvers"):
+            impl = getattr(plugin, hook, None)
+            if impl is not None and hook in hooks:
+                provided[hook] = [cls.name for cls in impl()]
+        out.append({
+            "name": name, "distribution": dist, "version": version, "hooks": hooks,
+            "analyses": provided.get("polytrav_add_analyses", []),
+            "solvers": provided.get("polytrav_add_solvers", []),
+        })
+    return out

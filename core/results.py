@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Status", "SOLUTION_PRESENT", "NO_SOLUTION", "SolveResult"]
+__all__ = ["Status", "SOLUTION_PRESENT", "NO_SOLUTION", "DECIDED", "SolveResult", "Verdict",
+           "AnalysisResult"]
 
 
 class Status(str, enum.Enum):
@@ -29,6 +30,8 @@ class Status(str, enum.Enum):
 SOLUTION_PRESENT = frozenset({Status.OPTIMAL, Status.OPTIMAL_INACCURATE})
 #: Statuses that come without one.
 NO_SOLUTION = frozenset(Status) - SOLUTION_PRESENT
+#: Statuses that settle a subproblem: a point, or a proof that there is none.
+DECIDED = frozenset({Status.OPTIMAL, Status.INFEASIBLE})
 
 
 @dataclass(frozen=True)
@@ -63,4 +66,74 @@ class SolveResult:
             "solve_time": self.solve_time,
             "iterations": self.iterations,
             "message": self.message,
+        }
+
+
+class Verdict(str, enum.Enum):
+    """Answer of a property check over the whole region."""
+
+    HOLDS = "holds"  #: proven on every polytope of a complete traversal
+    VIOLATED = "violated"  #: a witness passed :func:`polytrav.check_witness`
+    VIOLATED_UNCONFIRMED = "violated_unconfirmed"  #: a witness the forward pass did not confirm
+    UNKNOWN = "unknown"  #: incomplete traversal or an undecided subproblem, no confirmed witness
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return value
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """One analysis's answer over the region.
+
+    ``verdict`` is set by property checks (``None`` for measurements such as an output
+    range); ``exact`` is True iff the traversal was complete (or soundly pruned) and every
+    subproblem was decided, so ``value`` is the proven answer. ``value`` is the analysis's
+    own summary (a number or a dict of numbers), ``witness`` the input point that attains or
+    violates it, ``details`` JSON-safe extras, ``failures`` the undecided subproblems.
+    """
+
+    analysis: str
+    verdict: Verdict | None
+    value: Any
+    witness: np.ndarray | None = None
+    exact: bool = True
+    n_polytopes: int = 0
+    n_solves: int = 0
+    failures: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        verdict = "" if self.verdict is None else f" {self.verdict.value}"
+        value = self.value if not isinstance(self.value, float) else f"{self.value:.6g}"
+        exact = "" if self.exact else " (inexact)"
+        return f"AnalysisResult({self.analysis!r}{verdict}, value={value}{exact})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary."""
+        return {
+            "analysis": self.analysis,
+            "verdict": None if self.verdict is None else self.verdict.value,
+            "value": _jsonable(self.value),
+            "witness": _jsonable(self.witness),
+            "exact": self.exact,
+            "n_polytopes": self.n_polytopes,
+            "n_solves": self.n_solves,
+            "failures": list(self.failures),
+            "details": _jsonable(self.details),
         }

@@ -186,12 +186,13 @@ class ChebyshevModel:
         """The whole LP as arrays ``(A_ub, b_ub, A_eq, b_eq, lo, hi)`` over ``(u, t, lifts)``."""
         d, nv = self.d, self.n_vars
         rows, rhs = [], []
-        if not self.box_as_bounds:
-            R = np.zeros((self.region_A.shape[0], nv))
-            R[:, :d] = self.region_A
+        first = self.frame.A.shape[0] if self.box_as_bounds else 0  # bounds replace the box
+        if self.region_A.shape[0] > first:
+            R = np.zeros((self.region_A.shape[0] - first, nv))
+            R[:, :d] = self.region_A[first:]
             R[:, d] = 1.0
             rows.append(R)
-            rhs.append(self.region_b)
+            rhs.append(self.region_b[first:])
         for A, beta, signs in self.blocks:
             s = np.where(signs, 1.0, -1.0)
             N = np.zeros((A.shape[0], nv))

@@ -39,3 +39,10 @@ ZERO_ROW_TOL = 1e-12
 
 #: Tolerance of :meth:`Region.contains` (absolute, in the region's units times its scale).
 CONTAINS_TOL = 1e-9
+
+#: Analyses: a witness must satisfy its property and lie in the region within this (relative
+#: to the values' scale) on a plain float64 forward pass (:func:`polytrav.check_witness`).
+WITNESS_TOL = 1e-7
+#: Counterfactuals: the returned point steps this far (relative to the distance, plus the
+#: absolute amount) past the class boundary so that the class really changes.
+COUNTERFACTUAL_STEP = 1e-6

@@ -24,6 +24,7 @@ flip is recorded in ``stats.failures`` and the traversal ends ``incomplete``.
 from __future__ import annotations
 
 import enum
+import heapq
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -93,6 +94,8 @@ class TraversalStats:
     pieces: list[int] = field(default_factory=list)  #: cells per level (last = polytopes)
     slivers: int = 0  #: thin cells crossed but not emitted
     retries: int = 0  #: LPs re-solved cold or on the fallback backend
+    pruned: int = 0  #: level-1 pieces the guide showed unneeded (not expanded)
+    restrictions: int = 0  #: times the guide shrank the region
     failures: list[str] = field(default_factory=list)  #: LPs no backend could decide
 
     @property
@@ -125,7 +128,7 @@ STRATEGIES: dict[str, Strategy] = {
 
 def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
              solver=None, max_polytopes: int | None = None,
-             time_limit: float | None = None, fallback="scipy") -> "Traversal":
+             time_limit: float | None = None, fallback="scipy", guide=None) -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -147,6 +150,16 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     fallback : str or SolverBackend or None
         Backend that re-solves an LP the main backend could not decide (after a cold
         re-solve); ``None`` disables it.
+    guide : optional
+        Lets a caller skip what it does not need (:func:`polytrav.analyze` passes one for
+        analyses such as counterfactuals). Three methods: ``key(bits) -> float``, a lower
+        bound of the caller's objective over the level-1 piece whose first-layer code is
+        ``bits`` (pieces are expanded in increasing key order); ``prune(key) -> bool``,
+        True when nothing with that bound is needed (the traversal then ends: every later
+        piece has a key at least as large); ``restriction() -> Box | None``, a box (always
+        containing ``start``, only ever shrinking) outside which nothing is needed, applied
+        between level-1 pieces. Sound for any caller whose needed set is convex and contains
+        ``start``: the pieces meeting it are connected through pieces meeting it.
 
     Returns
     -------
@@ -163,7 +176,8 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     (4, True)
     """
     return Traversal(net, region, start, strategy=strategy, solver=solver,
-                     max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallback)
+                     max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallback,
+                     guide=guide)
 
 
 class _Stop(Exception):
@@ -174,7 +188,8 @@ class Traversal(Iterator[Polytope]):
     """A running traversal: iterate it for polytopes, then read ``status`` and ``stats``."""
 
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
-                 solver=None, max_polytopes=None, time_limit=None, fallback="scipy"):
+                 solver=None, max_polytopes=None, time_limit=None, fallback="scipy",
+                 guide=None):
         from polytrav.manager import get_solver
 
         if not isinstance(net, Network):
@@ -196,6 +211,9 @@ class Traversal(Iterator[Polytope]):
             self.fallback = None
         self.max_polytopes = max_polytopes
         self.time_limit = time_limit
+        self.guide = guide
+        self._restriction = None
+        self._region_version = 0
         self.frame: Frame = build_frame(self.region, net.n_inputs)
         self._check_domain()
         self.start_u = self._start_point(start)
@@ -261,7 +279,8 @@ class Traversal(Iterator[Polytope]):
         """Smallest slack of every constraint of ``model`` at ``u`` (a ball of that radius fits)."""
         fr = self.frame
         d = fr.dim
-        t = min(1.0 - np.abs(u).max(), (fr.b[2 * d:] - fr.A[2 * d:] @ u).min(initial=np.inf))
+        t = min(1.0 - np.abs(u).max(),
+                (model.region_b[2 * d:] - model.region_A[2 * d:] @ u).min(initial=np.inf))
         for ball in fr.l1_balls:
             t = min(t, (ball.radius - np.abs(ball.U @ u + ball.w).sum()) / ball.kappa)
         for ball in fr.l2_balls:
@@ -316,14 +335,17 @@ class Traversal(Iterator[Polytope]):
         """
         if t_lp <= SLIVER_TOL:
             return t_lp, u
-        s_at_u, s_at_0 = [], []
+        d = self.frame.dim
+        s_at_u = [model.region_b[2 * d:] - model.region_A[2 * d:] @ u]
+        s_at_0 = [model.region_b[2 * d:]]
         for A, beta, signs in model.blocks:
             if A.shape[0]:
                 sg = np.where(signs, 1.0, -1.0)
                 s_at_u.append(sg * (A @ u + beta))
                 s_at_0.append(sg * beta)
-        su = np.concatenate(s_at_u) if s_at_u else np.ones(1)
-        s0 = np.concatenate(s_at_0) if s_at_0 else np.ones(1)
+        su, s0 = np.concatenate(s_at_u), np.concatenate(s_at_0)
+        if su.size == 0:
+            su, s0 = np.ones(1), np.ones(1)
         lam = np.concatenate([[0.0], 2.0 ** -np.arange(1, 40)])
         box = 1.0 - (1.0 - lam) * np.abs(u).max()
         neuron = ((1.0 - lam)[:, None] * su[None, :] + lam[:, None] * s0[None, :]).min(axis=1)
@@ -455,11 +477,20 @@ class Traversal(Iterator[Polytope]):
             return
         signs0, u0, t0 = start
         checked = {np.packbits(signs0).tobytes()}
-        queue = deque([(signs0, u0, t0, via)])
+        guide = self.guide if k == 0 else None
+        queue = _Frontier(guide)
+        queue.push((signs0, u0, t0, via, self._region_version), full_bits, signs0)
         try:
             while queue:
                 self._check_time()
-                signs, u, t, from_idx = queue.popleft()
+                key, (signs, u, t, from_idx, version) = queue.pop()
+                if guide is not None:
+                    cell = self._guided(key, signs, u, t, version, len(queue), lp_signs)
+                    if cell is None:
+                        break
+                    t, u = cell
+                    if t <= SLIVER_TOL:
+                        continue
                 own = from_idx
                 todo = []
                 for g in range(n_rep):
@@ -505,9 +536,56 @@ class Traversal(Iterator[Polytope]):
                     st.flips_solved += 1
                     cell = self._solve(model, ("flip", k, g))
                     if cell is not None and cell[0] > SLIVER_TOL:
-                        queue.append((flipped, cell[1], cell[0], own))
+                        queue.push((flipped, cell[1], cell[0], own, self._region_version),
+                                   full_bits, flipped)
         finally:
             model.pop()
+
+    def _guided(self, key, signs, u, t, version, n_left, lp_signs):
+        """Apply the guide before expanding a level-1 piece.
+
+        Returns ``None`` to end the level (the guide prunes this key, hence every later one),
+        ``(0, None)`` to skip a piece that no longer meets the restricted region, else the
+        piece's ``(t, u)`` (re-solved if the region shrank since it was found).
+        """
+        st, model = self.stats, self._model
+        box = self.guide.restriction()
+        if box is not None and box is not self._restriction:
+            self._restriction = box
+            self._restrict(box)
+        if self.guide.prune(key):
+            st.pruned += 1 + n_left
+            return None
+        if version != self._region_version:
+            model.set_signs(lp_signs(signs))
+            cell = self._solve(model, ("restrict", 0))
+            if cell is not None:
+                if cell[0] <= SLIVER_TOL:
+                    st.pruned += 1
+                    return 0.0, None
+                return cell
+        return t, u
+
+    def _restrict(self, box: Box) -> None:
+        """Add ``box``'s rows (those that cut the frame box) to the model as region rows."""
+        fr = self.frame
+        lo, hi = box.with_dims(self.net.n_inputs).bounding_box()
+        rows, rhs = [], []
+        for j in range(fr.origin.shape[0]):
+            a = fr.U[j]
+            n = np.linalg.norm(a)
+            if n <= ZERO_ROW_TOL:
+                continue
+            for sign, bound in ((1.0, hi[j]), (-1.0, -lo[j])):
+                if np.isfinite(bound):
+                    r = (bound - sign * fr.origin[j]) / n
+                    if r < np.abs(a).sum() / n:  # the row cuts [-1, 1]^d
+                        rows.append(sign * a / n)
+                        rhs.append(r)
+        if rows:
+            self._model.add_region_rows(np.array(rows), np.array(rhs))
+            self._region_version += 1
+            self.stats.restrictions += 1
 
     def _use_vertices(self, n_flips: int, last: bool) -> bool:
         """Whether computing a cell's vertices is expected to save LPs."""
@@ -598,6 +676,31 @@ class Traversal(Iterator[Polytope]):
                     break
             out[i] = cuts
         return out
+
+
+class _Frontier:
+    """Cells waiting to be expanded: first in, first out, or by the guide's key."""
+
+    def __init__(self, guide=None):
+        self.guide = guide
+        self.items = deque() if guide is None else []
+        self.n = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def push(self, item, full_bits, signs) -> None:
+        if self.guide is None:
+            self.items.append(item)
+        else:
+            heapq.heappush(self.items, (self.guide.key(full_bits(signs)), self.n, item))
+            self.n += 1
+
+    def pop(self):
+        if self.guide is None:
+            return -np.inf, self.items.popleft()
+        key, _, item = heapq.heappop(self.items)
+        return key, item
 
 
 @dataclass

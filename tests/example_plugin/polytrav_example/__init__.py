@@ -1,33 +1,26 @@
 """An example third-party polytrav plugin, registered only through its entry point.
 
-It adds ``example-lp``: a toy LP backend that solves through SciPy's dual simplex
-(``linprog(method="highs-ds")``) and counts its solves. Plugin authors copy this layout:
-classes in modules, one ``@hookimpl`` per registration hook in the package the entry point
-names.
+It adds an analysis, ``output_bounds`` (:class:`OutputBounds`: does one output stay inside
+``[lower, upper]`` on the region?), and a toy LP backend, ``example-lp``. Plugin authors copy
+this layout: classes in modules, and one ``@hookimpl`` per registration hook in the package
+the entry point names (``[project.entry-points.polytrav] example = "polytrav_example"``).
 """
 from __future__ import annotations
 
 from polytrav import hookimpl
-from polytrav.solvers.scipy import ScipyBackend
+from polytrav_example.backend import ExampleLPBackend
+from polytrav_example.bounds import OutputBounds
 
-__all__ = ["ExampleLPBackend"]
-
-
-class ExampleLPBackend(ScipyBackend):
-    """Toy backend: SciPy's dual simplex, with a solve counter."""
-
-    name = "example-lp"
-    forms = frozenset({"lp"})
-    required_modules = ("scipy",)
-    DEFAULT_OPTIONS = {"method": "highs-ds"}
-    solves = 0
-
-    def solve_lp(self, *args, **kwargs):
-        type(self).solves += 1
-        return super().solve_lp(*args, **kwargs)
+__all__ = ["ExampleLPBackend", "OutputBounds"]
 
 
 @hookimpl
 def polytrav_add_solvers():
     """Register the example backend."""
     return [ExampleLPBackend]
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register the example analysis."""
+    return [OutputBounds]

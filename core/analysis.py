@@ -1,0 +1,260 @@
+"""The :class:`Analysis` base class: what a property plugin implements.
+
+An analysis is a pluggy plugin registered for one :func:`polytrav.analyze` run. The base
+class implements the run's hooks (``polytrav_begin_run``, ``polytrav_visit_polytope``,
+``polytrav_end_run``) by calling four small methods that subclasses override:
+
+* ``validate(network, region)``: check parameters against the run; raise
+  :class:`~polytrav.ConfigError` or :class:`~polytrav.RegionError` naming the problem.
+* ``begin(context)``: build the per-polytope :class:`~polytrav.subproblem.Subproblem` once
+  (cvxpy with parameters, see :class:`CellProblem`) and reset the running answer.
+* ``visit(polytope, context)``: solve the subproblem on one polytope, fold the answer in,
+  and optionally return a :class:`Directive` (:class:`Restrict` or :class:`Stop`).
+* ``finish(context)``: the :class:`~polytrav.AnalysisResult`.
+
+Analyses that do not need every polytope (a counterfactual needs only those closer than the
+best one so far) set ``prunable = True`` and implement ``piece_bound`` and ``threshold``:
+the run may then skip level-1 pieces whose bound cannot beat the threshold, visiting pieces
+in order of their bound (see :mod:`polytrav.run`). ``__init__`` only stores parameters.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from polytrav.errors import ConfigError
+from polytrav.hookspecs import hookimpl
+from polytrav.region import Box, Region
+from polytrav.results import DECIDED, AnalysisResult, SolveResult
+from polytrav.tolerances import WITNESS_TOL, ZERO_ROW_TOL
+
+if TYPE_CHECKING:
+    from polytrav.geometry import Frame
+    from polytrav.network import Network
+    from polytrav.polytope import Polytope
+    from polytrav.run import RunContext
+    from polytrav.subproblem import Subproblem
+
+__all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "cell_rows",
+           "local_model_u", "check_witness"]
+
+
+# ---------------------------------------------------------------- directives
+
+
+class Directive:
+    """What an analysis may ask of the run after a polytope (see the subclasses)."""
+
+
+@dataclass(frozen=True)
+class Stop(Directive):
+    """This analysis is decided; the run stops once every analysis is."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Restrict(Directive):
+    """Only polytopes meeting ``box`` (which must contain the start point) still matter."""
+
+    box: Box
+
+
+# ---------------------------------------------------------------- the base class
+
+
+class Analysis:
+    """Base class of analysis plugins; subclasses set ``name`` and override the methods."""
+
+    #: Registry key, the name users write in configs (``output_range``, ``counterfactual``).
+    name: ClassVar[str] = ""
+    #: Whether the run may skip polytopes this analysis does not need (see the module doc).
+    prunable: bool = False
+    #: Label of the result in the report; the run sets it (``name``, then ``name#2``, ...).
+    label: str = ""
+
+    # -------------------------------------------------------- subclass API
+    @property
+    def problem_form(self) -> str | None:
+        """Form of the per-polytope subproblem (``"lp"``, ``"qp"``, ``"socp"``), if any."""
+        return None
+
+    def validate(self, network: "Network", region: Region) -> None:
+        """Check the parameters against the run's network and region (default: nothing)."""
+
+    def begin(self, context: "RunContext") -> None:
+        """Build subproblems and reset the running answer (default: counters only)."""
+
+    def visit(self, polytope: "Polytope", context: "RunContext") -> Directive | None:
+        """Fold one polytope into the running answer."""
+        raise NotImplementedError
+
+    def finish(self, context: "RunContext") -> AnalysisResult:
+        """The result over the region."""
+        raise NotImplementedError
+
+    def piece_bound(self, bits: np.ndarray, context: "RunContext") -> float:
+        """Lower bound of the analysis's objective over a level-1 piece (first layer's code)."""
+        return -np.inf
+
+    def threshold(self) -> float:
+        """Best objective so far; pieces whose bound is not below it are not needed."""
+        return np.inf
+
+    def start_point(self) -> np.ndarray | None:
+        """A point the traversal should start from (a counterfactual's ``x0``), if any."""
+        return None
+
+    # -------------------------------------------------------- helpers for subclasses
+    def solve(self, context: "RunContext", subproblem: "Subproblem", polytope: "Polytope",
+              **values) -> SolveResult:
+        """Solve ``subproblem`` with ``values`` on the run's backends (with fallbacks).
+
+        An undecided result (neither optimal nor infeasible on any backend) is recorded in
+        ``self.failures`` with the polytope's index and code, and makes the result inexact.
+        """
+        res = context.solve(subproblem, **values)
+        self.n_solves += 1
+        if res.status not in DECIDED:
+            self.failures.append(
+                f"polytope #{polytope.index} (code {context.code_str(polytope)}): "
+                f"{res.status} from {res.solver} ({res.message})"
+            )
+        return res
+
+    def exact(self, context: "RunContext") -> bool:
+        """Whether the run's answer is proven: a complete traversal and no failed solve."""
+        return context.complete and not self.failures
+
+    # -------------------------------------------------------- hook implementations
+    @hookimpl
+    def polytrav_begin_run(self, context: "RunContext") -> None:
+        """Reset counters, then :meth:`begin`."""
+        self.n_polytopes = 0
+        self.n_solves = 0
+        self.failures: list[str] = []
+        self.decided = False
+        self.restriction: Box | None = None
+        self.begin(context)
+
+    @hookimpl
+    def polytrav_visit_polytope(self, polytope: "Polytope", context: "RunContext"):
+        """Count the polytope, :meth:`visit` it, and record the directive returned."""
+        self.n_polytopes += 1
+        directive = self.visit(polytope, context)
+        if isinstance(directive, Stop):
+            self.decided = True
+        elif isinstance(directive, Restrict):
+            start = context.start
+            if start is not None and not directive.box.contains(start, tol=1e-9):
+                raise ConfigError(
+                    f"analysis {self.label!r}: Restrict(box) must contain the start point "
+                    f"{np.round(start, 6).tolist()}"
+                )
+            self.restriction = directive.box
+        return directive
+
+    @hookimpl
+    def polytrav_end_run(self, context: "RunContext") -> AnalysisResult:
+        """:meth:`finish`."""
+        return self.finish(context)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                           if not k.startswith("_") and k not in _RUN_STATE)
+        return f"{type(self).__name__}({params})"
+
+
+_RUN_STATE = ("label", "n_polytopes", "n_solves", "failures", "decided", "restriction")
+
+
+# ---------------------------------------------------------------- the cell in cvxpy
+
+
+def cell_rows(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
+    """The polytope's neuron halfspaces ``A u <= b`` in frame coordinates ``u``.
+
+    One unit-norm row per hidden neuron, layer by layer (a fixed shape, so it can feed a
+    cvxpy parameter); a neuron constant on the region's affine hull gets the row ``0 <= 1``.
+    """
+    rows, rhs = [], []
+    for (Wh, bh), on in zip(polytope.network.hyperplanes(polytope.code), polytope.code):
+        G = Wh @ frame.U
+        g0 = Wh @ frame.origin + bh
+        s = np.where(on, -1.0, 1.0)  # on: -h <= 0 ; off: h <= 0
+        rows.append(s[:, None] * G)
+        rhs.append(-s * g0)
+    if not rows:  # an affine network: one always-true row keeps the shape non-empty
+        return np.zeros((1, frame.dim)), np.ones(1)
+    A, b = np.vstack(rows), np.concatenate(rhs)
+    norms = np.linalg.norm(A, axis=1)
+    zero = norms <= ZERO_ROW_TOL * max(float(norms.max(initial=0.0)), 1e-300)
+    norms[zero] = 1.0
+    A, b = A / norms[:, None], b / norms
+    A[zero], b[zero] = 0.0, 1.0
+    return A, b
+
+
+def local_model_u(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
+    """The local model in frame coordinates: ``output = W_u @ u + c_u`` on the polytope."""
+    W, c = polytope.local_model
+    return W @ frame.U, W @ frame.origin + c
+
+
+class CellProblem:
+    """cvxpy variable and constraints of "polytope ∩ region" in frame coordinates.
+
+    ``u`` is the frame variable (region ⊂ ``[-1, 1]^d``), ``x`` the input point as an affine
+    expression of ``u``, ``A`` and ``b`` the parameters of the polytope's neuron rows
+    (fill them with :func:`cell_rows`), ``constraints`` the cell's constraints: neuron rows,
+    the box, the region's other rows and its L1/L2 balls (an L2 ball makes it ``socp``).
+    """
+
+    def __init__(self, frame: "Frame", n_rows: int):
+        import cvxpy as cp
+
+        d = frame.dim
+        self.frame = frame
+        self.u = cp.Variable(d, name="u")
+        n_rows = max(n_rows, 1)  # see cell_rows
+        self.A = cp.Parameter((n_rows, d), name="A")
+        self.b = cp.Parameter(n_rows, name="b")
+        self.x = frame.origin + frame.U @ self.u
+        self.constraints = [self.A @ self.u <= self.b, self.u >= -1.0, self.u <= 1.0]
+        if frame.A.shape[0] > 2 * d:
+            self.constraints.append(frame.A[2 * d:] @ self.u <= frame.b[2 * d:])
+        for ball in frame.l1_balls:
+            self.constraints.append(cp.norm1(ball.U @ self.u + ball.w) <= ball.radius)
+        for ball in frame.l2_balls:
+            self.constraints.append(cp.norm2(self.u - ball.center) <= ball.radius)
+
+    @property
+    def conic(self) -> bool:
+        """Whether the region has an L2 ball (the cell is then a second-order cone set)."""
+        return bool(self.frame.l2_balls)
+
+    def values(self, polytope: "Polytope") -> dict[str, np.ndarray]:
+        """Parameter values ``{"A": ..., "b": ...}`` for ``polytope``."""
+        A, b = cell_rows(polytope, self.frame)
+        return {"A": A, "b": b}
+
+
+# ---------------------------------------------------------------- witnesses
+
+
+def check_witness(network: "Network", region: Region, x, predicate: Callable[[np.ndarray], Any],
+                  tol: float = WITNESS_TOL) -> bool:
+    """Whether ``x`` is a real witness: inside ``region`` (within ``tol``) and ``predicate``.
+
+    ``predicate`` receives the output of a plain forward pass (float64 numpy) and returns a
+    truth value; it should state the property with ``tol`` itself where it compares numbers.
+    """
+    x = np.asarray(x, float).reshape(-1)
+    if x.shape[0] != network.n_inputs or not np.isfinite(x).all():
+        return False
+    if not region.with_dims(network.n_inputs).contains(x, tol=tol):
+        return False
+    return bool(predicate(network.forward(x)))

@@ -1,0 +1,258 @@
+"""Counterfactuals: the closest input whose predicted class differs (paper §5.2, eqs. 16-19).
+
+For ``x0`` of class ``q0``, the problem is ``min ||x - x0||_p`` over the region such that
+the class changes. Per polytope, where the logits are ``W x + c``, reaching class ``q`` is a
+set of halfspaces (``(w_q - w_i)·x + c_q - c_i >= 0`` for every ``i != q``; for one output,
+a binary classifier with class 1 iff the logit is ``>= 0``, the logit's sign), so the
+subproblem on polytope ∩ region is an LP (``p = 1, inf``) or a QP (``p = 2``; an L2-ball
+region makes it an SOCP). The constraints are closed: the optimum is the *infimum* distance,
+attained on the class boundary; the returned witness steps just past the boundary until a
+forward pass confirms the new class (its distance is ``returned_distance``). Immutable
+features are equality constraints ``x_j = x0_j``.
+
+Search (``search=``): ``"full"`` solves on every polytope of the region; ``"shrink"`` is the
+paper's: once a counterfactual at distance ``d*`` is known, the traversal region shrinks to
+the L∞ box of radius ``d*`` around ``x0`` (it contains the ``p``-ball); ``"best-first"``
+(default) also orders the level-1 pieces by a lower bound of their distance to ``x0`` (the
+farthest of their halfspaces, in the dual norm), skips polytopes and targets whose bound
+cannot beat ``d*``, and stops when no unvisited piece can.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from polytrav.analysis import Analysis, CellProblem, Restrict, check_witness
+from polytrav.errors import ConfigError, RegionError
+from polytrav.hookspecs import hookimpl
+from polytrav.region import Box
+from polytrav.results import AnalysisResult, Status
+from polytrav.tolerances import COUNTERFACTUAL_STEP
+
+__all__ = ["Counterfactual", "halfspace_distance"]
+
+SEARCHES = ("best-first", "shrink", "full")
+_NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np.inf,
+          "linf": np.inf}
+_DUAL = {1: np.inf, 2: 2, np.inf: 1}
+
+
+def halfspace_distance(G: np.ndarray, g: np.ndarray, x0: np.ndarray, dual: float) -> np.ndarray:
+    """Distance (in the norm whose dual is ``dual``) from ``x0`` to each ``{x: G x + g >= 0}``."""
+    norms = np.linalg.norm(G, ord=dual, axis=1)
+    gap = -(G @ x0 + g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dist = np.where(gap > 0, gap / norms, 0.0)
+    return np.where((norms == 0) & (gap > 0), np.inf, np.where(norms == 0, 0.0, dist))
+
+
+class Counterfactual(Analysis):
+    """The closest point of the region (in ``norm``) whose predicted class is not ``x0``'s.
+
+    Parameters
+    ----------
+    x0 : array_like, shape (n_inputs,)
+        The original input; must lie in the region.
+    norm : {1, 2, inf}
+    target : int, optional
+        Required class (default: any class other than ``x0``'s).
+    immutable : sequence of int
+        Features held at ``x0``'s values.
+    search : {"best-first", "shrink", "full"}
+
+    ``value`` is the infimum distance (``None`` if no point of the region changes class);
+    ``witness`` a point past the boundary whose class a forward pass confirms; ``details``
+    hold the boundary point, the class reached and ``returned_distance``.
+    """
+
+    name = "counterfactual"
+
+    def __init__(self, x0, norm=2, target: int | None = None, immutable=(),
+                 search: str = "best-first"):
+        self.x0 = x0
+        self.norm = norm
+        self.target = target
+        self.immutable = immutable
+        self.search = search
+
+    @property
+    def prunable(self) -> bool:
+        return self.search != "full"
+
+    @property
+    def problem_form(self) -> str:
+        return "qp" if _NORMS.get(self.norm) == 2 else "lp"
+
+    def start_point(self):
+        return self._x0
+
+    # ---------------------------------------------------------------- checks
+    def validate(self, network, region) -> None:
+        who = f"analysis {self.name!r}"
+        n, m = network.n_inputs, network.n_outputs
+        x0 = np.asarray(self.x0, float).reshape(-1)
+        if x0.shape != (n,):
+            raise ConfigError(f"{who}: x0 has {x0.shape[0]} coordinates but the network takes {n}")
+        if not np.isfinite(x0).all():
+            raise ConfigError(f"{who}: x0 contains NaN or inf")
+        bad = region.violations(x0)
+        if bad:
+            raise RegionError(f"{who}: x0 is outside the region ({'; '.join(bad[:3])}); the "
+                              "counterfactual search starts from x0, so the region must contain it")
+        key = self.norm.lower() if isinstance(self.norm, str) else self.norm
+        if key not in _NORMS:
+            raise ConfigError(f"{who}: norm must be 1, 2 or inf, got {self.norm!r}")
+        if self.search not in SEARCHES:
+            raise ConfigError(f"{who}: search must be one of {SEARCHES}, got {self.search!r}")
+        imm = np.asarray(self.immutable, dtype=int).reshape(-1)
+        if imm.size and (imm.min() < 0 or imm.max() >= n or len(set(imm)) != imm.size):
+            raise ConfigError(f"{who}: immutable must be distinct input indices in [0, {n}), got "
+                              f"{list(self.immutable)}")
+        y0 = network.forward(x0)
+        self._binary = m == 1
+        self._class0 = int(y0[0] >= 0) if self._binary else int(np.argmax(y0))
+        n_classes = 2 if self._binary else m
+        if self.target is not None:
+            if not isinstance(self.target, (int, np.integer)) or not 0 <= self.target < n_classes:
+                raise ConfigError(f"{who}: target must be a class in [0, {n_classes}), got {self.target!r}")
+            if self.target == self._class0:
+                raise ConfigError(f"{who}: target {self.target} is x0's own class")
+        self._x0, self._p, self._imm = x0, _NORMS[key], imm
+        self._targets = ([self.target] if self.target is not None
+                         else [q for q in range(n_classes) if q != self._class0])
+
+    # ---------------------------------------------------------------- set-up
+    def begin(self, context) -> None:
+        import cvxpy as cp
+
+        from polytrav.subproblem import Subproblem
+
+        fr, net = context.frame, context.network
+        k = 1 if self._binary else net.n_outputs - 1
+        self._cell = cell = CellProblem(fr, net.n_neurons)
+        self._K = cp.Parameter((k, fr.dim), name="K")
+        self._h = cp.Parameter(k, name="h")
+        cons = cell.constraints + [self._K @ cell.u + self._h >= 0]
+        for j in self._imm:
+            if np.abs(fr.U[j]).max() > 0:
+                cons.append(fr.U[j] @ cell.u == self._x0[j] - fr.origin[j])
+        diff = cell.x - self._x0
+        objective = {1: cp.norm1(diff), 2: cp.sum_squares(diff), np.inf: cp.norm_inf(diff)}[self._p]
+        self._sub = Subproblem(cp.Problem(cp.Minimize(objective), cons), {"u": cell.u})
+        # the step past the boundary: the deepest point of class q near the boundary point
+        t = cp.Variable(name="t")
+        center = cp.Parameter(fr.dim, name="center")
+        delta = cp.Parameter(nonneg=True, name="delta")
+        step_cons = cell.constraints + [self._K @ cell.u + self._h >= t, t <= 1.0,
+                                        cell.u - center <= delta, center - cell.u <= delta]
+        step_cons += cons[len(cell.constraints) + 1:]  # the immutable features
+        self._step = Subproblem(cp.Problem(cp.Maximize(t), step_cons), {"u": cell.u})
+        self._dual = _DUAL[self._p]
+        W1, b1 = net.weights[0], net.biases[0]
+        self._h1 = W1 @ self._x0 + b1
+        self._n1 = np.linalg.norm(W1, ord=self._dual, axis=1)
+        self._best = (np.inf, None, None, None)  # distance, boundary point, class, witness
+        self.skipped = 0
+
+    # ---------------------------------------------------------------- pruning protocol
+    def piece_bound(self, bits, context) -> float:
+        s = np.where(bits, 1.0, -1.0)
+        gap = -s * self._h1
+        ok = (gap > 0) & (self._n1 > 0)
+        return float(np.max(gap[ok] / self._n1[ok], initial=0.0))
+
+    def threshold(self) -> float:
+        return self._best[0]
+
+    # ---------------------------------------------------------------- per polytope
+    def _class_rows(self, polytope, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """``G x + g >= 0`` on the polytope iff the class is ``q`` (closed)."""
+        W, c = polytope.local_model
+        if self._binary:
+            s = 1.0 if q == 1 else -1.0
+            return s * W[:1], s * c[:1]
+        others = [i for i in range(W.shape[0]) if i != q]
+        return W[q] - W[others], c[q] - c[others]
+
+    def visit(self, polytope, context):
+        fr, prune = context.frame, self.search == "best-first"
+        cell_lb = 0.0
+        if prune:
+            for (Wh, bh), on in zip(polytope.network.hyperplanes(polytope.code), polytope.code):
+                s = np.where(on, 1.0, -1.0)[:, None]
+                cell_lb = max(cell_lb, float(np.max(
+                    halfspace_distance(s * Wh, s[:, 0] * bh, self._x0, self._dual), initial=0.0)))
+            if cell_lb >= self._best[0]:
+                self.skipped += len(self._targets)
+                return None
+        values = None
+        improved = False
+        for q in self._targets:
+            G, g = self._class_rows(polytope, q)
+            if prune and max(cell_lb, float(np.max(halfspace_distance(G, g, self._x0, self._dual),
+                                                   initial=0.0))) >= self._best[0]:
+                self.skipped += 1
+                continue
+            K, h = G @ fr.U, G @ fr.origin + g
+            norms = np.linalg.norm(K, axis=1)
+            if np.any((norms == 0) & (h < 0)) or np.any(np.abs(K).sum(axis=1) + h < 0):
+                self.skipped += 1  # class q is out of reach on the region's bounding box
+                continue
+            norms[norms == 0] = 1.0
+            values = values or self._cell.values(polytope)
+            res = self.solve(context, self._sub, polytope, K=K / norms[:, None], h=h / norms, **values)
+            if res.status is not Status.OPTIMAL:
+                continue
+            x = fr.to_x(res.x)
+            dist = float(np.linalg.norm(x - self._x0, ord=self._p))
+            if dist < self._best[0]:
+                witness = self._realise(context, polytope, values, K / norms[:, None], h / norms,
+                                        res.x, q)
+                self._best = (dist, x, q, witness)
+                improved = True
+        if improved and self.search != "full" and np.isfinite(self._best[0]):
+            r = self._best[0]
+            return Restrict(Box(self._x0 - r, self._x0 + r))
+        return None
+
+    def _is_class(self, q: int):
+        if self._binary:
+            return (lambda y: y[0] > 0) if q == 1 else (lambda y: y[0] < 0)
+        return lambda y: bool(np.all(np.delete(y, q) < y[q]))
+
+    def _realise(self, context, polytope, values, K, h, u_star, q):
+        """A point near the boundary point ``u_star`` whose class a forward pass confirms.
+
+        Solves ``maximise t`` over polytope ∩ region ∩ ``{K u + h >= t}`` within an L∞ box of
+        half-width ``delta`` (normalised units) around ``u_star``, for growing ``delta``.
+        """
+        wanted = self._is_class(q)
+        for delta in COUNTERFACTUAL_STEP * 10.0 ** np.arange(0, 5):
+            res = context.solve(self._step, K=K, h=h, center=u_star, **values,
+                                delta=np.array(delta))
+            if res.status is not Status.OPTIMAL or res.objective <= 0:
+                continue
+            cand = context.frame.to_x(res.x)
+            if check_witness(context.network, context.region, cand, wanted):
+                return cand
+        return None
+
+    def finish(self, context) -> AnalysisResult:
+        dist, x, q, witness = self._best
+        details = {"norm": self._p, "class0": self._class0, "class": q, "boundary_point": x,
+                   "search": self.search, "skipped_by_bound": self.skipped}
+        if witness is not None:
+            details["returned_distance"] = float(np.linalg.norm(witness - self._x0, ord=self._p))
+        elif x is not None:
+            details["note"] = "no point past the boundary was confirmed by a forward pass"
+        return AnalysisResult(
+            analysis=self.label, verdict=None,
+            value=dist if np.isfinite(dist) else None, witness=witness,
+            exact=self.exact(context), n_polytopes=self.n_polytopes, n_solves=self.n_solves,
+            failures=tuple(self.failures), details=details,
+        )
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register :class:`Counterfactual`."""
+    return [Counterfactual]

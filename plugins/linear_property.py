@@ -1,0 +1,156 @@
+"""Linear output properties in disjunctive normal form, as VNN-LIB states them.
+
+The property holds iff no point of the region maps into the *unsafe* set, a disjunction of
+conjunctions ``C_k y <= d_k`` over the outputs ``y`` (VNN-LIB's ``assert`` describes exactly
+this set: ``sat`` means a counterexample exists). Per polytope, where ``y = W x + c``, each
+conjunction is the LP ``maximise t  s.t.  x in polytope ∩ region, C_k (W x + c) + t <= d_k``
+(rows of ``C_k`` scaled to unit norm, ``t <= 1``): ``t* >= 0`` gives a point of the unsafe set.
+The witness is confirmed by a forward pass before the verdict is VIOLATED. A conjunction is
+skipped without an LP when one of its rows cannot be met anywhere on the region's bounding
+box, or decided without one when the polytope's interior point already meets it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from polytrav.analysis import Analysis, CellProblem, Stop, check_witness, local_model_u
+from polytrav.errors import ConfigError
+from polytrav.hookspecs import hookimpl
+from polytrav.results import AnalysisResult, Status, Verdict
+from polytrav.tolerances import WITNESS_TOL
+
+__all__ = ["LinearProperty"]
+
+
+class LinearProperty(Analysis):
+    """Verify that no output of the region satisfies any of the ``unsafe`` conjunctions.
+
+    Parameters
+    ----------
+    unsafe : list of (C, d)
+        Each pair is a conjunction ``C @ y <= d`` (``C`` of shape ``(k, n_outputs)``); the
+        list is their disjunction.
+    mode : {"verify", "all"}
+        Stop at the first confirmed counterexample (default), or visit every polytope and
+        keep the most violating one (largest ``t``).
+
+    ``verdict``: VIOLATED (confirmed witness), HOLDS (complete, every LP decided) or
+    UNKNOWN; ``value`` is the largest margin ``t`` found (>= 0 means violated).
+    """
+
+    name = "linear_property"
+
+    def __init__(self, unsafe, mode: str = "verify"):
+        self.unsafe = unsafe
+        self.mode = mode
+
+    @property
+    def problem_form(self) -> str:
+        return "lp"
+
+    def validate(self, network, region) -> None:
+        m = network.n_outputs
+        if self.mode not in ("verify", "all"):
+            raise ConfigError(f"analysis {self.name!r}: mode must be 'verify' or 'all', got {self.mode!r}")
+        if isinstance(self.unsafe, tuple) and len(self.unsafe) == 2 and np.ndim(self.unsafe[1]) <= 1 \
+                and np.ndim(self.unsafe[0]) == 2:
+            self.unsafe = [self.unsafe]
+        pairs = []
+        for k, pair in enumerate(self.unsafe):
+            try:
+                C, d = pair
+            except (TypeError, ValueError):
+                raise ConfigError(f"analysis {self.name!r}: unsafe[{k}] must be a pair (C, d)") from None
+            C = np.atleast_2d(np.asarray(C, float))
+            d = np.atleast_1d(np.asarray(d, float))
+            if C.shape[1] != m or d.shape != (C.shape[0],):
+                raise ConfigError(
+                    f"analysis {self.name!r}: unsafe[{k}] has C of shape {C.shape} and d of shape "
+                    f"{d.shape}; expected C (k, {m}) for a network with {m} outputs and d (k,)")
+            if not (np.isfinite(C).all() and np.isfinite(d).all()):
+                raise ConfigError(f"analysis {self.name!r}: unsafe[{k}] contains NaN or inf")
+            norms = np.linalg.norm(C, axis=1)
+            if (norms == 0).any():
+                raise ConfigError(f"analysis {self.name!r}: unsafe[{k}] has an all-zero row of C")
+            pairs.append((C / norms[:, None], d / norms))
+        if not pairs:
+            raise ConfigError(f"analysis {self.name!r}: unsafe is empty (nothing to check)")
+        self._pairs = pairs
+
+    def begin(self, context) -> None:
+        import cvxpy as cp
+
+        from polytrav.subproblem import Subproblem
+
+        d = context.frame.dim
+        self._cell = CellProblem(context.frame, context.network.n_neurons)
+        self._subs = []
+        for k, (C, _) in enumerate(self._pairs):
+            M = cp.Parameter((C.shape[0], d), name="M")
+            r = cp.Parameter(C.shape[0], name="r")
+            t = cp.Variable(name="t")
+            cons = self._cell.constraints + [M @ self._cell.u + t <= r, t <= 1.0]
+            self._subs.append(cp.Problem(cp.Maximize(t), cons))
+        self._subs = [Subproblem(p, {"u": self._cell.u}) for p in self._subs]
+        self._best = (-np.inf, None, None)
+        self._confirmed = None
+        self.skipped = 0
+
+    def _violates(self, k: int):
+        C, d = self._pairs[k]
+        return lambda y: bool(np.all(C @ y <= d + WITNESS_TOL * (1 + np.abs(d))))
+
+    def visit(self, polytope, context):
+        Wu, cu = local_model_u(polytope, context.frame)
+        values = None
+        for k, (C, d) in enumerate(self._pairs):
+            M, r = C @ Wu, d - C @ cu
+            if np.any(-np.abs(M).sum(axis=1) > r):  # some row unmeetable on [-1, 1]^d
+                self.skipped += 1
+                continue
+            u_in = context.frame.to_u(polytope.interior_point)
+            t_in = float(np.min(r - M @ u_in))
+            if t_in >= 0:
+                found = (t_in, polytope.interior_point)
+            else:
+                values = values or self._cell.values(polytope)
+                res = self.solve(context, self._subs[k], polytope, M=M, r=r, **values)
+                if res.status is not Status.OPTIMAL:
+                    continue
+                found = (res.objective, context.frame.to_x(res.x))
+            t, x = found
+            if t > self._best[0]:
+                self._best = (t, x, k)
+            if t >= 0 and (self._confirmed is None or t > self._confirmed[0]):
+                if check_witness(context.network, context.region, x, self._violates(k)):
+                    self._confirmed = (t, x, k)
+                    if self.mode == "verify":
+                        return Stop(f"disjunct {k} met at an input (margin {t:.3g})")
+        return None
+
+    def finish(self, context) -> AnalysisResult:
+        t, x, k = self._best
+        exact = self.exact(context)
+        if self._confirmed is not None:
+            verdict = Verdict.VIOLATED
+            t, x, k = self._confirmed if self.mode == "verify" else (t, x, k)
+        elif t >= 0:
+            verdict = Verdict.VIOLATED_UNCONFIRMED
+        else:
+            verdict = Verdict.HOLDS if exact else Verdict.UNKNOWN
+        details = {"disjunct": k, "mode": self.mode, "skipped_by_bound": self.skipped}
+        if x is not None:
+            details["output"] = context.network.forward(x)
+        return AnalysisResult(
+            analysis=self.label, verdict=verdict,
+            value=float(t) if np.isfinite(t) else None,
+            witness=x if verdict is not Verdict.HOLDS else None,
+            exact=exact or verdict is Verdict.VIOLATED, n_polytopes=self.n_polytopes,
+            n_solves=self.n_solves, failures=tuple(self.failures), details=details,
+        )
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register :class:`LinearProperty`."""
+    return [LinearProperty]

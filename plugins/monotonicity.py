@@ -1,0 +1,133 @@
+"""Monotonicity of one output in one feature over the region (paper §5.3).
+
+On each polytope the network is ``W x + c``, so the output's slope in feature ``j`` is the
+constant ``W[output, j]``: no subproblem to solve. The network (continuous, piecewise
+linear) is non-decreasing in ``j`` on a convex region iff every polytope's slope is ``>= 0``
+(non-increasing iff all ``<= 0``). With ``direction=None`` the verdict is whether all slopes
+agree in sign. Every violating polytope is reported with its slope, and a violation is
+confirmed by a forward pass at two points of the polytope a step apart along ``j``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from polytrav.analysis import Analysis, check_witness
+from polytrav.errors import ConfigError
+from polytrav.hookspecs import hookimpl
+from polytrav.results import AnalysisResult, Verdict
+
+__all__ = ["Monotonicity"]
+
+DIRECTIONS = ("increasing", "decreasing", None)
+#: Slopes within this (relative to the norm of the output's local gradient) count as zero.
+SLOPE_TOL = 1e-12
+
+
+class Monotonicity(Analysis):
+    """Is ``output`` monotone in input ``feature`` on the region?
+
+    Parameters
+    ----------
+    feature : int
+        Input index.
+    direction : {"increasing", "decreasing", None}
+        Required direction (non-strict); ``None`` asks whether either holds.
+    output : int
+        Output index (default 0).
+
+    ``value`` is ``{"min_slope", "max_slope"}``; ``details["violations"]`` lists each
+    violating polytope (index, interior point, slope).
+    """
+
+    name = "monotonicity"
+
+    def __init__(self, feature: int, direction: str | None = None, output: int = 0):
+        self.feature = feature
+        self.direction = direction
+        self.output = output
+
+    def validate(self, network, region) -> None:
+        n, m = network.n_inputs, network.n_outputs
+        if not isinstance(self.feature, (int, np.integer)) or not 0 <= self.feature < n:
+            raise ConfigError(f"analysis {self.name!r}: feature must be an input index in [0, {n}), "
+                              f"got {self.feature!r}")
+        if not isinstance(self.output, (int, np.integer)) or not 0 <= self.output < m:
+            raise ConfigError(f"analysis {self.name!r}: output must be in [0, {m}), got {self.output!r}")
+        if self.direction not in DIRECTIONS:
+            raise ConfigError(f"analysis {self.name!r}: direction must be one of {DIRECTIONS}, "
+                              f"got {self.direction!r}")
+
+    def begin(self, context) -> None:
+        fr = context.frame
+        e = np.zeros(context.network.n_inputs)
+        e[self.feature] = 1.0
+        v, *_ = np.linalg.lstsq(fr.U, e, rcond=None)
+        movable = np.allclose(fr.U @ v, e, atol=1e-12) and np.linalg.norm(v) > 0
+        self._step_u = v / np.linalg.norm(v) if movable else None  # unit step in u along e_j
+        self._neg, self._pos = [], []  # (index, interior point, slope, radius) by sign
+        self._slopes = [np.inf, -np.inf]
+
+    def visit(self, polytope, context):
+        row = polytope.W[self.output]
+        slope = float(row[self.feature])
+        self._slopes = [min(self._slopes[0], slope), max(self._slopes[1], slope)]
+        tiny = SLOPE_TOL * float(np.linalg.norm(row))
+        record = (polytope.index, polytope.interior_point, slope, polytope.radius)
+        if slope < -tiny and self.direction != "decreasing":
+            self._neg.append(record)
+        elif slope > tiny and self.direction != "increasing":
+            self._pos.append(record)
+        return None
+
+    def _confirm(self, context, x, slope, radius) -> tuple | None:
+        """Two points of the polytope along the feature whose outputs differ with the slope."""
+        if self._step_u is None:
+            return None
+        fr = context.frame
+        u = fr.to_u(x)
+        step = 0.5 * radius * self._step_u
+        x1, x2 = fr.to_x(u - step), fr.to_x(u + step)
+        dy = float(context.network.forward(x2)[self.output] - context.network.forward(x1)[self.output])
+        dx = float(x2[self.feature] - x1[self.feature])
+        if dx <= 0 or np.sign(dy) != np.sign(slope):
+            return None
+        if not all(check_witness(context.network, context.region, p, lambda y: True) for p in (x1, x2)):
+            return None
+        return x1, x2
+
+    def finish(self, context) -> AnalysisResult:
+        lo, hi = self._slopes
+        seen = self.n_polytopes > 0
+        if self._step_u is None:
+            bad = []  # the feature is fixed in the region: monotone vacuously
+        elif self.direction == "increasing":
+            bad = self._neg
+        elif self.direction == "decreasing":
+            bad = self._pos
+        else:  # either direction: the minority sign violates
+            bad = [] if not self._neg or not self._pos else min(self._neg, self._pos, key=len)
+        violations = [{"polytope": i, "interior_point": x, "slope": s} for i, x, s, _ in bad]
+        witness, pair = None, None
+        for i, x, s, r in bad:
+            pair = self._confirm(context, x, s, r)
+            if pair is not None:
+                witness = x
+                break
+        if bad:
+            verdict = Verdict.VIOLATED if pair is not None else Verdict.VIOLATED_UNCONFIRMED
+        else:
+            verdict = Verdict.HOLDS if self.exact(context) else Verdict.UNKNOWN
+        return AnalysisResult(
+            analysis=self.label, verdict=verdict,
+            value={"min_slope": lo if seen else None, "max_slope": hi if seen else None},
+            witness=witness, exact=self.exact(context) or verdict is Verdict.VIOLATED,
+            n_polytopes=self.n_polytopes, n_solves=0, failures=tuple(self.failures),
+            details={"violations": violations, "witness_pair": pair,
+                     "direction": self.direction, "feature": self.feature, "output": self.output},
+        )
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register :class:`Monotonicity`."""
+    return [Monotonicity]

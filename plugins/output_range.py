@@ -1,0 +1,126 @@
+"""Output range: the local adversarial attack of paper §5.1 (eq. 12).
+
+The property: the minimum and maximum of ``g · f(x)`` over the region, where ``f`` is the
+network and ``g`` picks one output (``output=k``) or weighs them (``weights=g``); for a
+binary classifier the output is the logit, whose extremes are the probability's (the sigmoid
+is monotone). Per polytope the network is ``W x + c``, so the subproblem on polytope ∩ region
+is the LP ``maximise (g W) · x`` (and the same with ``-g`` for the minimum); an L2-ball
+region makes it an SOCP. The extremes over all polytopes are the exact range.
+
+A polytope is skipped without an LP when the bound of ``g·f`` over the region's bounding box
+cannot beat the best value so far; the interior point's value seeds both extremes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from polytrav.analysis import Analysis, CellProblem, local_model_u
+from polytrav.errors import ConfigError
+from polytrav.hookspecs import hookimpl
+from polytrav.results import AnalysisResult, Status
+
+__all__ = ["OutputRange", "output_functional"]
+
+
+def output_functional(network, output, weights, who: str) -> np.ndarray:
+    """The vector ``g`` over outputs from ``output=k`` or ``weights=g`` (checked)."""
+    m = network.n_outputs
+    if weights is not None:
+        if output is not None:
+            raise ConfigError(f"analysis {who!r}: give output or weights, not both")
+        g = np.asarray(weights, float).reshape(-1)
+        if g.shape != (m,) or not np.isfinite(g).all():
+            raise ConfigError(f"analysis {who!r}: weights must be {m} finite numbers (one per "
+                              f"output), got shape {g.shape}")
+        return g
+    k = 0 if output is None else output
+    if not isinstance(k, (int, np.integer)) or not 0 <= k < m:
+        raise ConfigError(f"analysis {who!r}: output must be an integer in [0, {m}) for a "
+                          f"network with {m} outputs, got {output!r}")
+    g = np.zeros(m)
+    g[k] = 1.0
+    return g
+
+
+class OutputRange(Analysis):
+    """Minimum and maximum of one output (or ``weights @ outputs``) over the region.
+
+    Parameters
+    ----------
+    output : int, optional
+        Output index (default 0).
+    weights : array_like, shape (n_outputs,), optional
+        A linear function of the outputs instead of one output.
+
+    The result's ``value`` is ``{"min": ..., "max": ...}``; ``details`` hold ``argmin`` and
+    ``argmax`` (input points), and ``witness`` is the arg-max.
+    """
+
+    name = "output_range"
+
+    def __init__(self, output: int | None = None, weights=None):
+        self.output = output
+        self.weights = weights
+
+    @property
+    def problem_form(self) -> str:
+        return "lp"
+
+    def validate(self, network, region) -> None:
+        self._g = output_functional(network, self.output, self.weights, self.name)
+
+    def begin(self, context) -> None:
+        import cvxpy as cp
+
+        from polytrav.subproblem import Subproblem
+
+        self._cell = CellProblem(context.frame, context.network.n_neurons)
+        self._gu = cp.Parameter(context.frame.dim, name="g")
+        problem = cp.Problem(cp.Maximize(self._gu @ self._cell.u), self._cell.constraints)
+        self._sub = Subproblem(problem, {"u": self._cell.u})
+        self._best = {"max": (-np.inf, None), "min": (np.inf, None)}
+        self.skipped = 0
+
+    def visit(self, polytope, context):
+        Wu, cu = local_model_u(polytope, context.frame)
+        gu, g0 = self._g @ Wu, float(self._g @ cu)
+        x_in = polytope.interior_point
+        y_in = float(self._g @ (polytope.W @ x_in + polytope.c))
+        if y_in > self._best["max"][0]:
+            self._best["max"] = (y_in, x_in)
+        if y_in < self._best["min"][0]:
+            self._best["min"] = (y_in, x_in)
+        reach = float(np.abs(gu).sum())  # |g·f - g0| <= reach on [-1, 1]^d
+        values = None
+        for sense, sign in (("max", 1.0), ("min", -1.0)):
+            best = self._best[sense][0]
+            if sign * (g0 + sign * reach) <= sign * best:
+                self.skipped += 1
+                continue
+            values = values or self._cell.values(polytope)
+            res = self.solve(context, self._sub, polytope, g=sign * gu, **values)
+            if res.status is Status.OPTIMAL:
+                y = g0 + sign * res.objective
+                if sign * y > sign * best:
+                    self._best[sense] = (y, context.frame.to_x(res.x))
+            elif res.status is Status.INFEASIBLE:
+                self.failures.append(f"polytope #{polytope.index}: cell LP infeasible "
+                                     f"({res.solver}) although the traversal found it")
+        return None
+
+    def finish(self, context) -> AnalysisResult:
+        (ymax, xmax), (ymin, xmin) = self._best["max"], self._best["min"]
+        return AnalysisResult(
+            analysis=self.label, verdict=None,
+            value={"min": ymin, "max": ymax},
+            witness=xmax, exact=self.exact(context), n_polytopes=self.n_polytopes,
+            n_solves=self.n_solves, failures=tuple(self.failures),
+            details={"argmin": xmin, "argmax": xmax, "g": self._g,
+                     "skipped_by_bound": self.skipped},
+        )
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register :class:`OutputRange`."""
+    return [OutputRange]

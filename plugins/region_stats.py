@@ -1,0 +1,129 @@
+"""Region statistics: how the network partitions the region (paper §2-4).
+
+Counts polytopes and pieces per level (from the traversal), the Chebyshev radii, each
+polytope's volume share where it is cheap (regions of at most ``VOLUME_MAX_DIM`` dimensions,
+exact from the polytope's vertices), and the adjacency graph: an edge joins two polytopes
+whose activation codes differ in exactly one neuron (the paper's one-adjacency), plus the
+traversal's discovery edges (``parent``). :meth:`RegionStats.graph` exports it to networkx
+(``pip install networkx``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from polytrav.analysis import Analysis
+from polytrav.hookspecs import hookimpl
+from polytrav.results import AnalysisResult
+
+__all__ = ["RegionStats", "VOLUME_MAX_DIM"]
+
+#: Volumes are computed (qhull) for regions of at most this many dimensions.
+VOLUME_MAX_DIM = 4
+
+
+class RegionStats(Analysis):
+    """Counts per level, radii, volumes (low dimension) and the one-adjacency graph.
+
+    ``value`` is ``{"polytopes", "per_level", "min_radius", "volume_share_sum"}``;
+    ``details["polytopes"]`` lists ``(index, parent, code, volume_share)``; ``details["edges"]``
+    the one-flip adjacency pairs.
+    """
+
+    name = "region_stats"
+
+    def __init__(self, volumes: bool = True):
+        self.volumes = volumes
+
+    def begin(self, context) -> None:
+        self._records = []
+        self._keys = {}
+        self._min_radius = np.inf
+        self._region_volume = None
+        if self.volumes and context.frame.dim <= VOLUME_MAX_DIM:
+            self._region_volume = _volume(*_frame_halfspaces(context.frame), context.frame)
+
+    def visit(self, polytope, context):
+        bits = np.concatenate(polytope.code)
+        share = None
+        if self._region_volume:
+            A, b = _frame_halfspaces(context.frame)
+            from polytrav.analysis import cell_rows
+
+            Ac, bc = cell_rows(polytope, context.frame)
+            vol = _volume(np.vstack([A, Ac]), np.concatenate([b, bc]), context.frame,
+                          context.frame.to_u(polytope.interior_point))
+            share = None if vol is None else vol / self._region_volume
+        self._keys[np.packbits(bits).tobytes()] = polytope.index
+        self._records.append((polytope.index, polytope.parent, bits, share))
+        self._min_radius = min(self._min_radius, polytope.radius)
+        return None
+
+    def _edges(self) -> list[tuple[int, int]]:
+        edges = set()
+        for index, _, bits, _ in self._records:
+            for j in range(bits.size):
+                flipped = bits.copy()
+                flipped[j] = not flipped[j]
+                other = self._keys.get(np.packbits(flipped).tobytes())
+                if other is not None and other > index:
+                    edges.add((index, other))
+        return sorted(edges)
+
+    def finish(self, context) -> AnalysisResult:
+        shares = [r[3] for r in self._records]
+        total = float(sum(shares)) if shares and all(s is not None for s in shares) else None
+        self._last_edges = self._edges()
+        self._last_records = self._records
+        return AnalysisResult(
+            analysis=self.label, verdict=None,
+            value={"polytopes": len(self._records), "per_level": list(context.traversal.stats.pieces),
+                   "min_radius": float(self._min_radius) if self._records else None,
+                   "volume_share_sum": total},
+            exact=self.exact(context), n_polytopes=self.n_polytopes,
+            details={"polytopes": [(i, p, "".join("1" if b else "0" for b in bits), s)
+                                   for i, p, bits, s in self._records],
+                     "edges": self._last_edges},
+        )
+
+    def graph(self):
+        """The last run's adjacency graph as a ``networkx.Graph`` (nodes are visit indices)."""
+        import networkx as nx
+
+        g = nx.Graph()
+        for index, parent, bits, share in self._last_records:
+            g.add_node(index, code="".join("1" if b else "0" for b in bits),
+                       volume_share=-1.0 if share is None else share)
+        g.add_edges_from(self._last_edges, kind="one-flip")
+        for index, parent, _, _ in self._last_records:
+            if parent is not None and not g.has_edge(index, parent):
+                g.add_edge(parent, index, kind="discovery")
+        return g
+
+
+def _frame_halfspaces(frame):
+    return frame.A, frame.b
+
+
+def _volume(A, b, frame, interior=None) -> float | None:
+    """Volume (in ``u`` units) of ``{A u <= b}`` from its vertices (None if qhull fails)."""
+    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
+
+    if frame.l1_balls or frame.l2_balls:
+        return None
+    if interior is None:
+        interior = np.zeros(frame.dim)
+    try:
+        if frame.dim == 1:
+            lo = max((bi / ai for ai, bi in zip(A[:, 0], b) if ai < 0), default=-np.inf)
+            hi = min((bi / ai for ai, bi in zip(A[:, 0], b) if ai > 0), default=np.inf)
+            return float(hi - lo)
+        V = HalfspaceIntersection(np.c_[A, -b], interior).intersections
+        return float(ConvexHull(V).volume)
+    except (QhullError, ValueError):
+        return None
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register :class:`RegionStats`."""
+    return [RegionStats]

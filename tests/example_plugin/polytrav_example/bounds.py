@@ -1,0 +1,71 @@
+"""``output_bounds``: does output ``k`` stay inside ``[lower, upper]`` everywhere in the region?
+
+Per polytope, where the output is ``w·x + c``, the subproblem is two LPs on polytope ∩
+region: ``maximise w·x`` and ``minimise w·x``. A value outside the bounds is a violation,
+confirmed by a forward pass before the verdict says so; the run stops there.
+"""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from polytrav import (Analysis, AnalysisResult, CellProblem, ConfigError, Status, Stop,
+                      Subproblem, Verdict, check_witness)
+
+
+class OutputBounds(Analysis):
+    """Verify ``lower <= f(x)[output] <= upper`` on the region.
+
+    Parameters
+    ----------
+    lower, upper : float
+    output : int
+    """
+
+    name = "output_bounds"
+
+    def __init__(self, lower: float, upper: float, output: int = 0):
+        self.lower = lower
+        self.upper = upper
+        self.output = output
+
+    def validate(self, network, region):
+        if not 0 <= self.output < network.n_outputs:
+            raise ConfigError(f"analysis 'output_bounds': output must be in "
+                              f"[0, {network.n_outputs}), got {self.output}")
+        if not self.lower <= self.upper:
+            raise ConfigError(f"analysis 'output_bounds': lower {self.lower} > upper {self.upper}")
+
+    def begin(self, context):
+        self._cell = CellProblem(context.frame, context.network.n_neurons)
+        self._g = cp.Parameter(context.frame.dim, name="g")
+        problem = cp.Problem(cp.Maximize(self._g @ self._cell.u), self._cell.constraints)
+        self._sub = Subproblem(problem, {"u": self._cell.u})
+        self._witness = None
+
+    def visit(self, polytope, context):
+        fr = context.frame
+        w, c = polytope.W[self.output], polytope.c[self.output]
+        g, g0 = w @ fr.U, w @ fr.origin + c
+        values = self._cell.values(polytope)
+        for sign, bound in ((1.0, self.upper), (-1.0, -self.lower)):
+            res = self.solve(context, self._sub, polytope, g=sign * g, **values)
+            if res.status is Status.OPTIMAL and sign * g0 + res.objective > bound:
+                x = fr.to_x(res.x)
+                outside = lambda y: not self.lower <= y[self.output] <= self.upper  # noqa: E731
+                if check_witness(context.network, context.region, x, outside):
+                    self._witness = x
+                    return Stop("output leaves the bounds")
+        return None
+
+    def finish(self, context):
+        if self._witness is not None:
+            verdict = Verdict.VIOLATED
+        else:
+            verdict = Verdict.HOLDS if self.exact(context) else Verdict.UNKNOWN
+        value = None if self._witness is None else float(
+            context.network.forward(self._witness)[self.output])
+        return AnalysisResult(self.label, verdict, value, self._witness,
+                              exact=self.exact(context) or self._witness is not None,
+                              n_polytopes=self.n_polytopes, n_solves=self.n_solves,
+                              failures=tuple(self.failures))

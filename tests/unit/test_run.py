@@ -1,0 +1,208 @@
+"""analyze(): analyses by name or instance, reports, directives, fallbacks and bad input."""
+import json
+
+import numpy as np
+import pytest
+from reference import random_net
+
+from polytrav import (Analysis, AnalysisResult, Box, ConfigError, Network, RegionError, Report,
+                      Status, Verdict, analyze)
+from polytrav.manager import analysis_classes, create_analysis
+from polytrav.plugins.counterfactual import Counterfactual
+from polytrav.plugins.linear_property import LinearProperty
+from polytrav.plugins.output_range import OutputRange
+from polytrav.results import SolveResult
+from polytrav.solvers.highs import HighsBackend
+
+BOX = Box([-1.0, -1.0], [1.0, 1.0])
+
+
+@pytest.fixture
+def net():
+    return random_net(1, 2, [8, 6])
+
+
+@pytest.fixture
+def classifier():
+    return random_net(5, 2, [8, 6], n_out=3)
+
+
+def test_builtins_are_registered_by_contract_names():
+    assert {"output_range", "softmax_attack", "counterfactual", "monotonicity",
+            "linear_property", "region_stats"} <= set(analysis_classes())
+
+
+def test_names_tuples_dicts_and_instances_give_the_same_answer(net):
+    by_instance = analyze(net, BOX, OutputRange(output=0))
+    by_name = analyze(net, BOX, "output_range")
+    by_pair = analyze(net, BOX, [("output_range", {"output": 0})])
+    by_dict = analyze(net, BOX, [{"name": "output_range", "output": 0}])
+    values = [r[0].value for r in (by_instance, by_name, by_pair, by_dict)]
+    assert all(v == values[0] for v in values)
+
+
+def test_report_is_indexable_labelled_and_json_safe(net):
+    report = analyze(net, BOX, ["output_range", ("output_range", {"weights": [2.0]}),
+                                "region_stats"])
+    assert isinstance(report, Report) and len(report) == 3 and report.complete
+    assert [r.analysis for r in report] == ["output_range", "output_range#2", "region_stats"]
+    assert report["output_range#2"].value["max"] == pytest.approx(2 * report[0].value["max"])
+    assert report.stats["polytopes"] == report["region_stats"].value["polytopes"]
+    json.dumps(report.to_dict())
+
+
+def test_unknown_analysis_name_lists_the_known_ones(net):
+    with pytest.raises(ConfigError, match=r"unknown analysis 'counterfactuals'.*'counterfactual'"):
+        analyze(net, BOX, "counterfactuals")
+
+
+def test_a_parameter_the_analysis_does_not_take(net):
+    with pytest.raises(ConfigError, match=r"does not take parameter\(s\) \['p'\]; it takes"):
+        create_analysis("counterfactual", x0=[0, 0], p=2)
+
+
+@pytest.mark.parametrize("spec, error, match", [
+    ({"x0": [5.0, 0.0]}, RegionError, "x0 is outside the region"),
+    ({"x0": [0.0, 0.0, 0.0]}, ConfigError, "x0 has 3 coordinates but the network takes 2"),
+    ({"x0": [np.nan, 0.0]}, ConfigError, "NaN"),
+    ({"x0": [0.1, 0.1], "norm": 3}, ConfigError, "norm must be 1, 2 or inf"),
+    ({"x0": [0.1, 0.1], "target": 7}, ConfigError, "target must be a class"),
+    ({"x0": [0.1, 0.1], "immutable": [2]}, ConfigError, "immutable must be distinct input indices"),
+    ({"x0": [0.1, 0.1], "search": "dfs"}, ConfigError, "search must be one of"),
+])
+def test_counterfactual_bad_input(classifier, spec, error, match):
+    with pytest.raises(error, match=match):
+        analyze(classifier, BOX, Counterfactual(**spec))
+
+
+def test_counterfactual_target_that_is_x0s_class(classifier):
+    x0 = np.array([0.1, 0.1])
+    own = int(np.argmax(classifier.forward(x0)))
+    with pytest.raises(ConfigError, match="is x0's own class"):
+        analyze(classifier, BOX, Counterfactual(x0, target=own))
+
+
+@pytest.mark.parametrize("spec, match", [
+    (("softmax_attack", {"label": 3}), r"label must be a class in \[0, 3\)"),
+    (("softmax_attack", {"label": 0, "mode": "fast"}), "mode must be one of"),
+    (("output_range", {"output": 3}), r"output must be an integer in \[0, 3\)"),
+    (("output_range", {"weights": [1.0, 2.0]}), "weights must be 3 finite numbers"),
+    (("monotonicity", {"feature": 2}), r"feature must be an input index in \[0, 2\)"),
+    (("monotonicity", {"feature": 0, "direction": "up"}), "direction must be one of"),
+    (("linear_property", {"unsafe": [([[1.0, 0.0]], [0.0])]}), r"expected C \(k, 3\)"),
+    (("linear_property", {"unsafe": []}), "unsafe is empty"),
+])
+def test_analysis_parameter_errors(classifier, spec, match):
+    with pytest.raises(ConfigError, match=match):
+        analyze(classifier, BOX, [spec])
+
+
+def test_softmax_attack_needs_several_outputs(net):
+    with pytest.raises(ConfigError, match="at least 2 outputs"):
+        analyze(net, BOX, ("softmax_attack", {"label": 0}))
+
+
+def test_solver_configuration_errors(net):
+    with pytest.raises(ConfigError, match="unknown solver 'glpk'"):
+        analyze(net, BOX, "output_range", solver="glpk")
+    with pytest.raises(ConfigError, match="solver keys must be problem forms"):
+        analyze(net, BOX, "output_range", solver={"milp": "highs"})
+    with pytest.raises(ConfigError, match="does not serve 'qp' problems"):
+        analyze(net, BOX, "output_range", solver={"qp": "highs"})
+
+
+# ---------------------------------------------------------------- failures and fallbacks
+
+
+class FailingBackend(HighsBackend):
+    """HiGHS, except that the chosen ``solve_lp`` calls (0-based) return an error."""
+
+    name = "failing"
+
+    def __init__(self, fail_on=(), options=None):
+        super().__init__(options)
+        self.fail_on = set(fail_on)
+        self.calls = 0
+
+    def solve_lp(self, *args, **kwargs):
+        k = self.calls
+        self.calls += 1
+        if k in self.fail_on or "all" in self.fail_on:
+            return SolveResult(Status.ERROR, solver=self.name, message=f"injected failure {k}")
+        return super().solve_lp(*args, **kwargs)
+
+
+def barely_holds(net):
+    """``y <= min(y) - 0.001`` as an unsafe set: it holds, and some cells need an LP."""
+    low = analyze(net, BOX, OutputRange())[0].value["min"]
+    return [(np.array([[1.0]]), np.array([low - 1e-3]))]
+
+
+def test_a_lost_lp_makes_the_verdict_unknown_not_holds(net):
+    prop = barely_holds(net)
+    clean = analyze(net, BOX, LinearProperty(prop))[0]
+    assert clean.verdict is Verdict.HOLDS and clean.n_solves > 0
+    report = analyze(net, BOX, LinearProperty(prop), solver=[FailingBackend(fail_on={0})])
+    result = report[0]
+    assert report.complete and result.verdict is Verdict.UNKNOWN and not result.exact
+    assert "injected failure 0" in result.failures[0]
+    assert len(result.failures) == 1
+
+
+def test_a_failed_solve_is_retried_on_the_next_backend(net):
+    prop = barely_holds(net)
+    backend = FailingBackend(fail_on={"all"})
+    report = analyze(net, BOX, LinearProperty(prop), solver={"lp": backend})
+    assert report[0].verdict is Verdict.HOLDS and report[0].exact
+    assert report.solver["lp"][0] == "failing" and len(report.solver["lp"]) > 1
+    assert report.stats["subproblem_fallbacks"] >= report[0].n_solves > 0
+
+
+def test_output_range_with_a_lost_lp_is_inexact(net):
+    report = analyze(net, BOX, OutputRange(), solver=[FailingBackend(fail_on={"all"})])
+    assert not report[0].exact and report[0].failures
+
+
+# ---------------------------------------------------------------- directives and interrupts
+
+
+class Interrupting(Analysis):
+    name = "interrupting"
+
+    def __init__(self, after: int = 3):
+        self.after = after
+
+    def visit(self, polytope, context):
+        if self.n_polytopes > self.after:
+            raise KeyboardInterrupt
+        return None
+
+    def finish(self, context):
+        return AnalysisResult(self.label, None, self.n_polytopes, exact=self.exact(context))
+
+
+def test_ctrl_c_gives_a_partial_report_marked_incomplete(net):
+    report = analyze(net, BOX, [Interrupting(after=3), "output_range"])
+    assert report.status.value == "stopped" and not report.complete
+    assert report[0].value == 4 and not report[0].exact and not report[1].exact
+
+
+def test_stop_ends_the_run_once_every_analysis_is_decided(net):
+    reachable = [(np.array([[-1.0]]), np.array([1e3]))]  # y >= -1000: everywhere
+    report = analyze(net, BOX, LinearProperty(reachable))
+    assert report[0].verdict is Verdict.VIOLATED and report[0].exact
+    assert report.stats["polytopes"] == 1 and report.status.value == "stopped"
+    both = analyze(net, BOX, [LinearProperty(reachable), "region_stats"])
+    assert both.complete and both[1].value["polytopes"] > 1
+
+
+def test_same_instance_twice_is_refused(net):
+    a = OutputRange()
+    with pytest.raises(ConfigError, match="twice"):
+        analyze(net, BOX, [a, a])
+
+
+def test_affine_network():
+    net = Network.from_arrays([[[1.0, -2.0]]], [[0.5]])
+    report = analyze(net, BOX, "output_range")
+    assert report[0].value == {"min": pytest.approx(-2.5), "max": pytest.approx(3.5)}
