@@ -14,10 +14,11 @@ polytope. Two paths serve a solve:
   nonzero (boxes such as ``-1 <= u <= 1``) become column bounds.
 
 The stale-bounds trap (``shared/data/solver_traps``): OSQP's ``update()`` checks a new bound
-vector against the *old* other one, so a warm re-solve that changes only one of them can run
-on stale bounds and report a feasible problem infeasible. The compiled path hands the osqp
-backend complete data (a fresh or :class:`~polytrav.solvers.osqp.OsqpSession` model, which
-always updates ``l`` and ``u`` together), so it cannot fall into it.
+vector against the *old* other one, so a warm re-solve that changes only one of them runs on
+stale bounds and can report a feasible problem infeasible. cvxpy 1.9's own OSQP re-solve
+passes ``l`` and ``u`` together (and keeps ``l = -inf`` on inequality rows), so it was not seen
+to fall into it; the compiled path hands the osqp backend complete data (a fresh model per
+solve), so it cannot.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from polytrav.results import SOLUTION_PRESENT, SolveResult, Status
 if TYPE_CHECKING:
     import cvxpy as cp
 
-__all__ = ["Subproblem", "StandardForm"]
+__all__ = ["StandardForm", "Subproblem"]
 
 #: cvxpy solvers whose compile chain is used, first installed wins (both keep quadratic
 #: objectives as ``P``; ECOS turns them into cones, so QPs compiled for it are "socp").
@@ -113,12 +114,12 @@ class Subproblem:
     (0, 2)
     """
 
-    def __init__(self, problem: "cp.Problem", variables: dict[str, "cp.Variable"] | None = None):
+    def __init__(self, problem: cp.Problem, variables: dict[str, cp.Variable] | None = None):
         import cvxpy as cp
 
         if not problem.is_dcp():
-            raise ConfigError("Subproblem: the problem is not convex (not DCP); check "
-                              "problem.is_dcp() and the curvature of its atoms")
+            raise ConfigError("Subproblem: the problem is not convex (not DCP); check the "
+                              "curvature of its atoms")
         if not problem.is_dpp():
             raise ConfigError("Subproblem: the problem is not DPP, so cvxpy cannot compile "
                               "its parameters once (products of parameters, or a parameter "
@@ -131,13 +132,14 @@ class Subproblem:
                     raise ConfigError(f"Subproblem: two variables are named {v.name()!r}; "
                                       "give distinct names or pass variables={...}")
                 variables[v.name()] = v
+        if not variables:
+            raise ConfigError("Subproblem: no variables to return; pass variables={...}")
         in_problem = {v.id for v in problem.variables()}
         for name, v in variables.items():
             if not isinstance(v, cp.Variable) or v.id not in in_problem:
                 raise ConfigError(f"Subproblem: variables[{name!r}] is not a variable of "
                                   "the problem")
-        self.variables = dict(variables)
-        self.parameters: dict[str, cp.Parameter] = {}
+        self.variables, self.parameters = dict(variables), {}
         for p in problem.parameters():
             if p.name() in self.parameters:
                 raise ConfigError(f"Subproblem: two parameters are named {p.name()!r}; "
@@ -149,10 +151,10 @@ class Subproblem:
         self.sense = -1 if isinstance(problem.objective, cp.Maximize) else 1
         self._compile()
 
-    # ------------------------------------------------------------------ compilation
     def _compile(self) -> None:
         """Compile once: the parameter -> data maps as sparse matrices plus the row layout."""
         import cvxpy as cp
+        from cvxpy.lin_ops.lin_op import CONSTANT_ID
         from cvxpy.reductions.cvx_attr2constr import CvxAttr2Constr
 
         installed = cp.installed_solvers()
@@ -187,7 +189,7 @@ class Subproblem:
         for pid, col in pp.param_id_to_col.items():
             if pid in known:
                 self._pslots.append((known[pid], col, known[pid].size))
-            elif pid != -1:  # -1: cvxpy's constant column
+            elif pid != CONSTANT_ID:
                 raise ConfigError("Subproblem: a parameter has a structural attribute (PSD, "
                                   "symmetric, diag, sparsity); use a plain Parameter")
         dims = pp.cone_dims
@@ -225,7 +227,6 @@ class Subproblem:
             self._P = (TP[keep[order]], (keep % n)[order].astype(np.int32),
                        np.searchsorted((keep // n)[order], np.arange(n + 1)).astype(np.int32))
 
-    # ------------------------------------------------------------------ parameters
     def set(self, **values) -> None:
         """Assign parameter values by name (``ConfigError`` on an unknown name or a wrong shape)."""
         for name, value in values.items():
@@ -255,7 +256,6 @@ class Subproblem:
             vec[col : col + size] = np.ravel(p.value, order="F")
         return vec
 
-    # ------------------------------------------------------------------ standard form
     def standard_form(self) -> StandardForm:
         """The LP/QP data at the current parameter values (the compiled map, re-applied)."""
         if self.form == "socp":
@@ -266,8 +266,7 @@ class Subproblem:
         vals = self._TA @ vec
         b = np.zeros(self._m)
         b[self._b_row] = vals[self._b_ent]
-        ent, r, c = self._eq  # Zero rows: A x + b == 0
-        A_eq = np.zeros((self._m_eq, n))
+        A_eq, (ent, r, c) = np.zeros((self._m_eq, n)), self._eq  # Zero rows: A x + b == 0
         A_eq[r, c] = vals[ent]
         ent, r, c = self._single  # NonNeg rows a x_j + b >= 0 with one entry: bounds
         a, bb = vals[ent], b[r]
@@ -288,13 +287,12 @@ class Subproblem:
                             np.concatenate([b[self._ub_rows], b[zero]]), A_eq,
                             -b[: self._m_eq], lo, hi, self.sense, self.columns)
 
-    # ------------------------------------------------------------------ solving
     def solve(self, backend, **values) -> SolveResult:
         """Set ``values``, then solve on ``backend`` (cvxpy path or compiled standard form).
 
         The result's ``objective`` is in the problem's own sense (constant included), ``x`` is
         the first named variable's value flattened, ``extras["values"]`` all named values
-        (empty without a solution).
+        (empty without a solution). Only the cvxpy path sets the Variables' ``.value``.
         """
         from polytrav.solvers.cvxpy_backend import CvxpyBackend
 
@@ -320,16 +318,14 @@ class Subproblem:
         bad = np.flatnonzero(sf.lo > sf.hi)
         if bad.size:  # contradicting bounds: a proof, no solver needed
             j = int(bad[0])
-            return (Status.INFEASIBLE, None, None, 0, f"column {j} has lower bound "
-                    f"{sf.lo[j]:.6g} > upper bound {sf.hi[j]:.6g}", {})
-        A_ub = sf.A_ub if sf.A_ub.shape[0] else None
-        b_ub = sf.b_ub if sf.A_ub.shape[0] else None
-        A_eq = sf.A_eq if sf.A_eq.shape[0] else None
-        b_eq = sf.b_eq if sf.A_eq.shape[0] else None
+            msg = f"column {j} has lower bound {sf.lo[j]:.6g} > upper bound {sf.hi[j]:.6g}"
+            return Status.INFEASIBLE, None, None, 0, msg, {}
+        rows = [*((sf.A_ub, sf.b_ub) if sf.A_ub.shape[0] else (None, None)),
+                *((sf.A_eq, sf.b_eq) if sf.A_eq.shape[0] else (None, None)), (sf.lo, sf.hi)]
         if self.form == "lp":
-            res = backend.solve_lp(sf.c, A_ub, b_ub, A_eq, b_eq, (sf.lo, sf.hi))
+            res = backend.solve_lp(sf.c, *rows)
         else:
-            res = backend.solve_qp(sf.P, sf.c, A_ub, b_ub, A_eq, b_eq, (sf.lo, sf.hi))
+            res = backend.solve_qp(sf.P, sf.c, *rows)
         if res.status not in SOLUTION_PRESENT or res.x is None:
             return res.status, None, None, res.iterations, res.message, res.extras
         return (res.status, sf.objective(res.x), sf.split(res.x), res.iterations,

@@ -629,9 +629,14 @@ class Traversal(Iterator[Polytope]):
             cell = self._solve(model, ("start", k))
             if cell is not None and cell[0] > SLIVER_TOL:
                 return signs, cell[1], cell[0]
-            # the point lies on a hyperplane: try a random point of the piece's inscribed ball
+            # the point lies on a hyperplane: try random points near it (so that the start
+            # cell touches it, which a guide relies on), then in the piece's inscribed ball
             direction = rng.standard_normal(point.shape[0])
-            point = piece_u + 0.5 * piece_t * rng.uniform() * direction / np.linalg.norm(direction)
+            direction /= np.linalg.norm(direction)
+            if attempt < START_TRIES // 2:
+                point = u_start + 10.0 ** (-8 + attempt / 2) * piece_t * direction
+            else:
+                point = piece_u + 0.5 * piece_t * rng.uniform() * direction
         model.pop()
         self._fail(("start", k), "no starting cell found near the start point")
         return None

@@ -26,7 +26,7 @@ def chebyshev_radius(A: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray | 
     return -res.fun, res.x[:d]
 
 
-def brute_force_cells(net, lo, hi, tol: float = 1e-9) -> dict[bytes, float]:
+def brute_force_cells(net, lo, hi, tol: float = 1e-9, regions: bool = False) -> dict[bytes, float]:
     """Every activation code with a full-dimensional cell in the box [lo, hi], with its radius.
 
     Enumerates patterns neuron by neuron and layer by layer (a prefix whose cell is empty has
@@ -63,11 +63,31 @@ def brute_force_cells(net, lo, hi, tol: float = 1e-9) -> dict[bytes, float]:
                 mask = np.array(pbits, bool)
                 new_cells.append((bits + [mask], pA, pb, H * mask[:, None], beta * mask))
         cells = new_cells
+    if regions:
+        Wl, bl = np.asarray(net.weights[-1]), np.asarray(net.biases[-1])
+        scale = np.diag(1.0 / half)
+        out = []
+        for bits, A, b, M, m in cells:
+            Ax = np.vstack([A @ scale, np.eye(d), -np.eye(d)])
+            bx = np.concatenate([b + A @ (mid / half), hi, -lo])
+            Wx = Wl @ M @ scale
+            cx = Wl @ (m - M @ (mid / half)) + bl
+            out.append({"code": np.concatenate(bits), "A": Ax, "b": bx, "W": Wx, "c": cx})
+        return out
     out = {}
     for bits, A, b, _, _ in cells:
         r, _ = chebyshev_radius(A, b)
         out[np.packbits(np.concatenate(bits)).tobytes()] = r
     return out
+
+
+def brute_force_regions(net, lo, hi) -> list[dict]:
+    """Every full-dimensional cell in the box: ``{"code", "A", "b", "W", "c"}`` in input space.
+
+    ``A x <= b`` is the cell ∩ box (box rows included), ``W x + c`` the network on it; both
+    come from the enumeration's own masks, not from polytrav.
+    """
+    return brute_force_cells(net, lo, hi, regions=True)
 
 
 def random_net(seed: int, n_in: int, widths: list[int], n_out: int = 1, scale: float = 1.0):
