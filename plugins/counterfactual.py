@@ -135,7 +135,7 @@ class Counterfactual(Analysis):
         for j in self._imm:
             if np.abs(fr.U[j]).max() > 0:
                 cons.append(fr.U[j] @ cell.u == self._x0[j] - fr.origin[j])
-        diff = cell.x - self._x0
+        diff = (cell.x - self._x0) / np.abs(fr.U).max()  # in units of the region's size
         objective = {1: cp.norm1(diff), 2: cp.sum_squares(diff), np.inf: cp.norm_inf(diff)}[self._p]
         self._sub = Subproblem(cp.Problem(cp.Minimize(objective), cons), {"u": cell.u})
         # the step past the boundary: the deepest point of class q near the boundary point

@@ -156,9 +156,9 @@ def test_traversal_same_polytopes_for_every_lp_backend(name):
 def test_preference_order_per_form():
     cvx = [n for n in solver_classes() if n.startswith("cvxpy:")]
     assert cvx == [f"cvxpy:{s}" for s in ("CLARABEL", "ECOS", "SCS", "OSQP", "HIGHS")]
-    assert LP_SOLVERS[:3] == ["highs", "scipy", "osqp"]
-    assert all(n.startswith("cvxpy:") for n in LP_SOLVERS[3:])
-    assert QP_SOLVERS[0] == "osqp"
+    assert LP_SOLVERS[:4] == ["highs", "scipy", "clarabel", "osqp"]
+    assert all(n.startswith("cvxpy:") for n in LP_SOLVERS[4:])
+    assert QP_SOLVERS[:2] == ["clarabel", "osqp"]  # certified answers first
     assert "highs" not in QP_SOLVERS and "cvxpy:HIGHS" not in QP_SOLVERS  # HiGHS QP can hang
     socp = available_solvers("socp")
     assert set(socp) <= {"cvxpy:CLARABEL", "cvxpy:ECOS", "cvxpy:SCS"}

@@ -1,0 +1,480 @@
+"""An independent MILP ground truth for ReLU networks (scipy.optimize.milp / HiGHS).
+
+Each hidden neuron gets a post-activation variable ``z``; an unstable neuron (interval bounds
+``l < 0 < u`` on its pre-activation ``h``) also gets a binary ``delta`` with the big-M rows
+
+    z >= h,  z <= h - l (1 - delta),  z <= u delta,  z >= 0,
+
+a stable active one (``l >= 0``) the row ``z = h``, and a stable inactive one (``u <= 0``)
+the bounds ``z = 0``. Bounds come from interval arithmetic over the input box, layer by layer.
+The input region is ``lo <= x <= hi`` with optional rows ``A x <= b`` and ``E x == e``.
+
+Only :class:`polytrav.Network`'s ``weights``/``biases``/``forward`` are used: no polytrav
+solver or traversal code. Every answer is re-evaluated with a plain forward pass at the
+returned ``x`` and compared with the MILP's own objective; a disagreement raises
+:class:`MilpCheckError`.
+"""
+from __future__ import annotations
+
+import time as _time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+__all__ = [
+    "MilpCheckError",
+    "MilpResult",
+    "interval_bounds",
+    "milp_counterfactual",
+    "milp_linear_dnf_feasible",
+    "milp_max_linear",
+    "milp_max_margin",
+]
+
+INF = np.inf
+RTOL = 1e-6  # agreement between the MILP objective and the forward-pass value
+HIGHS_OPTIONS = {
+    "mip_rel_gap": 0.0,
+    "mip_abs_gap": 1e-9,
+    "primal_feasibility_tolerance": 1e-9,
+    "dual_feasibility_tolerance": 1e-9,
+    "mip_feasibility_tolerance": 1e-9,
+}
+
+
+class MilpCheckError(AssertionError):
+    """The MILP's answer does not survive a forward-pass check."""
+
+
+@dataclass
+class MilpResult:
+    """A MILP answer.
+
+    ``value`` is recomputed from a forward pass at ``x`` (``-inf``/``inf`` when the problem is
+    infeasible, ``nan`` when a limit stopped the solver without an incumbent). ``objective`` is
+    the MILP's own objective and ``bound`` its dual bound, both in the sense of ``value``.
+    ``time`` is wall time over all solves and ``n_binaries`` the binaries of one MILP.
+    """
+
+    value: float
+    x: np.ndarray | None
+    status: str  # "optimal", "infeasible", "time_limit", "limit", "unbounded", "error"
+    time: float
+    n_binaries: int
+    objective: float = np.nan
+    bound: float = np.nan
+    cls: int | None = None  # counterfactual target class / argmax class of the margin
+    feasible: bool | None = None  # milp_linear_dnf_feasible only
+    disjunct: int | None = None  # milp_linear_dnf_feasible only: index of the best disjunct
+    n_solves: int = 1
+
+
+# ---------------------------------------------------------------------- model building
+class _Model:
+    """Variables with bounds/integrality and sparse rows ``rlo <= M v <= rhi``."""
+
+    def __init__(self):
+        self.lb, self.ub, self.integ = [], [], []
+        self.n = 0
+        self.blocks = []  # (row offset, rows, cols, vals)
+        self.rlo, self.rhi = [], []
+        self.m = 0
+
+    def add_vars(self, lb, ub, integer: bool = False) -> np.ndarray:
+        lb = np.atleast_1d(np.asarray(lb, float))
+        ub = np.broadcast_to(np.asarray(ub, float), lb.shape)
+        idx = np.arange(self.n, self.n + lb.size)
+        self.lb.append(lb)
+        self.ub.append(np.array(ub))
+        self.integ.append(np.full(lb.size, 1 if integer else 0))
+        self.n += lb.size
+        return idx
+
+    def add_rows(self, terms, lo, hi) -> None:
+        """Rows ``lo <= sum_k M_k @ v[cols_k] <= hi``; ``terms`` is a list of ``(cols, M_k)``."""
+        lo = np.atleast_1d(np.asarray(lo, float))
+        hi = np.broadcast_to(np.asarray(hi, float), lo.shape)
+        m = lo.size
+        if m == 0:
+            return
+        for cols, M in terms:
+            M = np.asarray(M, float).reshape(m, len(cols))
+            r, c = np.nonzero(M)
+            self.blocks.append((self.m + r, np.asarray(cols)[c], M[r, c]))
+        self.rlo.append(lo)
+        self.rhi.append(np.array(hi))
+        self.m += m
+
+    def solve(self, c: np.ndarray, time_limit: float):
+        lb, ub = np.concatenate(self.lb), np.concatenate(self.ub)
+        integ = np.concatenate(self.integ)
+        cons = []
+        if self.m:
+            rows = np.concatenate([blk[0] for blk in self.blocks]) if self.blocks else np.zeros(0, int)
+            cols = np.concatenate([blk[1] for blk in self.blocks]) if self.blocks else np.zeros(0, int)
+            vals = np.concatenate([blk[2] for blk in self.blocks]) if self.blocks else np.zeros(0)
+            M = sp.csr_array((vals, (rows, cols)), shape=(self.m, self.n))
+            cons = [LinearConstraint(M, np.concatenate(self.rlo), np.concatenate(self.rhi))]
+        opts = dict(HIGHS_OPTIONS, time_limit=float(time_limit))
+        t0 = _time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Unrecognized options")
+            res = milp(c, integrality=integ, bounds=Bounds(lb, ub), constraints=cons, options=opts)
+        return res, _time.perf_counter() - t0
+
+
+def _status(res) -> str:
+    if res.status == 0:
+        return "optimal"
+    if res.status == 1:
+        return "time_limit" if "time" in str(res.message).lower() else "limit"
+    return {2: "infeasible", 3: "unbounded"}.get(res.status, "error")
+
+
+def interval_bounds(net, lo, hi) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Interval bounds ``(l, u)`` on every hidden layer's pre-activation over the box."""
+    out = []
+    zl, zu = np.asarray(lo, float), np.asarray(hi, float)
+    for W, b in zip(net.weights[:-1], net.biases[:-1]):
+        Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+        hl, hu = Wp @ zl + Wn @ zu + b, Wp @ zu + Wn @ zl + b
+        out.append((hl, hu))
+        zl, zu = np.maximum(hl, 0.0), np.maximum(hu, 0.0)
+    return out
+
+
+@dataclass
+class _Encoding:
+    model: _Model
+    x: np.ndarray  # input variable indices
+    last: np.ndarray  # indices of the last hidden layer's z (x when there is none)
+    n_binaries: int
+    lo: np.ndarray
+    hi: np.ndarray
+    A: np.ndarray | None
+    b: np.ndarray | None
+    E: np.ndarray | None
+    e: np.ndarray | None
+
+    def output_rows(self, net, G: np.ndarray) -> tuple[list, np.ndarray]:
+        """Terms and constant of ``G @ f(x)`` (``G`` is ``(m, n_outputs)``)."""
+        return [(self.last, G @ net.weights[-1])], G @ net.biases[-1]
+
+
+def _region(net, lo, hi, A, b, E, e):
+    n = net.n_inputs
+    lo = np.broadcast_to(np.asarray(lo, float), (n,)).copy()
+    hi = np.broadcast_to(np.asarray(hi, float), (n,)).copy()
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        raise ValueError("milp: the box [lo, hi] must be finite (big-M needs bounds)")
+    if A is not None:
+        A = np.asarray(A, float).reshape(-1, n)
+        b = np.asarray(b, float).reshape(-1)
+    if E is not None:
+        E = np.asarray(E, float).reshape(-1, n)
+        e = np.asarray(e, float).reshape(-1)
+    return lo, hi, A, b, E, e
+
+
+def _encode(net, lo, hi, A=None, b=None, E=None, e=None) -> _Encoding:
+    """The big-M model of ``net`` over the region (lo/hi already validated, lo <= hi)."""
+    model = _Model()
+    x = model.add_vars(lo, hi)
+    if A is not None and A.shape[0]:
+        model.add_rows([(x, A)], np.full(A.shape[0], -INF), b)
+    if E is not None and E.shape[0]:
+        model.add_rows([(x, E)], e, e)
+    prev = x
+    n_bin = 0
+    for (W, bias), (hl, hu) in zip(zip(net.weights[:-1], net.biases[:-1]), interval_bounds(net, lo, hi)):
+        z = model.add_vars(np.maximum(hl, 0.0), np.maximum(hu, 0.0))
+        active = hl >= 0.0
+        unstable = (hl < 0.0) & (hu > 0.0)
+        # stable inactive neurons (hu <= 0) are fixed to 0 by their bounds
+        if active.any():
+            ia = np.flatnonzero(active)
+            model.add_rows([(prev, W[ia]), (z[ia], -np.eye(ia.size))], -bias[ia], -bias[ia])
+        if unstable.any():
+            iu = np.flatnonzero(unstable)
+            m = iu.size
+            d = model.add_vars(np.zeros(m), np.ones(m), integer=True)
+            n_bin += m
+            l, u = hl[iu], hu[iu]
+            I = np.eye(m)
+            # z - W z_prev >= b
+            model.add_rows([(z[iu], I), (prev, -W[iu])], bias[iu], np.full(m, INF))
+            # z - W z_prev - l delta <= b - l
+            model.add_rows([(z[iu], I), (prev, -W[iu]), (d, -np.diag(l))], np.full(m, -INF), bias[iu] - l)
+            # z - u delta <= 0
+            model.add_rows([(z[iu], I), (d, -np.diag(u))], np.full(m, -INF), np.zeros(m))
+        prev = z
+    return _Encoding(model, x, prev, n_bin, lo, hi, A, b, E, e)
+
+
+def _objective(enc: _Encoding, terms, extra=None) -> np.ndarray:
+    c = np.zeros(enc.model.n)
+    for cols, coef in terms:
+        np.add.at(c, np.asarray(cols), np.asarray(coef, float).reshape(-1))
+    if extra is not None:
+        for cols, coef in extra:
+            np.add.at(c, np.asarray(cols), np.asarray(coef, float).reshape(-1))
+    return c
+
+
+def _check_region(enc: _Encoding, x: np.ndarray, rtol: float) -> None:
+    if enc.A is not None and enc.A.shape[0]:
+        viol = enc.A @ x - enc.b
+        tol = rtol * np.maximum(1.0, np.abs(enc.A) @ np.abs(x) + np.abs(enc.b))
+        if np.any(viol > tol):
+            raise MilpCheckError(f"milp: x violates A x <= b by {viol.max():.3g}")
+    if enc.E is not None and enc.E.shape[0]:
+        viol = np.abs(enc.E @ x - enc.e)
+        tol = rtol * np.maximum(1.0, np.abs(enc.E) @ np.abs(x) + np.abs(enc.e))
+        if np.any(viol > tol):
+            raise MilpCheckError(f"milp: x violates E x == e by {viol.max():.3g}")
+
+
+def _agree(value: float, objective: float, rtol: float, what: str) -> None:
+    if not abs(value - objective) <= rtol * max(1.0, abs(value), abs(objective)):
+        raise MilpCheckError(
+            f"milp {what}: forward-pass value {value!r} disagrees with the MILP objective "
+            f"{objective!r} (diff {value - objective:.3g})"
+        )
+
+
+def _x_of(enc: _Encoding, res) -> np.ndarray:
+    return np.clip(np.asarray(res.x)[enc.x], enc.lo, enc.hi)
+
+
+# ---------------------------------------------------------------------- analyses
+def _max_linear_enc(net, enc, g, offset, time_limit, rtol) -> MilpResult:
+    g = np.atleast_1d(np.asarray(g, float)).reshape(-1)
+    if g.size != net.n_outputs:
+        raise ValueError(f"milp_max_linear: g has {g.size} entries, the net {net.n_outputs} outputs")
+    terms, const = enc.output_rows(net, g[None, :])
+    c = -_objective(enc, terms)
+    const = float(const[0]) + offset
+    res, dt = enc.model.solve(c, time_limit)
+    status = _status(res)
+    if res.x is None:
+        value = -INF if status == "infeasible" else (INF if status == "unbounded" else np.nan)
+        return MilpResult(value, None, status, dt, enc.n_binaries)
+    x = _x_of(enc, res)
+    _check_region(enc, x, rtol)
+    objective = -float(res.fun) + const
+    value = float(g @ net.forward(x)) + offset
+    _agree(value, objective, rtol, "max_linear")
+    bound = res.get("mip_dual_bound")
+    bound = -float(bound) + const if bound is not None else np.nan
+    return MilpResult(value, x, status, dt, enc.n_binaries, objective, bound)
+
+
+def milp_max_linear(net, g, lo, hi, A=None, b=None, E=None, e=None, offset: float = 0.0,
+                    time_limit: float = 60.0, rtol: float = RTOL) -> MilpResult:
+    """``max g @ f(x) + offset`` over ``lo <= x <= hi, A x <= b, E x == e``.
+
+    The minimum is ``-milp_max_linear(net, -g, ...).value``.
+    """
+    lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
+    if np.any(lo > hi):
+        return MilpResult(-INF, None, "infeasible", 0.0, 0)
+    enc = _encode(net, lo, hi, A, b, E, e)
+    return _max_linear_enc(net, enc, g, float(offset), time_limit, rtol)
+
+
+def _combine(results: list[MilpResult], sense: str) -> MilpResult:
+    """The best of several solves (``sense`` "max" or "min"); ``status`` is "optimal" only if
+    every solve was optimal or infeasible."""
+    total = sum(r.time for r in results)
+    nb = max((r.n_binaries for r in results), default=0)
+    with_x = [r for r in results if r.x is not None]
+    bad = [r.status for r in results if r.status not in ("optimal", "infeasible")]
+    if with_x:
+        pick = max if sense == "max" else min
+        best = pick(with_x, key=lambda r: r.value)
+        status = bad[0] if bad else "optimal"
+        bounds = [r.bound if r.x is not None else (-INF if sense == "max" else INF) for r in results]
+        bound = max(bounds) if sense == "max" else min(bounds)
+        return MilpResult(best.value, best.x, status, total, nb, best.objective, bound,
+                          best.cls, best.feasible, best.disjunct, len(results))
+    status = bad[0] if bad else "infeasible"
+    value = (-INF if sense == "max" else INF) if status == "infeasible" else np.nan
+    return MilpResult(value, None, status, total, nb, n_solves=len(results))
+
+
+def milp_max_margin(net, label: int, lo, hi, A=None, b=None, E=None, e=None,
+                    time_limit: float = 60.0, rtol: float = RTOL) -> MilpResult:
+    """``max_{x, i != label} f_i(x) - f_label(x)`` over the region; ``cls`` is the maximising i.
+
+    One MILP per class ``i`` (``time_limit`` is per MILP).
+    """
+    if net.n_outputs < 2:
+        raise ValueError("milp_max_margin needs at least two outputs")
+    lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
+    if np.any(lo > hi):
+        return MilpResult(-INF, None, "infeasible", 0.0, 0)
+    enc = _encode(net, lo, hi, A, b, E, e)
+    results = []
+    for i in range(net.n_outputs):
+        if i == label:
+            continue
+        g = np.zeros(net.n_outputs)
+        g[i], g[label] = 1.0, -1.0
+        r = _max_linear_enc(net, enc, g, 0.0, time_limit, rtol)
+        r.cls = i
+        results.append(r)
+    return _combine(results, "max")
+
+
+def _norm_kind(norm) -> str:
+    if norm in (1, "1", "l1", "L1"):
+        return "l1"
+    if norm in (np.inf, "inf", "linf", "Linf", "L_inf"):
+        return "linf"
+    raise ValueError(f"milp_counterfactual: norm must be 1 or inf, got {norm!r}")
+
+
+def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin: float = 0.0,
+                        A=None, b=None, immutable=(), E=None, e=None,
+                        time_limit: float = 60.0, rtol: float = RTOL) -> MilpResult:
+    """Minimal ``||x - x0||_norm`` (norm 1 or inf) over the region with a changed class.
+
+    Binary nets (one output, class 1 iff ``f >= 0``): the counterfactual needs ``f <= -margin``
+    if x0 has class 1, ``f >= margin`` if class 0. Multiclass (class = argmax): for target j,
+    ``f_j >= f_k + margin`` for all ``k != j``; ``target=None`` takes the minimum over all
+    ``j`` other than x0's class (one MILP each; ``time_limit`` is per MILP). Constraints are
+    closed, so the value is the infimum. Coordinates in ``immutable`` are fixed to x0.
+    ``cls`` is the target class reached; ``value`` is ``inf`` when no counterfactual exists.
+    """
+    kind = _norm_kind(norm)
+    x0 = np.asarray(x0, float).reshape(-1)
+    lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
+    imm = np.asarray(sorted({int(i) for i in immutable}), dtype=int)
+    if imm.size:
+        if np.any(x0[imm] < lo[imm]) or np.any(x0[imm] > hi[imm]):
+            return MilpResult(INF, None, "infeasible", 0.0, 0)
+        lo[imm] = hi[imm] = x0[imm]
+    if np.any(lo > hi):
+        return MilpResult(INF, None, "infeasible", 0.0, 0)
+    y0 = net.forward(x0)
+    binary = net.n_outputs == 1
+    c0 = int(y0[0] >= 0.0) if binary else int(np.argmax(y0))
+    if binary:
+        targets = [1 - c0]
+    elif target is None:
+        targets = [j for j in range(net.n_outputs) if j != c0]
+    else:
+        targets = [int(target)]
+    if target is not None and (int(target) == c0 or not 0 <= int(target) < max(2, net.n_outputs)):
+        raise ValueError(f"milp_counterfactual: target {target} is x0's class or out of range")
+
+    enc = _encode(net, lo, hi, A, b, E, e)
+    n = net.n_inputs
+    reach = np.maximum(np.abs(lo - x0), np.abs(hi - x0))
+    I = np.eye(n)
+    if kind == "l1":
+        s = enc.model.add_vars(np.zeros(n), reach)
+        enc.model.add_rows([(s, I), (enc.x, -I)], -x0, np.full(n, INF))
+        enc.model.add_rows([(s, I), (enc.x, I)], x0, np.full(n, INF))
+        cost = [(s, np.ones(n))]
+    else:
+        t = enc.model.add_vars([0.0], [reach.max(initial=0.0)])
+        ones = np.ones((n, 1))
+        enc.model.add_rows([(t, ones), (enc.x, -I)], -x0, np.full(n, INF))
+        enc.model.add_rows([(t, ones), (enc.x, I)], x0, np.full(n, INF))
+        cost = [(t, [1.0])]
+    c = _objective(enc, cost)
+    base_m = enc.model.m, len(enc.model.blocks), len(enc.model.rlo)
+
+    results = []
+    for j in targets:
+        # drop the previous target's rows
+        enc.model.m = base_m[0]
+        del enc.model.blocks[base_m[1]:]
+        del enc.model.rlo[base_m[2]:], enc.model.rhi[base_m[2]:]
+        if binary:
+            G = np.array([[1.0 if c0 == 0 else -1.0]])  # G f >= margin
+        else:
+            others = [k for k in range(net.n_outputs) if k != j]
+            G = np.zeros((len(others), net.n_outputs))
+            G[np.arange(len(others)), j] = 1.0
+            G[np.arange(len(others)), others] = -1.0
+        terms, const = enc.output_rows(net, G)
+        enc.model.add_rows(terms, margin - const, np.full(G.shape[0], INF))
+        res, dt = enc.model.solve(c, time_limit)
+        status = _status(res)
+        if res.x is None:
+            results.append(MilpResult(INF if status == "infeasible" else np.nan, None, status,
+                                      dt, enc.n_binaries, cls=j))
+            continue
+        x = _x_of(enc, res)
+        _check_region(enc, x, rtol)
+        dist = float(np.abs(x - x0).sum() if kind == "l1" else np.abs(x - x0).max(initial=0.0))
+        objective = float(res.fun)
+        _agree(dist, objective, rtol, "counterfactual")
+        y = net.forward(x)
+        gap = margin - G @ y
+        if np.any(gap > rtol * max(1.0, float(np.abs(y).max()), abs(margin))):
+            raise MilpCheckError(
+                f"milp counterfactual: forward pass misses the class-change constraint by "
+                f"{gap.max():.3g} at the returned x"
+            )
+        bound = res.get("mip_dual_bound")
+        results.append(MilpResult(dist, x, status, dt, enc.n_binaries, objective,
+                                  float(bound) if bound is not None else np.nan, cls=j))
+    return _combine(results, "min")
+
+
+def milp_linear_dnf_feasible(net, disjuncts, lo, hi, A=None, b=None, E=None, e=None,
+                             time_limit: float = 60.0, rtol: float = RTOL,
+                             tol: float = 1e-9) -> MilpResult:
+    """Is there an x in the region with ``C @ f(x) <= d`` for some ``(C, d)`` in ``disjuncts``?
+
+    Per disjunct, maximise t subject to ``C f(x) + t <= d``; ``value`` is the best t* (the
+    largest smallest slack, recomputed at ``x``), ``feasible`` is ``value >= -tol``, ``x`` the
+    witness and ``disjunct`` its index. A disjunct with no rows has slack ``inf``.
+    """
+    lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
+    if np.any(lo > hi):
+        return MilpResult(-INF, None, "infeasible", 0.0, 0, feasible=False)
+    enc = _encode(net, lo, hi, A, b, E, e)
+    tblock = len(enc.model.ub)
+    tvar = enc.model.add_vars([-INF], [INF])
+    base_m = enc.model.m, len(enc.model.blocks), len(enc.model.rlo)
+    results = []
+    for k, (C, d) in enumerate(disjuncts):
+        C = np.asarray(C, float).reshape(-1, net.n_outputs)
+        d = np.asarray(d, float).reshape(-1)
+        enc.model.m = base_m[0]
+        del enc.model.blocks[base_m[1]:]
+        del enc.model.rlo[base_m[2]:], enc.model.rhi[base_m[2]:]
+        empty = C.shape[0] == 0
+        enc.model.ub[tblock] = np.array([0.0 if empty else INF])
+        terms, const = enc.output_rows(net, C)
+        enc.model.add_rows(terms + [(tvar, np.ones((C.shape[0], 1)))],
+                           np.full(C.shape[0], -INF), d - const)
+        c = _objective(enc, [(tvar, [-1.0])])
+        res, dt = enc.model.solve(c, time_limit)
+        status = _status(res)
+        if res.x is None:
+            value = -INF if status == "infeasible" else np.nan
+            results.append(MilpResult(value, None, status, dt, enc.n_binaries, disjunct=k))
+            continue
+        x = _x_of(enc, res)
+        _check_region(enc, x, rtol)
+        objective = -float(res.fun)
+        if empty:
+            value = INF
+        else:
+            value = float(np.min(d - C @ net.forward(x)))
+            _agree(value, objective, rtol, "dnf slack")
+        bound = res.get("mip_dual_bound")
+        bound = -float(bound) if bound is not None and not empty else (INF if empty else np.nan)
+        results.append(MilpResult(value, x, status, dt, enc.n_binaries, objective, bound,
+                                  disjunct=k))
+    out = _combine(results, "max")
+    out.feasible = bool(out.x is not None and out.value >= -tol)
+    return out
