@@ -182,7 +182,7 @@ def cell_rows(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndar
     """
     rows, rhs = [], []
     for (Wh, bh), on in zip(polytope.network.hyperplanes(polytope.code), polytope.code):
-        G = Wh @ frame.U
+        G = frame.pull(Wh)
         g0 = Wh @ frame.origin + bh
         s = np.where(on, -1.0, 1.0)  # on: -h <= 0 ; off: h <= 0
         rows.append(s[:, None] * G)
@@ -201,7 +201,7 @@ def cell_rows(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndar
 def local_model_u(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
     """The local model in frame coordinates: ``output = W_u @ u + c_u`` on the polytope."""
     W, c = polytope.local_model
-    return W @ frame.U, W @ frame.origin + c
+    return frame.pull(W), W @ frame.origin + c
 
 
 class CellProblem:
@@ -222,7 +222,7 @@ class CellProblem:
         n_rows = max(n_rows, 1)  # see cell_rows
         self.A = cp.Parameter((n_rows, d), name="A")
         self.b = cp.Parameter(n_rows, name="b")
-        self.x = frame.origin + frame.U @ self.u
+        self.x = frame.origin + frame.U_sparse() @ self.u
         self.constraints = [self.A @ self.u <= self.b, self.u >= -1.0, self.u <= 1.0]
         if frame.A.shape[0] > 2 * d:
             self.constraints.append(frame.A[2 * d:] @ self.u <= frame.b[2 * d:])

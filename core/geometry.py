@@ -71,7 +71,24 @@ class Frame:
 
     def to_x(self, u: np.ndarray) -> np.ndarray:
         """Input-space point(s) of frame point(s) ``u``."""
-        return self.origin + np.asarray(u) @ self.U.T
+        u = np.asarray(u, float)
+        if self.free is not None:  # U selects and scales coordinates: no dense product
+            x = np.broadcast_to(self.origin, u.shape[:-1] + self.origin.shape).copy()
+            x[..., self.free] += u * self.U[self.free, np.arange(self.dim)]
+            return x
+        return self.origin + u @ self.U.T
+
+    def pull(self, G: np.ndarray) -> np.ndarray:
+        """``G @ U``: rows over input coordinates as rows over frame coordinates."""
+        if self.free is not None:
+            return G[..., self.free] * self.U[self.free, np.arange(self.dim)]
+        return G @ self.U
+
+    def U_sparse(self):
+        """``U`` as a ``scipy.sparse`` CSR matrix (a selection matrix for boxes)."""
+        import scipy.sparse as sp
+
+        return sp.csr_matrix(self.U)
 
     def to_u(self, x: np.ndarray) -> np.ndarray:
         """Frame coordinates of input-space point ``x`` (assumed in the affine hull)."""

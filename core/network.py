@@ -237,7 +237,11 @@ class Network:
             raise NetworkError(
                 f"Network: code has {len(code)} layers but the network has {self.n_hidden_layers}"
             )
-        M, c = self._propagate(code)[-1]
+        if not code:
+            return self.weights[-1].copy(), self.biases[-1].copy()
+        M, c = self.hyperplanes(code)[-1]
+        mask = self._mask(code, len(code) - 1)
+        M, c = M * mask[:, None], c * mask
         return self.weights[-1] @ M, self.weights[-1] @ c + self.biases[-1]
 
     def hyperplanes(self, code: Code) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -248,23 +252,11 @@ class Network:
         polytope's level-``l`` hyperplanes.
         """
         out = []
-        M, c = np.eye(self.n_inputs), np.zeros(self.n_inputs)
+        M = c = None  # the identity map before the first layer
         for k, (W, b) in enumerate(zip(self.weights[:-1], self.biases[:-1])):
-            out.append((W @ M, W @ c + b))
+            out.append((W.copy(), b.copy()) if M is None else (W @ M, W @ c + b))
             mask = self._mask(code, k)
             M, c = out[-1][0] * mask[:, None], out[-1][1] * mask
-        return out
-
-    def _propagate(self, code: Code) -> list[tuple[np.ndarray, np.ndarray]]:
-        if len(code) != self.n_hidden_layers:
-            raise NetworkError(
-                f"Network: code has {len(code)} layers but the network has {self.n_hidden_layers}"
-            )
-        out = [(np.eye(self.n_inputs), np.zeros(self.n_inputs))]
-        for k, (W, b) in enumerate(zip(self.weights[:-1], self.biases[:-1])):
-            mask = self._mask(code, k)
-            M, c = out[-1]
-            out.append(((W @ M) * mask[:, None], (W @ c + b) * mask))
         return out
 
     def _mask(self, code: Code, k: int) -> np.ndarray:

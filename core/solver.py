@@ -61,7 +61,8 @@ class SolverBackend:
     def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
         """Minimise ``c @ x`` s.t. ``A_ub x <= b_ub``, ``A_eq x == b_eq``, ``lo <= x <= hi``.
 
-        ``bounds`` is a pair of arrays ``(lo, hi)`` (``±inf`` for none); ``None`` means free.
+        ``A_ub`` and ``A_eq`` are dense arrays or ``scipy.sparse`` matrices; ``bounds`` is a
+        pair of arrays ``(lo, hi)`` (``±inf`` for none); ``None`` means free.
         """
         raise NotImplementedError
 

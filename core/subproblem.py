@@ -36,7 +36,10 @@ from polytrav.results import SOLUTION_PRESENT, SolveResult, Status
 if TYPE_CHECKING:
     import cvxpy as cp
 
-__all__ = ["StandardForm", "Subproblem"]
+__all__ = ["StandardForm", "Subproblem", "SPARSE_ABOVE"]
+
+#: Constraint blocks with more entries than this are handed to backends as CSR matrices.
+SPARSE_ABOVE = 100_000
 
 #: cvxpy solvers whose compile chain is used, first installed wins (both keep quadratic
 #: objectives as ``P``; ECOS turns them into cones, so QPs compiled for it are "socp").
@@ -50,7 +53,7 @@ class StandardForm:
     The problem's own objective is ``sense * (0.5 x·P x + c·x + constant)`` (``sense`` is -1
     for a maximisation, which cvxpy compiles as the minimisation of its negative); see
     :meth:`objective`. ``P`` is ``None`` for LPs, else a CSC matrix (full, symmetric); the
-    ``A`` blocks are dense ``(rows, n)`` arrays (what the array backends accept). ``x`` holds
+    ``A`` blocks are dense ``(rows, n)`` arrays, or CSR matrices above :data:`SPARSE_ABOVE` entries. ``x`` holds
     the named variables and cvxpy's auxiliaries; :meth:`split` recovers the named ones.
     """
 
@@ -277,8 +280,14 @@ class Subproblem:
         np.minimum.at(hi, c[a < 0], bound[a < 0])
         zero = r[a == 0]  # the coefficient vanished at these values: keep 0 <= b as a row
         ent, r, c = self._ub  # other NonNeg rows: -A x <= b
-        A_ub = np.zeros((self._ub_rows.size + zero.size, n))
-        A_ub[r, c] = -vals[ent]
+        shape = (self._ub_rows.size + zero.size, n)
+        if shape[0] * n > SPARSE_ABOVE:
+            A_ub = sp.csr_matrix((-vals[ent], (r, c)), shape=shape)
+            if self._m_eq:
+                A_eq = sp.csr_matrix(A_eq)
+        else:
+            A_ub = np.zeros(shape)
+            A_ub[r, c] = -vals[ent]
         P = None
         if self._P is not None:
             TP, indices, indptr = self._P

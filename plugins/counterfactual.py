@@ -192,7 +192,7 @@ class Counterfactual(Analysis):
                                                    initial=0.0))) >= self._best[0]:
                 self.skipped += 1
                 continue
-            K, h = G @ fr.U, G @ fr.origin + g
+            K, h = fr.pull(G), G @ fr.origin + g
             norms = np.linalg.norm(K, axis=1)
             if np.any((norms == 0) & (h < 0)) or np.any(np.abs(K).sum(axis=1) + h < 0):
                 self.skipped += 1  # class q is out of reach on the region's bounding box

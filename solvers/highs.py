@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from polytrav.errors import ConfigError, SolverError
 from polytrav.results import SolveResult, Status
@@ -91,19 +92,26 @@ class HighsBackend(SolverBackend):
         t0 = time.perf_counter()
         c = np.asarray(c, float)
         n = c.shape[0]
-        A_eq = np.zeros((0, n)) if A_eq is None else np.asarray(A_eq, float)
         b_eq = np.zeros(0) if b_eq is None else np.asarray(b_eq, float)
-        A_ub = np.zeros((0, n)) if A_ub is None else np.asarray(A_ub, float)
         b_ub = np.zeros(0) if b_ub is None else np.asarray(b_ub, float)
+        sparse = sp.issparse(A_ub) or sp.issparse(A_eq)
+        as_rows = (lambda M: sp.csr_matrix(M if M is not None else (0, n), dtype=float)
+                   ) if sparse else (lambda M: np.zeros((0, n)) if M is None else np.asarray(M, float))
+        A_ub, A_eq = as_rows(A_ub), as_rows(A_eq)
         lo, hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
         h = self.new_highs()
         inf = highspy.kHighsInf
         h.addVars(n, np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
-        A = np.vstack([A_ub, A_eq])
         rlo = np.concatenate([np.full(len(b_ub), -inf), b_eq])
         rhi = np.concatenate([b_ub, b_eq])
-        _add_dense_rows(h, A, rlo, rhi)
+        if sparse:
+            A = sp.vstack([A_ub, A_eq], format="csr")
+            if A.shape[0]:
+                h.addRows(A.shape[0], rlo, rhi, A.nnz, A.indptr[:-1].astype(np.int32),
+                          A.indices.astype(np.int32), A.data)
+        else:
+            _add_dense_rows(h, np.vstack([A_ub, A_eq]), rlo, rhi)
         try:
             h.run()
         except Exception as exc:  # pragma: no cover - native crash

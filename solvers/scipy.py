@@ -43,7 +43,8 @@ class ScipyBackend(SolverBackend):
             bounds = (None, None)
         options = {**self.DEFAULT_OPTIONS, **self.options}
         method = options.pop("method", "highs")
-        empty = lambda A: A is None or np.asarray(A).shape[0] == 0  # noqa: E731
+        empty = lambda A: A is None or np.shape(A)[0] == 0 if not hasattr(A, "shape") \
+            else A.shape[0] == 0  # noqa: E731
         try:
             res = linprog(
                 c,

@@ -1,0 +1,119 @@
+"""The analyses' optima against a MILP (tests/support/milp.py) on nets too deep to enumerate.
+
+Output range, softmax margins, L1/L∞ counterfactuals (with targets and immutable features)
+and linear properties on random 3-4 input nets with up to three hidden layers and on the real
+MNIST network: agreement to 1e-6.
+"""
+import numpy as np
+import pytest
+from milp import milp_counterfactual, milp_linear_dnf_feasible, milp_max_linear, milp_max_margin
+from reference import random_net
+
+from polytrav import Box, Network, Verdict, analyze
+from polytrav.plugins.adversarial import SoftmaxAttack
+from polytrav.plugins.counterfactual import Counterfactual
+from polytrav.plugins.linear_property import LinearProperty
+from polytrav.plugins.output_range import OutputRange
+
+TOL = 1e-6
+NETS = [(11, 3, [8, 8], 1), (12, 3, [6, 6, 6], 3), (13, 4, [10, 6], 4), (14, 2, [12, 10, 8], 2)]
+
+
+@pytest.fixture(scope="module", params=NETS, ids=lambda p: f"seed{p[0]}-in{p[1]}-{p[2]}-out{p[3]}")
+def case(request):
+    seed, n_in, widths, n_out = request.param
+    net = random_net(seed, n_in, widths, n_out=n_out)
+    lo, hi = -np.ones(n_in), np.ones(n_in)
+    lo[0] = -0.5  # not centred at 0
+    return net, lo, hi
+
+
+def test_output_range_equals_the_milp(case):
+    net, lo, hi = case
+    g = np.random.default_rng(1).standard_normal(net.n_outputs)
+    result = analyze(net, Box(lo, hi), OutputRange(weights=g))[0]
+    assert result.exact
+    assert result.value["max"] == pytest.approx(milp_max_linear(net, g, lo, hi).value, abs=TOL)
+    assert result.value["min"] == pytest.approx(-milp_max_linear(net, -g, lo, hi).value, abs=TOL)
+
+
+def test_softmax_margin_equals_the_milp(case):
+    net, lo, hi = case
+    if net.n_outputs < 2:
+        pytest.skip("needs classes")
+    x0 = (lo + hi) / 2 + 0.1
+    label = int(np.argmax(net.forward(x0)))
+    rlo, rhi = np.maximum(lo, x0 - 0.4), np.minimum(hi, x0 + 0.4)
+    result = analyze(net, Box(rlo, rhi), SoftmaxAttack(label))[0]
+    truth = milp_max_margin(net, label, rlo, rhi)
+    assert result.value == pytest.approx(truth.value, abs=TOL)
+    assert result.verdict is (Verdict.VIOLATED if truth.value > 1e-7 else Verdict.HOLDS)
+
+
+@pytest.mark.parametrize("norm", [1, np.inf])
+def test_counterfactual_distance_equals_the_milp(case, norm):
+    net, lo, hi = case
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        x0 = rng.uniform(lo, hi)
+        truth = milp_counterfactual(net, x0, norm, lo, hi)
+        result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=norm))[0]
+        if not np.isfinite(truth.value):
+            assert result.value is None
+            continue
+        assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)
+
+
+def test_counterfactual_target_and_immutable_equal_the_milp(case):
+    net, lo, hi = case
+    x0 = (lo + hi) / 2
+    y0 = net.forward(x0)
+    cls0 = int(y0[0] >= 0) if net.n_outputs == 1 else int(np.argmax(y0))
+    target = 1 - cls0 if net.n_outputs == 1 else (cls0 + 1) % net.n_outputs
+    truth = milp_counterfactual(net, x0, 1, lo, hi, target=target, immutable=[0])
+    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=1, target=target, immutable=[0]))[0]
+    if not np.isfinite(truth.value):
+        assert result.value is None
+    else:
+        assert result.value == pytest.approx(truth.value, abs=TOL)
+        assert result.witness[0] == pytest.approx(x0[0], abs=1e-12)
+
+
+def test_linear_property_verdict_equals_the_milp(case):
+    net, lo, hi = case
+    rng = np.random.default_rng(5)
+    for trial in range(3):
+        C = rng.standard_normal((2, net.n_outputs))
+        d = rng.standard_normal(2) + 2.0 * (trial - 1)
+        truth = milp_linear_dnf_feasible(net, [(C, d)], lo, hi)
+        result = analyze(net, Box(lo, hi), LinearProperty([(C, d)]))[0]
+        if truth.value > 1e-7:
+            assert result.verdict is Verdict.VIOLATED
+        elif truth.value < -1e-7:
+            assert result.verdict is Verdict.HOLDS
+
+
+def test_mnist_softmax_attack_equals_the_milp(data_dir):
+    """On the real MNIST net at eps 0.01: the worst margin of the first test images."""
+    net = Network.from_onnx(data_dir / "mnist" / "mnist2x10.onnx")
+    data = np.load(data_dir / "mnist" / "mnist_test.npz")
+    for i in range(2):
+        x0, label = data["images"][i].reshape(-1) / 255.0, int(data["labels"][i])
+        lo, hi = np.clip(x0 - 0.01, 0, 1), np.clip(x0 + 0.01, 0, 1)
+        result = analyze(net, Box(lo, hi), SoftmaxAttack(label))[0]
+        truth = milp_max_margin(net, label, lo, hi)
+        assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)
+
+
+@pytest.mark.slow  # about 40 s; benchmarks/analyses.py runs the MNIST counterfactuals
+def test_mnist_counterfactual_near_an_image_equals_the_milp(data_dir):
+    """On the real MNIST net: the L∞ distance from a test image to another class, in a box."""
+    net = Network.from_onnx(data_dir / "mnist" / "mnist2x10.onnx")
+    x0 = np.load(data_dir / "mnist" / "mnist_test.npz")["images"][0].reshape(-1) / 255.0
+    lo, hi = np.clip(x0 - 0.03, 0, 1), np.clip(x0 + 0.03, 0, 1)
+    truth = milp_counterfactual(net, x0, np.inf, lo, hi)
+    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=np.inf), time_limit=60)[0]
+    if not np.isfinite(truth.value):
+        assert result.value is None and result.exact
+    else:
+        assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)
