@@ -36,3 +36,59 @@ def test_autoload_off_and_block(autoload, monkeypatch):
     monkeypatch.setenv("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "1")
     assert "example-lp" not in available_solvers()
     assert "highs" in available_solvers()
+
+
+def test_entry_point_analysis_runs_end_to_end(autoload):
+    from polytrav import Verdict, analyze
+    from polytrav.manager import analysis_classes
+
+    assert "output_bounds" in analysis_classes()
+    net = random_net(3, 2, [4, 3])
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    rng = analyze(net, box, "output_range")[0].value
+    holds = analyze(net, box, {"name": "output_bounds", "lower": rng["min"] - 1e-6,
+                               "upper": rng["max"] + 1e-6})
+    assert holds[0].verdict is Verdict.HOLDS and holds.complete
+    mid = (rng["min"] + rng["max"]) / 2
+    violated = analyze(net, box, ("output_bounds", {"lower": rng["min"], "upper": mid}))
+    assert violated[0].verdict is Verdict.VIOLATED
+    assert net.forward(violated[0].witness)[0] > mid
+
+
+def test_list_plugins_names_the_example_with_its_distribution(autoload):
+    from polytrav import list_plugins
+
+    rows = {row["name"]: row for row in list_plugins()}
+    example = rows["example"]
+    assert example["distribution"] == "polytrav-example-plugin" and example["version"] == "0.1.0"
+    assert example["analyses"] == ["output_bounds"] and example["solvers"] == ["example-lp"]
+    assert "polytrav.plugins.counterfactual" in rows
+    assert rows["polytrav.plugins.counterfactual"]["analyses"] == ["counterfactual"]
+
+
+def test_allow_list_environment_variable(autoload, monkeypatch):
+    monkeypatch.setenv("POLYTRAV_PLUGINS", "someone-else")
+    assert "example-lp" not in available_solvers()
+    monkeypatch.setenv("POLYTRAV_PLUGINS", "example")
+    assert "example-lp" in available_solvers()
+
+
+def test_a_broken_entry_point_is_a_plugin_error(autoload, monkeypatch):
+    import importlib.metadata
+
+    from polytrav import PluginError
+
+    class Broken:
+        name, value, group, dist = "broken", "no_such_module_xyz", "polytrav", None
+
+        def load(self):
+            raise ImportError("No module named 'no_such_module_xyz'")
+
+    class Dist:
+        entry_points = [Broken()]
+        metadata = {"Name": "broken-dist"}
+        version = "0"
+
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: [Dist()])
+    with pytest.raises(PluginError, match="entry point 'broken'.*no_such_module_xyz"):
+        get_plugin_manager()
