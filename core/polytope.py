@@ -35,12 +35,18 @@ class Polytope:
         Visit order, from 0.
     parent : int or None
         Index of the polytope whose exploration discovered this one (``None`` for the first).
+    vertices : ndarray, shape (n_vertices, d), or None
+        Vertices of polytope ∩ region in the region's frame coordinates ``u`` (see
+        ``polytrav.geometry.Frame``), when the traversal computed them (low-dimensional
+        polyhedral regions); analyses use them to skip LPs.
     """
 
-    __slots__ = ("code", "interior_point", "radius", "index", "parent", "network", "region", "__dict__")
+    __slots__ = ("code", "interior_point", "radius", "index", "parent", "network", "region",
+                 "vertices", "__dict__")
 
     def __init__(self, code: Code, interior_point: np.ndarray, radius: float, index: int,
-                 parent: int | None, network: Network, region: Region):
+                 parent: int | None, network: Network, region: Region,
+                 vertices: np.ndarray | None = None):
         self.code = code
         self.interior_point = interior_point
         self.radius = radius
@@ -48,6 +54,7 @@ class Polytope:
         self.parent = parent
         self.network = network
         self.region = region
+        self.vertices = vertices
 
     @cached_property
     def local_model(self) -> tuple[np.ndarray, np.ndarray]:

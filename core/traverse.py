@@ -521,7 +521,9 @@ class Traversal(Iterator[Polytope]):
                             raise _Stop(TraversalStatus.POLYTOPE_LIMIT)
                         own = st.polytopes
                         st.polytopes += 1
-                        yield Polytope(code, self.frame.to_x(u), t, own, from_idx, net, self.region)
+                        exact_V = V if not (self.frame.l1_balls or self.frame.l2_balls) else None
+                        yield Polytope(code, self.frame.to_x(u), t, own, from_idx, net, self.region,
+                                       exact_V)
                     else:
                         model.set_signs(lp_signs(signs))
                         first = st.polytopes

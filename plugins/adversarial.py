@@ -10,7 +10,8 @@ probabilities reported are evaluated at the worst-margin point; they are not max
 
 Modes: ``mode="worst"`` finds the global worst margin; ``mode="verify"`` stops at the first
 confirmed adversarial point. A class is skipped on a polytope without an LP when its margin's
-bound over the region's bounding box cannot beat the best margin so far (or 0 in ``verify``).
+bound over the region's bounding box cannot beat the best margin so far (or 0 in ``verify``),
+and read off the polytope's vertices when the traversal computed them.
 """
 from __future__ import annotations
 
@@ -98,12 +99,17 @@ class SoftmaxAttack(Analysis):
             if g0 + np.abs(gu).sum() <= best:
                 self.skipped += 1
                 continue
-            values = values or self._cell.values(polytope)
-            res = self.solve(context, self._sub, polytope, g=gu, **values)
-            if res.status is not Status.OPTIMAL:
-                continue
-            margin = g0 + res.objective
-            x = context.frame.to_x(res.x)
+            if polytope.vertices is not None:  # a linear maximum is at a vertex: no LP
+                vals = polytope.vertices @ gu
+                k = int(np.argmax(vals))
+                margin, x = g0 + float(vals[k]), context.frame.to_x(polytope.vertices[k])
+            else:
+                values = values or self._cell.values(polytope)
+                res = self.solve(context, self._sub, polytope, g=gu, **values)
+                if res.status is not Status.OPTIMAL:
+                    continue
+                margin = g0 + res.objective
+                x = context.frame.to_x(res.x)
             if margin > self._best[0]:
                 self._best = (margin, x, i)
             if margin > 0 and (self._confirmed is None or margin > self._confirmed[0]):

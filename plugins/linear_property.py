@@ -7,7 +7,8 @@ conjunction is the LP ``maximise t  s.t.  x in polytope ∩ region, C_k (W x + c
 (rows of ``C_k`` scaled to unit norm, ``t <= 1``): ``t* >= 0`` gives a point of the unsafe set.
 The witness is confirmed by a forward pass before the verdict is VIOLATED. A conjunction is
 skipped without an LP when one of its rows cannot be met anywhere on the region's bounding
-box, or decided without one when the polytope's interior point already meets it.
+box (or at every vertex of the polytope, when the traversal computed them), or decided
+without one when the interior point or a vertex already meets it.
 """
 from __future__ import annotations
 
@@ -108,10 +109,19 @@ class LinearProperty(Analysis):
             if np.any(-np.abs(M).sum(axis=1) > r):  # some row unmeetable on [-1, 1]^d
                 self.skipped += 1
                 continue
-            u_in = context.frame.to_u(polytope.interior_point)
-            t_in = float(np.min(r - M @ u_in))
+            V = polytope.vertices
+            if V is not None:  # slacks at the vertices bound t from both sides
+                S = r[:, None] - M @ V.T
+                if float(S.max(axis=1).min()) < 0:  # some row is violated on the whole cell
+                    self.skipped += 1
+                    continue
+                k_v = int(np.argmax(S.min(axis=0)))
+                t_in, x_in = float(S[:, k_v].min()), context.frame.to_x(V[k_v])
+            else:
+                t_in = float(np.min(r - M @ context.frame.to_u(polytope.interior_point)))
+                x_in = polytope.interior_point
             if t_in >= 0:
-                found = (t_in, polytope.interior_point)
+                found = (t_in, x_in)
             else:
                 values = values or self._cell.values(polytope)
                 res = self.solve(context, self._subs[k], polytope, M=M, r=r, **values)

@@ -7,8 +7,10 @@ is monotone). Per polytope the network is ``W x + c``, so the subproblem on poly
 is the LP ``maximise (g W) · x`` (and the same with ``-g`` for the minimum); an L2-ball
 region makes it an SOCP. The extremes over all polytopes are the exact range.
 
-A polytope is skipped without an LP when the bound of ``g·f`` over the region's bounding box
-cannot beat the best value so far; the interior point's value seeds both extremes.
+When the traversal computed the polytope's vertices (low-dimensional polyhedral regions),
+the extremes are read off them with no LP. Otherwise a polytope is skipped without an LP when
+the bound of ``g·f`` over the region's bounding box cannot beat the best value so far; the
+interior point's value seeds both extremes.
 """
 from __future__ import annotations
 
@@ -80,6 +82,7 @@ class OutputRange(Analysis):
         self._sub = Subproblem(problem, {"u": self._cell.u})
         self._best = {"max": (-np.inf, None), "min": (np.inf, None)}
         self.skipped = 0
+        self.from_vertices = 0
 
     def visit(self, polytope, context):
         Wu, cu = local_model_u(polytope, context.frame)
@@ -90,6 +93,15 @@ class OutputRange(Analysis):
             self._best["max"] = (y_in, x_in)
         if y_in < self._best["min"][0]:
             self._best["min"] = (y_in, x_in)
+        V = polytope.vertices
+        if V is not None:  # the extremes of a linear function are at vertices: no LP
+            vals = V @ gu + g0
+            for sense, k in (("max", int(np.argmax(vals))), ("min", int(np.argmin(vals)))):
+                better = vals[k] > self._best[sense][0] if sense == "max" else vals[k] < self._best[sense][0]
+                if better:
+                    self._best[sense] = (float(vals[k]), context.frame.to_x(V[k]))
+            self.from_vertices += 1
+            return None
         reach = float(np.abs(gu).sum())  # |g·f - g0| <= reach on [-1, 1]^d
         values = None
         for sense, sign in (("max", 1.0), ("min", -1.0)):
@@ -116,7 +128,7 @@ class OutputRange(Analysis):
             witness=xmax, exact=self.exact(context), n_polytopes=self.n_polytopes,
             n_solves=self.n_solves, failures=tuple(self.failures),
             details={"argmin": xmin, "argmax": xmax, "g": self._g,
-                     "skipped_by_bound": self.skipped},
+                     "skipped_by_bound": self.skipped, "from_vertices": self.from_vertices},
         )
 
 
