@@ -18,8 +18,8 @@ A cell counts as a polytope iff its certified Chebyshev radius (the smallest sla
 constraints at the LP's centre, in the region's normalised coordinates) exceeds
 :data:`RADIUS_TOL`. Cells thinner than that but thicker than :data:`SLIVER_TOL` are
 *slivers*: not emitted, but crossed, so that no polytope is cut off behind one. An LP that is
-neither optimal nor infeasible is re-solved cold and on the fallback backend; if all fail, the
-flip is recorded in ``stats.failures`` and the traversal ends ``incomplete``.
+neither optimal nor infeasible is re-solved cold and then on each fallback backend in turn; if
+all fail, the flip is recorded in ``stats.failures`` and the traversal ends ``incomplete``.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ class TraversalStats:
     candidates: int = 0  #: hyperplanes that survived screening, summed over pieces
     pieces: list[int] = field(default_factory=list)  #: cells per level (last = polytopes)
     slivers: int = 0  #: thin cells crossed but not emitted
-    retries: int = 0  #: LPs re-solved cold or on the fallback backend
+    retries: int = 0  #: LPs re-solved cold or on a fallback backend
     pruned: int = 0  #: level-1 pieces the guide showed unneeded (not expanded)
     restrictions: int = 0  #: times the guide shrank the region
     failures: list[str] = field(default_factory=list)  #: LPs no backend could decide
@@ -128,7 +128,7 @@ STRATEGIES: dict[str, Strategy] = {
 
 def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
              solver=None, max_polytopes: int | None = None,
-             time_limit: float | None = None, fallback="scipy", guide=None) -> "Traversal":
+             time_limit: float | None = None, fallback="auto", guide=None) -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -147,9 +147,10 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         LP backend; defaults to the strategy's (``highs`` / ``scipy``).
     max_polytopes, time_limit : optional
         Budgets; reaching one ends the traversal with an incomplete status.
-    fallback : str or SolverBackend or None
-        Backend that re-solves an LP the main backend could not decide (after a cold
-        re-solve); ``None`` disables it.
+    fallback : "auto", str, SolverBackend, list of these, or None
+        Backends that re-solve, in turn, an LP the main backend could not decide (after a
+        cold re-solve). ``"auto"`` (default): every other installed LP backend, in
+        preference order; ``None``: none.
     guide : optional
         Lets a caller skip what it does not need (:func:`polytrav.analyze` passes one for
         analyses such as counterfactuals). Three methods: ``key(bits) -> float``, a lower
@@ -188,7 +189,7 @@ class Traversal(Iterator[Polytope]):
     """A running traversal: iterate it for polytopes, then read ``status`` and ``stats``."""
 
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
-                 solver=None, max_polytopes=None, time_limit=None, fallback="scipy",
+                 solver=None, max_polytopes=None, time_limit=None, fallback="auto",
                  guide=None):
         from polytrav.manager import get_solver
 
@@ -206,9 +207,19 @@ class Traversal(Iterator[Polytope]):
         self.region = region.with_dims(net.n_inputs)
         self.strategy = STRATEGIES[strategy]
         self.backend = get_solver(solver if solver is not None else self.strategy.default_solver)
-        self.fallback = get_solver(fallback) if fallback is not None else None
-        if self.fallback is not None and self.fallback.name == self.backend.name:
-            self.fallback = None
+        if fallback == "auto":
+            from polytrav.manager import available_solvers, get_plugin_manager
+
+            pm = get_plugin_manager()
+            fallback = [get_solver(n, pm=pm) for n in available_solvers("lp", pm=pm)]
+        elif fallback is None:
+            fallback = []
+        elif not isinstance(fallback, (list, tuple)):
+            fallback = [fallback]
+        self.fallbacks = [b for b in (get_solver(f) for f in fallback)
+                          if b.name != self.backend.name]
+        #: The first fallback that certifies optimality (confirms "no polytope here" answers).
+        self.confirmer = next((b for b in self.fallbacks if b.certifies_optimality), None)
         self.max_polytopes = max_polytopes
         self.time_limit = time_limit
         self.guide = guide
@@ -295,17 +306,17 @@ class Traversal(Iterator[Polytope]):
         """``(radius, centre)`` of the model's cell (radius <= 0 if empty); None if undecided.
 
         A "no polytope here" answer (radius <= RADIUS_TOL) from a backend that does not
-        certify optimality (first-order methods) is confirmed on the fallback backend; without
-        one it counts as undecided.
+        certify optimality (first-order methods) is confirmed on the first certifying fallback;
+        without one it counts as undecided.
         """
         cell = self._solve_cells(model, what)
-        if cell is None or cell[0] > RADIUS_TOL or self.backend.certifies_optimality:
+        if cell is None or cell[0] > RADIUS_TOL or self._certified:
             return cell
         self.stats.retries += 1
-        if self.fallback is None or not self.fallback.certifies_optimality:
+        if self.confirmer is None:
             self._fail(what, f"{self.backend.name} does not certify optimality and no fallback confirms")
             return None
-        return self._solve_cells(_Rebuilt(model, self.fallback), what)
+        return self._solve_cells(_Rebuilt(model, self.confirmer), what)
 
     def _solve_cells(self, model: ChebyshevModel, what) -> tuple[float, np.ndarray | None] | None:
         for _ in range(MAX_CUT_ROUNDS):
@@ -375,9 +386,14 @@ class Traversal(Iterator[Polytope]):
             model.add_region_rows(np.array(rows), np.array(rhs))
 
     def _solve_once(self, model: ChebyshevModel, what) -> SolveResult | None:
+        """Solve ``model`` (cold re-solve, then the fallbacks on failure); None if undecided.
+
+        ``self._certified`` records whether the backend that answered certifies optimality.
+        """
         st = self.stats
         res = model.solve()
         st.lps += 1
+        self._certified = model.backend.certifies_optimality
         if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
             return res
         first = res
@@ -387,12 +403,20 @@ class Traversal(Iterator[Polytope]):
             st.lps += 1
             if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
                 return res
-        if self.fallback is not None:
-            res = ChebyshevModel._solve(_Rebuilt(model, self.fallback))
+        tried = []
+        for backend in self.fallbacks:
+            try:
+                res = ChebyshevModel._solve(_Rebuilt(model, backend))
+            except Exception as exc:  # a crashing fallback is one more failed try
+                res = SolveResult(Status.ERROR, solver=backend.name, message=str(exc))
             st.lps += 1
-            if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            if res.status is Status.OPTIMAL or (res.status is Status.INFEASIBLE
+                                                 and backend.certifies_optimality):
+                self._certified = backend.certifies_optimality
                 return res
-        self._fail(what, f"{first.solver}: {first.status} ({first.message}); fallbacks: {res.status}")
+            tried.append(f"{backend.name}: {res.status}")
+        self._fail(what, f"{first.solver}: {first.status} ({first.message}); "
+                         f"fallbacks: {'; '.join(tried) or 'none'}")
         return None
 
     def _fail(self, what, why: str) -> None:
@@ -406,10 +430,12 @@ class Traversal(Iterator[Polytope]):
             self.frame, box_as_bounds=self.strategy.screen == "interval")
         try:
             region_cell = self._solve(self._model, "region")
-            if region_cell is None or region_cell[0] <= RADIUS_TOL:
+            if region_cell is None:  # no backend could decide even the region: nothing is known
+                raise _Stop(TraversalStatus.SOLVER_FAILURE)
+            if region_cell[0] <= RADIUS_TOL:
                 raise RegionError(
                     "traverse: the region has no interior (its Chebyshev radius in normalised "
-                    f"units is {0 if region_cell is None else region_cell[0]:.3g})"
+                    f"units is {region_cell[0]:.3g})"
                 )
             u0 = self.start_u if self.start_u is not None else region_cell[1]
             if self.net.n_hidden_layers == 0:  # an affine network: the region is one polytope

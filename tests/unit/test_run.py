@@ -206,3 +206,22 @@ def test_affine_network():
     net = Network.from_arrays([[[1.0, -2.0]]], [[0.5]])
     report = analyze(net, BOX, "output_range")
     assert report[0].value == {"min": pytest.approx(-2.5), "max": pytest.approx(3.5)}
+
+
+def test_a_traversal_that_lost_an_lp_gives_unknown(net):
+    """The traversal's own LPs fail (no fallback): the property is UNKNOWN, never HOLDS."""
+    from polytrav.solvers.scipy import ScipyBackend
+
+    class Flaky(ScipyBackend):
+        name = "flaky"
+        calls = 0
+
+        def solve_lp(self, *args, **kwargs):
+            type(self).calls += 1
+            if type(self).calls % 4 == 0:
+                return SolveResult(Status.ERROR, solver=self.name, message="injected")
+            return super().solve_lp(*args, **kwargs)
+
+    report = analyze(net, BOX, LinearProperty(barely_holds(net)), solver=[Flaky()])
+    assert report.status.value == "solver_failure" and not report.complete
+    assert report[0].verdict is Verdict.UNKNOWN and not report[0].exact

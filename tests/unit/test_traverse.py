@@ -139,9 +139,34 @@ def test_solver_failure_makes_the_run_incomplete():
     assert run.status is TraversalStatus.SOLVER_FAILURE and not run.complete
     assert run.stats.failures
     Flaky.calls = 0
-    run = traverse(net, Box(*BOX2), solver=Flaky())  # the scipy fallback rescues every LP
+    run = traverse(net, Box(*BOX2), solver=Flaky())  # the fallback chain rescues every LP
     assert {p.key for p in run} == truth(net, *BOX2) and run.complete
     assert run.stats.retries > 0
+
+
+def test_every_fallback_is_tried_in_turn():
+    from polytrav.results import SolveResult, Status
+    from polytrav.solvers.scipy import ScipyBackend
+
+    class Broken(ScipyBackend):
+        name = "broken"
+
+        def solve_lp(self, *args, **kwargs):
+            return SolveResult(Status.ERROR, solver=self.name, message="always")
+
+    class Crashing(ScipyBackend):
+        name = "crashing"
+
+        def solve_lp(self, *args, **kwargs):
+            raise RuntimeError("native crash")
+
+    net = random_net(1, 2, [5, 4])
+    run = traverse(net, Box(*BOX2), solver=Broken(), fallback=[Crashing(), "osqp", "highs"])
+    assert {p.key for p in run} == truth(net, *BOX2) and run.complete
+    run = traverse(net, Box(*BOX2), solver=Broken(), fallback=[Crashing()])
+    list(run)
+    assert run.status is TraversalStatus.SOLVER_FAILURE
+    assert any("crashing: error" in f for f in run.stats.failures)
 
 
 def test_bad_input_is_named():
