@@ -1,0 +1,97 @@
+"""The docs stay true to the code: hook signatures, snippet includes, analyses, examples."""
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from polytrav import hookspecs
+from polytrav.manager import analysis_classes, get_plugin_manager
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+#: ``--8<-- "path"`` on a line of its own (pymdownx.snippets, base_path = repo root).
+SNIPPET = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$', re.M)
+#: A fenced python block.
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+
+
+def _headings(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.startswith("#")]
+
+
+def _hookspecs() -> dict[str, object]:
+    return {name: fn for name, fn in vars(hookspecs).items()
+            if name.startswith("polytrav_") and callable(fn)
+            and getattr(fn, "polytrav_spec", None) is not None}
+
+
+def _signature_text(name: str, fn) -> str:
+    """``name(arg, ...)`` as written in the hookspec, without annotations."""
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    return name + str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+
+
+def test_there_are_hookspecs():
+    assert {"polytrav_add_solvers", "polytrav_add_analyses", "polytrav_visit_polytope"} <= set(
+        _hookspecs())
+
+
+@pytest.mark.parametrize("name", sorted(_hookspecs()))
+def test_every_hookspec_has_a_heading_with_its_exact_signature(name):
+    expected = _signature_text(name, _hookspecs()[name])
+    headings = _headings(DOCS / "hooks.md")
+    assert any(expected in h for h in headings), (
+        f"docs/hooks.md has no heading containing {expected!r}; headings: {headings}")
+
+
+def test_hooks_doc_names_no_hook_that_does_not_exist():
+    specs = _hookspecs()
+    for heading in _headings(DOCS / "hooks.md"):
+        for name in re.findall(r"\b(polytrav_\w+)\(", heading):
+            assert name in specs, f"docs/hooks.md documents {name!r}, which is not a hookspec"
+
+
+def _snippets() -> list[tuple[str, str]]:
+    out = []
+    for doc in sorted(DOCS.glob("*.md")):
+        for target in SNIPPET.findall(doc.read_text(encoding="utf-8")):
+            out.append((doc.name, target))
+    return out
+
+
+def test_writing_plugins_includes_the_example_package():
+    included = {target for doc, target in _snippets() if doc == "writing-plugins.md"}
+    assert {"tests/example_plugin/pyproject.toml",
+            "tests/example_plugin/polytrav_example/__init__.py",
+            "tests/example_plugin/polytrav_example/bounds.py",
+            "tests/example_plugin/polytrav_example/backend.py"} <= included
+
+
+@pytest.mark.parametrize("doc, target", _snippets())
+def test_every_snippet_include_points_to_an_existing_file(doc, target):
+    path = re.sub(r"(:-?\d+)+$", "", target)  # "file:start:end" line ranges
+    assert (ROOT / path).is_file(), f"docs/{doc} includes {target!r}, which does not exist"
+
+
+@pytest.mark.parametrize("name", sorted(analysis_classes(get_plugin_manager(load_entrypoints=False))))
+def test_every_builtin_analysis_has_a_heading_in_analyses_doc(name):
+    headings = _headings(DOCS / "analyses.md")
+    assert any(f"`{name}`" in h for h in headings), (
+        f"docs/analyses.md has no heading naming the analysis `{name}`")
+
+
+@pytest.mark.parametrize("doc", ["analyses.md", "hooks.md"])
+def test_python_examples_run(doc):
+    """The python blocks of the page run in order, in one namespace (as the page says)."""
+    blocks = PYTHON_BLOCK.findall((DOCS / doc).read_text(encoding="utf-8"))
+    assert blocks
+    namespace: dict = {"__name__": f"docs_{doc.replace('.', '_')}"}
+    for k, block in enumerate(blocks):
+        assert "--8<--" not in block
+        exec(compile(block, f"docs/{doc} (python block {k + 1})", "exec"), namespace)
