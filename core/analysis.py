@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from polytrav.subproblem import Subproblem
 
 __all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "cell_rows",
-           "local_model_u", "check_witness"]
+           "cell_values", "linear_cell_subproblem", "local_model_u", "check_witness"]
 
 
 # ---------------------------------------------------------------- directives
@@ -75,6 +75,9 @@ class Analysis:
     prunable: bool = False
     #: Label of the result in the report; the run sets it (``name``, then ``name#2``, ...).
     label: str = ""
+    #: Whether :meth:`visit` reads ``polytope.vertices`` (the run then asks the traversal for
+    #: every polytope's vertices where it can compute them: low-dimensional polyhedral regions).
+    uses_vertices: ClassVar[bool] = False
 
     # -------------------------------------------------------- subclass API
     @property
@@ -198,6 +201,29 @@ def cell_rows(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndar
     return A, b
 
 
+def cell_values(polytope: "Polytope", frame: "Frame") -> dict[str, np.ndarray]:
+    """Parameter values ``{"A": ..., "b": ...}`` of :class:`CellProblem` for ``polytope``."""
+    A, b = cell_rows(polytope, frame)
+    return {"A": A, "b": b}
+
+
+def linear_cell_subproblem(frame: "Frame", n_rows: int) -> "Subproblem":
+    """``maximise g·u`` over polytope ∩ region (parameters ``g``, ``A``, ``b``; variable ``u``).
+
+    Compiled once per process for each frame and row count (:func:`polytrav.subproblem.compiled`).
+    """
+    from polytrav.subproblem import Subproblem, compiled
+
+    def build():
+        import cvxpy as cp
+
+        cell = CellProblem(frame, n_rows)
+        g = cp.Parameter(frame.dim, name="g")
+        return Subproblem(cp.Problem(cp.Maximize(g @ cell.u), cell.constraints), {"u": cell.u})
+
+    return compiled(("max_linear", frame.fingerprint, n_rows), build)
+
+
 def local_model_u(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
     """The local model in frame coordinates: ``output = W_u @ u + c_u`` on the polytope."""
     W, c = polytope.local_model
@@ -237,9 +263,8 @@ class CellProblem:
         return bool(self.frame.l2_balls)
 
     def values(self, polytope: "Polytope") -> dict[str, np.ndarray]:
-        """Parameter values ``{"A": ..., "b": ...}`` for ``polytope``."""
-        A, b = cell_rows(polytope, self.frame)
-        return {"A": A, "b": b}
+        """Parameter values ``{"A": ..., "b": ...}`` for ``polytope`` (see :func:`cell_values`)."""
+        return cell_values(polytope, self.frame)
 
 
 # ---------------------------------------------------------------- witnesses

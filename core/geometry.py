@@ -8,7 +8,9 @@ not depend on the units of the inputs (ACAS Xu's raw inputs span 10^4, MNIST's 1
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -53,6 +55,23 @@ class Frame:
     l1_balls: tuple[L1Ball, ...] = field(default=())
     l2_balls: tuple[L2Ball, ...] = field(default=())
     free: np.ndarray | None = None  # input coordinates that vary, when U selects coordinates
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A digest of the frame's data: equal for frames of the same region (cache keys)."""
+        h = hashlib.blake2b(digest_size=16)
+        diag = self.U[self.free, np.arange(self.dim)] if self.free is not None else None
+        arrays = [self.origin, self.U if diag is None else diag, self.A, self.b,
+                  np.zeros(0) if self.free is None else self.free.astype(float)]
+        for ball in self.l1_balls:
+            arrays += [ball.U, ball.w, np.array([ball.radius, ball.kappa])]
+        for ball in self.l2_balls:
+            arrays += [ball.center, np.array([ball.radius])]
+        for a in arrays:
+            a = np.ascontiguousarray(a, dtype=float)
+            h.update(str(a.shape).encode())
+            h.update(a.tobytes())
+        return h.hexdigest()
 
     @property
     def radius_cap(self) -> float:
@@ -176,8 +195,9 @@ def build_frame(region: Region, n: int) -> Frame:
     d = N.shape[1]
     if d == 0:
         raise RegionError("region is a single point (every coordinate is fixed); nothing to traverse")
-    # region rows in z (x = x_p + N z)
-    Az, bz = c.A @ N, c.b - c.A @ x_p
+    # region rows in z (x = x_p + N z); N selects columns when the hull fixes coordinates
+    Az = c.A[:, free] if free is not None else c.A @ N
+    bz = c.b - c.A @ x_p
     # bounding box in z
     if free is not None:
         lo, hi = region.bounding_box()

@@ -237,12 +237,15 @@ class Network:
             raise NetworkError(
                 f"Network: code has {len(code)} layers but the network has {self.n_hidden_layers}"
             )
+        W, z = self.weights[-1], np.zeros(self.n_inputs)
+        masks = [self._mask(code, k) for k in range(len(code))]
+        for k, mask in enumerate(masks):  # the offset: the masked network's output at x = 0
+            z = np.where(mask, self.weights[k] @ z + self.biases[k], 0.0)
+        for k in range(len(code) - 1, -1, -1):  # the matrix, from the output side (fewer rows)
+            W = (W * masks[k][None, :]) @ self.weights[k]
         if not code:
-            return self.weights[-1].copy(), self.biases[-1].copy()
-        M, c = self.hyperplanes(code)[-1]
-        mask = self._mask(code, len(code) - 1)
-        M, c = M * mask[:, None], c * mask
-        return self.weights[-1] @ M, self.weights[-1] @ c + self.biases[-1]
+            W = W.copy()
+        return W, self.weights[-1] @ z + self.biases[-1]
 
     def hyperplanes(self, code: Code) -> list[tuple[np.ndarray, np.ndarray]]:
         """Pre-activations of each hidden layer as affine maps of ``x`` on the polytope of ``code``.

@@ -302,7 +302,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
     trav = traverse(net, region, start, strategy=strategy, solver=lp_chain[0],
                     max_polytopes=max_polytopes, time_limit=time_limit,
-                    fallback=lp_chain[1:], guide=guide)
+                    fallback=lp_chain[1:], guide=guide,
+                    vertices=any(a.uses_vertices for a in items))
     context = RunContext(net, region, trav, chains, pm)
     context_ref.append(context)
     for a in items:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,7 +38,7 @@ from polytrav.results import SOLUTION_PRESENT, SolveResult, Status
 if TYPE_CHECKING:
     import cvxpy as cp
 
-__all__ = ["StandardForm", "Subproblem", "SPARSE_ABOVE"]
+__all__ = ["StandardForm", "Subproblem", "SPARSE_ABOVE", "compiled", "COMPILED_CACHE_SIZE"]
 
 #: Constraint blocks with more entries than this are handed to backends as CSR matrices.
 SPARSE_ABOVE = 100_000
@@ -44,6 +46,30 @@ SPARSE_ABOVE = 100_000
 #: cvxpy solvers whose compile chain is used, first installed wins (both keep quadratic
 #: objectives as ``P``; ECOS turns them into cones, so QPs compiled for it are "socp").
 _COMPILE_SOLVERS = ("CLARABEL", "SCS", "ECOS")
+_compile_solver: list[str | None] = []  # the first of _COMPILE_SOLVERS installed, found once
+
+#: Compiled subproblems kept per process by :func:`compiled` (least recently used dropped).
+COMPILED_CACHE_SIZE = 32
+_COMPILED: OrderedDict[tuple, "Subproblem"] = OrderedDict()
+
+
+def compiled(key: tuple, build: Callable[[], "Subproblem"]) -> "Subproblem":
+    """The :class:`Subproblem` ``build()`` returns, compiled once per process for ``key``.
+
+    Compiling costs milliseconds (cvxpy's canonicalisation), which dominates runs of a few
+    polytopes, such as many counterfactual queries on one region. ``key`` must determine
+    everything in the problem that is not a parameter: the analysis's name and variant, the
+    frame's :attr:`~polytrav.geometry.Frame.fingerprint`, shapes and constant data. Runs with
+    equal keys share the object, so pass every parameter's value on every solve.
+    """
+    sub = _COMPILED.get(key)
+    if sub is None:
+        sub = _COMPILED[key] = build()
+        while len(_COMPILED) > COMPILED_CACHE_SIZE:
+            _COMPILED.popitem(last=False)
+    else:
+        _COMPILED.move_to_end(key)
+    return sub
 
 
 @dataclass
@@ -160,8 +186,10 @@ class Subproblem:
         from cvxpy.lin_ops.lin_op import CONSTANT_ID
         from cvxpy.reductions.cvx_attr2constr import CvxAttr2Constr
 
-        installed = cp.installed_solvers()
-        solver = next((s for s in _COMPILE_SOLVERS if s in installed), None)
+        if not _compile_solver:
+            installed = cp.installed_solvers()
+            _compile_solver.append(next((s for s in _COMPILE_SOLVERS if s in installed), None))
+        solver = _compile_solver[0]
         if solver is None:
             raise ConfigError(f"Subproblem: needs one of the cvxpy solvers {_COMPILE_SOLVERS} "
                               "to compile the problem; pip install clarabel")

@@ -128,7 +128,8 @@ STRATEGIES: dict[str, Strategy] = {
 
 def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
              solver=None, max_polytopes: int | None = None,
-             time_limit: float | None = None, fallback="auto", guide=None) -> "Traversal":
+             time_limit: float | None = None, fallback="auto", guide=None,
+             vertices: bool = False) -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -161,6 +162,10 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         containing ``start``, only ever shrinking) outside which nothing is needed, applied
         between level-1 pieces. Sound for any caller whose needed set is convex and contains
         ``start``: the pieces meeting it are connected through pieces meeting it.
+    vertices : bool
+        Compute every polytope's vertices (``Polytope.vertices``) where the traversal can
+        (polyhedral regions of at most ``VERTEX_MAX_DIM`` dimensions), not only where they
+        save LPs; analyses read extremes of linear functions off them.
 
     Returns
     -------
@@ -178,7 +183,7 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     """
     return Traversal(net, region, start, strategy=strategy, solver=solver,
                      max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallback,
-                     guide=guide)
+                     guide=guide, vertices=vertices)
 
 
 class _Stop(Exception):
@@ -190,7 +195,7 @@ class Traversal(Iterator[Polytope]):
 
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
                  solver=None, max_polytopes=None, time_limit=None, fallback="auto",
-                 guide=None):
+                 guide=None, vertices: bool = False):
         from polytrav.manager import get_solver
 
         if not isinstance(net, Network):
@@ -223,6 +228,7 @@ class Traversal(Iterator[Polytope]):
         self.max_polytopes = max_polytopes
         self.time_limit = time_limit
         self.guide = guide
+        self.want_vertices = bool(vertices)
         self._restriction = None
         self._region_version = 0
         self.frame: Frame = build_frame(self.region, net.n_inputs)
@@ -619,8 +625,8 @@ class Traversal(Iterator[Polytope]):
         """Whether computing a cell's vertices is expected to save LPs."""
         if self.strategy.screen != "interval" or self.frame.dim > VERTEX_MAX_DIM:
             return False
-        if not last:
-            return True  # the vertices also screen the next level's hyperplanes
+        if not last or self.want_vertices:
+            return True  # they also screen the next level's hyperplanes / the caller wants them
         lp_cost = self._model.solve_time / max(self._model.n_solves, 1)
         return n_flips * lp_cost > self._qhull_cost
 

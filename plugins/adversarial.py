@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, CellProblem, Stop, check_witness, local_model_u
+from polytrav.analysis import (Analysis, Stop, cell_values, check_witness, linear_cell_subproblem,
+                               local_model_u)
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status, Verdict
@@ -49,6 +50,7 @@ class SoftmaxAttack(Analysis):
     """
 
     name = "softmax_attack"
+    uses_vertices = True
 
     def __init__(self, label: int, mode: str = "worst"):
         self.label_class = label
@@ -70,14 +72,7 @@ class SoftmaxAttack(Analysis):
             raise ConfigError(f"analysis {self.name!r}: mode must be one of {MODES}, got {self.mode!r}")
 
     def begin(self, context) -> None:
-        import cvxpy as cp
-
-        from polytrav.subproblem import Subproblem
-
-        self._cell = CellProblem(context.frame, context.network.n_neurons)
-        self._gu = cp.Parameter(context.frame.dim, name="g")
-        problem = cp.Problem(cp.Maximize(self._gu @ self._cell.u), self._cell.constraints)
-        self._sub = Subproblem(problem, {"u": self._cell.u})
+        self._sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
         self._best = (-np.inf, None, None)  # margin, point, class
         self._confirmed = None  # (margin, point, class) of a forward-pass-checked witness
         self.skipped = 0
@@ -104,7 +99,7 @@ class SoftmaxAttack(Analysis):
                 k = int(np.argmax(vals))
                 margin, x = g0 + float(vals[k]), context.frame.to_x(polytope.vertices[k])
             else:
-                values = values or self._cell.values(polytope)
+                values = values or cell_values(polytope, context.frame)
                 res = self.solve(context, self._sub, polytope, g=gu, **values)
                 if res.status is not Status.OPTIMAL:
                     continue

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, CellProblem, Restrict, check_witness
+from polytrav.analysis import Analysis, CellProblem, Restrict, cell_values, check_witness
 from polytrav.errors import ConfigError, RegionError
 from polytrav.hookspecs import hookimpl
 from polytrav.region import Box
@@ -122,36 +122,57 @@ class Counterfactual(Analysis):
 
     # ---------------------------------------------------------------- set-up
     def begin(self, context) -> None:
-        import cvxpy as cp
-
-        from polytrav.subproblem import Subproblem
+        from polytrav.subproblem import compiled
 
         fr, net = context.frame, context.network
         k = 1 if self._binary else net.n_outputs - 1
-        self._cell = cell = CellProblem(fr, net.n_neurons)
-        self._K = cp.Parameter((k, fr.dim), name="K")
-        self._h = cp.Parameter(k, name="h")
-        cons = cell.constraints + [self._K @ cell.u + self._h >= 0]
-        for j in self._imm:
-            if np.abs(fr.U[j]).max() > 0:
-                cons.append(fr.U[j] @ cell.u == self._x0[j] - fr.origin[j])
-        diff = (cell.x - self._x0) / np.abs(fr.U).max()  # in units of the region's size
-        objective = {1: cp.norm1(diff), 2: cp.sum_squares(diff), np.inf: cp.norm_inf(diff)}[self._p]
-        self._sub = Subproblem(cp.Problem(cp.Minimize(objective), cons), {"u": cell.u})
-        # the step past the boundary: the deepest point of class q near the boundary point
-        t = cp.Variable(name="t")
-        center = cp.Parameter(fr.dim, name="center")
-        delta = cp.Parameter(nonneg=True, name="delta")
-        step_cons = cell.constraints + [self._K @ cell.u + self._h >= t, t <= 1.0,
-                                        cell.u - center <= delta, center - cell.u <= delta]
-        step_cons += cons[len(cell.constraints) + 1:]  # the immutable features
-        self._step = Subproblem(cp.Problem(cp.Maximize(t), step_cons), {"u": cell.u})
+        n_rows = net.n_neurons
+        fixed = (tuple(self._imm.tolist()), self._x0[self._imm].tobytes())
+        self._scale = float(np.abs(fr.U).max())  # distances in units of the region's size
+        self._sub = compiled((self.name, self._p, fr.fingerprint, n_rows, k, fixed),
+                             lambda: self._build_distance(fr, n_rows, k))
+        self._step_key = (self.name + ":step", fr.fingerprint, n_rows, k, fixed)
+        self._step_build = lambda: self._build_step(fr, n_rows, k)
         self._dual = _DUAL[self._p]
         W1, b1 = net.weights[0], net.biases[0]
         self._h1 = W1 @ self._x0 + b1
         self._n1 = np.linalg.norm(W1, ord=self._dual, axis=1)
         self._best = (np.inf, None, None, None)  # distance, boundary point, class, witness
         self.skipped = 0
+
+    def _immutable(self, cell):
+        fr = cell.frame
+        return [fr.U[j] @ cell.u == self._x0[j] - fr.origin[j]
+                for j in self._imm if np.abs(fr.U[j]).max() > 0]
+
+    def _build_distance(self, fr, n_rows: int, k: int):
+        """``min ||x - x0||_p / scale`` over the cell with ``K u + h >= 0`` (``shift`` carries x0)."""
+        import cvxpy as cp
+
+        from polytrav.subproblem import Subproblem
+
+        cell = CellProblem(fr, n_rows)
+        K, h = cp.Parameter((k, fr.dim), name="K"), cp.Parameter(k, name="h")
+        shift = cp.Parameter(fr.origin.shape[0], name="shift")  # (origin - x0) / scale
+        diff = (fr.U_sparse() / self._scale) @ cell.u + shift
+        objective = {1: cp.norm1(diff), 2: cp.sum_squares(diff), np.inf: cp.norm_inf(diff)}[self._p]
+        cons = cell.constraints + [K @ cell.u + h >= 0] + self._immutable(cell)
+        return Subproblem(cp.Problem(cp.Minimize(objective), cons), {"u": cell.u})
+
+    def _build_step(self, fr, n_rows: int, k: int):
+        """``maximise t`` over the cell with ``K u + h >= t``, ``t <= 1``, ``|u - center| <= delta``."""
+        import cvxpy as cp
+
+        from polytrav.subproblem import Subproblem
+
+        cell = CellProblem(fr, n_rows)
+        K, h = cp.Parameter((k, fr.dim), name="K"), cp.Parameter(k, name="h")
+        t = cp.Variable(name="t")
+        center = cp.Parameter(fr.dim, name="center")
+        delta = cp.Parameter(nonneg=True, name="delta")
+        cons = cell.constraints + [K @ cell.u + h >= t, t <= 1.0, cell.u - center <= delta,
+                                   center - cell.u <= delta] + self._immutable(cell)
+        return Subproblem(cp.Problem(cp.Maximize(t), cons), {"u": cell.u})
 
     # ---------------------------------------------------------------- pruning protocol
     def piece_bound(self, bits, context) -> float:
@@ -198,8 +219,9 @@ class Counterfactual(Analysis):
                 self.skipped += 1  # class q is out of reach on the region's bounding box
                 continue
             norms[norms == 0] = 1.0
-            values = values or self._cell.values(polytope)
-            res = self.solve(context, self._sub, polytope, K=K / norms[:, None], h=h / norms, **values)
+            values = values or cell_values(polytope, fr)
+            res = self.solve(context, self._sub, polytope, K=K / norms[:, None], h=h / norms,
+                             shift=(fr.origin - self._x0) / self._scale, **values)
             if res.status is not Status.OPTIMAL:
                 continue
             x = fr.to_x(res.x)
@@ -225,9 +247,12 @@ class Counterfactual(Analysis):
         Solves ``maximise t`` over polytope ∩ region ∩ ``{K u + h >= t}`` within an L∞ box of
         half-width ``delta`` (normalised units) around ``u_star``, for growing ``delta``.
         """
+        from polytrav.subproblem import compiled
+
+        step = compiled(self._step_key, self._step_build)
         wanted = self._is_class(q)
         for delta in COUNTERFACTUAL_STEP * 10.0 ** np.arange(0, 5):
-            res = context.solve(self._step, K=K, h=h, center=u_star, **values,
+            res = context.solve(step, K=K, h=h, center=u_star, **values,
                                 delta=np.array(delta))
             if res.status is not Status.OPTIMAL or res.objective <= 0:
                 continue

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, CellProblem, Stop, check_witness, local_model_u
+from polytrav.analysis import Analysis, CellProblem, Stop, cell_values, check_witness, local_model_u
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status, Verdict
@@ -40,6 +40,7 @@ class LinearProperty(Analysis):
     """
 
     name = "linear_property"
+    uses_vertices = True
 
     def __init__(self, unsafe, mode: str = "verify"):
         self.unsafe = unsafe
@@ -79,23 +80,29 @@ class LinearProperty(Analysis):
         self._pairs = pairs
 
     def begin(self, context) -> None:
+        from polytrav.subproblem import compiled
+
+        fr, n_rows = context.frame, context.network.n_neurons
+        self._subs = [compiled((self.name, fr.fingerprint, n_rows, C.shape[0]),
+                               lambda k=C.shape[0]: self._build(fr, n_rows, k))
+                      for C, _ in self._pairs]
+        self._best = (-np.inf, None, None)
+        self._confirmed = None
+        self.skipped = 0
+
+    @staticmethod
+    def _build(frame, n_rows: int, k: int):
+        """``maximise t`` s.t. ``M u + t <= r``, ``t <= 1`` on the cell (parameters M, r, A, b)."""
         import cvxpy as cp
 
         from polytrav.subproblem import Subproblem
 
-        d = context.frame.dim
-        self._cell = CellProblem(context.frame, context.network.n_neurons)
-        self._subs = []
-        for k, (C, _) in enumerate(self._pairs):
-            M = cp.Parameter((C.shape[0], d), name="M")
-            r = cp.Parameter(C.shape[0], name="r")
-            t = cp.Variable(name="t")
-            cons = self._cell.constraints + [M @ self._cell.u + t <= r, t <= 1.0]
-            self._subs.append(cp.Problem(cp.Maximize(t), cons))
-        self._subs = [Subproblem(p, {"u": self._cell.u}) for p in self._subs]
-        self._best = (-np.inf, None, None)
-        self._confirmed = None
-        self.skipped = 0
+        cell = CellProblem(frame, n_rows)
+        M = cp.Parameter((k, frame.dim), name="M")
+        r = cp.Parameter(k, name="r")
+        t = cp.Variable(name="t")
+        cons = cell.constraints + [M @ cell.u + t <= r, t <= 1.0]
+        return Subproblem(cp.Problem(cp.Maximize(t), cons), {"u": cell.u})
 
     def _violates(self, k: int):
         C, d = self._pairs[k]
@@ -123,7 +130,7 @@ class LinearProperty(Analysis):
             if t_in >= 0:
                 found = (t_in, x_in)
             else:
-                values = values or self._cell.values(polytope)
+                values = values or cell_values(polytope, context.frame)
                 res = self.solve(context, self._subs[k], polytope, M=M, r=r, **values)
                 if res.status is not Status.OPTIMAL:
                     continue

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, CellProblem, local_model_u
+from polytrav.analysis import Analysis, cell_values, linear_cell_subproblem, local_model_u
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status
@@ -59,6 +59,7 @@ class OutputRange(Analysis):
     """
 
     name = "output_range"
+    uses_vertices = True
 
     def __init__(self, output: int | None = None, weights=None):
         self.output = output
@@ -72,14 +73,7 @@ class OutputRange(Analysis):
         self._g = output_functional(network, self.output, self.weights, self.name)
 
     def begin(self, context) -> None:
-        import cvxpy as cp
-
-        from polytrav.subproblem import Subproblem
-
-        self._cell = CellProblem(context.frame, context.network.n_neurons)
-        self._gu = cp.Parameter(context.frame.dim, name="g")
-        problem = cp.Problem(cp.Maximize(self._gu @ self._cell.u), self._cell.constraints)
-        self._sub = Subproblem(problem, {"u": self._cell.u})
+        self._sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
         self._best = {"max": (-np.inf, None), "min": (np.inf, None)}
         self.skipped = 0
         self.from_vertices = 0
@@ -109,7 +103,7 @@ class OutputRange(Analysis):
             if sign * (g0 + sign * reach) <= sign * best:
                 self.skipped += 1
                 continue
-            values = values or self._cell.values(polytope)
+            values = values or cell_values(polytope, context.frame)
             res = self.solve(context, self._sub, polytope, g=sign * gu, **values)
             if res.status is Status.OPTIMAL:
                 y = g0 + sign * res.objective

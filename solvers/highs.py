@@ -100,6 +100,8 @@ class HighsBackend(SolverBackend):
         A_ub, A_eq = as_rows(A_ub), as_rows(A_eq)
         lo, hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
         h = self.new_highs()
+        if "presolve" not in self.options:
+            h.setOptionValue("presolve", "off")  # see ONE_SHOT_OPTIONS
         inf = highspy.kHighsInf
         h.addVars(n, np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), c)

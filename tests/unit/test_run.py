@@ -22,6 +22,15 @@ def net():
     return random_net(1, 2, [8, 6])
 
 
+#: 7 inputs: above VERTEX_MAX_DIM, so the analyses cannot read optima off vertices and solve LPs
+BOX7 = Box(-0.5 * np.ones(7), 0.5 * np.ones(7))
+
+
+@pytest.fixture
+def net7():
+    return random_net(1, 7, [6, 4])
+
+
 @pytest.fixture
 def classifier():
     return random_net(5, 2, [8, 6], n_out=3)
@@ -132,34 +141,34 @@ class FailingBackend(HighsBackend):
         return super().solve_lp(*args, **kwargs)
 
 
-def barely_holds(net):
+def barely_holds(net, region):
     """``y <= min(y) - 0.001`` as an unsafe set: it holds, and some cells need an LP."""
-    low = analyze(net, BOX, OutputRange())[0].value["min"]
+    low = analyze(net, region, OutputRange())[0].value["min"]
     return [(np.array([[1.0]]), np.array([low - 1e-3]))]
 
 
-def test_a_lost_lp_makes_the_verdict_unknown_not_holds(net):
-    prop = barely_holds(net)
-    clean = analyze(net, BOX, LinearProperty(prop))[0]
+def test_a_lost_lp_makes_the_verdict_unknown_not_holds(net7):
+    prop = barely_holds(net7, BOX7)
+    clean = analyze(net7, BOX7, LinearProperty(prop))[0]
     assert clean.verdict is Verdict.HOLDS and clean.n_solves > 0
-    report = analyze(net, BOX, LinearProperty(prop), solver=[FailingBackend(fail_on={0})])
+    report = analyze(net7, BOX7, LinearProperty(prop), solver=[FailingBackend(fail_on={0})])
     result = report[0]
     assert report.complete and result.verdict is Verdict.UNKNOWN and not result.exact
     assert "injected failure 0" in result.failures[0]
     assert len(result.failures) == 1
 
 
-def test_a_failed_solve_is_retried_on_the_next_backend(net):
-    prop = barely_holds(net)
+def test_a_failed_solve_is_retried_on_the_next_backend(net7):
+    prop = barely_holds(net7, BOX7)
     backend = FailingBackend(fail_on={"all"})
-    report = analyze(net, BOX, LinearProperty(prop), solver={"lp": backend})
+    report = analyze(net7, BOX7, LinearProperty(prop), solver={"lp": backend})
     assert report[0].verdict is Verdict.HOLDS and report[0].exact
     assert report.solver["lp"][0] == "failing" and len(report.solver["lp"]) > 1
     assert report.stats["subproblem_fallbacks"] >= report[0].n_solves > 0
 
 
-def test_output_range_with_a_lost_lp_is_inexact(net):
-    report = analyze(net, BOX, OutputRange(), solver=[FailingBackend(fail_on={"all"})])
+def test_output_range_with_a_lost_lp_is_inexact(net7):
+    report = analyze(net7, BOX7, OutputRange(), solver=[FailingBackend(fail_on={"all"})])
     assert not report[0].exact and report[0].failures
 
 
@@ -222,6 +231,6 @@ def test_a_traversal_that_lost_an_lp_gives_unknown(net):
                 return SolveResult(Status.ERROR, solver=self.name, message="injected")
             return super().solve_lp(*args, **kwargs)
 
-    report = analyze(net, BOX, LinearProperty(barely_holds(net)), solver=[Flaky()])
+    report = analyze(net, BOX, LinearProperty(barely_holds(net, BOX)), solver=[Flaky()])
     assert report.status.value == "solver_failure" and not report.complete
     assert report[0].verdict is Verdict.UNKNOWN and not report[0].exact

@@ -227,3 +227,38 @@ def test_bad_inputs():
     sub = Subproblem(cp.Problem(cp.Minimize(nonneg * cp.sum(u)), [u >= 0]))
     with pytest.raises(ConfigError, match="'n'"):
         sub.set(n=-1.0)
+
+
+def test_compiled_subproblems_are_shared_by_key_and_give_fresh_answers():
+    """Counterfactual queries on one region share one compiled problem (x0 is a parameter)."""
+    from reference import random_net
+
+    from polytrav import Box, analyze
+    from polytrav import subproblem as sp_mod
+    from polytrav.plugins.counterfactual import Counterfactual
+
+    net = random_net(5, 2, [8, 6], n_out=3)
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    points = [np.array([0.15, -0.1]), np.array([-0.4, 0.3]), np.array([0.7, 0.6])]
+    for norm in (1, 2, np.inf):
+        fresh = []
+        for x0 in points:
+            sp_mod._COMPILED.clear()
+            fresh.append(analyze(net, box, Counterfactual(x0, norm=norm))[0].value)
+        sp_mod._COMPILED.clear()
+        shared = [analyze(net, box, Counterfactual(x0, norm=norm))[0].value for x0 in points]
+        assert len(sp_mod._COMPILED) == 2  # the distance problem and the step past the boundary
+        assert None not in fresh and shared == pytest.approx(fresh, abs=1e-9)
+
+
+def test_the_compiled_cache_is_bounded():
+    from polytrav import subproblem as sp_mod
+
+    sp_mod._COMPILED.clear()
+    u = cp.Variable(1, name="u")
+    build = lambda: Subproblem(cp.Problem(cp.Minimize(cp.sum(u)), [u >= 0]))  # noqa: E731
+    first = sp_mod.compiled(("k", 0), build)
+    assert sp_mod.compiled(("k", 0), build) is first
+    for k in range(1, sp_mod.COMPILED_CACHE_SIZE + 1):
+        sp_mod.compiled(("k", k), build)
+    assert len(sp_mod._COMPILED) == sp_mod.COMPILED_CACHE_SIZE and ("k", 0) not in sp_mod._COMPILED

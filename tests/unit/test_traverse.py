@@ -208,3 +208,23 @@ def test_first_order_backend_needs_confirmation_of_empty_cells():
     run = traverse(net, Box(*BOX2), solver="osqp", fallback=None)
     list(run)
     assert run.status is TraversalStatus.SOLVER_FAILURE
+
+
+def test_vertices_on_request_are_every_cells_exact_vertices():
+    """``vertices=True``: every polytope carries its vertices, the corners of its cell."""
+    from scipy.spatial import HalfspaceIntersection
+
+    net = train_grid_net([10, 5])
+    box = Box(*BOX2)
+    run = traverse(net, box, vertices=True)
+    polys = list(run)
+    assert run.complete and all(p.vertices is not None for p in polys)
+    frame = run.frame
+    for p in polys[::7]:
+        A, b = p.halfspaces
+        keep = np.linalg.norm(A, axis=1) > 0
+        truth_V = HalfspaceIntersection(np.c_[A[keep], -b[keep]], p.interior_point).intersections
+        got = frame.to_x(p.vertices)
+        # the same point sets (qhull may repeat a degenerate vertex)
+        dist = np.linalg.norm(got[:, None, :] - truth_V[None, :, :], axis=2)
+        assert dist.min(axis=1).max() < 1e-9 and dist.min(axis=0).max() < 1e-9, p.index
