@@ -210,7 +210,8 @@ def cell_values(polytope: "Polytope", frame: "Frame") -> dict[str, np.ndarray]:
 def linear_cell_subproblem(frame: "Frame", n_rows: int) -> "Subproblem":
     """``maximise g·u`` over polytope ∩ region (parameters ``g``, ``A``, ``b``; variable ``u``).
 
-    Compiled once per process for each frame and row count (:func:`polytrav.subproblem.compiled`).
+    Compiled once per process for each set of constraints in ``u`` and row count (boxes of
+    one dimension share it; :func:`polytrav.subproblem.compiled`).
     """
     from polytrav.subproblem import Subproblem, compiled
 
@@ -221,7 +222,7 @@ def linear_cell_subproblem(frame: "Frame", n_rows: int) -> "Subproblem":
         g = cp.Parameter(frame.dim, name="g")
         return Subproblem(cp.Problem(cp.Maximize(g @ cell.u), cell.constraints), {"u": cell.u})
 
-    return compiled(("max_linear", frame.fingerprint, n_rows), build)
+    return compiled(("max_linear", frame.cell_fingerprint, n_rows), build)
 
 
 def local_model_u(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:

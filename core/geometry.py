@@ -58,20 +58,23 @@ class Frame:
 
     @cached_property
     def fingerprint(self) -> str:
-        """A digest of the frame's data: equal for frames of the same region (cache keys)."""
-        h = hashlib.blake2b(digest_size=16)
-        diag = self.U[self.free, np.arange(self.dim)] if self.free is not None else None
-        arrays = [self.origin, self.U if diag is None else diag, self.A, self.b,
-                  np.zeros(0) if self.free is None else self.free.astype(float)]
+        """A digest of the whole frame: equal for frames of the same region (cache keys)."""
+        diag = self.U[self.free, np.arange(self.dim)] if self.free is not None else self.U
+        free = np.zeros(0) if self.free is None else self.free
+        return _digest([self.origin, diag, free, self.cell_fingerprint])
+
+    @cached_property
+    def cell_fingerprint(self) -> str:
+        """A digest of the region's constraints in ``u`` only (``A``, ``b``, balls).
+
+        Boxes of one dimension share it: problems over ``u`` alone compile once for all.
+        """
+        arrays = [self.A, self.b]
         for ball in self.l1_balls:
             arrays += [ball.U, ball.w, np.array([ball.radius, ball.kappa])]
         for ball in self.l2_balls:
             arrays += [ball.center, np.array([ball.radius])]
-        for a in arrays:
-            a = np.ascontiguousarray(a, dtype=float)
-            h.update(str(a.shape).encode())
-            h.update(a.tobytes())
-        return h.hexdigest()
+        return _digest(arrays)
 
     @property
     def radius_cap(self) -> float:
@@ -181,6 +184,18 @@ def _affine_hull(c: Constraints) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
     return x_p, null_space(c.E), None
 
 
+def _digest(items) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for a in items:
+        if isinstance(a, str):
+            h.update(a.encode())
+            continue
+        a = np.ascontiguousarray(a, dtype=float)
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
 def build_frame(region: Region, n: int) -> Frame:
     """Normalised frame of ``region`` in ``n`` input dimensions.
 
@@ -236,7 +251,17 @@ def build_frame(region: Region, n: int) -> Frame:
         half = np.full(d, half.max())
     U = N * half[None, :]
     origin = x_p + N @ mid
-    # inequalities in u, unit rows, plus the bounding box rows
+    # inequalities in u, unit rows, plus the bounding box rows; first drop the single-coordinate
+    # rows the bounding box implies (all of a box's rows) without dense work on them
+    single = np.count_nonzero(Az, axis=1) == 1
+    if single.any():
+        rows = np.flatnonzero(single)
+        j = np.argmax(np.abs(Az[rows]), axis=1)
+        a = Az[rows, j]
+        implied = (bz[rows] - a * mid[j]) / np.abs(a * half[j]) >= 1.0 - 1e-12
+        keep = np.ones(Az.shape[0], bool)
+        keep[rows[implied]] = False
+        Az, bz = Az[keep], bz[keep]
     Au = Az * half[None, :]
     bu = bz - Az @ mid
     norms = np.linalg.norm(Au, axis=1)

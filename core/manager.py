@@ -11,6 +11,7 @@ import importlib
 import importlib.metadata
 import inspect
 import os
+import sys
 
 import pluggy
 
@@ -32,6 +33,31 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 )
 
 
+_SCAN: dict[tuple, list] = {}
+
+
+def _entry_points() -> list[tuple]:
+    """``(entry point, distribution name, version)`` of every ``polytrav`` entry point.
+
+    Scanning the installed distributions costs milliseconds, which short runs notice, so the
+    scan is reused while ``sys.path`` and the modification times of its folders (installing
+    or removing a package changes them) stay the same.
+    """
+    def mtime(path):
+        try:
+            return os.stat(path or ".").st_mtime_ns
+        except OSError:
+            return None
+
+    key = (importlib.metadata.distributions, tuple((p, mtime(p)) for p in sys.path))
+    if key not in _SCAN:
+        _SCAN.clear()
+        _SCAN[key] = [(ep, dist.metadata["Name"], dist.version)
+                      for dist in importlib.metadata.distributions()
+                      for ep in dist.entry_points if ep.group == "polytrav"]
+    return _SCAN[key]
+
+
 def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] = ()) -> pluggy.PluginManager:
     """A fresh plugin manager with the built-ins and (optionally) installed plugins."""
     pm = pluggy.PluginManager("polytrav")
@@ -44,18 +70,16 @@ def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] 
     pm.polytrav_distributions = {}  # plugin name -> (distribution, version)
     if load_entrypoints and os.environ.get("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD") != "1":
         allow = {n.strip() for n in os.environ.get("POLYTRAV_PLUGINS", "").split(",") if n.strip()}
-        for dist in list(importlib.metadata.distributions()):
-            for ep in dist.entry_points:
-                if (ep.group != "polytrav" or ep.name in block or pm.get_plugin(ep.name)
-                        or (allow and ep.name not in allow)):
-                    continue
-                try:
-                    plugin = ep.load()
-                    pm.register(plugin, name=ep.name)
-                except Exception as exc:
-                    raise PluginError(f"loading the 'polytrav' entry point {ep.name!r} "
-                                      f"({ep.value}) failed: {exc}", plugin=ep.name) from exc
-                pm.polytrav_distributions[ep.name] = (dist.metadata["Name"], dist.version)
+        for ep, dist_name, version in _entry_points():
+            if ep.name in block or pm.get_plugin(ep.name) or (allow and ep.name not in allow):
+                continue
+            try:
+                plugin = ep.load()
+                pm.register(plugin, name=ep.name)
+            except Exception as exc:
+                raise PluginError(f"loading the 'polytrav' entry point {ep.name!r} "
+                                  f"({ep.value}) failed: {exc}", plugin=ep.name) from exc
+            pm.polytrav_distributions[ep.name] = (dist_name, version)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:

@@ -83,7 +83,7 @@ class LinearProperty(Analysis):
         from polytrav.subproblem import compiled
 
         fr, n_rows = context.frame, context.network.n_neurons
-        self._subs = [compiled((self.name, fr.fingerprint, n_rows, C.shape[0]),
+        self._subs = [compiled((self.name, fr.cell_fingerprint, n_rows, C.shape[0]),
                                lambda k=C.shape[0]: self._build(fr, n_rows, k))
                       for C, _ in self._pairs]
         self._best = (-np.inf, None, None)
