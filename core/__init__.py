@@ -24,6 +24,7 @@ from polytrav.run import Report, RunContext, analyze
 from polytrav.solver import ChebyshevModel, SolverBackend
 from polytrav.subproblem import Subproblem
 from polytrav.traverse import Traversal, TraversalStatus, TraversalStats, traverse
+from polytrav.verify import VerificationResult, verify
 
 __version__ = "0.1.0"
 
@@ -31,6 +32,8 @@ __all__ = [
     "hookimpl",
     "traverse",
     "analyze",
+    "verify",
+    "VerificationResult",
     "Report",
     "RunContext",
     "Analysis",

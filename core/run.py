@@ -247,7 +247,7 @@ def _chains(solver, pm) -> dict[str, list]:
 
 def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
             strategy: str = "hierarchical", max_polytopes: int | None = None,
-            time_limit: float | None = None) -> Report:
+            time_limit: float | None = None, progress=None) -> Report:
     """Run analyses over every polytope of ``net`` inside ``region``.
 
     Parameters
@@ -266,6 +266,9 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         fallback; a list is the exact chain (no automatic fallbacks).
     strategy, max_polytopes, time_limit
         As in :func:`polytrav.traverse`.
+    progress : callable, optional
+        Called as ``progress(traversal)`` after every polytope (``traversal.stats`` holds the
+        counts so far); progress bars hang here.
 
     Returns
     -------
@@ -312,6 +315,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     try:
         for polytope in trav:
             pm.hook.polytrav_visit_polytope(polytope=polytope, context=context)
+            if progress is not None:
+                progress(trav)
             if all(a.decided for a in items):
                 break
     except KeyboardInterrupt:

@@ -1,0 +1,172 @@
+"""The ``polytrav`` command line (click).
+
+``polytrav verify NET PROP`` decides one VNN-LIB property on an ONNX or ``.nnet`` network;
+``polytrav verify --instances instances.csv --results out.csv`` runs a VNN-COMP instance list
+and writes each row as it finishes. Exit codes: 0 unsat (holds), 1 sat (violated), 2 unknown,
+3 timeout, 4 bad input.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from polytrav.errors import PolytravError
+
+__all__ = ["main"]
+
+#: Exit code of bad input (a malformed file, an unknown solver, ...).
+EXIT_BAD_INPUT = 4
+
+
+class _Progress:
+    """A tqdm bar of polytopes visited, LPs per second and the frontier, on a terminal only."""
+
+    def __init__(self, label: str, enabled: bool):
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(desc=label, unit=" polytopes", file=sys.stderr, leave=False,
+                            dynamic_ncols=True, mininterval=0.2)
+        self.t0 = time.perf_counter()
+        self.seen = 0
+
+    def __call__(self, traversal) -> None:
+        if self.bar is None:
+            return
+        st = traversal.stats
+        self.bar.update(st.polytopes - self.seen)
+        self.seen = st.polytopes
+        if self.bar.n % 50 == 0:
+            rate = st.lps / max(time.perf_counter() - self.t0, 1e-9)
+            self.bar.set_postfix(lps=st.lps, lps_per_s=f"{rate:.0f}", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _fail(message: str):
+    click.echo(f"polytrav: error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
+    """The counterexample in VNN-COMP's result format (``sat`` then ``((X_0 v) ... (Y_0 v))``)."""
+    lines = ["sat", "("]
+    lines += [f"(X_{i} {v!r})" for i, v in enumerate(np.asarray(x, float).tolist())]
+    lines += [f"(Y_{j} {v!r})" for j, v in enumerate(np.asarray(y, float).tolist())]
+    return "\n".join(lines + [")"])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="polytrav")
+def main() -> None:
+    """Exact traversal of the linear regions of ReLU networks, and verification on top."""
+
+
+@main.command()
+@click.argument("network", required=False, type=click.Path(dir_okay=False))
+@click.argument("prop", required=False, type=click.Path(dir_okay=False))
+@click.option("--timeout", type=float, default=None, help="Seconds for the instance.")
+@click.option("--solver", default=None, help="LP backend (see `polytrav.available_solvers()`).")
+@click.option("--max-polytopes", type=int, default=None, help="Polytope budget.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per instance).")
+@click.option("--counterexample", type=click.Path(dir_okay=False), default=None,
+              help="Write a counterexample in VNN-COMP's format to this file.")
+@click.option("--instances", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A VNN-COMP instances.csv (onnx,vnnlib,timeout) to run in batch.")
+@click.option("--results", type=click.Path(dir_okay=False), default=None,
+              help="With --instances: the results CSV, written row by row.")
+def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
+           results) -> None:
+    """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
+
+    \b
+    Examples:
+      polytrav verify net.onnx prop_3.vnnlib --timeout 116
+      polytrav verify net.onnx prop.vnnlib --json --counterexample cex.txt
+      polytrav verify --instances instances.csv --results results.csv
+
+    A counterexample is confirmed by a float64 forward pass and, for ONNX files, by
+    onnxruntime before `sat` is printed. Exit code: 0 unsat, 1 sat, 2 unknown, 3 timeout,
+    4 bad input.
+    """
+    if instances is not None:
+        if network or prop:
+            _fail("give either NETWORK PROP or --instances, not both")
+        sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout))
+    if not (network and prop):
+        _fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
+    result = _run_one(network, prop, timeout, solver, max_polytopes)
+    if counterexample and result.answer == "sat":
+        Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
+                                                               result.output) + "\n")
+    if as_json:
+        click.echo(json.dumps({"network": network, "property": prop, **result.to_dict()}))
+    else:
+        click.echo(result.answer)
+        if result.answer == "sat":
+            click.echo(f"counterexample input:  {np.array2string(result.counterexample, precision=9)}")
+            click.echo(f"network output there:  {np.array2string(result.output, precision=9)}")
+        elif result.reason:
+            click.echo(f"why: {result.reason}")
+        click.echo(f"{result.polytopes} polytopes, {result.lps} LPs, {result.seconds:.3f} s")
+    sys.exit(result.exit_code)
+
+
+def _run_one(network, prop, timeout, solver, max_polytopes):
+    from polytrav.verify import verify as run
+
+    bar = _Progress(Path(prop).name, sys.stderr.isatty())
+    try:
+        return run(network, prop, timeout=timeout, solver=solver, max_polytopes=max_polytopes,
+                   progress=bar)
+    except (PolytravError, OSError) as exc:
+        _fail(str(exc))
+    finally:
+        bar.close()
+
+
+def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_override) -> int:
+    """Run every row of ``instances`` (paths relative to its folder); 4 if any input was bad."""
+    root = instances.parent
+    rows = [r for r in csv.reader(instances.open()) if r and not r[0].startswith("#")]
+    out = open(results, "w", newline="") if results else None
+    writer = csv.writer(out) if out else None
+    if writer:
+        writer.writerow(["network", "property", "answer", "polytopes", "lps", "seconds", "reason"])
+    bad = 0
+    try:
+        for k, row in enumerate(rows):
+            if len(row) < 2:
+                _fail(f"{instances}:{k + 1}: expected onnx,vnnlib[,timeout], got {row}")
+            timeout = timeout_override or (float(row[2]) if len(row) > 2 and row[2] else None)
+            try:
+                from polytrav.verify import verify as run
+
+                res = run(root / row[0], root / row[1], timeout=timeout, solver=solver,
+                          max_polytopes=max_polytopes)
+                rec = [row[0], row[1], res.answer, res.polytopes, res.lps, f"{res.seconds:.3f}",
+                       res.reason]
+            except (PolytravError, OSError) as exc:
+                bad += 1
+                rec = [row[0], row[1], "error", 0, 0, "0", str(exc)]
+            if writer:
+                writer.writerow(rec)
+                out.flush()
+            if as_json:
+                click.echo(json.dumps(dict(zip(["network", "property", "answer", "polytopes",
+                                                "lps", "seconds", "reason"], rec))))
+            else:
+                click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s)")
+    finally:
+        if out:
+            out.close()
+    return EXIT_BAD_INPUT if bad else 0

@@ -1,0 +1,182 @@
+"""Verification of VNN-LIB properties: ``verify()`` and its VNN-COMP style answer.
+
+A VNN-LIB file describes counterexamples: an input region (one or more boxes) and an unsafe
+output set. :func:`verify` runs :class:`~polytrav.plugins.linear_property.LinearProperty` in
+its ``verify`` mode on every input region of the file (one :func:`polytrav.analyze` run each,
+all within one time budget) and answers in VNN-COMP terms:
+
+* ``sat``: a counterexample exists. Reported only for an input whose output, by a plain
+  float64 forward pass, meets the unsafe set (and, for an ONNX model, by onnxruntime too:
+  :func:`check_with_onnxruntime`).
+* ``unsat``: the property holds; every region was traversed completely with every LP decided.
+* ``timeout``: the time budget ran out first; ``unknown``: anything else that is not a proof
+  (a lost LP, a polytope budget, an unconfirmed counterexample).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polytrav.errors import ConfigError
+from polytrav.network import Network
+from polytrav.results import Verdict
+
+__all__ = ["VerificationResult", "verify", "check_with_onnxruntime", "load_network"]
+
+#: The four answers, as VNN-COMP writes them.
+ANSWERS = ("sat", "unsat", "unknown", "timeout")
+
+
+@dataclass
+class VerificationResult:
+    """The answer for one (network, property) instance.
+
+    ``answer`` is ``sat``, ``unsat``, ``unknown`` or ``timeout``; with ``sat``,
+    ``counterexample`` is the input and ``output`` the network's output there. ``polytopes``
+    and ``lps`` add up every region's traversal; ``reason`` says why an answer is not a proof.
+    """
+
+    answer: str
+    counterexample: np.ndarray | None
+    output: np.ndarray | None
+    polytopes: int
+    lps: int
+    seconds: float
+    reason: str = ""
+    reports: list = field(default_factory=list, repr=False)
+
+    @property
+    def exit_code(self) -> int:
+        """Process exit code of the answer: 0 unsat, 1 sat, 2 unknown, 3 timeout."""
+        return {"unsat": 0, "sat": 1, "unknown": 2, "timeout": 3}[self.answer]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary."""
+        as_list = (lambda a: None if a is None else np.asarray(a, float).tolist())
+        return {"answer": self.answer, "counterexample": as_list(self.counterexample),
+                "output": as_list(self.output), "polytopes": self.polytopes, "lps": self.lps,
+                "seconds": self.seconds, "reason": self.reason}
+
+
+def load_network(path: str | PathLike) -> Network:
+    """A :class:`~polytrav.Network` from an ``.onnx`` or ``.nnet`` file (by its suffix)."""
+    path = Path(path)
+    if path.suffix == ".onnx":
+        return Network.from_onnx(path)
+    if path.suffix == ".nnet":
+        return Network.from_nnet(path)
+    raise ConfigError(f"network file {str(path)!r}: unknown format {path.suffix!r}; "
+                      "polytrav reads .onnx and .nnet files")
+
+
+def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
+                           tol: float = 1e-4) -> tuple[bool, np.ndarray]:
+    """Whether onnxruntime's output at ``x`` meets one of the ``unsafe`` conjunctions.
+
+    The model runs in its own precision (float32 for the VNN-COMP networks), so the check
+    allows ``tol`` (absolute, as VNN-COMP's counterexample checker does). Returns the verdict
+    and onnxruntime's output.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    inp = session.get_inputs()[0]
+    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+    dtype = np.float64 if "double" in inp.type else np.float32
+    y = session.run(None, {inp.name: np.asarray(x, dtype).reshape(shape)})[0]
+    y = np.asarray(y, float).reshape(-1)
+    return any(bool(np.all(C @ y <= d + tol)) for C, d in unsafe), y
+
+
+def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
+           solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
+           progress=None) -> VerificationResult:
+    """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
+
+    Parameters
+    ----------
+    network : Network or path
+        A network, or an ``.onnx`` / ``.nnet`` file; for an ONNX file a counterexample is
+        also checked with onnxruntime before ``sat`` is answered.
+    spec : VnnlibSpec or path
+        The property (see :func:`polytrav.loaders.vnnlib.read_vnnlib`).
+    timeout : float, optional
+        Seconds for the whole instance (every input region of the file).
+    solver, strategy, max_polytopes, progress
+        As in :func:`polytrav.analyze`.
+
+    Examples
+    --------
+    >>> from polytrav.loaders.vnnlib import parse_vnnlib
+    >>> net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> text = '''(declare-const X_0 Real) (declare-const X_1 Real) (declare-const Y_0 Real)
+    ... (assert (>= X_0 -1)) (assert (<= X_0 1)) (assert (>= X_1 -1)) (assert (<= X_1 1))
+    ... (assert (>= Y_0 LIMIT))'''
+    >>> verify(net, parse_vnnlib(text.replace("LIMIT", "2.5"))).answer   # max of y is 2
+    'unsat'
+    >>> result = verify(net, parse_vnnlib(text.replace("LIMIT", "1.5")))
+    >>> result.answer, bool(net.forward(result.counterexample)[0] >= 1.5)
+    ('sat', True)
+    """
+    from polytrav.loaders.vnnlib import VnnlibSpec, read_vnnlib
+    from polytrav.run import analyze
+
+    t0 = time.perf_counter()
+    onnx_path = None
+    if not isinstance(network, Network):
+        onnx_path = Path(network) if Path(network).suffix == ".onnx" else None
+        network = load_network(network)
+    if not isinstance(spec, VnnlibSpec):
+        spec = read_vnnlib(spec, n_inputs=network.n_inputs, n_outputs=network.n_outputs)
+    elif (spec.n_inputs, spec.n_outputs) != (network.n_inputs, network.n_outputs):
+        raise ConfigError(
+            f"verify: the property has {spec.n_inputs} inputs and {spec.n_outputs} outputs but "
+            f"the network has {network.n_inputs} and {network.n_outputs}")
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"verify: timeout must be positive seconds, got {timeout!r}")
+    polytopes = lps = 0
+    reports, reasons = [], []
+    timed_out = False
+    for k, case in enumerate(spec.cases):
+        left = None if timeout is None else timeout - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            timed_out = True
+            reasons.append(f"no time left for input region {k}")
+            break
+        report = analyze(network, case.region(), case.property("verify"), solver=solver,
+                         strategy=strategy, max_polytopes=max_polytopes, time_limit=left,
+                         progress=progress)
+        reports.append(report)
+        polytopes += report.stats["polytopes"]
+        lps += report.stats["lps"] + report.stats["subproblem_solves"]
+        result = report[0]
+        if result.verdict is Verdict.VIOLATED:
+            x = np.asarray(result.witness, float)
+            y = network.forward(x)
+            if onnx_path is not None:
+                ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
+                if not ok:
+                    reasons.append(f"region {k}: the counterexample's onnxruntime output "
+                                   f"{np.round(y_rt, 6).tolist()} misses the unsafe set")
+                    continue
+            return VerificationResult("sat", x, y, polytopes, lps, time.perf_counter() - t0,
+                                      f"input region {k}", reports)
+        if result.verdict is not Verdict.HOLDS:
+            if report.status.value == "time_limit":
+                timed_out = True
+            reasons.append(f"region {k}: {result.verdict.value} ({report.status.value}"
+                           + (f"; {result.failures[0]}" if result.failures else "") + ")")
+    seconds = time.perf_counter() - t0
+    if not reasons:
+        return VerificationResult("unsat", None, None, polytopes, lps, seconds, "", reports)
+    answer = "timeout" if timed_out else "unknown"
+    return VerificationResult(answer, None, None, polytopes, lps, seconds, "; ".join(reasons),
+                              reports)
+

@@ -1,0 +1,137 @@
+"""verify() and ``polytrav verify`` on the real ACAS Xu and mnistfc files, against ground truth."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from polytrav import ConfigError, Network
+from polytrav.cli import main
+from polytrav.loaders.vnnlib import read_vnnlib
+from polytrav.verify import check_with_onnxruntime, verify
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def acas(data_dir):
+    root = data_dir / "acasxu"
+    truth = {(r["network"], r["property"]): r["verdict"]
+             for r in csv.DictReader((root / "ground_truth.csv").open())}
+    onnx = lambda name: root / "onnx" / f"ACASXU_run2a_{name}_batch_2000.onnx"  # noqa: E731
+    prop = lambda k: root / "vnnlib" / f"prop_{k}.vnnlib"  # noqa: E731
+    return onnx, prop, truth
+
+
+def test_property_3_on_1_7_is_violated_in_the_first_polytope(acas):
+    onnx, prop, truth = acas
+    assert truth[("1_7", "3")] == "sat"
+    result = verify(onnx("1_7"), prop(3), timeout=60)
+    assert result.answer == "sat" and result.polytopes == 1
+    spec = read_vnnlib(prop(3))
+    case = spec.cases[0]
+    x = result.counterexample
+    assert np.all(x >= case.lower - 1e-12) and np.all(x <= case.upper + 1e-12)
+    ok, y = check_with_onnxruntime(onnx("1_7"), x, case.unsafe, tol=0.0)
+    assert ok and np.allclose(y, result.output, atol=1e-5)
+
+
+def test_property_4_on_3_3_holds_like_the_ground_truth(acas):
+    """Property 4 fixes one input (zero-width box coordinate): traversed in its affine hull."""
+    onnx, prop, truth = acas
+    assert truth[("3_3", "4")] == "unsat"
+    result = verify(onnx("3_3"), prop(4), timeout=60)
+    assert result.answer == "unsat" and result.polytopes > 100 and result.reason == ""
+
+
+def test_a_small_sub_box_of_property_1_holds_and_the_budget_gives_timeout(acas):
+    onnx, prop, truth = acas
+    spec = read_vnnlib(prop(1))
+    case = spec.cases[0]
+    mid = (case.lower + case.upper) / 2
+    half = 0.002 * (case.upper - case.lower)
+    from polytrav import Box, analyze
+
+    net = Network.from_onnx(onnx("1_1"))
+    report = analyze(net, Box(mid - half, mid + half), case.property())
+    assert report.complete and report[0].verdict.value == "holds"
+    timed = verify(onnx("1_1"), prop(1), timeout=1.0)
+    assert timed.answer == "timeout" and timed.counterexample is None
+
+
+def test_the_property_must_fit_the_network(acas, data_dir):
+    onnx, _, _ = acas
+    mnist_prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_0_0.03.vnnlib"
+    with pytest.raises(ConfigError, match="784 inputs"):
+        verify(onnx("1_1"), mnist_prop)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_cli_prints_sat_with_the_counterexample_and_exits_1(acas, tmp_path):
+    onnx, prop, _ = acas
+    cex = tmp_path / "cex.txt"
+    res = CliRunner().invoke(main, ["verify", str(onnx("1_7")), str(prop(3)), "--timeout", "60",
+                                    "--counterexample", str(cex)])
+    assert res.exit_code == 1, res.output
+    assert res.output.splitlines()[0] == "sat" and "counterexample input" in res.output
+    text = cex.read_text().split()
+    assert text[0] == "sat" and "(X_4" in text and "(Y_0" in text
+
+
+def test_cli_json_unsat_exits_0(acas):
+    onnx, prop, _ = acas
+    res = CliRunner().invoke(main, ["verify", str(onnx("3_3")), str(prop(4)), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["answer"] == "unsat" and out["polytopes"] > 100 and out["counterexample"] is None
+
+
+def test_cli_timeout_exits_3(acas):
+    onnx, prop, _ = acas
+    res = CliRunner().invoke(main, ["verify", str(onnx("1_1")), str(prop(1)), "--timeout", "1"])
+    assert res.exit_code == 3 and res.output.startswith("timeout"), res.output
+
+
+@pytest.mark.parametrize("problem, message", [
+    ("malformed", "bad.vnnlib:3:1: expected ')' but got end of file"),
+    ("solver", "unknown solver 'nope'"),
+    ("missing", "No such file"),
+])
+def test_cli_bad_input_is_named_and_exits_4(acas, tmp_path, problem, message):
+    onnx, prop, _ = acas
+    net, spec, extra = str(onnx("1_1")), str(prop(3)), []
+    if problem == "malformed":
+        bad = tmp_path / "bad.vnnlib"
+        bad.write_text("(declare-const X_0 Real)\n(assert (<= X_0 1)\n")
+        spec = str(bad)
+    elif problem == "solver":
+        extra = ["--solver", "nope"]
+    else:
+        net = str(tmp_path / "missing.onnx")
+    res = CliRunner().invoke(main, ["verify", net, spec, *extra])
+    assert res.exit_code == 4, res.output
+    assert message in res.output
+
+
+def test_cli_batch_writes_a_results_csv(acas, tmp_path):
+    onnx, prop, truth = acas
+    inst = tmp_path / "instances.csv"
+    inst.write_text(f"{onnx('1_7')},{prop(3)},60\n{onnx('3_3')},{prop(4)},60\n")
+    out = tmp_path / "results.csv"
+    res = CliRunner().invoke(main, ["verify", "--instances", str(inst), "--results", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(out.open()))
+    assert [r["answer"] for r in rows] == [truth[("1_7", "3")], truth[("3_3", "4")]]
+
+
+def test_the_installed_command_runs():
+    res = subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()", "--help"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "verify" in res.stdout
