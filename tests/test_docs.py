@@ -95,3 +95,12 @@ def test_python_examples_run(doc):
     for k, block in enumerate(blocks):
         assert "--8<--" not in block
         exec(compile(block, f"docs/{doc} (python block {k + 1})", "exec"), namespace)
+
+
+def test_readme_python_examples_run(monkeypatch, data_dir):
+    """The README's python blocks run from the repo root (they read ../shared/data)."""
+    monkeypatch.chdir(ROOT)
+    blocks = PYTHON_BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) >= 2
+    for k, block in enumerate(blocks):
+        exec(compile(block, f"README.md (python block {k + 1})", "exec"), {"__name__": "readme"})
