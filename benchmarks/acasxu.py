@@ -29,19 +29,19 @@ import argparse
 import csv
 import json
 import os
-import platform
 import re
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 BENCH = DATA / "acasxu"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from machine import machine_info  # noqa: E402
 
 #: CSV columns after the instance's own key columns.
 RESULT_FIELDS = ["answer", "expected", "correct", "polytopes", "lps", "seconds", "timeout",
@@ -325,44 +325,6 @@ def draw_figure5(rows: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
     plt.close(fig)
-
-
-# ---------------------------------------------------------------------- machine
-def machine_info() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 2**20:.1f} GB"
-    except OSError:
-        pass
-    versions = {}
-    for pkg in ("numpy", "scipy", "highspy", "cvxpy", "clarabel", "onnxruntime", "polytrav"):
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = None
-    git = {}
-    try:
-        git["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                       text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "core", "plugins", "solvers"],
-                               cwd=ROOT, capture_output=True, text=True,
-                               check=True).stdout.split("\n")
-        git["dirty_library_files"] = [d.strip() for d in dirty if d.strip()]
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "platform": platform.platform(),
-            "python": platform.python_version(), "versions": versions, "git": git,
-            "loadavg_start": os.getloadavg()}
 
 
 # ---------------------------------------------------------------------- main

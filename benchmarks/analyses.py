@@ -44,12 +44,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +65,7 @@ from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.output_range import OutputRange
 from polytrav import subproblem as subproblem_module
 from polytrav.subproblem import Subproblem
+from machine import machine_info
 from traversal import ACAS_C, case
 
 SECTIONS = ("cf_grid", "cf_acas", "attack", "cf_mnist", "overhead", "paths")
@@ -589,43 +587,6 @@ def tables(results: dict) -> str:
                          f"{r['ratio_vs_direct']:.1f}x | {r['max_objective_diff_vs_direct']:.1e} |")
         lines.append("")
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------- machine
-def machine_info() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 2**20:.1f} GB"
-    except OSError:
-        pass
-    versions = {}
-    for pkg in ("numpy", "scipy", "highspy", "cvxpy", "clarabel", "polytrav"):
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = None
-    git = {}
-    try:
-        git["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                       text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "core", "plugins", "solvers"],
-                               cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\n")
-        git["dirty_library_files"] = [d.strip() for d in dirty if d.strip()]
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "platform": platform.platform(),
-            "python": platform.python_version(), "versions": versions, "git": git,
-            "loadavg_start": os.getloadavg()}
 
 
 def _json(o):

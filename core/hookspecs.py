@@ -5,7 +5,15 @@ each with a unique ``name``.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pluggy
+
+if TYPE_CHECKING:
+    from polytrav.analysis import Directive
+    from polytrav.polytope import Polytope
+    from polytrav.results import AnalysisResult
+    from polytrav.run import RunContext
 
 __all__ = ["hookspec", "hookimpl"]
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from polytrav.geometry import HIGH_DIM
-from polytrav.results import SolveResult, Status
+from polytrav.results import SolveResult
 
 if TYPE_CHECKING:
     from polytrav.geometry import Frame

@@ -1,7 +1,6 @@
 """Third-party plugins: the example package registers only through its entry point."""
 import importlib.util
 
-import numpy as np
 import pytest
 from reference import random_net
 

@@ -7,7 +7,6 @@ confirmed by a forward pass before the verdict says so; the run stops there.
 from __future__ import annotations
 
 import cvxpy as cp
-import numpy as np
 
 from polytrav import (Analysis, AnalysisResult, CellProblem, ConfigError, Status, Stop,
                       Subproblem, Verdict, check_witness)
