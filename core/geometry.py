@@ -59,9 +59,10 @@ class Frame:
     @cached_property
     def fingerprint(self) -> str:
         """A digest of the whole frame: equal for frames of the same region (cache keys)."""
-        diag = self.U[self.free, np.arange(self.dim)] if self.free is not None else self.U
+        rows, cols = np.nonzero(self.U)  # a scaled selection for boxes: keep it sparse
         free = np.zeros(0) if self.free is None else self.free
-        return _digest([self.origin, diag, free, self.cell_fingerprint])
+        return _digest([self.origin, np.array(self.U.shape, float), rows, cols,
+                        self.U[rows, cols], free, self.cell_fingerprint])
 
     @cached_property
     def cell_fingerprint(self) -> str:
@@ -69,7 +70,10 @@ class Frame:
 
         Boxes of one dimension share it: problems over ``u`` alone compile once for all.
         """
-        arrays = [self.A, self.b]
+        if self.is_box:  # [-1, 1]^dim: the dimension says it all
+            return _digest([f"box {self.dim}"])
+        rows, cols = np.nonzero(self.A)  # sparse: boxes with a few extra rows stay cheap
+        arrays = [np.array(self.A.shape, float), rows, cols, self.A[rows, cols], self.b]
         for ball in self.l1_balls:
             arrays += [ball.U, ball.w, np.array([ball.radius, ball.kappa])]
         for ball in self.l2_balls:

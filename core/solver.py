@@ -79,6 +79,15 @@ class SolverBackend:
             "pick one from polytrav.available_solvers('qp')"
         )
 
+    def lp_session(self):
+        """An object whose ``solve_lp`` (same arguments) may keep state between calls.
+
+        A subproblem solved polytope after polytope uses one session per backend, so a backend
+        with an incremental API can re-solve the previous model from its last basis. The
+        default is the backend itself (every solve from scratch).
+        """
+        return self
+
     def chebyshev_model(self, frame: "Frame", *, box_as_bounds: bool = True) -> "ChebyshevModel":
         """A fresh Chebyshev model over ``frame``'s region (rebuilt per solve by default)."""
         return ChebyshevModel(self, frame, box_as_bounds=box_as_bounds)

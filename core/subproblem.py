@@ -11,7 +11,9 @@ polytope. Two paths serve a solve:
   parameter vector to the data ``q, d, A, b`` and ``P`` of ``min 0.5 x'Px + q'x + d`` s.t.
   ``A x + b`` in cones). :meth:`Subproblem.standard_form` re-applies that map, one sparse
   mat-vec, and lays the rows out for ``solve_lp`` / ``solve_qp``; inequality rows with a single
-  nonzero (boxes such as ``-1 <= u <= 1``) become column bounds.
+  nonzero (boxes such as ``-1 <= u <= 1``) become column bounds. LPs go through the backend's
+  ``lp_session()``, one per subproblem: HiGHS re-solves the previous model from its last basis
+  (a neuron row on the other side flips its bounds; see ``HighsLpSession``).
 
 The stale-bounds trap (``shared/data/solver_traps``): OSQP's ``update()`` checks a new bound
 vector against the *old* other one, so a warm re-solve that changes only one of them runs on
@@ -178,6 +180,7 @@ class Subproblem:
         self._plain = {name for name, p in self.parameters.items()
                        if all(a is None or a is False for a in p.attributes.values())}
         self.sense = -1 if isinstance(problem.objective, cp.Maximize) else 1
+        self._session = None  # (backend, its lp_session()) of the last compiled-path LP
         self._compile()
 
     def _compile(self) -> None:
@@ -360,7 +363,9 @@ class Subproblem:
         rows = [*((sf.A_ub, sf.b_ub) if sf.A_ub.shape[0] else (None, None)),
                 *((sf.A_eq, sf.b_eq) if sf.A_eq.shape[0] else (None, None)), (sf.lo, sf.hi)]
         if self.form == "lp":
-            res = backend.solve_lp(sf.c, *rows)
+            if self._session is None or self._session[0] is not backend:
+                self._session = (backend, backend.lp_session())
+            res = self._session[1].solve_lp(sf.c, *rows)
         else:
             res = backend.solve_qp(sf.P, sf.c, *rows)
         if res.status not in SOLUTION_PRESENT or res.x is None:

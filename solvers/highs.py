@@ -123,6 +123,106 @@ class HighsBackend(SolverBackend):
     def chebyshev_model(self, frame, *, box_as_bounds: bool = True) -> ChebyshevModel:
         return HighsChebyshevModel(self, frame, box_as_bounds=box_as_bounds)
 
+    def lp_session(self):
+        """A :class:`HighsLpSession` (a subclass that overrides ``solve_lp`` gets itself)."""
+        if type(self).solve_lp is not HighsBackend.solve_lp:
+            return self
+        return HighsLpSession(self)
+
+
+class HighsLpSession:
+    """LPs of one shape re-solved in one warm ``Highs`` model (a subproblem, polytope after polytope).
+
+    The model keeps every row's coefficients as first added. A new row equal to the stored
+    one changes only its bounds, its negation (the neuron on the other side) flips them
+    (``a·x <= b`` is ``-a·x >= -b``), and any other row is deleted and added again; costs and
+    column bounds are set in full. Another shape, or sparse data, builds a new model. A warm
+    solve that ends neither optimal nor infeasible is repeated cold, so the answers are those
+    of :meth:`HighsBackend.solve_lp`.
+    """
+
+    def __init__(self, backend: HighsBackend):
+        self.backend = backend
+        self.h = None
+        self.shape = None
+        self.warm_solves = 0
+
+    def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
+        if sp.issparse(A_ub) or sp.issparse(A_eq):
+            return self.backend.solve_lp(c, A_ub, b_ub, A_eq, b_eq, bounds)
+        c = np.asarray(c, float)
+        n = c.shape[0]
+        A_ub = np.zeros((0, n)) if A_ub is None else np.asarray(A_ub, float)
+        A_eq = np.zeros((0, n)) if A_eq is None else np.asarray(A_eq, float)
+        b_ub = np.zeros(0) if b_ub is None else np.asarray(b_ub, float)
+        b_eq = np.zeros(0) if b_eq is None else np.asarray(b_eq, float)
+        lo, hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
+        A, m_ub = np.vstack([A_ub, A_eq]), A_ub.shape[0]
+        rlo = np.concatenate([np.full(m_ub, -np.inf), b_eq])
+        rhi = np.concatenate([b_ub, b_eq])
+        shape = (n, m_ub, A_eq.shape[0])
+        if self.h is None or shape != self.shape:
+            return self._build(c, A, rlo, rhi, lo, hi, shape)
+        t0 = time.perf_counter()
+        h, cols = self.h, np.arange(n, dtype=np.int32)
+        h.changeColsCost(n, cols, c)
+        if not (np.array_equal(lo, self.lo) and np.array_equal(hi, self.hi)):
+            h.changeColsBounds(n, cols, _inf(lo), _inf(hi))
+            self.lo, self.hi = np.array(lo, float), np.array(hi, float)
+        same = np.all(A == self.S, axis=1)
+        flip = ~same & np.all(A == -self.S, axis=1)
+        rlo, rhi = np.where(flip, -rhi, rlo), np.where(flip, -rlo, rhi)
+        redo = np.flatnonzero(~(same | flip))
+        if redo.size:  # delete and re-add; the other rows move down (HiGHS keeps their order)
+            gone = np.sort(self.pos[redo])
+            h.deleteRows(gone.size, gone.astype(np.int32))
+            keep = np.setdiff1d(np.arange(A.shape[0]), redo)
+            self.pos[keep] -= np.searchsorted(gone, self.pos[keep])
+            self.pos[redo] = A.shape[0] - redo.size + np.arange(redo.size)
+            self.S[redo] = A[redo]
+            _add_dense_rows(h, A[redo], rlo[redo], rhi[redo])
+        rows = np.flatnonzero(same | flip)
+        if rows.size:
+            h.changeRowsBounds(rows.size, self.pos[rows].astype(np.int32), _inf(rlo[rows]),
+                               _inf(rhi[rows]))
+        try:
+            h.run()
+        except Exception as exc:  # pragma: no cover - native crash
+            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        res = self.backend.read(h, t0)
+        if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+            return self._build(c, A, np.concatenate([np.full(m_ub, -np.inf), b_eq]),
+                               np.concatenate([b_ub, b_eq]), lo, hi, shape)
+        self.warm_solves += 1
+        return res
+
+    def _build(self, c, A, rlo, rhi, lo, hi, shape) -> SolveResult:
+        """A new model with rows as given (row ``i`` at HiGHS index ``i``), solved."""
+        t0 = time.perf_counter()
+        h = self.backend.new_highs()
+        if "presolve" not in self.backend.options:
+            h.setOptionValue("presolve", "off")
+        n = shape[0]
+        h.addVars(n, _inf(lo), _inf(hi))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
+        _add_dense_rows(h, A, rlo, rhi)
+        self.h, self.shape, self.S = h, shape, A.copy()
+        self.lo, self.hi = np.array(lo, float), np.array(hi, float)
+        self.pos = np.arange(A.shape[0])  # HiGHS row index of each row of A
+        try:
+            h.run()
+        except Exception as exc:  # pragma: no cover - native crash
+            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        return self.backend.read(h, t0)
+
+
+def _inf(v: np.ndarray) -> np.ndarray:
+    """``±inf`` as HiGHS's infinity."""
+    import highspy
+
+    v = np.asarray(v, float)
+    return np.where(np.isposinf(v), highspy.kHighsInf, np.where(np.isneginf(v), -highspy.kHighsInf, v))
+
 
 def _add_dense_rows(h, A: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
     import highspy

@@ -1,0 +1,70 @@
+"""The warm HiGHS LP session gives the answers of cold solves, whatever changes between LPs."""
+import numpy as np
+import pytest
+
+from polytrav.manager import get_solver
+from polytrav.results import Status
+from polytrav.solvers.highs import HighsLpSession
+
+
+def _sequence(seed: int, n: int = 6, m: int = 12, steps: int = 60):
+    """LPs of one shape whose rows flip sign, change, or stay; some shapes change, some infeasible."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((m, n))
+    b = rng.uniform(0.2, 1.0, m)
+    for k in range(steps):
+        A, b = A.copy(), b.copy()
+        flip = rng.random(m) < 0.3
+        A[flip], b[flip] = -A[flip], -b[flip] + 0.5  # the other side of a hyperplane
+        change = rng.random(m) < 0.1
+        A[change] = rng.standard_normal((change.sum(), n))
+        c = rng.standard_normal(n)
+        lo, hi = -np.ones(n), np.ones(n)
+        if k % 17 == 16:  # another shape now and then
+            yield c, np.vstack([A, rng.standard_normal((2, n))]), np.concatenate([b, [1, 1]]), lo, hi
+        elif k % 11 == 10:  # contradicting rows: infeasible
+            yield c, np.vstack([A, A[:1], -A[:1]]), np.concatenate([b, [-1.0], [-1.0]]), lo, hi
+        else:
+            yield c, A, b, lo, hi
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_warm_session_equals_cold_solves(seed):
+    backend = get_solver("highs")
+    session = backend.lp_session()
+    assert isinstance(session, HighsLpSession)
+    statuses = set()
+    for c, A, b, lo, hi in _sequence(seed):
+        warm = session.solve_lp(c, A, b, None, None, (lo, hi))
+        cold = backend.solve_lp(c, A, b, None, None, (lo, hi))
+        assert warm.status is cold.status
+        statuses.add(warm.status)
+        if cold.status is Status.OPTIMAL:
+            assert warm.objective == pytest.approx(cold.objective, abs=1e-9)
+            assert np.all(A @ warm.x <= b + 1e-8)
+    assert {Status.OPTIMAL, Status.INFEASIBLE} <= statuses
+    assert session.warm_solves > 30
+
+
+def test_equality_rows_and_their_negation():
+    backend = get_solver("highs")
+    session = backend.lp_session()
+    c, A_eq = np.array([1.0, 1.0]), np.array([[1.0, -1.0]])
+    bounds = (-np.ones(2), np.ones(2))
+    first = session.solve_lp(c, None, None, A_eq, np.array([0.5]), bounds)
+    second = session.solve_lp(c, None, None, -A_eq, np.array([0.5]), bounds)  # x0 - x1 = -0.5
+    assert first.objective == pytest.approx(-1.5) and second.objective == pytest.approx(-1.5)
+    assert second.x[0] - second.x[1] == pytest.approx(-0.5)
+
+
+def test_a_subclass_that_overrides_solve_lp_is_its_own_session():
+    from polytrav.solvers.highs import HighsBackend
+
+    class Custom(HighsBackend):
+        name = "custom"
+
+        def solve_lp(self, *args, **kwargs):
+            return super().solve_lp(*args, **kwargs)
+
+    backend = Custom()
+    assert backend.lp_session() is backend
