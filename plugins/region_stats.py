@@ -5,13 +5,14 @@ polytope's volume share where it is cheap (regions of at most ``VOLUME_MAX_DIM``
 exact from the polytope's vertices), and the adjacency graph: an edge joins two polytopes
 whose activation codes differ in exactly one neuron (the paper's one-adjacency), plus the
 traversal's discovery edges (``parent``). :meth:`RegionStats.graph` exports it to networkx
-(``pip install networkx``).
+(``pip install "polytrav[graph]"``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from polytrav.analysis import Analysis
+from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult
 
@@ -87,7 +88,10 @@ class RegionStats(Analysis):
 
     def graph(self):
         """The last run's adjacency graph as a ``networkx.Graph`` (nodes are visit indices)."""
-        import networkx as nx
+        try:
+            import networkx as nx
+        except ImportError as exc:
+            raise ConfigError('RegionStats.graph needs networkx: pip install "polytrav[graph]"') from exc
 
         g = nx.Graph()
         for index, parent, bits, share in self._last_records:
