@@ -62,6 +62,10 @@ from polytrav.tolerances import (  # noqa: E402  (re-exported: the traversal's c
     VERTEX_MAX_DIM,
 )
 
+#: At the last level, a cell's vertices are computed when at least this many flips remain to
+#: be checked (at deeper levels always: they also screen the next level's hyperplanes).
+VERTEX_MIN_FLIPS = 1
+
 
 class TraversalStatus(str, enum.Enum):
     """How a traversal ended."""
@@ -236,7 +240,6 @@ class Traversal(Iterator[Polytope]):
         self.start_u = self._start_point(start)
         self.status = TraversalStatus.RUNNING
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers)
-        self._qhull_cost = 0.0
         self._gen = self._run()
 
     # ---------------------------------------------------------------- public protocol
@@ -627,8 +630,9 @@ class Traversal(Iterator[Polytope]):
             return False
         if not last or self.want_vertices:
             return True  # they also screen the next level's hyperplanes / the caller wants them
-        lp_cost = self._model.solve_time / max(self._model.n_solves, 1)
-        return n_flips * lp_cost > self._qhull_cost
+        # one qhull call costs about one warm LP (0.1-0.3 ms in <= 6 dimensions) and rules
+        # out most flips; a count, not measured times, so that runs are repeatable
+        return n_flips >= VERTEX_MIN_FLIPS
 
     def _vertices(self, model: ChebyshevModel, signs: np.ndarray, u: np.ndarray,
                   t: float) -> np.ndarray | None:
@@ -638,13 +642,10 @@ class Traversal(Iterator[Polytope]):
         if t < 1e-6:
             return None
         A, b = model.halfspaces(signs)
-        t0 = time.perf_counter()
         try:
             V = HalfspaceIntersection(np.c_[A, -b], u).intersections
         except (QhullError, ValueError):
             return None
-        finally:
-            self._qhull_cost = 0.8 * self._qhull_cost + 0.2 * (time.perf_counter() - t0)
         self.stats.vertex_sets += 1
         if not np.isfinite(V).all() or (A @ V.T - b[:, None]).max() > 1e-9:
             return None
