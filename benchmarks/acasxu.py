@@ -179,11 +179,15 @@ def selected_rows(instances: list[dict], out: Path, key: list[str]) -> list[dict
     return [r for k, r in rows.items() if k in wanted]
 
 
+#: The machine and code when the script started (the code a run uses is the code it imported).
+START = machine_info()
+
+
 def write_meta(out: Path, args: argparse.Namespace, summary: dict) -> None:
-    """Append this invocation (machine, command, summary) to the JSON next to the CSV."""
+    """Append this invocation (machine and code at its start, command, summary) to the JSON."""
     path = out.with_suffix(".json")
     runs = json.loads(path.read_text())["runs"] if path.exists() else []
-    meta = machine_info()
+    meta = dict(START)
     meta["command"] = "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:])
     meta["settings"] = {k: v for k, v in vars(args).items()}
     meta["loadavg_end"] = os.getloadavg()
