@@ -234,3 +234,9 @@ def test_a_traversal_that_lost_an_lp_gives_unknown(net):
     report = analyze(net, BOX, LinearProperty(barely_holds(net, BOX)), solver=[Flaky()])
     assert report.status.value == "solver_failure" and not report.complete
     assert report[0].verdict is Verdict.UNKNOWN and not report[0].exact
+
+
+def test_progress_is_called_once_per_polytope(net):
+    seen = []
+    report = analyze(net, BOX, OutputRange(), progress=lambda trav: seen.append(trav.stats.polytopes))
+    assert seen == list(range(1, report.stats["polytopes"] + 1))
