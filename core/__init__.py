@@ -3,6 +3,7 @@
 The public API is exactly the names in ``__all__``; anything else may change without notice.
 """
 from polytrav.errors import (
+    CheckpointError,
     ConfigError,
     InaccurateSolveWarning,
     NetworkError,
@@ -69,6 +70,7 @@ __all__ = [
     "PluginError",
     "SolverNotAvailable",
     "SolverError",
+    "CheckpointError",
     "InaccurateSolveWarning",
     "PolytopeSkippedWarning",
 ]

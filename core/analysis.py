@@ -28,7 +28,7 @@ import numpy as np
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.region import Box, Region
-from polytrav.results import DECIDED, AnalysisResult, SolveResult
+from polytrav.results import DECIDED, AnalysisResult, SolveResult, Verdict
 from polytrav.tolerances import WITNESS_TOL, ZERO_ROW_TOL
 
 if TYPE_CHECKING:
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from polytrav.run import RunContext
     from polytrav.subproblem import Subproblem
 
-__all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "cell_rows",
+__all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "cell_rows", "combined_verdict",
+           "combine_worst",
            "cell_values", "linear_cell_subproblem", "local_model_u", "check_witness"]
 
 
@@ -107,6 +108,36 @@ class Analysis:
         """Best objective so far; pieces whose bound is not below it are not needed."""
         return np.inf
 
+    def combine(self, parts: list[AnalysisResult], context: "RunContext") -> AnalysisResult:
+        """The result over the region from the results over disjoint parts of it.
+
+        Parallel and checkpointed runs (:mod:`polytrav.parallel`) split the region into
+        level-1 pieces, run this analysis on groups of them in fresh copies, and combine the
+        copies' :meth:`finish` results here; ``context.complete`` says whether every part ran
+        to the end. Override it to make an analysis parallel; :meth:`merged` fills in the
+        counts. The default refuses: such an analysis runs serially only.
+        """
+        raise NotImplementedError(f"analysis {self.name!r} ({type(self).__name__}) does not "
+                                  "implement combine(), so it cannot run in parts")
+
+    @property
+    def combinable(self) -> bool:
+        """Whether the analysis implements :meth:`combine` (can run in parallel parts)."""
+        return type(self).combine is not Analysis.combine
+
+    def merged(self, parts: list[AnalysisResult], context: "RunContext", **fields) -> AnalysisResult:
+        """An :class:`AnalysisResult` with the parts' counts and failures summed up.
+
+        ``exact`` defaults to "every part ran and no subproblem failed"; ``fields`` override.
+        """
+        failures = tuple(f for p in parts for f in p.failures)
+        base = dict(analysis=self.label, verdict=None, value=None,
+                    exact=context.complete and not failures,
+                    n_polytopes=sum(p.n_polytopes for p in parts),
+                    n_solves=sum(p.n_solves for p in parts), failures=failures)
+        base.update(fields)
+        return AnalysisResult(**base)
+
     def start_point(self) -> np.ndarray | None:
         """A point the traversal should start from (a counterfactual's ``x0``), if any."""
         return None
@@ -172,6 +203,40 @@ class Analysis:
 
 
 _RUN_STATE = ("label", "n_polytopes", "n_solves", "failures", "decided", "restriction")
+
+
+def combined_verdict(parts: list[AnalysisResult], exact: bool) -> Verdict:
+    """The verdict over the union of disjoint parts: a confirmed violation anywhere wins,
+    then an unconfirmed one; else HOLDS when the whole run was exact, UNKNOWN otherwise."""
+    verdicts = {p.verdict for p in parts}
+    for v in (Verdict.VIOLATED, Verdict.VIOLATED_UNCONFIRMED):
+        if v in verdicts:
+            return v
+    return Verdict.HOLDS if exact else Verdict.UNKNOWN
+
+
+def combine_worst(analysis: "Analysis", parts: list[AnalysisResult], context: "RunContext",
+                  stop_at_violation: bool, sums: tuple[str, ...] = ("skipped_by_bound",)
+                  ) -> AnalysisResult:
+    """:meth:`Analysis.combine` of a property whose ``value`` is a worst case to maximise.
+
+    The largest value wins (its witness and details come along); with
+    ``stop_at_violation`` (verification modes) the first confirmed violation wins instead.
+    ``sums`` name integer details that add up across parts.
+    """
+    failures = [f for p in parts for f in p.failures]
+    exact = context.complete and not failures
+    verdict = combined_verdict(parts, exact)
+    if stop_at_violation and verdict is Verdict.VIOLATED:
+        best = next(p for p in parts if p.verdict is Verdict.VIOLATED)
+    else:
+        best = max(parts, key=lambda p: -np.inf if p.value is None else p.value, default=None)
+    details = dict(best.details) if best is not None else {}
+    details.update({k: sum(p.details.get(k, 0) for p in parts) for k in sums})
+    return analysis.merged(
+        parts, context, verdict=verdict, value=None if best is None else best.value,
+        witness=None if best is None or verdict is Verdict.HOLDS else best.witness,
+        exact=exact or verdict is Verdict.VIOLATED, details=details)
 
 
 # ---------------------------------------------------------------- the cell in cvxpy

@@ -84,15 +84,20 @@ def main() -> None:
               help="A VNN-COMP instances.csv (onnx,vnnlib,timeout) to run in batch.")
 @click.option("--results", type=click.Path(dir_okay=False), default=None,
               help="With --instances: the results CSV, written row by row.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Local worker processes (instances of a batch, or parts of one traversal).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results) -> None:
+           results, workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
     Examples:
       polytrav verify net.onnx prop_3.vnnlib --timeout 116
       polytrav verify net.onnx prop.vnnlib --json --counterexample cex.txt
-      polytrav verify --instances instances.csv --results results.csv
+      polytrav verify --instances instances.csv --results results.csv --workers 2
+      polytrav verify net.onnx prop.vnnlib --scheduler tcp://10.0.0.5:8786
 
     A counterexample is confirmed by a float64 forward pass and, for ONNX files, by
     onnxruntime before `sat` is printed. Exit code: 0 unsat, 1 sat, 2 unknown, 3 timeout,
@@ -101,10 +106,14 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
     if instances is not None:
         if network or prop:
             _fail("give either NETWORK PROP or --instances, not both")
-        sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout))
+        with _executor(workers, scheduler) as executor:
+            sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
+                            executor))
     if not (network and prop):
         _fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
-    result = _run_one(network, prop, timeout, solver, max_polytopes)
+    with _executor(workers, scheduler) as executor:
+        result = _run_one(network, prop, timeout, solver, max_polytopes,
+                          None if workers is None and scheduler is None else executor)
     if counterexample and result.answer == "sat":
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")
@@ -121,49 +130,58 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
     sys.exit(result.exit_code)
 
 
-def _run_one(network, prop, timeout, solver, max_polytopes):
+def _executor(workers, scheduler):
+    from polytrav.parallel import get_executor
+
+    try:
+        return get_executor(workers, scheduler)
+    except (PolytravError, OSError) as exc:
+        _fail(str(exc))
+
+
+def _run_one(network, prop, timeout, solver, max_polytopes, executor):
     from polytrav.verify import verify as run
 
     bar = _Progress(Path(prop).name, sys.stderr.isatty())
     try:
         return run(network, prop, timeout=timeout, solver=solver, max_polytopes=max_polytopes,
-                   progress=bar)
+                   progress=bar, executor=executor)
     except (PolytravError, OSError) as exc:
         _fail(str(exc))
     finally:
         bar.close()
 
 
-def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_override) -> int:
-    """Run every row of ``instances`` (paths relative to its folder); 4 if any input was bad."""
+def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_override,
+           executor) -> int:
+    """Run every row of ``instances`` (paths relative to its folder), writing each result as
+    it finishes; 4 if any input was bad."""
+    from polytrav.verify import verify_many
+
     root = instances.parent
     rows = [r for r in csv.reader(instances.open()) if r and not r[0].startswith("#")]
+    for k, row in enumerate(rows):
+        if len(row) < 2:
+            _fail(f"{instances}:{k + 1}: expected onnx,vnnlib[,timeout], got {row}")
+    jobs = [(root / r[0], root / r[1],
+             timeout_override or (float(r[2]) if len(r) > 2 and r[2] else None)) for r in rows]
+    names = ["network", "property", "answer", "polytopes", "lps", "seconds", "reason"]
     out = open(results, "w", newline="") if results else None
     writer = csv.writer(out) if out else None
     if writer:
-        writer.writerow(["network", "property", "answer", "polytopes", "lps", "seconds", "reason"])
+        writer.writerow(names)
     bad = 0
     try:
-        for k, row in enumerate(rows):
-            if len(row) < 2:
-                _fail(f"{instances}:{k + 1}: expected onnx,vnnlib[,timeout], got {row}")
-            timeout = timeout_override or (float(row[2]) if len(row) > 2 and row[2] else None)
-            try:
-                from polytrav.verify import verify as run
-
-                res = run(root / row[0], root / row[1], timeout=timeout, solver=solver,
-                          max_polytopes=max_polytopes)
-                rec = [row[0], row[1], res.answer, res.polytopes, res.lps, f"{res.seconds:.3f}",
-                       res.reason]
-            except (PolytravError, OSError) as exc:
-                bad += 1
-                rec = [row[0], row[1], "error", 0, 0, "0", str(exc)]
+        for k, res in verify_many(jobs, executor=executor, solver=solver,
+                                  max_polytopes=max_polytopes):
+            bad += res.answer == "error"
+            rec = [rows[k][0], rows[k][1], res.answer, res.polytopes, res.lps,
+                   f"{res.seconds:.3f}", res.reason]
             if writer:
                 writer.writerow(rec)
                 out.flush()
             if as_json:
-                click.echo(json.dumps(dict(zip(["network", "property", "answer", "polytopes",
-                                                "lps", "seconds", "reason"], rec))))
+                click.echo(json.dumps(dict(zip(names, rec))))
             else:
                 click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s)")
     finally:

@@ -14,6 +14,7 @@ __all__ = [
     "PluginError",
     "SolverNotAvailable",
     "SolverError",
+    "CheckpointError",
     "PolytravWarning",
     "InaccurateSolveWarning",
     "PolytopeSkippedWarning",
@@ -53,6 +54,10 @@ class SolverNotAvailable(PolytravError, ImportError):
 
 class SolverError(PolytravError, RuntimeError):
     """A solver backend crashed (as opposed to reporting a status)."""
+
+
+class CheckpointError(PolytravError, ValueError):
+    """A checkpoint is unreadable or belongs to another run (network, region, analyses)."""
 
 
 class PolytravWarning(UserWarning):

@@ -247,7 +247,9 @@ def _chains(solver, pm) -> dict[str, list]:
 
 def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
             strategy: str = "hierarchical", max_polytopes: int | None = None,
-            time_limit: float | None = None, progress=None) -> Report:
+            time_limit: float | None = None, progress=None, within=None, executor=None,
+            checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
+            parts: int | None = None) -> Report:
     """Run analyses over every polytope of ``net`` inside ``region``.
 
     Parameters
@@ -268,7 +270,19 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         As in :func:`polytrav.traverse`.
     progress : callable, optional
         Called as ``progress(traversal)`` after every polytope (``traversal.stats`` holds the
-        counts so far); progress bars hang here.
+        counts so far); progress bars hang here. A run in parts calls it after every part.
+    within : list of Piece, optional
+        Only the polytopes inside these level-1 pieces (see :func:`polytrav.traverse`).
+    executor : concurrent.futures.Executor, optional
+        Run in parts on this executor (:func:`polytrav.parallel.get_executor`: processes or
+        Dask); every analysis must implement :meth:`~polytrav.Analysis.combine`. The
+        results equal a serial run's (each analysis combines its parts exactly).
+    checkpoint : path, optional
+        Run in parts and save progress there every ``checkpoint_every`` seconds and at the
+        end (atomically); ``resume=True`` continues from it (refused, with
+        :class:`~polytrav.CheckpointError`, if it belongs to other inputs).
+    parts : int, optional
+        How many parts to cut the pieces into (default: 8 per worker).
 
     Returns
     -------
@@ -298,15 +312,26 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     chains = _chains(solver, pm)
     if start is None:
         start = next((p for p in (a.start_point() for a in items) if p is not None), None)
+    if executor is not None or checkpoint is not None:
+        if within is not None:
+            raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
+        from polytrav.parallel import run_in_parts
+
+        return run_in_parts(net, region, items, start=start, solver=solver, chains=chains, pm=pm,
+                            strategy=strategy, max_polytopes=max_polytopes,
+                            time_limit=time_limit, executor=executor, checkpoint=checkpoint,
+                            resume=resume, checkpoint_every=checkpoint_every, parts=parts,
+                            progress=progress)
     context_ref: list = []
-    guide = _Guide(items, context_ref) if all(a.prunable for a in items) else None
+    prunable = within is None and all(a.prunable for a in items)
+    guide = _Guide(items, context_ref) if prunable else None
     lp_chain = chains["lp"]
     if not lp_chain:
         raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
     trav = traverse(net, region, start, strategy=strategy, solver=lp_chain[0],
                     max_polytopes=max_polytopes, time_limit=time_limit,
                     fallback=lp_chain[1:], guide=guide,
-                    vertices=any(a.uses_vertices for a in items))
+                    vertices=any(a.uses_vertices for a in items), within=within)
     context = RunContext(net, region, trav, chains, pm)
     context_ref.append(context)
     for a in items:

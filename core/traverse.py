@@ -42,6 +42,8 @@ from polytrav.solver import ChebyshevModel
 
 __all__ = [
     "traverse",
+    "pieces",
+    "Piece",
     "Traversal",
     "TraversalStatus",
     "TraversalStats",
@@ -76,6 +78,7 @@ class TraversalStatus(str, enum.Enum):
     TIME_LIMIT = "time_limit"  #: stopped at ``time_limit``: incomplete
     SOLVER_FAILURE = "solver_failure"  #: some LP failed on every backend: incomplete
     STOPPED = "stopped"  #: the consumer stopped iterating: incomplete
+    WORKER_LOST = "worker_lost"  #: a parallel run lost a part (its worker died): incomplete
 
     def __str__(self) -> str:
         return self.value
@@ -133,7 +136,7 @@ STRATEGIES: dict[str, Strategy] = {
 def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
              solver=None, max_polytopes: int | None = None,
              time_limit: float | None = None, fallback="auto", guide=None,
-             vertices: bool = False) -> "Traversal":
+             vertices: bool = False, within=None) -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -170,6 +173,9 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         Compute every polytope's vertices (``Polytope.vertices``) where the traversal can
         (polyhedral regions of at most ``VERTEX_MAX_DIM`` dimensions), not only where they
         save LPs; analyses read extremes of linear functions off them.
+    within : list of Piece, optional
+        Visit only the polytopes inside these level-1 pieces (from :func:`pieces` on the
+        same network, region and strategy); the union over all pieces is the full traversal.
 
     Returns
     -------
@@ -187,7 +193,52 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     """
     return Traversal(net, region, start, strategy=strategy, solver=solver,
                      max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallback,
-                     guide=guide, vertices=vertices)
+                     guide=guide, vertices=vertices, within=within)
+
+
+def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
+           solver=None, time_limit: float | None = None, fallback="auto") -> "Traversal":
+    """The level-1 pieces of ``net`` inside ``region``, without descending into them.
+
+    The pieces partition the region (up to measure zero), so the polytopes of a traversal
+    are exactly the union of ``traverse(..., within=[piece])`` over its pieces: the unit of
+    work of parallel runs and checkpoints (:mod:`polytrav.parallel`). Pieces are yielded in
+    the order the full traversal would descend into them; the returned :class:`Traversal`
+    ends with a status like any other.
+
+    Examples
+    --------
+    >>> from polytrav import Network, Box, traverse
+    >>> from polytrav.traverse import pieces
+    >>> net = Network.from_arrays([[[1.0, 0.0]], [[1.0], [1.0]], [[1.0, 1.0]]],
+    ...                           [[0.0], [0.0, -0.5], [0.0]])
+    >>> region = Box([-1, -1], [1, 1])
+    >>> found = list(pieces(net, region))
+    >>> len(found), sum(len(list(traverse(net, region, within=[p]))) for p in found)
+    (2, 3)
+    """
+    run = Traversal(net, region, start, strategy=strategy, solver=solver,
+                    time_limit=time_limit, fallback=fallback)
+    run._emit_pieces = True
+    return run
+
+
+@dataclass(frozen=True, eq=False)
+class Piece:
+    """A level-1 piece: the first hidden layer's code and a Chebyshev ball inside it.
+
+    ``u`` (the centre) and ``t`` (the radius) are in the region's frame coordinates. Pieces
+    are small and picklable: they travel to worker processes and into checkpoints.
+    """
+
+    bits: np.ndarray
+    u: np.ndarray
+    t: float
+
+    @property
+    def key(self) -> bytes:
+        """The code packed into bytes (a piece's identity within one run)."""
+        return np.packbits(np.asarray(self.bits, bool)).tobytes()
 
 
 class _Stop(Exception):
@@ -199,7 +250,7 @@ class Traversal(Iterator[Polytope]):
 
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
                  solver=None, max_polytopes=None, time_limit=None, fallback="auto",
-                 guide=None, vertices: bool = False):
+                 guide=None, vertices: bool = False, within=None):
         from polytrav.manager import get_solver
 
         if not isinstance(net, Network):
@@ -233,6 +284,10 @@ class Traversal(Iterator[Polytope]):
         self.time_limit = time_limit
         self.guide = guide
         self.want_vertices = bool(vertices)
+        if within is not None and guide is not None:
+            raise ConfigError("traverse: a guide cannot steer a traversal 'within' given pieces")
+        self.within = None if within is None else list(within)
+        self._emit_pieces = False
         self._restriction = None
         self._region_version = 0
         self.frame: Frame = build_frame(self.region, net.n_inputs)
@@ -448,9 +503,12 @@ class Traversal(Iterator[Polytope]):
                 )
             u0 = self.start_u if self.start_u is not None else region_cell[1]
             if self.net.n_hidden_layers == 0:  # an affine network: the region is one polytope
-                self.stats.polytopes = 1
-                yield Polytope((), self.frame.to_x(region_cell[1]), region_cell[0], 0, None,
-                               self.net, self.region)
+                if self._emit_pieces:
+                    yield Piece(np.zeros(0, bool), region_cell[1], region_cell[0])
+                elif self.within is None or self.within:
+                    yield self._polytope((), region_cell[1], region_cell[0], None, None)
+            elif self.within is not None:
+                yield from self._subtrees(region_cell[0], region_cell[1])
             else:
                 yield from self._level(0, self.frame.U, self.frame.origin, u0, region_cell[0],
                                        region_cell[1], None, (), None)
@@ -468,15 +526,10 @@ class Traversal(Iterator[Polytope]):
         if self.time_limit is not None and time.perf_counter() - self._t0 > self.time_limit:
             raise _Stop(TraversalStatus.TIME_LIMIT)
 
-    def _level(self, k: int, Mt: np.ndarray, mt: np.ndarray, u_start: np.ndarray,
-               piece_t: float, piece_u: np.ndarray, piece_V: np.ndarray | None, prefix: tuple,
-               via: int | None):
-        """Traverse level ``k+1`` (0-based layer ``k``) inside the current piece; yields polytopes.
-
-        ``Mt u + mt`` is the input of layer ``k`` on the piece; ``piece_V`` its vertices if known.
-        """
+    def _level_rows(self, k: int, Mt: np.ndarray, mt: np.ndarray, piece_u: np.ndarray,
+                    piece_t: float, piece_V: np.ndarray | None) -> "_LevelRows":
+        """Layer ``k``'s hyperplanes on the current piece: screened, grouped, ready to push."""
         net, model, st = self.net, self._model, self.stats
-        last = k == net.n_hidden_layers - 1
         W, bias = net.weights[k], net.biases[k]
         H, beta = W @ Mt, W @ mt + bias
         rows = _classify(H, beta)
@@ -487,25 +540,35 @@ class Traversal(Iterator[Polytope]):
         fixed_bits = (H @ piece_u + beta) >= 0.0
         fixed_bits[rows.zero] = beta[rows.zero] >= 0.0
         extra = np.flatnonzero(~cand & ~rows.zero) if self.strategy.rows == "all" else np.zeros(0, int)
-        A_lp = np.vstack([rows.A[cand_idx], rows.A[extra]])
-        b_lp = np.concatenate([rows.beta[cand_idx], rows.beta[extra]])
-        n_rep = cand_idx.size
         st.candidates += int(cand.sum())
-        extra_signs = fixed_bits[extra]
-
         # every candidate neuron takes its group representative's bit (negated if opposite)
         ci = np.flatnonzero(cand)
-        member = np.array([ci[j] for mem in members for j, _ in mem], int)
-        member_rep = np.array([g for g, mem in enumerate(members) for _ in mem], int)
-        member_neg = np.array([o < 0 for mem in members for _, o in mem], bool)
+        return _LevelRows(
+            H=H, beta=beta, cand_idx=cand_idx, fixed_bits=fixed_bits,
+            A_lp=np.vstack([rows.A[cand_idx], rows.A[extra]]),
+            b_lp=np.concatenate([rows.beta[cand_idx], rows.beta[extra]]),
+            extra_signs=fixed_bits[extra],
+            member=np.array([ci[j] for mem in members for j, _ in mem], int),
+            member_rep=np.array([g for g, mem in enumerate(members) for _ in mem], int),
+            member_neg=np.array([o < 0 for mem in members for _, o in mem], bool),
+        )
 
-        def full_bits(signs: np.ndarray) -> np.ndarray:
-            bits = fixed_bits.copy()
-            bits[member] = signs[member_rep] ^ member_neg
-            return bits
+    def _level(self, k: int, Mt: np.ndarray, mt: np.ndarray, u_start: np.ndarray,
+               piece_t: float, piece_u: np.ndarray, piece_V: np.ndarray | None, prefix: tuple,
+               via: int | None):
+        """Traverse level ``k+1`` (0-based layer ``k``) inside the current piece; yields polytopes.
 
-        def lp_signs(signs):
-            return np.concatenate([signs, extra_signs])
+        ``Mt u + mt`` is the input of layer ``k`` on the piece; ``piece_V`` its vertices if known.
+        With ``self._emit_pieces``, level 1 yields its pieces (:class:`Piece`) instead of
+        descending into them.
+        """
+        net, model, st = self.net, self._model, self.stats
+        last = k == net.n_hidden_layers - 1
+        lr = self._level_rows(k, Mt, mt, piece_u, piece_t, piece_V)
+        H, beta, A_lp, b_lp = lr.H, lr.beta, lr.A_lp, lr.b_lp
+        n_rep = lr.cand_idx.size
+        full_bits, lp_signs = lr.full_bits, lr.lp_signs
+        emit_pieces = self._emit_pieces and k == 0
 
         start = self._start_cell(model, A_lp, b_lp, lp_signs, n_rep, u_start, piece_t, piece_u, k)
         if start is None:
@@ -551,14 +614,12 @@ class Traversal(Iterator[Polytope]):
                     st.pieces[k] += 1
                     bits = full_bits(signs)
                     code = prefix + (bits,)
-                    if last:
-                        if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
-                            raise _Stop(TraversalStatus.POLYTOPE_LIMIT)
-                        own = st.polytopes
-                        st.polytopes += 1
-                        exact_V = V if not (self.frame.l1_balls or self.frame.l2_balls) else None
-                        yield Polytope(code, self.frame.to_x(u), t, own, from_idx, net, self.region,
-                                       exact_V)
+                    if emit_pieces:
+                        yield Piece(bits, u, t)
+                    elif last:
+                        polytope = self._polytope(code, u, t, from_idx, V)
+                        own = polytope.index
+                        yield polytope
                     else:
                         model.set_signs(lp_signs(signs))
                         first = st.polytopes
@@ -575,6 +636,46 @@ class Traversal(Iterator[Polytope]):
                     if cell is not None and cell[0] > SLIVER_TOL:
                         queue.push((flipped, cell[1], cell[0], own, self._region_version),
                                    full_bits, flipped)
+        finally:
+            model.pop()
+
+    def _polytope(self, code: tuple, u: np.ndarray, t: float, parent: int | None,
+                  V: np.ndarray | None) -> Polytope:
+        """The next emitted polytope (counted; the polytope budget is checked first)."""
+        st = self.stats
+        if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
+            raise _Stop(TraversalStatus.POLYTOPE_LIMIT)
+        st.polytopes += 1
+        exact_V = V if not (self.frame.l1_balls or self.frame.l2_balls) else None
+        return Polytope(code, self.frame.to_x(u), t, st.polytopes - 1, parent, self.net,
+                        self.region, exact_V)
+
+    def _subtrees(self, region_t: float, region_u: np.ndarray) -> Iterator[Polytope]:
+        """Every polytope inside the level-1 pieces ``self.within`` (pieces of this run)."""
+        net, model, st = self.net, self._model, self.stats
+        last = net.n_hidden_layers == 1
+        lr = self._level_rows(0, self.frame.U, self.frame.origin, region_u, region_t, None)
+        model.push(lr.A_lp, lr.b_lp, lr.lp_signs(np.zeros(lr.cand_idx.size, bool)))
+        try:
+            for piece in self.within:
+                self._check_time()
+                bits = np.asarray(piece.bits, bool)
+                signs = lr.signs_of(bits)
+                h = lr.H @ piece.u + lr.beta if bits.shape == lr.fixed_bits.shape else None
+                if h is None or not np.array_equal(lr.full_bits(signs), bits) or \
+                        (np.where(bits, h, -h) < -1e-7 * (1 + np.abs(h))).any():
+                    raise ConfigError("traverse: a piece given in 'within' is not a level-1 piece "
+                                      "of this network and region (its code does not hold at "
+                                      "its centre)")
+                model.set_signs(lr.lp_signs(signs))
+                V = self._vertices(model, lr.lp_signs(signs), piece.u, piece.t) \
+                    if self._use_vertices(1, last) else None
+                st.pieces[0] += 1
+                if last:
+                    yield self._polytope((bits,), piece.u, piece.t, None, V)
+                else:
+                    yield from self._level(1, lr.H * bits[:, None], lr.beta * bits, piece.u,
+                                           piece.t, piece.u, V, (bits,), None)
         finally:
             model.pop()
 
@@ -750,6 +851,36 @@ class _Rows:
     A: np.ndarray  # unit normals (zero rows left at 0)
     beta: np.ndarray
     zero: np.ndarray  # constant on the piece
+
+
+@dataclass
+class _LevelRows:
+    """One level's rows on a piece: the LP rows (candidates, then extras) and bit mapping."""
+
+    H: np.ndarray  # pre-activation normals of the layer in u (all neurons)
+    beta: np.ndarray
+    cand_idx: np.ndarray  # neuron of each group representative (the LP's first rows)
+    fixed_bits: np.ndarray  # bits of the neurons that are not flipped
+    A_lp: np.ndarray
+    b_lp: np.ndarray
+    extra_signs: np.ndarray  # signs of the non-candidate rows kept in the LP ("all" rows)
+    member: np.ndarray  # candidate neurons ...
+    member_rep: np.ndarray  # ... their representative ...
+    member_neg: np.ndarray  # ... and whether they are its opposite
+
+    def full_bits(self, signs: np.ndarray) -> np.ndarray:
+        """The layer's code from the representatives' signs."""
+        bits = self.fixed_bits.copy()
+        bits[self.member] = signs[self.member_rep] ^ self.member_neg
+        return bits
+
+    def lp_signs(self, signs: np.ndarray) -> np.ndarray:
+        """Signs of every LP row from the representatives' signs."""
+        return np.concatenate([signs, self.extra_signs])
+
+    def signs_of(self, bits: np.ndarray) -> np.ndarray:
+        """The representatives' signs in the layer's code ``bits``."""
+        return np.asarray(bits, bool)[self.cand_idx]
 
 
 def _classify(H: np.ndarray, beta: np.ndarray) -> _Rows:

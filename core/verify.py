@@ -26,10 +26,11 @@ from polytrav.errors import ConfigError
 from polytrav.network import Network
 from polytrav.results import Verdict
 
-__all__ = ["VerificationResult", "verify", "check_with_onnxruntime", "load_network"]
+__all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
+           "load_network"]
 
 #: The four answers, as VNN-COMP writes them.
-ANSWERS = ("sat", "unsat", "unknown", "timeout")
+ANSWERS = ("sat", "unsat", "unknown", "timeout", "error")
 
 
 @dataclass
@@ -52,8 +53,8 @@ class VerificationResult:
 
     @property
     def exit_code(self) -> int:
-        """Process exit code of the answer: 0 unsat, 1 sat, 2 unknown, 3 timeout."""
-        return {"unsat": 0, "sat": 1, "unknown": 2, "timeout": 3}[self.answer]
+        """Process exit code of the answer: 0 unsat, 1 sat, 2 unknown, 3 timeout, 4 error."""
+        return {"unsat": 0, "sat": 1, "unknown": 2, "timeout": 3, "error": 4}[self.answer]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dictionary."""
@@ -97,7 +98,7 @@ def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
 
 def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
            solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
-           progress=None) -> VerificationResult:
+           progress=None, executor=None) -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -109,8 +110,9 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         The property (see :func:`polytrav.loaders.vnnlib.read_vnnlib`).
     timeout : float, optional
         Seconds for the whole instance (every input region of the file).
-    solver, strategy, max_polytopes, progress
-        As in :func:`polytrav.analyze`.
+    solver, strategy, max_polytopes, progress, executor
+        As in :func:`polytrav.analyze` (``executor`` splits each region's traversal into
+        parts run in parallel).
 
     Examples
     --------
@@ -152,7 +154,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
             break
         report = analyze(network, case.region(), case.property("verify"), solver=solver,
                          strategy=strategy, max_polytopes=max_polytopes, time_limit=left,
-                         progress=progress)
+                         progress=progress, executor=executor)
         reports.append(report)
         polytopes += report.stats["polytopes"]
         lps += report.stats["lps"] + report.stats["subproblem_solves"]
@@ -180,3 +182,45 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     return VerificationResult(answer, None, None, polytopes, lps, seconds, "; ".join(reasons),
                               reports)
 
+
+
+def _verify_one(network, spec, timeout, options) -> VerificationResult:
+    """:func:`verify` with bad input as an ``error`` answer (one batch item in a worker)."""
+    from polytrav.errors import PolytravError
+
+    t0 = time.perf_counter()
+    try:
+        return verify(network, spec, timeout=timeout, **options)
+    except (PolytravError, OSError) as exc:
+        return VerificationResult("error", None, None, 0, 0, time.perf_counter() - t0,
+                                  f"{type(exc).__name__}: {exc}")
+
+
+def verify_many(instances, *, executor=None, **options):
+    """Verify a batch of ``(network, spec, timeout)`` instances, yielding as they finish.
+
+    Yields ``(i, result)`` pairs (``i`` indexes ``instances``) in completion order, so a
+    caller can write each result the moment it exists. ``executor``: any
+    :class:`concurrent.futures.Executor` (:func:`polytrav.parallel.get_executor`: local
+    processes or Dask); by default the instances run one by one in this process. An
+    instance whose input is bad (a malformed or missing file) answers ``error`` with the
+    error as its reason; one whose worker died answers ``unknown``, saying so. ``options`` go to
+    :func:`verify`.
+    """
+    from concurrent.futures import as_completed
+
+    from polytrav.parallel import SerialExecutor
+
+    if executor is None or isinstance(executor, SerialExecutor):  # lazily, one at a time
+        for i, (net, spec, timeout) in enumerate(instances):
+            yield i, _verify_one(net, spec, timeout, options)
+        return
+    futures = {executor.submit(_verify_one, net, spec, timeout, options): i
+               for i, (net, spec, timeout) in enumerate(instances)}
+    for fut in as_completed(futures):
+        try:
+            result = fut.result()
+        except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
+            result = VerificationResult("unknown", None, None, 0, 0, 0.0,
+                                        f"the worker running it was lost: {type(exc).__name__}: {exc}")
+        yield futures[fut], result

@@ -276,6 +276,13 @@ class Counterfactual(Analysis):
             failures=tuple(self.failures), details=details,
         )
 
+    def combine(self, parts, context) -> AnalysisResult:
+        best = min(parts, key=lambda p: np.inf if p.value is None else p.value, default=None)
+        details = dict(best.details) if best is not None else {}
+        details["skipped_by_bound"] = sum(p.details.get("skipped_by_bound", 0) for p in parts)
+        return self.merged(parts, context, value=None if best is None else best.value,
+                           witness=None if best is None else best.witness, details=details)
+
 
 @hookimpl
 def polytrav_add_analyses():

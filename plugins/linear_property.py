@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, CellProblem, Stop, cell_values, check_witness, local_model_u
+from polytrav.analysis import (Analysis, CellProblem, Stop, cell_values, check_witness,
+                               combine_worst, local_model_u)
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status, Verdict
@@ -165,6 +166,9 @@ class LinearProperty(Analysis):
             exact=exact or verdict is Verdict.VIOLATED, n_polytopes=self.n_polytopes,
             n_solves=self.n_solves, failures=tuple(self.failures), details=details,
         )
+
+    def combine(self, parts, context) -> AnalysisResult:
+        return combine_worst(self, parts, context, stop_at_violation=self.mode == "verify")
 
 
 @hookimpl

@@ -58,14 +58,18 @@ class Monotonicity(Analysis):
                               f"got {self.direction!r}")
 
     def begin(self, context) -> None:
+        self._step_u = self._unit_step(context)
+        self._neg, self._pos = [], []  # (index, interior point, slope, radius) by sign
+        self._slopes = [np.inf, -np.inf]
+
+    def _unit_step(self, context) -> np.ndarray | None:
+        """A unit step in frame coordinates along the feature (None if the region fixes it)."""
         fr = context.frame
         e = np.zeros(context.network.n_inputs)
         e[self.feature] = 1.0
         v, *_ = np.linalg.lstsq(fr.U, e, rcond=None)
         movable = np.allclose(fr.U @ v, e, atol=1e-12) and np.linalg.norm(v) > 0
-        self._step_u = v / np.linalg.norm(v) if movable else None  # unit step in u along e_j
-        self._neg, self._pos = [], []  # (index, interior point, slope, radius) by sign
-        self._slopes = [np.inf, -np.inf]
+        return v / np.linalg.norm(v) if movable else None
 
     def visit(self, polytope, context):
         row = polytope.W[self.output]
@@ -123,8 +127,24 @@ class Monotonicity(Analysis):
             witness=witness, exact=self.exact(context) or verdict is Verdict.VIOLATED,
             n_polytopes=self.n_polytopes, n_solves=0, failures=tuple(self.failures),
             details={"violations": violations, "witness_pair": pair,
-                     "direction": self.direction, "feature": self.feature, "output": self.output},
+                     "direction": self.direction, "feature": self.feature, "output": self.output,
+                     "by_sign": {"negative": self._neg, "positive": self._pos}},
         )
+
+    def combine(self, parts, context) -> AnalysisResult:
+        """Merge the parts' slopes by sign (polytope indices offset part by part), then finish."""
+        self._step_u = self._unit_step(context)
+        self._neg, self._pos, offset = [], [], 0
+        for p in parts:
+            for mine, theirs in ((self._neg, "negative"), (self._pos, "positive")):
+                mine += [(i + offset, x, s, r) for i, x, s, r in p.details["by_sign"][theirs]]
+            offset += p.n_polytopes
+        lows = [p.value["min_slope"] for p in parts if p.value["min_slope"] is not None]
+        highs = [p.value["max_slope"] for p in parts if p.value["max_slope"] is not None]
+        self._slopes = [min(lows, default=np.inf), max(highs, default=-np.inf)]
+        self.n_polytopes = sum(p.n_polytopes for p in parts)
+        self.failures = [f for p in parts for f in p.failures]
+        return self.finish(context)
 
 
 @hookimpl

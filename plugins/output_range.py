@@ -125,6 +125,19 @@ class OutputRange(Analysis):
                      "skipped_by_bound": self.skipped, "from_vertices": self.from_vertices},
         )
 
+    def combine(self, parts, context) -> AnalysisResult:
+        inf = float("inf")
+        hi = max(parts, key=lambda p: p.value["max"], default=None)
+        lo = min(parts, key=lambda p: p.value["min"], default=None)
+        return self.merged(
+            parts, context, value={"min": inf if lo is None else lo.value["min"],
+                                   "max": -inf if hi is None else hi.value["max"]},
+            witness=None if hi is None else hi.witness,
+            details={"argmin": None if lo is None else lo.details["argmin"],
+                     "argmax": None if hi is None else hi.details["argmax"], "g": self._g,
+                     **{k: sum(p.details[k] for p in parts)
+                        for k in ("skipped_by_bound", "from_vertices")}})
+
 
 @hookimpl
 def polytrav_add_analyses():

@@ -86,6 +86,24 @@ class RegionStats(Analysis):
                      "edges": self._last_edges},
         )
 
+    def combine(self, parts, context) -> AnalysisResult:
+        """Concatenate the parts' polytopes (indices offset part by part); edges from codes."""
+        self._records, self._keys, offset = [], {}, 0
+        radii = []
+        for p in parts:
+            for i, parent, code, share in p.details["polytopes"]:
+                bits = np.array([c == "1" for c in code], bool)
+                self._keys[np.packbits(bits).tobytes()] = i + offset
+                self._records.append((i + offset, None if parent is None else parent + offset,
+                                      bits, share))
+            if p.value["min_radius"] is not None:
+                radii.append(p.value["min_radius"])
+            offset += p.n_polytopes
+        self._min_radius = min(radii, default=np.inf)
+        self.n_polytopes = offset
+        self.failures = [f for p in parts for f in p.failures]
+        return self.finish(context)
+
     def graph(self):
         """The last run's adjacency graph as a ``networkx.Graph`` (nodes are visit indices)."""
         try:

@@ -68,3 +68,13 @@ class OutputBounds(Analysis):
                               exact=self.exact(context) or self._witness is not None,
                               n_polytopes=self.n_polytopes, n_solves=self.n_solves,
                               failures=tuple(self.failures))
+
+    def combine(self, parts, context):
+        """Merge the results of disjoint parts of the region (parallel runs, checkpoints)."""
+        failures = [f for p in parts for f in p.failures]
+        exact = context.complete and not failures
+        violated = next((p for p in parts if p.verdict is Verdict.VIOLATED), None)
+        if violated is not None:
+            return self.merged(parts, context, verdict=Verdict.VIOLATED, value=violated.value,
+                               witness=violated.witness, exact=True)
+        return self.merged(parts, context, verdict=Verdict.HOLDS if exact else Verdict.UNKNOWN)

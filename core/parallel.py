@@ -1,0 +1,384 @@
+"""Runs in parts: parallel (processes, Dask), budgeted and checkpointed.
+
+The unit of work is a level-1 piece (:func:`polytrav.traverse.pieces`): the pieces
+partition the region, so the polytopes of a run are exactly the union of the polytopes
+inside its pieces, with no polytope in two. A run in parts
+
+1. lists the level-1 pieces once (a traversal of the first layer only; cheap);
+2. sends groups of pieces to an executor: each group is one :func:`polytrav.analyze` run
+   ``within`` those pieces, on fresh copies of the analyses;
+3. folds each group's :class:`~polytrav.AnalysisResult` into the run through the analyses'
+   own :meth:`~polytrav.Analysis.combine`, so a third-party analysis that implements it
+   runs in parallel too;
+4. optionally checkpoints: the pieces, the keys of the pieces done, their results and
+   counters, written atomically (write, then rename) so a killed run resumes where it was.
+
+Executors are plain :class:`concurrent.futures.Executor` objects: :func:`get_executor`
+builds the serial one, a local process pool, or a Dask cluster's (``Client.get_executor``);
+any other executor works too. A part whose worker dies is retried by Dask; a process pool
+cannot retry, and the run then ends ``worker_lost`` (incomplete), never silently short.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import pickle
+import time
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polytrav.errors import CheckpointError, ConfigError, PolytravError
+from polytrav.traverse import Piece, TraversalStats, TraversalStatus, pieces
+
+__all__ = ["get_executor", "SerialExecutor", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
+
+#: Version of the checkpoint file layout (a different version is refused).
+CHECKPOINT_FORMAT = 1
+
+
+class SerialExecutor(Executor):
+    """Runs each submitted call at once, in this process (the embedded default)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001  (delivered through the future)
+            future.set_exception(exc)
+        return future
+
+
+def get_executor(workers: int | None = None, scheduler: str | None = None) -> Executor:
+    """An executor for :func:`polytrav.analyze` and batches (``--workers``, ``--scheduler``).
+
+    ``scheduler``: the address of a running Dask scheduler (``tcp://host:8786``); needs
+    ``pip install "polytrav[dask]"``. Else ``workers``: ``None`` or 1, the serial executor;
+    ``N > 1``, a pool of ``N`` local processes (started from a fork server that has
+    imported polytrav once). Use it as a context manager to shut it down.
+    """
+    if scheduler is not None:
+        try:
+            from distributed import Client
+        except ImportError as exc:
+            raise ConfigError('a Dask scheduler needs Dask: pip install "polytrav[dask]"') from exc
+        return _DaskExecutor(Client(scheduler))
+    if workers is None or workers == 1:
+        return SerialExecutor()
+    if not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["polytrav", "polytrav.parallel"])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+class _DaskExecutor(Executor):
+    """``Client.get_executor()`` that also closes the client it opened on shutdown."""
+
+    def __init__(self, client):
+        self.client = client
+        self._inner = client.get_executor()
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        return self._inner.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._inner.shutdown(wait=wait)
+        self.client.close()
+
+
+def n_workers(executor: Executor) -> int:
+    """How many parts the executor runs at once (1 if it does not say)."""
+    if isinstance(executor, SerialExecutor):
+        return 1
+    if hasattr(executor, "_max_workers"):  # concurrent.futures pools
+        return int(executor._max_workers)
+    client = getattr(executor, "client", None) or getattr(executor, "_client", None)
+    if client is not None:  # Dask: one part per worker thread
+        return max(1, sum(client.nthreads().values()))
+    return 1
+
+
+# ---------------------------------------------------------------- identity of a run
+
+
+def fingerprint(net, region, start, strategy: str, analyses) -> str:
+    """SHA-256 of what determines a run's answer: weights, region, start, strategy, analyses.
+
+    Stored in checkpoints; resuming with anything else is refused.
+    """
+    from polytrav.analysis import _RUN_STATE
+
+    h = hashlib.sha256()
+    for W, b in zip(net.weights, net.biases):
+        h.update(np.ascontiguousarray(W, float).tobytes())
+        h.update(np.ascontiguousarray(b, float).tobytes())
+    h.update(pickle.dumps(region))
+    h.update(b"" if start is None else np.asarray(start, float).tobytes())
+    h.update(strategy.encode())
+    for a in analyses:
+        params = {k: v for k, v in sorted(vars(a).items())
+                  if not k.startswith("_") and k not in _RUN_STATE}
+        h.update(f"{type(a).__module__}.{type(a).__qualname__}".encode())
+        h.update(pickle.dumps(params))
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- one part, in a worker
+
+
+@dataclass
+class _Job:
+    """What every part needs (pickled once per part)."""
+
+    net: Any
+    region: Any
+    analyses: bytes  # the analyses before any run, pickled: every part gets fresh copies
+    start: Any
+    solver: Any
+    strategy: str
+
+
+@dataclass
+class _PartResult:
+    keys: list[bytes]
+    results: list
+    status: TraversalStatus
+    stats: dict
+    decided: list[bool]
+    seconds: float
+
+
+def _run_part(job: _Job, chunk: list[Piece], max_polytopes, time_limit) -> _PartResult:
+    """One :func:`polytrav.analyze` run within ``chunk`` (executed in a worker)."""
+    from polytrav.run import analyze
+
+    t0 = time.perf_counter()
+    analyses = pickle.loads(job.analyses)
+    report = analyze(job.net, job.region, analyses, start=job.start, solver=job.solver,
+                     strategy=job.strategy, max_polytopes=max_polytopes,
+                     time_limit=time_limit, within=chunk)
+    return _PartResult([p.key for p in chunk], report.results, report.status, report.stats,
+                       [a.decided for a in analyses], time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class _State:
+    """A run's progress: what a checkpoint holds."""
+
+    fingerprint: str
+    pieces: list[Piece]
+    done: set = field(default_factory=set)
+    parts: list = field(default_factory=list)  # per part: list of AnalysisResult
+    stats: list = field(default_factory=list)  # per part: the part's stats dict
+    enumeration: dict = field(default_factory=dict)  # the pieces listing's stats
+
+    def save(self, path: Path) -> None:
+        blob = {"format": CHECKPOINT_FORMAT, "fingerprint": self.fingerprint,
+                "pieces": [(np.packbits(np.asarray(p.bits, bool)), p.bits.size, p.u, p.t)
+                           for p in self.pieces],
+                "done": sorted(self.done), "parts": self.parts, "stats": self.stats,
+                "enumeration": self.enumeration}
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(blob, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path, expected: str) -> "_State":
+        try:
+            with open(path, "rb") as fh:
+                blob = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+            raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {exc}") from exc
+        if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
+            raise CheckpointError(f"checkpoint {str(path)!r} is not a polytrav checkpoint of "
+                                  f"format {CHECKPOINT_FORMAT}")
+        if blob["fingerprint"] != expected:
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} belongs to another run: it was written for inputs "
+                f"with fingerprint {blob['fingerprint'][:12]}, this run's (network, region, "
+                f"start, strategy, analyses) is {expected[:12]}")
+        found = [Piece(np.unpackbits(bits)[:n].astype(bool), u, t)
+                 for bits, n, u, t in blob["pieces"]]
+        return cls(expected, found, set(blob["done"]), blob["parts"], blob["stats"],
+                   blob["enumeration"])
+
+
+class _Merged:
+    """What :meth:`Analysis.combine` sees as ``context.traversal`` of a run in parts."""
+
+    def __init__(self, frame, start_u, status: TraversalStatus, stats: TraversalStats):
+        self.frame, self.start_u, self.status, self.stats = frame, start_u, status, stats
+
+    @property
+    def complete(self) -> bool:
+        return self.status is TraversalStatus.COMPLETE
+
+
+def _merge_stats(dicts: list[dict], n_levels: int) -> TraversalStats:
+    st = TraversalStats(pieces=[0] * n_levels)
+    for d in dicts:
+        for name, value in d.items():
+            if name == "pieces":
+                st.pieces = [a + b for a, b in zip(st.pieces, value)]
+            elif name == "failures":
+                st.failures += list(value)
+            elif name in st.__dataclass_fields__ and isinstance(getattr(st, name), (int, float)):
+                setattr(st, name, getattr(st, name) + value)
+    return st
+
+
+def _chunks(todo: list[Piece], n_parts: int) -> list[list[Piece]]:
+    size = max(1, math.ceil(len(todo) / max(n_parts, 1)))
+    return [todo[i:i + size] for i in range(0, len(todo), size)]
+
+
+def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: str,
+                 max_polytopes, time_limit, executor: Executor | None, checkpoint,
+                 resume: bool, checkpoint_every: float, parts: int | None, progress):
+    """:func:`polytrav.analyze` in parts (see the module doc); returns its Report."""
+    from polytrav.run import Report, RunContext
+
+    t0 = time.perf_counter()
+    missing = [a.label for a in analyses if not a.combinable]
+    if missing:
+        raise ConfigError(f"analyses {missing} do not implement combine(), so they cannot run "
+                          "in parallel or with checkpoints; run them without an executor or "
+                          "checkpoint")
+    executor = executor or SerialExecutor()
+    workers = n_workers(executor)
+    path = None if checkpoint is None else Path(checkpoint)
+    fp = fingerprint(net, region, start, strategy, analyses)
+    lp_chain = chains["lp"]
+    listing = None
+    if path is not None and resume and path.exists():
+        state = _State.load(path, fp)
+    else:
+        if path is not None and path.exists() and not resume:
+            raise CheckpointError(f"checkpoint {str(path)!r} exists; pass resume=True to "
+                                  "continue it or remove it to start over")
+        listing = pieces(net, region, start, strategy=strategy, solver=lp_chain[0],
+                         time_limit=time_limit, fallback=lp_chain[1:])
+        found = list(listing)
+        state = _State(fp, found, enumeration=listing.stats.to_dict())
+    enum_status = TraversalStatus.COMPLETE if listing is None else listing.status
+    job = _Job(net, region, pickle.dumps(analyses), start, _picklable_solver(solver), strategy)
+    todo = [p for p in state.pieces if p.key not in state.done]
+    queue = _chunks(todo, parts or 8 * workers)
+    status = enum_status if enum_status is not TraversalStatus.COMPLETE else None
+    polytopes = sum(s.get("polytopes", 0) for s in state.stats)
+    lost: list[str] = []
+    pending: dict[Future, list[Piece]] = {}
+    last_save = time.perf_counter()
+
+    def budget_left():
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        room = None if max_polytopes is None else max_polytopes - polytopes
+        return left, room
+
+    try:
+        while (queue and status is None) or pending:
+            while queue and status is None and len(pending) < 2 * workers:
+                left, room = budget_left()
+                if (left is not None and left <= 0) or (room is not None and room <= 0):
+                    status = (TraversalStatus.TIME_LIMIT if left is not None and left <= 0
+                              else TraversalStatus.POLYTOPE_LIMIT)
+                    break
+                chunk = queue.pop(0)
+                pending[executor.submit(_run_part, job, chunk, room, left)] = chunk
+            if not pending:
+                break
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                chunk = pending.pop(fut)
+                try:
+                    part = fut.result()
+                except PolytravError:
+                    raise
+                except Exception as exc:  # noqa: BLE001  a dead worker, a broken pool
+                    lost.append(f"part of {len(chunk)} pieces: {type(exc).__name__}: {exc}")
+                    status = status or TraversalStatus.WORKER_LOST
+                    continue
+                state.parts.append(part.results)
+                state.stats.append(part.stats)
+                polytopes += part.stats.get("polytopes", 0)
+                if part.status is TraversalStatus.COMPLETE:
+                    state.done.update(part.keys)
+                elif part.status is TraversalStatus.STOPPED and all(part.decided):
+                    status = status or TraversalStatus.STOPPED  # decided: no more parts needed
+                else:
+                    status = status or part.status
+                if progress is not None:
+                    progress(_Progress(polytopes, len(state.done), len(state.pieces)))
+            if path is not None and time.perf_counter() - last_save >= checkpoint_every:
+                state.save(path)
+                last_save = time.perf_counter()
+    finally:
+        for fut in pending:
+            fut.cancel()
+        if path is not None:
+            state.save(path)
+
+    if status is None:
+        status = TraversalStatus.COMPLETE
+    stats = _merge_stats([state.enumeration] + state.stats, net.n_hidden_layers)
+    stats.pieces[0] = sum(s["pieces"][0] for s in state.stats) if state.stats else 0
+    stats.failures += lost
+    merged = _Merged(_frame_of(net, region), None, status, stats)
+    context = RunContext(net, region, merged, chains, pm)
+    if start is not None:
+        context.start = np.asarray(start, float)
+    results = [a.combine([p[i] for p in state.parts], context) for i, a in enumerate(analyses)]
+    out = stats.to_dict()
+    out.update(parts=len(state.parts), workers=workers, pieces_total=len(state.pieces),
+               pieces_done=len(state.done), lost_parts=len(lost),
+               subproblem_solves=sum(s.get("subproblem_solves", 0) for s in state.stats),
+               subproblem_time=sum(s.get("subproblem_time", 0.0) for s in state.stats),
+               subproblem_fallbacks=sum(s.get("subproblem_fallbacks", 0) for s in state.stats))
+    return Report(results=results, status=status, stats=out, time=time.perf_counter() - t0,
+                  solver={form: [b.name for b in chain] for form, chain in chains.items()})
+
+
+@dataclass
+class _Progress:
+    """What a progress callback of a run in parts receives."""
+
+    polytopes: int
+    pieces_done: int
+    pieces_total: int
+
+    @property
+    def stats(self):  # the same shape a serial run's progress reads
+        return self
+
+
+def _frame_of(net, region):
+    from polytrav.geometry import build_frame
+
+    return build_frame(region, net.n_inputs)
+
+
+def _picklable_solver(solver):
+    """The solver argument as names where possible (backend objects become their names)."""
+    from polytrav.solver import SolverBackend
+
+    if isinstance(solver, SolverBackend):
+        return solver.name
+    if isinstance(solver, dict):
+        return {k: _picklable_solver(v) for k, v in solver.items()}
+    if isinstance(solver, (list, tuple)):
+        return [_picklable_solver(v) for v in solver]
+    return solver

@@ -1,0 +1,141 @@
+"""Runs in parts: serial, process pool and a real Dask cluster give the serial run's answers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from parallel_faults import DieOnce
+from polytrav_example import OutputBounds
+from reference import random_net
+
+from polytrav import Box, ConfigError, analyze
+from polytrav.parallel import SerialExecutor, get_executor
+from polytrav.plugins.adversarial import SoftmaxAttack
+from polytrav.plugins.counterfactual import Counterfactual
+from polytrav.plugins.linear_property import LinearProperty
+from polytrav.plugins.monotonicity import Monotonicity
+from polytrav.plugins.output_range import OutputRange
+from polytrav.plugins.region_stats import RegionStats
+from polytrav.traverse import TraversalStatus
+
+NET = random_net(6, 3, [8, 8], n_out=3)
+REGION = Box(-np.ones(3), np.ones(3))
+
+
+def analyses():
+    return [OutputRange(output=1), RegionStats(), Monotonicity(0),
+            SoftmaxAttack(0, mode="worst"), Counterfactual(np.zeros(3), norm=1),
+            LinearProperty([([[1.0, -1.0, 0.0]], [-50.0])], mode="verify"),
+            OutputBounds(lower=-100.0, upper=100.0)]  # a third-party plugin's analysis
+
+
+def codes(report):
+    return sorted(code for _, _, code, _ in report["region_stats"].details["polytopes"])
+
+
+def assert_same(serial, parted):
+    assert parted.complete and serial.complete
+    assert parted.stats["polytopes"] == serial.stats["polytopes"]
+    assert codes(parted) == codes(serial)  # the same polytopes, none twice
+    for a, b in zip(serial.results, parted.results):
+        assert a.analysis == b.analysis and a.verdict == b.verdict and a.exact and b.exact
+        if isinstance(a.value, dict):
+            for key in a.value:
+                assert a.value[key] == pytest.approx(b.value[key], rel=1e-9, abs=1e-9), key
+        else:
+            assert a.value == pytest.approx(b.value, rel=1e-9, abs=1e-9)
+    assert parted["region_stats"].value["per_level"] == serial["region_stats"].value["per_level"]
+    assert len(parted["region_stats"].details["edges"]) == len(serial["region_stats"].details["edges"])
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return analyze(NET, REGION, analyses())
+
+
+def test_serial_executor_in_parts_equals_the_plain_run(serial):
+    assert_same(serial, analyze(NET, REGION, analyses(), executor=SerialExecutor(), parts=7))
+
+
+def test_process_pool_equals_the_serial_run(serial):
+    with get_executor(2) as pool:
+        assert_same(serial, analyze(NET, REGION, analyses(), executor=pool))
+
+
+def test_a_violation_stops_the_run_in_parts():
+    prop = LinearProperty([([[-1.0, 0.0, 0.0]], [0.0])], mode="verify")  # y0 >= 0 somewhere
+    report = analyze(NET, REGION, prop, executor=SerialExecutor(), parts=20)
+    assert report[0].verdict.value == "violated" and report[0].exact
+    assert report.status is TraversalStatus.STOPPED
+    assert report.stats["parts"] < 20
+
+
+def test_an_analysis_without_combine_is_refused():
+    from polytrav import Analysis
+
+    class Plain(Analysis):
+        name = "plain"
+
+        def visit(self, polytope, context):
+            return None
+
+    with pytest.raises(ConfigError, match=r"\['plain'\] do not implement combine"):
+        analyze(NET, REGION, Plain(), executor=SerialExecutor())
+
+
+def test_polytope_budget_in_parts_is_incomplete():
+    report = analyze(NET, REGION, OutputRange(), executor=SerialExecutor(), parts=10,
+                     max_polytopes=20)
+    assert report.status is TraversalStatus.POLYTOPE_LIMIT and not report[0].exact
+
+
+def test_a_killed_pool_worker_makes_the_run_incomplete(tmp_path):
+    with get_executor(2) as pool:
+        report = analyze(NET, REGION, DieOnce(str(tmp_path / "died")), executor=pool, parts=6)
+    assert (tmp_path / "died").exists()
+    assert report.status is TraversalStatus.WORKER_LOST and not report.complete
+    assert not report[0].exact and report.stats["lost_parts"] >= 1
+    assert any("BrokenProcessPool" in f for f in report.stats["failures"])
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def test_dask_cluster_traversal_equals_the_serial_run(serial, dask_client):
+    report = analyze(NET, REGION, analyses(), executor=dask_client.get_executor())
+    assert_same(serial, report)
+    assert report.stats["workers"] == 2
+
+
+def test_dask_retries_the_part_of_a_killed_worker(dask_client, tmp_path):
+    alone = analyze(NET, REGION, OutputRange(output=0))
+    report = analyze(NET, REGION, DieOnce(str(tmp_path / "died")),
+                     executor=dask_client.get_executor(), parts=6)
+    assert (tmp_path / "died").exists()  # a worker really died ...
+    assert report.complete and report[0].exact  # ... and its part was retried
+    assert report[0].value == pytest.approx(alone[0].value)
+    assert report.stats["polytopes"] == alone.stats["polytopes"]
+
+
+def test_dask_batch_of_instances_equals_serial(dask_client, tmp_path):
+    from polytrav.loaders.vnnlib import parse_vnnlib
+    from polytrav.verify import verify_many
+
+    def spec(limit):
+        text = "".join(f"(declare-const X_{i} Real)" for i in range(3)) + "(declare-const Y_0 Real)" \
+            + "(declare-const Y_1 Real)(declare-const Y_2 Real)" \
+            + "".join(f"(assert (>= X_{i} -1))(assert (<= X_{i} 1))" for i in range(3)) \
+            + f"(assert (>= Y_0 {limit}))"
+        return parse_vnnlib(text)
+
+    jobs = [(NET, spec(limit), None) for limit in (-5.0, 0.0, 5.0, 50.0, 500.0)]
+    serial = dict(verify_many(jobs))
+    parallel = dict(verify_many(jobs, executor=dask_client.get_executor()))
+    assert sorted(parallel) == list(range(len(jobs)))
+    assert [parallel[i].answer for i in range(len(jobs))] == [serial[i].answer for i in range(len(jobs))]
+    assert {serial[i].answer for i in serial} == {"sat", "unsat"}
