@@ -108,6 +108,22 @@ class Analysis:
         """Best objective so far; pieces whose bound is not below it are not needed."""
         return np.inf
 
+    def piece_margin(self, piece, context: "RunContext") -> float:
+        """A sound lower bound, over a whole piece, of the property's margin.
+
+        ``piece`` is a :class:`polytrav.traverse.PieceView` (a cell of some level, or the
+        whole region); a positive margin proves that none of the piece's polytopes can
+        change this analysis's answer, so the traversal skips them (verification with
+        bounds, :mod:`polytrav.bounds`). Lower margins are explored first in best-first
+        order. Only called when :attr:`prunes_by_bound` is True; the default proves nothing.
+        """
+        return -np.inf
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        """Whether :meth:`piece_margin` may prove pieces (then the run can skip them)."""
+        return type(self).piece_margin is not Analysis.piece_margin
+
     def combine(self, parts: list[AnalysisResult], context: "RunContext") -> AnalysisResult:
         """The result over the region from the results over disjoint parts of it.
 

@@ -84,12 +84,17 @@ def main() -> None:
               help="A VNN-COMP instances.csv (onnx,vnnlib,timeout) to run in batch.")
 @click.option("--results", type=click.Path(dir_okay=False), default=None,
               help="With --instances: the results CSV, written row by row.")
+@click.option("--bounds/--no-bounds", default=True, show_default=True,
+              help="Skip pieces on which sound bounds prove the property (--no-bounds: visit "
+                   "every polytope, the paper's plain traversal).")
+@click.option("--order", type=click.Choice(["best-first", "bfs"]), default="best-first",
+              show_default=True, help="Order of the pieces: likely violations first, or the paper's BFS.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Local worker processes (instances of a batch, or parts of one traversal).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results, workers, scheduler) -> None:
+           results, bounds, order, workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
@@ -108,12 +113,13 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             _fail("give either NETWORK PROP or --instances, not both")
         with _executor(workers, scheduler) as executor:
             sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
-                            executor))
+                            executor, bounds=bounds, order=order))
     if not (network and prop):
         _fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
     with _executor(workers, scheduler) as executor:
         result = _run_one(network, prop, timeout, solver, max_polytopes,
-                          None if workers is None and scheduler is None else executor)
+                          None if workers is None and scheduler is None else executor,
+                          bounds=bounds, order=order)
     if counterexample and result.answer == "sat":
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")
@@ -126,7 +132,8 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             click.echo(f"network output there:  {np.array2string(result.output, precision=9)}")
         elif result.reason:
             click.echo(f"why: {result.reason}")
-        click.echo(f"{result.polytopes} polytopes, {result.lps} LPs, {result.seconds:.3f} s")
+        click.echo(f"{result.polytopes} polytopes, {result.proven} pieces proven by bounds, "
+                   f"{result.lps} LPs, {result.seconds:.3f} s")
     sys.exit(result.exit_code)
 
 
@@ -139,13 +146,13 @@ def _executor(workers, scheduler):
         _fail(str(exc))
 
 
-def _run_one(network, prop, timeout, solver, max_polytopes, executor):
+def _run_one(network, prop, timeout, solver, max_polytopes, executor, **options):
     from polytrav.verify import verify as run
 
     bar = _Progress(Path(prop).name, sys.stderr.isatty())
     try:
         return run(network, prop, timeout=timeout, solver=solver, max_polytopes=max_polytopes,
-                   progress=bar, executor=executor)
+                   progress=bar, executor=executor, **options)
     except (PolytravError, OSError) as exc:
         _fail(str(exc))
     finally:
@@ -153,7 +160,7 @@ def _run_one(network, prop, timeout, solver, max_polytopes, executor):
 
 
 def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_override,
-           executor) -> int:
+           executor, **options) -> int:
     """Run every row of ``instances`` (paths relative to its folder), writing each result as
     it finishes; 4 if any input was bad."""
     from polytrav.verify import verify_many
@@ -173,7 +180,7 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
     bad = 0
     try:
         for k, res in verify_many(jobs, executor=executor, solver=solver,
-                                  max_polytopes=max_polytopes):
+                                  max_polytopes=max_polytopes, **options):
             bad += res.answer == "error"
             rec = [rows[k][0], rows[k][1], res.answer, res.polytopes, res.lps,
                    f"{res.seconds:.3f}", res.reason]

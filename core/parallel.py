@@ -35,7 +35,7 @@ import numpy as np
 from polytrav.errors import CheckpointError, ConfigError, PolytravError
 from polytrav.traverse import Piece, TraversalStats, TraversalStatus, pieces
 
-__all__ = ["get_executor", "SerialExecutor", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
+__all__ = ["get_executor", "process_pool", "SerialExecutor", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
 
 #: Version of the checkpoint file layout (a different version is refused).
 CHECKPOINT_FORMAT = 1
@@ -69,6 +69,11 @@ def get_executor(workers: int | None = None, scheduler: str | None = None) -> Ex
         return _DaskExecutor(Client(scheduler))
     if workers is None or workers == 1:
         return SerialExecutor()
+    return process_pool(workers)
+
+
+def process_pool(workers: int) -> Executor:
+    """A pool of ``workers`` local processes forked from a server that imported polytrav."""
     if not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be a positive integer, got {workers!r}")
     import multiprocessing as mp
@@ -144,6 +149,7 @@ class _Job:
     start: Any
     solver: Any
     strategy: str
+    order: str = "bfs"
 
 
 @dataclass
@@ -164,7 +170,7 @@ def _run_part(job: _Job, chunk: list[Piece], max_polytopes, time_limit) -> _Part
     analyses = pickle.loads(job.analyses)
     report = analyze(job.net, job.region, analyses, start=job.start, solver=job.solver,
                      strategy=job.strategy, max_polytopes=max_polytopes,
-                     time_limit=time_limit, within=chunk)
+                     time_limit=time_limit, within=chunk, order=job.order)
     return _PartResult([p.key for p in chunk], report.results, report.status, report.stats,
                        [a.decided for a in analyses], time.perf_counter() - t0)
 
@@ -229,11 +235,11 @@ class _Merged:
 
 
 def _merge_stats(dicts: list[dict], n_levels: int) -> TraversalStats:
-    st = TraversalStats(pieces=[0] * n_levels)
+    st = TraversalStats(pieces=[0] * n_levels, proven=[0] * n_levels)
     for d in dicts:
         for name, value in d.items():
-            if name == "pieces":
-                st.pieces = [a + b for a, b in zip(st.pieces, value)]
+            if name in ("pieces", "proven"):
+                setattr(st, name, [a + b for a, b in zip(getattr(st, name), value)])
             elif name == "failures":
                 st.failures += list(value)
             elif name in st.__dataclass_fields__ and isinstance(getattr(st, name), (int, float)):
@@ -248,7 +254,8 @@ def _chunks(todo: list[Piece], n_parts: int) -> list[list[Piece]]:
 
 def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: str,
                  max_polytopes, time_limit, executor: Executor | None, checkpoint,
-                 resume: bool, checkpoint_every: float, parts: int | None, progress):
+                 resume: bool, checkpoint_every: float, parts: int | None, progress,
+                 order: str = "bfs"):
     """:func:`polytrav.analyze` in parts (see the module doc); returns its Report."""
     from polytrav.run import Report, RunContext
 
@@ -275,7 +282,8 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
         found = list(listing)
         state = _State(fp, found, enumeration=listing.stats.to_dict())
     enum_status = TraversalStatus.COMPLETE if listing is None else listing.status
-    job = _Job(net, region, pickle.dumps(analyses), start, _picklable_solver(solver), strategy)
+    job = _Job(net, region, pickle.dumps(analyses), start, _picklable_solver(solver), strategy,
+               order)
     todo = [p for p in state.pieces if p.key not in state.done]
     queue = _chunks(todo, parts or 8 * workers)
     status = enum_status if enum_status is not TraversalStatus.COMPLETE else None
@@ -313,7 +321,8 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
                     status = status or TraversalStatus.WORKER_LOST
                     continue
                 state.parts.append(part.results)
-                state.stats.append(part.stats)
+                state.stats.append(dict(part.stats, part_seconds=part.seconds,
+                                        part_pieces=len(chunk)))
                 polytopes += part.stats.get("polytopes", 0)
                 if part.status is TraversalStatus.COMPLETE:
                     state.done.update(part.keys)
@@ -343,7 +352,11 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
         context.start = np.asarray(start, float)
     results = [a.combine([p[i] for p in state.parts], context) for i, a in enumerate(analyses)]
     out = stats.to_dict()
+    out["proven_pieces"] = [p for s in state.stats for p in s.get("proven_pieces", [])]
     out.update(parts=len(state.parts), workers=workers, pieces_total=len(state.pieces),
+               part_seconds=[s.get("part_seconds") for s in state.stats],
+               part_pieces=[s.get("part_pieces") for s in state.stats],
+               enumeration_seconds=state.enumeration.get("total_time", 0.0),
                pieces_done=len(state.done), lost_parts=len(lost),
                subproblem_solves=sum(s.get("subproblem_solves", 0) for s in state.stats),
                subproblem_time=sum(s.get("subproblem_time", 0.0) for s in state.stats),

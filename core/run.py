@@ -249,7 +249,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
             strategy: str = "hierarchical", max_polytopes: int | None = None,
             time_limit: float | None = None, progress=None, within=None, executor=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
-            parts: int | None = None) -> Report:
+            parts: int | None = None, order: str = "bfs") -> Report:
     """Run analyses over every polytope of ``net`` inside ``region``.
 
     Parameters
@@ -283,6 +283,11 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         :class:`~polytrav.CheckpointError`, if it belongs to other inputs).
     parts : int, optional
         How many parts to cut the pieces into (default: 8 per worker).
+    order : {"bfs", "best-first"}
+        When every analysis proves pieces by bounds (``LinearProperty`` in ``verify``
+        mode), pieces with a positive margin are skipped, and ``best-first`` descends into
+        the pieces of each level by increasing margin (likely violations first); ``bfs`` is
+        the paper's order. See :func:`polytrav.traverse`.
 
     Returns
     -------
@@ -321,17 +326,22 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
                             strategy=strategy, max_polytopes=max_polytopes,
                             time_limit=time_limit, executor=executor, checkpoint=checkpoint,
                             resume=resume, checkpoint_every=checkpoint_every, parts=parts,
-                            progress=progress)
+                            progress=progress, order=order)
     context_ref: list = []
     prunable = within is None and all(a.prunable for a in items)
     guide = _Guide(items, context_ref) if prunable else None
+    prune = None
+    if all(a.prunes_by_bound for a in items):
+        def prune(piece):
+            return min(a.piece_margin(piece, context_ref[0]) for a in items)
     lp_chain = chains["lp"]
     if not lp_chain:
         raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
     trav = traverse(net, region, start, strategy=strategy, solver=lp_chain[0],
                     max_polytopes=max_polytopes, time_limit=time_limit,
                     fallback=lp_chain[1:], guide=guide,
-                    vertices=any(a.uses_vertices for a in items), within=within)
+                    vertices=any(a.uses_vertices for a in items), within=within,
+                    prune=prune, order=order)
     context = RunContext(net, region, trav, chains, pm)
     context_ref.append(context)
     for a in items:
@@ -351,6 +361,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
                if isinstance(r, AnalysisResult)}
     stats = trav.stats.to_dict()
+    stats["proven_pieces"] = list(trav.proven_pieces)
     stats.update(subproblem_solves=context.n_solves, subproblem_time=context.solve_time,
                  subproblem_fallbacks=context.n_fallbacks)
     return Report(

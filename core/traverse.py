@@ -44,6 +44,7 @@ __all__ = [
     "traverse",
     "pieces",
     "Piece",
+    "PieceView",
     "Traversal",
     "TraversalStatus",
     "TraversalStats",
@@ -103,6 +104,10 @@ class TraversalStats:
     retries: int = 0  #: LPs re-solved cold or on a fallback backend
     pruned: int = 0  #: level-1 pieces the guide showed unneeded (not expanded)
     restrictions: int = 0  #: times the guide shrank the region
+    proven: list[int] = field(default_factory=list)  #: pieces proven by a bound, per level 0..L-1
+    proven_volume_share: float = 0.0  #: their share of the region's volume (where computable)
+    bound_calls: int = 0  #: pieces a bound was computed for
+    bound_time: float = 0.0  #: seconds spent in bounds
     failures: list[str] = field(default_factory=list)  #: LPs no backend could decide
 
     @property
@@ -136,7 +141,8 @@ STRATEGIES: dict[str, Strategy] = {
 def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
              solver=None, max_polytopes: int | None = None,
              time_limit: float | None = None, fallback="auto", guide=None,
-             vertices: bool = False, within=None) -> "Traversal":
+             vertices: bool = False, within=None, prune=None,
+             order: str = "bfs") -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -176,6 +182,17 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     within : list of Piece, optional
         Visit only the polytopes inside these level-1 pieces (from :func:`pieces` on the
         same network, region and strategy); the union over all pieces is the full traversal.
+    prune : callable, optional
+        ``prune(piece) -> float`` for every piece (:class:`PieceView`: the region at level
+        0, then every cell of a level above the last) before the traversal descends into it:
+        a lower bound of the caller's margin over the piece. A positive margin proves that
+        the caller needs none of the piece's polytopes: the piece is skipped and recorded
+        (``proven_pieces``, ``stats.proven``). Sound for a caller whose margin bounds hold
+        on every point of the piece (:mod:`polytrav.bounds`).
+    order : {"bfs", "best-first"}
+        The order in which the cells of a level are descended into: as found (the paper's
+        breadth-first order), or, with ``prune``, all cells of the level first and then by
+        increasing margin, so that likely violations are reached early.
 
     Returns
     -------
@@ -193,7 +210,7 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     """
     return Traversal(net, region, start, strategy=strategy, solver=solver,
                      max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallback,
-                     guide=guide, vertices=vertices, within=within)
+                     guide=guide, vertices=vertices, within=within, prune=prune, order=order)
 
 
 def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
@@ -241,6 +258,40 @@ class Piece:
         return np.packbits(np.asarray(self.bits, bool)).tobytes()
 
 
+class PieceView:
+    """What a pruner sees of a piece: a cell of level ``level`` (0: the whole region).
+
+    On the piece the first ``level`` hidden layers are affine: the input of layer ``level``
+    is ``M @ u + m`` in frame coordinates ``u`` (``frame.to_x``). ``u``, ``t``: a Chebyshev
+    ball inside the piece; ``vertices``: its vertices (frame coordinates; low dimension
+    only, else None; for ball regions an outer hull's); :meth:`halfspaces`: ``A u <= b``,
+    the region's rows and the fixed layers' rows (an outer hull for ball regions).
+    """
+
+    __slots__ = ("level", "code", "M", "m", "u", "t", "vertices", "frame", "_model", "_signs")
+
+    def __init__(self, level, code, M, m, u, t, vertices, model, signs, frame):
+        self.level, self.code, self.M, self.m = level, code, M, m
+        self.u, self.t, self.vertices, self.frame = u, t, vertices, frame
+        self._model, self._signs = model, signs
+
+    def halfspaces(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._model.halfspaces(self._signs)
+
+
+def _volume(V: np.ndarray) -> float | None:
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        return float(ConvexHull(V).volume) if V.shape[1] > 1 else float(np.ptp(V[:, 0]))
+    except (QhullError, ValueError):
+        return None
+
+
+def _code_str(code: tuple) -> str:
+    return "|".join("".join("1" if b else "0" for b in c) for c in code)
+
+
 class _Stop(Exception):
     """Internal: a budget was reached."""
 
@@ -250,7 +301,7 @@ class Traversal(Iterator[Polytope]):
 
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
                  solver=None, max_polytopes=None, time_limit=None, fallback="auto",
-                 guide=None, vertices: bool = False, within=None):
+                 guide=None, vertices: bool = False, within=None, prune=None, order="bfs"):
         from polytrav.manager import get_solver
 
         if not isinstance(net, Network):
@@ -288,13 +339,22 @@ class Traversal(Iterator[Polytope]):
             raise ConfigError("traverse: a guide cannot steer a traversal 'within' given pieces")
         self.within = None if within is None else list(within)
         self._emit_pieces = False
+        if order not in ("bfs", "best-first"):
+            raise ConfigError(f"traverse: order must be 'bfs' or 'best-first', got {order!r}")
+        self.prune = prune
+        self.best_first = order == "best-first" and prune is not None
+        #: ``(level, code, volume_share)`` of every piece proven by ``prune`` (share None
+        #: where the volume is not computed).
+        self.proven_pieces: list[tuple[int, str, float | None]] = []
+        self._region_volume = None
         self._restriction = None
         self._region_version = 0
         self.frame: Frame = build_frame(self.region, net.n_inputs)
         self._check_domain()
         self.start_u = self._start_point(start)
         self.status = TraversalStatus.RUNNING
-        self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers)
+        self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
+                                    proven=[0] * net.n_hidden_layers)
         self._gen = self._run()
 
     # ---------------------------------------------------------------- public protocol
@@ -502,6 +562,15 @@ class Traversal(Iterator[Polytope]):
                     f"units is {region_cell[0]:.3g})"
                 )
             u0 = self.start_u if self.start_u is not None else region_cell[1]
+            if self.prune is not None and self.net.n_hidden_layers and not self._emit_pieces:
+                V = (self._vertices(self._model, np.zeros(0, bool), region_cell[1], region_cell[0])
+                     if self._use_vertices(1, False) else None)
+                if V is not None and not (self.frame.l1_balls or self.frame.l2_balls):
+                    self._region_volume = _volume(V)
+                if self.within is None and self._proven(PieceView(
+                        0, (), self.frame.U, self.frame.origin, region_cell[1], region_cell[0], V,
+                        self._model, None, self.frame)) > 0:
+                    raise _Stop(TraversalStatus.COMPLETE)  # the whole region is proven
             if self.net.n_hidden_layers == 0:  # an affine network: the region is one polytope
                 if self._emit_pieces:
                     yield Piece(np.zeros(0, bool), region_cell[1], region_cell[0])
@@ -575,6 +644,7 @@ class Traversal(Iterator[Polytope]):
             return
         signs0, u0, t0 = start
         checked = {np.packbits(signs0).tobytes()}
+        deferred: list = []  # best-first: cells to descend into after the level is listed
         guide = self.guide if k == 0 else None
         queue = _Frontier(guide)
         queue.push((signs0, u0, t0, via, self._region_version), full_bits, signs0)
@@ -621,11 +691,19 @@ class Traversal(Iterator[Polytope]):
                         own = polytope.index
                         yield polytope
                     else:
-                        model.set_signs(lp_signs(signs))
-                        first = st.polytopes
-                        yield from self._level(k + 1, H * bits[:, None], beta * bits, u, t, u, V,
-                                               code, from_idx)
-                        own = first if st.polytopes > first else from_idx
+                        Mn, mn = H * bits[:, None], beta * bits
+                        margin = -np.inf if self.prune is None else self._proven(PieceView(
+                            k + 1, code, Mn, mn, u, t, V, model, lp_signs(signs), self.frame))
+                        if margin > 0:
+                            pass  # proven: none of its polytopes is needed
+                        elif self.best_first:
+                            deferred.append((margin, len(deferred), signs, u, t, V, Mn, mn,
+                                             code, from_idx))
+                        else:
+                            model.set_signs(lp_signs(signs))
+                            first = st.polytopes
+                            yield from self._level(k + 1, Mn, mn, u, t, u, V, code, from_idx)
+                            own = first if st.polytopes > first else from_idx
                 else:
                     st.slivers += 1
                 for g, flipped in todo:
@@ -636,8 +714,30 @@ class Traversal(Iterator[Polytope]):
                     if cell is not None and cell[0] > SLIVER_TOL:
                         queue.push((flipped, cell[1], cell[0], own, self._region_version),
                                    full_bits, flipped)
+            deferred.sort(key=lambda item: item[:2])
+            for _, _, signs, u, t, V, Mn, mn, code, from_idx in deferred:
+                self._check_time()
+                model.set_signs(lp_signs(signs))
+                yield from self._level(k + 1, Mn, mn, u, t, u, V, code, from_idx)
         finally:
             model.pop()
+
+    def _proven(self, view: "PieceView") -> float:
+        """The pruner's margin on a piece; a positive one is recorded as a proven piece."""
+        st = self.stats
+        t0 = time.perf_counter()
+        margin = float(self.prune(view))
+        st.bound_calls += 1
+        st.bound_time += time.perf_counter() - t0
+        if margin > 0:
+            share = None
+            if self._region_volume and view.vertices is not None:
+                vol = _volume(view.vertices)
+                share = None if vol is None else vol / self._region_volume
+                st.proven_volume_share += share or 0.0
+            st.proven[view.level] += 1
+            self.proven_pieces.append((view.level, _code_str(view.code), share))
+        return margin
 
     def _polytope(self, code: tuple, u: np.ndarray, t: float, parent: int | None,
                   V: np.ndarray | None) -> Polytope:
@@ -671,11 +771,13 @@ class Traversal(Iterator[Polytope]):
                 V = self._vertices(model, lr.lp_signs(signs), piece.u, piece.t) \
                     if self._use_vertices(1, last) else None
                 st.pieces[0] += 1
+                Mn, mn = lr.H * bits[:, None], lr.beta * bits
                 if last:
                     yield self._polytope((bits,), piece.u, piece.t, None, V)
-                else:
-                    yield from self._level(1, lr.H * bits[:, None], lr.beta * bits, piece.u,
-                                           piece.t, piece.u, V, (bits,), None)
+                elif self.prune is None or self._proven(PieceView(
+                        1, (bits,), Mn, mn, piece.u, piece.t, V, model, lr.lp_signs(signs),
+                        self.frame)) <= 0:
+                    yield from self._level(1, Mn, mn, piece.u, piece.t, piece.u, V, (bits,), None)
         finally:
             model.pop()
 

@@ -50,6 +50,7 @@ class VerificationResult:
     seconds: float
     reason: str = ""
     reports: list = field(default_factory=list, repr=False)
+    proven: int = 0  #: pieces proven by bounds (their polytopes were not visited)
 
     @property
     def exit_code(self) -> int:
@@ -61,7 +62,7 @@ class VerificationResult:
         as_list = (lambda a: None if a is None else np.asarray(a, float).tolist())
         return {"answer": self.answer, "counterexample": as_list(self.counterexample),
                 "output": as_list(self.output), "polytopes": self.polytopes, "lps": self.lps,
-                "seconds": self.seconds, "reason": self.reason}
+                "seconds": self.seconds, "reason": self.reason, "proven": self.proven}
 
 
 def load_network(path: str | PathLike) -> Network:
@@ -98,7 +99,8 @@ def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
 
 def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
            solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
-           progress=None, executor=None) -> VerificationResult:
+           progress=None, executor=None, bounds: bool = True,
+           order: str = "best-first") -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -113,6 +115,12 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     solver, strategy, max_polytopes, progress, executor
         As in :func:`polytrav.analyze` (``executor`` splits each region's traversal into
         parts run in parallel).
+    bounds : bool
+        Skip the pieces on which sound bounds prove the property (default True); False
+        visits every polytope (plain traversal, the paper's method).
+    order : {"best-first", "bfs"}
+        With bounds, descend into the pieces of each level by increasing margin
+        (``best-first``, default: counterexamples early) or in the paper's order.
 
     Examples
     --------
@@ -152,9 +160,9 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
             timed_out = True
             reasons.append(f"no time left for input region {k}")
             break
-        report = analyze(network, case.region(), case.property("verify"), solver=solver,
-                         strategy=strategy, max_polytopes=max_polytopes, time_limit=left,
-                         progress=progress, executor=executor)
+        report = analyze(network, case.region(), case.property("verify", bounds=bounds),
+                         solver=solver, strategy=strategy, max_polytopes=max_polytopes,
+                         time_limit=left, progress=progress, executor=executor, order=order)
         reports.append(report)
         polytopes += report.stats["polytopes"]
         lps += report.stats["lps"] + report.stats["subproblem_solves"]
@@ -169,7 +177,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
                                    f"{np.round(y_rt, 6).tolist()} misses the unsafe set")
                     continue
             return VerificationResult("sat", x, y, polytopes, lps, time.perf_counter() - t0,
-                                      f"input region {k}", reports)
+                                      f"input region {k}", reports, _proven(reports))
         if result.verdict is not Verdict.HOLDS:
             if report.status.value == "time_limit":
                 timed_out = True
@@ -177,10 +185,15 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
                            + (f"; {result.failures[0]}" if result.failures else "") + ")")
     seconds = time.perf_counter() - t0
     if not reasons:
-        return VerificationResult("unsat", None, None, polytopes, lps, seconds, "", reports)
+        return VerificationResult("unsat", None, None, polytopes, lps, seconds, "", reports,
+                                  _proven(reports))
     answer = "timeout" if timed_out else "unknown"
     return VerificationResult(answer, None, None, polytopes, lps, seconds, "; ".join(reasons),
-                              reports)
+                              reports, _proven(reports))
+
+
+def _proven(reports) -> int:
+    return sum(sum(r.stats.get("proven", ())) for r in reports)
 
 
 

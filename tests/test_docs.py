@@ -86,7 +86,7 @@ def test_every_builtin_analysis_has_a_heading_in_analyses_doc(name):
         f"docs/analyses.md has no heading naming the analysis `{name}`")
 
 
-@pytest.mark.parametrize("doc", ["analyses.md", "hooks.md"])
+@pytest.mark.parametrize("doc", ["analyses.md", "hooks.md", "parallel.md"])
 def test_python_examples_run(doc):
     """The python blocks of the page run in order, in one namespace (as the page says)."""
     blocks = PYTHON_BLOCK.findall((DOCS / doc).read_text(encoding="utf-8"))

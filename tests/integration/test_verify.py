@@ -45,8 +45,12 @@ def test_property_4_on_3_3_holds_like_the_ground_truth(acas):
     """Property 4 fixes one input (zero-width box coordinate): traversed in its affine hull."""
     onnx, prop, truth = acas
     assert truth[("3_3", "4")] == "unsat"
-    result = verify(onnx("3_3"), prop(4), timeout=60)
+    result = verify(onnx("3_3"), prop(4), timeout=60, bounds=False)
     assert result.answer == "unsat" and result.polytopes > 100 and result.reason == ""
+    assert result.proven == 0  # plain traversal: every polytope visited
+    bounded = verify(onnx("3_3"), prop(4), timeout=60)
+    assert bounded.answer == "unsat" and bounded.proven >= 1
+    assert bounded.polytopes < result.polytopes
 
 
 def test_a_small_sub_box_of_property_1_holds_and_the_budget_gives_timeout(acas):
@@ -58,9 +62,9 @@ def test_a_small_sub_box_of_property_1_holds_and_the_budget_gives_timeout(acas):
     from polytrav import Box, analyze
 
     net = Network.from_onnx(onnx("1_1"))
-    report = analyze(net, Box(mid - half, mid + half), case.property())
+    report = analyze(net, Box(mid - half, mid + half), case.property(bounds=False))
     assert report.complete and report[0].verdict.value == "holds"
-    timed = verify(onnx("1_1"), prop(1), timeout=1.0)
+    timed = verify(onnx("1_1"), prop(1), timeout=1.0, bounds=False)
     assert timed.answer == "timeout" and timed.counterexample is None
 
 
@@ -90,12 +94,17 @@ def test_cli_json_unsat_exits_0(acas):
     res = CliRunner().invoke(main, ["verify", str(onnx("3_3")), str(prop(4)), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["answer"] == "unsat" and out["polytopes"] > 100 and out["counterexample"] is None
+    assert out["answer"] == "unsat" and out["proven"] >= 1 and out["counterexample"] is None
+    plain = CliRunner().invoke(main, ["verify", str(onnx("3_3")), str(prop(4)), "--json",
+                                      "--no-bounds", "--order", "bfs"])
+    out = json.loads(plain.output)
+    assert plain.exit_code == 0 and out["polytopes"] > 100 and out["proven"] == 0
 
 
 def test_cli_timeout_exits_3(acas):
     onnx, prop, _ = acas
-    res = CliRunner().invoke(main, ["verify", str(onnx("1_1")), str(prop(1)), "--timeout", "1"])
+    res = CliRunner().invoke(main, ["verify", str(onnx("1_1")), str(prop(1)), "--timeout", "1",
+                                    "--no-bounds"])
     assert res.exit_code == 3 and res.output.startswith("timeout"), res.output
 
 

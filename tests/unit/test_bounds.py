@@ -1,0 +1,189 @@
+"""Bounds over pieces are sound (sampling), and pruned verification equals full traversal and a MILP."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from milp import milp_linear_dnf_feasible
+from reference import random_net
+
+from polytrav import Box, Polyhedron, analyze
+from polytrav import bounds as bounds_module
+from polytrav.bounds import Concretizer, interval_bounds, output_lower_bounds
+from polytrav.plugins.linear_property import LinearProperty
+from polytrav.traverse import PieceView, traverse
+
+
+def piece_of(net, x0, level):
+    """The level-``level`` piece of ``x0`` in the box [-1, 1]^d: its input map and a membership test."""
+    d = net.n_inputs
+    M, m = np.eye(d), np.zeros(d)
+    bits = []
+    for k in range(level):
+        W, b = net.weights[k], net.biases[k]
+        H, h = W @ M, W @ m + b
+        on = H @ x0 + h >= 0
+        bits.append((H, h, on))
+        M, m = H * on[:, None], h * on
+
+    def inside(X):
+        ok = np.ones(len(X), bool)
+        for H, h, on in bits:
+            ok &= ((X @ H.T + h >= 0) == on).all(axis=1)
+        return ok
+    return M, m, inside
+
+
+def vertices_of(net, x0, level):
+    """Vertices of the piece (2-D), from the traversal's own machinery-free qhull call."""
+    from scipy.spatial import HalfspaceIntersection
+
+    d = net.n_inputs
+    rows, rhs = [np.eye(d), -np.eye(d)], [np.ones(d), np.ones(d)]
+    M, m = np.eye(d), np.zeros(d)
+    for k in range(level):
+        W, b = net.weights[k], net.biases[k]
+        H, h = W @ M, W @ m + b
+        on = H @ x0 + h >= 0
+        s = np.where(on, -1.0, 1.0)
+        rows.append(s[:, None] * H)
+        rhs.append(-s * h)
+        M, m = H * on[:, None], h * on
+    A, b = np.vstack(rows), np.concatenate(rhs)
+    return HalfspaceIntersection(np.c_[A, -b], _interior(A, b)).intersections
+
+
+def _interior(A, b):
+    from scipy.optimize import linprog
+
+    norms = np.linalg.norm(A, axis=1)
+    res = linprog(np.r_[np.zeros(A.shape[1]), -1.0], A_ub=np.c_[A, norms], b_ub=b,
+                  bounds=[(None, None)] * A.shape[1] + [(0, None)])
+    return res.x[:-1]
+
+
+def check_sound(net, level, seed, use_vertices):
+    rng = np.random.default_rng(seed)
+    d = net.n_inputs
+    x0 = rng.uniform(-0.5, 0.5, d)
+    M, m, inside = piece_of(net, x0, level)
+    V = vertices_of(net, x0, level) if use_vertices else None
+    conc = Concretizer(d, V)
+    layers = list(zip(net.weights[level:], net.biases[level:]))
+    C = rng.standard_normal((4, net.n_outputs))
+    L, g, _ = output_lower_bounds(layers, M, m, C, conc)
+    lo, hi = interval_bounds(layers, M, m, conc)
+    X = rng.uniform(-1, 1, (20000, d))
+    X = np.vstack([X[inside(X)], x0[None]])
+    Y = np.array([net.forward(x) for x in X])
+    tol = 1e-9 * (1 + np.abs(Y).max())
+    assert ((Y @ C.T) >= X @ L.T + g - tol).all(), "an affine lower bound is violated"
+    assert (Y >= lo - tol).all() and (Y <= hi + tol).all(), "an output leaves its interval"
+    return len(X)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("use_vertices", [False, True])
+def test_bounds_hold_at_every_sampled_point_of_the_piece(seed, level, use_vertices):
+    net = random_net(seed, 2, [8, 7, 6], n_out=3)
+    assert check_sound(net, level, seed, use_vertices) >= 1
+
+
+def test_a_forced_unsound_bound_is_caught(monkeypatch):
+    """Fault injection: a relaxation whose chord is too low must fail the sampling check."""
+    real = bounds_module.relax
+
+    def too_tight(lo, hi):
+        ls, us, ui = real(lo, hi)
+        return ls, us, ui - 0.5 * np.where(ui > 0, ui, 0.0)  # the chord moved below relu
+
+    monkeypatch.setattr(bounds_module, "relax", too_tight)
+    caught = 0
+    for seed in range(6):
+        try:
+            check_sound(random_net(seed, 2, [8, 7, 6], n_out=3), 0, seed, False)
+        except AssertionError:
+            caught += 1
+    assert caught > 0
+
+
+def instances(n: int, seed: int = 7):
+    """Random small nets with random output properties (thresholds near the outputs' range)."""
+    rng = np.random.default_rng(seed)
+    for case in range(n):
+        d = int(rng.integers(2, 4))
+        net = random_net(100 + case, d, [8, 8, 6], n_out=3)
+        lo, hi = -np.ones(d), np.ones(d)
+        j = int(rng.integers(0, 3))
+        y = np.array([net.forward(x) for x in rng.uniform(lo, hi, (400, d))])
+        level = np.quantile(y[:, j], rng.choice([0.5, 0.99, 1.0])) + rng.choice([-0.2, 0.3, 2.0])
+        C = np.zeros((1, 3))
+        C[0, j] = -1.0
+        unsafe = [(C, np.array([-level]))]  # output j reaches level ...
+        if case % 3 == 0:  # ... or a conjunction of two rows
+            C2 = np.zeros((2, 3))
+            C2[0, j], C2[1, (j + 1) % 3] = -1.0, 1.0
+            unsafe.append((C2, np.array([-level, np.median(y[:, (j + 1) % 3])])))
+        yield case, net, Box(lo, hi), unsafe
+
+
+def mismatches(n: int) -> tuple[list, int, int]:
+    """Cases where the pruned verdict differs from the full traversal's or the MILP's."""
+    bad, pruned_any, violated = [], 0, 0
+    for case, net, region, unsafe in instances(n):
+        full = analyze(net, region, LinearProperty(unsafe, bounds=False))
+        milp = milp_linear_dnf_feasible(net, unsafe, region.lower, region.upper)
+        assert milp.feasible == (full[0].verdict.value == "violated"), case
+        violated += milp.feasible
+        for order in ("bfs", "best-first"):
+            pruned = analyze(net, region, LinearProperty(unsafe), order=order)
+            assert pruned[0].exact and full[0].exact
+            if pruned[0].verdict != full[0].verdict:
+                bad.append((case, order))
+            pruned_any += sum(pruned.stats["proven"]) > 0
+    return bad, pruned_any, violated
+
+
+def test_pruned_verdicts_equal_full_traversal_and_milp():
+    bad, pruned_any, violated = mismatches(24)
+    assert bad == []
+    assert 0 < violated < 24 and pruned_any > 10  # both answers occur, and pruning happened
+
+
+def test_a_forced_unsound_margin_is_caught(monkeypatch):
+    """Fault injection: margins shifted up by 1 prune violated pieces; the comparison sees it."""
+    real = LinearProperty.piece_margin
+    monkeypatch.setattr(LinearProperty, "piece_margin",
+                        lambda self, piece, context: real(self, piece, context) + 1.0)
+    bad, _, _ = mismatches(24)
+    assert bad, "an unsound bound went unnoticed"
+
+
+def test_proven_pieces_are_recorded_with_their_volume_shares():
+    net = random_net(3, 2, [10, 10, 8], n_out=2)
+    region = Box(-np.ones(2), np.ones(2)) & Polyhedron([[1.0, 1.0]], [1.5])
+    y0 = np.array([net.forward(x)[0] for x in np.random.default_rng(0).uniform(-1, 1, (4000, 2))])
+    C = np.array([[-1.0, 0.0]])
+    far = analyze(net, region, LinearProperty([(C, np.array([-(y0.max() + 100.0)]))]))
+    assert far.complete and far[0].verdict.value == "holds"
+    assert far.stats["polytopes"] == 0 and far.stats["proven"][0] == 1  # the region at once
+    assert far.stats["proven_pieces"] == [(0, "", pytest.approx(1.0))]
+    near = analyze(net, region, LinearProperty([(C, np.array([-(y0.max() + 0.05)]))]))
+    full = analyze(net, region, LinearProperty([(C, np.array([-(y0.max() + 0.05)]))], bounds=False))
+    assert near[0].verdict == full[0].verdict
+    shares = [s for _, _, s in near.stats["proven_pieces"]]
+    assert near.stats["polytopes"] < full.stats["polytopes"]
+    assert all(s is not None and 0 < s < 1 for s in shares)
+    assert 0 < sum(shares) <= 1 + 1e-9
+
+
+def test_piece_view_of_the_whole_region_is_level_zero():
+    net = random_net(3, 2, [4, 4], n_out=1)
+    seen = []
+
+    def prune(piece: PieceView):
+        seen.append(piece.level)
+        return -1.0
+
+    list(traverse(net, Box([-1, -1], [1, 1]), prune=prune))
+    assert seen[0] == 0 and set(seen) <= {0, 1}
