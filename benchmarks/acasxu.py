@@ -45,7 +45,7 @@ from machine import machine_info  # noqa: E402
 
 #: CSV columns after the instance's own key columns.
 RESULT_FIELDS = ["answer", "expected", "correct", "polytopes", "lps", "seconds", "timeout",
-                 "reason"]
+                 "reason", "proven", "mode"]
 KEY = ["network", "property"]
 DECIDED = ("sat", "unsat")
 
@@ -106,12 +106,14 @@ def run_instance(inst: dict) -> dict:
     """One CSV row: ``polytrav.verify`` on the instance, with its timeout."""
     from polytrav import verify
 
-    row = dict(inst["key"], expected=inst["expected"], timeout=inst["timeout"])
+    row = dict(inst["key"], expected=inst["expected"], timeout=inst["timeout"],
+               mode=inst.get("mode", "bounds"))
     t0 = time.perf_counter()
     try:
-        res = verify(inst["onnx"], inst["vnnlib"], timeout=inst["timeout"])
+        res = verify(inst["onnx"], inst["vnnlib"], timeout=inst["timeout"],
+                     bounds=inst.get("mode", "bounds") == "bounds")
         row.update(answer=res.answer, polytopes=res.polytopes, lps=res.lps,
-                   seconds=round(res.seconds, 3), reason=res.reason)
+                   seconds=round(res.seconds, 3), reason=res.reason, proven=res.proven)
     except Exception as exc:  # a crash is a result too: record it and go on
         row.update(answer="error", polytopes="", lps="",
                    seconds=round(time.perf_counter() - t0, 3), reason=repr(exc))
@@ -132,9 +134,11 @@ def run_instances(instances: list[dict], out: Path, key: list[str], workers: int
         return
     fields = key + RESULT_FIELDS
     new_file = not out.exists() or out.stat().st_size == 0
+    if not new_file:  # append in the file's own columns (older files lack the newer ones)
+        fields = next(csv.reader(open(out, newline="")))
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a", newline="") as f:
-        writer = csv.DictWriter(f, fields)
+        writer = csv.DictWriter(f, fields, extrasaction="ignore")
         if new_file:
             writer.writeheader()
 
@@ -342,6 +346,9 @@ def add_run_options(ap: argparse.ArgumentParser, default_out: Path) -> None:
     """Options shared with ``mnistfc.py``."""
     ap.add_argument("--timeout", type=float, help="seconds per instance (default: the csv's)")
     ap.add_argument("--limit", type=int, help="run only the first N selected instances")
+    ap.add_argument("--mode", choices=["bounds", "plain"], default="bounds",
+                    help="bounds: prune pieces proven by sound bounds (default); plain: visit "
+                         "every polytope (the paper's traversal)")
     ap.add_argument("--workers", type=int, default=1,
                     help="instances at a time, in separate processes (default 1: in-process)")
     ap.add_argument("--out", type=Path, default=default_out, help="CSV, one row per instance")
@@ -362,6 +369,8 @@ def main() -> None:
     if not instances:
         raise SystemExit("no instance matches --props/--networks")
     instances = instances[:args.limit] if args.limit else instances
+    for inst in instances:
+        inst["mode"] = args.mode
     todo = pending(instances, args.out, KEY, args.resume, args.overwrite)
     print(f"{len(instances)} instances selected, {len(todo)} to run, {args.workers} worker(s)")
     t0 = time.perf_counter()

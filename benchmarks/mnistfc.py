@@ -79,6 +79,8 @@ def main() -> None:
     if not instances:
         raise SystemExit("no instance matches --networks/--editions/--props")
     instances = instances[:args.limit] if args.limit else instances
+    for inst in instances:
+        inst["mode"] = args.mode
     todo = pending(instances, args.out, KEY, args.resume, args.overwrite)
     print(f"{len(instances)} instances selected, {len(todo)} to run, {args.workers} worker(s)")
     t0 = time.perf_counter()
