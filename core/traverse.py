@@ -10,7 +10,7 @@ so a breadth-first search over flips visits them all (paper Theorem 2). The trav
 2. groups identical hyperplanes (duplicate neurons, up to sign) so they flip together, and
    never flips a neuron whose pre-activation is constant on the piece (zero normal);
 3. decides each flip with the Chebyshev LP of the flipped cell (``maximise t`` such that the
-   ball of radius ``t`` fits) and hashes every checked code;
+   ball of radius ``t`` fits) and hashes every code an LP decided;
 4. recurses into each polytope of the level before moving on (depth-first over levels,
    breadth-first within a level), emitting level-``L`` polytopes as it goes.
 
@@ -644,14 +644,28 @@ class Traversal(Iterator[Polytope]):
             return
         signs0, u0, t0 = start
         checked = {np.packbits(signs0).tobytes()}
-        deferred: list = []  # best-first: cells to descend into after the level is listed
         guide = self.guide if k == 0 else None
-        queue = _Frontier(guide)
-        queue.push((signs0, u0, t0, via, self._region_version), full_bits, signs0)
+        ranked = self.best_first and not last and not emit_pieces and guide is None
+        queue = _Frontier(guide, ranked)
+
+        def push(signs, u, t, from_idx):
+            """Queue a cell; best-first: with its margin (and vertices), computed now."""
+            margin = V = None
+            if ranked and t > RADIUS_TOL:
+                if self._use_vertices(1, False):
+                    V = self._vertices(model, lp_signs(signs), u, t)
+                bits = full_bits(signs)
+                margin = self._proven(PieceView(k + 1, prefix + (bits,), H * bits[:, None],
+                                                beta * bits, u, t, V, model, lp_signs(signs),
+                                                self.frame))
+            queue.push((signs, u, t, from_idx, self._region_version, margin, V), full_bits,
+                       signs, margin)
+
+        push(signs0, u0, t0, via)
         try:
             while queue:
                 self._check_time()
-                key, (signs, u, t, from_idx, version) = queue.pop()
+                key, (signs, u, t, from_idx, version, margin, V) = queue.pop()
                 if guide is not None:
                     cell = self._guided(key, signs, u, t, version, len(queue), lp_signs)
                     if cell is None:
@@ -668,14 +682,12 @@ class Traversal(Iterator[Polytope]):
                     if key in checked:
                         st.flips_hashed += 1
                     else:
-                        checked.add(key)
-                        todo.append((g, flipped))
-                V = None
-                if self._use_vertices(len(todo), last):
+                        todo.append((g, flipped, key))
+                if V is None and self._use_vertices(len(todo), last):
                     V = self._vertices(model, lp_signs(signs), u, t)
                 if V is not None and todo:
                     s_ = np.where(signs, 1.0, -1.0)
-                    idx = np.array([g for g, _ in todo])
+                    idx = np.array([g for g, _, _ in todo])
                     slack = s_[idx, None] * (A_lp[idx] @ V.T + b_lp[idx, None])
                     far = slack.min(axis=1) > VERTEX_MARGIN
                     st.flips_vertex += int(far.sum())
@@ -692,33 +704,26 @@ class Traversal(Iterator[Polytope]):
                         yield polytope
                     else:
                         Mn, mn = H * bits[:, None], beta * bits
-                        margin = -np.inf if self.prune is None else self._proven(PieceView(
-                            k + 1, code, Mn, mn, u, t, V, model, lp_signs(signs), self.frame))
-                        if margin > 0:
-                            pass  # proven: none of its polytopes is needed
-                        elif self.best_first:
-                            deferred.append((margin, len(deferred), signs, u, t, V, Mn, mn,
-                                             code, from_idx))
-                        else:
+                        if margin is None and self.prune is not None:
+                            margin = self._proven(PieceView(k + 1, code, Mn, mn, u, t, V, model,
+                                                            lp_signs(signs), self.frame))
+                        if margin is None or margin <= 0:  # else proven: no polytope needed
                             model.set_signs(lp_signs(signs))
                             first = st.polytopes
                             yield from self._level(k + 1, Mn, mn, u, t, u, V, code, from_idx)
                             own = first if st.polytopes > first else from_idx
                 else:
                     st.slivers += 1
-                for g, flipped in todo:
+                for g, flipped, key in todo:
                     self._check_time()
+                    # hashed once an LP decides it; flips ruled out by vertices are not kept
+                    # (the rule-out is cheaper to repeat than the memory: one key per flip)
+                    checked.add(key)
                     model.set_signs(lp_signs(flipped))
                     st.flips_solved += 1
                     cell = self._solve(model, ("flip", k, g))
                     if cell is not None and cell[0] > SLIVER_TOL:
-                        queue.push((flipped, cell[1], cell[0], own, self._region_version),
-                                   full_bits, flipped)
-            deferred.sort(key=lambda item: item[:2])
-            for _, _, signs, u, t, V, Mn, mn, code, from_idx in deferred:
-                self._check_time()
-                model.set_signs(lp_signs(signs))
-                yield from self._level(k + 1, Mn, mn, u, t, u, V, code, from_idx)
+                        push(flipped, cell[1], cell[0], own)
         finally:
             model.pop()
 
@@ -922,25 +927,31 @@ class Traversal(Iterator[Polytope]):
 
 
 class _Frontier:
-    """Cells waiting to be expanded: first in, first out, or by the guide's key."""
+    """Cells waiting to be expanded: first in, first out, by the guide's key, or (``ranked``)
+    by increasing margin (cells without one first: slivers, which only connect)."""
 
-    def __init__(self, guide=None):
+    def __init__(self, guide=None, ranked: bool = False):
         self.guide = guide
-        self.items = deque() if guide is None else []
+        self.heap = guide is not None or ranked
+        self.items = [] if self.heap else deque()
         self.n = 0
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def push(self, item, full_bits, signs) -> None:
-        if self.guide is None:
+    def push(self, item, full_bits, signs, margin=None) -> None:
+        if not self.heap:
             self.items.append(item)
+            return
+        if self.guide is not None:
+            key = self.guide.key(full_bits(signs))
         else:
-            heapq.heappush(self.items, (self.guide.key(full_bits(signs)), self.n, item))
-            self.n += 1
+            key = -np.inf if margin is None else margin
+        heapq.heappush(self.items, (key, self.n, item))
+        self.n += 1
 
     def pop(self):
-        if self.guide is None:
+        if not self.heap:
             return -np.inf, self.items.popleft()
         key, _, item = heapq.heappop(self.items)
         return key, item

@@ -28,6 +28,10 @@ __all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL"]
 BOUND_TOL = 1e-9
 #: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
 LP_BOUND_TOL = 1e-6
+#: Random points of the region (plus its bounding box's centre) scored for a start point.
+START_SAMPLES = 1000
+#: Signed-gradient descents on the distance to the unsafe set, from the best samples.
+ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.02
 
 
 class LinearProperty(Analysis):
@@ -145,6 +149,47 @@ class LinearProperty(Analysis):
         if not pairs:
             raise ConfigError(f"analysis {self.name!r}: unsafe is empty (nothing to check)")
         self._pairs = pairs
+        self._start = self._most_violating_sample(network, region) if self.mode == "verify" else None
+
+    def start_point(self) -> np.ndarray | None:
+        """In ``verify`` mode: the most violating of :data:`START_SAMPLES` points of the region.
+
+        The traversal starts there, so a counterexample that sampling finds is confirmed in
+        the first polytope, and best-first search begins where violations are likeliest.
+        """
+        return self._start
+
+    def _most_violating_sample(self, network, region) -> np.ndarray | None:
+        lo, hi = region.bounding_box()
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            return None
+        rng = np.random.default_rng(0)
+        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (START_SAMPLES, lo.shape[0]))])
+        X = X[[region.contains(x) for x in X]]
+        if not len(X):
+            return None
+        score = self._score(network.forward(X))
+        best = X[int(np.argmin(score))]
+        # then a few signed-gradient descents on the score from the best samples (an attack;
+        # it only chooses where to start, the traversal decides)
+        for x in X[np.argsort(score)[:ATTACK_STARTS]]:
+            step = ATTACK_STEP * (hi - lo)
+            for _ in range(ATTACK_STEPS):
+                y = network.forward(x)
+                per = [np.max(C @ y - d) for C, d in self._pairs]
+                k = int(np.argmin(per))
+                C, d = self._pairs[k]
+                W, _ = network.local_model(network.activation_code(x))
+                x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
+                step *= 0.95
+                if region.contains(x) and self._score(network.forward(x[None]))[0] < \
+                        self._score(network.forward(best[None]))[0]:
+                    best = x.copy()
+        return best
+
+    def _score(self, Y: np.ndarray) -> np.ndarray:
+        """Per output row: how far from the unsafe set (<= 0: inside it)."""
+        return np.min([np.max(Y @ C.T - d, axis=1) for C, d in self._pairs], axis=0)
 
     def begin(self, context) -> None:
         from polytrav.subproblem import compiled

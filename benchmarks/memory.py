@@ -1,0 +1,72 @@
+"""Memory of a streaming traversal: bytes per visited polytope at 10^5 and 10^6 polytopes.
+
+A synthetic 2-D network (``--widths``, default two hidden layers of 600 random neurons: about
+10^6 polytopes in [-1, 1]^2) is traversed with a polytope budget, the consumer only counting
+the polytopes (streaming). Each budget runs in a fresh process, which reports its peak
+resident memory (``ru_maxrss``) and its resident memory after the first polytope (imports,
+solver, network: the fixed cost). Bytes per polytope = (peak - fixed) / polytopes.
+
+    python benchmarks/memory.py --out benchmarks/results/memory.json
+    python benchmarks/memory.py --budgets 100000 --widths 300 300     # quick look
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine_info  # noqa: E402
+
+CHILD = """
+import json, resource, sys, time
+import numpy as np
+from polytrav import Box, Network, traverse
+
+widths, budget, seed = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(seed)
+sizes = [2, *widths, 1]
+net = Network.from_arrays([rng.standard_normal((sizes[k + 1], sizes[k])) for k in range(len(sizes) - 1)],
+                          [0.5 * rng.standard_normal(sizes[k + 1]) for k in range(len(sizes) - 1)])
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+t0 = time.perf_counter()
+run = traverse(net, Box([-1.0, -1.0], [1.0, 1.0]), max_polytopes=budget)
+n, fixed = 0, None
+for polytope in run:
+    n += 1
+    if fixed is None:
+        fixed = rss()
+print(json.dumps({"polytopes": n, "status": run.status.value, "seconds": time.perf_counter() - t0,
+                  "fixed_bytes": fixed, "peak_bytes": rss(), "pieces": run.stats.pieces,
+                  "lps": run.stats.lps}))
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--widths", nargs="+", type=int, default=[600, 600])
+    ap.add_argument("--budgets", nargs="+", type=int, default=[100_000, 1_000_000])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    rows = []
+    for budget in args.budgets:
+        out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args.widths), str(budget),
+                              str(args.seed)], capture_output=True, text=True, check=True)
+        rec = json.loads(out.stdout.strip().splitlines()[-1])
+        rec["budget"] = budget
+        rec["bytes_per_polytope"] = (rec["peak_bytes"] - rec["fixed_bytes"]) / max(rec["polytopes"], 1)
+        rows.append(rec)
+        print(f"{rec['polytopes']:>9} polytopes ({rec['status']}, {rec['seconds']:.0f} s): peak "
+              f"{rec['peak_bytes'] / 2**20:.0f} MiB, fixed {rec['fixed_bytes'] / 2**20:.0f} MiB, "
+              f"{rec['bytes_per_polytope']:.0f} bytes per polytope", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps({"machine": machine_info(), "command": " ".join(sys.argv),
+                                        "widths": args.widths, "runs": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
