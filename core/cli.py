@@ -3,7 +3,8 @@
 ``polytrav verify NET PROP`` decides one VNN-LIB property on an ONNX or ``.nnet`` network;
 ``polytrav verify --instances instances.csv --results out.csv`` runs a VNN-COMP instance list
 and writes each row as it finishes. Exit codes: 0 unsat (holds), 1 sat (violated), 2 unknown,
-3 timeout, 4 bad input.
+3 timeout, 4 bad input. ``polytrav run job.toml`` runs a job file (:mod:`polytrav.config`);
+``polytrav plugins`` and ``polytrav solvers`` list what is installed.
 """
 from __future__ import annotations
 
@@ -195,3 +196,129 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
         if out:
             out.close()
     return EXIT_BAD_INPUT if bad else 0
+
+
+def _print_report(report, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+        return
+    if not report.complete:
+        click.echo(f"PARTIAL REPORT: the traversal ended '{report.status.value}', so no result "
+                   "below is a proof", err=False)
+    for res in report.results:
+        verdict = "" if res.verdict is None else f" {res.verdict.value}"
+        exact = "" if res.exact else " (inexact)"
+        click.echo(f"{res.analysis}:{verdict} {json.dumps(_plain(res.value))}{exact}")
+    st = report.stats
+    click.echo(f"{st.get('polytopes', 0)} polytopes, {st.get('lps', 0)} LPs, "
+               f"{report.time:.3f} s, status {report.status.value}")
+
+
+def _plain(value):
+    from polytrav.results import _jsonable
+
+    return _jsonable(value)
+
+
+def _write_outputs(report, job, root: Path) -> None:
+    out = job.output
+    if out is None:
+        return
+    if out.json_path:
+        (root / out.json_path).write_text(json.dumps(report.to_dict(), indent=1))
+    if out.csv:
+        with open(root / out.csv, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["analysis", "verdict", "value", "exact", "n_polytopes", "n_solves",
+                             "status"])
+            for res in report.results:
+                writer.writerow([res.analysis, "" if res.verdict is None else res.verdict.value,
+                                 json.dumps(_plain(res.value)), res.exact, res.n_polytopes,
+                                 res.n_solves, report.status.value])
+
+
+@main.command()
+@click.argument("job", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def run(job, as_json) -> None:
+    """Run a job file (TOML): network, region, analyses by registered name.
+
+    \b
+    Example job.toml:
+      network = "model.onnx"
+      [region]
+      kind = "box"
+      lower = [-1, -1]
+      upper = [1, 1]
+      [[analysis]]
+      name = "output_range"
+      [[analysis]]
+      name = "counterfactual"
+      x0 = [0.1, 0.2]
+      norm = 2
+    Then: polytrav run job.toml --json
+
+    The file is checked before any work (unknown keys, unknown analyses, wrong types).
+    Ctrl-C stops cleanly with a partial report, marked as such. Exit code 0 when the run
+    was complete, 2 when partial, 4 on bad input.
+    """
+    from polytrav.config import run_job
+
+    bar = _Progress(Path(job).name, sys.stderr.isatty())
+    try:
+        report, spec, root = run_job(job, progress=bar)
+    except (PolytravError, OSError) as exc:
+        _fail(str(exc))
+    finally:
+        bar.close()
+    _write_outputs(report, spec, root)
+    _print_report(report, as_json)
+    sys.exit(0 if report.complete else 2)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plugins(as_json) -> None:
+    """List installed plugins: their distribution, version, analyses and solvers.
+
+    \b
+    Example:
+      polytrav plugins
+    """
+    import os
+
+    from polytrav.manager import get_plugin_manager, list_plugins
+
+    if os.environ.get("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD") == "1":
+        click.echo("note: POLYTRAV_DISABLE_PLUGIN_AUTOLOAD=1, third-party plugins are not loaded",
+                   err=True)
+    rows = list_plugins(get_plugin_manager())
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        things = ", ".join(row["analyses"] + row["solvers"]) or "-"
+        click.echo(f"{row['name']}  ({row['distribution']} {row['version']}): {things}")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def solvers(as_json) -> None:
+    """List solver backends: problem forms, availability, whether they certify optimality.
+
+    \b
+    Example:
+      polytrav solvers
+    """
+    from polytrav.manager import get_plugin_manager, solver_classes
+
+    rows = [{"name": name, "forms": sorted(cls.forms), "available": bool(cls.is_available()),
+             "certifies_optimality": bool(getattr(cls, "certifies_optimality", True))}
+            for name, cls in solver_classes(get_plugin_manager()).items()]
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for r in rows:
+        state = "installed" if r["available"] else "not installed"
+        cert = "" if r["certifies_optimality"] else ", first-order (answers confirmed elsewhere)"
+        click.echo(f"{r['name']}: {'/'.join(r['forms'])}, {state}{cert}")

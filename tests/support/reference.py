@@ -144,3 +144,23 @@ def train_grid_net(widths: list[int], seed: int = 0, epochs: int = 3000, lr: flo
             v[i] = 0.999 * v[i] + 0.001 * g_**2
             p_ -= lr * (m[i] / (1 - 0.9**step)) / (np.sqrt(v[i] / (1 - 0.999**step)) + 1e-8)
     return Network.from_arrays(Ws, bs, name=f"grid-2-{'-'.join(map(str, widths))}-1")
+
+
+#: A tiny hand-written .nnet network (2 inputs, hidden layer of 3, 1 output) for loader and CLI tests.
+TINY_NNET = """// a tiny hand-written network
+2,2,1,3,
+2,3,1,
+0,
+-1.0,-2.0,
+1.0,2.0,
+0.5,0.0,3.0,
+2.0,4.0,10.0,
+1.0,-1.0,
+0.5,0.5,
+-1.0,2.0,
+0.1,
+-0.2,
+0.3,
+1.0,-2.0,0.5,
+0.25,
+"""

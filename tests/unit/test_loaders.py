@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import TINY_NNET
 
 from polytrav.errors import ConfigError, NetworkError
 from polytrav.loaders.nnet import load_nnet
@@ -154,23 +155,6 @@ def test_mnist_accuracy_matches_readme():
 
 
 # ====================================================================== .nnet: corrupt input
-TINY_NNET = """// a tiny hand-written network
-2,2,1,3,
-2,3,1,
-0,
--1.0,-2.0,
-1.0,2.0,
-0.5,0.0,3.0,
-2.0,4.0,10.0,
-1.0,-1.0,
-0.5,0.5,
--1.0,2.0,
-0.1,
--0.2,
-0.3,
-1.0,-2.0,0.5,
-0.25,
-"""
 
 
 @pytest.fixture

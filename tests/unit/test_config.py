@@ -1,0 +1,121 @@
+"""Job files (``polytrav run job.toml``) and the ``plugins`` / ``solvers`` commands."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from reference import TINY_NNET
+
+from polytrav import ConfigError
+from polytrav.cli import main
+from polytrav.config import load_job, run_job
+
+JOB = """
+network = "tiny.nnet"
+time_limit = 30
+[region]
+kind = "box"
+lower = -1
+upper = [1, 1]
+[[analysis]]
+name = "output_range"
+[[analysis]]
+name = "counterfactual"
+x0 = [0.1, 0.2]
+norm = 2
+[[analysis]]
+name = "monotonicity"
+feature = 0
+direction = "increasing"
+[output]
+json = "out/report.json"
+csv = "report.csv"
+"""
+
+
+@pytest.fixture
+def job(tmp_path):
+    (tmp_path / "tiny.nnet").write_text(TINY_NNET)
+    (tmp_path / "out").mkdir()
+    path = tmp_path / "job.toml"
+    path.write_text(JOB)
+    return path
+
+
+def test_a_job_runs_its_analyses_by_registered_name(job):
+    report, spec, root = run_job(job)
+    assert report.complete and [r.analysis for r in report] == ["output_range", "counterfactual",
+                                                               "monotonicity"]
+    assert spec.time_limit == 30 and root == job.parent
+    assert all(r.exact for r in report)
+
+
+def test_cli_run_writes_json_and_csv(job):
+    res = CliRunner().invoke(main, ["run", str(job), "--json"])
+    assert res.exit_code == 0, res.output
+    printed = json.loads(res.stdout)
+    saved = json.loads((job.parent / "out" / "report.json").read_text())
+    assert printed["results"] == saved["results"] and printed["complete"]
+    rows = (job.parent / "report.csv").read_text().splitlines()
+    assert rows[0].startswith("analysis,verdict,value") and len(rows) == 4
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("[output]", "[output]\nbogus = 1"), r"output.bogus: unknown key"),
+    (('name = "monotonicity"', 'name = "monotone"'),
+     r"analysis\[2\] \(monotone\): unknown analysis 'monotone'; known analyses: \[.*'monotonicity'"),
+    (("norm = 2", "norm = 2\nradius = 3"),
+     r"analysis\[1\] \(counterfactual\): .*does not take parameter\(s\) \['radius'\]; it takes"),
+    (('kind = "box"', 'kind = "cube"'), r"region: kind must be one of 'box', 'ball'"),
+    (("time_limit = 30", 'time_limit = "soon"'), r"time_limit: Input should be a valid number"),
+    (('network = "tiny.nnet"', 'network = "missing.onnx"'), r"network: no file .*missing.onnx"),
+    (("feature = 0", "feature = 7"), r"analysis\[2\] \(monotonicity\): .*feature must be an input index in \[0, 2\)"),
+    (("upper = [1, 1]", "upper = [1, 1, 1]"), r"region: "),
+])
+def test_bad_jobs_name_the_key_before_any_work(job, edit, message):
+    job.write_text(JOB.replace(*edit))
+    with pytest.raises(ConfigError, match=message):
+        run_job(job)
+    res = CliRunner().invoke(main, ["run", str(job)])
+    assert res.exit_code == 4 and "polytrav: error: job file" in res.output
+
+
+def test_not_toml_is_an_error(tmp_path):
+    bad = tmp_path / "job.toml"
+    bad.write_text("network = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_job(bad)
+
+
+def test_regions_of_every_kind(tmp_path):
+    (tmp_path / "tiny.nnet").write_text(TINY_NNET)
+    regions = {
+        "ball": '[region]\nkind = "ball"\ncenter = [0, 0]\nradius = 0.5\nnorm = 2',
+        "ball-in-box": '[region]\nkind = "ball"\ncenter = [0.9, 0]\nradius = 0.5\nnorm = "inf"\n'
+                       '[region.within]\nkind = "box"\nlower = -1\nupper = 1',
+        "polyhedron": '[region]\nkind = "polyhedron"\nA = [[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1]]\n'
+                      'b = [1, 1, 1, 1, 0.5]',
+    }
+    for name, text in regions.items():
+        path = tmp_path / f"{name}.toml"
+        path.write_text(f'network = "tiny.nnet"\n{text}\n[[analysis]]\nname = "region_stats"\n')
+        report, _, _ = run_job(path)
+        assert report.complete and report[0].value["polytopes"] >= 1, name
+
+
+def test_plugins_and_solvers_commands():
+    res = CliRunner().invoke(main, ["plugins", "--json"])
+    assert res.exit_code == 0
+    names = {a for row in json.loads(res.stdout) for a in row["analyses"]}
+    assert {"output_range", "counterfactual", "linear_property"} <= names
+    res = CliRunner().invoke(main, ["solvers"])
+    assert res.exit_code == 0 and "highs: lp, installed" in res.output
+    res = CliRunner().invoke(main, ["solvers", "--json"])
+    assert any(r["name"] == "osqp" and not r["certifies_optimality"] for r in json.loads(res.stdout))
+
+
+@pytest.mark.parametrize("command", ["run", "verify", "plugins", "solvers"])
+def test_every_command_has_help_with_an_example(command):
+    res = CliRunner().invoke(main, [command, "--help"])
+    assert res.exit_code == 0 and "Example" in res.output
