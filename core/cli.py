@@ -90,12 +90,15 @@ def main() -> None:
                    "every polytope, the paper's plain traversal).")
 @click.option("--order", type=click.Choice(["best-first", "bfs"]), default="best-first",
               show_default=True, help="Order of the pieces: likely violations first, or the paper's BFS.")
+@click.option("--total-timeout", type=float, default=None,
+              help="With --instances: seconds for the whole batch (instances not started by "
+                   "then answer timeout).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Local worker processes (instances of a batch, or parts of one traversal).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results, bounds, order, workers, scheduler) -> None:
+           results, bounds, order, total_timeout, workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
@@ -114,7 +117,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             _fail("give either NETWORK PROP or --instances, not both")
         with _executor(workers, scheduler) as executor:
             sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
-                            executor, bounds=bounds, order=order))
+                            executor, bounds=bounds, order=order, time_limit=total_timeout))
     if not (network and prop):
         _fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
     with _executor(workers, scheduler) as executor:

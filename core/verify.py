@@ -209,31 +209,60 @@ def _verify_one(network, spec, timeout, options) -> VerificationResult:
                                   f"{type(exc).__name__}: {exc}")
 
 
-def verify_many(instances, *, executor=None, **options):
+def verify_many(instances, *, executor=None, time_limit: float | None = None, **options):
     """Verify a batch of ``(network, spec, timeout)`` instances, yielding as they finish.
 
     Yields ``(i, result)`` pairs (``i`` indexes ``instances``) in completion order, so a
     caller can write each result the moment it exists. ``executor``: any
     :class:`concurrent.futures.Executor` (:func:`polytrav.parallel.get_executor`: local
-    processes or Dask); by default the instances run one by one in this process. An
-    instance whose input is bad (a malformed or missing file) answers ``error`` with the
-    error as its reason; one whose worker died answers ``unknown``, saying so. ``options`` go to
-    :func:`verify`.
+    processes or Dask); by default the instances run one by one in this process, and at most
+    two per worker are in flight otherwise. ``time_limit``: seconds for the whole batch; an
+    instance gets at most what is left when it starts, and instances not started when it is
+    spent answer ``timeout`` with that reason. An instance whose input is bad (a malformed
+    or missing file) answers ``error`` with the error as its reason; one whose worker died
+    answers ``unknown``, saying so. ``options`` go to :func:`verify`.
     """
-    from concurrent.futures import as_completed
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    from polytrav.parallel import SerialExecutor
+    from polytrav.parallel import SerialExecutor, n_workers
+
+    t0 = time.perf_counter()
+    items = list(enumerate(instances))
+
+    def budget(timeout):
+        if time_limit is None:
+            return timeout, True
+        left = time_limit - (time.perf_counter() - t0)
+        return (left if timeout is None else min(timeout, left)), left > 0
+
+    def skipped():
+        return VerificationResult("timeout", None, None, 0, 0, 0.0,
+                                  "the batch's time limit was spent before it started")
 
     if executor is None or isinstance(executor, SerialExecutor):  # lazily, one at a time
-        for i, (net, spec, timeout) in enumerate(instances):
-            yield i, _verify_one(net, spec, timeout, options)
+        for i, (net, spec, timeout) in items:
+            limit, ok = budget(timeout)
+            yield i, _verify_one(net, spec, limit, options) if ok else skipped()
         return
-    futures = {executor.submit(_verify_one, net, spec, timeout, options): i
-               for i, (net, spec, timeout) in enumerate(instances)}
-    for fut in as_completed(futures):
-        try:
-            result = fut.result()
-        except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
-            result = VerificationResult("unknown", None, None, 0, 0, 0.0,
-                                        f"the worker running it was lost: {type(exc).__name__}: {exc}")
-        yield futures[fut], result
+    pending = {}
+    window = 2 * n_workers(executor)
+    while items or pending:
+        while items and len(pending) < window:
+            i, (net, spec, timeout) = items.pop(0)
+            limit, ok = budget(timeout)
+            if not ok:
+                yield i, skipped()
+                continue
+            pending[executor.submit(_verify_one, net, spec, limit, options)] = i
+        if not pending:
+            continue
+        done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        for fut in done:
+            i = pending.pop(fut)
+            try:
+                result = fut.result()
+            except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
+                result = VerificationResult(
+                    "unknown", None, None, 0, 0, 0.0,
+                    f"the worker running it was lost: {type(exc).__name__}: {exc}")
+            yield i, result

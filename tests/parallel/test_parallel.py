@@ -139,3 +139,20 @@ def test_dask_batch_of_instances_equals_serial(dask_client, tmp_path):
     assert sorted(parallel) == list(range(len(jobs)))
     assert [parallel[i].answer for i in range(len(jobs))] == [serial[i].answer for i in range(len(jobs))]
     assert {serial[i].answer for i in serial} == {"sat", "unsat"}
+
+
+def test_a_batch_time_limit_answers_timeout_for_what_did_not_start(tmp_path):
+    from polytrav.loaders.vnnlib import parse_vnnlib
+    from polytrav.verify import verify_many
+
+    text = "".join(f"(declare-const X_{i} Real)" for i in range(3)) \
+        + "(declare-const Y_0 Real)(declare-const Y_1 Real)(declare-const Y_2 Real)" \
+        + "".join(f"(assert (>= X_{i} -1))(assert (<= X_{i} 1))" for i in range(3)) \
+        + "(assert (>= Y_0 500.0))"
+    jobs = [(NET, parse_vnnlib(text), None)] * 3
+    results = dict(verify_many(jobs, time_limit=1e-9, bounds=False))
+    assert [results[i].answer for i in range(3)] == ["timeout"] * 3
+    assert "time limit was spent" in results[2].reason
+    with get_executor(2) as pool:
+        results = dict(verify_many(jobs, executor=pool, time_limit=1e-9))
+    assert {r.answer for r in results.values()} == {"timeout"}
