@@ -325,3 +325,95 @@ def solvers(as_json) -> None:
         state = "installed" if r["available"] else "not installed"
         cert = "" if r["certifies_optimality"] else ", first-order (answers confirmed elsewhere)"
         click.echo(f"{r['name']}: {'/'.join(r['forms'])}, {state}{cert}")
+
+
+def _vector(text: str | None, what: str):
+    if text is None:
+        return None
+    try:
+        return np.array([float(v) for v in text.split(",")])
+    except ValueError:
+        _fail(f"{what} must be comma-separated numbers, got {text!r}")
+
+
+@main.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@click.option("--lower", help="Box lower corner, comma-separated (a single value broadcasts).")
+@click.option("--upper", help="Box upper corner, comma-separated.")
+@click.option("--vnnlib", "vnnlib", type=click.Path(dir_okay=False),
+              help="Take the region from a VNN-LIB file's (first) input box instead.")
+@click.option("--list", "as_list", is_flag=True, help="One line per polytope: index, parent, code.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Save a picture of the partition (PNG).")
+@click.option("--dims", nargs=2, type=int, default=None,
+              help="For --plot on more than 2 inputs: the two inputs of the plane (others at the box centre).")
+@click.option("--max-polytopes", type=int, default=None, help="Polytope budget.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def regions(network, lower, upper, vnnlib, as_list, plot, dims, max_polytopes, as_json) -> None:
+    """Count, list or draw the linear regions of a network inside a box.
+
+    \b
+    Examples:
+      polytrav regions net.onnx --lower -1 --upper 1
+      polytrav regions net.onnx --lower -1,-1 --upper 1,1 --list
+      polytrav regions net.onnx --lower -1,-1 --upper 1,1 --plot partition.png
+      polytrav regions acas.onnx --vnnlib prop_3.vnnlib --plot slice.png --dims 0 1
+    """
+    from polytrav.region import Box
+    from polytrav.traverse import traverse
+    from polytrav.verify import load_network
+
+    try:
+        net = load_network(network)
+        if vnnlib:
+            from polytrav.loaders.vnnlib import read_vnnlib
+
+            region = read_vnnlib(vnnlib, n_inputs=net.n_inputs,
+                                 n_outputs=net.n_outputs).cases[0].region()
+        elif lower is None or upper is None:
+            _fail("give the box with --lower and --upper, or --vnnlib FILE")
+        else:
+            lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
+            region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
+        region = region.with_dims(net.n_inputs)
+        bar = _Progress("regions", sys.stderr.isatty())
+        run = traverse(net, region, max_polytopes=max_polytopes)
+        polytopes = []
+        for p in run:
+            polytopes.append(p)
+            bar(run)
+        bar.close()
+        if plot:
+            _plot_regions(net, region, polytopes, plot, dims)
+    except (PolytravError, OSError) as exc:
+        _fail(str(exc))
+    stats = {"polytopes": len(polytopes), "status": run.status.value,
+             "per_level": run.stats.pieces, "lps": run.stats.lps,
+             "seconds": run.stats.total_time}
+    code = lambda p: "|".join("".join("1" if b else "0" for b in c) for c in p.code)  # noqa: E731
+    if as_json:
+        if as_list:
+            stats["list"] = [{"index": p.index, "parent": p.parent, "code": code(p),
+                              "interior_point": p.interior_point.tolist()} for p in polytopes]
+        click.echo(json.dumps(stats))
+    else:
+        if as_list:
+            for p in polytopes:
+                click.echo(f"{p.index}\t{'' if p.parent is None else p.parent}\t{code(p)}")
+        complete = "" if run.complete else f" (INCOMPLETE: {run.status.value})"
+        click.echo(f"{len(polytopes)} polytopes{complete}; per level {run.stats.pieces}; "
+                   f"{run.stats.lps} LPs, {run.stats.total_time:.3f} s")
+    sys.exit(0 if run.complete else 2)
+
+
+def _plot_regions(net, region, polytopes, path, dims) -> None:
+    from polytrav.plot import partition, plane_slice
+
+    if net.n_inputs != 2:
+        if dims is None:
+            _fail(f"the network has {net.n_inputs} inputs; --plot needs --dims I J (a plane)")
+        lo, hi = region.bounding_box()
+        net2, box = plane_slice(net, (lo + hi) / 2, tuple(dims), lo[list(dims)], hi[list(dims)])
+        ax = partition(net2, box)
+    else:
+        ax = partition(net, region, polytopes=polytopes)
+    ax.figure.savefig(path, dpi=120, bbox_inches="tight")

@@ -263,7 +263,8 @@ class Counterfactual(Analysis):
 
     def finish(self, context) -> AnalysisResult:
         dist, x, q, witness = self._best
-        details = {"norm": self._p, "class0": self._class0, "class": q, "boundary_point": x,
+        details = {"norm": self._p, "x0": self._x0, "class0": self._class0, "class": q,
+                   "boundary_point": x,
                    "search": self.search, "skipped_by_bound": self.skipped}
         if witness is not None:
             details["returned_distance"] = float(np.linalg.norm(witness - self._x0, ord=self._p))
