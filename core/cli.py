@@ -358,23 +358,12 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, max_polytopes, a
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --plot partition.png
       polytrav regions acas.onnx --vnnlib prop_3.vnnlib --plot slice.png --dims 0 1
     """
-    from polytrav.region import Box
     from polytrav.traverse import traverse
     from polytrav.verify import load_network
 
     try:
         net = load_network(network)
-        if vnnlib:
-            from polytrav.loaders.vnnlib import read_vnnlib
-
-            region = read_vnnlib(vnnlib, n_inputs=net.n_inputs,
-                                 n_outputs=net.n_outputs).cases[0].region()
-        elif lower is None or upper is None:
-            _fail("give the box with --lower and --upper, or --vnnlib FILE")
-        else:
-            lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
-            region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
-        region = region.with_dims(net.n_inputs)
+        region = _region_from(net, lower, upper, vnnlib)
         bar = _Progress("regions", sys.stderr.isatty())
         run = traverse(net, region, max_polytopes=max_polytopes)
         polytopes = []
@@ -417,3 +406,117 @@ def _plot_regions(net, region, polytopes, path, dims) -> None:
     else:
         ax = partition(net, region, polytopes=polytopes)
     ax.figure.savefig(path, dpi=120, bbox_inches="tight")
+
+
+def _region_from(net, lower, upper, vnnlib):
+    """The region of a command: a box from --lower/--upper, or a VNN-LIB file's input box."""
+    from polytrav.region import Box
+
+    if vnnlib:
+        from polytrav.loaders.vnnlib import read_vnnlib
+
+        region = read_vnnlib(vnnlib, n_inputs=net.n_inputs, n_outputs=net.n_outputs).cases[0].region()
+    elif lower is None or upper is None:
+        _fail("give the box with --lower and --upper, or --vnnlib FILE")
+    else:
+        lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
+        region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
+    return region.with_dims(net.n_inputs)
+
+
+def _region_options(f):
+    for option in reversed([
+        click.option("--lower", help="Box lower corner, comma-separated (one value broadcasts)."),
+        click.option("--upper", help="Box upper corner, comma-separated."),
+        click.option("--vnnlib", type=click.Path(dir_okay=False),
+                     help="Take the region from a VNN-LIB file's (first) input box instead."),
+        click.option("--timeout", type=float, default=None, help="Seconds (an incomplete run is partial)."),
+        click.option("--solver", default=None, help="LP backend."),
+        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+    ]):
+        f = option(f)
+    return f
+
+
+def _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, analysis) -> None:
+    from polytrav.run import analyze
+    from polytrav.verify import load_network
+
+    try:
+        net = load_network(network)
+        region = _region_from(net, lower, upper, vnnlib)
+        bar = _Progress(analysis.name, sys.stderr.isatty())
+        report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar)
+        bar.close()
+    except (PolytravError, OSError) as exc:
+        _fail(str(exc))
+    _print_report(report, as_json)
+    sys.exit(0 if report.complete or report.status.value == "stopped" else 2)
+
+
+@main.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@_region_options
+@click.option("--label", type=int, default=None,
+              help="Multiclass: the true class (worst margin of every other class's logit).")
+@click.option("--output", type=int, default=0, show_default=True,
+              help="Single output (regression / binary logit): its min and max.")
+@click.option("--stop-at-first", is_flag=True, help="Multiclass: stop at the first adversarial point.")
+def attack(network, lower, upper, vnnlib, timeout, solver, as_json, label, output, stop_at_first):
+    """Local adversarial attack: exact worst case over the region (paper §5.1).
+
+    With --label: the largest logit margin of another class (softmax attack, LPs); else the
+    min and max of one output (output range).
+
+    \b
+    Examples:
+      polytrav attack mnist.onnx --vnnlib prop_0_0.03.vnnlib --label 7
+      polytrav attack net.onnx --lower -1,-1 --upper 1,1 --output 0 --json
+    """
+    from polytrav.plugins.adversarial import SoftmaxAttack
+    from polytrav.plugins.output_range import OutputRange
+
+    analysis = (SoftmaxAttack(label, mode="verify" if stop_at_first else "worst")
+                if label is not None else OutputRange(output=output))
+    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, analysis)
+
+
+@main.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@_region_options
+@click.option("--x0", required=True, help="The input to explain, comma-separated.")
+@click.option("--norm", type=click.Choice(["1", "2", "inf"]), default="2", show_default=True)
+@click.option("--target", type=int, default=None, help="Multiclass: the class to reach.")
+def counterfactual(network, lower, upper, vnnlib, timeout, solver, as_json, x0, norm, target):
+    """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
+
+    \b
+    Example:
+      polytrav counterfactual net.onnx --lower 0 --upper 1 --x0 0.2,0.7 --norm 1
+    """
+    from polytrav.plugins.counterfactual import Counterfactual
+
+    analysis = Counterfactual(_vector(x0, "--x0"), norm=np.inf if norm == "inf" else int(norm),
+                              target=target)
+    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, analysis)
+
+
+@main.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@_region_options
+@click.option("--feature", type=int, required=True, help="Input index.")
+@click.option("--direction", type=click.Choice(["increasing", "decreasing"]), default=None,
+              help="Required direction (default: either).")
+@click.option("--output", type=int, default=0, show_default=True)
+def monotonicity(network, lower, upper, vnnlib, timeout, solver, as_json, feature, direction,
+                 output):
+    """Is one output monotone in one input over the region? Every violating polytope (paper §5.3).
+
+    \b
+    Example:
+      polytrav monotonicity net.onnx --lower -1 --upper 1 --feature 0 --direction increasing
+    """
+    from polytrav.plugins.monotonicity import Monotonicity
+
+    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json,
+                      Monotonicity(feature, direction=direction, output=output))

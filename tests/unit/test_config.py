@@ -115,7 +115,30 @@ def test_plugins_and_solvers_commands():
     assert any(r["name"] == "osqp" and not r["certifies_optimality"] for r in json.loads(res.stdout))
 
 
-@pytest.mark.parametrize("command", ["run", "verify", "plugins", "solvers"])
+@pytest.mark.parametrize("command", ["run", "verify", "plugins", "solvers", "regions", "attack",
+                                     "counterfactual", "monotonicity"])
 def test_every_command_has_help_with_an_example(command):
     res = CliRunner().invoke(main, [command, "--help"])
     assert res.exit_code == 0 and "Example" in res.output
+
+
+def test_analysis_commands_print_their_results(tmp_path):
+    from polytrav.plugins.output_range import OutputRange
+    from polytrav import Box, Network, analyze
+
+    net_path = tmp_path / "tiny.nnet"
+    net_path.write_text(TINY_NNET)
+    box = ["--lower", "-1", "--upper", "1"]
+    res = CliRunner().invoke(main, ["attack", str(net_path), *box, "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)["results"][0]["value"]
+    want = analyze(Network.from_nnet(net_path), Box(-1, 1), OutputRange())[0].value
+    assert got == pytest.approx(want)
+    res = CliRunner().invoke(main, ["counterfactual", str(net_path), *box, "--x0", "0.1,0.2",
+                                    "--norm", "inf", "--json"])
+    out = json.loads(res.stdout)["results"][0]
+    assert res.exit_code == 0 and out["value"] is None and out["exact"]  # the class never changes
+    res = CliRunner().invoke(main, ["monotonicity", str(net_path), *box, "--feature", "0"])
+    assert res.exit_code == 0 and res.output.startswith("monotonicity:")
+    res = CliRunner().invoke(main, ["counterfactual", str(net_path), *box, "--x0", "0.1,zz"])
+    assert res.exit_code == 4 and "--x0 must be comma-separated numbers" in res.output
