@@ -25,7 +25,7 @@ from polytrav.run import Report, RunContext, analyze
 from polytrav.solver import ChebyshevModel, SolverBackend
 from polytrav.subproblem import Subproblem
 from polytrav.traverse import Traversal, TraversalStatus, TraversalStats, traverse
-from polytrav.verify import VerificationResult, verify
+from polytrav.verify import VerificationResult, verify, verify_many
 
 __version__ = "0.1.0"
 
@@ -34,6 +34,7 @@ __all__ = [
     "traverse",
     "analyze",
     "verify",
+    "verify_many",
     "VerificationResult",
     "Report",
     "RunContext",

@@ -192,4 +192,5 @@ def _draw_report(ax, report, shapes) -> None:
             for v in det.get("violations", []):
                 V = shapes.get(v["polytope"])
                 if V is not None:
-                    ax.add_patch(Polygon(V, fill=False, edgecolor="red", linewidth=2.0, zorder=4))
+                    ax.add_patch(Polygon(V, fill=False, hatch="///", edgecolor="red",
+                                         linewidth=0.0, alpha=0.6, zorder=4))

@@ -38,7 +38,7 @@ def test_partition_picture_with_levels_tree_and_results(tmp_path):
     px = pixels(path)
     assert px.std() > 0.05  # not blank
     assert has_colour(px, LAYER_COLORS[0]) and has_colour(px, LAYER_COLORS[1])  # both levels
-    assert has_colour(px, "crimson") or has_colour(px, "red")  # results drawn in
+    assert has_colour(px, "crimson", tol=0.1) or has_colour(px, "red", tol=0.2)  # results drawn in
 
 
 def test_plane_slice_equals_the_network_on_the_plane():
@@ -71,3 +71,19 @@ def test_cli_regions_counts_lists_and_plots(tmp_path):
     assert out.exists() and pixels(out).std() > 0.05
     res = CliRunner().invoke(main, ["regions", str(net)])
     assert res.exit_code == 4 and "--lower and --upper" in res.output
+
+
+def test_the_paper_figures_example_runs(tmp_path):
+    """examples/paper_figures.py trains its networks and writes Figures 1, 3 and 4."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parents[2] / "examples" / "paper_figures.py"
+    res = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--epochs", "300"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    for name in ("figure1.png", "figure3.png", "figure4.png"):
+        px = pixels(tmp_path / name)
+        assert px.std() > 0.05 and has_colour(px, LAYER_COLORS[0]), name
