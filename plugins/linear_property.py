@@ -149,15 +149,19 @@ class LinearProperty(Analysis):
         if not pairs:
             raise ConfigError(f"analysis {self.name!r}: unsafe is empty (nothing to check)")
         self._pairs = pairs
-        self._start = self._most_violating_sample(network, region) if self.mode == "verify" else None
+        self._run_inputs = (network, region)
 
     def start_point(self) -> np.ndarray | None:
         """In ``verify`` mode: the most violating of :data:`START_SAMPLES` points of the region.
 
         The traversal starts there, so a counterexample that sampling finds is confirmed in
         the first polytope, and best-first search begins where violations are likeliest.
+        Computed when a run asks for it (not in the parts of a parallel run, which get the
+        start point of the whole run).
         """
-        return self._start
+        if self.mode != "verify":
+            return None
+        return self._most_violating_sample(*self._run_inputs)
 
     def _most_violating_sample(self, network, region) -> np.ndarray | None:
         lo, hi = region.bounding_box()
