@@ -62,9 +62,9 @@ def main() -> int:
         print(f"{rec['polytopes']:>9} polytopes ({rec['status']}, {rec['seconds']:.0f} s): peak "
               f"{rec['peak_bytes'] / 2**20:.0f} MiB, fixed {rec['fixed_bytes'] / 2**20:.0f} MiB, "
               f"{rec['bytes_per_polytope']:.0f} bytes per polytope", flush=True)
-    if args.out:
-        args.out.write_text(json.dumps({"machine": machine_info(), "command": " ".join(sys.argv),
-                                        "widths": args.widths, "runs": rows}, indent=1))
+        if args.out:  # after every budget: a long run keeps what it measured
+            args.out.write_text(json.dumps({"machine": machine_info(), "command": " ".join(sys.argv),
+                                            "widths": args.widths, "runs": rows}, indent=1))
     return 0
 
 
