@@ -317,6 +317,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     chains = _chains(solver, pm)
     if start is None:
         start = next((p for p in (a.start_point() for a in items) if p is not None), None)
+    if time_limit is not None:  # the budget counts from the call: set-up (start point) included
+        time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
     if executor is not None or checkpoint is not None:
         if within is not None:
             raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")

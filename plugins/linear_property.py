@@ -164,16 +164,21 @@ class LinearProperty(Analysis):
         return self._most_violating_sample(*self._run_inputs)
 
     def _most_violating_sample(self, network, region) -> np.ndarray | None:
+        from polytrav.region import Box
+
         lo, hi = region.bounding_box()
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
             return None
+        is_box = isinstance(region, Box)  # every point of the bounding box is inside
+        inside = (lambda x: True) if is_box else region.contains  # noqa: E731
         rng = np.random.default_rng(0)
         X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (START_SAMPLES, lo.shape[0]))])
-        X = X[[region.contains(x) for x in X]]
+        if not is_box:
+            X = X[[inside(x) for x in X]]
         if not len(X):
             return None
         score = self._score(network.forward(X))
-        best = X[int(np.argmin(score))]
+        best, best_score = X[int(np.argmin(score))], float(score.min())
         # then a few signed-gradient descents on the score from the best samples (an attack;
         # it only chooses where to start, the traversal decides)
         for x in X[np.argsort(score)[:ATTACK_STARTS]]:
@@ -182,13 +187,12 @@ class LinearProperty(Analysis):
                 y = network.forward(x)
                 per = [np.max(C @ y - d) for C, d in self._pairs]
                 k = int(np.argmin(per))
+                if per[k] < best_score and inside(x):
+                    best, best_score = x.copy(), per[k]
                 C, d = self._pairs[k]
                 W, _ = network.local_model(network.activation_code(x))
                 x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
                 step *= 0.95
-                if region.contains(x) and self._score(network.forward(x[None]))[0] < \
-                        self._score(network.forward(best[None]))[0]:
-                    best = x.copy()
         return best
 
     def _score(self, Y: np.ndarray) -> np.ndarray:
