@@ -46,7 +46,8 @@ class _Progress:
         self.seen = st.polytopes
         if self.bar.n % 50 == 0:
             rate = st.lps / max(time.perf_counter() - self.t0, 1e-9)
-            self.bar.set_postfix(lps=st.lps, lps_per_s=f"{rate:.0f}", refresh=False)
+            self.bar.set_postfix(lps=st.lps, lps_per_s=f"{rate:.0f}",
+                                 frontier=getattr(traversal, "frontier", "-"), refresh=False)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -346,6 +346,7 @@ class Traversal(Iterator[Polytope]):
         #: ``(level, code, volume_share)`` of every piece proven by ``prune`` (share None
         #: where the volume is not computed).
         self.proven_pieces: list[tuple[int, str, float | None]] = []
+        self._queues: list = []  # the frontier of every level being traversed
         self._region_volume = None
         self._restriction = None
         self._region_version = 0
@@ -366,6 +367,11 @@ class Traversal(Iterator[Polytope]):
         self._gen.close()
         if self.status is TraversalStatus.RUNNING:
             self.status = TraversalStatus.STOPPED
+
+    @property
+    def frontier(self) -> int:
+        """Cells found but not yet expanded, over the levels being traversed (for progress)."""
+        return sum(len(q) for q in self._queues)
 
     @property
     def complete(self) -> bool:
@@ -647,6 +653,7 @@ class Traversal(Iterator[Polytope]):
         guide = self.guide if k == 0 else None
         ranked = self.best_first and not last and not emit_pieces and guide is None
         queue = _Frontier(guide, ranked)
+        self._queues.append(queue)
 
         def push(signs, u, t, from_idx):
             """Queue a cell; best-first: with its margin (and vertices), computed now."""
@@ -725,6 +732,7 @@ class Traversal(Iterator[Polytope]):
                     if cell is not None and cell[0] > SLIVER_TOL:
                         push(flipped, cell[1], cell[0], own)
         finally:
+            self._queues.pop()
             model.pop()
 
     def _proven(self, view: "PieceView") -> float:

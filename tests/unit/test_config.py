@@ -142,3 +142,31 @@ def test_analysis_commands_print_their_results(tmp_path):
     assert res.exit_code == 0 and res.output.startswith("monotonicity:")
     res = CliRunner().invoke(main, ["counterfactual", str(net_path), *box, "--x0", "0.1,zz"])
     assert res.exit_code == 4 and "--x0 must be comma-separated numbers" in res.output
+
+
+def test_ctrl_c_gives_a_clearly_partial_report(job, monkeypatch):
+    """A KeyboardInterrupt mid-run ends it cleanly: the report so far, marked partial."""
+    import polytrav.config as config
+    from polytrav import run as run_module
+
+    real = run_module.analyze
+    seen = []
+
+    def interrupting(*args, **kwargs):
+        def progress(traversal):
+            seen.append(traversal.frontier)
+            if traversal.stats.polytopes >= 2:
+                raise KeyboardInterrupt
+        kwargs["progress"] = progress
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "analyze", interrupting)
+    report, _, _ = config.run_job(job)
+    assert report.status.value == "stopped" and not report.complete
+    assert report.stats["polytopes"] == 2
+    # only a confirmed violation may stay exact; every measurement is marked inexact
+    assert not any(r.exact for r in report if r.verdict is None or r.verdict.value != "violated")
+    assert all(isinstance(f, int) for f in seen)
+    monkeypatch.setattr(config, "run_job", lambda path, progress=None: (report, *load_job(path)))
+    res = CliRunner().invoke(main, ["run", str(job)])
+    assert res.exit_code == 2 and res.output.startswith("PARTIAL REPORT")
