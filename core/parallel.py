@@ -35,7 +35,7 @@ import numpy as np
 from polytrav.errors import CheckpointError, ConfigError, PolytravError
 from polytrav.traverse import Piece, TraversalStats, TraversalStatus, pieces
 
-__all__ = ["get_executor", "process_pool", "SerialExecutor", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
+__all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
 
 #: Version of the checkpoint file layout (a different version is refused).
 CHECKPOINT_FORMAT = 1
@@ -109,6 +109,33 @@ def n_workers(executor: Executor) -> int:
     if client is not None:  # Dask: one part per worker thread
         return max(1, sum(client.nthreads().values()))
     return 1
+
+
+def finished(executor: Executor, next_task, window: int):
+    """Run tasks with at most ``window`` in flight; yield ``(key, future)`` as each finishes.
+
+    ``next_task()`` returns ``(key, fn, args)`` for the next task, or None when no more
+    should start (it is asked again only after a task finished). Closing the generator
+    cancels the tasks still waiting. One loop for parts of a run and for batches, so that
+    budgets and early stops act between tasks the same way everywhere.
+    """
+    pending: dict[Future, Any] = {}
+    try:
+        while True:
+            while len(pending) < window:
+                task = next_task()
+                if task is None:
+                    break
+                key, fn, args = task
+                pending[executor.submit(fn, *args)] = key
+            if not pending:
+                return
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield pending.pop(fut), fut
+    finally:
+        for fut in pending:
+            fut.cancel()
 
 
 # ---------------------------------------------------------------- identity of a run
@@ -289,55 +316,50 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
     status = enum_status if enum_status is not TraversalStatus.COMPLETE else None
     polytopes = sum(s.get("polytopes", 0) for s in state.stats)
     lost: list[str] = []
-    pending: dict[Future, list[Piece]] = {}
     last_save = time.perf_counter()
 
-    def budget_left():
+    def next_part():
+        """The next part to start, or None when none should (a budget spent, a stop)."""
+        nonlocal status
+        if not queue or status is not None:
+            return None
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         room = None if max_polytopes is None else max_polytopes - polytopes
-        return left, room
+        if left is not None and left <= 0:
+            status = TraversalStatus.TIME_LIMIT
+            return None
+        if room is not None and room <= 0:
+            status = TraversalStatus.POLYTOPE_LIMIT
+            return None
+        chunk = queue.pop(0)
+        return chunk, _run_part, (job, chunk, room, left)
 
     try:
-        while (queue and status is None) or pending:
-            while queue and status is None and len(pending) < 2 * workers:
-                left, room = budget_left()
-                if (left is not None and left <= 0) or (room is not None and room <= 0):
-                    status = (TraversalStatus.TIME_LIMIT if left is not None and left <= 0
-                              else TraversalStatus.POLYTOPE_LIMIT)
-                    break
-                chunk = queue.pop(0)
-                pending[executor.submit(_run_part, job, chunk, room, left)] = chunk
-            if not pending:
-                break
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for fut in done:
-                chunk = pending.pop(fut)
-                try:
-                    part = fut.result()
-                except PolytravError:
-                    raise
-                except Exception as exc:  # noqa: BLE001  a dead worker, a broken pool
-                    lost.append(f"part of {len(chunk)} pieces: {type(exc).__name__}: {exc}")
-                    status = status or TraversalStatus.WORKER_LOST
-                    continue
-                state.parts.append(part.results)
-                state.stats.append(dict(part.stats, part_seconds=part.seconds,
-                                        part_pieces=len(chunk)))
-                polytopes += part.stats.get("polytopes", 0)
-                if part.status is TraversalStatus.COMPLETE:
-                    state.done.update(part.keys)
-                elif part.status is TraversalStatus.STOPPED and all(part.decided):
-                    status = status or TraversalStatus.STOPPED  # decided: no more parts needed
-                else:
-                    status = status or part.status
-                if progress is not None:
-                    progress(_Progress(polytopes, len(state.done), len(state.pieces)))
+        for chunk, fut in finished(executor, next_part, 2 * workers):
+            try:
+                part = fut.result()
+            except PolytravError:
+                raise
+            except Exception as exc:  # noqa: BLE001  a dead worker, a broken pool
+                lost.append(f"part of {len(chunk)} pieces: {type(exc).__name__}: {exc}")
+                status = status or TraversalStatus.WORKER_LOST
+                continue
+            state.parts.append(part.results)
+            state.stats.append(dict(part.stats, part_seconds=part.seconds,
+                                    part_pieces=len(chunk)))
+            polytopes += part.stats.get("polytopes", 0)
+            if part.status is TraversalStatus.COMPLETE:
+                state.done.update(part.keys)
+            elif part.status is TraversalStatus.STOPPED and all(part.decided):
+                status = status or TraversalStatus.STOPPED  # decided: no more parts needed
+            else:
+                status = status or part.status
+            if progress is not None:
+                progress(_Progress(polytopes, len(state.done), len(state.pieces)))
             if path is not None and time.perf_counter() - last_save >= checkpoint_every:
                 state.save(path)
                 last_save = time.perf_counter()
     finally:
-        for fut in pending:
-            fut.cancel()
         if path is not None:
             state.save(path)
 

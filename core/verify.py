@@ -222,9 +222,7 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, **
     or missing file) answers ``error`` with the error as its reason; one whose worker died
     answers ``unknown``, saying so. ``options`` go to :func:`verify`.
     """
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    from polytrav.parallel import SerialExecutor, n_workers
+    from polytrav.parallel import SerialExecutor, finished, n_workers
 
     t0 = time.perf_counter()
     items = list(enumerate(instances))
@@ -244,25 +242,24 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, **
             limit, ok = budget(timeout)
             yield i, _verify_one(net, spec, limit, options) if ok else skipped()
         return
-    pending = {}
-    window = 2 * n_workers(executor)
-    while items or pending:
-        while items and len(pending) < window:
+    unstarted: list[int] = []
+
+    def next_instance():
+        while items:
             i, (net, spec, timeout) = items.pop(0)
             limit, ok = budget(timeout)
-            if not ok:
-                yield i, skipped()
-                continue
-            pending[executor.submit(_verify_one, net, spec, limit, options)] = i
-        if not pending:
-            continue
-        done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-        for fut in done:
-            i = pending.pop(fut)
-            try:
-                result = fut.result()
-            except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
-                result = VerificationResult(
-                    "unknown", None, None, 0, 0, 0.0,
-                    f"the worker running it was lost: {type(exc).__name__}: {exc}")
-            yield i, result
+            if ok:
+                return i, _verify_one, (net, spec, limit, options)
+            unstarted.append(i)
+        return None
+
+    for i, fut in finished(executor, next_instance, 2 * n_workers(executor)):
+        try:
+            result = fut.result()
+        except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
+            result = VerificationResult(
+                "unknown", None, None, 0, 0, 0.0,
+                f"the worker running it was lost: {type(exc).__name__}: {exc}")
+        yield i, result
+    for i in unstarted:
+        yield i, skipped()
