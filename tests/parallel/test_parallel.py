@@ -41,6 +41,8 @@ def assert_same(serial, parted):
         if isinstance(a.value, dict):
             for key in a.value:
                 assert a.value[key] == pytest.approx(b.value[key], rel=1e-9, abs=1e-9), key
+        elif a.value is None or b.value is None:
+            assert a.value is None and b.value is None
         else:
             assert a.value == pytest.approx(b.value, rel=1e-9, abs=1e-9)
     assert parted["region_stats"].value["per_level"] == serial["region_stats"].value["per_level"]
