@@ -170,3 +170,15 @@ def test_ctrl_c_gives_a_clearly_partial_report(job, monkeypatch):
     monkeypatch.setattr(config, "run_job", lambda path, progress=None: (report, *load_job(path)))
     res = CliRunner().invoke(main, ["run", str(job)])
     assert res.exit_code == 2 and res.output.startswith("PARTIAL REPORT")
+
+
+def test_a_third_party_analysis_is_configured_by_its_entry_point_name(job, monkeypatch):
+    """The example package's ``output_bounds`` (registered only through its entry point)."""
+    monkeypatch.setenv("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "0")
+    job.write_text(JOB.split("[[analysis]]")[0]
+                   + '[[analysis]]\nname = "output_bounds"\nlower = -100\nupper = 100\n')
+    report, _, _ = run_job(job)
+    assert report[0].analysis == "output_bounds" and report[0].verdict.value == "holds"
+    job.write_text(job.read_text().replace("upper = 100", "upper = 100\nmiddle = 0"))
+    with pytest.raises(ConfigError, match=r"'output_bounds' does not take parameter\(s\) \['middle'\]"):
+        run_job(job)
