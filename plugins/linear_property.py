@@ -31,7 +31,7 @@ LP_BOUND_TOL = 1e-6
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
-ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.02
+ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.1
 
 
 class LinearProperty(Analysis):
