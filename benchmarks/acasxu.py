@@ -197,7 +197,8 @@ def write_meta(out: Path, args: argparse.Namespace, summary: dict) -> None:
     meta["loadavg_end"] = os.getloadavg()
     meta["summary"] = summary
     runs.append(meta)
-    path.write_text(json.dumps({"runs": runs}, indent=2, default=str))
+    text = json.dumps({"runs": runs}, indent=2, default=str)
+    path.write_text(text.replace(str(ROOT) + "/", ""))  # paths relative to the repository
 
 
 # ---------------------------------------------------------------------- summary
