@@ -151,6 +151,10 @@ class LinearProperty(Analysis):
         self._pairs = pairs
         self._run_inputs = (network, region)
 
+    def __getstate__(self) -> dict:
+        """Pickled without the run's network and region (parts of a parallel run get them)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
+
     def start_point(self) -> np.ndarray | None:
         """In ``verify`` mode: the most violating of :data:`START_SAMPLES` points of the region.
 
