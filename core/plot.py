@@ -24,9 +24,6 @@ EDGE_TOL = 1e-7
 
 def _pyplot():
     try:
-        import matplotlib
-
-        matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ConfigError('pictures need matplotlib: pip install "polytrav[plot]"') from exc
