@@ -1,13 +1,13 @@
 """Memory of a streaming traversal: bytes per visited polytope at 10^5 and 10^6 polytopes.
 
-A synthetic 2-D network (``--widths``, default two hidden layers of 600 random neurons: about
-10^6 polytopes in [-1, 1]^2) is traversed with a polytope budget, the consumer only counting
+A synthetic network (``--inputs`` random inputs, default 3; ``--widths``, default two hidden
+layers of 140 random neurons: more than 10^6 polytopes in [-1, 1]^3) is traversed with a polytope budget, the consumer only counting
 the polytopes (streaming). Each budget runs in a fresh process, which reports its peak
 resident memory (``ru_maxrss``) and its resident memory after the first polytope (imports,
 solver, network: the fixed cost). Bytes per polytope = (peak - fixed) / polytopes.
 
     python benchmarks/memory.py --out benchmarks/results/memory.json
-    python benchmarks/memory.py --budgets 100000 --widths 300 300     # quick look
+    python benchmarks/memory.py --budgets 100000 --widths 60 60     # quick look
 """
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ import json, resource, sys, time
 import numpy as np
 from polytrav import Box, Network, traverse
 
-widths, budget, seed = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+widths, budget, seed, d = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rng = np.random.default_rng(seed)
-sizes = [2, *widths, 1]
+sizes = [d, *widths, 1]
 net = Network.from_arrays([rng.standard_normal((sizes[k + 1], sizes[k])) for k in range(len(sizes) - 1)],
                           [0.5 * rng.standard_normal(sizes[k + 1]) for k in range(len(sizes) - 1)])
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 t0 = time.perf_counter()
-run = traverse(net, Box([-1.0, -1.0], [1.0, 1.0]), max_polytopes=budget)
+run = traverse(net, Box(-np.ones(d), np.ones(d)), max_polytopes=budget)
 n, fixed = 0, None
 for polytope in run:
     n += 1
@@ -46,7 +46,8 @@ print(json.dumps({"polytopes": n, "status": run.status.value, "seconds": time.pe
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--widths", nargs="+", type=int, default=[600, 600])
+    ap.add_argument("--inputs", type=int, default=3, help="input dimension")
+    ap.add_argument("--widths", nargs="+", type=int, default=[140, 140])
     ap.add_argument("--budgets", nargs="+", type=int, default=[100_000, 1_000_000])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path)
@@ -54,7 +55,7 @@ def main() -> int:
     rows = []
     for budget in args.budgets:
         out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args.widths), str(budget),
-                              str(args.seed)], capture_output=True, text=True, check=True)
+                              str(args.seed), str(args.inputs)], capture_output=True, text=True, check=True)
         rec = json.loads(out.stdout.strip().splitlines()[-1])
         rec["budget"] = budget
         rec["bytes_per_polytope"] = (rec["peak_bytes"] - rec["fixed_bytes"]) / max(rec["polytopes"], 1)
@@ -64,7 +65,8 @@ def main() -> int:
               f"{rec['bytes_per_polytope']:.0f} bytes per polytope", flush=True)
         if args.out:  # after every budget: a long run keeps what it measured
             args.out.write_text(json.dumps({"machine": machine_info(), "command": " ".join(sys.argv),
-                                            "widths": args.widths, "runs": rows}, indent=1))
+                                            "inputs": args.inputs, "widths": args.widths,
+                                            "runs": rows}, indent=1))
     return 0
 
 
