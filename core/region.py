@@ -48,6 +48,22 @@ class Constraints:
     e: np.ndarray
     balls: tuple[NormBall, ...] = field(default=())
 
+    def violations(self, x: np.ndarray, tol: float = CONTAINS_TOL) -> list[str]:
+        """Human-readable list of the constraints the point ``x`` (of ``n`` coordinates)
+        violates beyond ``tol`` (scaled by the bound size); empty if it is inside."""
+        out = []
+        slack = self.A @ x - self.b
+        for i in np.flatnonzero(slack > tol * (1.0 + np.abs(self.b))):
+            out.append(f"inequality {i}: {self.A[i] @ x:.6g} > {self.b[i]:.6g}")
+        res = np.abs(self.E @ x - self.e)
+        for i in np.flatnonzero(res > tol * (1.0 + np.abs(self.e))):
+            out.append(f"equality {i}: {self.E[i] @ x:.6g} != {self.e[i]:.6g}")
+        for ball in self.balls:
+            d = np.linalg.norm(x - ball.center, ord=ball.p)
+            if d > ball.radius + tol * (1.0 + ball.radius):
+                out.append(f"L{ball.p} ball: distance {d:.6g} > radius {ball.radius:.6g}")
+        return out
+
     def __and__(self, other: "Constraints") -> "Constraints":
         return Constraints(
             self.n,
@@ -116,20 +132,13 @@ class Region:
         reg = self.with_dims(x.shape[0]) if self.n_dims is None else self
         if reg.n_dims != x.shape[0]:
             return [f"point has {x.shape[0]} coordinates, region has {reg.n_dims}"]
-        c = reg.constraints()
-        out = []
-        slack = c.A @ x - c.b
-        scale = tol * (1.0 + np.abs(c.b))
-        for i in np.flatnonzero(slack > scale):
-            out.append(f"inequality {i}: {c.A[i] @ x:.6g} > {c.b[i]:.6g}")
-        res = np.abs(c.E @ x - c.e)
-        for i in np.flatnonzero(res > tol * (1.0 + np.abs(c.e))):
-            out.append(f"equality {i}: {c.E[i] @ x:.6g} != {c.e[i]:.6g}")
-        for ball in c.balls:
-            d = np.linalg.norm(x - ball.center, ord=ball.p)
-            if d > ball.radius + tol * (1.0 + ball.radius):
-                out.append(f"L{ball.p} ball: distance {d:.6g} > radius {ball.radius:.6g}")
-        return out
+        return reg.constraints().violations(x, tol)
+
+    @property
+    def is_box(self) -> bool:
+        """Whether the region equals its bounding box (a box, an L-inf ball, or an
+        intersection of those)."""
+        return False
 
     def __and__(self, other: "Region") -> "Region":
         if not isinstance(other, Region):
@@ -189,6 +198,10 @@ class Box(Region):
         self._need_dims()
         return self.lower.copy(), self.upper.copy()
 
+    @property
+    def is_box(self) -> bool:
+        return True
+
     def _need_dims(self) -> int:
         if self.n_dims is None:
             raise RegionError("Box: scalar bounds need a dimension; call with_dims(n) first")
@@ -230,6 +243,10 @@ class Ball(Region):
 
     def bounding_box(self):
         return self.center - self.radius, self.center + self.radius
+
+    @property
+    def is_box(self) -> bool:
+        return self.norm == math.inf
 
     def __repr__(self):
         return f"Ball(center={self.center!r}, radius={self.radius!r}, norm={self.norm})"
@@ -330,6 +347,10 @@ class Intersection(Region):
             lo, hi = polyhedron_bounding_box(self.constraints())
             los, his = (*los, lo), (*his, hi)
         return np.max(np.vstack(los), axis=0), np.min(np.vstack(his), axis=0)
+
+    @property
+    def is_box(self) -> bool:
+        return all(p.is_box for p in self.parts)
 
     def __repr__(self):
         return " & ".join(repr(p) for p in self.parts)

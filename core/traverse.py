@@ -669,6 +669,7 @@ class Traversal(Iterator[Polytope]):
                        signs, margin)
 
         push(signs0, u0, t0, via)
+        u_descend = u_start  # the first piece holds the start point: its sub-levels start there
         try:
             while queue:
                 self._check_time()
@@ -717,10 +718,12 @@ class Traversal(Iterator[Polytope]):
                         if margin is None or margin <= 0:  # else proven: no polytope needed
                             model.set_signs(lp_signs(signs))
                             first = st.polytopes
-                            yield from self._level(k + 1, Mn, mn, u, t, u, V, code, from_idx)
+                            yield from self._level(k + 1, Mn, mn, u if u_descend is None else
+                                                   u_descend, t, u, V, code, from_idx)
                             own = first if st.polytopes > first else from_idx
                 else:
                     st.slivers += 1
+                u_descend = None
                 for g, flipped, key in todo:
                     self._check_time()
                     # hashed once an LP decides it; flips ruled out by vertices are not kept

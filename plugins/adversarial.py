@@ -11,7 +11,10 @@ probabilities reported are evaluated at the worst-margin point; they are not max
 Modes: ``mode="worst"`` finds the global worst margin; ``mode="verify"`` stops at the first
 confirmed adversarial point. A class is skipped on a polytope without an LP when its margin's
 bound over the region's bounding box cannot beat the best margin so far (or 0 in ``verify``),
-and read off the polytope's vertices when the traversal computed them.
+and read off the polytope's vertices when the traversal computed them. In ``verify`` mode with
+``bounds=True`` (the default) a piece on which sound bounds of the rest of the network prove
+every margin negative is skipped whole (as :class:`~polytrav.plugins.linear_property.LinearProperty`
+does: the unsafe set is the disjunction of ``logit_label - logit_i <= 0``).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from polytrav.analysis import (Analysis, Stop, cell_values, check_witness, combi
                                linear_cell_subproblem, local_model_u)
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
+from polytrav.plugins.linear_property import attack_start, dnf_piece_margin
 from polytrav.results import AnalysisResult, Status, Verdict
 
 __all__ = ["SoftmaxAttack", "softmax"]
@@ -43,6 +47,9 @@ class SoftmaxAttack(Analysis):
         The class that should win everywhere in the region.
     mode : {"worst", "verify"}
         Find the global worst margin, or stop at the first confirmed adversarial point.
+    bounds : bool
+        In ``verify`` mode, skip every piece on which sound bounds prove the label wins
+        (:meth:`piece_margin`). Default True.
 
     ``verdict`` is HOLDS (robust: every margin is negative), VIOLATED (a point where another
     class wins, confirmed by a forward pass) or UNKNOWN; ``value`` is the worst margin,
@@ -52,9 +59,38 @@ class SoftmaxAttack(Analysis):
     name = "softmax_attack"
     uses_vertices = True
 
-    def __init__(self, label: int, mode: str = "worst"):
+    def __init__(self, label: int, mode: str = "worst", bounds: bool = True):
         self.label_class = label
         self.mode = mode
+        self.bounds = bounds
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        return bool(self.bounds) and self.mode == "verify"
+
+    def piece_margin(self, piece, context) -> float:
+        """Lower bound of ``min_i logit_label - logit_i`` over the piece; positive proves the
+        label wins everywhere on it."""
+        return dnf_piece_margin(self._unsafe(context.network.n_outputs), piece, context)
+
+    def _unsafe(self, m: int) -> list:
+        """The unsafe set as conjunctions ``C y <= d``: one per class, ``y_label - y_i <= 0``
+        (rows of unit norm)."""
+        q, eye = self.label_class, np.eye(m)
+        return [(((eye[q] - eye[i]) / np.sqrt(2.0))[None, :], np.zeros(1)) for i in range(m) if i != q]
+
+    def start_point(self) -> np.ndarray | None:
+        """In ``verify`` mode: where a cheap attack (random samples, then signed-gradient
+        steps) gets closest to another class winning; a confirmed adversarial point is then
+        found in the first polytope."""
+        if self.mode != "verify":
+            return None
+        network, region = self._run_inputs
+        return attack_start(self._unsafe(network.n_outputs), network, region)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the run's network and region (parts of a parallel run get them)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
 
     @property
     def problem_form(self) -> str:
@@ -70,6 +106,7 @@ class SoftmaxAttack(Analysis):
                               f"{self.label_class!r}")
         if self.mode not in MODES:
             raise ConfigError(f"analysis {self.name!r}: mode must be one of {MODES}, got {self.mode!r}")
+        self._run_inputs = (network, region)
 
     def begin(self, context) -> None:
         self._sub = linear_cell_subproblem(context.frame, context.network.n_neurons)

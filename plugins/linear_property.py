@@ -16,12 +16,14 @@ import numpy as np
 
 from polytrav.analysis import (Analysis, CellProblem, Stop, cell_values, check_witness,
                                combine_worst, local_model_u)
+from polytrav.bounds import Concretizer, output_lower_bounds
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status, Verdict
 from polytrav.tolerances import WITNESS_TOL
 
-__all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL"]
+__all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL", "attack_start", "dnf_piece_margin",
+           "unsafe_distance"]
 
 #: Margins from bounds evaluated in closed form are lowered by this (relative) before a
 #: piece counts as proven: float64 rounding in the back-substitution, never a proof by 1e-12.
@@ -32,6 +34,98 @@ LP_BOUND_TOL = 1e-6
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
 ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.1
+
+
+def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
+    """Per output row of ``Y``: how far from the unsafe set of ``pairs`` (<= 0: inside it)."""
+    return np.min([np.max(Y @ C.T - d, axis=1) for C, d in pairs], axis=0)
+
+
+def attack_start(pairs, network, region) -> np.ndarray | None:
+    """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
+    cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
+    descents from the best few. It only chooses where a traversal starts; None for an
+    unbounded region."""
+    lo, hi = region.bounding_box()
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    if region.is_box:  # every point of the bounding box is inside
+        inside = lambda x: True  # noqa: E731
+    else:
+        cons = region.constraints()
+        inside = lambda x: not cons.violations(x)  # noqa: E731
+    rng = np.random.default_rng(0)
+    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (START_SAMPLES, lo.shape[0]))])
+    if not region.is_box:
+        X = X[[inside(x) for x in X]]
+    if not len(X):
+        return None
+    score = unsafe_distance(pairs, network.forward(X))
+    best, best_score = X[int(np.argmin(score))], float(score.min())
+    for x in X[np.argsort(score)[:ATTACK_STARTS]]:
+        step = ATTACK_STEP * (hi - lo)
+        for _ in range(ATTACK_STEPS):
+            y = network.forward(x)
+            per = [np.max(C @ y - d) for C, d in pairs]
+            k = int(np.argmin(per))
+            if per[k] < best_score and inside(x):
+                best, best_score = x.copy(), per[k]
+            C, d = pairs[k]
+            W, _ = network.local_model(network.activation_code(x))
+            x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
+            step *= 0.95
+    return best
+
+
+def dnf_piece_margin(pairs, piece, context) -> float:
+    """Lower bound of ``max_i (C_i y - d_i)`` over the piece, minimised over the conjunctions
+    ``(C, d)`` of ``pairs`` (the unsafe set ``C y <= d``).
+
+    Positive: every conjunction has a row that no point of the piece meets, so the piece
+    holds no counterexample. Each row's affine lower bound in ``u`` comes from
+    :func:`polytrav.bounds.output_lower_bounds`; a conjunction is first checked row by row
+    at the piece's vertices (or on the frame box), then, if that proves nothing, with
+    the LP ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in the piece.
+    """
+    net = context.network
+    layers = list(zip(net.weights[piece.level:], net.biases[piece.level:]))
+    conc = Concretizer(piece.frame.dim, piece.vertices)
+    C = np.vstack([C for C, _ in pairs])
+    d = np.concatenate([d for _, d in pairs])
+    L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
+    g = g - d
+    low = conc.lower(L, g) - BOUND_TOL * (1.0 + np.abs(g))
+    margin, start = np.inf, 0
+    for C_k, _ in pairs:
+        rows = slice(start, start + C_k.shape[0])
+        start = rows.stop
+        s = float(low[rows].max())
+        if s <= 0:
+            s = _joint_margin(L[rows], g[rows], piece, context)
+        margin = min(margin, s)
+        if margin <= 0:  # nothing proven: the bound so far is enough to rank the piece
+            break
+    return margin
+
+
+def _joint_margin(L, g, piece, context) -> float:
+    """``min s  s.t.  s >= L u + g`` over the piece (an LP); -inf if it is not solved."""
+    A, b = piece.halfspaces()
+    d = L.shape[1]
+    n = A.shape[0]
+    c = np.zeros(d + 1)
+    c[-1] = 1.0
+    A_ub = np.block([[A, np.zeros((n, 1))], [L, -np.ones((L.shape[0], 1))]])
+    b_ub = np.concatenate([b, -g])
+    lo = np.concatenate([-np.ones(d), [-np.inf]])
+    hi = np.concatenate([np.ones(d), [np.inf]])
+    for backend in context.backends("lp"):
+        res = backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi))
+        if res.status is Status.OPTIMAL:
+            return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max())
+        if res.status is Status.INFEASIBLE and backend.certifies_optimality:
+            return -np.inf  # an empty piece should not happen: prove nothing
+    return -np.inf
 
 
 class LinearProperty(Analysis):
@@ -67,55 +161,9 @@ class LinearProperty(Analysis):
         return bool(self.bounds) and self.mode == "verify"
 
     def piece_margin(self, piece, context) -> float:
-        """Lower bound of ``max_i (C_i y - d_i)`` over the piece, minimised over conjunctions.
-
-        Positive: every conjunction has a row that no point of the piece meets, so the piece
-        holds no counterexample. Each row's affine lower bound in ``u`` comes from
-        :func:`polytrav.bounds.output_lower_bounds`; a conjunction is first checked row by row
-        at the piece's vertices (or on the frame box), then, if that proves nothing, with
-        the LP ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in the piece.
-        """
-        from polytrav.bounds import Concretizer, output_lower_bounds
-
-        net = context.network
-        layers = list(zip(net.weights[piece.level:], net.biases[piece.level:]))
-        conc = Concretizer(piece.frame.dim, piece.vertices)
-        C = np.vstack([C for C, _ in self._pairs])
-        d = np.concatenate([d for _, d in self._pairs])
-        L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
-        g = g - d
-        low = conc.lower(L, g) - BOUND_TOL * (1.0 + np.abs(g))
-        margin, start = np.inf, 0
-        for C_k, _ in self._pairs:
-            rows = slice(start, start + C_k.shape[0])
-            start = rows.stop
-            s = float(low[rows].max())
-            if s <= 0:
-                s = self._joint_margin(L[rows], g[rows], piece, context)
-            margin = min(margin, s)
-            if margin <= 0:  # nothing proven: the bound so far is enough to rank the piece
-                break
-        return margin
-
-    @staticmethod
-    def _joint_margin(L, g, piece, context) -> float:
-        """``min s  s.t.  s >= L u + g`` over the piece (an LP); -inf if it is not solved."""
-        A, b = piece.halfspaces()
-        d = L.shape[1]
-        n = A.shape[0]
-        c = np.zeros(d + 1)
-        c[-1] = 1.0
-        A_ub = np.block([[A, np.zeros((n, 1))], [L, -np.ones((L.shape[0], 1))]])
-        b_ub = np.concatenate([b, -g])
-        lo = np.concatenate([-np.ones(d), [-np.inf]])
-        hi = np.concatenate([np.ones(d), [np.inf]])
-        for backend in context.backends("lp"):
-            res = backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi))
-            if res.status is Status.OPTIMAL:
-                return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max())
-            if res.status is Status.INFEASIBLE and backend.certifies_optimality:
-                return -np.inf  # an empty piece should not happen: prove nothing
-        return -np.inf
+        """Lower bound of the distance into the unsafe set over the piece (see
+        :func:`dnf_piece_margin`); positive proves the piece holds no counterexample."""
+        return dnf_piece_margin(self._pairs, piece, context)
 
     @property
     def problem_form(self) -> str:
@@ -165,43 +213,7 @@ class LinearProperty(Analysis):
         """
         if self.mode != "verify":
             return None
-        return self._most_violating_sample(*self._run_inputs)
-
-    def _most_violating_sample(self, network, region) -> np.ndarray | None:
-        from polytrav.region import Box
-
-        lo, hi = region.bounding_box()
-        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
-            return None
-        is_box = isinstance(region, Box)  # every point of the bounding box is inside
-        inside = (lambda x: True) if is_box else region.contains  # noqa: E731
-        rng = np.random.default_rng(0)
-        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (START_SAMPLES, lo.shape[0]))])
-        if not is_box:
-            X = X[[inside(x) for x in X]]
-        if not len(X):
-            return None
-        score = self._score(network.forward(X))
-        best, best_score = X[int(np.argmin(score))], float(score.min())
-        # then a few signed-gradient descents on the score from the best samples (an attack;
-        # it only chooses where to start, the traversal decides)
-        for x in X[np.argsort(score)[:ATTACK_STARTS]]:
-            step = ATTACK_STEP * (hi - lo)
-            for _ in range(ATTACK_STEPS):
-                y = network.forward(x)
-                per = [np.max(C @ y - d) for C, d in self._pairs]
-                k = int(np.argmin(per))
-                if per[k] < best_score and inside(x):
-                    best, best_score = x.copy(), per[k]
-                C, d = self._pairs[k]
-                W, _ = network.local_model(network.activation_code(x))
-                x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
-                step *= 0.95
-        return best
-
-    def _score(self, Y: np.ndarray) -> np.ndarray:
-        """Per output row: how far from the unsafe set (<= 0: inside it)."""
-        return np.min([np.max(Y @ C.T - d, axis=1) for C, d in self._pairs], axis=0)
+        return attack_start(self._pairs, *self._run_inputs)
 
     def begin(self, context) -> None:
         from polytrav.subproblem import compiled

@@ -6,8 +6,11 @@ Each hidden neuron gets a post-activation variable ``z``; an unstable neuron (in
     z >= h,  z <= h - l (1 - delta),  z <= u delta,  z >= 0,
 
 a stable active one (``l >= 0``) the row ``z = h``, and a stable inactive one (``u <= 0``)
-the bounds ``z = 0``. Bounds come from interval arithmetic over the input box, layer by layer.
-The input region is ``lo <= x <= hi`` with optional rows ``A x <= b`` and ``E x == e``.
+the bounds ``z = 0``. Bounds come from interval arithmetic over the input box, layer by layer
+(``bounds="interval"``, the default), or are tightened by the LP relaxation of the layers
+before (``bounds="lp"``: two LPs per neuron that interval arithmetic leaves unstable, as
+MIPVerify does; far fewer binaries on deep nets). The input region is ``lo <= x <= hi`` with
+optional rows ``A x <= b`` and ``E x == e``.
 
 Only :class:`polytrav.Network`'s ``weights``/``biases``/``forward`` are used: no polytrav
 solver or traversal code. Every answer is re-evaluated with a plain forward pass at the
@@ -28,6 +31,7 @@ __all__ = [
     "MilpCheckError",
     "MilpResult",
     "interval_bounds",
+    "lp_bounds",
     "milp_counterfactual",
     "milp_linear_dnf_feasible",
     "milp_max_linear",
@@ -35,6 +39,7 @@ __all__ = [
 ]
 
 INF = np.inf
+LP_BOUND_SLACK = 1e-6  # relative widening of an LP bound (the LP is solved to 1e-9 tolerances)
 RTOL = 1e-6  # agreement between the MILP objective and the forward-pass value
 HIGHS_OPTIONS = {
     "mip_rel_gap": 0.0,
@@ -179,8 +184,13 @@ def _region(net, lo, hi, A, b, E, e):
     return lo, hi, A, b, E, e
 
 
-def _encode(net, lo, hi, A=None, b=None, E=None, e=None) -> _Encoding:
-    """The big-M model of ``net`` over the region (lo/hi already validated, lo <= hi)."""
+def _encode(net, lo, hi, A=None, b=None, E=None, e=None, bounds="interval",
+            layers: int | None = None) -> _Encoding:
+    """The big-M model of ``net``'s first ``layers`` hidden layers (all by default) over the
+    region (lo/hi already validated, lo <= hi); ``bounds`` is "interval", "lp" or a list of
+    per-layer ``(l, u)``."""
+    if isinstance(bounds, str):
+        bounds = layer_bounds(net, lo, hi, A, b, E, e, bounds)
     model = _Model()
     x = model.add_vars(lo, hi)
     if A is not None and A.shape[0]:
@@ -189,7 +199,7 @@ def _encode(net, lo, hi, A=None, b=None, E=None, e=None) -> _Encoding:
         model.add_rows([(x, E)], e, e)
     prev = x
     n_bin = 0
-    for (W, bias), (hl, hu) in zip(zip(net.weights[:-1], net.biases[:-1]), interval_bounds(net, lo, hi)):
+    for (W, bias), (hl, hu) in zip(zip(net.weights[:-1], net.biases[:-1]), bounds[:layers]):
         z = model.add_vars(np.maximum(hl, 0.0), np.maximum(hu, 0.0))
         active = hl >= 0.0
         unstable = (hl < 0.0) & (hu > 0.0)
@@ -212,6 +222,49 @@ def _encode(net, lo, hi, A=None, b=None, E=None, e=None) -> _Encoding:
             model.add_rows([(z[iu], I), (d, -np.diag(u))], np.full(m, -INF), np.zeros(m))
         prev = z
     return _Encoding(model, x, prev, n_bin, lo, hi, A, b, E, e)
+
+
+def layer_bounds(net, lo, hi, A=None, b=None, E=None, e=None, kind: str = "interval"):
+    """Per-hidden-layer pre-activation bounds of the kind named (see the module docstring)."""
+    if kind == "interval":
+        return interval_bounds(net, lo, hi)
+    if kind == "lp":
+        return lp_bounds(net, lo, hi, A, b, E, e)
+    raise ValueError(f"milp: bounds must be 'interval' or 'lp', got {kind!r}")
+
+
+def lp_bounds(net, lo, hi, A=None, b=None, E=None, e=None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pre-activation bounds tightened layer by layer with the LP relaxation of the big-M model
+    (binaries relaxed to [0, 1]) of the layers before, over the whole region; each is the
+    interval bound where that is tighter. A neuron whose LP fails keeps its interval bound."""
+    lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
+    out = []
+    for k, (hl, hu) in enumerate(interval_bounds(net, lo, hi)):
+        if k:  # interval arithmetic from the tightened layer before
+            W, bias = net.weights[k], net.biases[k]
+            zl, zu = np.maximum(out[-1][0], 0.0), np.maximum(out[-1][1], 0.0)
+            Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+            hl, hu = np.maximum(hl, Wp @ zl + Wn @ zu + bias), np.minimum(hu, Wp @ zu + Wn @ zl + bias)
+        hl, hu = hl.copy(), hu.copy()
+        unstable = np.flatnonzero((hl < 0.0) & (hu > 0.0))
+        if unstable.size:
+            enc = _encode(net, lo, hi, A, b, E, e, bounds=out, layers=k)
+            enc.model.integ = [np.zeros_like(i) for i in enc.model.integ]  # the LP relaxation
+            W, bias = net.weights[k], net.biases[k]
+            for j in unstable:
+                for sign in (1.0, -1.0):  # minimise sign * h_j
+                    c = _objective(enc, [(enc.last, sign * W[j])])
+                    res, _ = enc.model.solve(c, 60.0)
+                    if res.status != 0 or res.fun is None:
+                        continue
+                    val = sign * float(res.fun) + bias[j]
+                    slack = LP_BOUND_SLACK * (1.0 + abs(val))
+                    if sign > 0:
+                        hl[j] = max(hl[j], val - slack)
+                    else:
+                        hu[j] = min(hu[j], val + slack)
+        out.append((hl, hu))
+    return out
 
 
 def _objective(enc: _Encoding, terms, extra=None) -> np.ndarray:
@@ -273,7 +326,8 @@ def _max_linear_enc(net, enc, g, offset, time_limit, rtol) -> MilpResult:
 
 
 def milp_max_linear(net, g, lo, hi, A=None, b=None, E=None, e=None, offset: float = 0.0,
-                    time_limit: float = 60.0, rtol: float = RTOL) -> MilpResult:
+                    time_limit: float = 60.0, rtol: float = RTOL,
+                    bounds: str = "interval") -> MilpResult:
     """``max g @ f(x) + offset`` over ``lo <= x <= hi, A x <= b, E x == e``.
 
     The minimum is ``-milp_max_linear(net, -g, ...).value``.
@@ -281,7 +335,7 @@ def milp_max_linear(net, g, lo, hi, A=None, b=None, E=None, e=None, offset: floa
     lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
     if np.any(lo > hi):
         return MilpResult(-INF, None, "infeasible", 0.0, 0)
-    enc = _encode(net, lo, hi, A, b, E, e)
+    enc = _encode(net, lo, hi, A, b, E, e, bounds)
     return _max_linear_enc(net, enc, g, float(offset), time_limit, rtol)
 
 
@@ -306,7 +360,8 @@ def _combine(results: list[MilpResult], sense: str) -> MilpResult:
 
 
 def milp_max_margin(net, label: int, lo, hi, A=None, b=None, E=None, e=None,
-                    time_limit: float = 60.0, rtol: float = RTOL) -> MilpResult:
+                    time_limit: float = 60.0, rtol: float = RTOL,
+                    bounds: str = "interval") -> MilpResult:
     """``max_{x, i != label} f_i(x) - f_label(x)`` over the region; ``cls`` is the maximising i.
 
     One MILP per class ``i`` (``time_limit`` is per MILP).
@@ -316,7 +371,7 @@ def milp_max_margin(net, label: int, lo, hi, A=None, b=None, E=None, e=None,
     lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
     if np.any(lo > hi):
         return MilpResult(-INF, None, "infeasible", 0.0, 0)
-    enc = _encode(net, lo, hi, A, b, E, e)
+    enc = _encode(net, lo, hi, A, b, E, e, bounds)
     results = []
     for i in range(net.n_outputs):
         if i == label:
@@ -339,7 +394,8 @@ def _norm_kind(norm) -> str:
 
 def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin: float = 0.0,
                         A=None, b=None, immutable=(), E=None, e=None,
-                        time_limit: float = 60.0, rtol: float = RTOL) -> MilpResult:
+                        time_limit: float = 60.0, rtol: float = RTOL,
+                        bounds: str = "interval") -> MilpResult:
     """Minimal ``||x - x0||_norm`` (norm 1 or inf) over the region with a changed class.
 
     Binary nets (one output, class 1 iff ``f >= 0``): the counterfactual needs ``f <= -margin``
@@ -371,7 +427,7 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
     if target is not None and (int(target) == c0 or not 0 <= int(target) < max(2, net.n_outputs)):
         raise ValueError(f"milp_counterfactual: target {target} is x0's class or out of range")
 
-    enc = _encode(net, lo, hi, A, b, E, e)
+    enc = _encode(net, lo, hi, A, b, E, e, bounds)
     n = net.n_inputs
     reach = np.maximum(np.abs(lo - x0), np.abs(hi - x0))
     I = np.eye(n)
@@ -430,7 +486,7 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
 
 def milp_linear_dnf_feasible(net, disjuncts, lo, hi, A=None, b=None, E=None, e=None,
                              time_limit: float = 60.0, rtol: float = RTOL,
-                             tol: float = 1e-9) -> MilpResult:
+                             tol: float = 1e-9, bounds: str = "interval") -> MilpResult:
     """Is there an x in the region with ``C @ f(x) <= d`` for some ``(C, d)`` in ``disjuncts``?
 
     Per disjunct, maximise t subject to ``C f(x) + t <= d``; ``value`` is the best t* (the
@@ -440,7 +496,7 @@ def milp_linear_dnf_feasible(net, disjuncts, lo, hi, A=None, b=None, E=None, e=N
     lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
     if np.any(lo > hi):
         return MilpResult(-INF, None, "infeasible", 0.0, 0, feasible=False)
-    enc = _encode(net, lo, hi, A, b, E, e)
+    enc = _encode(net, lo, hi, A, b, E, e, bounds)
     tblock = len(enc.model.ub)
     tvar = enc.model.add_vars([-INF], [INF])
     base_m = enc.model.m, len(enc.model.blocks), len(enc.model.rlo)

@@ -190,3 +190,28 @@ def test_piece_view_of_the_whole_region_is_level_zero():
 
     list(traverse(net, Box([-1, -1], [1, 1]), prune=prune))
     assert seen[0] == 0 and set(seen) <= {0, 1}
+
+
+def test_softmax_attack_with_bounds_equals_the_full_traversal_and_the_milp():
+    """Robustness (verify mode) with pruning against the full traversal and a MILP, on random
+    nets and boxes where both answers occur."""
+    from milp import milp_max_margin
+
+    from polytrav.plugins.adversarial import SoftmaxAttack
+
+    rng = np.random.default_rng(11)
+    robust = pruned_any = 0
+    for case in range(16):
+        d = int(rng.integers(2, 4))
+        net = random_net(200 + case, d, [8, 8, 6], n_out=3)
+        x0 = rng.uniform(-0.5, 0.5, d)
+        label = int(np.argmax(net.forward(x0)))
+        region = Box(x0 - 0.3 * (1 + case % 3), x0 + 0.3 * (1 + case % 3))
+        pruned = analyze(net, region, SoftmaxAttack(label, mode="verify"))
+        full = analyze(net, region, SoftmaxAttack(label, mode="verify", bounds=False))
+        milp = milp_max_margin(net, label, region.lower, region.upper)
+        expected = "violated" if milp.value > 0 else "holds"
+        assert pruned[0].verdict.value == full[0].verdict.value == expected, case
+        robust += expected == "holds"
+        pruned_any += sum(pruned.stats["proven"]) > 0
+    assert 0 < robust < 16 and pruned_any > 3

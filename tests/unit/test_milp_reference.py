@@ -13,6 +13,8 @@ import pytest
 from scipy.optimize import linprog
 
 from milp import (
+    interval_bounds,
+    lp_bounds,
     milp_counterfactual,
     milp_linear_dnf_feasible,
     milp_max_linear,
@@ -179,6 +181,27 @@ def test_max_margin_matches_brute_force():
         assert close(expect[r.cls], r.value)
         y = net.forward(r.x)
         assert close(y[r.cls] - y[label], r.value)
+
+
+@pytest.mark.parametrize("name", ["w6-6", "w4-4-4", "w5-3-4x3"])
+def test_lp_bounds_are_sound_tighter_and_give_the_same_optima(name):
+    net, lo, hi, regions = case(name)
+    A, b = np.array([[1.0, 1.0]]), np.array([0.5])
+    tight, loose = lp_bounds(net, lo, hi, A, b), interval_bounds(net, lo, hi)
+    X = np.random.default_rng(0).uniform(lo, hi, (5000, 2))
+    X = X[X @ A[0] <= b[0]]
+    h = X.T
+    for (tl, tu), (il, iu), W, bias in zip(tight, loose, net.weights, net.biases):
+        h = W @ h + bias[:, None]
+        assert np.all(h.min(axis=1) >= tl - 1e-9) and np.all(h.max(axis=1) <= tu + 1e-9)
+        assert np.all(tl >= il - 1e-12) and np.all(tu <= iu + 1e-12)
+        h = np.maximum(h, 0.0)
+    assert sum(int(((tl < 0) & (tu > 0)).sum()) for tl, tu in tight) <= \
+        sum(int(((il < 0) & (iu > 0)).sum()) for il, iu in loose)
+    for g in np.eye(net.n_outputs):
+        a = milp_max_linear(net, g, lo, hi, A=A, b=b)
+        c = milp_max_linear(net, g, lo, hi, A=A, b=b, bounds="lp")
+        assert a.status == c.status == "optimal" and close(a.value, c.value)
 
 
 def test_dnf_matches_brute_force():

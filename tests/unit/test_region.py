@@ -61,3 +61,11 @@ def test_empty_or_unbounded_regions_are_refused():
         build_frame(Polyhedron([[1.0, 0.0], [-1.0, 0.0], [0, 1.0], [0, -1.0]], [-1.0, 0.0, 1, 1]), 2)
     with pytest.raises(RegionError, match="single point"):
         build_frame(Box([0.0, 0.0], [0.0, 0.0]), 2)
+
+
+def test_is_box_names_the_regions_equal_to_their_bounding_box():
+    box = Box([0.0, 0.0], [1.0, 1.0])
+    assert box.is_box and Ball([0.0, 0.0], 1.0, norm="inf").is_box
+    assert (box & Ball([0.5, 0.5], 0.1, norm="inf")).is_box
+    assert not Ball([0.0, 0.0], 1.0, norm=2).is_box
+    assert not (box & Polyhedron([[1.0, 1.0]], [1.0])).is_box

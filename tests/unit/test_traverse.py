@@ -228,3 +228,14 @@ def test_vertices_on_request_are_every_cells_exact_vertices():
         # the same point sets (qhull may repeat a degenerate vertex)
         dist = np.linalg.norm(got[:, None, :] - truth_V[None, :, :], axis=2)
         assert dist.min(axis=1).max() < 1e-9 and dist.min(axis=0).max() < 1e-9, p.index
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_first_polytope_contains_the_start_point(seed):
+    """Every level starts in the piece that holds the start point, so the first polytope
+    emitted is the start point's (a verifier that starts at an attack's point checks it first)."""
+    rng = np.random.default_rng(seed)
+    net = random_net(seed, 3, [10, 10, 10], n_out=2)
+    start = rng.uniform(-0.9, 0.9, 3)
+    first = next(iter(traverse(net, Box(-np.ones(3), np.ones(3)), start)))
+    assert first.contains(start)
