@@ -36,6 +36,7 @@ __all__ = [
     "milp_linear_dnf_feasible",
     "milp_max_linear",
     "milp_max_margin",
+    "milp_robust",
 ]
 
 INF = np.inf
@@ -129,6 +130,50 @@ class _Model:
             warnings.filterwarnings("ignore", message="Unrecognized options")
             res = milp(c, integrality=integ, bounds=Bounds(lb, ub), constraints=cons, options=opts)
         return res, _time.perf_counter() - t0
+
+
+    def solve_below(self, c: np.ndarray, cutoff: float, time_limit: float):
+        """Any ``v`` with ``c @ v < cutoff``, or a proof that none exists (highspy directly:
+        ``objective_bound`` cuts off every worse solution, and the search stops at the first
+        improving one). Returns ``(status, v or None, dual bound, seconds)``; status is
+        "found", "infeasible" (no such ``v``), "time_limit" or "error"."""
+        import highspy
+
+        lb, ub = np.concatenate(self.lb), np.concatenate(self.ub)
+        rows = np.concatenate([blk[0] for blk in self.blocks])
+        cols = np.concatenate([blk[1] for blk in self.blocks])
+        vals = np.concatenate([blk[2] for blk in self.blocks])
+        M = sp.csc_array((vals, (rows, cols)), shape=(self.m, self.n))
+        big = highspy.kHighsInf
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.n, self.m
+        lp.col_cost_ = c
+        lp.col_lower_, lp.col_upper_ = np.nan_to_num(lb, neginf=-big), np.nan_to_num(ub, posinf=big)
+        lp.row_lower_ = np.nan_to_num(np.concatenate(self.rlo), neginf=-big)
+        lp.row_upper_ = np.nan_to_num(np.concatenate(self.rhi), posinf=big)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = M.indptr, M.indices, M.data
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n, self.m
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in np.concatenate(self.integ)]
+        h = highspy.Highs()
+        for key, value in [("output_flag", False), ("time_limit", float(time_limit)),
+                           ("objective_bound", float(cutoff)), ("mip_max_improving_sols", 1),
+                           *HIGHS_OPTIONS.items()]:
+            h.setOptionValue(key, value)
+        t0 = _time.perf_counter()
+        h.passModel(lp)
+        h.run()
+        dt = _time.perf_counter() - t0
+        ms, info = h.getModelStatus(), h.getInfo()
+        v = np.asarray(h.getSolution().col_value) if info.primal_solution_status == 2 else None
+        if v is not None and c @ v < cutoff:  # a feasible solution below the cutoff
+            return "found", v, info.mip_dual_bound, dt
+        S = highspy.HighsModelStatus
+        if ms in (S.kInfeasible, S.kObjectiveBound) or (ms == S.kOptimal and v is not None):
+            return "infeasible", None, info.mip_dual_bound, dt  # (an optimum is >= cutoff)
+        name = h.modelStatusToString(ms).lower()
+        return ("time_limit" if "time" in name else "error: " + name), None, info.mip_dual_bound, dt
 
 
 def _status(res) -> str:
@@ -382,6 +427,51 @@ def milp_max_margin(net, label: int, lo, hi, A=None, b=None, E=None, e=None,
         r.cls = i
         results.append(r)
     return _combine(results, "max")
+
+
+def milp_robust(net, label: int, lo, hi, A=None, b=None, E=None, e=None,
+                time_limit: float = 60.0, rtol: float = RTOL, bounds: str = "interval") -> MilpResult:
+    """Decide robustness: is there an x in the region where some class beats ``label``?
+
+    The decision version of :func:`milp_max_margin`, as MIPVerify states it: per class ``i``
+    (most promising first, by the logits at the box centre), a MILP that accepts only
+    ``f_i - f_label > 0`` and stops at the first such point. ``status`` "optimal" means
+    decided: ``value`` is that point's margin (> 0, recomputed by a forward pass, ``x`` the
+    point, ``cls`` the class) or ``-inf`` (no class can win: robust). ``time_limit`` is for
+    the whole call.
+    """
+    lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
+    t0 = _time.perf_counter()
+    enc = _encode(net, lo, hi, A, b, E, e, bounds)
+    y0 = net.forward((lo + hi) / 2)
+    others = sorted((i for i in range(net.n_outputs) if i != label), key=lambda i: -y0[i])
+    undecided = None
+    for i in others:
+        g = np.zeros(net.n_outputs)
+        g[i], g[label] = 1.0, -1.0
+        terms, const = enc.output_rows(net, g[None, :])
+        c = -_objective(enc, terms)  # minimise -(margin - const)
+        left = time_limit - (_time.perf_counter() - t0)
+        if left <= 0:
+            undecided = "time_limit"
+            break
+        status, v, _, _ = enc.model.solve_below(c, float(const[0]), left)
+        if status == "found":
+            x = np.clip(v[enc.x], enc.lo, enc.hi)
+            _check_region(enc, x, rtol)
+            value = float(g @ net.forward(x))
+            _agree(value, float(const[0]) - float(c @ v), rtol, "robust")
+            if value > 0:
+                return MilpResult(value, x, "optimal", _time.perf_counter() - t0,
+                                  enc.n_binaries, cls=i)
+            undecided = "tie"  # within tolerances of 0: neither answer is proven
+            continue
+        if status != "infeasible":
+            undecided = status
+    dt = _time.perf_counter() - t0
+    if undecided is not None:
+        return MilpResult(np.nan, None, undecided, dt, enc.n_binaries)
+    return MilpResult(-INF, None, "optimal", dt, enc.n_binaries)
 
 
 def _norm_kind(norm) -> str:

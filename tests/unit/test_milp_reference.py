@@ -19,6 +19,7 @@ from milp import (
     milp_linear_dnf_feasible,
     milp_max_linear,
     milp_max_margin,
+    milp_robust,
 )
 from reference import brute_force_regions, random_net
 
@@ -202,6 +203,27 @@ def test_lp_bounds_are_sound_tighter_and_give_the_same_optima(name):
         a = milp_max_linear(net, g, lo, hi, A=A, b=b)
         c = milp_max_linear(net, g, lo, hi, A=A, b=b, bounds="lp")
         assert a.status == c.status == "optimal" and close(a.value, c.value)
+
+
+@pytest.mark.parametrize("bounds", ["interval", "lp"])
+def test_robust_decides_as_the_max_margin(bounds):
+    rng = np.random.default_rng(3)
+    answers = set()
+    for seed in range(12):
+        net = random_net(seed, 3, [6, 6], n_out=3)
+        x0 = rng.uniform(-0.5, 0.5, 3)
+        label, r = int(np.argmax(net.forward(x0))), 0.2 * (1 + seed % 4)
+        full = milp_max_margin(net, label, x0 - r, x0 + r)
+        dec = milp_robust(net, label, x0 - r, x0 + r, bounds=bounds)
+        assert full.status == dec.status == "optimal"
+        assert (full.value > 0) == (dec.value > 0), seed
+        if dec.value > 0:
+            y = net.forward(dec.x)
+            assert np.all(np.abs(dec.x - x0) <= r + 1e-9) and y[dec.cls] > y[label]
+        else:
+            assert dec.value == -np.inf
+        answers.add(dec.value > 0)
+    assert answers == {True, False}
 
 
 def test_dnf_matches_brute_force():
