@@ -96,13 +96,17 @@ class RunContext:
         self.region = region
         self.traversal = traversal
         self.frame = traversal.frame
-        #: The traversal's start point (input coordinates), or None for the region's centre.
-        self.start = None if traversal.start_u is None else traversal.frame.to_x(traversal.start_u)
         self.chains = chains
         self.pm = pm
         self.n_solves = 0
         self.solve_time = 0.0
         self.n_fallbacks = 0
+
+    @property
+    def start(self) -> np.ndarray | None:
+        """The traversal's start point (input coordinates), or None for the region's centre."""
+        u = self.traversal.start_u
+        return None if u is None else self.traversal.frame.to_x(u)
 
     @property
     def status(self) -> TraversalStatus:
@@ -315,14 +319,18 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         seen[a.name] = seen.get(a.name, 0) + 1
         a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
     chains = _chains(solver, pm)
-    if start is None:
-        start = next((p for p in (a.start_point() for a in items) if p is not None), None)
-    if time_limit is not None:  # the budget counts from the call: set-up (start point) included
-        time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
+    if start is None:  # an analysis's start point, computed when the search needs one
+        def start():
+            return next((p for p in (a.start_point() for a in items) if p is not None), None)
     if executor is not None or checkpoint is not None:
         if within is not None:
             raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
         from polytrav.parallel import run_in_parts
+
+        start = start() if callable(start) else start  # every part starts from the same point
+    if time_limit is not None:  # the budget counts from the call: set-up included
+        time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
+    if executor is not None or checkpoint is not None:
 
         return run_in_parts(net, region, items, start=start, solver=solver, chains=chains, pm=pm,
                             strategy=strategy, max_polytopes=max_polytopes,

@@ -151,8 +151,10 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     region : Region
         Closed, bounded, convex; its dimension must equal ``net.n_inputs`` (scalar boxes
         broadcast).
-    start : array_like, optional
-        A point of the region to start from; defaults to the region's Chebyshev centre.
+    start : array_like or callable, optional
+        A point of the region to start from; defaults to the region's Chebyshev centre. A
+        callable returning one (or None) is called only when the search starts, after a
+        ``prune`` that proves the whole region made it unnecessary (an attack, say).
     strategy : {"hierarchical", "seed-faithful"}
         ``hierarchical`` (default) is the paper's Algorithm 3 made fast; ``seed-faithful`` is
         the paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start),
@@ -352,7 +354,8 @@ class Traversal(Iterator[Polytope]):
         self._region_version = 0
         self.frame: Frame = build_frame(self.region, net.n_inputs)
         self._check_domain()
-        self.start_u = self._start_point(start)
+        self._start_later = start if callable(start) else None
+        self.start_u = None if callable(start) else self._start_point(start)
         self.status = TraversalStatus.RUNNING
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
                                     proven=[0] * net.n_hidden_layers)
@@ -567,7 +570,6 @@ class Traversal(Iterator[Polytope]):
                     "traverse: the region has no interior (its Chebyshev radius in normalised "
                     f"units is {region_cell[0]:.3g})"
                 )
-            u0 = self.start_u if self.start_u is not None else region_cell[1]
             if self.prune is not None and self.net.n_hidden_layers and not self._emit_pieces:
                 V = (self._vertices(self._model, np.zeros(0, bool), region_cell[1], region_cell[0])
                      if self._use_vertices(1, False) else None)
@@ -577,6 +579,9 @@ class Traversal(Iterator[Polytope]):
                         0, (), self.frame.U, self.frame.origin, region_cell[1], region_cell[0], V,
                         self._model, None, self.frame)) > 0:
                     raise _Stop(TraversalStatus.COMPLETE)  # the whole region is proven
+            if self._start_later is not None:
+                self.start_u = self._start_point(self._start_later())
+            u0 = self.start_u if self.start_u is not None else region_cell[1]
             if self.net.n_hidden_layers == 0:  # an affine network: the region is one polytope
                 if self._emit_pieces:
                     yield Piece(np.zeros(0, bool), region_cell[1], region_cell[0])
