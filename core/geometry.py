@@ -209,7 +209,16 @@ def build_frame(region: Region, n: int) -> Frame:
         If the region does not have ``n`` dimensions, is unbounded, or is empty.
     """
     region = region.with_dims(n)
-    c = region.constraints()
+    if region.is_box:  # only the bounds matter: no dense rows (784 inputs make 1568 of them)
+        lo, hi = region.bounding_box()
+        if (lo > hi).any():
+            j = int(np.flatnonzero(lo > hi)[0])
+            raise RegionError(f"region is empty: its bounds cross at coordinate {j} "
+                              f"(lower {lo[j]}, upper {hi[j]})")
+        fixed = lo == hi
+        c = Constraints(n, np.zeros((0, n)), np.zeros(0), np.eye(n)[fixed], lo[fixed])
+    else:
+        c = region.constraints()
     x_p, N, free = _affine_hull(c)
     d = N.shape[1]
     if d == 0:
