@@ -132,6 +132,12 @@ class Region:
         reg = self.with_dims(x.shape[0]) if self.n_dims is None else self
         if reg.n_dims != x.shape[0]:
             return [f"point has {x.shape[0]} coordinates, region has {reg.n_dims}"]
+        if reg.is_box:  # the bounds alone (no dense rows in high dimension)
+            lo, hi = reg.bounding_box()
+            out = [f"coordinate {i}: {x[i]:.6g} > upper bound {hi[i]:.6g}"
+                   for i in np.flatnonzero(x - hi > tol * (1.0 + np.abs(hi)))]
+            return out + [f"coordinate {i}: {x[i]:.6g} < lower bound {lo[i]:.6g}"
+                          for i in np.flatnonzero(lo - x > tol * (1.0 + np.abs(lo)))]
         return reg.constraints().violations(x, tol)
 
     @property

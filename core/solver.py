@@ -142,13 +142,16 @@ class ChebyshevModel:
         self.region_b = np.concatenate([self.region_b, b])
         self._sync_region_rows(A, b)
 
-    def halfspaces(self, top_signs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Polyhedral rows ``A u <= b`` of the cell (region rows, box included, then neuron rows).
+    def halfspaces(self, top_signs: np.ndarray | None = None,
+                   box: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Polyhedral rows ``A u <= b`` of the cell (region rows, the frame box ``[-1, 1]^d``
+        first unless ``box=False``, then neuron rows).
 
         ``top_signs`` overrides the top block's signs; L1 balls are left out, so the result
         is an outer hull of the cell.
         """
-        rows, rhs = [self.region_A], [self.region_b]
+        skip = 0 if box else 2 * self.region_A.shape[1]  # the frame's rows start with [I; -I]
+        rows, rhs = [self.region_A[skip:]], [self.region_b[skip:]]
         for k, (A, beta, signs) in enumerate(self.blocks):
             if top_signs is not None and k == len(self.blocks) - 1:
                 signs = top_signs

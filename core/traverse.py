@@ -277,8 +277,8 @@ class PieceView:
         self.u, self.t, self.vertices, self.frame = u, t, vertices, frame
         self._model, self._signs = model, signs
 
-    def halfspaces(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._model.halfspaces(self._signs)
+    def halfspaces(self, box: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        return self._model.halfspaces(self._signs, box)
 
 
 def _volume(V: np.ndarray) -> float | None:

@@ -44,8 +44,8 @@ def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
 def attack_start(pairs, network, region) -> np.ndarray | None:
     """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
     cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
-    descents from the best few. It only chooses where a traversal starts; None for an
-    unbounded region."""
+    descents from the best few, until one is inside the unsafe set. It only chooses where a
+    traversal starts; None for an unbounded region."""
     lo, hi = region.bounding_box()
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         return None
@@ -65,6 +65,8 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
     for x in X[np.argsort(score)[:ATTACK_STARTS]]:
         step = ATTACK_STEP * (hi - lo)
         for _ in range(ATTACK_STEPS):
+            if best_score < 0:  # inside the unsafe set: the first polytope will confirm it
+                return best
             y = network.forward(x)
             per = [np.max(C @ y - d) for C, d in pairs]
             k = int(np.argmin(per))
@@ -110,7 +112,7 @@ def dnf_piece_margin(pairs, piece, context) -> float:
 
 def _joint_margin(L, g, piece, context) -> float:
     """``min s  s.t.  s >= L u + g`` over the piece (an LP); -inf if it is not solved."""
-    A, b = piece.halfspaces()
+    A, b = piece.halfspaces(box=False)  # the box is the variables' bounds
     d = L.shape[1]
     n = A.shape[0]
     c = np.zeros(d + 1)
