@@ -215,3 +215,19 @@ def test_softmax_attack_with_bounds_equals_the_full_traversal_and_the_milp():
         robust += expected == "holds"
         pruned_any += sum(pruned.stats["proven"]) > 0
     assert 0 < robust < 16 and pruned_any > 3
+
+
+def test_the_start_attack_runs_only_when_the_search_needs_a_start(monkeypatch):
+    from polytrav.plugins.adversarial import SoftmaxAttack
+
+    calls = []
+    real = SoftmaxAttack.start_point
+    monkeypatch.setattr(SoftmaxAttack, "start_point",
+                        lambda self: calls.append(1) or real(self))
+    net = random_net(5, 2, [6, 6], n_out=3)
+    x0 = np.array([0.1, -0.2])
+    label = int(np.argmax(net.forward(x0)))
+    tiny = analyze(net, Box(x0 - 1e-6, x0 + 1e-6), SoftmaxAttack(label, mode="verify"))
+    assert tiny[0].verdict.value == "holds" and tiny.stats["proven"][0] == 1 and calls == []
+    wide = analyze(net, Box(x0 - 3.0, x0 + 3.0), SoftmaxAttack(label, mode="verify"))
+    assert calls == [1] and wide.stats["polytopes"] >= 1

@@ -69,3 +69,12 @@ def test_is_box_names_the_regions_equal_to_their_bounding_box():
     assert (box & Ball([0.5, 0.5], 0.1, norm="inf")).is_box
     assert not Ball([0.0, 0.0], 1.0, norm=2).is_box
     assert not (box & Polyhedron([[1.0, 1.0]], [1.0])).is_box
+
+
+def test_box_like_membership_and_emptiness_come_from_the_bounds():
+    region = Box([0.0, 0.0], [1.0, 1.0]) & Ball([0.5, 0.5], 0.25, norm="inf")
+    assert region.violations(np.array([0.5, 0.6])) == []
+    bad = region.violations(np.array([0.9, 0.1]))
+    assert len(bad) == 2 and "coordinate 0" in bad[0] and "coordinate 1" in bad[1]
+    with pytest.raises(RegionError, match="empty.*coordinate 1"):
+        build_frame(Box([0.0, 0.0], [1.0, 1.0]) & Box([0.0, 2.0], [1.0, 3.0]), 2)
