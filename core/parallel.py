@@ -368,10 +368,10 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
     stats = _merge_stats([state.enumeration] + state.stats, net.n_hidden_layers)
     stats.pieces[0] = sum(s["pieces"][0] for s in state.stats) if state.stats else 0
     stats.failures += lost
-    merged = _Merged(_frame_of(net, region), None, status, stats)
+    frame = _frame_of(net, region)
+    merged = _Merged(frame, None if start is None else frame.to_u(np.asarray(start, float)),
+                     status, stats)
     context = RunContext(net, region, merged, chains, pm)
-    if start is not None:
-        context.start = np.asarray(start, float)
     results = [a.combine([p[i] for p in state.parts], context) for i, a in enumerate(analyses)]
     out = stats.to_dict()
     out["proven_pieces"] = [p for s in state.stats for p in s.get("proven_pieces", [])]
