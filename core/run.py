@@ -319,18 +319,18 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         seen[a.name] = seen.get(a.name, 0) + 1
         a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
     chains = _chains(solver, pm)
-    if start is None:  # an analysis's start point, computed when the search needs one
-        def start():
+    in_parts = executor is not None or checkpoint is not None
+    if in_parts and within is not None:
+        raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
+    if start is None:  # an analysis's start point: now for a run in parts (every part starts
+        def start():   # from it), else when the search needs one
             return next((p for p in (a.start_point() for a in items) if p is not None), None)
-    if executor is not None or checkpoint is not None:
-        if within is not None:
-            raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
-        from polytrav.parallel import run_in_parts
-
-        start = start() if callable(start) else start  # every part starts from the same point
+        if in_parts:
+            start = start()
     if time_limit is not None:  # the budget counts from the call: set-up included
         time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
-    if executor is not None or checkpoint is not None:
+    if in_parts:
+        from polytrav.parallel import run_in_parts
 
         return run_in_parts(net, region, items, start=start, solver=solver, chains=chains, pm=pm,
                             strategy=strategy, max_polytopes=max_polytopes,
