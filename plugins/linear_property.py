@@ -30,6 +30,9 @@ __all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL", "attack_start", "dnf_p
 BOUND_TOL = 1e-9
 #: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
 LP_BOUND_TOL = 1e-6
+#: Gradient steps of slope optimisation (α-CROWN) on the conjunctions that CROWN's own
+#: slopes do not prove (0: none).
+SLOPE_STEPS = 20
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
@@ -85,29 +88,47 @@ def dnf_piece_margin(pairs, piece, context) -> float:
 
     Positive: every conjunction has a row that no point of the piece meets, so the piece
     holds no counterexample. Each row's affine lower bound in ``u`` comes from
-    :func:`polytrav.bounds.output_lower_bounds`; a conjunction is first checked row by row
-    at the piece's vertices (or on the frame box), then, if that proves nothing, with
-    the LP ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in the piece.
+    :func:`polytrav.bounds.output_lower_bounds`, with CROWN's slopes first, then, for the
+    conjunctions that proves nothing for, with :data:`SLOPE_STEPS` steps of slope
+    optimisation; without the piece's vertices (high dimension), unstable neurons' bounds
+    are raised by LPs over the piece (:meth:`polytrav.bounds.Concretizer.refine`). A conjunction is checked row by row at the piece's vertices (or on the
+    frame box), then, if that proves nothing, with the LP
+    ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in the piece.
     """
     net = context.network
     layers = list(zip(net.weights[piece.level:], net.biases[piece.level:]))
-    conc = Concretizer(piece.frame.dim, piece.vertices)
+    rows = lp = None
+    if piece.vertices is None:  # unstable neurons' bounds by LPs over the piece's rows
+        rows, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
+    conc = Concretizer(piece.frame.dim, piece.vertices, rows, lp)
     C = np.vstack([C for C, _ in pairs])
     d = np.concatenate([d for _, d in pairs])
+    ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
+    rows = [np.arange(end - C_k.shape[0], end) for end, (C_k, _) in zip(ends, pairs)]
     L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
     g = g - d
-    low = conc.lower(L, g) - BOUND_TOL * (1.0 + np.abs(g))
-    margin, start = np.inf, 0
-    for C_k, _ in pairs:
-        rows = slice(start, start + C_k.shape[0])
-        start = rows.stop
-        s = float(low[rows].max())
+    margins = _row_margins(L, g, conc, rows)
+    open_rows = np.concatenate([r for r, s in zip(rows, margins) if s <= 0] or [[]]).astype(int)
+    if SLOPE_STEPS and len(open_rows) and len(layers) > 1:
+        L[open_rows], g[open_rows], _ = output_lower_bounds(
+            layers, piece.M, piece.m, C[open_rows], conc, steps=SLOPE_STEPS)
+        g[open_rows] -= d[open_rows]
+        margins = _row_margins(L, g, conc, rows)
+    margin = np.inf
+    for r, s in sorted(zip(rows, margins), key=lambda pair: pair[1]):  # likeliest unproven first
         if s <= 0:
-            s = _joint_margin(L[rows], g[rows], piece, context)
+            s = _joint_margin(L[r], g[r], piece, context)
         margin = min(margin, s)
         if margin <= 0:  # nothing proven: the bound so far is enough to rank the piece
             break
     return margin
+
+
+def _row_margins(L, g, conc, rows) -> list[float]:
+    """Per conjunction (its ``rows``): the best row's closed-form lower bound, lowered by
+    :data:`BOUND_TOL`."""
+    low = conc.lower(L, g) - BOUND_TOL * (1.0 + np.abs(g))
+    return [float(low[r].max()) for r in rows]
 
 
 def _joint_margin(L, g, piece, context) -> float:

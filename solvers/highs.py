@@ -14,6 +14,10 @@ cold and on a fallback backend. HiGHS' QP solver can hang on tiny QPs (see
 ``DEFAULT_OPTIONS`` (the only native defaults polytrav overrides): ``output_flag=False``,
 ``primal_feasibility_tolerance=1e-9``, ``dual_feasibility_tolerance=1e-9``, ``threads=1``,
 ``time_limit=60`` (seconds per solve, so no solve can hang a run).
+
+``duals`` of an optimal minimisation are laid out as OSQP's: one per row (``A_ub``, then
+``A_eq``), then one per variable bound, with ``c + A^T y + y_box = 0`` (``y >= 0`` on an
+active ``<=`` row).
 """
 from __future__ import annotations
 
@@ -77,12 +81,14 @@ class HighsBackend(SolverBackend):
         """Normalised result of the last ``run()`` of ``h``."""
         status = _status_map().get(h.getModelStatus(), Status.ERROR)
         info = h.getInfo()
-        x = obj = None
+        x = obj = duals = None
         if status is Status.OPTIMAL:
-            x = np.array(h.getSolution().col_value)
+            solution = h.getSolution()
+            x = np.array(solution.col_value)
+            duals = -np.concatenate([solution.row_dual, solution.col_dual])
             obj = float(info.objective_function_value)
         return SolveResult(
-            status, obj, x, None, self.name, time.perf_counter() - t0,
+            status, obj, x, duals, self.name, time.perf_counter() - t0,
             int(info.simplex_iteration_count), h.modelStatusToString(h.getModelStatus()),
         )
 

@@ -61,7 +61,7 @@ def _interior(A, b):
     return res.x[:-1]
 
 
-def check_sound(net, level, seed, use_vertices):
+def check_sound(net, level, seed, use_vertices, steps=0):
     rng = np.random.default_rng(seed)
     d = net.n_inputs
     x0 = rng.uniform(-0.5, 0.5, d)
@@ -70,7 +70,7 @@ def check_sound(net, level, seed, use_vertices):
     conc = Concretizer(d, V)
     layers = list(zip(net.weights[level:], net.biases[level:]))
     C = rng.standard_normal((4, net.n_outputs))
-    L, g, _ = output_lower_bounds(layers, M, m, C, conc)
+    L, g, _ = output_lower_bounds(layers, M, m, C, conc, steps=steps)
     lo, hi = interval_bounds(layers, M, m, conc)
     X = rng.uniform(-1, 1, (20000, d))
     X = np.vstack([X[inside(X)], x0[None]])
@@ -87,6 +87,71 @@ def check_sound(net, level, seed, use_vertices):
 def test_bounds_hold_at_every_sampled_point_of_the_piece(seed, level, use_vertices):
     net = random_net(seed, 2, [8, 7, 6], n_out=3)
     assert check_sound(net, level, seed, use_vertices) >= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("level", [0, 1])
+@pytest.mark.parametrize("use_vertices", [False, True])
+def test_optimised_slopes_stay_sound(seed, level, use_vertices):
+    net = random_net(seed, 2, [8, 7, 6], n_out=3)
+    assert check_sound(net, level, seed, use_vertices, steps=15) >= 1
+
+
+@pytest.mark.parametrize("use_vertices", [False, True])
+def test_the_slope_gradient_equals_finite_differences(use_vertices):
+    from polytrav.bounds import _layer_bounds, _slope_gradient, backsubstitute
+
+    rng = np.random.default_rng(1)
+    net = random_net(3, 3, [9, 9, 9], n_out=4)
+    layers = list(zip(net.weights, net.biases))
+    M, m = np.eye(3), np.zeros(3)
+    conc = Concretizer(3, rng.uniform(-1, 1, (30, 3)) if use_vertices else None)
+    bounds = _layer_bounds(layers, M, m, conc)
+    C = rng.standard_normal((4, 4))
+    Lam, const = C @ layers[-1][0], C @ layers[-1][1]
+    slopes = [np.where((bounds.lo[k] < 0) & (bounds.hi[k] > 0), rng.uniform(0, 1, (4, 9)),
+                       bounds.lower_slope[k]) for k in range(3)]
+    tape: list = []
+    L, g = backsubstitute(Lam, const, layers, bounds, 3, M, m, slopes, tape)
+    low, dL = conc.lower_and_gradient(L, g)
+    grads = _slope_gradient(dL, layers, bounds, M, m, slopes, tape)
+    h = 1e-6
+    for k in range(3):
+        for i, j in zip(*np.nonzero(np.ones_like(slopes[k]))):
+            moved = [s.copy() for s in slopes]
+            moved[k][i, j] += h
+            numeric = (conc.lower(*backsubstitute(Lam, const, layers, bounds, 3, M, m, moved)).sum()
+                       - low.sum()) / h
+            assert numeric == pytest.approx(grads[k][i, j], abs=1e-4)
+
+
+def test_optimised_slopes_are_never_looser_and_usually_tighter():
+    tighter = 0
+    for seed in range(6):
+        net = random_net(seed, 3, [10, 10, 10], n_out=3)
+        layers = list(zip(net.weights, net.biases))
+        conc = Concretizer(3)
+        C = np.random.default_rng(seed).standard_normal((3, 3))
+        crown = conc.lower(*output_lower_bounds(layers, np.eye(3), np.zeros(3), C, conc)[:2])
+        alpha = conc.lower(*output_lower_bounds(layers, np.eye(3), np.zeros(3), C, conc,
+                                                steps=20)[:2])
+        assert (alpha >= crown - 1e-9).all()
+        tighter += int((alpha > crown + 1e-6).any())
+    assert tighter >= 4
+
+
+def test_slopes_outside_zero_one_are_caught(monkeypatch):
+    """Fault injection: slopes allowed up to 2 instead of 1 break soundness."""
+    monkeypatch.setattr(bounds_module, "SOUND_SLOPES", (0.0, 2.0))
+    monkeypatch.setattr(bounds_module, "SLOPE_STEP", 1.0)
+    caught = 0
+    for seed in range(6):
+        try:
+            check_sound(random_net(seed, 2, [8, 7, 6], n_out=3), 0, seed, False, steps=15)
+        except AssertionError:
+            caught += 1
+    monkeypatch.undo()
+    assert caught > 0
 
 
 def test_a_forced_unsound_bound_is_caught(monkeypatch):
