@@ -10,6 +10,7 @@ from polytrav import Box, Polyhedron, analyze
 from polytrav import bounds as bounds_module
 from polytrav.bounds import Concretizer, interval_bounds, output_lower_bounds
 from polytrav.plugins.linear_property import LinearProperty
+from polytrav.solvers.highs import HighsBackend
 from polytrav.traverse import PieceView, traverse
 
 
@@ -31,6 +32,22 @@ def piece_of(net, x0, level):
             ok &= ((X @ H.T + h >= 0) == on).all(axis=1)
         return ok
     return M, m, inside
+
+
+def piece_rows(net, x0, level):
+    """The piece's halfspaces ``A x <= b`` (without the box)."""
+    d = net.n_inputs
+    rows, rhs = [np.zeros((0, d))], [np.zeros(0)]
+    M, m = np.eye(d), np.zeros(d)
+    for k in range(level):
+        W, b = net.weights[k], net.biases[k]
+        H, h = W @ M, W @ m + b
+        on = H @ x0 + h >= 0
+        s = np.where(on, -1.0, 1.0)
+        rows.append(s[:, None] * H)
+        rhs.append(-s * h)
+        M, m = H * on[:, None], h * on
+    return np.vstack(rows), np.concatenate(rhs)
 
 
 def vertices_of(net, x0, level):
@@ -61,13 +78,13 @@ def _interior(A, b):
     return res.x[:-1]
 
 
-def check_sound(net, level, seed, use_vertices, steps=0):
+def check_sound(net, level, seed, use_vertices, steps=0, refine=False):
     rng = np.random.default_rng(seed)
     d = net.n_inputs
     x0 = rng.uniform(-0.5, 0.5, d)
     M, m, inside = piece_of(net, x0, level)
     V = vertices_of(net, x0, level) if use_vertices else None
-    conc = Concretizer(d, V)
+    conc = Concretizer(d, V, *(piece_rows(net, x0, level), HighsBackend()) if refine else ())
     layers = list(zip(net.weights[level:], net.biases[level:]))
     C = rng.standard_normal((4, net.n_outputs))
     L, g, _ = output_lower_bounds(layers, M, m, C, conc, steps=steps)
@@ -95,6 +112,33 @@ def test_bounds_hold_at_every_sampled_point_of_the_piece(seed, level, use_vertic
 def test_optimised_slopes_stay_sound(seed, level, use_vertices):
     net = random_net(seed, 2, [8, 7, 6], n_out=3)
     assert check_sound(net, level, seed, use_vertices, steps=15) >= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("level", [1, 2])
+def test_bounds_refined_by_lps_over_the_piece_stay_sound(seed, level):
+    net = random_net(seed, 4, [10, 8, 6], n_out=3)
+    assert check_sound(net, level, seed, False, steps=10, refine=True) >= 1
+
+
+def test_lp_refinement_tightens_the_box_bounds_of_a_piece():
+    """On level-1 pieces of a 6-input net the LP over the piece's rows gives tighter
+    intermediate bounds than the frame box, and never looser ones."""
+    tighter = 0
+    for seed in range(4):
+        net = random_net(seed, 6, [12, 10, 8], n_out=2)
+        x0 = np.random.default_rng(seed).uniform(-0.5, 0.5, 6)
+        M, m, _ = piece_of(net, x0, 1)
+        layers = list(zip(net.weights[1:], net.biases[1:]))
+        box = Concretizer(6)
+        piece = Concretizer(6, None, piece_rows(net, x0, 1), HighsBackend().lp_session())
+        plain = bounds_module._layer_bounds(layers, M, m, box)
+        refined = bounds_module._layer_bounds(layers, M, m, piece)
+        for k in range(len(plain.lo)):
+            assert (refined.lo[k] >= plain.lo[k] - 1e-9).all()
+            assert (refined.hi[k] <= plain.hi[k] + 1e-9).all()
+        tighter += int((refined.lo[0] > plain.lo[0] + 1e-6).any())
+    assert tighter >= 2
 
 
 @pytest.mark.parametrize("use_vertices", [False, True])
