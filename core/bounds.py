@@ -213,7 +213,8 @@ def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0) -> LinearBoun
                                                          k, M, m, conc, steps)
         unstable = np.flatnonzero((low[:n] < 0) & (low[n:] < 0))
         pick = np.concatenate([unstable, n + unstable])
-        low[pick] = conc.refine(L[pick], g[pick], low[pick])
+        if k == 0:  # affine on the piece: the LPs give its unstable neurons' exact bounds
+            low[pick] = conc.refine(L[pick], g[pick], low[pick])
         lo, hi = low[:n], np.maximum(-low[n:], low[:n])
         ls, us, ui = relax(lo, hi)
         bounds.lo.append(lo)

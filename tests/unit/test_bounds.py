@@ -122,8 +122,9 @@ def test_bounds_refined_by_lps_over_the_piece_stay_sound(seed, level):
 
 
 def test_lp_refinement_tightens_the_box_bounds_of_a_piece():
-    """On level-1 pieces of a 6-input net the LP over the piece's rows gives tighter
-    intermediate bounds than the frame box, and never looser ones."""
+    """On level-1 pieces of a 6-input net the LP over the piece's rows gives the first
+    remaining layer tighter bounds than the frame box, never looser ones. (Deeper layers
+    can come out either way: CROWN's adaptive lower slopes are not monotone in the bounds.)"""
     tighter = 0
     for seed in range(4):
         net = random_net(seed, 6, [12, 10, 8], n_out=2)
@@ -134,9 +135,8 @@ def test_lp_refinement_tightens_the_box_bounds_of_a_piece():
         piece = Concretizer(6, None, piece_rows(net, x0, 1), HighsBackend().lp_session())
         plain = bounds_module._layer_bounds(layers, M, m, box)
         refined = bounds_module._layer_bounds(layers, M, m, piece)
-        for k in range(len(plain.lo)):
-            assert (refined.lo[k] >= plain.lo[k] - 1e-9).all()
-            assert (refined.hi[k] <= plain.hi[k] + 1e-9).all()
+        assert (refined.lo[0] >= plain.lo[0] - 1e-9).all()
+        assert (refined.hi[0] <= plain.hi[0] + 1e-9).all()
         tighter += int((refined.lo[0] > plain.lo[0] + 1e-6).any())
     assert tighter >= 2
 
