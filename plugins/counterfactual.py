@@ -138,6 +138,7 @@ class Counterfactual(Analysis):
         self._h1 = W1 @ self._x0 + b1
         self._n1 = np.linalg.norm(W1, ord=self._dual, axis=1)
         self._best = (np.inf, None, None, None)  # distance, boundary point, class, its cell
+        self._planes, self._prefix = [], ()  # see _cell_bound
         self.skipped = 0
 
     def _immutable(self, cell):
@@ -195,12 +196,30 @@ class Counterfactual(Analysis):
         return W[q] - W[others], c[q] - c[others]
 
     def _cell_bound(self, polytope) -> float:
-        """Distance from ``x0`` to the farthest of the polytope's neuron halfspaces (a lower bound)."""
-        planes = polytope.network.hyperplanes(polytope.code)
-        s = np.where(np.concatenate(polytope.code), 1.0, -1.0)
-        G = s[:, None] * np.vstack([Wh for Wh, _ in planes])
-        g = s * np.concatenate([bh for _, bh in planes])
-        return float(np.max(halfspace_distance(G, g, self._x0, self._dual), initial=0.0))
+        """Distance from ``x0`` to the farthest of the polytope's neuron halfspaces (a lower bound).
+
+        Layer ``k``'s hyperplanes depend on the code of the layers before it, which consecutive
+        polytopes mostly share, so each layer's ``(W_hat x0 + b_hat, row norms, W_hat, b_hat)``
+        is kept until the code before it changes (the masking recursion of ``hyperplanes``).
+        """
+        net, code, planes = polytope.network, polytope.code, self._planes
+        keep = 0
+        while keep < len(planes) - 1 and np.array_equal(self._prefix[keep], code[keep]):
+            keep += 1
+        del planes[keep + 1:]
+        for k in range(len(planes), len(code)):
+            W, b = net.weights[k], net.biases[k]
+            if k:
+                _, _, Wp, bp = planes[-1]
+                W, b = W @ (Wp * code[k - 1][:, None]), W @ (bp * code[k - 1]) + b
+            planes.append((W @ self._x0 + b, np.linalg.norm(W, ord=self._dual, axis=1), W, b))
+        self._prefix = code
+        gap = -np.where(np.concatenate(code), 1.0, -1.0) * np.concatenate([p[0] for p in planes])
+        norms = np.concatenate([p[1] for p in planes])
+        if np.any((norms == 0) & (gap > 0)):
+            return np.inf
+        ok = (gap > 0) & (norms > 0)
+        return float(np.max(gap[ok] / norms[ok], initial=0.0))
 
     def visit(self, polytope, context):
         fr, prune = context.frame, self.search == "best-first"
