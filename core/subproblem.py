@@ -75,9 +75,14 @@ def compiled(key: tuple, build: Callable[[], "Subproblem"]) -> "Subproblem":
     return sub
 
 
-def _same_backend(a, b) -> bool:
-    """Whether backends ``a`` and ``b`` are interchangeable (same class, equal options)."""
-    return a is b or (type(a) is type(b) and a.options == b.options)
+def _reusable(session, backend) -> bool:
+    """Whether ``session`` (a ``(backend, lp_session)`` pair or None) serves ``backend``: its own,
+    or a separate session object of an equal backend (same class, equal options)."""
+    if session is None:
+        return False
+    owner, obj = session
+    return owner is backend or (obj is not owner and type(owner) is type(backend)
+                                and owner.options == backend.options)
 
 
 @dataclass
@@ -370,7 +375,7 @@ class Subproblem:
         rows = [*((sf.A_ub, sf.b_ub) if sf.A_ub.shape[0] else (None, None)),
                 *((sf.A_eq, sf.b_eq) if sf.A_eq.shape[0] else (None, None)), (sf.lo, sf.hi)]
         if self.form == "lp":
-            if not _same_backend(self._session and self._session[0], backend):
+            if not _reusable(self._session, backend):
                 self._session = (backend, backend.lp_session())
             res = self._session[1].solve_lp(sf.c, *rows)
         else:

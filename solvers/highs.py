@@ -322,6 +322,32 @@ class HighsChebyshevModel(ChebyshevModel):
         return SolveResult(res.status, res.objective, res.x[: self.d].copy(), None, res.solver,
                            res.solve_time, res.iterations, res.message)
 
+    def maximize(self, g: np.ndarray) -> SolveResult:
+        """:meth:`ChebyshevModel.maximize` in place: for one warm solve the ``u`` columns cost
+        ``g`` and ``t`` is fixed at 0, then the Chebyshev objective and bounds come back. A warm
+        solve that ends neither optimal nor infeasible is repeated from scratch."""
+        h, d = self.h, self.d
+        cols = np.arange(d, dtype=np.int32)
+        t0 = time.perf_counter()
+        h.changeColsCost(d, cols, np.asarray(g, float))
+        h.changeColCost(d, 0.0)
+        h.changeColBounds(d, 0.0, 0.0)
+        try:
+            h.run()
+            res = self.backend.read(h, t0)
+        except Exception as exc:  # pragma: no cover - native crash
+            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        finally:
+            h.changeColsCost(d, cols, np.zeros(d))
+            h.changeColCost(d, 1.0)
+            h.changeColBounds(d, 0.0, float(_inf(self.frame.radius_cap)))
+        if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+            return super().maximize(g)
+        if res.x is None:
+            return res
+        return SolveResult(res.status, res.objective, res.x[:d].copy(), None, res.solver,
+                           res.solve_time, res.iterations, res.message)
+
     def solve_cold(self) -> SolveResult:
         """Solve the current model in a fresh ``Highs`` object (no warm start)."""
         t0 = time.perf_counter()
