@@ -659,13 +659,14 @@ def main() -> None:
     meta["loadavg_end"] = os.getloadavg()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    saved = {"meta": meta, "results": results}
     if args.update and out.exists():
         saved = json.loads(out.read_text())
         saved["meta"].setdefault("updates", []).append(meta)
-        meta, results = saved["meta"], {**saved["results"], **results}
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=_json))
+        saved["results"].update(results)
+    out.write_text(json.dumps(saved, indent=2, default=_json))
     print()
-    print(tables(results))
+    print(tables(saved["results"]))
     print(f"total {meta['total_seconds']:.0f} s; results in {out}")
 
 
