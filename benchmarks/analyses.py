@@ -38,6 +38,7 @@ optimal values: ``|diff| <= 1e-6 * (largest width of the region)``.
     python benchmarks/analyses.py                  # everything, ~24 min, writes benchmarks/results/analyses.json
     python benchmarks/analyses.py --quick          # smoke run, ~4 min
     python benchmarks/analyses.py --cases cf_grid attack --repeats 5
+    python benchmarks/analyses.py --cases cf_grid attack overhead --repeats 5 --update
 """
 from __future__ import annotations
 
@@ -625,6 +626,9 @@ def main() -> None:
                     help="MILP time limit per target class, MNIST Box(0,1) counterfactual (s)")
     ap.add_argument("--quick", action="store_true", help="smoke run: fewer points, small caps")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "analyses.json"))
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the sections run in an existing --out file (the others "
+                         "and their meta stay; this run's meta goes under meta['updates'])")
     ap.add_argument("--tables-from", metavar="JSON",
                     help="print the tables of a saved results file (no runs)")
     args = ap.parse_args()
@@ -655,9 +659,14 @@ def main() -> None:
     meta["loadavg_end"] = os.getloadavg()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=_json))
+    saved = {"meta": meta, "results": results}
+    if args.update and out.exists():
+        saved = json.loads(out.read_text())
+        saved["meta"].setdefault("updates", []).append(meta)
+        saved["results"].update(results)
+    out.write_text(json.dumps(saved, indent=2, default=_json))
     print()
-    print(tables(results))
+    print(tables(saved["results"]))
     print(f"total {meta['total_seconds']:.0f} s; results in {out}")
 
 

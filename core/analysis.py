@@ -175,6 +175,21 @@ class Analysis:
             )
         return res
 
+    def maximize_linear(self, context: "RunContext", polytope: "Polytope",
+                        g: np.ndarray) -> SolveResult:
+        """``max g·u`` over polytope ∩ region, ``u`` in frame coordinates (``objective`` is ``g·u``).
+
+        Solved in the traversal's own warm LP model when it can be
+        (:meth:`~polytrav.Traversal.maximize_in_cell`), else as :meth:`solve` does, with
+        :func:`linear_cell_subproblem`; the optimum is the same.
+        """
+        res = context.maximize_in_cell(polytope, g)
+        if res is not None:
+            self.n_solves += 1
+            return res
+        sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
+        return self.solve(context, sub, polytope, g=g, **cell_values(polytope, context.frame))
+
     def exact(self, context: "RunContext") -> bool:
         """Whether the run's answer is proven: a complete traversal and no failed solve."""
         return context.complete and not self.failures

@@ -58,9 +58,25 @@ def _entry_points() -> list[tuple]:
     return _SCAN[key]
 
 
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, with the hookimpl marker checked before ``inspect.isroutine``.
+
+    Registering looks at every attribute of a plugin (a module's imports, an analysis's
+    methods); few carry the marker, and pluggy's routine test first is what costs (about a
+    third of a millisecond per run). The answers are pluggy's.
+    """
+
+    def parse_hookimpl_opts(self, plugin, name: str):
+        try:
+            marked = getattr(getattr(plugin, name), self.project_name + "_impl", None) is not None
+        except Exception:  # let pluggy decide
+            marked = True
+        return super().parse_hookimpl_opts(plugin, name) if marked else None
+
+
 def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] = ()) -> pluggy.PluginManager:
     """A fresh plugin manager with the built-ins and (optionally) installed plugins."""
-    pm = pluggy.PluginManager("polytrav")
+    pm = _PluginManager("polytrav")
     pm.add_hookspecs(hookspecs)
     for name in block:
         pm.set_blocked(name)

@@ -101,6 +101,7 @@ class RunContext:
         self.n_solves = 0
         self.solve_time = 0.0
         self.n_fallbacks = 0
+        self.n_in_model = 0  # solves in the traversal's own LP model (maximize_in_cell)
 
     @property
     def start(self) -> np.ndarray | None:
@@ -151,6 +152,16 @@ class RunContext:
             res = SolveResult(res.status, res.objective, res.x, res.duals, res.solver,
                               res.solve_time, res.iterations,
                               f"{res.message} [tried {'; '.join(tried)}]", res.extras)
+        self.solve_time += time.perf_counter() - t0
+        return res
+
+    def maximize_in_cell(self, polytope, g: np.ndarray) -> SolveResult | None:
+        """:meth:`Traversal.maximize_in_cell`, counted as a subproblem solve; None if it cannot."""
+        t0 = time.perf_counter()
+        res = self.traversal.maximize_in_cell(polytope, g)
+        if res is not None:
+            self.n_solves += 1
+            self.n_in_model += 1
         self.solve_time += time.perf_counter() - t0
         return res
 
@@ -373,7 +384,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     stats = trav.stats.to_dict()
     stats["proven_pieces"] = list(trav.proven_pieces)
     stats.update(subproblem_solves=context.n_solves, subproblem_time=context.solve_time,
-                 subproblem_fallbacks=context.n_fallbacks)
+                 subproblem_fallbacks=context.n_fallbacks,
+                 subproblem_in_traversal_model=context.n_in_model)
     return Report(
         results=[results[a.label] for a in items],
         status=trav.status,

@@ -182,6 +182,22 @@ class ChebyshevModel:
             {"t_raw": float(res.x[self.d])},
         )
 
+    def maximize(self, g: np.ndarray) -> SolveResult:
+        """Maximise ``g·u`` over the current cell with ``t`` fixed at 0 (the cell itself).
+
+        ``x`` of the result holds ``u``, ``objective`` is ``g·u``. The traversal's counters
+        (``n_solves``, ``solve_time``) are not touched. The base class solves from scratch.
+        """
+        A_ub, b_ub, A_eq, b_eq, lo, hi = self.arrays()
+        hi[self.d] = 0.0
+        c = np.zeros(self.n_vars)
+        c[: self.d] = -np.asarray(g, float)
+        res = self.backend.solve_lp(c, A_ub, b_ub, A_eq, b_eq, (lo, hi))
+        if res.x is None:
+            return res
+        return SolveResult(res.status, -res.objective, res.x[: self.d].copy(), None, res.solver,
+                           res.solve_time, res.iterations, res.message)
+
     def solve_exact(self) -> SolveResult:
         """The full Chebyshev LP (box rows included) of the current cell, built from scratch."""
         saved = self.box_as_bounds

@@ -12,8 +12,9 @@ polytope. Two paths serve a solve:
   ``A x + b`` in cones). :meth:`Subproblem.standard_form` re-applies that map, one sparse
   mat-vec, and lays the rows out for ``solve_lp`` / ``solve_qp``; inequality rows with a single
   nonzero (boxes such as ``-1 <= u <= 1``) become column bounds. LPs go through the backend's
-  ``lp_session()``, one per subproblem: HiGHS re-solves the previous model from its last basis
-  (a neuron row on the other side flips its bounds; see ``HighsLpSession``).
+  ``lp_session()``, one per subproblem and backend (class and options; kept across runs): HiGHS
+  re-solves the previous model from its last basis (a neuron row on the other side flips its
+  bounds; see ``HighsLpSession``).
 
 The stale-bounds trap (``shared/data/solver_traps``): OSQP's ``update()`` checks a new bound
 vector against the *old* other one, so a warm re-solve that changes only one of them runs on
@@ -72,6 +73,16 @@ def compiled(key: tuple, build: Callable[[], "Subproblem"]) -> "Subproblem":
     else:
         _COMPILED.move_to_end(key)
     return sub
+
+
+def _reusable(session, backend) -> bool:
+    """Whether ``session`` (a ``(backend, lp_session)`` pair or None) serves ``backend``: its own,
+    or a separate session object of an equal backend (same class, equal options)."""
+    if session is None:
+        return False
+    owner, obj = session
+    return owner is backend or (obj is not owner and type(owner) is type(backend)
+                                and owner.options == backend.options)
 
 
 @dataclass
@@ -180,7 +191,8 @@ class Subproblem:
         self._plain = {name for name, p in self.parameters.items()
                        if all(a is None or a is False for a in p.attributes.values())}
         self.sense = -1 if isinstance(problem.objective, cp.Maximize) else 1
-        self._session = None  # (backend, its lp_session()) of the last compiled-path LP
+        self._session = None  # (backend, its lp_session()) of the last compiled-path LP;
+        # runs get fresh backend instances, so an equal backend (class and options) reuses it
         self._compile()
 
     def _compile(self) -> None:
@@ -363,7 +375,7 @@ class Subproblem:
         rows = [*((sf.A_ub, sf.b_ub) if sf.A_ub.shape[0] else (None, None)),
                 *((sf.A_eq, sf.b_eq) if sf.A_eq.shape[0] else (None, None)), (sf.lo, sf.hi)]
         if self.form == "lp":
-            if self._session is None or self._session[0] is not backend:
+            if not _reusable(self._session, backend):
                 self._session = (backend, backend.lp_session())
             res = self._session[1].solve_lp(sf.c, *rows)
         else:

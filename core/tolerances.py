@@ -37,6 +37,11 @@ HIGH_DIM = 50
 #: A constraint row whose normal is below this (relative to the row's scale) is constant.
 ZERO_ROW_TOL = 1e-12
 
+#: A point keeps a polytope's activation code if every pre-activation has the code's sign or
+#: lies within this times its floating-point scale ``|W| |z| + |b|`` (the traversal's check of
+#: a maximiser found in its own LP model, :meth:`polytrav.Traversal.maximize_in_cell`).
+CELL_CODE_RTOL = 1e-7
+
 #: Tolerance of :meth:`Region.contains` (absolute, in the region's units times its scale).
 CONTAINS_TOL = 1e-9
 

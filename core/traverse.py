@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 from polytrav.tolerances import (  # noqa: E402  (re-exported: the traversal's constants)
+    CELL_CODE_RTOL,
     CUT_TOL,
     DUPLICATE_TOL,
     MAX_CUT_ROUNDS,
@@ -352,6 +353,7 @@ class Traversal(Iterator[Polytope]):
         self._region_volume = None
         self._restriction = None
         self._region_version = 0
+        self._emitted = None  # (index, top block signs) of the polytope the caller holds
         self.frame: Frame = build_frame(self.region, net.n_inputs)
         self._check_domain()
         self._start_later = start if callable(start) else None
@@ -714,7 +716,7 @@ class Traversal(Iterator[Polytope]):
                     elif last:
                         polytope = self._polytope(code, u, t, from_idx, V)
                         own = polytope.index
-                        yield polytope
+                        yield from self._emit(polytope, lp_signs(signs))
                     else:
                         Mn, mn = H * bits[:, None], beta * bits
                         if margin is None and self.prune is not None:
@@ -771,6 +773,37 @@ class Traversal(Iterator[Polytope]):
         return Polytope(code, self.frame.to_x(u), t, st.polytopes - 1, parent, self.net,
                         self.region, exact_V)
 
+    def _emit(self, polytope: Polytope, top_signs: np.ndarray) -> Iterator[Polytope]:
+        """Yield ``polytope``; while the caller holds it, :meth:`maximize_in_cell` may use the
+        model (its top block then gets ``top_signs``, the polytope's)."""
+        self._emitted = (polytope.index, top_signs)
+        try:
+            yield polytope
+        finally:
+            self._emitted = None
+
+    def maximize_in_cell(self, polytope: Polytope, g: np.ndarray) -> SolveResult | None:
+        """``max g·u`` over ``polytope`` ∩ region (frame coordinates), in the traversal's warm model.
+
+        Only for the polytope just emitted, and only while the model holds exactly its levels:
+        with ``t`` fixed at 0 the model is the polytope minus the rows the screen proved not to
+        cut a level's piece (:meth:`ChebyshevModel.maximize`). The maximiser is accepted only if
+        a forward pass gives it the polytope's activation code (within :data:`CELL_CODE_RTOL`),
+        so the optimum is the polytope's own LP optimum. ``None`` otherwise (another polytope
+        emitted since, an L2-ball region whose rows here are cutting planes, a restricted
+        region, a solve that is not optimal, or the check failed): solve the LP elsewhere.
+        """
+        emitted = self._emitted
+        if (emitted is None or emitted[0] != polytope.index or self.frame.l2_balls
+                or self._region_version):
+            return None
+        self._model.set_signs(emitted[1])
+        res = self._model.maximize(g)
+        if res.status is not Status.OPTIMAL or not _holds_code(
+                self.net, polytope.code, self.frame.to_x(res.x)):
+            return None
+        return res
+
     def _subtrees(self, region_t: float, region_u: np.ndarray) -> Iterator[Polytope]:
         """Every polytope inside the level-1 pieces ``self.within`` (pieces of this run)."""
         net, model, st = self.net, self._model, self.stats
@@ -794,7 +827,8 @@ class Traversal(Iterator[Polytope]):
                 st.pieces[0] += 1
                 Mn, mn = lr.H * bits[:, None], lr.beta * bits
                 if last:
-                    yield self._polytope((bits,), piece.u, piece.t, None, V)
+                    yield from self._emit(self._polytope((bits,), piece.u, piece.t, None, V),
+                                          lr.lp_signs(signs))
                 elif self.prune is None or self._proven(PieceView(
                         1, (bits,), Mn, mn, piece.u, piece.t, V, model, lr.lp_signs(signs),
                         self.frame)) <= 0:
@@ -1010,6 +1044,19 @@ class _LevelRows:
     def signs_of(self, bits: np.ndarray) -> np.ndarray:
         """The representatives' signs in the layer's code ``bits``."""
         return np.asarray(bits, bool)[self.cand_idx]
+
+
+def _holds_code(net: Network, code: tuple, x: np.ndarray) -> bool:
+    """Whether ``x``'s pre-activations have the signs of ``code``, each up to
+    :data:`CELL_CODE_RTOL` times its floating-point scale ``|W| |z| + |b|``."""
+    z = x
+    for (W, b), on in zip(zip(net.weights[:-1], net.biases[:-1]), code):
+        h = W @ z + b
+        tol = CELL_CODE_RTOL * (np.abs(W) @ np.abs(z) + np.abs(b))
+        if np.any(np.where(on, h < -tol, h > tol)):
+            return False
+        z = np.maximum(h, 0.0)
+    return True
 
 
 def _classify(H: np.ndarray, beta: np.ndarray) -> _Rows:

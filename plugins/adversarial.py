@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import (Analysis, Stop, cell_values, check_witness, combine_worst,
-                               linear_cell_subproblem, local_model_u)
+from polytrav.analysis import Analysis, Stop, check_witness, combine_worst, local_model_u
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.plugins.linear_property import attack_start, dnf_piece_margin
@@ -109,7 +108,6 @@ class SoftmaxAttack(Analysis):
         self._run_inputs = (network, region)
 
     def begin(self, context) -> None:
-        self._sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
         self._best = (-np.inf, None, None)  # margin, point, class
         self._confirmed = None  # (margin, point, class) of a forward-pass-checked witness
         self.skipped = 0
@@ -122,7 +120,6 @@ class SoftmaxAttack(Analysis):
         q = self.label_class
         Wu, cu = local_model_u(polytope, context.frame)
         floor = 0.0 if self.mode == "verify" else -np.inf
-        values = None
         for i in range(context.network.n_outputs):
             if i == q:
                 continue
@@ -136,8 +133,7 @@ class SoftmaxAttack(Analysis):
                 k = int(np.argmax(vals))
                 margin, x = g0 + float(vals[k]), context.frame.to_x(polytope.vertices[k])
             else:
-                values = values or cell_values(polytope, context.frame)
-                res = self.solve(context, self._sub, polytope, g=gu, **values)
+                res = self.maximize_linear(context, polytope, gu)
                 if res.status is not Status.OPTIMAL:
                     continue
                 margin = g0 + res.objective

@@ -40,9 +40,9 @@ def halfspace_distance(G: np.ndarray, g: np.ndarray, x0: np.ndarray, dual: float
     """Distance (in the norm whose dual is ``dual``) from ``x0`` to each ``{x: G x + g >= 0}``."""
     norms = np.linalg.norm(G, ord=dual, axis=1)
     gap = -(G @ x0 + g)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        dist = np.where(gap > 0, gap / norms, 0.0)
-    return np.where((norms == 0) & (gap > 0), np.inf, np.where(norms == 0, 0.0, dist))
+    dist = np.divide(gap, norms, out=np.zeros_like(gap), where=(gap > 0) & (norms > 0))
+    dist[(norms == 0) & (gap > 0)] = np.inf
+    return dist
 
 
 class Counterfactual(Analysis):
@@ -137,7 +137,8 @@ class Counterfactual(Analysis):
         W1, b1 = net.weights[0], net.biases[0]
         self._h1 = W1 @ self._x0 + b1
         self._n1 = np.linalg.norm(W1, ord=self._dual, axis=1)
-        self._best = (np.inf, None, None, None)  # distance, boundary point, class, witness
+        self._best = (np.inf, None, None, None)  # distance, boundary point, class, its cell
+        self._planes, self._prefix = [], ()  # see _cell_bound
         self.skipped = 0
 
     def _immutable(self, cell):
@@ -194,17 +195,38 @@ class Counterfactual(Analysis):
         others = [i for i in range(W.shape[0]) if i != q]
         return W[q] - W[others], c[q] - c[others]
 
+    def _cell_bound(self, polytope) -> float:
+        """Distance from ``x0`` to the farthest of the polytope's neuron halfspaces (a lower bound).
+
+        Layer ``k``'s hyperplanes depend on the code of the layers before it, which consecutive
+        polytopes mostly share, so each layer's ``(W_hat x0 + b_hat, row norms, W_hat, b_hat)``
+        is kept until the code before it changes (the masking recursion of ``hyperplanes``).
+        """
+        net, code, planes = polytope.network, polytope.code, self._planes
+        keep = 0
+        while keep < len(planes) - 1 and np.array_equal(self._prefix[keep], code[keep]):
+            keep += 1
+        del planes[keep + 1:]
+        for k in range(len(planes), len(code)):
+            W, b = net.weights[k], net.biases[k]
+            if k:
+                _, _, Wp, bp = planes[-1]
+                W, b = W @ (Wp * code[k - 1][:, None]), W @ (bp * code[k - 1]) + b
+            planes.append((W @ self._x0 + b, np.linalg.norm(W, ord=self._dual, axis=1), W, b))
+        self._prefix = code
+        gap = -np.where(np.concatenate(code), 1.0, -1.0) * np.concatenate([p[0] for p in planes])
+        norms = np.concatenate([p[1] for p in planes])
+        if np.any((norms == 0) & (gap > 0)):
+            return np.inf
+        ok = (gap > 0) & (norms > 0)
+        return float(np.max(gap[ok] / norms[ok], initial=0.0))
+
     def visit(self, polytope, context):
         fr, prune = context.frame, self.search == "best-first"
-        cell_lb = 0.0
-        if prune:
-            for (Wh, bh), on in zip(polytope.network.hyperplanes(polytope.code), polytope.code):
-                s = np.where(on, 1.0, -1.0)[:, None]
-                cell_lb = max(cell_lb, float(np.max(
-                    halfspace_distance(s * Wh, s[:, 0] * bh, self._x0, self._dual), initial=0.0)))
-            if cell_lb >= self._best[0]:
-                self.skipped += len(self._targets)
-                return None
+        cell_lb = self._cell_bound(polytope) if prune else 0.0
+        if cell_lb >= self._best[0]:
+            self.skipped += len(self._targets)
+            return None
         values = None
         improved = False
         for q in self._targets:
@@ -219,17 +241,16 @@ class Counterfactual(Analysis):
                 self.skipped += 1  # class q is out of reach on the region's bounding box
                 continue
             norms[norms == 0] = 1.0
+            K, h = K / norms[:, None], h / norms
             values = values or cell_values(polytope, fr)
-            res = self.solve(context, self._sub, polytope, K=K / norms[:, None], h=h / norms,
+            res = self.solve(context, self._sub, polytope, K=K, h=h,
                              shift=(fr.origin - self._x0) / self._scale, **values)
             if res.status is not Status.OPTIMAL:
                 continue
             x = fr.to_x(res.x)
             dist = float(np.linalg.norm(x - self._x0, ord=self._p))
             if dist < self._best[0]:
-                witness = self._realise(context, polytope, values, K / norms[:, None], h / norms,
-                                        res.x, q)
-                self._best = (dist, x, q, witness)
+                self._best = (dist, x, q, (values, K, h, res.x))
                 improved = True
         if improved and self.search != "full" and np.isfinite(self._best[0]):
             r = self._best[0]
@@ -241,11 +262,12 @@ class Counterfactual(Analysis):
             return (lambda y: y[0] > 0) if q == 1 else (lambda y: y[0] < 0)
         return lambda y: bool(np.all(np.delete(y, q) < y[q]))
 
-    def _realise(self, context, polytope, values, K, h, u_star, q):
+    def _realise(self, context, q, values, K, h, u_star):
         """A point near the boundary point ``u_star`` whose class a forward pass confirms.
 
         Solves ``maximise t`` over polytope ∩ region ∩ ``{K u + h >= t}`` within an L∞ box of
-        half-width ``delta`` (normalised units) around ``u_star``, for growing ``delta``.
+        half-width ``delta`` (normalised units) around ``u_star``, for growing ``delta``. Run
+        once, for the best boundary point (``values``, ``K``, ``h`` are its polytope's).
         """
         from polytrav.subproblem import compiled
 
@@ -262,7 +284,8 @@ class Counterfactual(Analysis):
         return None
 
     def finish(self, context) -> AnalysisResult:
-        dist, x, q, witness = self._best
+        dist, x, q, cell = self._best
+        witness = None if cell is None else self._realise(context, q, *cell)
         details = {"norm": self._p, "x0": self._x0, "class0": self._class0, "class": q,
                    "boundary_point": x,
                    "search": self.search, "skipped_by_bound": self.skipped}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, cell_values, linear_cell_subproblem, local_model_u
+from polytrav.analysis import Analysis, local_model_u
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status
@@ -73,7 +73,6 @@ class OutputRange(Analysis):
         self._g = output_functional(network, self.output, self.weights, self.name)
 
     def begin(self, context) -> None:
-        self._sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
         self._best = {"max": (-np.inf, None), "min": (np.inf, None)}
         self.skipped = 0
         self.from_vertices = 0
@@ -97,14 +96,12 @@ class OutputRange(Analysis):
             self.from_vertices += 1
             return None
         reach = float(np.abs(gu).sum())  # |g·f - g0| <= reach on [-1, 1]^d
-        values = None
         for sense, sign in (("max", 1.0), ("min", -1.0)):
             best = self._best[sense][0]
             if sign * (g0 + sign * reach) <= sign * best:
                 self.skipped += 1
                 continue
-            values = values or cell_values(polytope, context.frame)
-            res = self.solve(context, self._sub, polytope, g=sign * gu, **values)
+            res = self.maximize_linear(context, polytope, sign * gu)
             if res.status is Status.OPTIMAL:
                 y = g0 + sign * res.objective
                 if sign * y > sign * best:

@@ -93,33 +93,14 @@ class HighsBackend(SolverBackend):
         )
 
     def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
-        import highspy
-
         t0 = time.perf_counter()
-        c = np.asarray(c, float)
-        n = c.shape[0]
-        b_eq = np.zeros(0) if b_eq is None else np.asarray(b_eq, float)
-        b_ub = np.zeros(0) if b_ub is None else np.asarray(b_ub, float)
-        sparse = sp.issparse(A_ub) or sp.issparse(A_eq)
-        as_rows = (lambda M: sp.csr_matrix(M if M is not None else (0, n), dtype=float)
-                   ) if sparse else (lambda M: np.zeros((0, n)) if M is None else np.asarray(M, float))
-        A_ub, A_eq = as_rows(A_ub), as_rows(A_eq)
-        lo, hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
+        lp = _LpData(c, A_ub, b_ub, A_eq, b_eq, bounds)
         h = self.new_highs()
         if "presolve" not in self.options:
             h.setOptionValue("presolve", "off")  # see ONE_SHOT_OPTIONS
-        inf = highspy.kHighsInf
-        h.addVars(n, np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf))
-        h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
-        rlo = np.concatenate([np.full(len(b_ub), -inf), b_eq])
-        rhi = np.concatenate([b_ub, b_eq])
-        if sparse:
-            A = sp.vstack([A_ub, A_eq], format="csr")
-            if A.shape[0]:
-                h.addRows(A.shape[0], rlo, rhi, A.nnz, A.indptr[:-1].astype(np.int32),
-                          A.indices.astype(np.int32), A.data)
-        else:
-            _add_dense_rows(h, np.vstack([A_ub, A_eq]), rlo, rhi)
+        h.addVars(lp.n, _inf(lp.lo), _inf(lp.hi))
+        h.changeColsCost(lp.n, np.arange(lp.n, dtype=np.int32), lp.c)
+        _add_rows(h, lp.A, lp.rlo, lp.rhi)
         try:
             h.run()
         except Exception as exc:  # pragma: no cover - native crash
@@ -142,7 +123,8 @@ class HighsLpSession:
     The model keeps every row's coefficients as first added. A new row equal to the stored
     one changes only its bounds, its negation (the neuron on the other side) flips them
     (``a·x <= b`` is ``-a·x >= -b``), and any other row is deleted and added again; costs and
-    column bounds are set in full. Another shape, or sparse data, builds a new model. A warm
+    column bounds are set in full; rows come dense or as CSR matrices (large compiled
+    subproblems: the 784-pixel L∞ distance). Another shape builds a new model. A warm
     solve that ends neither optimal nor infeasible is repeated cold, so the answers are those
     of :meth:`HighsBackend.solve_lp`.
     """
@@ -154,19 +136,9 @@ class HighsLpSession:
         self.warm_solves = 0
 
     def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
-        if sp.issparse(A_ub) or sp.issparse(A_eq):
-            return self.backend.solve_lp(c, A_ub, b_ub, A_eq, b_eq, bounds)
-        c = np.asarray(c, float)
-        n = c.shape[0]
-        A_ub = np.zeros((0, n)) if A_ub is None else np.asarray(A_ub, float)
-        A_eq = np.zeros((0, n)) if A_eq is None else np.asarray(A_eq, float)
-        b_ub = np.zeros(0) if b_ub is None else np.asarray(b_ub, float)
-        b_eq = np.zeros(0) if b_eq is None else np.asarray(b_eq, float)
-        lo, hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
-        A, m_ub = np.vstack([A_ub, A_eq]), A_ub.shape[0]
-        rlo = np.concatenate([np.full(m_ub, -np.inf), b_eq])
-        rhi = np.concatenate([b_ub, b_eq])
-        shape = (n, m_ub, A_eq.shape[0])
+        lp = _LpData(c, A_ub, b_ub, A_eq, b_eq, bounds)
+        c, n, A, lo, hi = lp.c, lp.n, lp.A, lp.lo, lp.hi
+        rlo, rhi, shape = lp.rlo, lp.rhi, lp.shape
         if self.h is None or shape != self.shape:
             return self._build(c, A, rlo, rhi, lo, hi, shape)
         t0 = time.perf_counter()
@@ -175,8 +147,7 @@ class HighsLpSession:
         if not (np.array_equal(lo, self.lo) and np.array_equal(hi, self.hi)):
             h.changeColsBounds(n, cols, _inf(lo), _inf(hi))
             self.lo, self.hi = np.array(lo, float), np.array(hi, float)
-        same = np.all(A == self.S, axis=1)
-        flip = ~same & np.all(A == -self.S, axis=1)
+        same, flip = _row_matches(A, self.S)
         rlo, rhi = np.where(flip, -rhi, rlo), np.where(flip, -rlo, rhi)
         redo = np.flatnonzero(~(same | flip))
         if redo.size:  # delete and re-add; the other rows move down (HiGHS keeps their order)
@@ -185,8 +156,8 @@ class HighsLpSession:
             keep = np.setdiff1d(np.arange(A.shape[0]), redo)
             self.pos[keep] -= np.searchsorted(gone, self.pos[keep])
             self.pos[redo] = A.shape[0] - redo.size + np.arange(redo.size)
-            self.S[redo] = A[redo]
-            _add_dense_rows(h, A[redo], rlo[redo], rhi[redo])
+            _add_rows(h, A[redo], rlo[redo], rhi[redo])
+        self.S = _signed_rows(A, flip)  # the coefficients as the model holds them
         rows = np.flatnonzero(same | flip)
         if rows.size:
             h.changeRowsBounds(rows.size, self.pos[rows].astype(np.int32), _inf(rlo[rows]),
@@ -197,8 +168,7 @@ class HighsLpSession:
             raise SolverError(f"solver 'highs' crashed: {exc}") from exc
         res = self.backend.read(h, t0)
         if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
-            return self._build(c, A, np.concatenate([np.full(m_ub, -np.inf), b_eq]),
-                               np.concatenate([b_ub, b_eq]), lo, hi, shape)
+            return self._build(c, A, lp.rlo, lp.rhi, lo, hi, shape)
         self.warm_solves += 1
         return res
 
@@ -211,7 +181,7 @@ class HighsLpSession:
         n = shape[0]
         h.addVars(n, _inf(lo), _inf(hi))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
-        _add_dense_rows(h, A, rlo, rhi)
+        _add_rows(h, A, rlo, rhi)
         self.h, self.shape, self.S = h, shape, A.copy()
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         self.pos = np.arange(A.shape[0])  # HiGHS row index of each row of A
@@ -222,6 +192,29 @@ class HighsLpSession:
         return self.backend.read(h, t0)
 
 
+class _LpData:
+    """The arguments of ``solve_lp`` normalised: one row block ``rlo <= A x <= rhi`` (``A``
+    dense, or CSR if either block was sparse), column bounds ``lo``, ``hi``, and the shape."""
+
+    def __init__(self, c, A_ub, b_ub, A_eq, b_eq, bounds):
+        self.c = np.asarray(c, float)
+        n = self.n = self.c.shape[0]
+        sparse = sp.issparse(A_ub) or sp.issparse(A_eq)
+        if sparse:
+            A_ub, A_eq = (sp.csr_matrix((0, n)) if M is None else sp.csr_matrix(M, dtype=float)
+                          for M in (A_ub, A_eq))
+        else:
+            A_ub, A_eq = (np.zeros((0, n)) if M is None else np.asarray(M, float)
+                          for M in (A_ub, A_eq))
+        b_ub = np.zeros(0) if b_ub is None else np.asarray(b_ub, float)
+        b_eq = np.zeros(0) if b_eq is None else np.asarray(b_eq, float)
+        self.lo, self.hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
+        self.A = sp.vstack([A_ub, A_eq], format="csr") if sparse else np.vstack([A_ub, A_eq])
+        self.rlo = np.concatenate([np.full(A_ub.shape[0], -np.inf), b_eq])
+        self.rhi = np.concatenate([b_ub, b_eq])
+        self.shape = (n, A_ub.shape[0], A_eq.shape[0], sparse)
+
+
 def _inf(v: np.ndarray) -> np.ndarray:
     """``±inf`` as HiGHS's infinity."""
     import highspy
@@ -230,18 +223,38 @@ def _inf(v: np.ndarray) -> np.ndarray:
     return np.where(np.isposinf(v), highspy.kHighsInf, np.where(np.isneginf(v), -highspy.kHighsInf, v))
 
 
-def _add_dense_rows(h, A: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
-    import highspy
-
+def _add_rows(h, A, lo: np.ndarray, hi: np.ndarray) -> None:
+    """Add rows ``lo <= A x <= hi`` (``A`` dense or CSR) to ``h``."""
     if A.shape[0] == 0:
         return
-    inf = highspy.kHighsInf
-    lo = np.where(np.isfinite(lo), lo, -inf)
-    hi = np.where(np.isfinite(hi), hi, inf)
-    mask = A != 0
-    starts = np.concatenate([[0], np.cumsum(mask.sum(axis=1))[:-1]]).astype(np.int32)
-    idx = np.nonzero(mask)[1].astype(np.int32)
-    h.addRows(A.shape[0], lo, hi, int(mask.sum()), starts, idx, A[mask])
+    if sp.issparse(A):
+        A = sp.csr_matrix(A)
+        starts, idx, vals = A.indptr[:-1], A.indices, A.data
+    else:
+        mask = A != 0
+        starts = np.concatenate([[0], np.cumsum(mask.sum(axis=1))[:-1]])
+        idx, vals = np.nonzero(mask)[1], A[mask]
+    h.addRows(A.shape[0], _inf(lo), _inf(hi), vals.size, starts.astype(np.int32),
+              idx.astype(np.int32), vals)
+
+
+def _row_matches(A, S) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the rows of ``A`` equal to ``S``'s and of those equal to their negation."""
+    if sp.issparse(A):
+        def empty(M):
+            M = sp.csr_matrix(M)
+            M.eliminate_zeros()
+            return np.diff(M.indptr) == 0
+        same = empty(A - S)
+        return same, ~same & empty(A + S)
+    same = np.all(A == S, axis=1)
+    return same, ~same & np.all(A == -S, axis=1)
+
+
+def _signed_rows(A, flip: np.ndarray):
+    """``A`` with the rows in ``flip`` negated (dense or CSR)."""
+    sign = np.where(flip, -1.0, 1.0)
+    return sp.csr_matrix(sp.diags(sign) @ A) if sp.issparse(A) else sign[:, None] * A
 
 
 class HighsChebyshevModel(ChebyshevModel):
@@ -267,7 +280,7 @@ class HighsChebyshevModel(ChebyshevModel):
         A = np.vstack([A_ub, A_eq])
         rlo = np.concatenate([np.full(len(b_ub), -inf), b_eq])
         rhi = np.concatenate([b_ub, b_eq])
-        _add_dense_rows(h, A, rlo, rhi)
+        _add_rows(h, A, rlo, rhi)
         return h
 
     def _sync_push(self, block) -> None:
@@ -282,7 +295,7 @@ class HighsChebyshevModel(ChebyshevModel):
         M[:, self.d] = np.where(signs, -1.0, 1.0)
         lo = np.where(signs, -beta, -inf)
         hi = np.where(signs, inf, -beta)
-        _add_dense_rows(self.h, M, lo, hi)
+        _add_rows(self.h, M, lo, hi)
         self.block_rows.append(np.arange(self.n_rows, self.n_rows + m, dtype=np.int32))
         self.n_rows += m
 
@@ -313,7 +326,7 @@ class HighsChebyshevModel(ChebyshevModel):
         M = np.zeros((A.shape[0], self.n_vars))
         M[:, : self.d] = A
         M[:, self.d] = 1.0
-        _add_dense_rows(self.h, M, np.full(A.shape[0], -np.inf), b)
+        _add_rows(self.h, M, np.full(A.shape[0], -np.inf), b)
         self.n_rows += A.shape[0]
 
     def _solve(self) -> SolveResult:
@@ -326,6 +339,32 @@ class HighsChebyshevModel(ChebyshevModel):
         if res.x is None:
             return res
         return SolveResult(res.status, res.objective, res.x[: self.d].copy(), None, res.solver,
+                           res.solve_time, res.iterations, res.message)
+
+    def maximize(self, g: np.ndarray) -> SolveResult:
+        """:meth:`ChebyshevModel.maximize` in place: for one warm solve the ``u`` columns cost
+        ``g`` and ``t`` is fixed at 0, then the Chebyshev objective and bounds come back. A warm
+        solve that ends neither optimal nor infeasible is repeated from scratch."""
+        h, d = self.h, self.d
+        cols = np.arange(d, dtype=np.int32)
+        t0 = time.perf_counter()
+        h.changeColsCost(d, cols, np.asarray(g, float))
+        h.changeColCost(d, 0.0)
+        h.changeColBounds(d, 0.0, 0.0)
+        try:
+            h.run()
+            res = self.backend.read(h, t0)
+        except Exception as exc:  # pragma: no cover - native crash
+            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        finally:
+            h.changeColsCost(d, cols, np.zeros(d))
+            h.changeColCost(d, 1.0)
+            h.changeColBounds(d, 0.0, float(_inf(self.frame.radius_cap)))
+        if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+            return super().maximize(g)
+        if res.x is None:
+            return res
+        return SolveResult(res.status, res.objective, res.x[:d].copy(), None, res.solver,
                            res.solve_time, res.iterations, res.message)
 
     def solve_cold(self) -> SolveResult:

@@ -260,3 +260,25 @@ def test_immutable_features_stay_fixed():
     if result.value is not None:
         assert result.details["boundary_point"][1] == pytest.approx(x0[1], abs=1e-9)
         assert result.witness[1] == pytest.approx(x0[1], abs=1e-9)
+
+
+def test_counterfactual_cell_bound_equals_the_polytopes_halfspace_distances():
+    """The per-layer cache of the bound gives, polytope after polytope, the direct value."""
+    from polytrav import traverse
+    from polytrav.plugins.counterfactual import halfspace_distance
+
+    net = random_net(3, 2, [6, 5, 4], n_out=3)
+    x0 = np.array([0.15, -0.1])
+    for norm, dual in ((1, np.inf), (2, 2), (np.inf, 1)):
+        a = Counterfactual(x0, norm=norm)
+        a.validate(net, BOX)
+        a._planes, a._prefix, a._dual = [], (), dual
+        polytopes = list(traverse(net, BOX))
+        assert len(polytopes) > 20
+        for p in polytopes + polytopes[::-1]:
+            direct = 0.0
+            for (Wh, bh), on in zip(net.hyperplanes(p.code), p.code):
+                s = np.where(on, 1.0, -1.0)
+                direct = max(direct, float(np.max(halfspace_distance(
+                    s[:, None] * Wh, s * bh, x0, dual), initial=0.0)))
+            assert a._cell_bound(p) == pytest.approx(direct, rel=1e-12, abs=1e-15), p.code

@@ -1,6 +1,7 @@
 """The warm HiGHS LP session gives the answers of cold solves, whatever changes between LPs."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from polytrav.manager import get_solver
 from polytrav.results import Status
@@ -28,14 +29,15 @@ def _sequence(seed: int, n: int = 6, m: int = 12, steps: int = 60):
             yield c, A, b, lo, hi
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 @pytest.mark.parametrize("seed", range(4))
-def test_warm_session_equals_cold_solves(seed):
+def test_warm_session_equals_cold_solves(seed, sparse):
     backend = get_solver("highs")
     session = backend.lp_session()
     assert isinstance(session, HighsLpSession)
     statuses = set()
     for c, A, b, lo, hi in _sequence(seed):
-        warm = session.solve_lp(c, A, b, None, None, (lo, hi))
+        warm = session.solve_lp(c, sp.csr_matrix(A) if sparse else A, b, None, None, (lo, hi))
         cold = backend.solve_lp(c, A, b, None, None, (lo, hi))
         assert warm.status is cold.status
         statuses.add(warm.status)

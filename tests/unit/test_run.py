@@ -12,6 +12,7 @@ from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.plugins.output_range import OutputRange
 from polytrav.results import SolveResult
+from polytrav.traverse import Traversal
 from polytrav.solvers.highs import HighsBackend
 
 BOX = Box([-1.0, -1.0], [1.0, 1.0])
@@ -168,9 +169,25 @@ def test_a_failed_solve_is_retried_on_the_next_backend(net7):
     assert report.stats["subproblem_fallbacks"] >= report[0].n_solves > 0
 
 
-def test_output_range_with_a_lost_lp_is_inexact(net7):
+def test_output_range_with_a_lost_lp_is_inexact(net7, monkeypatch):
+    # the cell LPs go through the backend chain only where the traversal's model cannot serve
+    monkeypatch.setattr(Traversal, "maximize_in_cell", lambda self, polytope, g: None)
     report = analyze(net7, BOX7, OutputRange(), solver=[FailingBackend(fail_on={"all"})])
     assert not report[0].exact and report[0].failures
+
+
+def test_cell_lps_in_the_traversal_model_equal_the_subproblem_path(net7, monkeypatch):
+    """OutputRange's LPs solved in the traversal's warm model give the subproblem path's optima."""
+    direct = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)])
+    assert direct.stats["subproblem_in_traversal_model"] > 10
+    assert direct.stats["subproblem_in_traversal_model"] == direct.stats["subproblem_solves"]
+    monkeypatch.setattr(Traversal, "maximize_in_cell", lambda self, polytope, g: None)
+    compiled = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)])
+    assert compiled.stats["subproblem_in_traversal_model"] == 0
+    for a, b in zip(direct, compiled):
+        for key in ("min", "max"):
+            assert a.value[key] == pytest.approx(b.value[key], abs=1e-9), key
+    assert direct.stats["polytopes"] == compiled.stats["polytopes"]
 
 
 # ---------------------------------------------------------------- directives and interrupts

@@ -262,3 +262,17 @@ def test_the_compiled_cache_is_bounded():
     for k in range(1, sp_mod.COMPILED_CACHE_SIZE + 1):
         sp_mod.compiled(("k", k), build)
     assert len(sp_mod._COMPILED) == sp_mod.COMPILED_CACHE_SIZE and ("k", 0) not in sp_mod._COMPILED
+
+
+def test_lp_session_is_kept_for_an_equal_backend():
+    """Runs get fresh backend instances; equal ones (class, options) re-solve the warm model."""
+    rng = np.random.default_rng(1)
+    sub = box_lp()
+    values = dict(A=rng.standard_normal((30, 5)), b=rng.random(30) + 0.1, g=rng.standard_normal(5))
+    first = sub.solve(get_solver("highs"), **values)
+    session = sub._session[1]
+    again = sub.solve(get_solver("highs"), **values)
+    assert sub._session[1] is session and session.warm_solves == 1
+    assert again.objective == pytest.approx(first.objective, abs=1e-9)
+    sub.solve(get_solver("highs", options={"simplex_strategy": 1}), **values)
+    assert sub._session[1] is not session  # other options: another session

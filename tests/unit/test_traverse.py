@@ -239,3 +239,38 @@ def test_the_first_polytope_contains_the_start_point(seed):
     start = rng.uniform(-0.9, 0.9, 3)
     first = next(iter(traverse(net, Box(-np.ones(3), np.ones(3)), start)))
     assert first.contains(start)
+
+
+@pytest.mark.parametrize("solver", ["highs", "scipy"])
+def test_maximize_in_cell_equals_the_polytopes_lp(solver):
+    """The traversal's own model, ``t`` fixed at 0, gives each polytope's LP optimum (or None)."""
+    import cvxpy as cp
+
+    net = random_net(4, 3, [6, 5])
+    rng = np.random.default_rng(3)
+    center = np.array([0.1, 0.2, 0.0])
+    for region in [Box(-np.ones(3), np.ones(3)), Ball(center, 0.8, norm=1),
+                   Polyhedron([[1.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0],
+                               [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]], [1.0, 0.5, 0.5, 0.5, 0.5])]:
+        trav = traverse(net, region, solver=solver)
+        held, solved = None, 0
+        for p in trav:
+            g = rng.standard_normal(trav.frame.dim)
+            res = trav.maximize_in_cell(p, g)
+            if held is not None:
+                assert trav.maximize_in_cell(held, g) is None  # not the polytope just emitted
+            held = p
+            if res is None:
+                continue
+            solved += 1
+            u = cp.Variable(trav.frame.dim)
+            x = trav.frame.origin + trav.frame.U @ u
+            A, b = p.halfspaces  # the polytope's rows and the region's (not its L1 ball)
+            cons = [A @ x <= b, cp.abs(u) <= 1]
+            if isinstance(region, Ball):
+                cons.append(cp.norm1(x - center) <= 0.8)
+            ref = cp.Problem(cp.Maximize(g @ u), cons)
+            ref.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+            assert res.objective == pytest.approx(ref.value, abs=1e-7), p.code
+            assert res.objective == pytest.approx(g @ res.x, abs=1e-9)
+        assert solved > 10
