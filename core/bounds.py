@@ -102,6 +102,9 @@ class LinearBounds:
     lower_slope: list[np.ndarray]
     upper_slope: list[np.ndarray]
     upper_intercept: list[np.ndarray]
+    #: ``(W_0 M, W_0 m)``: the first remaining layer's weights on the piece's coordinates
+    #: (so that back-substitution never multiplies by the ``d x d`` matrix ``M``).
+    first: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def relax(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -140,6 +143,9 @@ def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.nda
         const = const + Lz @ b
         if tape is not None:
             tape.append((Lam, pos))
+        if k == 0 and bounds.first is not None:
+            WM, Wm = bounds.first
+            return Lz @ WM, const + Lz @ Wm
         Lam = Lz @ W  # on a_{k-1}, or on the piece's input a = M u + m when k == 0
     return Lam @ M, const + Lam @ m
 
@@ -148,11 +154,14 @@ def _slope_gradient(dL: np.ndarray, layers, bounds: LinearBounds, M: np.ndarray,
                     slopes: list[np.ndarray], tape: list) -> list[np.ndarray]:
     """Gradient of ``sum(bound)`` in the slopes, given the bound's gradient ``dL`` in ``L``
     (and 1 in ``g``); ``tape`` from :func:`backsubstitute` (last layer first)."""
-    dLam = dL @ M.T + m[None, :]  # on the piece's input
+    WM, Wm = bounds.first if bounds.first is not None else (layers[0][0] @ M, layers[0][0] @ m)
     grads = []
     for k, (Lam, pos) in enumerate(reversed(tape)):
         W, b = layers[k]
-        dLz = dLam @ W.T + b[None, :]
+        if k == 0:  # z_0 = W_0 (M u + m) + b_0
+            dLz = dL @ WM.T + (Wm + b)[None, :]
+        else:
+            dLz = dLam @ W.T + b[None, :]
         grads.append(dLz * pos)
         dneg = bounds.upper_intercept[k][None, :] + dLz * bounds.upper_slope[k]
         dLam = np.where(Lam > 0, dLz * slopes[k], np.where(Lam < 0, dneg, 0.0))
@@ -202,7 +211,9 @@ def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0) -> LinearBoun
         n = W.shape[0]
         rows, const = np.vstack([W, -W]), np.concatenate([b, -b])
         if k == 0:
-            L, g = rows @ M, rows @ m + const
+            bounds.first = (W @ M, W @ m)
+            L, g = np.vstack([bounds.first[0], -bounds.first[0]]), np.concatenate(
+                [bounds.first[1], -bounds.first[1]]) + const
         else:
             L, g = backsubstitute(rows, const, layers, bounds, k, M, m)
         low = conc.lower(L, g)
