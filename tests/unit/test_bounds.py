@@ -55,17 +55,8 @@ def vertices_of(net, x0, level):
     from scipy.spatial import HalfspaceIntersection
 
     d = net.n_inputs
-    rows, rhs = [np.eye(d), -np.eye(d)], [np.ones(d), np.ones(d)]
-    M, m = np.eye(d), np.zeros(d)
-    for k in range(level):
-        W, b = net.weights[k], net.biases[k]
-        H, h = W @ M, W @ m + b
-        on = H @ x0 + h >= 0
-        s = np.where(on, -1.0, 1.0)
-        rows.append(s[:, None] * H)
-        rhs.append(-s * h)
-        M, m = H * on[:, None], h * on
-    A, b = np.vstack(rows), np.concatenate(rhs)
+    A, b = piece_rows(net, x0, level)
+    A, b = np.vstack([np.eye(d), -np.eye(d), A]), np.concatenate([np.ones(2 * d), b])
     return HalfspaceIntersection(np.c_[A, -b], _interior(A, b)).intersections
 
 
