@@ -4,6 +4,7 @@
 start); the ``seed-faithful`` traversal uses it for every check, as the paper's code does.
 Forms: ``lp``. Statuses come from ``OptimizeResult.status`` (0 optimal, 1 iteration limit,
 2 infeasible, 3 unbounded, 4 numerical difficulties). ``DEFAULT_OPTIONS``: none overridden.
+``duals`` (from HiGHS' marginals, ``method="highs"``) are laid out as OSQP's.
 """
 from __future__ import annotations
 
@@ -57,6 +58,24 @@ class ScipyBackend(SolverBackend):
         status = self.STATUS_MAP.get(res.status, Status.ERROR)
         ok = status is Status.OPTIMAL
         return SolveResult(
-            status, float(res.fun) if ok else None, np.asarray(res.x) if ok else None, None,
+            status, float(res.fun) if ok else None, np.asarray(res.x) if ok else None,
+            _duals(res, np.shape(b_ub)[0] if b_ub is not None else 0,
+                   np.shape(b_eq)[0] if b_eq is not None else 0) if ok else None,
             self.name, time.perf_counter() - t0, int(getattr(res, "nit", 0) or 0), res.message,
         )
+
+
+def _duals(res, m_ub: int, m_eq: int) -> np.ndarray | None:
+    """HiGHS' marginals in OSQP's layout (rows, then bounds; ``c + A^T y + y_box = 0``)."""
+    parts = []
+    for name, m in (("ineqlin", m_ub), ("eqlin", m_eq)):
+        field = getattr(res, name, None)
+        marginals = getattr(field, "marginals", None)
+        if m and (marginals is None or len(marginals) != m):
+            return None
+        parts.append(-np.asarray(marginals if m else np.zeros(0), float))
+    lower, upper = getattr(res, "lower", None), getattr(res, "upper", None)
+    if lower is None or upper is None:
+        return None
+    parts.append(-(np.asarray(lower.marginals, float) + np.asarray(upper.marginals, float)))
+    return np.concatenate(parts)
