@@ -37,6 +37,9 @@ SLOPE_STEPS = 20
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
 ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.1
+#: If those do not reach the unsafe set: batched descents from this many random points, with
+#: a first step of this fraction of the box's width.
+RESTARTS, RESTART_STEP = 200, 0.25
 
 
 def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
@@ -47,7 +50,9 @@ def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
 def attack_start(pairs, network, region) -> np.ndarray | None:
     """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
     cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
-    descents from the best few, until one is inside the unsafe set. It only chooses where a
+    descents from the best few, until one is inside the unsafe set; if none is, a batch of
+    :data:`RESTARTS` descents from random points with large steps (:func:`_restarts`),
+    whose point is taken only if it is inside the unsafe set. It only chooses where a
     traversal starts; None for an unbounded region."""
     lo, hi = region.bounding_box()
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
@@ -79,7 +84,43 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
             W, _ = network.local_model(network.activation_code(x))
             x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
             step *= 0.95
+    if best_score >= 0:
+        found = _restarts(pairs, network, lo, hi, inside, rng)
+        if found is not None:
+            return found
     return best
+
+
+def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
+    """A point of the unsafe set found by :data:`RESTARTS` signed-gradient descents at once
+    (batched), from random points of the box, with steps of :data:`RESTART_STEP` times its
+    width shrinking by 3 % a step; None if none gets there."""
+    X = rng.uniform(lo, hi, (RESTARTS, lo.shape[0]))
+    C = np.vstack([C for C, _ in pairs])
+    d = np.concatenate([d for _, d in pairs])
+    ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
+    step = RESTART_STEP * (hi - lo)
+    layers = list(zip(network.weights, network.biases))
+    for _ in range(ATTACK_STEPS):
+        a, masks = X, []
+        for W, b in layers[:-1]:
+            z = a @ W.T + b
+            masks.append(z > 0)
+            a = z * masks[-1]
+        excess = (a @ layers[-1][0].T + layers[-1][1]) @ C.T - d  # per row: > 0 is safe
+        per = np.stack([ex.max(axis=1) for ex in np.split(excess, ends[:-1], axis=1)], axis=1)
+        for i in np.flatnonzero(per.min(axis=1) < 0):
+            if inside(X[i]):
+                return X[i].copy()
+        k = per.argmin(axis=1)  # each point's nearest conjunction, and its worst row
+        rows = np.array([np.arange(e - C_k.shape[0], e)[np.argmax(excess[i, e - C_k.shape[0]:e])]
+                         for i, (e, C_k) in enumerate((ends[j], pairs[j][0]) for j in k)])
+        G = C[rows] @ layers[-1][0]
+        for (W, _), mask in zip(reversed(layers[:-1]), reversed(masks)):
+            G = (G * mask) @ W
+        X = np.clip(X - step * np.sign(G), lo, hi)
+        step *= 0.97
+    return None
 
 
 def dnf_piece_margin(pairs, piece, context) -> float:

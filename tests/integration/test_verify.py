@@ -75,6 +75,24 @@ def test_the_property_must_fit_the_network(acas, data_dir):
         verify(onnx("1_1"), mnist_prop)
 
 
+def test_mnistfc_counterexample_found_only_by_the_random_restarts(data_dir):
+    """2021 256x2 prop_9_0.05 is violated; the descents from the best samples stop at a
+    distance of 0.94, the batched restarts from random points reach the unsafe set."""
+    from polytrav.plugins import linear_property as lp
+
+    net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
+    prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_9_0.05.vnnlib"
+    result = verify(net_path, prop, timeout=60)
+    assert result.answer == "sat" and result.polytopes == 1
+    case = read_vnnlib(prop).cases[0]
+    ok, _ = check_with_onnxruntime(net_path, result.counterexample, case.unsafe, tol=0.0)
+    assert ok
+    net = Network.from_onnx(net_path)
+    pairs = [(C / np.linalg.norm(C, axis=1)[:, None], d) for C, d in case.unsafe]
+    lo, hi = case.lower, case.upper
+    assert lp._restarts(pairs, net, lo, hi, lambda x: True, np.random.default_rng(0)) is not None
+
+
 # ---------------------------------------------------------------- the command line
 
 

@@ -331,3 +331,19 @@ def test_the_start_attack_runs_only_when_the_search_needs_a_start(monkeypatch):
     assert tiny[0].verdict.value == "holds" and tiny.stats["proven"][0] == 1 and calls == []
     wide = analyze(net, Box(x0 - 3.0, x0 + 3.0), SoftmaxAttack(label, mode="verify"))
     assert calls == [1] and wide.stats["polytopes"] >= 1
+
+
+def test_batched_restarts_return_only_points_of_the_unsafe_set():
+    from polytrav.plugins.linear_property import _restarts, unsafe_distance
+
+    rng = np.random.default_rng(3)
+    net = random_net(4, 3, [12, 12], n_out=3)
+    lo, hi = -np.ones(3), np.ones(3)
+    Y = net.forward(rng.uniform(lo, hi, (5000, 3)))
+    C = np.array([[0.0, 0.0, -1.0]])
+    reachable = [(C, np.array([-np.quantile(Y[:, 2], 0.995)]))]  # y_2 above its 99.5 % point
+    x = _restarts(reachable, net, lo, hi, lambda x: True, np.random.default_rng(0))
+    assert x is not None and np.all((lo <= x) & (x <= hi))
+    assert unsafe_distance(reachable, net.forward(x[None]))[0] < 0
+    far = [(C, np.array([-(Y[:, 2].max() + 100.0)]))]
+    assert _restarts(far, net, lo, hi, lambda x: True, np.random.default_rng(0)) is None
