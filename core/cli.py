@@ -91,6 +91,9 @@ def main() -> None:
                    "every polytope, the paper's plain traversal).")
 @click.option("--order", type=click.Choice(["best-first", "bfs"]), default="best-first",
               show_default=True, help="Order of the pieces: likely violations first, or the paper's BFS.")
+@click.option("--split/--no-split", default=True, show_default=True,
+              help="With bounds, bisect input boxes of few inputs first (proven sub-boxes are "
+                   "done; the rest are traversed).")
 @click.option("--total-timeout", type=float, default=None,
               help="With --instances: seconds for the whole batch (instances not started by "
                    "then answer timeout).")
@@ -99,7 +102,7 @@ def main() -> None:
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results, bounds, order, total_timeout, workers, scheduler) -> None:
+           results, bounds, order, split, total_timeout, workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
@@ -118,13 +121,14 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             _fail("give either NETWORK PROP or --instances, not both")
         with _executor(workers, scheduler) as executor:
             sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
-                            executor, bounds=bounds, order=order, time_limit=total_timeout))
+                            executor, bounds=bounds, order=order, split=split,
+                            time_limit=total_timeout))
     if not (network and prop):
         _fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
     with _executor(workers, scheduler) as executor:
         result = _run_one(network, prop, timeout, solver, max_polytopes,
                           None if workers is None and scheduler is None else executor,
-                          bounds=bounds, order=order)
+                          bounds=bounds, order=order, split=split)
     if counterexample and result.answer == "sat":
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")

@@ -51,6 +51,9 @@ class VerificationResult:
     reason: str = ""
     reports: list = field(default_factory=list, repr=False)
     proven: int = 0  #: pieces proven by bounds (their polytopes were not visited)
+    #: input splitting (low-dimensional boxes): boxes bounded, proven, left open for the
+    #: traversal, and the proven boxes' mean volume share per input region; None if unused
+    split: dict | None = None
 
     @property
     def exit_code(self) -> int:
@@ -62,7 +65,8 @@ class VerificationResult:
         as_list = (lambda a: None if a is None else np.asarray(a, float).tolist())
         return {"answer": self.answer, "counterexample": as_list(self.counterexample),
                 "output": as_list(self.output), "polytopes": self.polytopes, "lps": self.lps,
-                "seconds": self.seconds, "reason": self.reason, "proven": self.proven}
+                "seconds": self.seconds, "reason": self.reason, "proven": self.proven,
+                "split": self.split}
 
 
 def load_network(path: str | PathLike) -> Network:
@@ -100,7 +104,7 @@ def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
 def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
            solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
            progress=None, executor=None, bounds: bool = True,
-           order: str = "best-first") -> VerificationResult:
+           order: str = "best-first", split: bool = True) -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -121,6 +125,11 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     order : {"best-first", "bfs"}
         With bounds, descend into the pieces of each level by increasing margin
         (``best-first``, default: counterexamples early) or in the paper's order.
+    split : bool
+        With bounds, an input box of at most :data:`polytrav.split.SPLIT_MAX_DIM` free
+        inputs is first bisected by :func:`polytrav.split.split_box` (default True): sub-boxes
+        that bounds prove are done, a candidate counterexample is confirmed by a traversal
+        that starts at it, and the sub-boxes left open are traversed one by one.
 
     Examples
     --------
@@ -154,42 +163,98 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     polytopes = lps = 0
     reports, reasons = [], []
     timed_out = False
+    splits = []
     for k, case in enumerate(spec.cases):
-        left = None if timeout is None else timeout - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
-            timed_out = True
-            reasons.append(f"no time left for input region {k}")
-            break
-        report = analyze(network, case.region(), case.property("verify", bounds=bounds),
-                         solver=solver, strategy=strategy, max_polytopes=max_polytopes,
-                         time_limit=left, progress=progress, executor=executor, order=order)
-        reports.append(report)
-        polytopes += report.stats["polytopes"]
-        lps += report.stats["lps"] + report.stats["subproblem_solves"]
-        result = report[0]
-        if result.verdict is Verdict.VIOLATED:
-            x = np.asarray(result.witness, float)
-            y = network.forward(x)
-            if onnx_path is not None:
-                ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
-                if not ok:
-                    reasons.append(f"region {k}: the counterexample's onnxruntime output "
-                                   f"{np.round(y_rt, 6).tolist()} misses the unsafe set")
-                    continue
-            return VerificationResult("sat", x, y, polytopes, lps, time.perf_counter() - t0,
-                                      f"input region {k}", reports, _proven(reports))
-        if result.verdict is not Verdict.HOLDS:
-            if report.status.value == "time_limit":
+        runs = [(case.region(), None)]
+        if bounds and split and case.A is None:
+            plan = _split_case(network, case, solver, timeout, t0)
+            if plan is not None:
+                split_result, runs = plan
+                splits.append(split_result)
+        for region, start in runs:
+            left = None if timeout is None else timeout - (time.perf_counter() - t0)
+            if left is not None and left <= 0:
                 timed_out = True
-            reasons.append(f"region {k}: {result.verdict.value} ({report.status.value}"
-                           + (f"; {result.failures[0]}" if result.failures else "") + ")")
+                reasons.append(f"no time left for input region {k}")
+                break
+            report = analyze(network, region, case.property("verify", bounds=bounds),
+                             start=start, solver=solver, strategy=strategy,
+                             max_polytopes=max_polytopes, time_limit=left, progress=progress,
+                             executor=executor, order=order)
+            reports.append(report)
+            polytopes += report.stats["polytopes"]
+            lps += report.stats["lps"] + report.stats["subproblem_solves"]
+            result = report[0]
+            if result.verdict is Verdict.VIOLATED:
+                x = np.asarray(result.witness, float)
+                y = network.forward(x)
+                if onnx_path is not None:
+                    ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
+                    if not ok:
+                        reasons.append(f"region {k}: the counterexample's onnxruntime output "
+                                       f"{np.round(y_rt, 6).tolist()} misses the unsafe set")
+                        continue
+                return VerificationResult("sat", x, y, polytopes, lps,
+                                          time.perf_counter() - t0, f"input region {k}",
+                                          reports, _proven(reports), _split_stats(splits))
+            if result.verdict is not Verdict.HOLDS:
+                if report.status.value == "time_limit":
+                    timed_out = True
+                reasons.append(f"region {k}: {result.verdict.value} ({report.status.value}"
+                               + (f"; {result.failures[0]}" if result.failures else "") + ")")
+                break  # one open sub-box that is not proven leaves the region undecided
+        if timed_out:
+            break
     seconds = time.perf_counter() - t0
     if not reasons:
         return VerificationResult("unsat", None, None, polytopes, lps, seconds, "", reports,
-                                  _proven(reports))
+                                  _proven(reports), _split_stats(splits))
     answer = "timeout" if timed_out else "unknown"
     return VerificationResult(answer, None, None, polytopes, lps, seconds, "; ".join(reasons),
-                              reports, _proven(reports))
+                              reports, _proven(reports), _split_stats(splits))
+
+
+def _split_case(network, case, solver, timeout, t0):
+    """Input splitting on one box case (:mod:`polytrav.split`), or None where it does not
+    apply (too many free inputs). Returns the split's result and the ``(region, start)``
+    traversals that remain: the whole box from a candidate counterexample (its first polytope
+    confirms it), else each open sub-box from its centre."""
+    from polytrav.manager import get_plugin_manager
+    from polytrav.plugins.linear_property import attack_start
+    from polytrav.region import Box
+    from polytrav.run import _chains
+    from polytrav.split import SPLIT_MAX_DIM, split_box, unit_rows
+
+    lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
+    if int(np.sum(upper > lower)) > SPLIT_MAX_DIM:
+        return None
+    region = case.region()
+    pairs = unit_rows(case.unsafe)
+    start = attack_start(pairs, network, region)
+    if start is not None and unsafe_met(pairs, network, start):
+        return None  # the traversal confirms the attack's point in its first polytope
+    left = None if timeout is None else timeout - (time.perf_counter() - t0)
+    lp_chain = _chains(solver, get_plugin_manager())["lp"]
+    result = split_box(network, lower, upper, pairs, lp_chain,
+                       time_limit=None if left is None else left / 2)
+    if result.candidate is not None:
+        return result, [(region, result.candidate)]
+    return result, [(Box(lo, hi), (lo + hi) / 2) for lo, hi in result.open_boxes]
+
+
+def unsafe_met(pairs, network, x) -> bool:
+    """Whether the forward pass at ``x`` meets one of the conjunctions ``pairs``."""
+    from polytrav.plugins.linear_property import unsafe_distance
+
+    return bool(unsafe_distance(pairs, network.forward(np.asarray(x, float))[None, :])[0] <= 0)
+
+
+def _split_stats(splits) -> dict | None:
+    if not splits:
+        return None
+    return {"boxes": sum(s.boxes for s in splits), "proven": sum(s.proven for s in splits),
+            "open": sum(len(s.open_boxes) for s in splits),
+            "proven_volume_share": sum(s.proven_volume_share for s in splits) / len(splits)}
 
 
 def _proven(reports) -> int:

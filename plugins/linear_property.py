@@ -22,8 +22,8 @@ from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status, Verdict
 from polytrav.tolerances import WITNESS_TOL
 
-__all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL", "attack_start", "dnf_piece_margin",
-           "unsafe_distance"]
+__all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL", "attack_start", "dnf_bound",
+           "dnf_piece_margin", "unsafe_distance"]
 
 #: Margins from bounds evaluated in closed form are lowered by this (relative) before a
 #: piece counts as proven: float64 rounding in the back-substitution, never a proof by 1e-12.
@@ -132,10 +132,23 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     :func:`polytrav.bounds.output_lower_bounds`, with CROWN's slopes first, then, for the
     conjunctions that proves nothing for, with :data:`SLOPE_STEPS` steps of slope
     optimisation; without the piece's vertices (high dimension), unstable neurons' bounds
-    are raised by LPs over the piece (:meth:`polytrav.bounds.Concretizer.refine`). A conjunction is checked row by row at the piece's vertices (or on the
-    frame box), then, if that proves nothing, with the LP
-    ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in the piece.
+    are raised by LPs over the piece (:meth:`polytrav.bounds.Concretizer.refine`). A
+    conjunction is checked row by row at the piece's vertices (or on the frame box), then,
+    if that proves nothing, with the LP ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in
+    the piece. (:func:`dnf_bound` with its defaults.)
     """
+    return dnf_bound(pairs, piece, context)[0]
+
+
+def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None
+              ) -> tuple[float, np.ndarray]:
+    """:func:`dnf_piece_margin` and the rows' affine bounds ``L`` (in ``u``, one row per row
+    of the stacked ``C``). ``steps``: slope optimisation steps (default :data:`SLOPE_STEPS`).
+    ``points``: if given, every unproven conjunction gets its LP and the LP's minimiser (an
+    input where the relaxation comes closest to the unsafe set: a candidate counterexample)
+    is appended.
+    """
+    steps = SLOPE_STEPS if steps is None else steps
     net = context.network
     layers = list(zip(net.weights[piece.level:], net.biases[piece.level:]))
     rows = lp = None
@@ -150,19 +163,21 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     g = g - d
     margins = _row_margins(L, g, conc, rows)
     open_rows = np.concatenate([r for r, s in zip(rows, margins) if s <= 0] or [[]]).astype(int)
-    if SLOPE_STEPS and len(open_rows) and len(layers) > 1:
+    if steps and len(open_rows) and len(layers) > 1:
         L[open_rows], g[open_rows], _ = output_lower_bounds(
-            layers, piece.M, piece.m, C[open_rows], conc, steps=SLOPE_STEPS)
+            layers, piece.M, piece.m, C[open_rows], conc, steps=steps)
         g[open_rows] -= d[open_rows]
         margins = _row_margins(L, g, conc, rows)
     margin = np.inf
     for r, s in sorted(zip(rows, margins), key=lambda pair: pair[1]):  # likeliest unproven first
         if s <= 0:
-            s = _joint_margin(L[r], g[r], piece, context)
+            s, u = _joint_margin(L[r], g[r], piece, context)
+            if points is not None and u is not None:
+                points.append(piece.frame.to_x(u))
         margin = min(margin, s)
-        if margin <= 0:  # nothing proven: the bound so far is enough to rank the piece
+        if margin <= 0 and points is None:  # nothing proven: enough to rank the piece
             break
-    return margin
+    return margin, L
 
 
 def _row_margins(L, g, conc, rows) -> list[float]:
@@ -172,8 +187,9 @@ def _row_margins(L, g, conc, rows) -> list[float]:
     return [float(low[r].max()) for r in rows]
 
 
-def _joint_margin(L, g, piece, context) -> float:
-    """``min s  s.t.  s >= L u + g`` over the piece (an LP); -inf if it is not solved."""
+def _joint_margin(L, g, piece, context) -> tuple[float, np.ndarray | None]:
+    """``min s  s.t.  s >= L u + g`` over the piece (an LP) and its minimiser ``u``;
+    ``(-inf, None)`` if it is not solved."""
     A, b = piece.halfspaces(box=False)  # the box is the variables' bounds
     d = L.shape[1]
     n = A.shape[0]
@@ -186,10 +202,10 @@ def _joint_margin(L, g, piece, context) -> float:
     for backend in context.backends("lp"):
         res = backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi))
         if res.status is Status.OPTIMAL:
-            return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max())
+            return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max()), res.x[:d]
         if res.status is Status.INFEASIBLE and backend.certifies_optimality:
-            return -np.inf  # an empty piece should not happen: prove nothing
-    return -np.inf
+            return -np.inf, None  # an empty piece should not happen: prove nothing
+    return -np.inf, None
 
 
 class LinearProperty(Analysis):

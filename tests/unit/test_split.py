@@ -1,0 +1,113 @@
+"""Input splitting (``verify``'s first stage on low-dimensional boxes) is sound and complete:
+its verdicts equal the full traversal's and a MILP's, and a forced-unsound bound is caught."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from milp import milp_linear_dnf_feasible
+from reference import random_net
+
+from polytrav.loaders.vnnlib import VnnlibCase, VnnlibSpec
+from polytrav.manager import get_plugin_manager
+from polytrav.plugins import linear_property
+from polytrav.run import _chains
+from polytrav.split import split_box, unit_rows
+from polytrav.verify import verify
+
+
+def instances(n: int, seed: int = 11):
+    """Random small nets and output properties with thresholds near the outputs' range; some
+    inputs fixed (zero-width, like ACAS Xu property 4)."""
+    rng = np.random.default_rng(seed)
+    for case in range(n):
+        d = int(rng.integers(2, 5))
+        net = random_net(200 + case, d, [8, 8, 6], n_out=3)
+        lo, hi = -np.ones(d), np.ones(d)
+        if case % 4 == 1:
+            lo[0] = hi[0] = 0.3
+        j = int(rng.integers(0, 3))
+        y = np.array([net.forward(x) for x in rng.uniform(lo, hi, (400, d))])
+        level = np.quantile(y[:, j], rng.choice([0.5, 0.99, 1.0])) + rng.choice([-0.2, 0.3, 2.0])
+        C = np.zeros((1, 3))
+        C[0, j] = -1.0
+        unsafe = [(C, np.array([-level]))]
+        if case % 3 == 0:
+            C2 = np.zeros((2, 3))
+            C2[0, j], C2[1, (j + 1) % 3] = -1.0, 1.0
+            unsafe.append((C2, np.array([-level, np.median(y[:, (j + 1) % 3])])))
+        yield case, net, lo, hi, unsafe
+
+
+def spec_of(net, lo, hi, unsafe) -> VnnlibSpec:
+    case = VnnlibCase(lo, hi, None, None, tuple(unsafe))
+    return VnnlibSpec(net.n_inputs, net.n_outputs, (case,))
+
+
+def lp_chain():
+    return _chains(None, get_plugin_manager())["lp"]
+
+
+def mismatches(n: int, **split_options):
+    """Cases where verify with input splitting disagrees with the MILP (and full traversal)."""
+    bad, proven_boxes, sat = [], 0, 0
+    for case, net, lo, hi, unsafe in instances(n):
+        milp = milp_linear_dnf_feasible(net, unsafe, lo, hi)
+        plain = verify(net, spec_of(net, lo, hi, unsafe), bounds=False)
+        assert plain.answer == ("sat" if milp.feasible else "unsat"), case
+        result = verify(net, spec_of(net, lo, hi, unsafe), **split_options)
+        if result.answer != plain.answer:
+            bad.append((case, result.answer, plain.answer))
+        sat += milp.feasible
+        proven_boxes += bool(result.split and result.split["proven"])
+    return bad, proven_boxes, sat
+
+
+def test_split_verdicts_equal_full_traversal_and_milp():
+    bad, proven_boxes, sat = mismatches(24)
+    assert bad == []
+    assert 0 < sat < 24 and proven_boxes > 5  # both answers occur, and boxes were proven
+
+
+def test_open_boxes_are_traversed_to_the_same_verdicts(monkeypatch):
+    """With a budget of a few boxes, most of the region is left to the open boxes' traversals."""
+    monkeypatch.setattr("polytrav.split.SPLIT_BOXES", 3)
+    bad, _, _ = mismatches(12)
+    assert bad == []
+
+
+def test_a_forced_unsound_box_bound_is_caught(monkeypatch):
+    """Fault injection: margins shifted up by 1 (for boxes, and pieces inside the traversal)
+    prove violated boxes; the comparison sees it."""
+    real = linear_property.dnf_bound
+
+    def shifted(*args, **kwargs):
+        margin, L = real(*args, **kwargs)
+        return margin + 1.0, L
+
+    monkeypatch.setattr(linear_property, "dnf_bound", shifted)
+    monkeypatch.setattr("polytrav.plugins.linear_property.attack_start", lambda *a: None)
+    bad, _, _ = mismatches(24)
+    assert bad, "an unsound box bound went unnoticed"
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_a_candidate_is_in_the_unsafe_set_and_proven_volume_is_safe(case):
+    _, net, lo, hi, unsafe = list(instances(8))[case]
+    pairs = unit_rows(unsafe)
+    result = split_box(net, lo, hi, pairs, lp_chain(), max_boxes=200)
+    if result.candidate is not None:
+        y = net.forward(result.candidate)
+        assert np.all(result.candidate >= lo) and np.all(result.candidate <= hi)
+        assert any(np.all(C @ y <= d + 1e-9) for C, d in pairs)
+    assert 0.0 <= result.proven_volume_share <= 1.0 + 1e-12
+    if result.candidate is None and not result.open_boxes:  # all proven: no sample is unsafe
+        X = np.random.default_rng(case).uniform(lo, hi, (5000, len(lo)))
+        Y = np.array([net.forward(x) for x in X])
+        assert not any(np.all(Y @ C.T <= d, axis=1).any() for C, d in pairs)
+        assert result.proven_volume_share == pytest.approx(1.0)
+
+
+def test_split_can_be_switched_off(monkeypatch):
+    _, net, lo, hi, unsafe = next(instances(1))
+    result = verify(net, spec_of(net, lo, hi, unsafe), split=False)
+    assert result.split is None
