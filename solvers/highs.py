@@ -68,7 +68,7 @@ class HighsBackend(SolverBackend):
         """A configured ``highspy.Highs`` object (options checked here)."""
         import highspy
 
-        h = highspy.Highs()
+        h = _first_highs() or highspy.Highs()
         for key, value in {**self.DEFAULT_OPTIONS, **self.options}.items():
             status = h.setOptionValue(key, value)
             if status != highspy.HighsStatus.kOk:
@@ -115,6 +115,37 @@ class HighsBackend(SolverBackend):
         if type(self).solve_lp is not HighsBackend.solve_lp:
             return self
         return HighsLpSession(self)
+
+
+_BANNER = {"silenced": False}
+
+
+def _first_highs():
+    """The process's first ``highspy.Highs``, made with the C-level standard output sent to
+    the null device (then None): highspy prints its banner there once per process, before any
+    option can switch it off, which would corrupt ``polytrav verify --json`` output."""
+    import os
+    import sys
+
+    import highspy
+
+    if _BANNER["silenced"]:
+        return None
+    _BANNER["silenced"] = True
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (an embedded interpreter): nothing to protect
+        return highspy.Highs()
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            try:
+                return highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+    finally:
+        os.close(saved)
 
 
 class HighsLpSession:

@@ -176,3 +176,12 @@ def test_the_installed_command_runs():
     res = subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()", "--help"],
                          capture_output=True, text=True)
     assert res.returncode == 0 and "verify" in res.stdout
+
+
+def test_json_on_stdout_is_only_json(acas):
+    """highspy prints a banner on the C-level stdout once per process; it must not reach it."""
+    onnx, prop, _ = acas
+    res = subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()", "verify",
+                          str(onnx("1_7")), str(prop(3)), "--json"], capture_output=True, text=True)
+    assert res.returncode == 1, res.stderr
+    assert json.loads(res.stdout)["answer"] == "sat"
