@@ -4,7 +4,9 @@ Runs the instances of ``../shared/data/acasxu/instances.csv`` (onnx, vnnlib, tim
 each) through :func:`polytrav.verify` and compares every answer with
 ``acasxu/ground_truth.csv`` (VNN-LIB semantics: ``sat`` = property violated, ``unsat`` =
 property holds). ``correct`` is ``yes``/``no`` for a ``sat``/``unsat`` answer and
-``undecided`` for ``timeout``/``unknown``/``error``.
+``undecided`` for ``timeout``/``unknown``/``error``. ``proven`` counts the pieces that bounds
+proved inside the traversals; ``split_boxes``, ``split_proven``, ``split_open`` are the input
+splitting's boxes bounded, proven and left to traverse (empty where it did not run).
 
 The CSV (``--out``) gets one row per instance as soon as it finishes (flushed), so a killed
 run loses at most the instances in progress: ``--resume`` skips the (network, property) pairs
@@ -45,7 +47,7 @@ from machine import machine_info  # noqa: E402
 
 #: CSV columns after the instance's own key columns.
 RESULT_FIELDS = ["answer", "expected", "correct", "polytopes", "lps", "seconds", "timeout",
-                 "reason", "proven", "mode"]
+                 "reason", "proven", "mode", "split_boxes", "split_proven", "split_open"]
 KEY = ["network", "property"]
 DECIDED = ("sat", "unsat")
 
@@ -114,6 +116,9 @@ def run_instance(inst: dict) -> dict:
                      bounds=inst.get("mode", "bounds") == "bounds")
         row.update(answer=res.answer, polytopes=res.polytopes, lps=res.lps,
                    seconds=round(res.seconds, 3), reason=res.reason, proven=res.proven)
+        if res.split is not None:  # input splitting: boxes bounded, proven, left to traverse
+            row.update(split_boxes=res.split["boxes"], split_proven=res.split["proven"],
+                       split_open=res.split["open"])
     except Exception as exc:  # a crash is a result too: record it and go on
         row.update(answer="error", polytopes="", lps="",
                    seconds=round(time.perf_counter() - t0, 3), reason=repr(exc))
