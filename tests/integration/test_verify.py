@@ -131,6 +131,10 @@ def test_cli_json_unsat_exits_0(acas):
                                       "--no-bounds", "--order", "bfs"])
     out = json.loads(plain.output)
     assert plain.exit_code == 0 and out["polytopes"] > 100 and out["proven"] == 0
+    unsplit = CliRunner().invoke(main, ["verify", str(onnx("3_3")), str(prop(4)), "--json",
+                                        "--no-split"])
+    out = json.loads(unsplit.output)
+    assert unsplit.exit_code == 0 and out["split"] is None and out["proven"] >= 1
 
 
 def test_cli_timeout_exits_3(acas):
