@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SplitResult", "split_box", "unit_rows", "SPLIT_MAX_DIM", "SPLIT_BOXES"]
+__all__ = ["SplitResult", "split_box", "SPLIT_MAX_DIM", "SPLIT_BOXES"]
 
 #: Input splitting is used for boxes of at most this many free inputs.
 SPLIT_MAX_DIM = 8
@@ -86,7 +86,9 @@ class _Context:
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, steps: int = SPLIT_STEPS) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
-    ``C y <= d``, rows of unit norm); see the module docstring. ``lp_chain``: LP backends;
+    ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
+    <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
+    docstring. ``lp_chain``: LP backends;
     ``max_boxes``: default :data:`SPLIT_BOXES`."""
     from polytrav.plugins.linear_property import dnf_bound, unsafe_distance
 
@@ -133,13 +135,3 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     result.open_boxes += [(lo, hi) for _, _, lo, hi in sorted(heap, key=lambda e: e[:2])]
     return result
 
-
-def unit_rows(pairs) -> list:
-    """The conjunctions ``(C, d)`` with the rows of ``C`` scaled to unit norm (as
-    :class:`~polytrav.plugins.linear_property.LinearProperty` holds them)."""
-    out = []
-    for C, d in pairs:
-        C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
-        norms = np.linalg.norm(C, axis=1)
-        out.append((C / norms[:, None], d / norms))
-    return out

@@ -167,10 +167,11 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     for k, case in enumerate(spec.cases):
         runs = [(case.region(), None)]
         if bounds and split and case.A is None:
-            plan = _split_case(network, case, solver, timeout, t0)
+            plan = _split_case(network, case, bounds, solver, timeout, t0)
             if plan is not None:
                 split_result, runs = plan
-                splits.append(split_result)
+                if split_result is not None:
+                    splits.append(split_result)
         for region, start in runs:
             left = None if timeout is None else timeout - (time.perf_counter() - t0)
             if left is not None and left <= 0:
@@ -214,39 +215,34 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
                               reports, _proven(reports), _split_stats(splits))
 
 
-def _split_case(network, case, solver, timeout, t0):
+def _split_case(network, case, bounds, solver, timeout, t0):
     """Input splitting on one box case (:mod:`polytrav.split`), or None where it does not
-    apply (too many free inputs). Returns the split's result and the ``(region, start)``
-    traversals that remain: the whole box from a candidate counterexample (its first polytope
-    confirms it), else each open sub-box from its centre."""
+    apply (too many free inputs). Returns the split's result (None if the start attack
+    already met the unsafe set) and the ``(region, start)`` traversals that remain: the whole
+    box from a counterexample candidate (its first polytope confirms it), else each open
+    sub-box from its centre."""
     from polytrav.manager import get_plugin_manager
-    from polytrav.plugins.linear_property import attack_start
+    from polytrav.plugins.linear_property import attack_start, unsafe_distance
     from polytrav.region import Box
     from polytrav.run import _chains
-    from polytrav.split import SPLIT_MAX_DIM, split_box, unit_rows
+    from polytrav.split import SPLIT_MAX_DIM, split_box
 
     lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
     if int(np.sum(upper > lower)) > SPLIT_MAX_DIM:
         return None
     region = case.region()
-    pairs = unit_rows(case.unsafe)
-    start = attack_start(pairs, network, region)
-    if start is not None and unsafe_met(pairs, network, start):
-        return None  # the traversal confirms the attack's point in its first polytope
+    prop = case.property("verify", bounds=bounds)
+    prop.validate(network, region)  # bad unsafe sets fail here, with the analysis's errors
+    start = attack_start(prop.pairs, network, region)
+    if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:
+        return None, [(region, start)]  # the traversal confirms it in its first polytope
     left = None if timeout is None else timeout - (time.perf_counter() - t0)
     lp_chain = _chains(solver, get_plugin_manager())["lp"]
-    result = split_box(network, lower, upper, pairs, lp_chain,
+    result = split_box(network, lower, upper, prop.pairs, lp_chain,
                        time_limit=None if left is None else left / 2)
     if result.candidate is not None:
         return result, [(region, result.candidate)]
     return result, [(Box(lo, hi), (lo + hi) / 2) for lo, hi in result.open_boxes]
-
-
-def unsafe_met(pairs, network, x) -> bool:
-    """Whether the forward pass at ``x`` meets one of the conjunctions ``pairs``."""
-    from polytrav.plugins.linear_property import unsafe_distance
-
-    return bool(unsafe_distance(pairs, network.forward(np.asarray(x, float))[None, :])[0] <= 0)
 
 
 def _split_stats(splits) -> dict | None:

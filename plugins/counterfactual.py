@@ -22,9 +22,9 @@ Direct L∞ path: on a box region (in frame coordinates ``[-1, 1]^d``, coordinat
 the cvxpy statement compiles to (in 784 inputs they make each LP cost 4-9 ms). With
 ``x = x0 + e / s`` (Charnes-Cooper), ``|e| <= 1`` are column bounds, ``r = 1 / s`` is
 minimised by maximising ``s``, and every row ``G u <= g`` becomes ``(G / sigma) e <= (g - G u0)
-s``. A side of the box at distance ``a`` from ``x0`` needs a row ``|e_j| <= a s`` only if
-``a < R``, where ``R`` is the current best distance (or the farthest side): with
-``s >= 1 / R`` the others hold already. An undecided direct LP falls back to the compiled
+s``. With ``R`` the current best distance (or, before one, the farthest side of the box),
+``s >= 1 / R``; a side at distance ``a`` from ``x0`` then needs a row ``|e_j| <= a s`` only
+if it is nearer than the farthest side (the others hold already). An undecided direct LP falls back to the compiled
 subproblem; the tests check that both give the same optima.
 """
 from __future__ import annotations
@@ -168,9 +168,17 @@ class Counterfactual(Analysis):
         if self._direct:
             sigma = fr.U[fr.free, np.arange(fr.dim)]
             u0 = fr.to_u(self._x0)
-            self._cc = {"sigma": sigma, "u0": u0, "down": (1.0 + u0) * sigma,
-                        "up": (1.0 - u0) * sigma,
-                        "fixed": np.isin(fr.free, self._imm)}  # immutable frame coordinates
+            down, up = (1.0 + u0) * sigma, (1.0 - u0) * sigma  # x0's distance to each side
+            held = np.isin(fr.free, self._imm)  # immutable frame coordinates
+            far = float(max(down.max(), up.max()))  # every point of the region is this close
+            # sides that need a row: nearer than the farthest (1e-9: the ball's own faces,
+            # rounded, are not nearer); the same set at every polytope, so the LP keeps its
+            # shape and the warm session re-solves it
+            near = [(np.flatnonzero((side > 0) & (side < far * (1 - 1e-9)) & ~held), side, sign)
+                    for side, sign in ((down, -1.0), (up, 1.0))]
+            self._cc = {"sigma": sigma, "u0": u0, "far": far, "near": near,
+                        "lo": np.append(np.where((down > 0) & ~held, -1.0, 0.0), 1.0),
+                        "hi": np.append(np.where((up > 0) & ~held, 1.0, 0.0), DIRECT_S_MAX)}
 
     def _immutable(self, cell):
         fr = cell.frame
@@ -310,30 +318,24 @@ class Counterfactual(Analysis):
         :data:`_NONE` if no point of the cell within the best distance reaches the class, or
         None if the LP is undecided (the caller then solves the compiled subproblem)."""
         cc = self._cc
-        sigma, u0, down, up = cc["sigma"], cc["u0"], cc["down"], cc["up"]
-        R0 = float(max(down.max(), up.max()))  # every point of the region is this close
-        R = min(self._best[0], R0)
+        sigma, u0 = cc["sigma"], cc["u0"]
+        R = min(self._best[0], cc["far"])
         if not R > 0:
             return None
         G = np.vstack([values["A"], -K])
         g = np.concatenate([values["b"], h])
         d = u0.shape[0]
         rows = [np.hstack([G / sigma, -((g - G @ u0) / R)[:, None]])]
-        for side, sign in ((down, -1.0), (up, 1.0)):  # sign * e_j <= (side_j / R) s'
-            # the sides nearer than R0 (a superset of those nearer than R): the LP keeps one
-            # shape from polytope to polytope, so the warm session re-solves it
-            near = np.flatnonzero((side > 0) & (side < R0 * (1 - 1e-9)) & ~cc["fixed"])
+        for near, side, sign in cc["near"]:  # sign * e_j <= (side_j / R) s'
             if near.size:
                 M = np.zeros((near.size, d + 1))
                 M[np.arange(near.size), near] = sign
                 M[:, d] = -side[near] / R
                 rows.append(M)
         A_ub = np.vstack(rows)
-        lo = np.where((down > 0) & ~cc["fixed"], -1.0, 0.0)
-        hi = np.where((up > 0) & ~cc["fixed"], 1.0, 0.0)
         c = np.zeros(d + 1)
         c[d] = -1.0  # maximise s' (the distance is R / s')
-        bounds = (np.append(lo, 1.0), np.append(hi, DIRECT_S_MAX))
+        bounds = (cc["lo"], cc["hi"])
         sessions = cc.setdefault("sessions", [b.lp_session() for b in context.backends("lp")])
         for backend, session in zip(context.backends("lp"), sessions):
             res = session.solve_lp(c, A_ub, np.zeros(A_ub.shape[0]), bounds=bounds)

@@ -151,10 +151,10 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
     steps = SLOPE_STEPS if steps is None else steps
     net = context.network
     layers = list(zip(net.weights[piece.level:], net.biases[piece.level:]))
-    rows = lp = None
+    halfspaces = lp = None
     if piece.vertices is None:  # unstable neurons' bounds by LPs over the piece's rows
-        rows, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
-    conc = Concretizer(piece.frame.dim, piece.vertices, rows, lp)
+        halfspaces, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
+    conc = Concretizer(piece.frame.dim, piece.vertices, halfspaces, lp)
     C = np.vstack([C for C, _ in pairs])
     d = np.concatenate([d for _, d in pairs])
     ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
@@ -282,6 +282,12 @@ class LinearProperty(Analysis):
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
         return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
+
+    @property
+    def pairs(self) -> list:
+        """The unsafe conjunctions ``(C, d)`` as checked by :meth:`validate`: a list, rows of
+        ``C`` of unit norm."""
+        return self._pairs
 
     def start_point(self) -> np.ndarray | None:
         """In ``verify`` mode: the most violating of :data:`START_SAMPLES` points of the region.

@@ -7,11 +7,13 @@ import pytest
 from milp import milp_linear_dnf_feasible
 from reference import random_net
 
+from polytrav import Box
 from polytrav.loaders.vnnlib import VnnlibCase, VnnlibSpec
 from polytrav.manager import get_plugin_manager
 from polytrav.plugins import linear_property
 from polytrav.run import _chains
-from polytrav.split import split_box, unit_rows
+from polytrav.plugins.linear_property import LinearProperty
+from polytrav.split import split_box
 from polytrav.verify import verify
 
 
@@ -93,7 +95,9 @@ def test_a_forced_unsound_box_bound_is_caught(monkeypatch):
 @pytest.mark.parametrize("case", range(8))
 def test_a_candidate_is_in_the_unsafe_set_and_proven_volume_is_safe(case):
     _, net, lo, hi, unsafe = list(instances(8))[case]
-    pairs = unit_rows(unsafe)
+    prop = LinearProperty(unsafe)
+    prop.validate(net, Box(lo, hi))
+    pairs = prop.pairs
     result = split_box(net, lo, hi, pairs, lp_chain(), max_boxes=200)
     if result.candidate is not None:
         y = net.forward(result.candidate)
