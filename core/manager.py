@@ -59,19 +59,71 @@ def _entry_points() -> list[tuple]:
 
 
 class _PluginManager(pluggy.PluginManager):
-    """pluggy's manager, with the hookimpl marker checked before ``inspect.isroutine``.
+    """pluggy's manager, with non-hook attributes turned away before pluggy looks at them.
 
     Registering looks at every attribute of a plugin (a module's imports, an analysis's
-    methods); few carry the marker, and pluggy's routine test first is what costs (about a
-    third of a millisecond per run). The answers are pluggy's.
+    methods); few carry the marker, and pluggy's checks of each cost about a millisecond per
+    run. The names that carry the marker are found once per module or class (an instance's
+    own attributes are always looked at); the answers are pluggy's.
     """
 
-    def parse_hookimpl_opts(self, plugin, name: str):
+    _looked_at = (None, frozenset())  # (plugin being registered, names worth pluggy's look)
+
+    def register(self, plugin, name: str | None = None):
+        self._looked_at = (plugin, _marked_names(plugin) | set(_own_dict(plugin)))
         try:
-            marked = getattr(getattr(plugin, name), self.project_name + "_impl", None) is not None
-        except Exception:  # let pluggy decide
-            marked = True
-        return super().parse_hookimpl_opts(plugin, name) if marked else None
+            return super().register(plugin, name)
+        finally:
+            self._looked_at = (None, frozenset())
+
+    def parse_hookimpl_opts(self, plugin, name: str):
+        held, names = self._looked_at
+        if held is plugin and name not in names:
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+    def polytrav_solver_classes(self) -> dict[str, type]:
+        """:func:`solver_classes` of this manager, asked of its plugins once per plugin set."""
+        key = tuple(map(id, self.get_plugins()))
+        if getattr(self, "_solvers", (None,))[0] != key:
+            out: dict[str, type] = {}
+            for batch in reversed(self.hook.polytrav_add_solvers()):  # last-registered first
+                for cls in batch:
+                    out.setdefault(cls.name, cls)
+            self._solvers = (key, out)
+        return self._solvers[1]
+
+
+_MARKED: dict[int, tuple[tuple, frozenset]] = {}  # id -> ((holder, sizes of its dicts), names)
+
+
+def _own_dict(plugin) -> dict:
+    if inspect.ismodule(plugin) or inspect.isclass(plugin):
+        return {}
+    try:
+        d = object.__getattribute__(plugin, "__dict__")
+    except AttributeError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _marked_names(plugin) -> frozenset:
+    """Names of ``plugin``'s module or class attributes that carry the hookimpl marker."""
+    holder = plugin if inspect.ismodule(plugin) or inspect.isclass(plugin) else type(plugin)
+    version = (holder, tuple(len(vars(c)) for c in getattr(holder, "__mro__", (holder,))))
+    hit = _MARKED.get(id(holder))
+    if hit is None or hit[0] != version:
+        names = set()
+        for name in dir(holder):
+            try:
+                value = inspect.getattr_static(holder, name)
+            except AttributeError:
+                continue
+            value = getattr(value, "__func__", value)  # classmethod / staticmethod
+            if getattr(value, "polytrav_impl", None) is not None:
+                names.add(name)
+        hit = _MARKED[id(holder)] = (version, frozenset(names))
+    return hit[1]
 
 
 def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] = ()) -> pluggy.PluginManager:
@@ -106,6 +158,8 @@ def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] 
 def solver_classes(pm: pluggy.PluginManager | None = None) -> dict[str, type]:
     """Registered solver backend classes by name, in preference order."""
     pm = pm or get_plugin_manager()
+    if isinstance(pm, _PluginManager):
+        return dict(pm.polytrav_solver_classes())
     out: dict[str, type] = {}
     for batch in reversed(pm.hook.polytrav_add_solvers()):  # pluggy calls last-registered first
         for cls in batch:

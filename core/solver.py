@@ -18,6 +18,7 @@ one warm-started model in place.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from typing import TYPE_CHECKING, ClassVar
 
@@ -30,6 +31,17 @@ if TYPE_CHECKING:
     from polytrav.geometry import Frame
 
 __all__ = ["SolverBackend", "ChebyshevModel"]
+
+
+_FOUND: set[str] = set()
+
+
+def _importable(module: str) -> bool:
+    """``importlib.util.find_spec(module) is not None``; a found module is remembered (the
+    look-up costs tens of microseconds, and backends are looked up many times per run)."""
+    if module not in _FOUND and (module in sys.modules or importlib.util.find_spec(module)):
+        _FOUND.add(module)
+    return module in _FOUND
 
 
 class SolverBackend:
@@ -56,7 +68,7 @@ class SolverBackend:
     @classmethod
     def is_available(cls) -> bool:
         """Whether every required module can be imported (imports nothing)."""
-        return all(importlib.util.find_spec(m) is not None for m in cls.required_modules)
+        return all(_importable(m) for m in cls.required_modules)
 
     def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
         """Minimise ``c @ x`` s.t. ``A_ub x <= b_ub``, ``A_eq x == b_eq``, ``lo <= x <= hi``.

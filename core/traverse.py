@@ -305,7 +305,7 @@ class Traversal(Iterator[Polytope]):
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
                  solver=None, max_polytopes=None, time_limit=None, fallback="auto",
                  guide=None, vertices: bool = False, within=None, prune=None, order="bfs"):
-        from polytrav.manager import get_solver
+        from polytrav.manager import available_solvers, get_plugin_manager, get_solver
 
         if not isinstance(net, Network):
             raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
@@ -320,17 +320,18 @@ class Traversal(Iterator[Polytope]):
         self.net = net
         self.region = region.with_dims(net.n_inputs)
         self.strategy = STRATEGIES[strategy]
-        self.backend = get_solver(solver if solver is not None else self.strategy.default_solver)
-        if fallback == "auto":
-            from polytrav.manager import available_solvers, get_plugin_manager
-
-            pm = get_plugin_manager()
-            fallback = [get_solver(n, pm=pm) for n in available_solvers("lp", pm=pm)]
-        elif fallback is None:
+        if fallback is None:
             fallback = []
-        elif not isinstance(fallback, (list, tuple)):
+        elif fallback != "auto" and not isinstance(fallback, (list, tuple)):
             fallback = [fallback]
-        self.fallbacks = [b for b in (get_solver(f) for f in fallback)
+        names = [s for s in [solver, *([] if fallback == "auto" else fallback)]
+                 if s is None or isinstance(s, str)]
+        pm = get_plugin_manager() if names or fallback == "auto" else None  # name lookups
+        self.backend = get_solver(solver if solver is not None else self.strategy.default_solver,
+                                  pm=pm)
+        if fallback == "auto":
+            fallback = available_solvers("lp", pm=pm)
+        self.fallbacks = [b for b in (get_solver(f, pm=pm) for f in fallback)
                           if b.name != self.backend.name]
         #: The first fallback that certifies optimality (confirms "no polytope here" answers).
         self.confirmer = next((b for b in self.fallbacks if b.certifies_optimality), None)

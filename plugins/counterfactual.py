@@ -353,12 +353,28 @@ class Counterfactual(Analysis):
         return lambda y: bool(np.all(np.delete(y, q) < y[q]))
 
     def _realise(self, context, q, values, K, h, u_star):
-        """A point near the boundary point ``u_star`` whose class a forward pass confirms.
+        """A point near the boundary point ``u_star`` whose class a forward pass confirms
+        (:meth:`_beyond_on_ray`, else :meth:`_beyond_by_lp`); run once, for the best
+        boundary point (``values``, ``K``, ``h`` are its polytope's)."""
+        x = self._beyond_on_ray(context, q, u_star)
+        return x if x is not None else self._beyond_by_lp(context, q, values, K, h, u_star)
 
-        Solves ``maximise t`` over polytope ∩ region ∩ ``{K u + h >= t}`` within an L∞ box of
-        half-width ``delta`` (normalised units) around ``u_star``, for growing ``delta``. Run
-        once, for the best boundary point (``values``, ``K``, ``h`` are its polytope's).
-        """
+    def _beyond_on_ray(self, context, q, u_star):
+        """The first point a relative ``delta`` beyond the boundary point on the ray from
+        ``x0`` that has class ``q``, for growing ``delta`` (no LP; immutable coordinates
+        keep their values)."""
+        wanted = self._is_class(q)
+        ray = context.frame.to_x(u_star) - self._x0
+        for delta in COUNTERFACTUAL_STEP * 10.0 ** np.arange(0, 5):
+            cand = self._x0 + (1.0 + delta) * ray
+            if check_witness(context.network, context.region, cand, wanted):
+                return cand
+        return None
+
+    def _beyond_by_lp(self, context, q, values, K, h, u_star):
+        """``maximise t`` over polytope ∩ region ∩ ``{K u + h >= t}`` within an L∞ box of
+        half-width ``delta`` (normalised units) around ``u_star``, for growing ``delta``,
+        until the maximiser's class ``q`` is confirmed by a forward pass."""
         from polytrav.subproblem import compiled
 
         step = compiled(self._step_key(), self._step_build)

@@ -21,6 +21,7 @@ active ``<=`` row).
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -34,6 +35,7 @@ from polytrav.tolerances import LP_FEASIBILITY_TOL
 __all__ = ["HighsBackend"]
 
 
+@functools.cache
 def _status_map():
     import highspy
 

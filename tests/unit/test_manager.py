@@ -33,3 +33,52 @@ def test_hookimpls_equal_pluggys():
         plain.register(plugin, name=f"p{k}")
         assert _impls(ours, plugin) == _impls(plain, plugin), plugin
     assert _impls(ours, extra) == {("polytrav_add_solvers", "other_name")}
+
+
+def test_hooks_added_later_and_on_instances_are_found():
+    """The per-module/class cache of marked names notices a hook added after a first
+    registration, and an instance's own attributes are always looked at."""
+    extra = types.ModuleType("extra_later")
+    extra.np = np
+    first = get_plugin_manager(load_entrypoints=False, block=DEFAULT_PLUGINS)
+    first.register(extra, name="extra")
+    assert _impls(first, extra) == set()
+
+    @hookimpl(specname="polytrav_add_solvers")
+    def late():
+        return []
+
+    extra.late = late
+    holder = Counterfactual(np.zeros(2))
+    holder.own = late  # a hook stored on the instance, not its class
+    for plugin in (extra, holder):
+        ours = get_plugin_manager(load_entrypoints=False, block=DEFAULT_PLUGINS)
+        plain = pluggy.PluginManager("polytrav")
+        plain.add_hookspecs(hookspecs)
+        ours.register(plugin, name="p")
+        plain.register(plugin, name="p")
+        assert _impls(ours, plugin) == _impls(plain, plugin)
+        assert ("polytrav_add_solvers", "late") in _impls(ours, plugin)
+
+
+def test_solver_classes_follow_registrations():
+    """The manager's solver classes are asked again when its plugins change."""
+    from polytrav.manager import solver_classes
+    from polytrav.solvers.highs import HighsBackend
+
+    class Extra(HighsBackend):
+        name = "highs-extra"
+
+    plugin = types.ModuleType("extra_solvers")
+
+    @hookimpl
+    def polytrav_add_solvers():
+        return [Extra]
+
+    plugin.polytrav_add_solvers = polytrav_add_solvers
+    pm = get_plugin_manager(load_entrypoints=False)
+    assert "highs-extra" not in solver_classes(pm)
+    pm.register(plugin, name="extra")
+    assert solver_classes(pm)["highs-extra"] is Extra
+    pm.unregister(plugin)
+    assert "highs-extra" not in solver_classes(pm)
