@@ -737,6 +737,10 @@ class Traversal(Iterator[Polytope]):
                     # hashed once an LP decides it; flips ruled out by vertices are not kept
                     # (the rule-out is cheaper to repeat than the memory: one key per flip)
                     checked.add(key)
+                    if guide is not None:  # the guide ranks the flip by its bits: its LP
+                        queue.push((flipped, None, None, own, None, None, None), full_bits,
+                                   flipped)  # waits until the guide wants the cell
+                        continue
                     model.set_signs(lp_signs(flipped))
                     st.flips_solved += 1
                     cell = self._solve(model, ("flip", k, g))
@@ -841,8 +845,9 @@ class Traversal(Iterator[Polytope]):
         """Apply the guide before expanding a level-1 piece.
 
         Returns ``None`` to end the level (the guide prunes this key, hence every later one),
-        ``(0, None)`` to skip a piece that no longer meets the restricted region, else the
-        piece's ``(t, u)`` (re-solved if the region shrank since it was found).
+        ``(0, None)`` to skip a piece that is empty or no longer meets the restricted region,
+        else the piece's ``(t, u)`` (solved now for a flip queued unsolved, ``version``
+        None; re-solved if the region shrank since it was found).
         """
         st, model = self.stats, self._model
         box = self.guide.restriction()
@@ -852,6 +857,11 @@ class Traversal(Iterator[Polytope]):
         if self.guide.prune(key):
             st.pruned += 1 + n_left
             return None
+        if version is None:  # a flip queued unsolved
+            model.set_signs(lp_signs(signs))
+            st.flips_solved += 1
+            cell = self._solve(model, ("flip", 0))
+            return (0.0, None) if cell is None else cell
         if version != self._region_version:
             model.set_signs(lp_signs(signs))
             cell = self._solve(model, ("restrict", 0))
