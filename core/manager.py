@@ -82,6 +82,11 @@ class _PluginManager(pluggy.PluginManager):
             return None
         return super().parse_hookimpl_opts(plugin, name)
 
+    def parse_hookspec_opts(self, module_or_class, name: str):
+        if name not in _marked_names(module_or_class, "polytrav_spec"):
+            return None
+        return super().parse_hookspec_opts(module_or_class, name)
+
     def polytrav_solver_classes(self) -> dict[str, type]:
         """:func:`solver_classes` of this manager, asked of its plugins once per plugin set."""
         key = tuple(map(id, self.get_plugins()))
@@ -94,7 +99,7 @@ class _PluginManager(pluggy.PluginManager):
         return self._solvers[1]
 
 
-_MARKED: dict[int, tuple[tuple, frozenset]] = {}  # id -> ((holder, sizes of its dicts), names)
+_MARKED: dict[tuple, tuple[tuple, frozenset]] = {}  # (id, marker) -> ((holder, dict sizes), names)
 
 
 def _own_dict(plugin) -> dict:
@@ -107,11 +112,12 @@ def _own_dict(plugin) -> dict:
     return d if isinstance(d, dict) else {}
 
 
-def _marked_names(plugin) -> frozenset:
-    """Names of ``plugin``'s module or class attributes that carry the hookimpl marker."""
+def _marked_names(plugin, marker: str = "polytrav_impl") -> frozenset:
+    """Names of ``plugin``'s module or class attributes that carry ``marker`` (pluggy's
+    hookimpl or hookspec marker attribute)."""
     holder = plugin if inspect.ismodule(plugin) or inspect.isclass(plugin) else type(plugin)
     version = (holder, tuple(len(vars(c)) for c in getattr(holder, "__mro__", (holder,))))
-    hit = _MARKED.get(id(holder))
+    hit = _MARKED.get((id(holder), marker))
     if hit is None or hit[0] != version:
         names = set()
         for name in dir(holder):
@@ -120,9 +126,9 @@ def _marked_names(plugin) -> frozenset:
             except AttributeError:
                 continue
             value = getattr(value, "__func__", value)  # classmethod / staticmethod
-            if getattr(value, "polytrav_impl", None) is not None:
+            if getattr(value, marker, None) is not None:
                 names.add(name)
-        hit = _MARKED[id(holder)] = (version, frozenset(names))
+        hit = _MARKED[id(holder), marker] = (version, frozenset(names))
     return hit[1]
 
 

@@ -33,6 +33,8 @@ def test_hookimpls_equal_pluggys():
         plain.register(plugin, name=f"p{k}")
         assert _impls(ours, plugin) == _impls(plain, plugin), plugin
     assert _impls(ours, extra) == {("polytrav_add_solvers", "other_name")}
+    specs = {name for name in vars(plain.hook) if plain.hook.__dict__[name].has_spec()}
+    assert specs and specs == {name for name in vars(ours.hook) if ours.hook.__dict__[name].has_spec()}
 
 
 def test_hooks_added_later_and_on_instances_are_found():
