@@ -605,6 +605,12 @@ class Traversal(Iterator[Polytope]):
             if self.status is TraversalStatus.RUNNING:
                 self.status = TraversalStatus.STOPPED
 
+    def time_left(self) -> float | None:
+        """Seconds left of ``time_limit`` (None without one)."""
+        if self.time_limit is None:
+            return None
+        return self.time_limit - (time.perf_counter() - self._t0)
+
     def _check_time(self) -> None:
         if self.time_limit is not None and time.perf_counter() - self._t0 > self.time_limit:
             raise _Stop(TraversalStatus.TIME_LIMIT)

@@ -23,7 +23,7 @@ import numpy as np
 from polytrav.analysis import Analysis, Stop, check_witness, combine_worst, local_model_u
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
-from polytrav.plugins.linear_property import attack_start, dnf_piece_margin
+from polytrav.plugins.linear_property import attack_start, bab_details, dnf_piece_margin, region_bab
 from polytrav.results import AnalysisResult, Status, Verdict
 
 __all__ = ["SoftmaxAttack", "softmax"]
@@ -49,6 +49,10 @@ class SoftmaxAttack(Analysis):
     bounds : bool
         In ``verify`` mode, skip every piece on which sound bounds prove the label wins
         (:meth:`piece_margin`). Default True.
+    bab : bool
+        With ``bounds`` in ``verify`` mode: when the bounds do not prove the whole region, run
+        neuron-level branch and bound on it first
+        (:func:`~polytrav.plugins.linear_property.region_bab`). Default True.
 
     ``verdict`` is HOLDS (robust: every margin is negative), VIOLATED (a point where another
     class wins, confirmed by a forward pass) or UNKNOWN; ``value`` is the worst margin,
@@ -58,10 +62,11 @@ class SoftmaxAttack(Analysis):
     name = "softmax_attack"
     uses_vertices = True
 
-    def __init__(self, label: int, mode: str = "worst", bounds: bool = True):
+    def __init__(self, label: int, mode: str = "worst", bounds: bool = True, bab: bool = True):
         self.label_class = label
         self.mode = mode
         self.bounds = bounds
+        self.bab = bab
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -69,8 +74,14 @@ class SoftmaxAttack(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of ``min_i logit_label - logit_i`` over the piece; positive proves the
-        label wins everywhere on it."""
-        return dnf_piece_margin(self._unsafe(context.network.n_outputs), piece, context)
+        label wins everywhere on it (then, on the region, :func:`region_bab`)."""
+        unsafe = self._unsafe(context.network.n_outputs)
+        margin = dnf_piece_margin(unsafe, piece, context)
+        if margin <= 0 and piece.level == 0 and self.bab:
+            self._bab = region_bab(unsafe, piece, context)
+            if self._bab is not None and self._bab.verdict == "holds":
+                return np.inf
+        return margin
 
     def _unsafe(self, m: int) -> list:
         """The unsafe set as conjunctions ``C y <= d``: one per class, ``y_label - y_i <= 0``
@@ -84,6 +95,8 @@ class SoftmaxAttack(Analysis):
         found in the first polytope."""
         if self.mode != "verify":
             return None
+        if getattr(self, "_bab", None) is not None and self._bab.counterexample is not None:
+            return self._bab.counterexample
         network, region = self._run_inputs
         return attack_start(self._unsafe(network.n_outputs), network, region)
 
@@ -111,6 +124,7 @@ class SoftmaxAttack(Analysis):
         self._best = (-np.inf, None, None)  # margin, point, class
         self._confirmed = None  # (margin, point, class) of a forward-pass-checked witness
         self.skipped = 0
+        self._bab = None
 
     def _is_adversarial(self, y: np.ndarray) -> bool:
         q = self.label_class
@@ -162,7 +176,7 @@ class SoftmaxAttack(Analysis):
             "label": self.label_class, "mode": self.mode, "class": cls,
             "objective": "max over x of logit_i(x) - logit_label(x), exact per polytope (LP); "
                          "probabilities are evaluated at that point, not maximised",
-            "skipped_by_bound": self.skipped,
+            "skipped_by_bound": self.skipped, "bab": bab_details(self._bab),
         }
         if x is not None:
             y = context.network.forward(x)

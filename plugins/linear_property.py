@@ -23,7 +23,7 @@ from polytrav.results import AnalysisResult, Status, Verdict
 from polytrav.tolerances import WITNESS_TOL
 
 __all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL", "attack_start", "dnf_bound",
-           "dnf_piece_margin", "unsafe_distance"]
+           "dnf_piece_margin", "region_bab", "unsafe_distance"]
 
 #: Margins from bounds evaluated in closed form are lowered by this (relative) before a
 #: piece counts as proven: float64 rounding in the back-substitution, never a proof by 1e-12.
@@ -33,6 +33,11 @@ LP_BOUND_TOL = 1e-6
 #: Gradient steps of slope optimisation (α-CROWN) on the conjunctions that CROWN's own
 #: slopes do not prove (0: none).
 SLOPE_STEPS = 20
+#: Neuron-level branch and bound on the whole region (:func:`region_bab`) runs only with more
+#: free inputs than this: below, ``verify``'s input splitting does better.
+BAB_MIN_INPUTS = 9
+#: Share of the run's time left that the region's branch and bound may use.
+BAB_TIME_SHARE = 0.5
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
@@ -140,6 +145,36 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     return dnf_bound(pairs, piece, context)[0]
 
 
+def region_bab(pairs, piece, context):
+    """Neuron-level branch and bound (:func:`polytrav.branch_and_bound.prove_margins`) over the
+    whole region, for a region piece (level 0) that the bounds did not prove; None where it
+    does not apply.
+
+    It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs and
+    every unsafe conjunction is one row (``c y <= d``: a robustness property); it gets
+    :data:`BAB_TIME_SHARE` of the run's time left (no limit without one). "holds" proves the
+    region; a counterexample (forward-pass checked) is where the traversal should start.
+    """
+    from polytrav.branch_and_bound import prove_margins
+
+    fr = piece.frame
+    if piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
+            or any(C.shape[0] != 1 for C, _ in pairs):
+        return None
+    left = context.traversal.time_left()
+    lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
+    return prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
+                         np.concatenate([d for _, d in pairs]),
+                         time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
+
+
+def bab_details(outcome) -> dict | None:
+    """The ``details["bab"]`` entry of a decision analysis's result."""
+    if outcome is None:
+        return None
+    return {"verdict": outcome.verdict, "nodes": outcome.nodes, "seconds": outcome.seconds}
+
+
 def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None
               ) -> tuple[float, np.ndarray]:
     """:func:`dnf_piece_margin` and the rows' affine bounds ``L`` (in ``u``, one row per row
@@ -223,6 +258,10 @@ class LinearProperty(Analysis):
         In ``verify`` mode, skip every piece on which sound bounds of the rest of the
         network prove that no unsafe conjunction can be met (:meth:`piece_margin`); the
         answer is the same, with far fewer polytopes. Default True.
+    bab : bool
+        With ``bounds``: when the bounds do not prove the whole region, run neuron-level
+        branch and bound on it first (:func:`region_bab`; boxes of many inputs, one-row
+        conjunctions). Default True.
 
     ``verdict``: VIOLATED (confirmed witness), HOLDS (complete, every LP decided) or
     UNKNOWN; ``value`` is the largest margin ``t`` found (>= 0 means violated).
@@ -231,10 +270,11 @@ class LinearProperty(Analysis):
     name = "linear_property"
     uses_vertices = True
 
-    def __init__(self, unsafe, mode: str = "verify", bounds: bool = True):
+    def __init__(self, unsafe, mode: str = "verify", bounds: bool = True, bab: bool = True):
         self.unsafe = unsafe
         self.mode = mode
         self.bounds = bounds
+        self.bab = bab
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -242,8 +282,14 @@ class LinearProperty(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of the distance into the unsafe set over the piece (see
-        :func:`dnf_piece_margin`); positive proves the piece holds no counterexample."""
-        return dnf_piece_margin(self._pairs, piece, context)
+        :func:`dnf_piece_margin`, then :func:`region_bab` on the region); positive proves
+        the piece holds no counterexample."""
+        margin = dnf_piece_margin(self._pairs, piece, context)
+        if margin <= 0 and piece.level == 0 and self.bab:
+            self._bab = region_bab(self._pairs, piece, context)
+            if self._bab is not None and self._bab.verdict == "holds":
+                return np.inf
+        return margin
 
     @property
     def problem_form(self) -> str:
@@ -299,6 +345,8 @@ class LinearProperty(Analysis):
         """
         if self.mode != "verify":
             return None
+        if getattr(self, "_bab", None) is not None and self._bab.counterexample is not None:
+            return self._bab.counterexample
         return attack_start(self._pairs, *self._run_inputs)
 
     def begin(self, context) -> None:
@@ -311,6 +359,7 @@ class LinearProperty(Analysis):
         self._best = (-np.inf, None, None)
         self._confirmed = None
         self.skipped = 0
+        self._bab = None
 
     @staticmethod
     def _build(frame, n_rows: int, k: int):
@@ -377,7 +426,8 @@ class LinearProperty(Analysis):
             verdict = Verdict.VIOLATED_UNCONFIRMED
         else:
             verdict = Verdict.HOLDS if exact else Verdict.UNKNOWN
-        details = {"disjunct": k, "mode": self.mode, "skipped_by_bound": self.skipped}
+        details = {"disjunct": k, "mode": self.mode, "skipped_by_bound": self.skipped,
+                   "bab": bab_details(self._bab)}
         if x is not None:
             details["output"] = context.network.forward(x)
         return AnalysisResult(

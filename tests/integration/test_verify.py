@@ -189,3 +189,33 @@ def test_json_on_stdout_is_only_json(acas):
                           str(onnx("1_7")), str(prop(3)), "--json"], capture_output=True, text=True)
     assert res.returncode == 1, res.stderr
     assert json.loads(res.stdout)["answer"] == "sat"
+
+
+def test_mnistfc_counterexample_found_by_neuron_branch_and_bound(data_dir):
+    """2021 256x2 prop_0_0.05 is violated; the attacks miss it, the region's neuron-level
+    branch and bound finds it, and onnxruntime confirms it."""
+    net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
+    prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_0_0.05.vnnlib"
+    result = verify(net_path, prop, timeout=100)
+    assert result.answer == "sat"
+    ok, _ = check_with_onnxruntime(net_path, result.counterexample,
+                                   read_vnnlib(prop).cases[0].unsafe, tol=0.0)
+    assert ok
+
+
+def test_deep_mnist_image_proven_robust_by_neuron_branch_and_bound(data_dir):
+    """mnist10x10, test image 7 at eps 0.01: robust (a MILP proves it in about 40 s,
+    docs/case_studies.md); layer-by-layer pieces never finish, neuron branching does.
+    Without it (``bab=False``) the run stays undecided."""
+    from polytrav import Ball, Box, Verdict, analyze
+    from polytrav.plugins.adversarial import SoftmaxAttack
+
+    net = Network.from_nnet(data_dir / "mnist" / "mnist10x10.nnet")
+    images = np.load(data_dir / "mnist" / "mnist_test.npz")
+    x0, label = images["images"][7].reshape(-1) / 255.0, int(images["labels"][7])
+    region = Ball(x0, 0.01, norm="inf") & Box(0.0, 1.0)
+    report = analyze(net, region, SoftmaxAttack(label, mode="verify"), time_limit=100)
+    assert report[0].verdict is Verdict.HOLDS and report.complete
+    assert report[0].details["bab"]["verdict"] == "holds"
+    without = analyze(net, region, SoftmaxAttack(label, mode="verify", bab=False), time_limit=5)
+    assert without[0].verdict is Verdict.UNKNOWN

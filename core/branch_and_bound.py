@@ -1,0 +1,551 @@
+"""Neuron-level branch and bound: a complete check of ``C f(x) - d > 0`` over an input box.
+
+The traversal's pieces fix whole layers' activation patterns; on deep networks with many
+unstable neurons (MNIST's ten-layer ``mnist10x10`` at eps 0.01) there are too many of them.
+This module branches on one neuron's phase at a time instead (BaB-style, as in beta-CROWN,
+Wang et al. 2021), on the CPU with numpy:
+
+* **Bounding a node** (a set of phase decisions ``z >= 0`` / ``z <= 0``): CROWN
+  back-substitution with optimised lower slopes (alpha) and Lagrange multipliers (beta >= 0)
+  of the node's phase constraints and of the constraints of neurons stable by bounds; every
+  iterate of the projected Adam is a sound bound (weak duality). The intermediate bounds of a
+  node's still-unstable neurons are re-optimised the same way (only past the shallowest new
+  decision) and intersected with its parent's. Concretised over the box in closed form.
+* **Branching**: the widest unstable neuron of the earliest layer that has one
+  (``widest_early``; ``babsr`` and ``early_babsr`` score by the bound's loss).
+* **Leaves** (no unstable neuron left) are decided by an LP over the box and the pattern's
+  halfspaces; its duals give a Lagrangian bound, sound whatever the LP's accuracy, and
+  "empty" is accepted only with a Lagrangian certificate.
+* **Counterexamples**: the box corner that minimises the worst row's bound is tried at every
+  node, and a leaf LP's minimiser; only a point a forward pass confirms is returned.
+
+A row counts as proven when its bound exceeds :data:`VERIFY_TOL` (float64, no directed
+rounding). :func:`prove_margins` is the entry point; the analyses of
+:mod:`polytrav.plugins.linear_property` and :mod:`polytrav.plugins.adversarial` run it on the
+whole region before the traversal (see :func:`polytrav.plugins.linear_property.region_bab`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["BaBOutcome", "NeuronBaB", "prove_margins"]
+
+VERIFY_TOL = 1e-9   # a row is proven when its sound lower bound exceeds this
+EMPTY_TOL = 1e-9    # a node is empty when some lo > hi + EMPTY_TOL
+BATCH_ELEMENTS = 1e6  # nodes per batch: about this many (node, neuron, neuron) slope entries
+
+
+@dataclass
+class BaBOutcome:
+    """What :func:`prove_margins` found: ``verdict`` is ``"holds"`` (every row proven
+    positive on the box), ``"violated"`` (``counterexample``: a forward pass gives some row
+    <= 0), ``"timeout"`` or ``"unknown"`` (a leaf LP's minimiser did not confirm)."""
+
+    verdict: str
+    counterexample: np.ndarray | None
+    nodes: int
+    seconds: float
+    stats: dict = field(default_factory=dict)
+
+
+def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,
+                  branching: str = "widest_early") -> BaBOutcome:
+    """Branch and bound for ``C @ network(x) - d > 0`` (every row) for ``x`` in ``[lo, hi]``.
+
+    ``C`` (rows, n_outputs) and ``d`` (rows,) are folded into the output layer. ``time_limit``
+    in seconds (None: until decided).
+    """
+    C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
+    Ws = list(network.weights[:-1]) + [C @ network.weights[-1]]
+    bs = list(network.biases[:-1]) + [C @ network.biases[-1] - d]
+    if len(Ws) == 1:  # an affine network: one LP-free bound is exact
+        lo_, hi_ = np.asarray(lo, float), np.asarray(hi, float)
+        mid, rad = (lo_ + hi_) / 2, (hi_ - lo_) / 2
+        low = Ws[0] @ mid + bs[0] - np.abs(Ws[0]) @ rad
+        if (low > VERIFY_TOL).all():
+            return BaBOutcome("holds", None, 1, 0.0)
+        x = np.where(Ws[0][int(np.argmin(low))] >= 0, lo_, hi_)
+        return BaBOutcome("violated", x, 1, 0.0)
+    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching)
+    batch = int(np.clip(BATCH_ELEMENTS / (bab.N * max(bab.sizes)), 1, 256))
+    verdict, seconds = bab.run(time_limit, batch=batch)
+    verdict = "holds" if verdict == "robust" else verdict
+    return BaBOutcome(verdict, bab.counterexample if verdict == "violated" else None,
+                      bab.stats["nodes"], seconds, dict(bab.stats))
+
+
+def forward(Ws, bs, X):
+    """Outputs of the affine-ReLU network ``(Ws, bs)`` at the rows of ``X``."""
+    z = np.atleast_2d(X)
+    for W, b in zip(Ws[:-1], bs[:-1]):
+        z = np.maximum(z @ W.T + b, 0.0)
+    return z @ Ws[-1].T + bs[-1]
+
+
+class NeuronBaB:
+    """Branch and bound over ReLU phases for ``C (net(x)) > 0`` on ``x in [xl, xu]`` (module docstring)."""
+
+    def __init__(self, Ws, bs, xl, xu, C, iters=10, root_iters=100, lr=0.1,
+                 branching="widest_early", int_iters=10):
+        self.Ws = [np.asarray(W, float) for W in Ws[:-1]]
+        self.bs = [np.asarray(b, float) for b in bs[:-1]]
+        self.Wall, self.ball = [np.asarray(W, float) for W in Ws], [np.asarray(b, float) for b in bs]
+        self.C = np.atleast_2d(np.asarray(C, float))
+        self.Wc = self.C @ np.asarray(Ws[-1], float)
+        self.bc = self.C @ np.asarray(bs[-1], float)
+        self.L = len(self.Ws)
+        self.sizes = [W.shape[0] for W in self.Ws]
+        off = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
+        self.sl = [slice(off[k], off[k + 1]) for k in range(self.L)]
+        self.layer_of = np.concatenate([[k] * n for k, n in enumerate(self.sizes)])
+        self.N = int(off[-1])
+        self.R = self.C.shape[0]
+        self.xl, self.xu = np.asarray(xl, float), np.asarray(xu, float)
+        self.mid, self.rad = (self.xl + self.xu) / 2, (self.xu - self.xl) / 2
+        W0, b0 = self.Ws[0], self.bs[0]
+        c = W0 @ self.mid + b0
+        r = np.abs(W0) @ self.rad
+        self.z0 = (c - r, c + r)
+        self.iters, self.root_iters, self.lr = iters, root_iters, lr
+        self.branching = branching
+        self.stats = dict(nodes=0, leaves=0, lp=0, empty=0, batches=0)
+        self.counterexample = None
+        self.int_alpha = {}
+        self.int_iters = int_iters
+        self.proven = 0.0  # sum of 2^-depth over closed nodes (1.0 = everything)
+
+    # ------------------------------------------------------------------ relaxation
+    def relax(self, lo, hi, split):
+        """Masks and upper line of every neuron of a batch of nodes ((B, N) arrays)."""
+        act = lo >= 0.0
+        ina = (hi <= 0.0) & ~act
+        unst = ~act & ~ina
+        w = np.where(unst, hi - lo, 1.0)
+        with np.errstate(invalid="ignore", divide="ignore"):  # layers not bounded yet: inf
+            u = np.where(act, 1.0, np.where(unst, hi / w, 0.0))
+            t = np.where(unst, -hi * lo / w, 0.0)
+        a0 = np.where(act, 1.0, np.where(unst & (hi >= -lo), 1.0, 0.0))
+        # Lagrangian sign of the constraint of stable neurons: active z>=0 -> -beta z,
+        # inactive z<=0 -> +beta z (both only lower the objective on the domain).
+        sig = np.where(act, -1.0, np.where(ina, 1.0, 0.0))
+        return dict(act=act, ina=ina, unst=unst, u=u, t=t, a0=a0, sig=sig)
+
+    # ------------------------------------------------------------------ back-substitution
+    def backsub(self, Lam, const, upto, rel, alpha=None, beta=None, tape=None):
+        """Lower bound over the box of ``Lam @ a_{upto-1} + const`` (rows (B, R, .)).
+
+        ``alpha``/``beta``: (B, R, N) lower slopes / multipliers, or None (CROWN slopes, no beta).
+        """
+        for k in range(upto - 1, -1, -1):
+            sl = self.sl[k]
+            unst = rel["unst"][:, None, sl]
+            act = rel["act"][:, None, sl].astype(float)
+            ak = rel["a0"][:, None, sl] if alpha is None else alpha[..., sl]
+            lowc = np.where(unst, ak, act)
+            upc = np.broadcast_to(rel["u"][:, None, sl], Lam.shape)
+            t = rel["t"][:, None, sl]
+            posm = Lam >= 0
+            Lz = np.where(posm, lowc, upc) * Lam
+            const = const + (np.minimum(Lam, 0.0) * t).sum(-1)
+            if beta is not None:
+                Lz = Lz + rel["sig"][:, None, sl] * beta[..., sl]
+            const = const + Lz @ self.bs[k]
+            if tape is not None:
+                tape.append((k, Lam, posm, lowc, upc, unst, t))
+            Lam = Lz @ self.Ws[k]
+        bound = const + Lam @ self.mid - np.abs(Lam) @ self.rad
+        return bound, Lam
+
+    def backward(self, tape, Lamx, rel):
+        """Gradients of the (summed) bound in alpha and beta, given the tape of :meth:`backsub`."""
+        B, R = Lamx.shape[:2]
+        ncol = self.sl[len(tape) - 1].stop
+        ga = np.zeros((B, R, ncol))
+        gb = np.zeros((B, R, ncol))
+        dLamx = self.mid - np.sign(Lamx) * self.rad
+        dLz = dLamx @ self.Ws[0].T + self.bs[0]
+        upto = len(tape)
+        for (k, Lam, posm, lowc, upc, unst, t) in reversed(tape):
+            sl = self.sl[k]
+            ga[..., sl] = np.where(posm & unst, dLz * Lam, 0.0)
+            gb[..., sl] = dLz * rel["sig"][:, None, sl]
+            if k + 1 < upto:
+                dLam = np.where(posm, lowc * dLz, upc * dLz + t)
+                dLz = dLam @ self.Ws[k + 1].T + self.bs[k + 1]
+        return ga, gb
+
+    # ------------------------------------------------------------------ node bounding
+    def intermediate(self, lo, hi, split, kstart, opt_iters=0, use_beta=False, kend=None):
+        """Recompute layers kstart.. of the (B, N) bounds in place (intersected, split-clamped).
+
+        Layer k's rows use the slopes ``self.int_alpha[k]`` (optimised at the root) when there
+        are some, else CROWN's; ``opt_iters > 0`` optimises them (and, with ``use_beta``, the
+        multipliers of the split / stable-neuron constraints) per node and stores them."""
+        rel = self.relax(lo, hi, split)
+        B = lo.shape[0]
+        self._split_cache = split
+        for k in range(max(kstart, 1), self.L if kend is None else kend):
+            sl = self.sl[k]
+            W, b = self.Ws[k], self.bs[k]
+            n = W.shape[0]
+            Lam = np.broadcast_to(np.vstack([W, -W]), (B, 2 * n, W.shape[1]))
+            const = np.broadcast_to(np.concatenate([b, -b]), (B, 2 * n))
+            stored = self.int_alpha.get(k)
+            if opt_iters and B > 1:
+                self._opt_unstable(lo, hi, rel, k, opt_iters, use_beta)
+                continue
+            if opt_iters:
+                alpha = (np.repeat(rel["a0"][:, None, :], 2 * n, axis=1) if stored is None
+                         else np.array(np.broadcast_to(stored, (B, 2 * n, self.N))))
+                beta = np.zeros((B, 2 * n, self.N))
+                bound, _, _ = self.optimize(Lam, const, k, rel, alpha, beta, opt_iters,
+                                            use_beta=use_beta)
+                self.int_alpha[k] = alpha
+            elif stored is not None:
+                bound, _ = self.backsub(Lam, const, k, rel, np.broadcast_to(stored, (B, 2 * n, self.N)))
+            else:
+                bound, _ = self.backsub(Lam, const, k, rel)
+            lo[:, sl] = np.maximum(lo[:, sl], bound[:, :n])
+            hi[:, sl] = np.minimum(hi[:, sl], -bound[:, n:])
+            self._clamp(lo, hi, split, sl)
+            r = self.relax(lo[:, sl], hi[:, sl], split[:, sl])
+            for key in rel:
+                rel[key][:, sl] = r[key]
+        return rel
+
+    def _opt_unstable(self, lo, hi, rel, k, iters, use_beta):
+        """Per-node alpha(-beta) optimised bounds of layer k's unstable neurons only (in place,
+        lo/hi/rel of layer k updated)."""
+        sl = self.sl[k]
+        n = self.sizes[k]
+        W, b = self.Ws[k], self.bs[k]
+        U = rel["unst"][:, sl]
+        node, j = np.nonzero(U)
+        if len(node):
+            P = len(node)
+            ncol = sl.start
+            Lam = np.concatenate([W[j], -W[j]])[:, None, :]
+            const = np.concatenate([b[j], -b[j]])[:, None]
+            nodes = np.concatenate([node, node])
+            sub = {key: v[nodes, :ncol] for key, v in rel.items()}
+            stored = self.int_alpha.get(k)
+            if stored is None:
+                alpha = sub["a0"][:, None, :].copy()
+            else:
+                stored = stored[0]  # (2n, N): the root's optimised slopes of layer k's rows
+                alpha = np.concatenate([stored[j], stored[n + j]])[:, None, :ncol].copy()
+            beta = np.zeros_like(alpha)
+            bound, _, _ = self.optimize(Lam, const, k, sub, alpha, beta, iters, use_beta=use_beta)
+            bound = bound[:, 0]
+            gl = sl.start + j
+            lo[node, gl] = np.maximum(lo[node, gl], bound[:P])
+            hi[node, gl] = np.minimum(hi[node, gl], -bound[P:])
+        self._clamp(lo, hi, self._split_cache, sl)
+        r = self.relax(lo[:, sl], hi[:, sl], None)
+        for key in rel:
+            rel[key][:, sl] = r[key]
+
+    @staticmethod
+    def _clamp(lo, hi, split, sl=slice(None)):
+        s = split[:, sl]
+        lo[:, sl] = np.where(s > 0, np.maximum(lo[:, sl], 0.0), lo[:, sl])
+        hi[:, sl] = np.where(s < 0, np.minimum(hi[:, sl], 0.0), hi[:, sl])
+
+    def final(self, rel, alpha, beta, iters):
+        B = alpha.shape[0]
+        Lam0 = np.broadcast_to(self.Wc, (B,) + self.Wc.shape)
+        const0 = np.broadcast_to(self.bc, (B, self.R))
+        return self.optimize(Lam0, const0, self.L, rel, alpha, beta, iters)
+
+    def optimize(self, Lam0, const0, upto, rel, alpha, beta, iters, use_beta=True):
+        """Optimise alpha, beta (in place) for rows Lam0 @ a_{upto-1} + const0; returns the
+        best bounds, and the tape / input coefficients of the best iterate."""
+        B = alpha.shape[0]
+        ncol = self.sl[upto - 1].stop
+        alpha, beta = alpha[..., :ncol], beta[..., :ncol]  # views: updated in place
+        unst = rel["unst"][:, None, :ncol]
+        sig = (rel["sig"][:, None, :ncol] != 0) & use_beta
+        alpha[:] = np.where(unst, np.clip(alpha, 0, 1), 0.0)
+        beta[:] = np.where(sig, np.maximum(beta, 0), 0.0)
+        best = np.full(Lam0.shape[:2], -np.inf)
+        best_a, best_b = alpha.copy(), beta.copy()
+        m1a = np.zeros_like(alpha); m2a = np.zeros_like(alpha)
+        m1b = np.zeros_like(beta); m2b = np.zeros_like(beta)
+        b1, b2 = 0.9, 0.999
+        for it in range(iters + 1):
+            tape = []
+            bound, Lamx = self.backsub(Lam0, const0, upto, rel, alpha, beta, tape)
+            better = bound > best
+            best = np.where(better, bound, best)
+            best_a = np.where(better[..., None], alpha, best_a)
+            best_b = np.where(better[..., None], beta, best_b)
+            if it == iters:
+                break
+            ga, gb = self.backward(tape, Lamx, rel)
+            i = it + 1
+            lr = self.lr
+            m1a = b1 * m1a + (1 - b1) * ga; m2a = b2 * m2a + (1 - b2) * ga * ga
+            alpha += lr * (m1a / (1 - b1 ** i)) / (np.sqrt(m2a / (1 - b2 ** i)) + 1e-12)
+            alpha[:] = np.where(unst, np.clip(alpha, 0, 1), 0.0)
+            if use_beta:
+                m1b = b1 * m1b + (1 - b1) * gb; m2b = b2 * m2b + (1 - b2) * gb * gb
+                beta += lr * (m1b / (1 - b1 ** i)) / (np.sqrt(m2b / (1 - b2 ** i)) + 1e-12)
+                beta[:] = np.where(sig, np.maximum(beta, 0), 0.0)
+        alpha[:], beta[:] = best_a, best_b
+        if iters == 0:
+            return best, tape, Lamx
+        tape = []
+        bound, Lamx = self.backsub(Lam0, const0, upto, rel, alpha, beta, tape)
+        return np.maximum(bound, best), tape, Lamx
+
+    # ------------------------------------------------------------------ branching
+    def choose(self, lo, hi, split, rel, tape, worst_row):
+        """One neuron index (into N) per node to split on."""
+        B = lo.shape[0]
+        free = rel["unst"] & (split == 0)
+        if self.branching == "widest_early":
+            score = np.where(free, (hi - lo) * (1.0 + 1e-3) ** 0, -np.inf)
+            # earliest layer with a free unstable neuron, widest inside it
+            first = np.where(free.any(1), np.argmax(free, axis=1), 0)
+            lay = self.layer_of[first]
+            score = np.where(self.layer_of[None, :] == lay[:, None], score, -np.inf)
+            return np.argmax(score, axis=1)
+        idx = np.arange(B)
+        score = np.zeros((B, self.N))
+        gap = np.where(free, -lo * hi / np.where(free, hi - lo, 1.0), 0.0)
+        for (k, Lam, posm, lowc, upc, unst, t) in tape:
+            sl = self.sl[k]
+            lam = Lam[idx, worst_row]  # (B, n_k): coefficient on a_k of the worst row
+            if self.branching in ("babsr", "early_babsr"):
+                # bound loss due to the relaxation of neuron j: intercept of the upper line for
+                # negative coefficients; for positive ones the lower line's worst gap.
+                score[:, sl] = np.abs(lam) * gap[:, sl]
+            else:
+                raise ValueError(self.branching)
+        if self.branching == "early_babsr":  # earliest layer with a free unstable neuron
+            first = np.where(free.any(1), np.argmax(free, axis=1), 0)
+            free = free & (self.layer_of[None, :] == self.layer_of[first][:, None])
+        # tie-break towards earlier layers
+        score = np.where(free, score * (1 + 1e-6 * (self.L - self.layer_of))[None, :]
+                         + 1e-9 * (hi - lo), -np.inf)
+        return np.argmax(score, axis=1)
+
+    # ------------------------------------------------------------------ leaves
+    def leaf_lp(self, lo, hi, split, rel, rows):
+        """Exact decision of a node whose neurons all have a fixed phase (no unstable one).
+
+        Returns (verified, x_candidate). Sound: the bound is the Lagrangian of the LP duals."""
+        from scipy.optimize import linprog
+        self.stats["lp"] += 1
+        act = rel["act"]
+        # compose the affine maps of the fixed pattern: z_k = A_k x + c_k
+        A, c = self.Ws[0], self.bs[0]
+        G, h = [], []  # constraints G x + h >= 0 (sign-adjusted pre-activations)
+        for k in range(self.L):
+            if k > 0:
+                D = act[self.sl[k - 1]].astype(float)  # phase of the previous layer
+                A = self.Ws[k] @ (D[:, None] * A)
+                c = self.Ws[k] @ (D * c) + self.bs[k]
+            s = np.where(act[self.sl[k]], 1.0, -1.0)
+            G.append(s[:, None] * A)
+            h.append(s * c)
+        D = act[self.sl[self.L - 1]].astype(float)
+        Fo = self.Wc @ (D[:, None] * A)
+        fo = self.Wc @ (D * c) + self.bc
+        G, h = np.vstack(G), np.concatenate(h)
+        verified = True
+        xcand = None
+        for r in rows:
+            res = linprog(Fo[r], A_ub=-G, b_ub=h, bounds=list(zip(self.xl, self.xu)), method="highs")
+            if res.status == 2:  # HiGHS says the node is empty: certify it (else unknown)
+                return self._certify_empty(G, h), None
+            if res.status != 0:
+                return False, None
+            mu = np.maximum(-res.ineqlin.marginals, 0.0)
+            g = Fo[r] - mu @ G  # Lagrangian: Fo x + fo - mu (G x + h) <= Fo x + fo on the node
+            low = fo[r] - mu @ h + g @ self.mid - np.abs(g) @ self.rad
+            if low <= VERIFY_TOL:
+                verified = False
+                xcand = np.clip(res.x, self.xl, self.xu)
+                return False, xcand
+        return verified, xcand
+
+    def _certify_empty(self, G, h):
+        """Sound emptiness test of {x in box: G x + h >= 0}: the LP max_{x,t} t, t <= G x + h
+        gives multipliers lam >= 0 (sum 1); if max_box lam (G x + h) < 0 no x satisfies all."""
+        from scipy.optimize import linprog
+        m, n = G.shape
+        c = np.zeros(n + 1); c[-1] = -1.0
+        A = np.hstack([-G, np.ones((m, 1))])
+        res = linprog(c, A_ub=A, b_ub=h, bounds=list(zip(self.xl, self.xu)) + [(None, 1.0)],
+                      method="highs")
+        if res.status != 0:
+            return False
+        lam = np.maximum(-res.ineqlin.marginals, 0.0)
+        if lam.sum() <= 0:
+            return False
+        lam = lam / lam.sum()
+        g = lam @ G
+        upper = lam @ h + g @ self.mid + np.abs(g) @ self.rad
+        ok = upper < -1e-12
+        self.stats["lp_infeasible"] = self.stats.get("lp_infeasible", 0) + int(ok)
+        return ok
+
+    def check_point(self, x):
+        y = forward(self.Wall, self.ball, x)[0]
+        m = self.C @ y
+        return m.min() < 0, m
+
+    # ------------------------------------------------------------------ main loop
+    def run(self, time_limit: float | None = None, batch: int = 256) -> tuple[str, float]:
+        """``("robust" | "violated" | "timeout" | "unknown", seconds)``; a violation's input is
+        :attr:`counterexample` (confirmed by a forward pass)."""
+        t0 = time.perf_counter()
+        self._deadline = None if time_limit is None else t0 + time_limit
+        N, R = self.N, self.R
+        lo = np.full((1, N), -np.inf)
+        hi = np.full((1, N), np.inf)
+        lo[:, self.sl[0]], hi[:, self.sl[0]] = self.z0
+        split = np.zeros((1, N), np.int8)
+        rel = self.root_bounds(lo, hi, split)
+        if rel is None:
+            return "timeout", time.perf_counter() - t0
+        alpha = np.repeat(rel["a0"][:, None, :], R, axis=1)
+        beta = np.zeros((1, R, N))
+        bound, tape, Lamx = self.final(rel, alpha, beta, self.root_iters)
+        self.root_bound = bound[0].copy()
+        done = bound > VERIFY_TOL
+        Q = dict(lo=lo, hi=hi, split=split, alpha=alpha, beta=beta, done=done, bound=bound)
+        # the root itself may be a leaf / verified
+        status = self._process(Q, rel, tape, Lamx, bound, t0)
+        pending = status
+        while pending is not None and len(pending["lo"]):
+            if self.counterexample is not None:
+                return "violated", time.perf_counter() - t0
+            if self._deadline is not None and time.perf_counter() > self._deadline:
+                return "timeout", time.perf_counter() - t0
+            # take the last `batch` nodes (DFS-like, bounded memory)
+            n = len(pending["lo"])
+            take = slice(max(0, n - batch), n)
+            P = {k: v[take] for k, v in pending.items()}
+            pending = {k: v[:take.start] for k, v in pending.items()}
+            children = self._branch(P)
+            rel = self.intermediate(children["lo"], children["hi"], children["split"],
+                                    children.pop("kmin"), opt_iters=self.int_iters,
+                                    use_beta=True)
+            bound, tape, Lamx = self.final(rel, children["alpha"], children["beta"], self.iters)
+            children["bound"] = bound
+            children["done"] = children["done"] | (bound > VERIFY_TOL)
+            new = self._process(children, rel, tape, Lamx, bound, t0)
+            self.stats["batches"] += 1
+            if new is not None and len(new["lo"]):
+                pending = {k: np.concatenate([pending[k], new[k]]) for k in pending}
+        if self.counterexample is not None:
+            return "violated", time.perf_counter() - t0
+        return ("unknown" if self.unknown else "robust"), time.perf_counter() - t0
+
+    unknown = False
+    attack = True
+
+    def root_bounds(self, lo, hi, split):
+        """Root intermediate bounds, alpha-CROWN layer by layer (None past the deadline)."""
+        for k in range(1, self.L):
+            if self._deadline is not None and time.perf_counter() > self._deadline:
+                return None
+            self.intermediate(lo, hi, split, k, opt_iters=self.root_iters, kend=k + 1)
+        return self.relax(lo, hi, split)
+
+    def set_debug_samples(self, X):
+        """Testing: every bounded node is checked against these sample points of the box."""
+        X = np.clip(np.atleast_2d(X), self.xl, self.xu)
+        self.debug_X = X
+        self.debug_Z = np.hstack([z for z in self._pre(X)])
+        self.debug_M = forward(self.Wall, self.ball, X) @ self.C.T
+        self.stats["debug_checks"] = 0
+
+    def _pre(self, X):
+        out, a = [], X
+        for W, b in zip(self.Ws, self.bs):
+            z = a @ W.T + b
+            out.append(z)
+            a = np.maximum(z, 0)
+        return out
+
+    def _debug_check(self, Q, bound):
+        Z, M = self.debug_Z, self.debug_M
+        tol = 1e-7
+        for i in range(len(Q["lo"])):
+            s = Q["split"][i]
+            inside = np.all(np.where(s > 0, Z >= 0, np.where(s < 0, Z <= 0, True)), axis=1)
+            if not inside.any():
+                continue
+            Zi, Mi = Z[inside], M[inside]
+            lo, hi = Q["lo"][i], Q["hi"][i]
+            assert not (lo > hi + EMPTY_TOL).any(), "node with points declared empty"
+            assert np.all(Zi >= lo - tol) and np.all(Zi <= hi + tol), "intermediate bound violated"
+            assert np.all(Mi.min(0) >= bound[i] - tol), "final bound violated"
+            assert not np.all(Q["done"][i]) or np.all(Mi > -tol), "proven node has a violation"
+            self.stats["debug_checks"] += int(inside.sum())
+
+    def _branch(self, P):
+        """Two children per node of P, split on the neuron chosen at bounding time."""
+        B = len(P["lo"])
+        j = P["choice"]
+        C = {k: np.concatenate([v, v]) for k, v in P.items() if k != "choice"}
+        idx = np.arange(2 * B)
+        jj = np.concatenate([j, j])
+        C["split"][idx, jj] = np.concatenate([np.ones(B, np.int8), -np.ones(B, np.int8)])
+        self._clamp(C["lo"], C["hi"], C["split"])
+        C["kmin"] = int(self.layer_of[j].min()) + 1
+        return C
+
+    def _process(self, Q, rel, tape, Lamx, bound, t0):
+        """Classify bounded nodes: verified, empty, leaf (LP), or pending (with a choice)."""
+        B = len(Q["lo"])
+        self.stats["nodes"] += B
+        if getattr(self, "debug_X", None) is not None:
+            self._debug_check(Q, bound)
+        done = Q["done"]
+        # cheap attack: the box corner minimising each row's linear bound
+        rowsel = np.where(done, np.inf, bound)
+        worst = np.argmin(rowsel, axis=1)
+        idx = np.arange(B)
+        if self.attack:
+            Lw = Lamx[idx, worst]
+            X = np.where(Lw >= 0, self.xl, self.xu)
+            Y = forward(self.Wall, self.ball, X) @ self.C.T
+            bad = Y.min(axis=1) < 0
+            if bad.any():
+                self.counterexample = X[np.argmax(bad)]
+                return None
+        empty = (Q["lo"] > Q["hi"] + EMPTY_TOL).any(1)
+        self.stats["empty"] += int(empty.sum())
+        alive = ~done.all(1) & ~empty
+        free = rel["unst"] & (Q["split"] == 0)
+        leaf = alive & ~free.any(1)
+        for i in np.flatnonzero(leaf):
+            self.stats["leaves"] += 1
+            r_rel = {k: v[i] for k, v in rel.items()}
+            ok, xc = self.leaf_lp(Q["lo"][i], Q["hi"][i], Q["split"][i], r_rel,
+                                  np.flatnonzero(~done[i]))
+            if ok and getattr(self, "debug_X", None) is not None:
+                s_ = np.where(rel["act"][i], 1, -1)
+                inside = np.all(np.where(s_ > 0, self.debug_Z >= 0, self.debug_Z <= 0), axis=1)
+                assert np.all(self.debug_M[inside] > -1e-7), "leaf LP proved a violated node"
+            if not ok:
+                if xc is not None and self.check_point(xc)[0]:
+                    self.counterexample = xc
+                    return None
+                self.unknown = True  # LP says violated but the point does not confirm
+        keep = alive & ~leaf
+        depth = (Q["split"] != 0).sum(1)
+        self.proven += float(np.ldexp(1.0, -depth[~keep]).sum())
+        if not keep.any():
+            return {k: v[:0] for k, v in Q.items() if k != "choice"} | {"choice": np.zeros(0, int)}
+        choice = self.choose(Q["lo"], Q["hi"], Q["split"], rel, tape, worst)
+        out = {k: v[keep] for k, v in Q.items()}
+        out["choice"] = choice[keep]
+        return out

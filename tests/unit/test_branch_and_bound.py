@@ -1,0 +1,91 @@
+"""Neuron-level branch and bound against an exact MILP, sampling, and fault injection."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from milp import milp_max_linear
+from reference import random_net
+
+from polytrav.branch_and_bound import NeuronBaB, prove_margins
+
+CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (4, [6, 6, 6, 6, 6], 4),
+         (6, [8, 8, 8, 8], 4)]
+
+
+def instance(seed):
+    d, widths, m = CASES[seed % len(CASES)]
+    net = random_net(900 + seed, d, widths, n_out=m)
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-1, 1, d)
+    eps = rng.uniform(0.05, 0.6)
+    label = int(np.argmax(net.forward(x0)))
+    C = np.array([np.eye(m)[label] - np.eye(m)[i] for i in range(m) if i != label])
+    return net, x0 - eps, x0 + eps, C
+
+
+def milp_min_margin(net, lo, hi, C) -> float:
+    """``min_x min_r C_r f(x)`` over the box, exactly."""
+    return min(-milp_max_linear(net, -c, lo, hi).value for c in C)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_verdict_equals_the_milp(seed):
+    net, lo, hi, C = instance(seed)
+    truth = milp_min_margin(net, lo, hi, C)
+    if abs(truth) < 1e-6:
+        pytest.skip("margin too close to 0 to call")
+    out = prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=60)
+    assert out.verdict == ("holds" if truth > 0 else "violated"), (out, truth)
+    if out.verdict == "violated":
+        x = out.counterexample
+        assert np.all(x >= lo - 1e-12) and np.all(x <= hi + 1e-12)
+        assert (C @ net.forward(x)).min() <= 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_node_bound_holds_on_samples(seed):
+    """Debug mode: every node's intermediate and final bounds, every "empty" and every proven
+    leaf is checked against sample points of the box (corners included)."""
+    net, lo, hi, C = instance(seed)
+    Ws, bs = list(net.weights[:-1]) + [C @ net.weights[-1]], list(net.biases[:-1]) + [C @ net.biases[-1]]
+    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(len(C)))
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(lo, hi, (4000, lo.size))
+    corners = np.where(rng.random((500, lo.size)) < 0.5, lo, hi)
+    bab.set_debug_samples(np.vstack([X, corners]))
+    bab.attack = False  # counterexamples then come from leaf LPs only: more nodes are checked
+    verdict, _ = bab.run(time_limit=30)
+    assert verdict in ("robust", "violated", "timeout")
+    assert bab.stats["debug_checks"] > 0
+
+
+def test_loose_bounds_are_caught():
+    """Fault injection: bounds raised by 1 prove a violated instance; sampling shows it."""
+    for seed in range(24):
+        net, lo, hi, C = instance(seed)
+        if milp_min_margin(net, lo, hi, C) < -0.5:
+            break
+
+    class Loose(NeuronBaB):
+        def final(self, rel, alpha, beta, iters):
+            bound, tape, Lamx = super().final(rel, alpha, beta, iters)
+            return bound + 1.0, tape, Lamx
+
+    Ws, bs = list(net.weights[:-1]) + [C @ net.weights[-1]], list(net.biases[:-1]) + [C @ net.biases[-1]]
+    bab = Loose(Ws, bs, lo, hi, np.eye(len(C)))
+    bab.attack = False
+    bab.set_debug_samples(np.random.default_rng(0).uniform(lo, hi, (4000, lo.size)))
+    with pytest.raises(AssertionError, match="bound violated"):
+        bab.run(time_limit=30)
+
+
+def test_time_limit_and_affine_networks():
+    net, lo, hi, C = instance(0)
+    assert prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=1e-9).verdict == "timeout"
+    from polytrav import Network
+
+    affine = Network.from_arrays([[[1.0, -1.0], [0.5, 2.0]]], [[0.0, 0.0]])
+    holds = prove_margins(affine, [0.1, 0.1], [0.2, 0.2], [[0.0, 1.0]], [0.0])
+    assert holds.verdict == "holds"
+    broken = prove_margins(affine, [-0.2, 0.1], [0.2, 0.2], [[1.0, -1.0]], [0.0])
+    assert broken.verdict == "violated" and (affine.forward(broken.counterexample) @ [1, -1]) <= 0
