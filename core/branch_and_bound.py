@@ -49,6 +49,8 @@ class BaBOutcome:
     nodes: int
     seconds: float
     stats: dict = field(default_factory=dict)
+    #: where the traversal should start (set by the caller: an attack's point, if any)
+    start: np.ndarray | None = None
 
 
 def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,

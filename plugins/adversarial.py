@@ -78,7 +78,9 @@ class SoftmaxAttack(Analysis):
         unsafe = self._unsafe(context.network.n_outputs)
         margin = dnf_piece_margin(unsafe, piece, context)
         if margin <= 0 and piece.level == 0 and self.bab:
-            self._bab = region_bab(unsafe, piece, context)
+            network, region = self._run_inputs
+            self._bab = region_bab(unsafe, piece, context,
+                                   lambda: attack_start(unsafe, network, region))
             if self._bab is not None and self._bab.verdict == "holds":
                 return np.inf
         return margin
@@ -95,8 +97,8 @@ class SoftmaxAttack(Analysis):
         found in the first polytope."""
         if self.mode != "verify":
             return None
-        if getattr(self, "_bab", None) is not None and self._bab.counterexample is not None:
-            return self._bab.counterexample
+        if getattr(self, "_bab", None) is not None:  # this run's attack already ran
+            return self._bab.start
         network, region = self._run_inputs
         return attack_start(self._unsafe(network.n_outputs), network, region)
 

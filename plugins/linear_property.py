@@ -145,27 +145,34 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     return dnf_bound(pairs, piece, context)[0]
 
 
-def region_bab(pairs, piece, context):
+def region_bab(pairs, piece, context, attack):
     """Neuron-level branch and bound (:func:`polytrav.branch_and_bound.prove_margins`) over the
     whole region, for a region piece (level 0) that the bounds did not prove; None where it
     does not apply.
 
     It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs and
-    every unsafe conjunction is one row (``c y <= d``: a robustness property); it gets
-    :data:`BAB_TIME_SHARE` of the run's time left (no limit without one). "holds" proves the
-    region; a counterexample (forward-pass checked) is where the traversal should start.
+    every unsafe conjunction is one row (``c y <= d``: a robustness property). ``attack()``
+    (the analysis's start attack) runs first: a point in the unsafe set makes the search
+    needless. Otherwise it gets :data:`BAB_TIME_SHARE` of the run's time left (no limit
+    without one). "holds" proves the region; the outcome's ``start`` (a counterexample,
+    forward-pass checked, else the attack's point) is where the traversal should start.
     """
-    from polytrav.branch_and_bound import prove_margins
+    from polytrav.branch_and_bound import BaBOutcome, prove_margins
 
     fr = piece.frame
     if piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
             or any(C.shape[0] != 1 for C, _ in pairs):
         return None
+    point = attack()
+    if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
+        return BaBOutcome("violated", point, 0, 0.0, {"found_by": "attack"}, start=point)
     left = context.traversal.time_left()
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
-    return prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
-                         np.concatenate([d for _, d in pairs]),
-                         time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
+    out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
+                        np.concatenate([d for _, d in pairs]),
+                        time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
+    out.start = out.counterexample if out.counterexample is not None else point
+    return out
 
 
 def bab_details(outcome) -> dict | None:
@@ -286,7 +293,8 @@ class LinearProperty(Analysis):
         the piece holds no counterexample."""
         margin = dnf_piece_margin(self._pairs, piece, context)
         if margin <= 0 and piece.level == 0 and self.bab:
-            self._bab = region_bab(self._pairs, piece, context)
+            self._bab = region_bab(self._pairs, piece, context,
+                                   lambda: attack_start(self._pairs, *self._run_inputs))
             if self._bab is not None and self._bab.verdict == "holds":
                 return np.inf
         return margin
@@ -345,8 +353,8 @@ class LinearProperty(Analysis):
         """
         if self.mode != "verify":
             return None
-        if getattr(self, "_bab", None) is not None and self._bab.counterexample is not None:
-            return self._bab.counterexample
+        if getattr(self, "_bab", None) is not None:  # this run's attack already ran
+            return self._bab.start
         return attack_start(self._pairs, *self._run_inputs)
 
     def begin(self, context) -> None:
