@@ -94,6 +94,9 @@ def main() -> None:
 @click.option("--split/--no-split", default=True, show_default=True,
               help="With bounds, bisect input boxes of few inputs first (proven sub-boxes are "
                    "done; the rest are traversed).")
+@click.option("--bab/--no-bab", default=True, show_default=True,
+              help="With bounds, give boxes of many inputs (robustness properties) to "
+                   "neuron-level branch and bound before the traversal.")
 @click.option("--total-timeout", type=float, default=None,
               help="With --instances: seconds for the whole batch (instances not started by "
                    "then answer timeout).")
@@ -102,7 +105,7 @@ def main() -> None:
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results, bounds, order, split, total_timeout, workers, scheduler) -> None:
+           results, bounds, order, split, bab, total_timeout, workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
@@ -121,14 +124,14 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             _fail("give either NETWORK PROP or --instances, not both")
         with _executor(workers, scheduler) as executor:
             sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
-                            executor, bounds=bounds, order=order, split=split,
+                            executor, bounds=bounds, order=order, split=split, bab=bab,
                             time_limit=total_timeout))
     if not (network and prop):
         _fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
     with _executor(workers, scheduler) as executor:
         result = _run_one(network, prop, timeout, solver, max_polytopes,
                           None if workers is None and scheduler is None else executor,
-                          bounds=bounds, order=order, split=split)
+                          bounds=bounds, order=order, split=split, bab=bab)
     if counterexample and result.answer == "sat":
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")

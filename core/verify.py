@@ -104,7 +104,7 @@ def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
 def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
            solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
            progress=None, executor=None, bounds: bool = True,
-           order: str = "best-first", split: bool = True) -> VerificationResult:
+           order: str = "best-first", split: bool = True, bab: bool = True) -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -130,6 +130,10 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         inputs is first bisected by :func:`polytrav.split.split_box` (default True): sub-boxes
         that bounds prove are done, a candidate counterexample is confirmed by a traversal
         that starts at it, and the sub-boxes left open are traversed one by one.
+    bab : bool
+        With bounds, a box of many inputs whose unsafe conjunctions are single rows is first
+        given to neuron-level branch and bound (:func:`polytrav.plugins.linear_property.region_bab`;
+        default True).
 
     Examples
     --------
@@ -178,7 +182,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
                 timed_out = True
                 reasons.append(f"no time left for input region {k}")
                 break
-            report = analyze(network, region, case.property("verify", bounds=bounds),
+            report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab),
                              start=start, solver=solver, strategy=strategy,
                              max_polytopes=max_polytopes, time_limit=left, progress=progress,
                              executor=executor, order=order)

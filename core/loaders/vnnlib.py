@@ -114,12 +114,12 @@ class VnnlibCase:
         box = Box(self.lower, self.upper)
         return box if self.A is None else box & Polyhedron(self.A, self.b)
 
-    def property(self, mode: str = "verify", bounds: bool = True):
+    def property(self, mode: str = "verify", bounds: bool = True, bab: bool = True):
         """The unsafe set as a :class:`~polytrav.plugins.linear_property.LinearProperty`.
 
         Parameters
         ----------
-        mode : {"verify", "all"}, bounds : bool
+        mode : {"verify", "all"}, bounds : bool, bab : bool
             Passed on to :class:`~polytrav.plugins.linear_property.LinearProperty`.
 
         Returns
@@ -128,7 +128,7 @@ class VnnlibCase:
         """
         from polytrav.plugins.linear_property import LinearProperty
 
-        return LinearProperty(list(self.unsafe), mode=mode, bounds=bounds)
+        return LinearProperty(list(self.unsafe), mode=mode, bounds=bounds, bab=bab)
 
 
 @dataclass(frozen=True, eq=False)

@@ -201,6 +201,9 @@ def test_mnistfc_counterexample_found_by_neuron_branch_and_bound(data_dir):
     ok, _ = check_with_onnxruntime(net_path, result.counterexample,
                                    read_vnnlib(prop).cases[0].unsafe, tol=0.0)
     assert ok
+    without = CliRunner().invoke(main, ["verify", str(net_path), str(prop), "--timeout", "10",
+                                        "--no-bab"])
+    assert without.exit_code == 3 and without.output.startswith("timeout"), without.output
 
 
 def test_deep_mnist_image_proven_robust_by_neuron_branch_and_bound(data_dir):
