@@ -113,14 +113,14 @@ class NeuronBaB:
         self.z0 = (c - r, c + r)
         self.iters, self.root_iters, self.lr = iters, root_iters, lr
         self.branching = branching
-        self.stats = dict(nodes=0, leaves=0, lp=0, empty=0, batches=0)
+        # proven_share: the sum of 2^-depth over closed nodes (1.0: everything)
+        self.stats = dict(nodes=0, leaves=0, lp=0, empty=0, batches=0, proven_share=0.0)
         self.counterexample = None
         self.int_alpha = {}
         self.int_iters = int_iters
-        self.proven = 0.0  # sum of 2^-depth over closed nodes (1.0 = everything)
 
     # ------------------------------------------------------------------ relaxation
-    def relax(self, lo, hi, split):
+    def relax(self, lo, hi):
         """Masks and upper line of every neuron of a batch of nodes ((B, N) arrays)."""
         act = lo >= 0.0
         ina = (hi <= 0.0) & ~act
@@ -180,15 +180,16 @@ class NeuronBaB:
         return ga, gb
 
     # ------------------------------------------------------------------ node bounding
-    def intermediate(self, lo, hi, split, kstart, opt_iters=0, use_beta=False, kend=None):
+    def intermediate(self, lo, hi, split, kstart, opt_iters=0, use_beta=False, kend=None,
+                     root=False):
         """Recompute layers kstart.. of the (B, N) bounds in place (intersected, split-clamped).
 
         Layer k's rows use the slopes ``self.int_alpha[k]`` (optimised at the root) when there
         are some, else CROWN's; ``opt_iters > 0`` optimises them (and, with ``use_beta``, the
-        multipliers of the split / stable-neuron constraints) per node and stores them."""
-        rel = self.relax(lo, hi, split)
+        multipliers of the split / stable-neuron constraints): at the ``root`` every row, and
+        the slopes are stored; at other nodes only the unstable neurons' rows."""
+        rel = self.relax(lo, hi)
         B = lo.shape[0]
-        self._split_cache = split
         for k in range(max(kstart, 1), self.L if kend is None else kend):
             sl = self.sl[k]
             W, b = self.Ws[k], self.bs[k]
@@ -196,8 +197,8 @@ class NeuronBaB:
             Lam = np.broadcast_to(np.vstack([W, -W]), (B, 2 * n, W.shape[1]))
             const = np.broadcast_to(np.concatenate([b, -b]), (B, 2 * n))
             stored = self.int_alpha.get(k)
-            if opt_iters and B > 1:
-                self._opt_unstable(lo, hi, rel, k, opt_iters, use_beta)
+            if opt_iters and not root:
+                self._opt_unstable(lo, hi, split, rel, k, opt_iters, use_beta)
                 continue
             if opt_iters:
                 alpha = (np.repeat(rel["a0"][:, None, :], 2 * n, axis=1) if stored is None
@@ -213,12 +214,12 @@ class NeuronBaB:
             lo[:, sl] = np.maximum(lo[:, sl], bound[:, :n])
             hi[:, sl] = np.minimum(hi[:, sl], -bound[:, n:])
             self._clamp(lo, hi, split, sl)
-            r = self.relax(lo[:, sl], hi[:, sl], split[:, sl])
+            r = self.relax(lo[:, sl], hi[:, sl])
             for key in rel:
                 rel[key][:, sl] = r[key]
         return rel
 
-    def _opt_unstable(self, lo, hi, rel, k, iters, use_beta):
+    def _opt_unstable(self, lo, hi, split, rel, k, iters, use_beta):
         """Per-node alpha(-beta) optimised bounds of layer k's unstable neurons only (in place,
         lo/hi/rel of layer k updated)."""
         sl = self.sl[k]
@@ -245,8 +246,8 @@ class NeuronBaB:
             gl = sl.start + j
             lo[node, gl] = np.maximum(lo[node, gl], bound[:P])
             hi[node, gl] = np.minimum(hi[node, gl], -bound[P:])
-        self._clamp(lo, hi, self._split_cache, sl)
-        r = self.relax(lo[:, sl], hi[:, sl], None)
+        self._clamp(lo, hi, split, sl)
+        r = self.relax(lo[:, sl], hi[:, sl])
         for key in rel:
             rel[key][:, sl] = r[key]
 
@@ -336,7 +337,7 @@ class NeuronBaB:
         return np.argmax(score, axis=1)
 
     # ------------------------------------------------------------------ leaves
-    def leaf_lp(self, lo, hi, split, rel, rows):
+    def leaf_lp(self, rel, rows):
         """Exact decision of a node whose neurons all have a fixed phase (no unstable one).
 
         Returns (verified, x_candidate). Sound: the bound is the Lagrangian of the LP duals."""
@@ -457,8 +458,8 @@ class NeuronBaB:
         for k in range(1, self.L):
             if self._deadline is not None and time.perf_counter() > self._deadline:
                 return None
-            self.intermediate(lo, hi, split, k, opt_iters=self.root_iters, kend=k + 1)
-        return self.relax(lo, hi, split)
+            self.intermediate(lo, hi, split, k, opt_iters=self.root_iters, kend=k + 1, root=True)
+        return self.relax(lo, hi)
 
     def set_debug_samples(self, X):
         """Testing: every bounded node is checked against these sample points of the box."""
@@ -531,8 +532,7 @@ class NeuronBaB:
         for i in np.flatnonzero(leaf):
             self.stats["leaves"] += 1
             r_rel = {k: v[i] for k, v in rel.items()}
-            ok, xc = self.leaf_lp(Q["lo"][i], Q["hi"][i], Q["split"][i], r_rel,
-                                  np.flatnonzero(~done[i]))
+            ok, xc = self.leaf_lp(r_rel, np.flatnonzero(~done[i]))
             if ok and getattr(self, "debug_X", None) is not None:
                 s_ = np.where(rel["act"][i], 1, -1)
                 inside = np.all(np.where(s_ > 0, self.debug_Z >= 0, self.debug_Z <= 0), axis=1)
@@ -544,7 +544,7 @@ class NeuronBaB:
                 self.unknown = True  # LP says violated but the point does not confirm
         keep = alive & ~leaf
         depth = (Q["split"] != 0).sum(1)
-        self.proven += float(np.ldexp(1.0, -depth[~keep]).sum())
+        self.stats["proven_share"] += float(np.ldexp(1.0, -depth[~keep]).sum())
         if not keep.any():
             return {k: v[:0] for k, v in Q.items() if k != "choice"} | {"choice": np.zeros(0, int)}
         choice = self.choose(Q["lo"], Q["hi"], Q["split"], rel, tape, worst)

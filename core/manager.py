@@ -91,11 +91,7 @@ class _PluginManager(pluggy.PluginManager):
         """:func:`solver_classes` of this manager, asked of its plugins once per plugin set."""
         key = tuple(map(id, self.get_plugins()))
         if getattr(self, "_solvers", (None,))[0] != key:
-            out: dict[str, type] = {}
-            for batch in reversed(self.hook.polytrav_add_solvers()):  # last-registered first
-                for cls in batch:
-                    out.setdefault(cls.name, cls)
-            self._solvers = (key, out)
+            self._solvers = (key, _ask_solver_classes(self))
         return self._solvers[1]
 
 
@@ -166,6 +162,10 @@ def solver_classes(pm: pluggy.PluginManager | None = None) -> dict[str, type]:
     pm = pm or get_plugin_manager()
     if isinstance(pm, _PluginManager):
         return dict(pm.polytrav_solver_classes())
+    return _ask_solver_classes(pm)
+
+
+def _ask_solver_classes(pm: pluggy.PluginManager) -> dict[str, type]:
     out: dict[str, type] = {}
     for batch in reversed(pm.hook.polytrav_add_solvers()):  # pluggy calls last-registered first
         for cls in batch:

@@ -77,12 +77,8 @@ class SoftmaxAttack(Analysis):
         label wins everywhere on it (then, on the region, :func:`region_bab`)."""
         unsafe = self._unsafe(context.network.n_outputs)
         margin = dnf_piece_margin(unsafe, piece, context)
-        if margin <= 0 and piece.level == 0 and self.bab:
-            network, region = self._run_inputs
-            self._bab = region_bab(unsafe, piece, context,
-                                   lambda: attack_start(unsafe, network, region))
-            if self._bab is not None and self._bab.verdict == "holds":
-                return np.inf
+        if self.bab and piece.level == 0:
+            margin, self._bab = region_bab(margin, unsafe, piece, context, self.start_point)
         return margin
 
     def _unsafe(self, m: int) -> list:

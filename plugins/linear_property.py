@@ -145,34 +145,35 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     return dnf_bound(pairs, piece, context)[0]
 
 
-def region_bab(pairs, piece, context, attack):
-    """Neuron-level branch and bound (:func:`polytrav.branch_and_bound.prove_margins`) over the
-    whole region, for a region piece (level 0) that the bounds did not prove; None where it
-    does not apply.
+def region_bab(margin, pairs, piece, context, attack):
+    """``(margin, outcome)``: a piece's bound ``margin`` after neuron-level branch and bound
+    (:func:`polytrav.branch_and_bound.prove_margins`) over the whole region, run when the
+    piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
+    does not run; "holds" makes the margin ``inf`` (the region is proven).
 
     It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs and
     every unsafe conjunction is one row (``c y <= d``: a robustness property). ``attack()``
     (the analysis's start attack) runs first: a point in the unsafe set makes the search
     needless. Otherwise it gets :data:`BAB_TIME_SHARE` of the run's time left (no limit
-    without one). "holds" proves the region; the outcome's ``start`` (a counterexample,
-    forward-pass checked, else the attack's point) is where the traversal should start.
+    without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
+    attack's point) is where the traversal should start.
     """
     from polytrav.branch_and_bound import BaBOutcome, prove_margins
 
     fr = piece.frame
-    if piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
+    if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
             or any(C.shape[0] != 1 for C, _ in pairs):
-        return None
+        return margin, None
     point = attack()
     if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
-        return BaBOutcome("violated", point, 0, 0.0, {"found_by": "attack"}, start=point)
+        return margin, BaBOutcome("violated", point, 0, 0.0, {"found_by": "attack"}, start=point)
     left = context.traversal.time_left()
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
     out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
                         np.concatenate([d for _, d in pairs]),
                         time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
     out.start = out.counterexample if out.counterexample is not None else point
-    return out
+    return (np.inf if out.verdict == "holds" else margin), out
 
 
 def bab_details(outcome) -> dict | None:
@@ -292,11 +293,8 @@ class LinearProperty(Analysis):
         :func:`dnf_piece_margin`, then :func:`region_bab` on the region); positive proves
         the piece holds no counterexample."""
         margin = dnf_piece_margin(self._pairs, piece, context)
-        if margin <= 0 and piece.level == 0 and self.bab:
-            self._bab = region_bab(self._pairs, piece, context,
-                                   lambda: attack_start(self._pairs, *self._run_inputs))
-            if self._bab is not None and self._bab.verdict == "holds":
-                return np.inf
+        if self.bab and piece.level == 0:
+            margin, self._bab = region_bab(margin, self._pairs, piece, context, self.start_point)
         return margin
 
     @property

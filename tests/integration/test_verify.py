@@ -222,3 +222,12 @@ def test_deep_mnist_image_proven_robust_by_neuron_branch_and_bound(data_dir):
     assert report[0].details["bab"]["verdict"] == "holds"
     without = analyze(net, region, SoftmaxAttack(label, mode="verify", bab=False), time_limit=5)
     assert without[0].verdict is Verdict.UNKNOWN
+    # image 8 is misclassified already: the start attack meets the unsafe set, so the branch
+    # and bound does not search (0 nodes) and the traversal confirms the point
+    x8, label8 = images["images"][8].reshape(-1) / 255.0, int(images["labels"][8])
+    assert np.argmax(net.forward(x8)) != label8
+    report = analyze(net, Ball(x8, 0.01, norm="inf") & Box(0.0, 1.0),
+                     SoftmaxAttack(label8, mode="verify"), time_limit=100)
+    result = report[0]
+    assert result.verdict is Verdict.VIOLATED and result.details["bab"]["nodes"] == 0
+    assert np.argmax(net.forward(result.witness)) != label8
