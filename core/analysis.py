@@ -28,7 +28,7 @@ import numpy as np
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.region import Box, Region
-from polytrav.results import DECIDED, AnalysisResult, SolveResult, Verdict
+from polytrav.results import DECIDED, AnalysisResult, SolveResult, Status, Verdict
 from polytrav.tolerances import WITNESS_TOL, ZERO_ROW_TOL
 
 if TYPE_CHECKING:
@@ -176,19 +176,32 @@ class Analysis:
         return res
 
     def maximize_linear(self, context: "RunContext", polytope: "Polytope",
-                        g: np.ndarray) -> SolveResult:
+                        g: np.ndarray, beat: float | None = None) -> SolveResult | None:
         """``max g·u`` over polytope ∩ region, ``u`` in frame coordinates (``objective`` is ``g·u``).
 
-        Solved in the traversal's own warm LP model when it can be
-        (:meth:`~polytrav.Traversal.maximize_in_cell`), else as :meth:`solve` does, with
-        :func:`linear_cell_subproblem`; the optimum is the same.
+        ``beat``: the caller needs the maximum only if it exceeds ``beat``. Then ``None`` is
+        returned, with no LP, when a Lagrangian bound proves ``max g·u <= beat``
+        (:class:`polytrav.lagrange.CellBound`: the box bound, then multipliers learnt from
+        the run's solved LPs). Otherwise the LP is solved in the traversal's own warm model
+        when it can be (:meth:`~polytrav.Traversal.maximize_in_cell`), else as :meth:`solve`
+        does, with :func:`linear_cell_subproblem`; the optimum is the same.
         """
+        bound, rows = context.cell_bound, None
+        if beat is not None:
+            if float(np.abs(g).sum()) <= beat:  # the box bound, before any rows are built
+                return None
+            rows = bound.rows(polytope, context.frame)
+            if bound.below(*rows, g, beat):
+                return None
         res = context.maximize_in_cell(polytope, g)
         if res is not None:
             self.n_solves += 1
-            return res
-        sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
-        return self.solve(context, sub, polytope, g=g, **cell_values(polytope, context.frame))
+        else:
+            sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
+            res = self.solve(context, sub, polytope, g=g, **cell_values(polytope, context.frame))
+        if rows is not None and res.status is Status.OPTIMAL:
+            bound.learn(*rows, g, res.x)
+        return res
 
     def exact(self, context: "RunContext") -> bool:
         """Whether the run's answer is proven: a complete traversal and no failed solve."""

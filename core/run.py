@@ -25,6 +25,7 @@ import numpy as np
 
 from polytrav.analysis import Analysis
 from polytrav.errors import ConfigError, PolytravError
+from polytrav.lagrange import CellBound
 from polytrav.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
 from polytrav.network import Network
 from polytrav.region import Box, Region
@@ -102,6 +103,7 @@ class RunContext:
         self.solve_time = 0.0
         self.n_fallbacks = 0
         self.n_in_model = 0  # solves in the traversal's own LP model (maximize_in_cell)
+        self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
 
     @property
     def start(self) -> np.ndarray | None:

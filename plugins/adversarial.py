@@ -9,8 +9,9 @@ the largest margin over all polytopes and classes is the worst case. The softmax
 probabilities reported are evaluated at the worst-margin point; they are not maximised.
 
 Modes: ``mode="worst"`` finds the global worst margin; ``mode="verify"`` stops at the first
-confirmed adversarial point. A class is skipped on a polytope without an LP when its margin's
-bound over the region's bounding box cannot beat the best margin so far (or 0 in ``verify``),
+confirmed adversarial point. A class is skipped on a polytope without an LP when a bound of its
+margin (the region's bounding box, then Lagrangian multipliers learnt from the run's LPs,
+:mod:`polytrav.lagrange`) cannot beat the best margin so far (or 0 in ``verify``),
 and read off the polytope's vertices when the traversal computed them. In ``verify`` mode with
 ``bounds=True`` (the default) a piece on which sound bounds of the rest of the network prove
 every margin negative is skipped whole (as :class:`~polytrav.plugins.linear_property.LinearProperty`
@@ -145,7 +146,10 @@ class SoftmaxAttack(Analysis):
                 k = int(np.argmax(vals))
                 margin, x = g0 + float(vals[k]), context.frame.to_x(polytope.vertices[k])
             else:
-                res = self.maximize_linear(context, polytope, gu)
+                res = self.maximize_linear(context, polytope, gu, beat=best - g0)
+                if res is None:  # a Lagrangian bound proves the margin cannot beat the best
+                    self.skipped += 1
+                    continue
                 if res.status is not Status.OPTIMAL:
                     continue
                 margin = g0 + res.objective

@@ -310,8 +310,8 @@ class Counterfactual(Analysis):
         top = 0 if self._binary else [i for i in range(self._n_out) if i != q].index(self._class0)
         if polytope.vertices is not None:
             return float(np.max(polytope.vertices @ K[top])) + h[top] < -REACH_TOL
-        res = self.maximize_linear(context, polytope, K[top])
-        return res.status is Status.OPTIMAL and res.objective + h[top] < -REACH_TOL
+        res = self.maximize_linear(context, polytope, K[top], beat=-REACH_TOL - h[top])
+        return res is None or (res.status is Status.OPTIMAL and res.objective + h[top] < -REACH_TOL)
 
     def _direct_linf(self, context, values, K, h):
         """The L∞ subproblem by the direct LP (module docstring): the minimiser ``u``,

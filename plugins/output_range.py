@@ -9,8 +9,9 @@ region makes it an SOCP. The extremes over all polytopes are the exact range.
 
 When the traversal computed the polytope's vertices (low-dimensional polyhedral regions),
 the extremes are read off them with no LP. Otherwise a polytope is skipped without an LP when
-the bound of ``g·f`` over the region's bounding box cannot beat the best value so far; the
-interior point's value seeds both extremes.
+a bound of ``g·f`` over it (the region's bounding box, then Lagrangian multipliers learnt from
+the run's LPs, :mod:`polytrav.lagrange`) cannot beat the best value so far; the interior
+point's value seeds both extremes.
 """
 from __future__ import annotations
 
@@ -95,14 +96,12 @@ class OutputRange(Analysis):
                     self._best[sense] = (float(vals[k]), context.frame.to_x(V[k]))
             self.from_vertices += 1
             return None
-        reach = float(np.abs(gu).sum())  # |g·f - g0| <= reach on [-1, 1]^d
         for sense, sign in (("max", 1.0), ("min", -1.0)):
             best = self._best[sense][0]
-            if sign * (g0 + sign * reach) <= sign * best:
+            res = self.maximize_linear(context, polytope, sign * gu, beat=sign * (best - g0))
+            if res is None:  # a bound proves this polytope cannot beat the best
                 self.skipped += 1
-                continue
-            res = self.maximize_linear(context, polytope, sign * gu)
-            if res.status is Status.OPTIMAL:
+            elif res.status is Status.OPTIMAL:
                 y = g0 + sign * res.objective
                 if sign * y > sign * best:
                     self._best[sense] = (y, context.frame.to_x(res.x))

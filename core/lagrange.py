@@ -1,0 +1,161 @@
+"""Lagrangian bounds of linear maxima over a cell: LPs that cannot beat the best are skipped.
+
+An analysis that takes a maximum over all polytopes (``OutputRange``, ``SoftmaxAttack``, a
+counterfactual's reachability test) needs a polytope's LP only if its optimum can beat the
+best value so far. In frame coordinates the region lies in ``[-1, 1]^d`` and the polytope is
+``A u <= b`` (:func:`polytrav.analysis.cell_rows`, one row per neuron), so for any
+multipliers ``lam >= 0`` weak duality gives
+
+    max g·u over polytope ∩ region  <=  phi(lam) = b·lam + ||g - Aᵀ lam||_1,
+
+with ``lam = 0`` the plain box bound. :class:`CellBound` keeps the multipliers of the last
+solved LPs (neighbouring polytopes share most rows and their optimal multipliers fit each
+other), takes the best of them and improves it by a few exact coordinate steps (each one a
+weighted median along one multiplier). The bound is sound for any ``lam``; only how often it
+proves a skip depends on the choice. Measured on ``mnist2x10``, eps 0.01: ``OutputRange``
+needs 9-11 of 40 LPs instead of 29, ``SoftmaxAttack`` 13 of 180 instead of 32.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from polytrav.tolerances import ZERO_ROW_TOL
+
+__all__ = ["CellBound", "dual_bound"]
+
+#: Multipliers kept from recently solved LPs.
+KEEP = 8
+#: Coordinate steps that improve the best kept multipliers before a bound is given up.
+STEPS = 2
+#: Relative safety of a skip against rounding in ``phi`` (far below the LPs' 1e-9).
+SAFETY = 1e-12
+#: Slack under which a row counts as active at an LP's maximiser (rows have unit norm).
+ACTIVE_TOL = 1e-7
+
+
+def dual_bound(A: np.ndarray, b: np.ndarray, g: np.ndarray, lam: np.ndarray) -> float:
+    """``phi(lam) = b·lam + ||g - Aᵀ lam||_1``: an upper bound of ``max g·u`` over
+    ``{A u <= b} ∩ [-1, 1]^d`` for any ``lam >= 0``."""
+    return float(b @ lam + np.abs(g - A.T @ lam).sum())
+
+
+class CellBound:
+    """Upper bounds of ``max g·u`` over cells of one run, from recently learnt multipliers."""
+
+    def __init__(self, keep: int = KEEP, steps: int = STEPS):
+        self.pool: deque[np.ndarray] = deque(maxlen=keep)
+        self.steps = steps
+        self.proven = 0  # skips proven by a multiplier other than 0
+        self._current = (None, None)  # (the polytope last asked for, its rows)
+        self._layers: list[tuple] = []  # per layer: (code before it, unit rows G, offsets g0)
+
+    def rows(self, polytope, frame) -> tuple[np.ndarray, np.ndarray]:
+        """The polytope's neuron rows ``A u <= b`` in frame coordinates, as
+        :func:`~polytrav.analysis.cell_rows` gives them.
+
+        A layer's hyperplanes depend only on the code of the layers before it, which
+        consecutive polytopes mostly share: each layer's unit rows are kept until that code
+        changes, and a polytope only applies its signs.
+        """
+        if self._current[0] is polytope:
+            return self._current[1]
+        net, code, layers = polytope.network, polytope.code, self._layers
+        keep = 0  # layers whose preceding code is unchanged
+        while keep < len(layers) and all(np.array_equal(x, y)
+                                         for x, y in zip(layers[keep][0], code[:keep])):
+            keep += 1
+        del layers[keep:]
+        for k in range(len(layers), len(code)):
+            W, bias = net.weights[k], net.biases[k]
+            if k:  # the masking recursion (input coordinates) from the layer before
+                _, _, _, _, Wp, bp = layers[-1]
+                on = code[k - 1]
+                W, bias = W @ (Wp * on[:, None]), W @ (bp * on) + bias
+            G, g0 = frame.pull(W), W @ frame.origin + bias
+            norms = np.linalg.norm(G, axis=1)
+            zero = norms <= ZERO_ROW_TOL * max(float(norms.max(initial=0.0)), 1e-300)
+            norms[zero] = 1.0
+            G, g0 = G / norms[:, None], g0 / norms
+            G[zero], g0[zero] = 0.0, 1.0  # with the sign -1 below: the always-true 0 <= 1
+            layers.append((tuple(code[:k]), G, g0, zero, W, bias))
+        if not layers:  # an affine network: cell_rows's one always-true row
+            rows = (np.zeros((1, frame.dim)), np.ones(1))
+        else:  # on: -h <= 0, off: h <= 0
+            s = np.where(np.concatenate(code), -1.0, 1.0)
+            s[np.concatenate([L[3] for L in layers])] = -1.0
+            rows = (s[:, None] * np.vstack([L[1] for L in layers]),
+                    -s * np.concatenate([L[2] for L in layers]))
+        self._current = (polytope, rows)
+        return rows
+
+    def below(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, beat: float) -> bool:
+        """Whether some ``lam >= 0`` proves ``max g·u <= beat`` over ``{A u <= b} ∩ [-1, 1]^d``."""
+        scale = 1.0 + abs(beat) + float(np.abs(g).sum())
+        limit = beat - SAFETY * scale
+        if float(np.abs(g).sum()) <= limit:
+            return True
+        pool = [lam for lam in self.pool if lam.shape == b.shape]
+        if not pool:
+            return False
+        L = np.stack(pool, axis=1)
+        phis = b @ L + np.abs(g[:, None] - A.T @ L).sum(axis=0)
+        k = int(np.argmin(phis))
+        if phis[k] <= limit:
+            self.proven += 1
+            return True
+        lam = L[:, k].copy()
+        r = g - A.T @ lam
+        for _ in range(self.steps):
+            phi = self._step(A, b, lam, r)
+            if phi is None:
+                break
+            if phi <= limit:
+                self.proven += 1
+                return True
+        return False
+
+    @staticmethod
+    def _step(A, b, lam, r) -> float | None:
+        """One exact minimisation of ``phi`` along the multiplier whose subgradient is most
+        negative (or a positive one whose subgradient is positive); updates ``lam`` and
+        ``r = g - Aᵀ lam`` in place and returns the new ``phi``, or None at a minimum."""
+        sub = b - A @ np.sign(r)  # a subgradient of phi in lam
+        i = int(np.argmin(sub))
+        if sub[i] >= 0:
+            pos = np.flatnonzero(lam > 0)
+            if pos.size == 0:
+                return None
+            i = int(pos[np.argmax(sub[pos])])
+            if sub[i] <= 0:
+                return None
+        a = A[i]
+        nz = np.flatnonzero(a)
+        if nz.size == 0:
+            return None
+        # phi along t = lam_i: b_i t + sum_j |c_j - a_j t| + const, c = r + a lam_i
+        c = r[nz] + a[nz] * lam[i]
+        knots, w = c / a[nz], np.abs(a[nz])
+        order = np.argsort(knots)
+        knots, w = knots[order], w[order]
+        cum = np.cumsum(w)
+        slope = b[i] + 2.0 * cum - cum[-1]  # slope just right of each knot
+        k = int(np.searchsorted(slope, 0.0))
+        t = max(float(knots[min(k, knots.size - 1)]), 0.0)
+        r += a * (lam[i] - t)
+        lam[i] = t
+        return float(b @ lam + np.abs(r).sum())
+
+    def learn(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, u: np.ndarray) -> None:
+        """Keep the multipliers of a solved ``max g·u`` with maximiser ``u``: least squares
+        on the KKT conditions (rows active at ``u``, coordinates strictly inside the box),
+        clipped at 0. Only the bounds' strength depends on them."""
+        active = np.flatnonzero(b - A @ u <= ACTIVE_TOL)
+        lam = np.zeros(b.shape[0])
+        if active.size:
+            inside = np.abs(u) < 1.0 - ACTIVE_TOL
+            if inside.any():
+                sol = np.linalg.lstsq(A[np.ix_(active, inside)].T, g[inside], rcond=None)[0]
+                lam[active] = np.maximum(sol, 0.0)
+        self.pool.append(lam)
