@@ -393,23 +393,30 @@ def section_overhead(s: Settings) -> list[dict]:
             ("counterfactual Linf best-first (default)",
              lambda x_ref=x_ref: TCounterfactual(x_ref, norm=np.inf), x_ref),
         ]
-        base = {}
         for label_a, make, start in specs:
-            key = None if start is None else "x0"
-            if key not in base:
-                def trav(start=start, net=net, region=region):
-                    run = traverse(net, region, start)
-                    n = sum(1 for _ in run)
-                    return run, n
-                (run, n), t_tr, times_tr = timed(trav, s)
-                assert run.complete, run.status
-                base[key] = (t_tr, times_tr, n, run.stats.lps)
-            t_tr, times_tr, n, lps = base[key]
+            def trav(start=start, net=net, region=region):
+                run = traverse(net, region, start)
+                n = sum(1 for _ in run)
+                return run, n
 
             def go(make=make, net=net, region=region):
                 a = make()
                 return analyze(net, region, a), a
-            (rep, a), t_an, times_an = timed(go, s)
+            # alternated, so that the machine's drift hits both alike (the shared machine's
+            # speed moves by tens of percent between minutes)
+            times_tr, times_an = [], []
+            for _ in range(max(s.repeats, 1)):
+                for fn, times in ((trav, times_tr), (go, times_an)):
+                    t0 = time.perf_counter()
+                    out = fn()
+                    times.append(time.perf_counter() - t0)
+                    if fn is trav:
+                        run, n = out
+                    else:
+                        rep, a = out
+            assert run.complete, run.status
+            lps = run.stats.lps
+            t_tr, t_an = statistics.median(times_tr), statistics.median(times_an)
             assert rep.complete and rep.stats["polytopes"] == n, (rep.status, rep.stats["polytopes"], n)
             setup = a.setup_time
             added = t_an - t_tr
