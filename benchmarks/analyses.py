@@ -21,9 +21,10 @@ Sections (``--cases``, default all):
   whole image domain ``Box(0, 1)`` for the first test images, polytrav (capped by
   ``--mnist-limit``) against ``milp_counterfactual`` (``--mnist-milp-limit`` s per target).
 * ``overhead``: ``traverse()`` alone against ``analyze()`` with ``OutputRange``,
-  ``SoftmaxAttack`` and the L-inf ``Counterfactual(search="full")`` (all on the direct
-  backends: highs for LPs), on ACAS Xu r = 0.005 and mnist2x10 eps 0.01: the analysis's
-  added time per polytope, in % of the traversal's.
+  ``SoftmaxAttack`` and the L-inf ``Counterfactual`` (``search="full"`` and the default)
+  (all on the direct backends: highs for LPs), on ACAS Xu r = 0.005 and mnist2x10 eps 0.01:
+  the analysis's added time per polytope, in % of the traversal's; traversal and analysis
+  runs alternate, ``--repeats`` pairs, medians.
 * ``paths``: the OutputRange subproblem on ~100 ACAS Xu polytopes, time per solve of
   (a) a cvxpy problem rebuilt from scratch per polytope, solved by cvxpy with HIGHS,
   (b) the DPP-compiled ``Subproblem`` on ``cvxpy:HIGHS``, (c) its compiled standard form on
@@ -406,14 +407,12 @@ def section_overhead(s: Settings) -> list[dict]:
             # speed moves by tens of percent between minutes)
             times_tr, times_an = [], []
             for _ in range(max(s.repeats, 1)):
-                for fn, times in ((trav, times_tr), (go, times_an)):
-                    t0 = time.perf_counter()
-                    out = fn()
-                    times.append(time.perf_counter() - t0)
-                    if fn is trav:
-                        run, n = out
-                    else:
-                        rep, a = out
+                t0 = time.perf_counter()
+                run, n = trav()
+                t1 = time.perf_counter()
+                rep, a = go()
+                times_tr.append(t1 - t0)
+                times_an.append(time.perf_counter() - t1)
             assert run.complete, run.status
             lps = run.stats.lps
             t_tr, t_an = statistics.median(times_tr), statistics.median(times_an)

@@ -286,28 +286,40 @@ def combine_worst(analysis: "Analysis", parts: list[AnalysisResult], context: "R
 # ---------------------------------------------------------------- the cell in cvxpy
 
 
+def layer_planes(frame: "Frame", Wh: np.ndarray, bh: np.ndarray):
+    """One layer's hyperplanes ``Wh x + bh`` in frame coordinates: unit normals ``G``,
+    offsets ``g0`` (``h = |.| (G u + g0)``) and the normals' lengths (0 for a neuron constant
+    on the region's affine hull)."""
+    G, g0 = frame.pull(Wh), Wh @ frame.origin + bh
+    norms = np.linalg.norm(G, axis=1)
+    safe = np.where(norms > 0, norms, 1.0)
+    return G / safe[:, None], g0 / safe, norms
+
+
+def signed_cell_rows(code, planes: list) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cell_rows` from each layer's :func:`layer_planes` and the polytope's ``code``
+    (at least one hidden layer)."""
+    G = np.vstack([p[0] for p in planes])
+    g0 = np.concatenate([p[1] for p in planes])
+    norms = np.concatenate([p[2] for p in planes])
+    s = np.where(np.concatenate(code), -1.0, 1.0)  # on: -h <= 0 ; off: h <= 0
+    A, b = s[:, None] * G, -s * g0
+    zero = norms <= ZERO_ROW_TOL * max(float(norms.max(initial=0.0)), 1e-300)
+    A[zero], b[zero] = 0.0, 1.0
+    return A, b
+
+
 def cell_rows(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
     """The polytope's neuron halfspaces ``A u <= b`` in frame coordinates ``u``.
 
     One unit-norm row per hidden neuron, layer by layer (a fixed shape, so it can feed a
     cvxpy parameter); a neuron constant on the region's affine hull gets the row ``0 <= 1``.
     """
-    rows, rhs = [], []
-    for (Wh, bh), on in zip(polytope.network.hyperplanes(polytope.code), polytope.code):
-        G = frame.pull(Wh)
-        g0 = Wh @ frame.origin + bh
-        s = np.where(on, -1.0, 1.0)  # on: -h <= 0 ; off: h <= 0
-        rows.append(s[:, None] * G)
-        rhs.append(-s * g0)
-    if not rows:  # an affine network: one always-true row keeps the shape non-empty
+    if not polytope.code:  # an affine network: one always-true row keeps the shape non-empty
         return np.zeros((1, frame.dim)), np.ones(1)
-    A, b = np.vstack(rows), np.concatenate(rhs)
-    norms = np.linalg.norm(A, axis=1)
-    zero = norms <= ZERO_ROW_TOL * max(float(norms.max(initial=0.0)), 1e-300)
-    norms[zero] = 1.0
-    A, b = A / norms[:, None], b / norms
-    A[zero], b[zero] = 0.0, 1.0
-    return A, b
+    planes = [layer_planes(frame, Wh, bh)
+              for Wh, bh in polytope.network.hyperplanes(polytope.code)]
+    return signed_cell_rows(polytope.code, planes)
 
 
 def cell_values(polytope: "Polytope", frame: "Frame") -> dict[str, np.ndarray]:
