@@ -31,6 +31,9 @@ from polytrav.region import Box, Region
 from polytrav.results import DECIDED, AnalysisResult, SolveResult, Status, Verdict
 from polytrav.tolerances import WITNESS_TOL, ZERO_ROW_TOL
 
+#: Most corners :func:`corner_ascent` visits (it usually repeats a corner after 2-4).
+ASCENT_STEPS = 8
+
 if TYPE_CHECKING:
     from polytrav.geometry import Frame
     from polytrav.network import Network
@@ -40,7 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "cell_rows", "combined_verdict",
            "combine_worst",
-           "cell_values", "linear_cell_subproblem", "local_model_u", "check_witness"]
+           "cell_values", "linear_cell_subproblem", "local_model_u", "check_witness",
+           "corner_ascent"]
 
 
 # ---------------------------------------------------------------- directives
@@ -390,6 +394,38 @@ class CellProblem:
 
 
 # ---------------------------------------------------------------- witnesses
+
+
+def corner_ascent(network: "Network", frame: "Frame", g: np.ndarray, u: np.ndarray,
+                  steps: int = ASCENT_STEPS) -> tuple[float, np.ndarray]:
+    """The largest ``g · f(x)`` seen by sign ascent over a box region's corners, and its ``x``.
+
+    From frame point ``u``: evaluate the network, take the gradient of ``g · f`` there (the
+    local model's, by backpropagation through the active neurons), jump to the corner
+    ``sign(gradient)`` of ``[-1, 1]^d``, and repeat until a corner repeats. Every point is in
+    the region when the frame is a box (``frame.is_box``), so the values are attained: a
+    maximising analysis may start from the best one, and the bounds then skip more LPs.
+    """
+    weights, biases = network.weights, network.biases
+    best, x_best = -np.inf, None
+    for _ in range(steps):
+        x = frame.to_x(u)
+        z, active = x, []
+        for W, b in zip(weights[:-1], biases[:-1]):
+            h = W @ z + b
+            active.append(h >= 0.0)  # the activation code's convention
+            z = np.where(active[-1], h, 0.0)
+        value = float(g @ (weights[-1] @ z + biases[-1]))
+        if value > best:
+            best, x_best = value, x
+        v = g @ weights[-1]
+        for W, on in zip(reversed(weights[:-1]), reversed(active)):
+            v = (v * on) @ W
+        corner = np.sign(frame.pull(v))
+        if np.array_equal(corner, u):
+            break
+        u = corner
+    return best, x_best
 
 
 def check_witness(network: "Network", region: Region, x, predicate: Callable[[np.ndarray], Any],

@@ -10,12 +10,13 @@ attained on the class boundary; the returned witness steps just past the boundar
 forward pass confirms the new class (its distance is ``returned_distance``). Immutable
 features are equality constraints ``x_j = x0_j``.
 
-Search (``search=``): ``"full"`` solves on every polytope of the region; ``"shrink"`` is the
-paper's: once a counterfactual at distance ``d*`` is known, the traversal region shrinks to
-the L∞ box of radius ``d*`` around ``x0`` (it contains the ``p``-ball); ``"best-first"``
-(default) also orders the level-1 pieces by a lower bound of their distance to ``x0`` (the
-farthest of their halfspaces, in the dual norm), skips polytopes and targets whose bound
-cannot beat ``d*``, and stops when no unvisited piece can.
+Search (``search=``): ``"shrink"`` is the paper's: it solves on every polytope it visits, and
+once a counterfactual at distance ``d*`` is known, the traversal region shrinks to the L∞ box
+of radius ``d*`` around ``x0`` (it contains the ``p``-ball); ``"best-first"`` (default) also
+orders the level-1 pieces by a lower bound of their distance to ``x0`` (the farthest of their
+halfspaces, in the dual norm), skips polytopes and targets whose bound cannot beat ``d*``, and
+stops when no unvisited piece can; ``"full"`` visits every polytope of the region (no
+shrinking, no order: it runs in parts) with the same per-polytope skips.
 
 Direct L∞ path: on a box region (in frame coordinates ``[-1, 1]^d``, coordinates scaled by
 ``sigma``), the L∞ subproblem is also solved without the ``2 d`` rows ``|x - x0| <= r`` that
@@ -261,7 +262,7 @@ class Counterfactual(Analysis):
         return float(np.max(gap[ok] / norms[ok], initial=0.0))
 
     def visit(self, polytope, context):
-        fr, prune = context.frame, self.search == "best-first"
+        fr, prune = context.frame, self.search != "shrink"
         cell_lb = self._cell_bound(polytope) if prune else 0.0
         if cell_lb >= self._best[0]:
             self.skipped += len(self._targets)

@@ -10,14 +10,17 @@ region makes it an SOCP. The extremes over all polytopes are the exact range.
 When the traversal computed the polytope's vertices (low-dimensional polyhedral regions),
 the extremes are read off them with no LP. Otherwise a polytope is skipped without an LP when
 a bound of ``g·f`` over it (the region's bounding box, then Lagrangian multipliers learnt from
-the run's LPs, :mod:`polytrav.lagrange`) cannot beat the best value so far; the interior
-point's value seeds both extremes.
+the run's LPs, :mod:`polytrav.lagrange`) cannot beat the best value so far. The interior
+point's value seeds both extremes and, on box regions, so does the best box corner that sign
+ascent finds from the first polytope that needs LPs (:func:`~polytrav.analysis.corner_ascent`):
+a real point's value is a valid incumbent, and a good one lets the bounds skip more LPs
+(``mnist2x10`` at eps 0.01: 10 LPs instead of 13).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, local_model_u
+from polytrav.analysis import Analysis, corner_ascent, local_model_u
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status
@@ -61,6 +64,9 @@ class OutputRange(Analysis):
 
     name = "output_range"
     uses_vertices = True
+    #: Seed the extremes by :func:`~polytrav.analysis.corner_ascent` on box regions (False:
+    #: only from the polytopes; the tests compare the two).
+    ascent = True
 
     def __init__(self, output: int | None = None, weights=None):
         self.output = output
@@ -77,6 +83,7 @@ class OutputRange(Analysis):
         self._best = {"max": (-np.inf, None), "min": (np.inf, None)}
         self.skipped = 0
         self.from_vertices = 0
+        self._seeded = False
 
     def visit(self, polytope, context):
         Wu, cu = local_model_u(polytope, context.frame)
@@ -96,6 +103,9 @@ class OutputRange(Analysis):
                     self._best[sense] = (float(vals[k]), context.frame.to_x(V[k]))
             self.from_vertices += 1
             return None
+        if not self._seeded:
+            self._seeded = True
+            self._seed(context, polytope)
         for sense, sign in (("max", 1.0), ("min", -1.0)):
             best = self._best[sense][0]
             res = self.maximize_linear(context, polytope, sign * gu, beat=sign * (best - g0))
@@ -109,6 +119,17 @@ class OutputRange(Analysis):
                 self.failures.append(f"polytope #{polytope.index}: cell LP infeasible "
                                      f"({res.solver}) although the traversal found it")
         return None
+
+    def _seed(self, context, polytope) -> None:
+        """Fold in the corners sign ascent reaches from ``polytope``'s interior point (box regions)."""
+        fr = context.frame
+        if not (self.ascent and fr.is_box):
+            return
+        u = fr.to_u(polytope.interior_point)
+        for sense, sign in (("max", 1.0), ("min", -1.0)):
+            value, x = corner_ascent(context.network, fr, sign * self._g, u)
+            if value > sign * self._best[sense][0]:
+                self._best[sense] = (sign * value, x)
 
     def finish(self, context) -> AnalysisResult:
         (ymax, xmax), (ymin, xmin) = self._best["max"], self._best["min"]
