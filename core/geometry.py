@@ -100,15 +100,24 @@ class Frame:
         u = np.asarray(u, float)
         if self.free is not None:  # U selects and scales coordinates: no dense product
             x = np.broadcast_to(self.origin, u.shape[:-1] + self.origin.shape).copy()
-            x[..., self.free] += u * self.U[self.free, np.arange(self.dim)]
+            x[..., self.free] += u * self.scale
             return x
         return self.origin + u @ self.U.T
 
     def pull(self, G: np.ndarray) -> np.ndarray:
         """``G @ U``: rows over input coordinates as rows over frame coordinates."""
         if self.free is not None:
-            return G[..., self.free] * self.U[self.free, np.arange(self.dim)]
+            return (G if self._all_free else G[..., self.free]) * self.scale
         return G @ self.U
+
+    @cached_property
+    def scale(self) -> np.ndarray | None:
+        """When ``U`` selects coordinates (``free``): the scale of each, ``x_free = origin + scale * u``."""
+        return None if self.free is None else self.U[self.free, np.arange(self.dim)]
+
+    @cached_property
+    def _all_free(self) -> bool:
+        return self.free is not None and np.array_equal(self.free, np.arange(self.U.shape[0]))
 
     def U_sparse(self):
         """``U`` as a ``scipy.sparse`` CSR matrix (a selection matrix for boxes)."""
@@ -120,8 +129,7 @@ class Frame:
         """Frame coordinates of input-space point ``x`` (assumed in the affine hull)."""
         x = np.asarray(x, float)
         if self.free is not None:
-            scale = self.U[self.free, np.arange(self.dim)]
-            return (x[..., self.free] - self.origin[self.free]) / scale
+            return (x[..., self.free] - self.origin[self.free]) / self.scale
         return np.linalg.lstsq(self.U, (x - self.origin).T, rcond=None)[0].T
 
     def contains_u(self, u: np.ndarray, tol: float = 1e-9) -> bool:

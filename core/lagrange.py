@@ -88,13 +88,13 @@ class CellBound:
         pool = [lam for lam in self.pool if lam.shape == b.shape]
         if not pool:
             return False
-        L = np.stack(pool, axis=1)
-        phis = b @ L + np.abs(g[:, None] - A.T @ L).sum(axis=0)
+        L = np.stack(pool)  # one multiplier per row
+        R = g - L @ A  # the residuals g - Aᵀ lam, one per row
+        phis = L @ b + np.abs(R).sum(axis=1)
         k = int(np.argmin(phis))
         if phis[k] <= limit:
             return True
-        lam = L[:, k].copy()
-        r = g - A.T @ lam
+        lam, r = L[k], R[k]
         for _ in range(self.steps):
             phi = self._step(A, b, lam, r)
             if phi is None:
@@ -118,18 +118,19 @@ class CellBound:
             if sub[i] <= 0:
                 return None
         a = A[i]
-        nz = np.flatnonzero(a)
-        if nz.size == 0:
+        w = np.abs(a)
+        n = int(np.count_nonzero(w))
+        if n == 0:
             return None
-        # phi along t = lam_i: b_i t + sum_j |c_j - a_j t| + const, c = r + a lam_i
-        c = r[nz] + a[nz] * lam[i]
-        knots, w = c / a[nz], np.abs(a[nz])
+        # phi along t = lam_i: b_i t + sum_j w_j |knot_j - t| + const, knot_j = lam_i + r_j / a_j;
+        # a zero a_j gives a constant term (its knot sorts last with weight 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            knots = np.where(w > 0, lam[i] + r / a, np.inf)
         order = np.argsort(knots)
-        knots, w = knots[order], w[order]
-        cum = np.cumsum(w)
-        slope = b[i] + 2.0 * cum - cum[-1]  # slope just right of each knot
-        k = int(np.searchsorted(slope, 0.0))
-        t = max(float(knots[min(k, knots.size - 1)]), 0.0)
+        cum = np.cumsum(w[order])
+        # the slope just right of knot k is b_i + 2 cum_k - cum_total: the first k where it is >= 0
+        k = min(int(np.searchsorted(2.0 * cum, cum[-1] - b[i])), n - 1)
+        t = max(float(knots[order[k]]), 0.0)
         r += a * (lam[i] - t)
         lam[i] = t
         return float(b @ lam + np.abs(r).sum())

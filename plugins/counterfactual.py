@@ -150,7 +150,7 @@ class Counterfactual(Analysis):
         k = 1 if self._binary else net.n_outputs - 1
         n_rows = net.n_neurons
         fixed = (tuple(self._imm.tolist()), self._x0[self._imm].tobytes())
-        scales = fr.U if fr.free is None else fr.U[fr.free, np.arange(fr.dim)]
+        scales = fr.U if fr.free is None else fr.scale
         self._scale = float(np.abs(scales).max())  # distances in units of the region's size
         # compiled on first use (the direct L∞ path may never need it)
         self._sub_lazy = lambda: compiled((self.name, self._p, fr.fingerprint, n_rows, k, fixed),
@@ -167,7 +167,7 @@ class Counterfactual(Analysis):
         self._direct = (self.direct_linf and self._p == np.inf and fr.is_box
                         and fr.free is not None)
         if self._direct:
-            sigma = fr.U[fr.free, np.arange(fr.dim)]
+            sigma = fr.scale
             u0 = fr.to_u(self._x0)
             down, up = (1.0 + u0) * sigma, (1.0 - u0) * sigma  # x0's distance to each side
             held = np.isin(fr.free, self._imm)  # immutable frame coordinates
