@@ -79,18 +79,20 @@ class HighsBackend(SolverBackend):
                 )
         return h
 
-    def read(self, h, t0: float) -> SolveResult:
-        """Normalised result of the last ``run()`` of ``h``."""
+    def read(self, h, t0: float, duals: bool = True) -> SolveResult:
+        """Normalised result of the last ``run()`` of ``h`` (``duals=False``: without the
+        duals, whose conversion from highspy's lists costs as much as the point's)."""
         status = _status_map().get(h.getModelStatus(), Status.ERROR)
         info = h.getInfo()
-        x = obj = duals = None
+        x = obj = y = None
         if status is Status.OPTIMAL:
             solution = h.getSolution()
             x = np.array(solution.col_value)
-            duals = -np.concatenate([solution.row_dual, solution.col_dual])
+            if duals:
+                y = -np.concatenate([solution.row_dual, solution.col_dual])
             obj = float(info.objective_function_value)
         return SolveResult(
-            status, obj, x, duals, self.name, time.perf_counter() - t0,
+            status, obj, x, y, self.name, time.perf_counter() - t0,
             int(info.simplex_iteration_count), h.modelStatusToString(h.getModelStatus()),
         )
 
@@ -368,7 +370,7 @@ class HighsChebyshevModel(ChebyshevModel):
             self.h.run()
         except Exception as exc:  # pragma: no cover - native crash
             raise SolverError(f"solver 'highs' crashed: {exc}") from exc
-        res = self.backend.read(self.h, t0)
+        res = self.backend.read(self.h, t0, duals=False)
         if res.x is None:
             return res
         return SolveResult(res.status, res.objective, res.x[: self.d].copy(), None, res.solver,
@@ -386,7 +388,7 @@ class HighsChebyshevModel(ChebyshevModel):
         h.changeColBounds(d, 0.0, 0.0)
         try:
             h.run()
-            res = self.backend.read(h, t0)
+            res = self.backend.read(h, t0, duals=False)
         except Exception as exc:  # pragma: no cover - native crash
             raise SolverError(f"solver 'highs' crashed: {exc}") from exc
         finally:
@@ -405,7 +407,7 @@ class HighsChebyshevModel(ChebyshevModel):
         t0 = time.perf_counter()
         h = self._build()
         h.run()
-        res = self.backend.read(h, t0)
+        res = self.backend.read(h, t0, duals=False)
         self.n_solves += 1
         self.solve_time += res.solve_time
         if res.x is None:

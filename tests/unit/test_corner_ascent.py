@@ -1,9 +1,9 @@
 """Sign ascent over a box region's corners (polytrav.analysis.corner_ascent) seeds OutputRange
 and SoftmaxAttack: its values are attained at points of the region, never above the MILP's
-maximum, and the analyses give the MILP's answers with and without it."""
+maximum (the analyses with and without it against the MILP: ``test_lagrange.py``)."""
 import numpy as np
 import pytest
-from milp import milp_max_linear, milp_max_margin
+from milp import milp_max_linear
 from reference import random_net
 
 from polytrav import Ball, Box, Network, analyze
@@ -47,27 +47,6 @@ def test_ascent_reaches_the_maximum_of_a_monotone_net():
     value, x = corner_ascent(net, frame, np.ones(1), np.zeros(4))
     assert np.array_equal(x, np.ones(4))
     assert value == pytest.approx(float(net.forward(np.ones(4))[0]))
-
-
-@pytest.mark.parametrize("seed, n_in, widths, n_out", [(21, 8, [8, 6], 3), (22, 8, [7, 6], 4)])
-@pytest.mark.parametrize("ascent", [True, False])
-def test_seeded_analyses_equal_the_milp(seed, n_in, widths, n_out, ascent, monkeypatch):
-    monkeypatch.setattr(OutputRange, "ascent", ascent)
-    monkeypatch.setattr(SoftmaxAttack, "ascent", ascent)
-    net = random_net(seed, n_in, widths, n_out=n_out)
-    lo, hi = -np.ones(n_in), np.ones(n_in)
-    lo[0] = -0.5
-    g = np.random.default_rng(seed).standard_normal(n_out)
-    rep = analyze(net, Box(lo, hi), [OutputRange(weights=g), SoftmaxAttack(1)])
-    rng_, attack = rep[0], rep[1]
-    assert rng_.exact and attack.exact
-    assert rng_.value["max"] == pytest.approx(milp_max_linear(net, g, lo, hi).value, abs=TOL)
-    assert rng_.value["min"] == pytest.approx(-milp_max_linear(net, -g, lo, hi).value, abs=TOL)
-    assert attack.value == pytest.approx(milp_max_margin(net, 1, lo, hi).value, abs=TOL)
-    for res, direction in ((rng_, 1.0), (attack, None)):  # the witness attains the value
-        y = net.forward(res.witness)
-        got = g @ y if direction else np.max(np.delete(y, 1)) - y[1]
-        assert got == pytest.approx(res.value["max"] if direction else res.value, abs=1e-9)
 
 
 def test_ascent_saves_lps_on_mnist_with_the_same_answers(data_dir, monkeypatch):

@@ -94,7 +94,12 @@ NETS = [(21, 8, [8, 6], 3), (22, 8, [7, 6], 4)]
 
 
 @pytest.mark.parametrize("seed, n_in, widths, n_out", NETS)
-def test_analyses_skipping_by_the_bound_equal_the_milp(seed, n_in, widths, n_out):
+@pytest.mark.parametrize("ascent", [True, False])
+def test_analyses_skipping_by_the_bound_equal_the_milp(seed, n_in, widths, n_out, ascent,
+                                                       monkeypatch):
+    """With and without the incumbents of ``corner_ascent``; the witnesses attain the values."""
+    monkeypatch.setattr(OutputRange, "ascent", ascent)
+    monkeypatch.setattr(SoftmaxAttack, "ascent", ascent)
     net = random_net(seed, n_in, widths, n_out=n_out)
     lo, hi = -np.ones(n_in), np.ones(n_in)
     lo[0] = -0.5
@@ -106,6 +111,9 @@ def test_analyses_skipping_by_the_bound_equal_the_milp(seed, n_in, widths, n_out
     assert rng_.value["max"] == pytest.approx(milp_max_linear(net, g, lo, hi).value, abs=TOL)
     assert rng_.value["min"] == pytest.approx(-milp_max_linear(net, -g, lo, hi).value, abs=TOL)
     assert attack.value == pytest.approx(milp_max_margin(net, 0, lo, hi).value, abs=TOL)
+    assert g @ net.forward(rng_.witness) == pytest.approx(rng_.value["max"], abs=1e-9)
+    y = net.forward(attack.witness)
+    assert np.max(y[1:]) - y[0] == pytest.approx(attack.value, abs=1e-9)
 
 
 def test_a_wrong_bound_is_caught_by_the_milp(monkeypatch):
