@@ -398,29 +398,27 @@ class CellProblem:
 
 def corner_ascent(network: "Network", frame: "Frame", g: np.ndarray, u: np.ndarray,
                   steps: int = ASCENT_STEPS) -> tuple[float, np.ndarray]:
-    """The largest ``g · f(x)`` seen by sign ascent over a box region's corners, and its ``x``.
+    """The largest ``g · f(x)`` seen by sign ascent from frame point ``u``, and its ``x``.
 
-    From frame point ``u``: evaluate the network, take the gradient of ``g · f`` there (the
-    local model's, by backpropagation through the active neurons), jump to the corner
-    ``sign(gradient)`` of ``[-1, 1]^d``, and repeat until a corner repeats. Every point is in
-    the region when the frame is a box (``frame.is_box``), so the values are attained: a
-    maximising analysis may start from the best one, and the bounds then skip more LPs.
+    Evaluate the network at ``u``, take the gradient of ``g · f`` there (the local model's, by
+    backpropagation through the active neurons), jump to the corner ``sign(gradient)`` of
+    ``[-1, 1]^d``, and repeat until a corner repeats; the best of the start point and the
+    corners is returned. Every point is in the region when the frame is a box
+    (``frame.is_box``), so the values are attained: a maximising analysis may start from the
+    best one, and the bounds then skip more LPs.
     """
-    weights, biases = network.weights, network.biases
+    weights = network.weights
     best, x_best = -np.inf, None
     for _ in range(steps):
         x = frame.to_x(u)
-        z, active = x, []
-        for W, b in zip(weights[:-1], biases[:-1]):
-            h = W @ z + b
-            active.append(h >= 0.0)  # the activation code's convention
-            z = np.where(active[-1], h, 0.0)
-        value = float(g @ (weights[-1] @ z + biases[-1]))
+        hs = network.pre_activations(x)
+        z = np.maximum(hs[-1], 0.0) if hs else x
+        value = float(g @ (weights[-1] @ z + network.biases[-1]))
         if value > best:
             best, x_best = value, x
         v = g @ weights[-1]
-        for W, on in zip(reversed(weights[:-1]), reversed(active)):
-            v = (v * on) @ W
+        for W, h in zip(reversed(weights[:-1]), reversed(hs)):
+            v = (v * (h >= 0.0)) @ W  # active: the activation code's convention
         corner = np.sign(frame.pull(v))
         if np.array_equal(corner, u):
             break

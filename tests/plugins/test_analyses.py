@@ -251,6 +251,7 @@ def test_counterfactual_on_the_grid_net_prunes_and_keeps_the_optimum():
     assert best[0].value == pytest.approx(full[0].value, abs=1e-9)
     assert best.stats["polytopes"] < full.stats["polytopes"]
     assert best.complete and best.stats["pruned"] > 0
+    assert full[0].details["skipped_by_bound"] > 0  # "full" visits all, solves fewer
 
 
 def test_immutable_features_stay_fixed():
