@@ -99,6 +99,8 @@ class Frame:
         """Input-space point(s) of frame point(s) ``u``."""
         u = np.asarray(u, float)
         if self.free is not None:  # U selects and scales coordinates: no dense product
+            if self._all_free:
+                return self.origin + u * self.scale
             x = np.broadcast_to(self.origin, u.shape[:-1] + self.origin.shape).copy()
             x[..., self.free] += u * self.scale
             return x

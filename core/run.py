@@ -241,7 +241,13 @@ def _chains(solver, pm) -> dict[str, list]:
     unknown = set(solver) - set(FORMS)
     if unknown:
         raise ConfigError(f"analyze: solver keys must be problem forms {list(FORMS)}, got {sorted(unknown)}")
-    chains = {}
+    chains, made = {}, {}
+
+    def instance(name):  # one instance per installed backend named in several chains
+        if name not in made:
+            made[name] = get_solver(name, pm=pm)
+        return made[name]
+
     for form in FORMS:
         choice = solver.get(form)
         if isinstance(choice, (list, tuple)):  # an exact chain, no automatic fallbacks
@@ -249,8 +255,7 @@ def _chains(solver, pm) -> dict[str, list]:
         else:
             names = available_solvers(form, pm=pm)
             first = [get_solver(choice, pm=pm)] if choice is not None else []
-            rest = [get_solver(n, pm=pm) for n in names
-                    if not first or n != first[0].name]
+            rest = [instance(n) for n in names if not first or n != first[0].name]
             chain = first + rest
         for backend in chain:
             if form not in backend.forms:

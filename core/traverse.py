@@ -1090,6 +1090,9 @@ def _group_duplicates(A: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, list
     if n == 0:
         return np.zeros(0, int), []
     G = A @ A.T
+    near = np.abs(G) > 1.0 - DUPLICATE_TOL
+    if np.count_nonzero(near) == n and near.diagonal().all():  # no two rows near-parallel
+        return np.arange(n), [[(i, 1)] for i in range(n)]
     owner = -np.ones(n, int)
     reps, members = [], []
     for i in range(n):
@@ -1097,7 +1100,7 @@ def _group_duplicates(A: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, list
             continue
         owner[i] = len(reps)
         group = [(i, 1)]
-        for j in np.flatnonzero((np.abs(G[i]) > 1.0 - DUPLICATE_TOL) & (owner < 0)):
+        for j in np.flatnonzero(near[i] & (owner < 0)):
             orient = 1 if G[i, j] > 0 else -1
             if (np.abs(A[j] - orient * A[i]).max() <= DUPLICATE_TOL
                     and abs(beta[j] - orient * beta[i]) <= DUPLICATE_TOL):

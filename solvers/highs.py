@@ -13,7 +13,14 @@ cold and on a fallback backend. HiGHS' QP solver can hang on tiny QPs (see
 
 ``DEFAULT_OPTIONS`` (the only native defaults polytrav overrides): ``output_flag=False``,
 ``primal_feasibility_tolerance=1e-9``, ``dual_feasibility_tolerance=1e-9``, ``threads=1``,
-``time_limit=60`` (seconds per solve, so no solve can hang a run).
+``time_limit=60`` (seconds per solve, so no solve can hang a run). HiGHS measures its time
+limit against the run time its object has accumulated over all its runs, not the current one
+(HiGHS issue #1477); a warm model older than the limit would then fail every solve. So each
+run is given the object's run time so far plus the limit (:func:`_run`).
+
+Making a ``highspy.Highs`` object costs about 55 µs, as much as a small warm solve; objects
+whose owner (a Chebyshev model, an LP session, a one-shot solve) is gone wait in a small
+pool and are cleared (model and options) before reuse.
 
 ``duals`` of an optimal minimisation are laid out as OSQP's: one per row (``A_ub``, then
 ``A_eq``), then one per variable bound, with ``c + A^T y + y_box = 0`` (``y >= 0`` on an
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,7 +78,12 @@ class HighsBackend(SolverBackend):
         """A configured ``highspy.Highs`` object (options checked here)."""
         import highspy
 
-        h = _first_highs() or highspy.Highs()
+        try:
+            h = _IDLE.pop()
+            h.clearModel()
+            h.resetOptions()
+        except IndexError:
+            h = _first_highs() or highspy.Highs()
         for key, value in {**self.DEFAULT_OPTIONS, **self.options}.items():
             status = h.setOptionValue(key, value)
             if status != highspy.HighsStatus.kOk:
@@ -78,6 +91,19 @@ class HighsBackend(SolverBackend):
                     f"solver 'highs' rejected option {key}={value!r}; see the HiGHS option list"
                 )
         return h
+
+    @functools.cached_property
+    def time_limit(self) -> float:
+        """Seconds per solve (the ``time_limit`` option)."""
+        return float({**self.DEFAULT_OPTIONS, **self.options}["time_limit"])
+
+    def run(self, h) -> None:
+        """``h.run()`` with this backend's time limit counted from now (module docstring)."""
+        h.setOptionValue("time_limit", h.getRunTime() + self.time_limit)
+        try:
+            h.run()
+        except Exception as exc:  # pragma: no cover - native crash
+            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
 
     def read(self, h, t0: float, duals: bool = True) -> SolveResult:
         """Normalised result of the last ``run()`` of ``h`` (``duals=False``: without the
@@ -105,11 +131,10 @@ class HighsBackend(SolverBackend):
         h.addVars(lp.n, _inf(lp.lo), _inf(lp.hi))
         h.changeColsCost(lp.n, np.arange(lp.n, dtype=np.int32), lp.c)
         _add_rows(h, lp.A, lp.rlo, lp.rhi)
-        try:
-            h.run()
-        except Exception as exc:  # pragma: no cover - native crash
-            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
-        return self.read(h, t0)
+        self.run(h)
+        res = self.read(h, t0)
+        _recycle(h)
+        return res
 
     def chebyshev_model(self, frame, *, box_as_bounds: bool = True) -> ChebyshevModel:
         return HighsChebyshevModel(self, frame, box_as_bounds=box_as_bounds)
@@ -122,6 +147,20 @@ class HighsBackend(SolverBackend):
 
 
 _BANNER = {"silenced": False}
+_IDLE: list = []  # Highs objects whose owners are gone (module docstring)
+_IDLE_MAX = 8
+
+
+def _recycle(h) -> None:
+    """Put ``h``, which nothing else uses any more, in the pool."""
+    if len(_IDLE) < _IDLE_MAX:
+        _IDLE.append(h)
+
+
+def _owned(owner, h):
+    """``h``, to be put in the pool when ``owner`` is collected."""
+    weakref.finalize(owner, _recycle, h)
+    return h
 
 
 def _first_highs():
@@ -188,7 +227,9 @@ class HighsLpSession:
         if redo.size:  # delete and re-add; the other rows move down (HiGHS keeps their order)
             gone = np.sort(self.pos[redo])
             h.deleteRows(gone.size, gone.astype(np.int32))
-            keep = np.setdiff1d(np.arange(A.shape[0]), redo)
+            keep = np.ones(A.shape[0], bool)
+            keep[redo] = False
+            keep = np.flatnonzero(keep)
             self.pos[keep] -= np.searchsorted(gone, self.pos[keep])
             self.pos[redo] = A.shape[0] - redo.size + np.arange(redo.size)
             _add_rows(h, A[redo], rlo[redo], rhi[redo])
@@ -197,10 +238,7 @@ class HighsLpSession:
         if rows.size:
             h.changeRowsBounds(rows.size, self.pos[rows].astype(np.int32), _inf(rlo[rows]),
                                _inf(rhi[rows]))
-        try:
-            h.run()
-        except Exception as exc:  # pragma: no cover - native crash
-            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        self.backend.run(h)
         res = self.backend.read(h, t0)
         if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
             return self._build(c, A, lp.rlo, lp.rhi, lo, hi, shape)
@@ -208,22 +246,24 @@ class HighsLpSession:
         return res
 
     def _build(self, c, A, rlo, rhi, lo, hi, shape) -> SolveResult:
-        """A new model with rows as given (row ``i`` at HiGHS index ``i``), solved."""
+        """A new model with rows as given (row ``i`` at HiGHS index ``i``), solved (in the
+        session's ``Highs`` object, cleared, after the first)."""
         t0 = time.perf_counter()
-        h = self.backend.new_highs()
-        if "presolve" not in self.backend.options:
-            h.setOptionValue("presolve", "off")
+        if self.h is None:
+            self.h = _owned(self, self.backend.new_highs())
+            if "presolve" not in self.backend.options:
+                self.h.setOptionValue("presolve", "off")
+        else:
+            self.h.clearModel()
+        h = self.h
         n = shape[0]
         h.addVars(n, _inf(lo), _inf(hi))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
         _add_rows(h, A, rlo, rhi)
-        self.h, self.shape, self.S = h, shape, A.copy()
+        self.shape, self.S = shape, A.copy()
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         self.pos = np.arange(A.shape[0])  # HiGHS row index of each row of A
-        try:
-            h.run()
-        except Exception as exc:  # pragma: no cover - native crash
-            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        self.backend.run(h)
         return self.backend.read(h, t0)
 
 
@@ -297,7 +337,7 @@ class HighsChebyshevModel(ChebyshevModel):
 
     def __init__(self, backend: HighsBackend, frame, *, box_as_bounds: bool = True):
         super().__init__(backend, frame, box_as_bounds=box_as_bounds)
-        self.h = self._build()
+        self.h = _owned(self, self._build())
         self.block_rows: list[np.ndarray] = []  # HiGHS row index of each block's rows
         self.n_rows = self.h.getNumRow()
 
@@ -366,10 +406,7 @@ class HighsChebyshevModel(ChebyshevModel):
 
     def _solve(self) -> SolveResult:
         t0 = time.perf_counter()
-        try:
-            self.h.run()
-        except Exception as exc:  # pragma: no cover - native crash
-            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        self.backend.run(self.h)
         res = self.backend.read(self.h, t0, duals=False)
         if res.x is None:
             return res
@@ -387,10 +424,8 @@ class HighsChebyshevModel(ChebyshevModel):
         h.changeColCost(d, 0.0)
         h.changeColBounds(d, 0.0, 0.0)
         try:
-            h.run()
+            self.backend.run(h)
             res = self.backend.read(h, t0, duals=False)
-        except Exception as exc:  # pragma: no cover - native crash
-            raise SolverError(f"solver 'highs' crashed: {exc}") from exc
         finally:
             h.changeColsCost(d, cols, np.zeros(d))
             h.changeColCost(d, 1.0)
@@ -406,8 +441,9 @@ class HighsChebyshevModel(ChebyshevModel):
         """Solve the current model in a fresh ``Highs`` object (no warm start)."""
         t0 = time.perf_counter()
         h = self._build()
-        h.run()
+        self.backend.run(h)
         res = self.backend.read(h, t0, duals=False)
+        _recycle(h)
         self.n_solves += 1
         self.solve_time += res.solve_time
         if res.x is None:

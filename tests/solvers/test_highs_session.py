@@ -70,3 +70,40 @@ def test_a_subclass_that_overrides_solve_lp_is_its_own_session():
 
     backend = Custom()
     assert backend.lp_session() is backend
+
+
+def test_the_time_limit_is_per_solve_not_per_model():
+    """HiGHS counts its time limit against all runs of one object (HiGHS #1477): warm models
+    that ran longer than the limit in total must still solve."""
+    from polytrav import Box
+    from polytrav.geometry import build_frame
+
+    limit = 0.005
+    backend = get_solver("highs", options={"time_limit": limit})
+    session = backend.lp_session()
+    A, b = np.array([[1.0, 1.0], [1.0, -1.0]]), np.array([1.0, 0.5])
+    model = backend.chebyshev_model(build_frame(Box([-1.0, -1.0], [1.0, 1.0]), 2))
+    model.push(A / np.linalg.norm(A, axis=1)[:, None], np.zeros(2), np.array([True, False]))
+    k = 0
+    while k < 2 or min(session.h.getRunTime(), model.h.getRunTime()) < 4 * limit:
+        k += 1
+        lp = session.solve_lp(np.array([np.sin(k), np.cos(k)]), A, b, bounds=(-np.ones(2), np.ones(2)))
+        assert lp.status is Status.OPTIMAL, (k, lp.message)
+        model.set_signs(np.array([k % 2 == 0, True]))
+        cheb = model.solve()
+        assert cheb.status is Status.OPTIMAL, (k, cheb.message)
+    assert session.warm_solves == k - 1  # never rebuilt: every warm solve succeeded
+
+
+def test_a_pooled_highs_object_forgets_its_model_and_options():
+    from polytrav.solvers import highs
+
+    loose = get_solver("highs", options={"primal_feasibility_tolerance": 1e-5, "presolve": "on"})
+    h = loose.new_highs()
+    h.addVars(2, np.zeros(2), np.ones(2))
+    highs._IDLE.clear()
+    highs._recycle(h)
+    again = get_solver("highs").new_highs()
+    assert again is h and h.getNumCol() == 0
+    assert h.getOptionValue("primal_feasibility_tolerance")[1] == pytest.approx(1e-9)
+    assert h.getOptionValue("presolve")[1] == "choose"
