@@ -195,7 +195,9 @@ class ChebyshevModel:
         )
 
     def maximize(self, g: np.ndarray) -> SolveResult:
-        """Maximise ``g·u`` over the current cell with ``t`` fixed at 0 (the cell itself).
+        """Maximise ``g·u`` over the current cell: ``t`` costs nothing (fixed at 0 here; a
+        backend may leave it in ``[0, cap]``, where a positive ``t`` only shrinks the cell, so
+        the maximum is the same).
 
         ``x`` of the result holds ``u``, ``objective`` is ``g·u``. The traversal's counters
         (``n_solves``, ``solve_time``) are not touched. The base class solves from scratch.

@@ -415,21 +415,22 @@ class HighsChebyshevModel(ChebyshevModel):
 
     def maximize(self, g: np.ndarray) -> SolveResult:
         """:meth:`ChebyshevModel.maximize` in place: for one warm solve the ``u`` columns cost
-        ``g`` and ``t`` is fixed at 0, then the Chebyshev objective and bounds come back. A warm
-        solve that ends neither optimal nor infeasible is repeated from scratch."""
+        ``g`` and ``t`` costs nothing, then the Chebyshev objective comes back. ``t`` keeps its
+        bounds ``[0, cap]``: a positive ``t`` only shrinks the cell, so the maximum is the
+        cell's, and leaving the bound alone spares the re-solve that changing it back costs
+        (0.2 ms on 784 inputs, more than the solve). A warm solve that ends neither optimal
+        nor infeasible is repeated from scratch."""
         h, d = self.h, self.d
         cols = np.arange(d, dtype=np.int32)
         t0 = time.perf_counter()
         h.changeColsCost(d, cols, np.asarray(g, float))
         h.changeColCost(d, 0.0)
-        h.changeColBounds(d, 0.0, 0.0)
         try:
             self.backend.run(h)
             res = self.backend.read(h, t0, duals=False)
         finally:
             h.changeColsCost(d, cols, np.zeros(d))
             h.changeColCost(d, 1.0)
-            h.changeColBounds(d, 0.0, float(_inf(self.frame.radius_cap)))
         if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
             return super().maximize(g)
         if res.x is None:
