@@ -169,11 +169,12 @@ def polyhedron_bounding_box(c: Constraints) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _affine_hull(c: Constraints) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """``x = x_p + N z`` spanning ``{E x = e}``; ``free`` lists coordinates when N selects them."""
+def _affine_hull(c: Constraints) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``x = x_p + N z`` spanning ``{E x = e}``; when ``N`` only selects coordinates, ``free``
+    lists them and ``N`` is None (no dense ``n x n`` work on 784 inputs)."""
     n = c.n
     if c.E.shape[0] == 0:
-        return np.zeros(n), np.eye(n), np.arange(n)
+        return np.zeros(n), None, np.arange(n)
     unit = (np.count_nonzero(c.E, axis=1) == 1)
     if unit.all():
         x_p = np.zeros(n)
@@ -189,7 +190,7 @@ def _affine_hull(c: Constraints) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
         for j, v in fixed.items():
             x_p[j] = v
         free = np.array([j for j in range(n) if j not in fixed], dtype=int)
-        return x_p, np.eye(n)[:, free], free
+        return x_p, None, free
     from scipy.linalg import null_space
 
     x_p, *_ = np.linalg.lstsq(c.E, c.e, rcond=None)
@@ -230,7 +231,15 @@ def build_frame(region: Region, n: int) -> Frame:
     else:
         c = region.constraints()
     x_p, N, free = _affine_hull(c)
-    d = N.shape[1]
+    d = N.shape[1] if free is None else free.size
+
+    def lift(z):  # N @ z
+        if free is None:
+            return N @ z
+        x = np.zeros(n)
+        x[free] = z
+        return x
+
     if d == 0:
         raise RegionError("region is a single point (every coordinate is fixed); nothing to traverse")
     # region rows in z (x = x_p + N z); N selects columns when the hull fixes coordinates
@@ -247,8 +256,8 @@ def build_frame(region: Region, n: int) -> Frame:
     l2 = []
     for ball in c.balls:
         if ball.p == 2:
-            zc = N.T @ (ball.center - x_p)
-            dist2 = float(np.sum((ball.center - x_p - N @ zc) ** 2))
+            zc = (N.T @ (ball.center - x_p)) if free is None else (ball.center - x_p)[free]
+            dist2 = float(np.sum((ball.center - x_p - lift(zc)) ** 2))
             rho2 = ball.radius**2 - dist2
             if rho2 <= 0:
                 raise RegionError(
@@ -272,8 +281,12 @@ def build_frame(region: Region, n: int) -> Frame:
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     if l2:
         half = np.full(d, half.max())
-    U = N * half[None, :]
-    origin = x_p + N @ mid
+    if free is None:
+        U = N * half[None, :]
+    else:
+        U = np.zeros((n, d))
+        U[free, np.arange(d)] = half
+    origin = x_p + lift(mid)
     # inequalities in u, unit rows, plus the bounding box rows; first drop the single-coordinate
     # rows the bounding box implies (all of a box's rows) without dense work on them
     single = np.count_nonzero(Az, axis=1) == 1
@@ -298,9 +311,13 @@ def build_frame(region: Region, n: int) -> Frame:
     single = np.count_nonzero(np.abs(Au) > 1e-15, axis=1) == 1
     implied = single & (bu >= 1.0 - 1e-12)
     Au, bu = Au[~implied], bu[~implied]
-    I = np.eye(d)
-    A = np.vstack([I, -I, Au])
+    A = np.zeros((2 * d + Au.shape[0], d))  # [I; -I; Au]
+    A[np.arange(d), np.arange(d)] = 1.0
+    A[d + np.arange(d), np.arange(d)] = -1.0
+    A[2 * d:] = Au
     b = np.concatenate([np.ones(2 * d), bu])
+    for M in (A, b):  # shared by the models of a run, which never write to them
+        M.setflags(write=False)
     l1 = []
     for ball in c.balls:
         if ball.p == 1:

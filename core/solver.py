@@ -115,8 +115,8 @@ class ChebyshevModel:
         self.backend = backend
         self.frame = frame
         self.d = frame.dim
-        self.region_A = frame.A.copy()
-        self.region_b = frame.b.copy()
+        self.region_A = frame.A  # never written in place: add_region_rows makes a new array
+        self.region_b = frame.b
         self.blocks: list[list[np.ndarray]] = []  # [A, beta, signs] per level
         self.n_solves = 0
         self.solve_time = 0.0
