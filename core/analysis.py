@@ -376,8 +376,8 @@ class CellProblem:
         self.b = cp.Parameter(n_rows, name="b")
         self.x = frame.origin + frame.U_sparse() @ self.u
         self.constraints = [self.A @ self.u <= self.b, self.u >= -1.0, self.u <= 1.0]
-        if frame.A.shape[0] > 2 * d:
-            self.constraints.append(frame.A[2 * d:] @ self.u <= frame.b[2 * d:])
+        if frame.A_extra.shape[0]:
+            self.constraints.append(frame.A_extra @ self.u <= frame.b_extra)
         for ball in frame.l1_balls:
             self.constraints.append(cp.norm1(ball.U @ self.u + ball.w) <= ball.radius)
         for ball in frame.l2_balls:

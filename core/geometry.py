@@ -9,7 +9,7 @@ not depend on the units of the inputs (ACAS Xu's raw inputs span 10^4, MNIST's 1
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -44,25 +44,59 @@ class L2Ball:
 class Frame:
     """Normalised coordinates of a region: ``x = origin + U @ u``, region ⊂ ``[-1, 1]^dim``.
 
-    ``A u <= b`` are the region's inequalities in ``u`` with unit-norm rows, including the
-    bounding-box rows ``±u_j <= 1``.
+    ``A_extra u <= b_extra`` are the region's inequalities in ``u`` beyond the bounding box
+    ``±u_j <= 1``, with unit-norm rows; :attr:`A`, :attr:`b` add the box rows (built when
+    asked for: 1568 dense rows on 784 inputs).
     """
 
     origin: np.ndarray
-    U: np.ndarray
-    A: np.ndarray
-    b: np.ndarray
+    basis: np.ndarray | None  # U, when it does not just select and scale coordinates
+    A_extra: np.ndarray
+    b_extra: np.ndarray
     l1_balls: tuple[L1Ball, ...] = field(default=())
     l2_balls: tuple[L2Ball, ...] = field(default=())
     free: np.ndarray | None = None  # input coordinates that vary, when U selects coordinates
+    widths: np.ndarray | None = None  # with ``free``: x[free] = origin[free] + widths * u
+
+    @cached_property
+    def U(self) -> np.ndarray:
+        """The ``n x d`` basis (read-only; built when asked for if it selects coordinates,
+        which the hot paths (:meth:`pull`, :meth:`to_x`, :meth:`to_u`) do without it)."""
+        if self.basis is not None:
+            return self.basis
+        U = np.zeros((self.origin.shape[0], self.dim))
+        U[self.free, np.arange(self.dim)] = self.widths
+        U.setflags(write=False)
+        return U
+
+    @cached_property
+    def A(self) -> np.ndarray:
+        """All inequality rows: ``[I; -I; A_extra]`` (read-only)."""
+        d = self.dim
+        A = np.zeros((2 * d + self.A_extra.shape[0], d))
+        A[np.arange(d), np.arange(d)] = 1.0
+        A[d + np.arange(d), np.arange(d)] = -1.0
+        A[2 * d:] = self.A_extra
+        A.setflags(write=False)
+        return A
+
+    @cached_property
+    def b(self) -> np.ndarray:
+        """Right-hand sides of :attr:`A` (read-only)."""
+        b = np.concatenate([np.ones(2 * self.dim), self.b_extra])
+        b.setflags(write=False)
+        return b
 
     @cached_property
     def fingerprint(self) -> str:
         """A digest of the whole frame: equal for frames of the same region (cache keys)."""
-        rows, cols = np.nonzero(self.U)  # a scaled selection for boxes: keep it sparse
-        free = np.zeros(0) if self.free is None else self.free
-        return _digest([self.origin, np.array(self.U.shape, float), rows, cols,
-                        self.U[rows, cols], free, self.cell_fingerprint])
+        if self.free is None:
+            rows, cols = np.nonzero(self.U)
+            values, free = self.U[rows, cols], np.zeros(0)
+        else:  # U's nonzeros, without building it
+            rows, cols, values, free = self.free, np.arange(self.dim), self.widths, self.free
+        shape = np.array([self.origin.shape[0], self.dim], float)
+        return _digest([self.origin, shape, rows, cols, values, free, self.cell_fingerprint])
 
     @cached_property
     def cell_fingerprint(self) -> str:
@@ -88,12 +122,12 @@ class Frame:
     @property
     def is_box(self) -> bool:
         """Whether the region is exactly the box ``[-1, 1]^dim`` in frame coordinates."""
-        return self.A.shape[0] == 2 * self.dim and not self.l1_balls and not self.l2_balls
+        return self.A_extra.shape[0] == 0 and not self.l1_balls and not self.l2_balls
 
     @property
     def dim(self) -> int:
         """Dimension ``d`` of the region's affine hull."""
-        return self.U.shape[1]
+        return self.basis.shape[1] if self.basis is not None else self.free.size
 
     def to_x(self, u: np.ndarray) -> np.ndarray:
         """Input-space point(s) of frame point(s) ``u``."""
@@ -112,20 +146,31 @@ class Frame:
             return (G if self._all_free else G[..., self.free]) * self.scale
         return G @ self.U
 
-    @cached_property
+    @property
     def scale(self) -> np.ndarray | None:
         """When ``U`` selects coordinates (``free``): the scale of each, ``x_free = origin + scale * u``."""
-        return None if self.free is None else self.U[self.free, np.arange(self.dim)]
+        return self.widths
 
     @cached_property
     def _all_free(self) -> bool:
-        return self.free is not None and np.array_equal(self.free, np.arange(self.U.shape[0]))
+        return self.free is not None and np.array_equal(self.free, np.arange(self.origin.shape[0]))
+
+    def reach(self) -> np.ndarray:
+        """``|U| 1``: how far each input coordinate moves over ``[-1, 1]^d``."""
+        if self.free is None:
+            return np.abs(self.U).sum(axis=1)
+        r = np.zeros(self.origin.shape[0])
+        r[self.free] = np.abs(self.widths)
+        return r
 
     def U_sparse(self):
         """``U`` as a ``scipy.sparse`` CSR matrix (a selection matrix for boxes)."""
         import scipy.sparse as sp
 
-        return sp.csr_matrix(self.U)
+        if self.free is None:
+            return sp.csr_matrix(self.U)
+        return sp.csr_matrix((self.widths, (self.free, np.arange(self.dim))),
+                             shape=(self.origin.shape[0], self.dim))
 
     def to_u(self, x: np.ndarray) -> np.ndarray:
         """Frame coordinates of input-space point ``x`` (assumed in the affine hull)."""
@@ -136,7 +181,7 @@ class Frame:
 
     def contains_u(self, u: np.ndarray, tol: float = 1e-9) -> bool:
         """Whether frame point ``u`` satisfies every region constraint within ``tol``."""
-        if np.any(self.A @ u > self.b + tol):
+        if np.abs(u).max(initial=0.0) > 1.0 + tol or np.any(self.A_extra @ u > self.b_extra + tol):
             return False
         for ball in self.l1_balls:
             if np.abs(ball.U @ u + ball.w).sum() > ball.radius * (1 + tol) + tol:
@@ -226,8 +271,10 @@ def build_frame(region: Region, n: int) -> Frame:
             j = int(np.flatnonzero(lo > hi)[0])
             raise RegionError(f"region is empty: its bounds cross at coordinate {j} "
                               f"(lower {lo[j]}, upper {hi[j]})")
-        fixed = lo == hi
-        c = Constraints(n, np.zeros((0, n)), np.zeros(0), np.eye(n)[fixed], lo[fixed])
+        fixed = np.flatnonzero(lo == hi)
+        E = np.zeros((fixed.size, n))
+        E[np.arange(fixed.size), fixed] = 1.0
+        c = Constraints(n, np.zeros((0, n)), np.zeros(0), E, lo[fixed])
     else:
         c = region.constraints()
     x_p, N, free = _affine_hull(c)
@@ -281,11 +328,7 @@ def build_frame(region: Region, n: int) -> Frame:
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     if l2:
         half = np.full(d, half.max())
-    if free is None:
-        U = N * half[None, :]
-    else:
-        U = np.zeros((n, d))
-        U[free, np.arange(d)] = half
+    U = N * half[None, :] if free is None else None
     origin = x_p + lift(mid)
     # inequalities in u, unit rows, plus the bounding box rows; first drop the single-coordinate
     # rows the bounding box implies (all of a box's rows) without dense work on them
@@ -311,21 +354,20 @@ def build_frame(region: Region, n: int) -> Frame:
     single = np.count_nonzero(np.abs(Au) > 1e-15, axis=1) == 1
     implied = single & (bu >= 1.0 - 1e-12)
     Au, bu = Au[~implied], bu[~implied]
-    A = np.zeros((2 * d + Au.shape[0], d))  # [I; -I; Au]
-    A[np.arange(d), np.arange(d)] = 1.0
-    A[d + np.arange(d), np.arange(d)] = -1.0
-    A[2 * d:] = Au
-    b = np.concatenate([np.ones(2 * d), bu])
-    for M in (A, b):  # shared by the models of a run, which never write to them
+    for M in (Au, bu):  # shared by the models of a run, which never write to them
         M.setflags(write=False)
+    frame = Frame(origin, U, Au, bu, (), tuple(L2Ball((zc - mid) / half[0], rho / half[0])
+                                             for zc, rho in l2),
+                  free, None if free is None else half)
     l1 = []
     for ball in c.balls:
         if ball.p == 1:
-            w = origin - ball.center
+            U = frame.U
             kappa = min(
                 float(np.linalg.norm(U, axis=1).sum()),
                 float(np.sqrt(n) * np.linalg.norm(U, 2)),
             )
-            l1.append(L1Ball(U.copy(), w, ball.radius, kappa))
-    l2u = tuple(L2Ball((zc - mid) / half[0], rho / half[0]) for zc, rho in l2)
-    return Frame(origin, U, A, b, tuple(l1), l2u, free)
+            l1.append(L1Ball(np.array(U), origin - ball.center, ball.radius, kappa))
+    if l1:
+        frame = replace(frame, l1_balls=tuple(l1))
+    return frame

@@ -115,8 +115,10 @@ class ChebyshevModel:
         self.backend = backend
         self.frame = frame
         self.d = frame.dim
-        self.region_A = frame.A  # never written in place: add_region_rows makes a new array
-        self.region_b = frame.b
+        #: Region rows beyond the frame box ``±u_j <= 1``, then cuts (:meth:`add_region_rows`);
+        #: the frame's are shared, never written in place.
+        self.region_A = frame.A_extra
+        self.region_b = frame.b_extra
         self.blocks: list[list[np.ndarray]] = []  # [A, beta, signs] per level
         self.n_solves = 0
         self.solve_time = 0.0
@@ -162,8 +164,11 @@ class ChebyshevModel:
         ``top_signs`` overrides the top block's signs; L1 balls are left out, so the result
         is an outer hull of the cell.
         """
-        skip = 0 if box else 2 * self.region_A.shape[1]  # the frame's rows start with [I; -I]
-        rows, rhs = [self.region_A[skip:]], [self.region_b[skip:]]
+        d = self.d
+        rows, rhs = [self.region_A], [self.region_b]
+        if box:
+            rows.insert(0, np.vstack([np.eye(d), -np.eye(d)]))
+            rhs.insert(0, np.ones(2 * d))
         for k, (A, beta, signs) in enumerate(self.blocks):
             if top_signs is not None and k == len(self.blocks) - 1:
                 signs = top_signs
@@ -229,13 +234,18 @@ class ChebyshevModel:
         """The whole LP as arrays ``(A_ub, b_ub, A_eq, b_eq, lo, hi)`` over ``(u, t, lifts)``."""
         d, nv = self.d, self.n_vars
         rows, rhs = [], []
-        first = self.frame.A.shape[0] if self.box_as_bounds else 0  # bounds replace the box
-        if self.region_A.shape[0] > first:
-            R = np.zeros((self.region_A.shape[0] - first, nv))
-            R[:, :d] = self.region_A[first:]
+        if not self.box_as_bounds:  # else the column bounds are the box
+            R = np.zeros((2 * d, nv))
+            R[:, :d] = np.vstack([np.eye(d), -np.eye(d)])
             R[:, d] = 1.0
             rows.append(R)
-            rhs.append(self.region_b[first:])
+            rhs.append(np.ones(2 * d))
+        if self.region_A.shape[0]:
+            R = np.zeros((self.region_A.shape[0], nv))
+            R[:, :d] = self.region_A
+            R[:, d] = 1.0
+            rows.append(R)
+            rhs.append(self.region_b)
         for A, beta, signs in self.blocks:
             s = np.where(signs, 1.0, -1.0)
             N = np.zeros((A.shape[0], nv))

@@ -392,7 +392,7 @@ class Traversal(Iterator[Polytope]):
         dom = self.net.input_domain
         if dom is None:
             return
-        reach = np.abs(self.frame.U).sum(axis=1)
+        reach = self.frame.reach()
         lo, hi = self.frame.origin - reach, self.frame.origin + reach
         tol = 1e-9 * (1 + np.abs(self.frame.origin))
         bad = np.flatnonzero((lo < dom[0] - tol) | (hi > dom[1] + tol))
@@ -425,9 +425,8 @@ class Traversal(Iterator[Polytope]):
     def _certified_radius(self, model: ChebyshevModel, u: np.ndarray) -> float:
         """Smallest slack of every constraint of ``model`` at ``u`` (a ball of that radius fits)."""
         fr = self.frame
-        d = fr.dim
         t = min(1.0 - np.abs(u).max(),
-                (model.region_b[2 * d:] - model.region_A[2 * d:] @ u).min(initial=np.inf))
+                (model.region_b - model.region_A @ u).min(initial=np.inf))
         for ball in fr.l1_balls:
             t = min(t, (ball.radius - np.abs(ball.U @ u + ball.w).sum()) / ball.kappa)
         for ball in fr.l2_balls:
@@ -482,9 +481,8 @@ class Traversal(Iterator[Polytope]):
         """
         if t_lp <= SLIVER_TOL:
             return t_lp, u
-        d = self.frame.dim
-        s_at_u = [model.region_b[2 * d:] - model.region_A[2 * d:] @ u]
-        s_at_0 = [model.region_b[2 * d:]]
+        s_at_u = [model.region_b - model.region_A @ u]
+        s_at_0 = [model.region_b]
         for A, beta, signs in model.blocks:
             if A.shape[0]:
                 sg = np.where(signs, 1.0, -1.0)
@@ -593,7 +591,7 @@ class Traversal(Iterator[Polytope]):
             elif self.within is not None:
                 yield from self._subtrees(region_cell[0], region_cell[1])
             else:
-                yield from self._level(0, self.frame.U, self.frame.origin, u0, region_cell[0],
+                yield from self._level(0, None, self.frame.origin, u0, region_cell[0],
                                        region_cell[1], None, (), None)
             self.status = (TraversalStatus.SOLVER_FAILURE if self.stats.failures
                            else TraversalStatus.COMPLETE)
@@ -615,12 +613,13 @@ class Traversal(Iterator[Polytope]):
         if self.time_limit is not None and time.perf_counter() - self._t0 > self.time_limit:
             raise _Stop(TraversalStatus.TIME_LIMIT)
 
-    def _level_rows(self, k: int, Mt: np.ndarray, mt: np.ndarray, piece_u: np.ndarray,
+    def _level_rows(self, k: int, Mt: np.ndarray | None, mt: np.ndarray, piece_u: np.ndarray,
                     piece_t: float, piece_V: np.ndarray | None) -> "_LevelRows":
         """Layer ``k``'s hyperplanes on the current piece: screened, grouped, ready to push."""
         net, model, st = self.net, self._model, self.stats
         W, bias = net.weights[k], net.biases[k]
-        H, beta = W @ Mt, W @ mt + bias
+        H = self.frame.pull(W) if Mt is None else W @ Mt  # None: the frame itself (level 1)
+        beta = W @ mt + bias
         rows = _classify(H, beta)
         cand = self._screen(rows, model, piece_u, piece_t, piece_V, k)
         reps, members = _group_duplicates(rows.A[cand], rows.beta[cand])
@@ -642,13 +641,14 @@ class Traversal(Iterator[Polytope]):
             member_neg=np.array([o < 0 for mem in members for _, o in mem], bool),
         )
 
-    def _level(self, k: int, Mt: np.ndarray, mt: np.ndarray, u_start: np.ndarray,
+    def _level(self, k: int, Mt: np.ndarray | None, mt: np.ndarray, u_start: np.ndarray,
                piece_t: float, piece_u: np.ndarray, piece_V: np.ndarray | None, prefix: tuple,
                via: int | None):
         """Traverse level ``k+1`` (0-based layer ``k``) inside the current piece; yields polytopes.
 
-        ``Mt u + mt`` is the input of layer ``k`` on the piece; ``piece_V`` its vertices if known.
-        With ``self._emit_pieces``, level 1 yields its pieces (:class:`Piece`) instead of
+        ``Mt u + mt`` is the input of layer ``k`` on the piece (``Mt`` None: ``U``, the
+        frame's, which :meth:`Frame.pull` applies without building it); ``piece_V`` its
+        vertices if known. With ``self._emit_pieces``, level 1 yields its pieces (:class:`Piece`) instead of
         descending into them.
         """
         net, model, st = self.net, self._model, self.stats
@@ -819,7 +819,7 @@ class Traversal(Iterator[Polytope]):
         """Every polytope inside the level-1 pieces ``self.within`` (pieces of this run)."""
         net, model, st = self.net, self._model, self.stats
         last = net.n_hidden_layers == 1
-        lr = self._level_rows(0, self.frame.U, self.frame.origin, region_u, region_t, None)
+        lr = self._level_rows(0, None, self.frame.origin, region_u, region_t, None)
         model.push(lr.A_lp, lr.b_lp, lr.lp_signs(np.zeros(lr.cand_idx.size, bool)))
         try:
             for piece in self.within:

@@ -67,6 +67,9 @@ class Monotonicity(Analysis):
         fr = context.frame
         e = np.zeros(context.network.n_inputs)
         e[self.feature] = 1.0
+        if fr.free is not None:  # U selects coordinates: the feature's own, if it varies
+            v = (e[fr.free] / fr.scale)
+            return v / np.linalg.norm(v) if v.any() else None
         v, *_ = np.linalg.lstsq(fr.U, e, rcond=None)
         movable = np.allclose(fr.U @ v, e, atol=1e-12) and np.linalg.norm(v) > 0
         return v / np.linalg.norm(v) if movable else None
