@@ -235,6 +235,37 @@ class Counterfactual(Analysis):
         others = [i for i in range(W.shape[0]) if i != q]
         return W[q] - W[others], c[q] - c[others]
 
+    def _class_screen(self, polytope, frame) -> tuple[np.ndarray, np.ndarray]:
+        """For every target class at once, from its :meth:`_class_rows` ``G x + g >= 0``:
+        :func:`halfspace_distance` from ``x0`` to the farthest row (a lower bound of the
+        distance to the class on the polytope), and whether every row can hold somewhere on
+        the region's bounding box (else the class is out of reach).
+
+        Row ``i`` of class ``q`` is ``W[q] - W[i]``, so its norms are pairwise distances
+        between the rows of ``W`` (``cdist``: no ``classes x outputs x inputs`` array)."""
+        from scipy.spatial.distance import cdist
+
+        W, c = polytope.local_model
+        T = np.asarray(self._targets)
+        y, z = W @ self._x0 + c, W @ frame.origin + c
+        if self._binary:  # class 1: logit >= 0; class 0: -logit >= 0
+            s = np.where(T == 1, 1.0, -1.0)[:, None]
+            gap, h = -s * y[:1], s * z[:1]
+            norms = np.full((T.size, 1), np.linalg.norm(W[0], ord=self._dual))
+            reach = np.full((T.size, 1), np.abs(frame.pull(W[:1])).sum())
+            rows = np.ones((T.size, 1), bool)
+        else:
+            metric = {1: "cityblock", 2: "euclidean", np.inf: "chebyshev"}[self._dual]
+            Wu = frame.pull(W)
+            gap, h = y[None, :] - y[T][:, None], z[T][:, None] - z[None, :]
+            norms = cdist(W[T], W, metric)
+            reach = cdist(Wu[T], Wu, "cityblock")  # max of (G u) over [-1, 1]^d, less h
+            rows = ~np.eye(W.shape[0], dtype=bool)[T]  # i = q is no row
+        dist = np.divide(gap, norms, out=np.zeros_like(gap), where=rows & (gap > 0) & (norms > 0))
+        dist[rows & (norms == 0) & (gap > 0)] = np.inf
+        out = rows & (((reach == 0) & (h < 0)) | (reach + h < 0))
+        return dist.max(axis=1, initial=0.0), ~out.any(axis=1)
+
     def _cell_bound(self, polytope) -> float:
         """Distance from ``x0`` to the farthest of the polytope's neuron halfspaces (a lower bound).
 
@@ -269,17 +300,14 @@ class Counterfactual(Analysis):
             return None
         values = None
         improved = False
-        for q in self._targets:
-            G, g = self._class_rows(polytope, q)
-            if prune and max(cell_lb, float(np.max(halfspace_distance(G, g, self._x0, self._dual),
-                                                   initial=0.0))) >= self._best[0]:
-                self.skipped += 1
+        class_lb, in_reach = self._class_screen(polytope, fr)
+        for q, lb, reach in zip(self._targets, class_lb, in_reach):
+            if (prune and max(cell_lb, lb) >= self._best[0]) or not reach:
+                self.skipped += 1  # too far, or out of reach on the region's bounding box
                 continue
+            G, g = self._class_rows(polytope, q)
             K, h = fr.pull(G), G @ fr.origin + g
             norms = np.linalg.norm(K, axis=1)
-            if np.any((norms == 0) & (h < 0)) or np.any(np.abs(K).sum(axis=1) + h < 0):
-                self.skipped += 1  # class q is out of reach on the region's bounding box
-                continue
             norms[norms == 0] = 1.0
             K, h = K / norms[:, None], h / norms
             if self._unreachable(context, polytope, K, h, q):

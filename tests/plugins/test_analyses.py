@@ -10,7 +10,7 @@ import pytest
 from reference import brute_force_regions, random_net, train_grid_net
 from scipy.optimize import linprog
 
-from polytrav import Ball, Box, Verdict, analyze
+from polytrav import Ball, Box, Verdict, analyze, traverse
 from polytrav.manager import available_solvers
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.counterfactual import Counterfactual
@@ -283,3 +283,31 @@ def test_counterfactual_cell_bound_equals_the_polytopes_halfspace_distances():
                 direct = max(direct, float(np.max(halfspace_distance(
                     s[:, None] * Wh, s * bh, x0, dual), initial=0.0)))
             assert a._cell_bound(p) == pytest.approx(direct, rel=1e-12, abs=1e-15), p.code
+
+
+def test_counterfactual_class_screen_equals_the_per_class_checks():
+    """The batched screen of the target classes: each class's lower bound is the
+    halfspace_distance of its rows, and it is in reach iff every row can hold on the box."""
+    from polytrav.geometry import build_frame
+    from polytrav.plugins.counterfactual import halfspace_distance
+
+    region = Box(-0.3 * np.ones(3), 0.3 * np.ones(3))
+    reach_seen = set()
+    for n_out in (1, 4):
+        net = random_net(5, 3, [6, 5], n_out=n_out)
+        frame = build_frame(region, net.n_inputs)
+        for p in (1, 2, np.inf):
+            cf = Counterfactual(np.array([0.1, -0.2, 0.3]), norm=p)
+            analyze(net, region, cf)
+            for poly in traverse(net, region):
+                lbs, reach = cf._class_screen(poly, frame)
+                for q, lb, ok in zip(cf._targets, lbs, reach):
+                    G, g = cf._class_rows(poly, q)
+                    direct = float(np.max(halfspace_distance(G, g, cf._x0, cf._dual), initial=0.0))
+                    assert lb == pytest.approx(direct, rel=1e-12, abs=1e-15)
+                    K, h = frame.pull(G), G @ frame.origin + g
+                    out = np.any((np.linalg.norm(K, axis=1) == 0) & (h < 0)) or \
+                        np.any(np.abs(K).sum(axis=1) + h < 0)
+                    assert ok == (not out)
+                    reach_seen.add(bool(ok))
+    assert reach_seen == {True, False}
