@@ -15,7 +15,6 @@ import os
 import sys
 
 import pluggy
-import pluggy._hooks
 
 from polytrav import hookspecs
 from polytrav.errors import ConfigError, PluginError, SolverNotAvailable
@@ -83,8 +82,10 @@ def _cached_varnames(parse):
 
 def _remember_varnames() -> None:
     """Install :func:`_cached_varnames` in pluggy (once per process, at the first manager)."""
-    if not getattr(pluggy._hooks.varnames, "polytrav_cached", False):
-        pluggy._hooks.varnames = _cached_varnames(pluggy._hooks.varnames)
+    hooks = getattr(pluggy, "_hooks", None)  # a private module: absent, nothing is cached
+    parse = getattr(hooks, "varnames", None)
+    if parse is not None and not getattr(parse, "polytrav_cached", False):
+        hooks.varnames = _cached_varnames(parse)
 
 
 class _PluginManager(pluggy.PluginManager):

@@ -92,14 +92,10 @@ class HighsBackend(SolverBackend):
                 )
         return h
 
-    @functools.cached_property
-    def time_limit(self) -> float:
-        """Seconds per solve (the ``time_limit`` option)."""
-        return float({**self.DEFAULT_OPTIONS, **self.options}["time_limit"])
-
     def run(self, h) -> None:
         """``h.run()`` with this backend's time limit counted from now (module docstring)."""
-        h.setOptionValue("time_limit", h.getRunTime() + self.time_limit)
+        limit = {**self.DEFAULT_OPTIONS, **self.options}.get("time_limit", np.inf)
+        h.setOptionValue("time_limit", h.getRunTime() + float(limit))
         try:
             h.run()
         except Exception as exc:  # pragma: no cover - native crash
@@ -152,8 +148,9 @@ _IDLE_MAX = 8
 
 
 def _recycle(h) -> None:
-    """Put ``h``, which nothing else uses any more, in the pool."""
+    """Put ``h``, which nothing else uses any more, in the pool (its model freed now)."""
     if len(_IDLE) < _IDLE_MAX:
+        h.clearModel()
         _IDLE.append(h)
 
 
@@ -348,17 +345,18 @@ class HighsChebyshevModel(ChebyshevModel):
         self.block_rows: list[np.ndarray] = []  # HiGHS row index of each block's rows
         self.n_rows = self.h.getNumRow()
 
-    def _build(self):
-        """A Highs object holding the whole current model (also used for cold re-solves).
+    def _build(self, cold: bool = False):
+        """A Highs object holding the whole current model (``cold``: for a cold re-solve).
 
-        Unscaled (``simplex_scale_strategy=0``, unless the backend's options say otherwise):
-        the model is scaled by construction (unit-norm rows, ``u`` in ``[-1, 1]``), and
-        HiGHS' scaling of each warm solve cost 17 % of the traversal's LP time on mnist2x10.
+        The warm model is unscaled (``simplex_scale_strategy=0``, unless the backend's options
+        say otherwise): it is scaled by construction (unit-norm rows, ``u`` in ``[-1, 1]``),
+        and HiGHS' scaling of each warm solve cost 17 % of the traversal's LP time on
+        mnist2x10. A cold re-solve, which follows a failed warm one, keeps HiGHS' scaling.
         """
         import highspy
 
         h = self.backend.new_highs()
-        if "simplex_scale_strategy" not in self.backend.options:
+        if not cold and "simplex_scale_strategy" not in self.backend.options:
             h.setOptionValue("simplex_scale_strategy", 0)
         A_ub, b_ub, A_eq, b_eq, lo, hi = self.arrays()
         inf = highspy.kHighsInf
@@ -455,7 +453,7 @@ class HighsChebyshevModel(ChebyshevModel):
     def solve_cold(self) -> SolveResult:
         """Solve the current model in a fresh ``Highs`` object (no warm start)."""
         t0 = time.perf_counter()
-        h = self._build()
+        h = self._build(cold=True)
         self.backend.run(h)
         res = self.backend.read(h, t0, duals=False)
         _recycle(h)
