@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from polytrav.subproblem import Subproblem
 
 __all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "cell_rows", "combined_verdict",
+           "LayerPlanes",
            "combine_worst",
            "cell_values", "linear_cell_subproblem", "local_model_u", "check_witness",
            "corner_ascent"]
@@ -192,7 +193,7 @@ class Analysis:
         """
         bound, rows = context.cell_bound, None
         if beat is not None:
-            if float(np.abs(g).sum()) <= beat:  # the box bound, before any rows are built
+            if bound.box_below(g, beat):  # before any rows are built
                 return None
             rows = bound.rows(polytope, context.frame)
             if bound.below(*rows, g, beat):
@@ -298,6 +299,34 @@ def layer_planes(frame: "Frame", Wh: np.ndarray, bh: np.ndarray):
     norms = np.linalg.norm(G, axis=1)
     safe = np.where(norms > 0, norms, 1.0)
     return G / safe[:, None], g0 / safe, norms
+
+
+class LayerPlanes:
+    """Per hidden layer of consecutive polytopes, ``derive(W_hat, b_hat)`` of its hyperplanes
+    (:meth:`~polytrav.Network.hyperplanes`, the masking recursion). Layer ``k`` depends only
+    on the code of the layers before it, which consecutive polytopes mostly share, so each
+    layer is kept until that code changes."""
+
+    def __init__(self, derive: Callable[[np.ndarray, np.ndarray], Any]):
+        self.derive = derive
+        self._code: tuple = ()
+        self._layers: list[tuple] = []  # per layer: (W_hat, b_hat, derived)
+
+    def __call__(self, polytope: "Polytope") -> list:
+        net, code, layers = polytope.network, polytope.code, self._layers
+        keep = 1  # layer 0 depends on no code; layer k + 1 on codes 0..k
+        while keep < len(layers) and np.array_equal(self._code[keep - 1], code[keep - 1]):
+            keep += 1
+        del layers[keep:]
+        for k in range(len(layers), len(code)):
+            W, b = net.weights[k], net.biases[k]
+            if k:  # the masking recursion from the layer before
+                Wp, bp, _ = layers[-1]
+                on = code[k - 1]
+                W, b = W @ (Wp * on[:, None]), W @ (bp * on) + b
+            layers.append((W, b, self.derive(W, b)))
+        self._code = code
+        return [L[2] for L in layers]
 
 
 def signed_cell_rows(code, planes: list) -> tuple[np.ndarray, np.ndarray]:

@@ -56,7 +56,8 @@ class Frame:
     l1_balls: tuple[L1Ball, ...] = field(default=())
     l2_balls: tuple[L2Ball, ...] = field(default=())
     free: np.ndarray | None = None  # input coordinates that vary, when U selects coordinates
-    widths: np.ndarray | None = None  # with ``free``: x[free] = origin[free] + widths * u
+    #: With ``free`` (``U`` selects coordinates): ``x[free] = origin[free] + scale * u``.
+    scale: np.ndarray | None = None
 
     @cached_property
     def U(self) -> np.ndarray:
@@ -65,7 +66,7 @@ class Frame:
         if self.basis is not None:
             return self.basis
         U = np.zeros((self.origin.shape[0], self.dim))
-        U[self.free, np.arange(self.dim)] = self.widths
+        U[self.free, np.arange(self.dim)] = self.scale
         U.setflags(write=False)
         return U
 
@@ -94,7 +95,7 @@ class Frame:
             rows, cols = np.nonzero(self.U)
             values, free = self.U[rows, cols], np.zeros(0)
         else:  # U's nonzeros, without building it
-            rows, cols, values, free = self.free, np.arange(self.dim), self.widths, self.free
+            rows, cols, values, free = self.free, np.arange(self.dim), self.scale, self.free
         shape = np.array([self.origin.shape[0], self.dim], float)
         return _digest([self.origin, shape, rows, cols, values, free, self.cell_fingerprint])
 
@@ -146,11 +147,6 @@ class Frame:
             return (G if self._all_free else G[..., self.free]) * self.scale
         return G @ self.U
 
-    @property
-    def scale(self) -> np.ndarray | None:
-        """When ``U`` selects coordinates (``free``): the scale of each, ``x_free = origin + scale * u``."""
-        return self.widths
-
     @cached_property
     def _all_free(self) -> bool:
         return self.free is not None and np.array_equal(self.free, np.arange(self.origin.shape[0]))
@@ -160,7 +156,7 @@ class Frame:
         if self.free is None:
             return np.abs(self.U).sum(axis=1)
         r = np.zeros(self.origin.shape[0])
-        r[self.free] = np.abs(self.widths)
+        r[self.free] = np.abs(self.scale)
         return r
 
     def U_sparse(self):
@@ -169,7 +165,7 @@ class Frame:
 
         if self.free is None:
             return sp.csr_matrix(self.U)
-        return sp.csr_matrix((self.widths, (self.free, np.arange(self.dim))),
+        return sp.csr_matrix((self.scale, (self.free, np.arange(self.dim))),
                              shape=(self.origin.shape[0], self.dim))
 
     def to_u(self, x: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from collections import deque
 
 import numpy as np
 
-from polytrav.analysis import cell_rows, layer_planes, signed_cell_rows
+from polytrav.analysis import LayerPlanes, cell_rows, layer_planes, signed_cell_rows
 
 __all__ = ["CellBound", "dual_bound"]
 
@@ -48,42 +48,39 @@ class CellBound:
         self.pool: deque[np.ndarray] = deque(maxlen=keep)
         self.steps = steps
         self._current = (None, None)  # (the polytope last asked for, its rows)
-        self._layers: list[tuple] = []  # per layer: (code before it, its planes, W_hat, b_hat)
+        self._planes: LayerPlanes | None = None  # layer_planes per layer, once a frame is known
 
     def rows(self, polytope, frame) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`~polytrav.analysis.cell_rows` of ``polytope``, built from kept layers.
-
-        A layer's hyperplanes depend only on the code of the layers before it, which
-        consecutive polytopes mostly share: each layer's planes are kept until that code
-        changes, and a polytope only applies its signs.
-        """
+        """:func:`~polytrav.analysis.cell_rows` of ``polytope``, from each layer's planes kept
+        while the code before it is unchanged (:class:`~polytrav.analysis.LayerPlanes`): a
+        polytope only applies its signs."""
         if self._current[0] is polytope:
             return self._current[1]
-        net, code, layers = polytope.network, polytope.code, self._layers
-        if not code:
+        if not polytope.code:
             rows = cell_rows(polytope, frame)
         else:
-            keep = 0  # layers whose preceding code is unchanged
-            while keep < len(layers) and all(np.array_equal(x, y)
-                                             for x, y in zip(layers[keep][0], code[:keep])):
-                keep += 1
-            del layers[keep:]
-            for k in range(len(layers), len(code)):
-                W, bias = net.weights[k], net.biases[k]
-                if k:  # the masking recursion (input coordinates) from the layer before
-                    _, _, Wp, bp = layers[-1]
-                    on = code[k - 1]
-                    W, bias = W @ (Wp * on[:, None]), W @ (bp * on) + bias
-                layers.append((tuple(code[:k]), layer_planes(frame, W, bias), W, bias))
-            rows = signed_cell_rows(code, [L[1] for L in layers])
+            if self._planes is None:
+                self._planes = LayerPlanes(lambda W, b: layer_planes(frame, W, b))
+            rows = signed_cell_rows(polytope.code, self._planes(polytope))
         self._current = (polytope, rows)
         return rows
 
+    @staticmethod
+    def _limit(g: np.ndarray, beat: float) -> tuple[float, float]:
+        """``(||g||_1, the value a bound must not exceed to prove max g·u <= beat)``."""
+        norm = float(np.abs(g).sum())
+        return norm, beat - SAFETY * (1.0 + abs(beat) + norm)
+
+    def box_below(self, g: np.ndarray, beat: float) -> bool:
+        """Whether ``lam = 0`` (the box ``[-1, 1]^d`` alone) proves ``max g·u <= beat``; needs
+        no rows."""
+        norm, limit = self._limit(g, beat)
+        return norm <= limit
+
     def below(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, beat: float) -> bool:
         """Whether some ``lam >= 0`` proves ``max g·u <= beat`` over ``{A u <= b} ∩ [-1, 1]^d``."""
-        scale = 1.0 + abs(beat) + float(np.abs(g).sum())
-        limit = beat - SAFETY * scale
-        if float(np.abs(g).sum()) <= limit:
+        norm, limit = self._limit(g, beat)
+        if norm <= limit:
             return True
         pool = [lam for lam in self.pool if lam.shape == b.shape]
         if not pool:

@@ -164,11 +164,10 @@ class ChebyshevModel:
         ``top_signs`` overrides the top block's signs; L1 balls are left out, so the result
         is an outer hull of the cell.
         """
-        d = self.d
         rows, rhs = [self.region_A], [self.region_b]
-        if box:
-            rows.insert(0, np.vstack([np.eye(d), -np.eye(d)]))
-            rhs.insert(0, np.ones(2 * d))
+        if box:  # the frame's rows start with [I; -I]
+            rows.insert(0, self.frame.A[: 2 * self.d])
+            rhs.insert(0, self.frame.b[: 2 * self.d])
         for k, (A, beta, signs) in enumerate(self.blocks):
             if top_signs is not None and k == len(self.blocks) - 1:
                 signs = top_signs
@@ -236,10 +235,10 @@ class ChebyshevModel:
         rows, rhs = [], []
         if not self.box_as_bounds:  # else the column bounds are the box
             R = np.zeros((2 * d, nv))
-            R[:, :d] = np.vstack([np.eye(d), -np.eye(d)])
+            R[:, :d] = self.frame.A[: 2 * d]
             R[:, d] = 1.0
             rows.append(R)
-            rhs.append(np.ones(2 * d))
+            rhs.append(self.frame.b[: 2 * d])
         if self.region_A.shape[0]:
             R = np.zeros((self.region_A.shape[0], nv))
             R[:, :d] = self.region_A

@@ -646,10 +646,10 @@ class Traversal(Iterator[Polytope]):
                via: int | None):
         """Traverse level ``k+1`` (0-based layer ``k``) inside the current piece; yields polytopes.
 
-        ``Mt u + mt`` is the input of layer ``k`` on the piece (``Mt`` None: ``U``, the
-        frame's, which :meth:`Frame.pull` applies without building it); ``piece_V`` its
-        vertices if known. With ``self._emit_pieces``, level 1 yields its pieces (:class:`Piece`) instead of
-        descending into them.
+        ``Mt u + mt`` is the input of layer ``k`` on the piece (``Mt`` None: the frame's ``U``,
+        which :meth:`Frame.pull` applies without building it); ``piece_V`` its vertices if
+        known. With ``self._emit_pieces``, level 1 yields its pieces (:class:`Piece`) instead
+        of descending into them.
         """
         net, model, st = self.net, self._model, self.stats
         last = k == net.n_hidden_layers - 1
@@ -797,8 +797,8 @@ class Traversal(Iterator[Polytope]):
         """``max g·u`` over ``polytope`` ∩ region (frame coordinates), in the traversal's warm model.
 
         Only for the polytope just emitted, and only while the model holds exactly its levels:
-        with ``t`` fixed at 0 the model is the polytope minus the rows the screen proved not to
-        cut a level's piece (:meth:`ChebyshevModel.maximize`). The maximiser is accepted only if
+        its cell (at ``t = 0``, :meth:`ChebyshevModel.maximize`) is the polytope minus the rows
+        the screen proved not to cut a level's piece. The maximiser is accepted only if
         a forward pass gives it the polytope's activation code (within :data:`CELL_CODE_RTOL`),
         so the optimum is the polytope's own LP optimum. ``None`` otherwise (another polytope
         emitted since, an L2-ball region whose rows here are cutting planes, a restricted

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, CellProblem, Restrict, cell_values, check_witness
+from polytrav.analysis import (Analysis, CellProblem, LayerPlanes, Restrict, cell_values,
+                               check_witness)
 from polytrav.errors import ConfigError, RegionError
 from polytrav.hookspecs import hookimpl
 from polytrav.region import Box
@@ -162,7 +163,8 @@ class Counterfactual(Analysis):
         self._h1 = W1 @ self._x0 + b1
         self._n1 = np.linalg.norm(W1, ord=self._dual, axis=1)
         self._best = (np.inf, None, None, None)  # distance, boundary point, class, its cell
-        self._planes, self._prefix = [], ()  # see _cell_bound
+        self._planes = LayerPlanes(  # see _cell_bound
+            lambda W, b: (W @ self._x0 + b, np.linalg.norm(W, ord=self._dual, axis=1)))
         self.skipped = 0
         self._direct = (self.direct_linf and self._p == np.inf and fr.is_box
                         and fr.free is not None)
@@ -267,25 +269,11 @@ class Counterfactual(Analysis):
         return dist.max(axis=1, initial=0.0), ~out.any(axis=1)
 
     def _cell_bound(self, polytope) -> float:
-        """Distance from ``x0`` to the farthest of the polytope's neuron halfspaces (a lower bound).
-
-        Layer ``k``'s hyperplanes depend on the code of the layers before it, which consecutive
-        polytopes mostly share, so each layer's ``(W_hat x0 + b_hat, row norms, W_hat, b_hat)``
-        is kept until the code before it changes (the masking recursion of ``hyperplanes``).
-        """
-        net, code, planes = polytope.network, polytope.code, self._planes
-        keep = 0
-        while keep < len(planes) - 1 and np.array_equal(self._prefix[keep], code[keep]):
-            keep += 1
-        del planes[keep + 1:]
-        for k in range(len(planes), len(code)):
-            W, b = net.weights[k], net.biases[k]
-            if k:
-                _, _, Wp, bp = planes[-1]
-                W, b = W @ (Wp * code[k - 1][:, None]), W @ (bp * code[k - 1]) + b
-            planes.append((W @ self._x0 + b, np.linalg.norm(W, ord=self._dual, axis=1), W, b))
-        self._prefix = code
-        gap = -np.where(np.concatenate(code), 1.0, -1.0) * np.concatenate([p[0] for p in planes])
+        """Distance from ``x0`` to the farthest of the polytope's neuron halfspaces (a lower
+        bound), from each layer's ``(W_hat x0 + b_hat, row norms)`` (:class:`LayerPlanes`)."""
+        planes = self._planes(polytope)
+        s = np.where(np.concatenate(polytope.code), 1.0, -1.0)
+        gap = -s * np.concatenate([p[0] for p in planes])
         norms = np.concatenate([p[1] for p in planes])
         if np.any((norms == 0) & (gap > 0)):
             return np.inf

@@ -16,7 +16,7 @@ cold and on a fallback backend. HiGHS' QP solver can hang on tiny QPs (see
 ``time_limit=60`` (seconds per solve, so no solve can hang a run). HiGHS measures its time
 limit against the run time its object has accumulated over all its runs, not the current one
 (HiGHS issue #1477); a warm model older than the limit would then fail every solve. So each
-run is given the object's run time so far plus the limit (:func:`_run`).
+run is given the object's run time so far plus the limit (:meth:`HighsBackend.run`).
 
 Making a ``highspy.Highs`` object costs about 55 µs, as much as a small warm solve; objects
 whose owner (a Chebyshev model, an LP session, a one-shot solve) is gone wait in a small
@@ -79,8 +79,7 @@ class HighsBackend(SolverBackend):
         import highspy
 
         try:
-            h = _IDLE.pop()
-            h.clearModel()
+            h = _IDLE.pop()  # its model was cleared when it was recycled
             h.resetOptions()
         except IndexError:
             h = _first_highs() or highspy.Highs()
