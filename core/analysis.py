@@ -196,8 +196,15 @@ class Analysis:
             if bound.box_below(g, beat):  # before any rows are built
                 return None
             rows = bound.rows(polytope, context.frame)
-            if bound.below(*rows, g, beat):
+            proven, u = bound.decide(*rows, g, beat)
+            if proven:
                 return None
+            if u is not None and context.frame.contains_u(u):
+                # the maximiser over the cell's rows and the box lies in the region: optimal
+                self.n_solves += 1
+                context.n_solves += 1
+                context.n_box_lp += 1
+                return SolveResult(Status.OPTIMAL, float(g @ u), u, solver="box_lp")
         res = context.maximize_in_cell(polytope, g)
         if res is not None:
             self.n_solves += 1

@@ -22,6 +22,7 @@ from collections import deque
 import numpy as np
 
 from polytrav.analysis import LayerPlanes, cell_rows, layer_planes, signed_cell_rows
+from polytrav.box_lp import maximize_in_box
 
 __all__ = ["CellBound", "dual_bound"]
 
@@ -44,11 +45,16 @@ def dual_bound(A: np.ndarray, b: np.ndarray, g: np.ndarray, lam: np.ndarray) -> 
 class CellBound:
     """Upper bounds of ``max g·u`` over cells of one run, from recently learnt multipliers."""
 
+    #: Whether :meth:`decide` runs :func:`~polytrav.box_lp.maximize_in_box` (False: only the
+    #: kept multipliers, and every undecided maximum goes to an LP backend).
+    use_box_lp: bool = True
+
     def __init__(self, keep: int = KEEP, steps: int = STEPS):
         self.pool: deque[np.ndarray] = deque(maxlen=keep)
         self.steps = steps
         self._current = (None, None)  # (the polytope last asked for, its rows)
         self._planes: LayerPlanes | None = None  # layer_planes per layer, once a frame is known
+        self._reach: tuple = (None, None)  # (rows, their L1 norms)
 
     def rows(self, polytope, frame) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~polytrav.analysis.cell_rows` of ``polytope``, from each layer's planes kept
@@ -77,60 +83,36 @@ class CellBound:
         norm, limit = self._limit(g, beat)
         return norm <= limit
 
-    def below(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, beat: float) -> bool:
-        """Whether some ``lam >= 0`` proves ``max g·u <= beat`` over ``{A u <= b} ∩ [-1, 1]^d``."""
+    def decide(self, A: np.ndarray, b: np.ndarray, g: np.ndarray,
+               beat: float) -> tuple[bool, np.ndarray | None]:
+        """Whether ``max g·u`` over ``{A u <= b} ∩ [-1, 1]^d`` can exceed ``beat``.
+
+        Returns ``(True, None)`` when multipliers prove ``max g·u <= beat``: the box, the kept
+        ones, then the iterates of :func:`~polytrav.box_lp.maximize_in_box` from the box corner.
+        Otherwise ``(False, u)`` with ``u`` a certified maximiser, or ``(False, None)`` when
+        the dual simplex left it undecided (then solve the LP and :meth:`learn`).
+        """
         norm, limit = self._limit(g, beat)
         if norm <= limit:
-            return True
+            return True, None
         pool = [lam for lam in self.pool if lam.shape == b.shape]
-        if not pool:
-            return False
-        L = np.stack(pool)  # one multiplier per row
-        R = g - L @ A  # the residuals g - Aᵀ lam, one per row
-        phis = L @ b + np.abs(R).sum(axis=1)
-        k = int(np.argmin(phis))
-        if phis[k] <= limit:
-            return True
-        lam, r = L[k], R[k]
-        for _ in range(self.steps):
-            phi = self._step(A, b, lam, r)
-            if phi is None:
-                break
-            if phi <= limit:
-                return True
-        return False
+        if pool:
+            L = np.stack(pool)  # one multiplier per row
+            if np.min(L @ b + np.abs(g - L @ A).sum(axis=1)) <= limit:
+                return True, None
+        if not self.use_box_lp:
+            return False, None
+        if self._reach[0] is not A:  # the rows' L1 norms, once per cell (both senses use them)
+            self._reach = (A, np.abs(A).sum(axis=1))
+        res = maximize_in_box(A, b, g, stop=limit, reach=self._reach[1])
+        if res.lam.any():
+            self.pool.append(res.lam)
+        return res.status == "bound", res.u
 
-    @staticmethod
-    def _step(A, b, lam, r) -> float | None:
-        """One exact minimisation of ``phi`` along the multiplier whose subgradient is most
-        negative (or a positive one whose subgradient is positive); updates ``lam`` and
-        ``r = g - Aᵀ lam`` in place and returns the new ``phi``, or None at a minimum."""
-        sub = b - A @ np.sign(r)  # a subgradient of phi in lam
-        i = int(np.argmin(sub))
-        if sub[i] >= 0:
-            pos = np.flatnonzero(lam > 0)
-            if pos.size == 0:
-                return None
-            i = int(pos[np.argmax(sub[pos])])
-            if sub[i] <= 0:
-                return None
-        a = A[i]
-        w = np.abs(a)
-        n = int(np.count_nonzero(w))
-        if n == 0:
-            return None
-        # phi along t = lam_i: b_i t + sum_j w_j |knot_j - t| + const, knot_j = lam_i + r_j / a_j;
-        # a zero a_j gives a constant term (its knot sorts last with weight 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            knots = np.where(w > 0, lam[i] + r / a, np.inf)
-        order = np.argsort(knots)
-        cum = np.cumsum(w[order])
-        # the slope just right of knot k is b_i + 2 cum_k - cum_total: the first k where it is >= 0
-        k = min(int(np.searchsorted(2.0 * cum, cum[-1] - b[i])), n - 1)
-        t = max(float(knots[order[k]]), 0.0)
-        r += a * (lam[i] - t)
-        lam[i] = t
-        return float(b @ lam + np.abs(r).sum())
+    def below(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, beat: float) -> bool:
+        """Whether some ``lam >= 0`` proves ``max g·u <= beat`` over ``{A u <= b} ∩ [-1, 1]^d``
+        (:meth:`decide`'s first answer)."""
+        return self.decide(A, b, g, beat)[0]
 
     def learn(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, u: np.ndarray) -> None:
         """Keep the multipliers of a solved ``max g·u`` with maximiser ``u``: least squares

@@ -103,6 +103,7 @@ class RunContext:
         self.solve_time = 0.0
         self.n_fallbacks = 0
         self.n_in_model = 0  # solves in the traversal's own LP model (maximize_in_cell)
+        self.n_box_lp = 0  # cell maxima certified by polytrav.box_lp (maximize_linear)
         self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
 
     @property
@@ -392,7 +393,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     stats["proven_pieces"] = list(trav.proven_pieces)
     stats.update(subproblem_solves=context.n_solves, subproblem_time=context.solve_time,
                  subproblem_fallbacks=context.n_fallbacks,
-                 subproblem_in_traversal_model=context.n_in_model)
+                 subproblem_in_traversal_model=context.n_in_model,
+                 subproblem_box_lp=context.n_box_lp)
     return Report(
         results=[results[a.label] for a in items],
         status=trav.status,

@@ -123,7 +123,7 @@ def test_a_wrong_bound_is_caught_by_the_milp(monkeypatch):
     net = random_net(seed, n_in, widths, n_out=n_out)
     lo, hi = -np.ones(n_in), np.ones(n_in)
     g = np.random.default_rng(seed).standard_normal(n_out)
-    monkeypatch.setattr(CellBound, "below", lambda self, A, b, g, beat: bool(self.pool))
+    monkeypatch.setattr(CellBound, "decide", lambda self, A, b, g, beat: (bool(self.pool), None))
     res = analyze(net, Box(lo, hi), OutputRange(weights=g))[0]
     truth_max = milp_max_linear(net, g, lo, hi).value
     truth_min = -milp_max_linear(net, -g, lo, hi).value

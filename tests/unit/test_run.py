@@ -7,6 +7,7 @@ from reference import random_net
 
 from polytrav import (Analysis, AnalysisResult, Box, ConfigError, Network, RegionError, Report,
                       Status, Verdict, analyze)
+from polytrav.lagrange import CellBound
 from polytrav.manager import analysis_classes, create_analysis
 from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.linear_property import LinearProperty
@@ -172,12 +173,14 @@ def test_a_failed_solve_is_retried_on_the_next_backend(net7):
 def test_output_range_with_a_lost_lp_is_inexact(net7, monkeypatch):
     # the cell LPs go through the backend chain only where the traversal's model cannot serve
     monkeypatch.setattr(Traversal, "maximize_in_cell", lambda self, polytope, g: None)
+    monkeypatch.setattr(CellBound, "use_box_lp", False)
     report = analyze(net7, BOX7, OutputRange(), solver=[FailingBackend(fail_on={"all"})])
     assert not report[0].exact and report[0].failures
 
 
 def test_cell_lps_in_the_traversal_model_equal_the_subproblem_path(net7, monkeypatch):
     """OutputRange's LPs solved in the traversal's warm model give the subproblem path's optima."""
+    monkeypatch.setattr(CellBound, "use_box_lp", False)
     direct = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)])
     assert direct.stats["subproblem_in_traversal_model"] > 10
     assert direct.stats["subproblem_in_traversal_model"] == direct.stats["subproblem_solves"]
@@ -188,6 +191,12 @@ def test_cell_lps_in_the_traversal_model_equal_the_subproblem_path(net7, monkeyp
         for key in ("min", "max"):
             assert a.value[key] == pytest.approx(b.value[key], abs=1e-9), key
     assert direct.stats["polytopes"] == compiled.stats["polytopes"]
+    monkeypatch.setattr(CellBound, "use_box_lp", True)
+    boxed = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)])
+    assert boxed.stats["subproblem_box_lp"] > 0
+    for a, b in zip(direct, boxed):
+        for key in ("min", "max"):
+            assert a.value[key] == pytest.approx(b.value[key], abs=1e-9), key
 
 
 # ---------------------------------------------------------------- directives and interrupts

@@ -1,0 +1,201 @@
+"""``max g·u`` over ``{A u <= b} ∩ [-1, 1]^d`` with few rows: a bounded dual simplex.
+
+The cells of an analysis are such LPs in frame coordinates (:mod:`polytrav.lagrange`): on
+``mnist2x10`` at eps 0.01, 784 columns and the 3-6 neuron rows that cut the box. HiGHS spends
+0.3-0.5 ms of set-up on every run of such a model (it re-assesses the whole matrix, rebuilds
+its row-wise copy and checks the KKT conditions of the result) even when 2 iterations
+follow; here an iteration is a few numpy operations on rows of length ``d``.
+
+The method is the dual simplex for bounded variables with the bound-flipping ratio test
+(Koberstein, "The dual simplex method, techniques for a fast and stable implementation",
+2005, ch. 3), dual steepest-edge pricing (exact: the basis inverse is kept) and the slacks as
+the first basis: ``u`` at the box corner ``sign(g)`` is dual feasible, so no phase 1 is needed.
+Every iterate has multipliers ``lam >= 0`` whose dual value
+``phi(lam) = b·lam + ||g - Aᵀ lam||_1`` bounds the maximum from above and decreases, so a
+caller that only needs to know whether the maximum can exceed ``stop`` stops at the first
+``phi <= stop``. At the optimum the primal point attains ``phi``; the result is certified, not
+trusted: the point is checked against every row and the gap against ``phi``, computed from the
+returned multipliers. Anything else (a tiny pivot, the iteration limit, an empty cell) ends
+``undecided`` and the caller solves the LP with a backend.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from polytrav.tolerances import LP_FEASIBILITY_TOL
+
+__all__ = ["BoxLp", "maximize_in_box"]
+
+#: Iterations allowed, as ``ITER_PER_ROW * rows + ITER_BASE``.
+ITER_PER_ROW, ITER_BASE = 4, 20
+#: Smallest pivot accepted (a smaller one ends the run undecided).
+PIVOT_TOL = 1e-11
+#: Iterations between recomputations of the basis inverse from the basis.
+REFACTOR = 16
+#: Relative size of the cost perturbation that breaks ties in the ratio test (as HiGHS does;
+#: removed before the optimum is certified).
+PERTURB = 5e-7
+
+
+@dataclass(frozen=True)
+class BoxLp:
+    """The outcome of :func:`maximize_in_box`.
+
+    ``status``: ``"optimal"`` (``u`` attains ``bound`` within tolerance), ``"bound"`` (``bound``
+    fell to ``stop``: the maximum is at most ``stop``) or ``"undecided"``. ``bound`` is
+    ``phi(lam)``, an upper bound of the maximum in every case; ``lam`` has one multiplier per
+    row of ``A`` (0 on rows the box makes redundant).
+    """
+
+    status: str
+    bound: float
+    lam: np.ndarray
+    u: np.ndarray | None
+    iterations: int
+
+
+def _phi(A, b, g, lam) -> float:
+    return float(b @ lam + np.abs(g - lam @ A).sum())
+
+
+def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -np.inf,
+                    reach: np.ndarray | None = None, tol: float = LP_FEASIBILITY_TOL) -> BoxLp:
+    """``max g·u`` subject to ``A u <= b`` and ``-1 <= u <= 1`` (see the module docstring).
+
+    ``stop``: end as soon as the dual bound proves the maximum is at most ``stop``.
+    ``reach``: the rows' L1 norms (the largest ``a·u`` on the box), if known.
+    """
+    A, b, g = np.asarray(A, float), np.asarray(b, float), np.asarray(g, float)
+    m, d = A.shape
+    if reach is None:
+        reach = np.abs(A).sum(axis=1)
+    lam_all = np.zeros(m)
+    if np.any(b < -reach - tol):  # a row no point of the box satisfies: empty
+        return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, 0)
+    rows = np.flatnonzero(reach > b)  # the others hold on the whole box
+    Ak, bk = A[rows], b[rows]
+    k = rows.size
+    basis = np.arange(d, d + k)  # column j < d is u_j, d + i the slack of row i
+    slack = np.ones(k, bool)  # basic variable i is a slack
+    active = np.zeros(k, bool)  # row i's slack is nonbasic (the row holds with equality)
+    Binv = np.eye(k)
+    cB = np.zeros(k)  # the (perturbed) objective's coefficients of the basic columns
+    u = np.where(g > 0.0, 1.0, -1.0)  # nonbasic u_j at a bound, basic ones 0 here
+    # costs pushed away from 0 towards their bound's side: no two ratios tie by accident
+    shift = u * (PERTURB * (1.0 + np.abs(g)) * _noise(d))
+    cost = g + shift
+    check = stop > -np.inf
+    limit = ITER_PER_ROW * k + ITER_BASE
+    it = 0
+    while True:
+        lam = cB @ Binv  # the multipliers (>= 0 up to rounding)
+        if check:
+            lam_c = np.maximum(lam, 0.0)
+            phi = float(bk @ lam_c + np.abs(g - lam_c @ Ak).sum())  # a bound for any lam >= 0
+            if phi <= stop:
+                lam_all[rows] = lam_c
+                return BoxLp("bound", phi, lam_all, None, it)
+        r = cost - lam @ Ak  # reduced costs (max form) of the u columns; 0 on basic ones
+        xB = Binv @ (bk - Ak @ u)
+        infeas = np.where(slack, -xB, np.abs(xB) - 1.0)
+        rr = int(np.argmax(infeas)) if k else 0
+        if k == 0 or infeas[rr] <= tol:
+            wrong = (u * r < 0.0) & (np.abs(r) > tol)  # rounding put u on the wrong bound
+            if wrong.any():
+                u[wrong] = -u[wrong]
+            elif shift is not None:  # optimal for the perturbed costs: go on with the true
+                shift, cost = None, g
+                cB[~slack] = g[basis[~slack]]
+            else:
+                x = u.copy()
+                x[basis[~slack]] = xB[~slack]
+                lam_all[rows] = np.maximum(lam, 0.0)
+                return _certified(Ak, bk, g, np.clip(x, -1.0, 1.0), lam_all, rows, it, tol)
+            continue
+        if it >= limit:
+            lam_all[rows] = np.maximum(lam, 0.0)
+            return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
+        if k > 1:  # dual steepest edge: infeasibility over ||row of B^-1||
+            score = np.where(infeas > tol, infeas * infeas / np.einsum("ij,ij->i", Binv, Binv), -1.0)
+            rr = int(np.argmax(score))
+        delta = float(infeas[rr])
+        to_lower = bool(slack[rr] or xB[rr] < 0.0)  # the bound the leaving variable goes to
+        rho = Binv[rr] if to_lower else -Binv[rr]
+        a_u = rho @ Ak
+        # entering candidates: u at -1 with a < 0, u at +1 with a > 0 (basic u are 0 here),
+        # ratio r / a >= 0; a nonbasic slack (at 0, reduced cost lam_i >= 0) with a < 0
+        cu = np.flatnonzero(u * a_u > tol)
+        ratios = np.maximum(r[cu] / a_u[cu], 0.0)
+        spans = 2.0 * np.abs(a_u[cu])  # how much flipping u_j to its other bound repairs
+        cs = np.flatnonzero(active & (rho < -tol))
+        if cs.size:
+            ratios = np.concatenate([ratios, np.maximum(-lam[cs] / rho[cs], 0.0)])
+            spans = np.concatenate([spans, np.full(cs.size, np.inf)])
+        # bound flipping: pass breakpoints (each u flips to its other bound) while the leaving
+        # variable stays infeasible; the one that would overshoot enters
+        order = np.argsort(ratios)
+        n_pass = int(np.searchsorted(np.cumsum(spans[order]), delta))
+        if n_pass == order.size:  # the dual is unbounded: the cell is empty
+            lam_all[rows] = np.maximum(lam, 0.0)
+            return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
+        q = int(order[n_pass])
+        flip = cu[order[:n_pass][order[:n_pass] < cu.size]]
+        u[flip] = -u[flip]
+        if q < cu.size:
+            q = int(cu[q])
+            alpha_q = Binv @ Ak[:, q]
+        else:
+            q = d + int(cs[q - cu.size])
+            alpha_q = Binv[:, q - d].copy()
+        pivot = alpha_q[rr]
+        if abs(pivot) < PIVOT_TOL:
+            lam_all[rows] = np.maximum(lam, 0.0)
+            return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
+        leaving = basis[rr]
+        if leaving < d:
+            u[leaving] = -1.0 if to_lower else 1.0
+        else:
+            active[leaving - d] = True
+        basis[rr] = q
+        if q < d:
+            u[q] = 0.0
+            slack[rr] = False
+            cB[rr] = cost[q]
+        else:
+            active[q - d] = False
+            slack[rr] = True
+            cB[rr] = 0.0
+        it += 1
+        if it % REFACTOR == 0:
+            B = np.zeros((k, k))
+            B[:, ~slack] = Ak[:, basis[~slack]]
+            B[basis[slack] - d, np.flatnonzero(slack)] = 1.0
+            Binv = np.linalg.inv(B)
+        else:
+            Binv[rr] /= pivot
+            alpha_q[rr] = 0.0
+            Binv -= np.outer(alpha_q, Binv[rr])
+
+
+_NOISE: dict[int, np.ndarray] = {}
+
+
+def _noise(d: int) -> np.ndarray:
+    """A fixed vector of ``d`` numbers in [0.5, 1) (the perturbation's pattern; reproducible)."""
+    if d not in _NOISE:
+        _NOISE[d] = 0.5 + 0.5 * np.random.default_rng(d).random(d)
+    return _NOISE[d]
+
+
+def _certified(Ak, bk, g, u, lam, rows, it, tol) -> BoxLp:
+    """``optimal`` if ``u`` (in the box) satisfies the rows that cut the box (``Ak``, the
+    others hold anywhere in it) within ``tol`` and attains the bound ``phi`` of the
+    multipliers (nonzero on those rows only) within rounding, else ``undecided``."""
+    phi = _phi(Ak, bk, g, lam[rows])
+    value = float(g @ u)
+    scale = 1.0 + abs(phi) + float(np.abs(g).sum())
+    if np.all(Ak @ u <= bk + tol) and phi - value <= tol * scale:
+        return BoxLp("optimal", phi, lam, u, it)
+    return BoxLp("undecided", phi, lam, None, it)
