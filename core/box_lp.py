@@ -80,6 +80,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
     basis = np.arange(d, d + k)  # column j < d is u_j, d + i the slack of row i
     slack = np.ones(k, bool)  # basic variable i is a slack
     active = np.zeros(k, bool)  # row i's slack is nonbasic (the row holds with equality)
+    n_active = 0
     Binv = np.eye(k)
     cB = np.zeros(k)  # the (perturbed) objective's coefficients of the basic columns
     u = np.where(g > 0.0, 1.0, -1.0)  # nonbasic u_j at a bound, basic ones 0 here
@@ -91,29 +92,33 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
     it = 0
     while True:
         lam = cB @ Binv  # the multipliers (>= 0 up to rounding)
-        if check:
-            lam_c = np.maximum(lam, 0.0)
-            phi = float(bk @ lam_c + np.abs(g - lam_c @ Ak).sum())  # a bound for any lam >= 0
+        la = lam @ Ak
+        if check and it:  # (the first iterate, lam = 0, is the box bound the caller has tried)
+            if lam.min() < 0.0:
+                lam = np.maximum(lam, 0.0)
+                la = lam @ Ak
+            phi = float(bk @ lam + np.abs(g - la).sum())  # a bound for any lam >= 0
             if phi <= stop:
-                lam_all[rows] = lam_c
+                lam_all[rows] = lam
                 return BoxLp("bound", phi, lam_all, None, it)
-        r = cost - lam @ Ak  # reduced costs (max form) of the u columns; 0 on basic ones
+        r = cost - la  # reduced costs (max form) of the u columns; 0 on basic ones
         xB = Binv @ (bk - Ak @ u)
         infeas = np.where(slack, -xB, np.abs(xB) - 1.0)
         rr = int(np.argmax(infeas)) if k else 0
-        if k == 0 or infeas[rr] <= tol:
-            wrong = (u * r < 0.0) & (np.abs(r) > tol)  # rounding put u on the wrong bound
-            if wrong.any():
-                u[wrong] = -u[wrong]
-            elif shift is not None:  # optimal for the perturbed costs: go on with the true
+        if k == 0 or infeas[rr] <= tol:  # primal feasible: optimal for the costs in use
+            if shift is not None:  # go on with the true costs (same basis, same point)
                 shift, cost = None, g
                 cB[~slack] = g[basis[~slack]]
-            else:
-                x = u.copy()
-                x[basis[~slack]] = xB[~slack]
-                lam_all[rows] = np.maximum(lam, 0.0)
-                return _certified(Ak, bk, g, np.clip(x, -1.0, 1.0), lam_all, rows, it, tol)
-            continue
+                lam = cB @ Binv
+                r = g - lam @ Ak
+            wrong = (u * r < 0.0) & (np.abs(r) > tol)  # u on the bound its cost does not pick
+            if wrong.any():
+                u[wrong] = -u[wrong]
+                continue
+            x = u.copy()
+            x[basis[~slack]] = xB[~slack]
+            lam_all[rows] = np.maximum(lam, 0.0)
+            return _certified(Ak, bk, g, np.clip(x, -1.0, 1.0), lam_all, rows, it, tol)
         if it >= limit:
             lam_all[rows] = np.maximum(lam, 0.0)
             return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
@@ -126,10 +131,11 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
         a_u = rho @ Ak
         # entering candidates: u at -1 with a < 0, u at +1 with a > 0 (basic u are 0 here),
         # ratio r / a >= 0; a nonbasic slack (at 0, reduced cost lam_i >= 0) with a < 0
-        cu = np.flatnonzero(u * a_u > tol)
+        ua = u * a_u
+        cu = np.flatnonzero(ua > tol)
         ratios = np.maximum(r[cu] / a_u[cu], 0.0)
-        spans = 2.0 * np.abs(a_u[cu])  # how much flipping u_j to its other bound repairs
-        cs = np.flatnonzero(active & (rho < -tol))
+        spans = 2.0 * ua[cu]  # how much flipping u_j to its other bound repairs
+        cs = np.flatnonzero(active & (rho < -tol)) if n_active else cu[:0]
         if cs.size:
             ratios = np.concatenate([ratios, np.maximum(-lam[cs] / rho[cs], 0.0)])
             spans = np.concatenate([spans, np.full(cs.size, np.inf)])
@@ -141,7 +147,8 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             lam_all[rows] = np.maximum(lam, 0.0)
             return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
         q = int(order[n_pass])
-        flip = cu[order[:n_pass][order[:n_pass] < cu.size]]
+        passed = order[:n_pass]
+        flip = cu[passed[passed < cu.size]] if cs.size else cu[passed]
         u[flip] = -u[flip]
         if q < cu.size:
             q = int(cu[q])
@@ -158,6 +165,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             u[leaving] = -1.0 if to_lower else 1.0
         else:
             active[leaving - d] = True
+            n_active += 1
         basis[rr] = q
         if q < d:
             u[q] = 0.0
@@ -165,6 +173,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             cB[rr] = cost[q]
         else:
             active[q - d] = False
+            n_active -= 1
             slack[rr] = True
             cB[rr] = 0.0
         it += 1

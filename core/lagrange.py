@@ -9,11 +9,14 @@ multipliers ``lam >= 0`` weak duality gives
     max g·u over polytope ∩ region  <=  phi(lam) = b·lam + ||g - Aᵀ lam||_1,
 
 with ``lam = 0`` the plain box bound. :class:`CellBound` keeps the multipliers of the last
-solved LPs (neighbouring polytopes share most rows and their optimal multipliers fit each
-other), takes the best of them and improves it by a few exact coordinate steps (each one a
-weighted median along one multiplier). The bound is sound for any ``lam``; only how often it
+solved cells (neighbouring polytopes share most rows and their optimal multipliers fit each
+other) and tries the best of them; if that does not prove the skip, it runs the dual simplex
+of :mod:`polytrav.box_lp` from the box corner, whose iterates are multipliers with a
+decreasing ``phi``: it stops at the first that proves the skip, or at the cell's optimum,
+which is then certified and needs no LP. The bound is sound for any ``lam``; only how often it
 proves a skip depends on the choice. Measured on ``mnist2x10``, eps 0.01: ``OutputRange``
-solves 13 LPs instead of 29, ``SoftmaxAttack`` 12 instead of 32.
+needs the maximum of 6 of its 40 cells and no LP backend at all (before ``box_lp``: 10
+HiGHS LPs of 0.6-1 ms each, against a 33 ms traversal).
 """
 from __future__ import annotations
 
@@ -28,8 +31,6 @@ __all__ = ["CellBound", "dual_bound"]
 
 #: Multipliers kept from recently solved LPs.
 KEEP = 8
-#: Coordinate steps that improve the best kept multipliers before a bound is given up.
-STEPS = 2
 #: Relative safety of a skip against rounding in ``phi`` (far below the LPs' 1e-9).
 SAFETY = 1e-12
 #: Slack under which a row counts as active at an LP's maximiser (rows have unit norm).
@@ -49,9 +50,8 @@ class CellBound:
     #: kept multipliers, and every undecided maximum goes to an LP backend).
     use_box_lp: bool = True
 
-    def __init__(self, keep: int = KEEP, steps: int = STEPS):
+    def __init__(self, keep: int = KEEP):
         self.pool: deque[np.ndarray] = deque(maxlen=keep)
-        self.steps = steps
         self._current = (None, None)  # (the polytope last asked for, its rows)
         self._planes: LayerPlanes | None = None  # layer_planes per layer, once a frame is known
         self._reach: tuple = (None, None)  # (rows, their L1 norms)
