@@ -336,16 +336,24 @@ class LayerPlanes:
         return [L[2] for L in layers]
 
 
-def signed_cell_rows(code, planes: list) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`cell_rows` from each layer's :func:`layer_planes` and the polytope's ``code``
-    (at least one hidden layer)."""
+def stack_planes(planes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each layer's :func:`layer_planes` stacked: ``(G, g0, zero)``, with the rows of neurons
+    constant on the region's affine hull (``zero``) set to 0 in ``G``."""
     G = np.vstack([p[0] for p in planes])
     g0 = np.concatenate([p[1] for p in planes])
     norms = np.concatenate([p[2] for p in planes])
+    zero = norms <= ZERO_ROW_TOL * max(float(norms.max(initial=0.0)), 1e-300)
+    G[zero] = 0.0
+    return G, g0, zero
+
+
+def signed_cell_rows(code, stacked: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cell_rows` from :func:`stack_planes` and the polytope's ``code`` (at least one
+    hidden layer)."""
+    G, g0, zero = stacked
     s = np.where(np.concatenate(code), -1.0, 1.0)  # on: -h <= 0 ; off: h <= 0
     A, b = s[:, None] * G, -s * g0
-    zero = norms <= ZERO_ROW_TOL * max(float(norms.max(initial=0.0)), 1e-300)
-    A[zero], b[zero] = 0.0, 1.0
+    b[zero] = 1.0
     return A, b
 
 
@@ -359,7 +367,7 @@ def cell_rows(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndar
         return np.zeros((1, frame.dim)), np.ones(1)
     planes = [layer_planes(frame, Wh, bh)
               for Wh, bh in polytope.network.hyperplanes(polytope.code)]
-    return signed_cell_rows(polytope.code, planes)
+    return signed_cell_rows(polytope.code, stack_planes(planes))
 
 
 def cell_values(polytope: "Polytope", frame: "Frame") -> dict[str, np.ndarray]:

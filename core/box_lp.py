@@ -32,10 +32,12 @@ __all__ = ["BoxLp", "maximize_in_box"]
 ITER_PER_ROW, ITER_BASE = 4, 20
 #: Smallest pivot accepted (a smaller one ends the run undecided).
 PIVOT_TOL = 1e-11
+#: A ratio-test step this short counts as degenerate.
+DEGENERATE = 1e-14
 #: Iterations between recomputations of the basis inverse from the basis.
 REFACTOR = 16
-#: Relative size of the cost perturbation that breaks ties in the ratio test (as HiGHS does;
-#: removed before the optimum is certified).
+#: Relative size of the cost perturbation that breaks ties in the ratio test once a step was
+#: degenerate (HiGHS perturbs from the start; removed before the optimum is certified).
 PERTURB = 5e-7
 
 
@@ -84,9 +86,8 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
     Binv = np.eye(k)
     cB = np.zeros(k)  # the (perturbed) objective's coefficients of the basic columns
     u = np.where(g > 0.0, 1.0, -1.0)  # nonbasic u_j at a bound, basic ones 0 here
-    # costs pushed away from 0 towards their bound's side: no two ratios tie by accident
-    shift = u * (PERTURB * (1.0 + np.abs(g)) * _noise(d))
-    cost = g + shift
+    shift, cost = None, g  # the costs perturbed after a degenerate step (see below)
+    perturbed = False
     check = stop > -np.inf
     limit = ITER_PER_ROW * k + ITER_BASE
     it = 0
@@ -147,6 +148,14 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             lam_all[rows] = np.maximum(lam, 0.0)
             return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
         q = int(order[n_pass])
+        if not perturbed and ratios[q] <= DEGENERATE:
+            # a step of length 0 (ties such as zero costs can cycle): push each nonbasic cost
+            # away from 0 towards its bound's side, then start the iteration again
+            perturbed = True
+            shift = u * (PERTURB * (1.0 + np.abs(g)) * _noise(d))
+            cost = g + shift
+            cB[~slack] = cost[basis[~slack]]
+            continue
         passed = order[:n_pass]
         flip = cu[passed[passed < cu.size]] if cs.size else cu[passed]
         u[flip] = -u[flip]

@@ -24,7 +24,7 @@ from collections import deque
 
 import numpy as np
 
-from polytrav.analysis import LayerPlanes, cell_rows, layer_planes, signed_cell_rows
+from polytrav.analysis import LayerPlanes, cell_rows, layer_planes, signed_cell_rows, stack_planes
 from polytrav.box_lp import maximize_in_box
 
 __all__ = ["CellBound", "dual_bound"]
@@ -55,6 +55,7 @@ class CellBound:
         self._current = (None, None)  # (the polytope last asked for, its rows)
         self._planes: LayerPlanes | None = None  # layer_planes per layer, once a frame is known
         self._reach: tuple = (None, None)  # (rows, their L1 norms)
+        self._stacked: tuple = ((), None, None)  # (layer planes, stack_planes of them, L1 norms)
 
     def rows(self, polytope, frame) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~polytrav.analysis.cell_rows` of ``polytope``, from each layer's planes kept
@@ -67,7 +68,13 @@ class CellBound:
         else:
             if self._planes is None:
                 self._planes = LayerPlanes(lambda W, b: layer_planes(frame, W, b))
-            rows = signed_cell_rows(polytope.code, self._planes(polytope))
+            planes = self._planes(polytope)
+            if len(planes) != len(self._stacked[0]) or any(
+                    p is not q for p, q in zip(planes, self._stacked[0])):
+                stacked = stack_planes(planes)
+                self._stacked = (planes, stacked, np.abs(stacked[0]).sum(axis=1))
+            rows = signed_cell_rows(polytope.code, self._stacked[1])
+            self._reach = (rows[0], self._stacked[2])  # the L1 norms do not depend on signs
         self._current = (polytope, rows)
         return rows
 

@@ -228,16 +228,21 @@ class Network:
         """Activation code at ``x``: one boolean array per hidden layer, ``True`` iff pre-activation >= 0."""
         return tuple(h >= 0.0 for h in self.pre_activations(x))
 
-    def local_model(self, code: Code) -> tuple[np.ndarray, np.ndarray]:
+    def local_model(self, code: Code, G: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The affine map ``y = W @ x + c`` the network computes on the polytope of ``code``.
 
-        Returns ``W`` shaped ``(n_outputs, n_inputs)`` and ``c`` shaped ``(n_outputs,)``.
+        Returns ``W`` shaped ``(n_outputs, n_inputs)`` and ``c`` shaped ``(n_outputs,)``; with
+        ``G`` (rows over the outputs) the map of ``G @ y`` instead: ``(G @ W, G @ c)``, built
+        from the output side without ``W`` (cheaper for a few rows).
         """
         if len(code) != self.n_hidden_layers:
             raise NetworkError(
                 f"Network: code has {len(code)} layers but the network has {self.n_hidden_layers}"
             )
-        W, z = self.weights[-1], np.zeros(self.n_inputs)
+        W_out, b_out = self.weights[-1], self.biases[-1]
+        if G is not None:
+            W_out, b_out = G @ W_out, G @ b_out
+        W, z = W_out, np.zeros(self.n_inputs)
         masks = [self._mask(code, k) for k in range(len(code))]
         for k, mask in enumerate(masks):  # the offset: the masked network's output at x = 0
             z = np.where(mask, self.weights[k] @ z + self.biases[k], 0.0)
@@ -245,7 +250,7 @@ class Network:
             W = (W * masks[k][None, :]) @ self.weights[k]
         if not code:
             W = W.copy()
-        return W, self.weights[-1] @ z + self.biases[-1]
+        return W, W_out @ z + b_out
 
     def hyperplanes(self, code: Code) -> list[tuple[np.ndarray, np.ndarray]]:
         """Pre-activations of each hidden layer as affine maps of ``x`` on the polytope of ``code``.

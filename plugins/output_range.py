@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, corner_ascent, local_model_u
+from polytrav.analysis import Analysis, corner_ascent
 from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult, Status
@@ -86,10 +86,11 @@ class OutputRange(Analysis):
         self._seeded = False
 
     def visit(self, polytope, context):
-        Wu, cu = local_model_u(polytope, context.frame)
-        gu, g0 = self._g @ Wu, float(self._g @ cu)
-        x_in = polytope.interior_point
-        y_in = float(self._g @ (polytope.W @ x_in + polytope.c))
+        frame, x_in = context.frame, polytope.interior_point
+        W, c = polytope.network.local_model(polytope.code, self._g[None])  # g·f = w·x + c0
+        w, c0 = W[0], float(c[0])
+        gu, g0 = frame.pull(w), float(w @ frame.origin) + c0
+        y_in = float(w @ x_in) + c0
         if y_in > self._best["max"][0]:
             self._best["max"] = (y_in, x_in)
         if y_in < self._best["min"][0]:
