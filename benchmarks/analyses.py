@@ -658,6 +658,10 @@ def main() -> None:
         saved = json.loads(Path(args.tables_from).read_text())
         print(tables(saved["results"]))
         return
+    partial = set(args.cases) != set(SECTIONS) or args.quick
+    if partial and not args.update and Path(args.out).exists():
+        ap.error(f"{args.out} holds every section; a run of some sections (or --quick) would "
+                 "drop the others: add --update, or write elsewhere with --out")
     if args.quick:
         args.repeats = 1
         args.paper_limit = min(args.paper_limit, 10.0)
