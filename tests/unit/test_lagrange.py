@@ -10,7 +10,7 @@ from milp import milp_max_linear, milp_max_margin
 from reference import random_net
 from scipy.optimize import linprog
 
-from polytrav import Box, Network, Polyhedron, analyze, traverse
+from polytrav import Ball, Box, Network, Polyhedron, analyze, traverse
 from polytrav.analysis import cell_rows, local_model_u
 from polytrav.lagrange import CellBound, dual_bound
 from polytrav.plugins.adversarial import SoftmaxAttack
@@ -128,3 +128,26 @@ def test_a_wrong_bound_is_caught_by_the_milp(monkeypatch):
     truth_max = milp_max_linear(net, g, lo, hi).value
     truth_min = -milp_max_linear(net, -g, lo, hi).value
     assert (abs(res.value["max"] - truth_max) > TOL) or (abs(res.value["min"] - truth_min) > TOL)
+
+
+def test_the_box_lp_path_equals_the_backend_path_on_boxes_and_cut_boxes(monkeypatch):
+    """OutputRange and SoftmaxAttack with the box LP (certified maxima, early-stopped bounds)
+    and without it (every undecided cell on HiGHS) give the same values, on a box, a box cut
+    by a half-space and a box cut by an L1 ball, where the box LP's maximiser may leave the
+    region and then must not be used; the box LP does serve cells of the first two."""
+    seed, n_in, widths, n_out = NETS[0]
+    net = random_net(seed, n_in, widths, n_out=n_out)
+    g = np.random.default_rng(seed).standard_normal(n_out)
+    box = Box(-0.25 * np.ones(n_in), 0.25 * np.ones(n_in))
+    cut = Polyhedron(np.ones((1, n_in)) / np.sqrt(n_in), np.array([0.05])) & box
+    l1 = Ball(np.full(n_in, 0.05), 1.0, norm=1) & box
+    for region in (box, cut, l1):
+        values = {}
+        for use in (True, False):
+            monkeypatch.setattr(CellBound, "use_box_lp", use)
+            rep = analyze(net, region, [OutputRange(weights=g), SoftmaxAttack(0)])
+            assert rep.complete and rep[0].exact and rep[1].exact
+            values[use] = (rep[0].value["min"], rep[0].value["max"], rep[1].value,
+                           rep.stats["subproblem_box_lp"])
+        assert values[True][:3] == pytest.approx(values[False][:3], abs=TOL)
+        assert values[False][3] == 0 and (region is l1 or values[True][3] > 0)
