@@ -19,6 +19,7 @@ in order of their bound (see :mod:`polytrav.run`). ``__init__`` only stores para
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -196,6 +197,7 @@ class Analysis:
             if bound.box_below(g, beat):  # before any rows are built
                 return None
             rows = bound.rows(polytope, context.frame)
+            t0 = time.perf_counter()
             proven, u = bound.decide(*rows, g, beat)
             if proven:
                 return None
@@ -204,7 +206,10 @@ class Analysis:
                 self.n_solves += 1
                 context.n_solves += 1
                 context.n_box_lp += 1
-                return SolveResult(Status.OPTIMAL, float(g @ u), u, solver="box_lp")
+                elapsed = time.perf_counter() - t0
+                context.solve_time += elapsed
+                return SolveResult(Status.OPTIMAL, float(g @ u), u, solver="box_lp",
+                                   solve_time=elapsed)
         res = context.maximize_in_cell(polytope, g)
         if res is not None:
             self.n_solves += 1

@@ -34,6 +34,8 @@ ITER_PER_ROW, ITER_BASE = 4, 20
 PIVOT_TOL = 1e-11
 #: A ratio-test step this short counts as degenerate.
 DEGENERATE = 1e-14
+#: Relative rounding allowance of a bound (:func:`rounding`; above ``(d + k) eps``).
+ROUNDING = 1e-12
 #: Iterations between recomputations of the basis inverse from the basis.
 REFACTOR = 16
 #: Relative size of the cost perturbation that breaks ties in the ratio test once a step was
@@ -62,23 +64,40 @@ def _phi(A, b, g, lam) -> float:
     return float(b @ lam + np.abs(g - lam @ A).sum())
 
 
+def rounding(lam: np.ndarray, weight: np.ndarray) -> float:
+    """A bound of the rounding error of ``phi(lam)`` computed in floating point, beyond the
+    part a caller's margin covers for ``lam = 0``: ``ROUNDING · lam·(|b| + ||a||_1)`` (the
+    terms' size grows with the multipliers; large ones come with thin cells)."""
+    return ROUNDING * float(lam @ weight)
+
+
 def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -np.inf,
                     reach: np.ndarray | None = None, tol: float = LP_FEASIBILITY_TOL) -> BoxLp:
     """``max g·u`` subject to ``A u <= b`` and ``-1 <= u <= 1`` (see the module docstring).
 
-    ``stop``: end as soon as the dual bound proves the maximum is at most ``stop``.
-    ``reach``: the rows' L1 norms (the largest ``a·u`` on the box), if known.
+    ``stop``: end as soon as the dual bound, plus its rounding allowance (:func:`rounding`),
+    proves the maximum is at most ``stop`` (callers leave their own margin for ``lam = 0``).
+    ``reach``: the rows' L1 norms (the largest ``a·u`` on the box), if known. ``tol`` is
+    absolute: rows that cut the box are scaled to unit norm first.
     """
     A, b, g = np.asarray(A, float), np.asarray(b, float), np.asarray(g, float)
     m, d = A.shape
     if reach is None:
         reach = np.abs(A).sum(axis=1)
     lam_all = np.zeros(m)
+    if not (np.isfinite(reach).all() and np.isfinite(b).all() and np.isfinite(g).all()):
+        return BoxLp("undecided", np.inf, lam_all, None, 0)
     if np.any(b < -reach - tol):  # a row no point of the box satisfies: empty
         return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, 0)
     rows = np.flatnonzero(reach > b)  # the others hold on the whole box
     Ak, bk = A[rows], b[rows]
     k = rows.size
+    norms = np.linalg.norm(Ak, axis=1)  # > 0: a zero row cannot cut the box
+    unit = bool(np.all(np.abs(norms - 1.0) <= 1e-12))
+    if not unit:  # the tolerances are absolute: state the rows at unit norm
+        Ak, bk = Ak / norms[:, None], bk / norms
+    scale = 1.0 if unit else norms  # a multiplier of a unit row, over this, is the row's
+    weight = (reach[rows] + np.abs(b[rows])) / scale  # of rounding()
     basis = np.arange(d, d + k)  # column j < d is u_j, d + i the slack of row i
     slack = np.ones(k, bool)  # basic variable i is a slack
     active = np.zeros(k, bool)  # row i's slack is nonbasic (the row holds with equality)
@@ -99,8 +118,8 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
                 lam = np.maximum(lam, 0.0)
                 la = lam @ Ak
             phi = float(bk @ lam + np.abs(g - la).sum())  # a bound for any lam >= 0
-            if phi <= stop:
-                lam_all[rows] = lam
+            if phi + rounding(lam, weight) <= stop:
+                lam_all[rows] = lam / scale
                 return BoxLp("bound", phi, lam_all, None, it)
         r = cost - la  # reduced costs (max form) of the u columns; 0 on basic ones
         xB = Binv @ (bk - Ak @ u)
@@ -118,10 +137,11 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
                 continue
             x = u.copy()
             x[basis[~slack]] = xB[~slack]
-            lam_all[rows] = np.maximum(lam, 0.0)
-            return _certified(Ak, bk, g, np.clip(x, -1.0, 1.0), lam_all, rows, it, tol)
+            lam_all[rows] = np.maximum(lam, 0.0) / scale
+            return _certified(Ak, bk, g, np.clip(x, -1.0, 1.0), np.maximum(lam, 0.0), lam_all,
+                              it, tol)
         if it >= limit:
-            lam_all[rows] = np.maximum(lam, 0.0)
+            lam_all[rows] = np.maximum(lam, 0.0) / scale
             return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
         if k > 1:  # dual steepest edge: infeasibility over ||row of B^-1||
             score = np.where(infeas > tol, infeas * infeas / np.einsum("ij,ij->i", Binv, Binv), -1.0)
@@ -145,7 +165,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
         order = np.argsort(ratios)
         n_pass = int(np.searchsorted(np.cumsum(spans[order]), delta))
         if n_pass == order.size:  # the dual is unbounded: the cell is empty
-            lam_all[rows] = np.maximum(lam, 0.0)
+            lam_all[rows] = np.maximum(lam, 0.0) / scale
             return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
         q = int(order[n_pass])
         if not perturbed and ratios[q] <= DEGENERATE:
@@ -167,7 +187,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             alpha_q = Binv[:, q - d].copy()
         pivot = alpha_q[rr]
         if abs(pivot) < PIVOT_TOL:
-            lam_all[rows] = np.maximum(lam, 0.0)
+            lam_all[rows] = np.maximum(lam, 0.0) / scale
             return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
         leaving = basis[rr]
         if leaving < d:
@@ -190,7 +210,11 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             B = np.zeros((k, k))
             B[:, ~slack] = Ak[:, basis[~slack]]
             B[basis[slack] - d, np.flatnonzero(slack)] = 1.0
-            Binv = np.linalg.inv(B)
+            try:
+                Binv = np.linalg.inv(B)
+            except np.linalg.LinAlgError:  # a singular basis: leave it to a backend
+                lam_all[rows] = np.maximum(lam, 0.0) / scale
+                return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
         else:
             Binv[rr] /= pivot
             alpha_q[rr] = 0.0
@@ -207,11 +231,11 @@ def _noise(d: int) -> np.ndarray:
     return _NOISE[d]
 
 
-def _certified(Ak, bk, g, u, lam, rows, it, tol) -> BoxLp:
-    """``optimal`` if ``u`` (in the box) satisfies the rows that cut the box (``Ak``, the
-    others hold anywhere in it) within ``tol`` and attains the bound ``phi`` of the
-    multipliers (nonzero on those rows only) within rounding, else ``undecided``."""
-    phi = _phi(Ak, bk, g, lam[rows])
+def _certified(Ak, bk, g, u, lam_k, lam, it, tol) -> BoxLp:
+    """``optimal`` if ``u`` (in the box) satisfies the rows that cut the box (``Ak``, unit
+    norm; the others hold anywhere in it) within ``tol`` and attains the bound ``phi`` of
+    their multipliers ``lam_k`` within rounding, else ``undecided`` (``lam``: all rows')."""
+    phi = _phi(Ak, bk, g, lam_k)
     value = float(g @ u)
     scale = 1.0 + abs(phi) + float(np.abs(g).sum())
     if np.all(Ak @ u <= bk + tol) and phi - value <= tol * scale:

@@ -25,13 +25,14 @@ from collections import deque
 import numpy as np
 
 from polytrav.analysis import LayerPlanes, cell_rows, layer_planes, signed_cell_rows, stack_planes
-from polytrav.box_lp import maximize_in_box
+from polytrav.box_lp import ROUNDING, maximize_in_box
 
 __all__ = ["CellBound", "dual_bound"]
 
 #: Multipliers kept from recently solved LPs.
 KEEP = 8
-#: Relative safety of a skip against rounding in ``phi`` (far below the LPs' 1e-9).
+#: Relative safety of a skip against rounding in ``phi`` of ``lam = 0`` (far below the LPs'
+#: 1e-9); multipliers add :data:`polytrav.box_lp.ROUNDING` times their terms' size.
 SAFETY = 1e-12
 #: Slack under which a row counts as active at an LP's maximiser (rows have unit norm).
 ACTIVE_TOL = 1e-7
@@ -102,17 +103,19 @@ class CellBound:
         norm, limit = self._limit(g, beat)
         if norm <= limit:
             return True, None
+        if self._reach[0] is not A:  # the rows' L1 norms, once per cell (both senses use them)
+            self._reach = (A, np.abs(A).sum(axis=1))
+        reach = self._reach[1]
         pool = [lam for lam in self.pool if lam.shape == b.shape]
         if pool:
             L = np.stack(pool)  # one multiplier per row
-            if np.min(L @ b + np.abs(g - L @ A).sum(axis=1)) <= limit:
+            phis = L @ b + np.abs(g - L @ A).sum(axis=1)
+            if np.min(phis + ROUNDING * (L @ (reach + np.abs(b)))) <= limit:
                 return True, None
         if not self.use_box_lp:
             return False, None
-        if self._reach[0] is not A:  # the rows' L1 norms, once per cell (both senses use them)
-            self._reach = (A, np.abs(A).sum(axis=1))
-        res = maximize_in_box(A, b, g, stop=limit, reach=self._reach[1])
-        if res.lam.any():
+        res = maximize_in_box(A, b, g, stop=limit, reach=reach)
+        if res.lam.any() and np.isfinite(res.lam).all():
             self.pool.append(res.lam)
         return res.status == "bound", res.u
 

@@ -3,11 +3,14 @@
 Every ``optimal`` answer must equal ``linprog``'s optimum and be feasible; every ``bound``
 (early stop) must be a true upper bound; nothing may be claimed for an empty cell.
 """
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
 
 from polytrav.box_lp import maximize_in_box
+from polytrav.lagrange import CellBound
 
 
 def _lp(A, b, g):
@@ -93,3 +96,39 @@ def test_an_empty_cell_is_never_decided():
     assert _lp(A, np.array([-0.5, -0.5]), g)[0] == 2
     res = maximize_in_box(np.array([[1.0, 0.0]]), np.array([-1.5]), g)
     assert res.status == "undecided"
+
+
+def test_no_skip_from_rounding_with_large_multipliers():
+    """A wedge of two rows 3e-7 rad apart: its multipliers are about 3e6, and ``phi`` computed
+    in floating point falls 1.9e-10 below its exact value. The point where both rows hold
+    (exactly feasible, in rational arithmetic) beats ``beat`` by 4.85e-11, so no bound may
+    prove ``max <= beat`` (a reviewer's counterexample to a margin that ignored the
+    multipliers' size)."""
+    A = np.array([[-0.9972818924988638, -0.0736805733818926],
+                  [0.997281870394647, 0.07368087256645704]])
+    b = np.array([0.2262888725616806, -0.22628885829805848])
+    g = np.array([-0.07323186760889054, 0.9975882039189166])
+    beat = 0.04745195705970005
+    a = [[Fraction(x) for x in row] for row in A.tolist()]
+    bb = [Fraction(x) for x in b.tolist()]
+    det = a[0][0] * a[1][1] - a[0][1] * a[1][0]
+    u = [(bb[0] * a[1][1] - a[0][1] * bb[1]) / det, (a[0][0] * bb[1] - bb[0] * a[1][0]) / det]
+    assert all(abs(x) <= 1 for x in u)
+    assert all(sum(r[j] * u[j] for j in range(2)) <= rhs for r, rhs in zip(a, bb))
+    assert sum(Fraction(gj) * x for gj, x in zip(g.tolist(), u)) > Fraction(beat)
+    assert maximize_in_box(A, b, g, stop=beat).status != "bound"
+    bound = CellBound()
+    assert not bound.decide(A, b, g, beat)[0]
+    bound.learn(A, b, g, np.array([float(x) for x in u]))  # its huge multipliers, kept
+    assert not bound.decide(A, b, g, beat)[0]
+
+
+def test_rows_of_any_norm_and_non_finite_input():
+    """Tolerances are absolute, so rows are scaled to unit norm first: a row of norm 1e-12
+    that excludes half the box is not lost in the tolerance; NaN never gives an answer."""
+    A, b, g = np.array([[1e-12, 0.0]]), np.array([-5e-13]), np.array([1.0, 0.0])
+    res = maximize_in_box(A, b, g)
+    assert res.status == "optimal" and res.bound == pytest.approx(-0.5)
+    assert res.lam == pytest.approx([1e12])  # the multiplier of the row as given
+    assert maximize_in_box(np.array([[1.0, 0.0]]), np.array([np.nan]), g).status == "undecided"
+    assert maximize_in_box(np.array([[np.nan, 0.0]]), np.array([0.5]), g).status == "undecided"
