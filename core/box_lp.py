@@ -26,7 +26,7 @@ import numpy as np
 
 from polytrav.tolerances import LP_FEASIBILITY_TOL
 
-__all__ = ["BoxLp", "maximize_in_box"]
+__all__ = ["BoxLp", "dual_bound", "maximize_in_box", "rounding"]
 
 #: Iterations allowed, as ``ITER_PER_ROW * rows + ITER_BASE``.
 ITER_PER_ROW, ITER_BASE = 4, 20
@@ -60,15 +60,18 @@ class BoxLp:
     iterations: int
 
 
-def _phi(A, b, g, lam) -> float:
+def dual_bound(A: np.ndarray, b: np.ndarray, g: np.ndarray, lam: np.ndarray) -> float:
+    """``phi(lam) = b·lam + ||g - Aᵀ lam||_1``: an upper bound of ``max g·u`` over
+    ``{A u <= b} ∩ [-1, 1]^d`` for any ``lam >= 0``."""
     return float(b @ lam + np.abs(g - lam @ A).sum())
 
 
-def rounding(lam: np.ndarray, weight: np.ndarray) -> float:
+def rounding(lam: np.ndarray, weight: np.ndarray):
     """A bound of the rounding error of ``phi(lam)`` computed in floating point, beyond the
-    part a caller's margin covers for ``lam = 0``: ``ROUNDING · lam·(|b| + ||a||_1)`` (the
-    terms' size grows with the multipliers; large ones come with thin cells)."""
-    return ROUNDING * float(lam @ weight)
+    part a caller's margin covers for ``lam = 0``: ``ROUNDING · lam·(|b| + ||a||_1)``, with
+    ``weight = |b| + ||a||_1`` per row (the terms' size grows with the multipliers; large ones
+    come with thin cells). One value per row of ``lam`` if it is a matrix of multipliers."""
+    return ROUNDING * (lam @ weight)
 
 
 def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -np.inf,
@@ -88,7 +91,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
     if not (np.isfinite(reach).all() and np.isfinite(b).all() and np.isfinite(g).all()):
         return BoxLp("undecided", np.inf, lam_all, None, 0)
     if np.any(b < -reach - tol):  # a row no point of the box satisfies: empty
-        return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, 0)
+        return BoxLp("undecided", dual_bound(A, b, g, lam_all), lam_all, None, 0)
     rows = np.flatnonzero(reach > b)  # the others hold on the whole box
     Ak, bk = A[rows], b[rows]
     k = rows.size
@@ -98,6 +101,11 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
         Ak, bk = Ak / norms[:, None], bk / norms
     scale = 1.0 if unit else norms  # a multiplier of a unit row, over this, is the row's
     weight = (reach[rows] + np.abs(b[rows])) / scale  # of rounding()
+
+    def undecided(lam) -> BoxLp:
+        lam_all[rows] = np.maximum(lam, 0.0) / scale
+        return BoxLp("undecided", dual_bound(A, b, g, lam_all), lam_all, None, it)
+
     basis = np.arange(d, d + k)  # column j < d is u_j, d + i the slack of row i
     slack = np.ones(k, bool)  # basic variable i is a slack
     active = np.zeros(k, bool)  # row i's slack is nonbasic (the row holds with equality)
@@ -105,7 +113,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
     Binv = np.eye(k)
     cB = np.zeros(k)  # the (perturbed) objective's coefficients of the basic columns
     u = np.where(g > 0.0, 1.0, -1.0)  # nonbasic u_j at a bound, basic ones 0 here
-    shift, cost = None, g  # the costs perturbed after a degenerate step (see below)
+    cost = g  # perturbed after a degenerate step (see below), until an optimum
     perturbed = False
     check = stop > -np.inf
     limit = ITER_PER_ROW * k + ITER_BASE
@@ -126,8 +134,8 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
         infeas = np.where(slack, -xB, np.abs(xB) - 1.0)
         rr = int(np.argmax(infeas)) if k else 0
         if k == 0 or infeas[rr] <= tol:  # primal feasible: optimal for the costs in use
-            if shift is not None:  # go on with the true costs (same basis, same point)
-                shift, cost = None, g
+            if cost is not g:  # go on with the true costs (same basis, same point)
+                cost = g
                 cB[~slack] = g[basis[~slack]]
                 lam = cB @ Binv
                 r = g - lam @ Ak
@@ -141,8 +149,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             return _certified(Ak, bk, g, np.clip(x, -1.0, 1.0), np.maximum(lam, 0.0), lam_all,
                               it, tol)
         if it >= limit:
-            lam_all[rows] = np.maximum(lam, 0.0) / scale
-            return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
+            return undecided(lam)
         if k > 1:  # dual steepest edge: infeasibility over ||row of B^-1||
             score = np.where(infeas > tol, infeas * infeas / np.einsum("ij,ij->i", Binv, Binv), -1.0)
             rr = int(np.argmax(score))
@@ -165,15 +172,13 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
         order = np.argsort(ratios)
         n_pass = int(np.searchsorted(np.cumsum(spans[order]), delta))
         if n_pass == order.size:  # the dual is unbounded: the cell is empty
-            lam_all[rows] = np.maximum(lam, 0.0) / scale
-            return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
+            return undecided(lam)
         q = int(order[n_pass])
         if not perturbed and ratios[q] <= DEGENERATE:
             # a step of length 0 (ties such as zero costs can cycle): push each nonbasic cost
             # away from 0 towards its bound's side, then start the iteration again
             perturbed = True
-            shift = u * (PERTURB * (1.0 + np.abs(g)) * _noise(d))
-            cost = g + shift
+            cost = g + u * (PERTURB * (1.0 + np.abs(g)) * _noise(d))
             cB[~slack] = cost[basis[~slack]]
             continue
         passed = order[:n_pass]
@@ -187,8 +192,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             alpha_q = Binv[:, q - d].copy()
         pivot = alpha_q[rr]
         if abs(pivot) < PIVOT_TOL:
-            lam_all[rows] = np.maximum(lam, 0.0) / scale
-            return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
+            return undecided(lam)
         leaving = basis[rr]
         if leaving < d:
             u[leaving] = -1.0 if to_lower else 1.0
@@ -213,8 +217,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             try:
                 Binv = np.linalg.inv(B)
             except np.linalg.LinAlgError:  # a singular basis: leave it to a backend
-                lam_all[rows] = np.maximum(lam, 0.0) / scale
-                return BoxLp("undecided", _phi(A, b, g, lam_all), lam_all, None, it)
+                return undecided(lam)
         else:
             Binv[rr] /= pivot
             alpha_q[rr] = 0.0
@@ -235,7 +238,7 @@ def _certified(Ak, bk, g, u, lam_k, lam, it, tol) -> BoxLp:
     """``optimal`` if ``u`` (in the box) satisfies the rows that cut the box (``Ak``, unit
     norm; the others hold anywhere in it) within ``tol`` and attains the bound ``phi`` of
     their multipliers ``lam_k`` within rounding, else ``undecided`` (``lam``: all rows')."""
-    phi = _phi(Ak, bk, g, lam_k)
+    phi = dual_bound(Ak, bk, g, lam_k)
     value = float(g @ u)
     scale = 1.0 + abs(phi) + float(np.abs(g).sum())
     if np.all(Ak @ u <= bk + tol) and phi - value <= tol * scale:

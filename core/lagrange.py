@@ -25,23 +25,17 @@ from collections import deque
 import numpy as np
 
 from polytrav.analysis import LayerPlanes, cell_rows, layer_planes, signed_cell_rows, stack_planes
-from polytrav.box_lp import ROUNDING, maximize_in_box
+from polytrav.box_lp import dual_bound, maximize_in_box, rounding
 
 __all__ = ["CellBound", "dual_bound"]
 
 #: Multipliers kept from recently solved LPs.
 KEEP = 8
 #: Relative safety of a skip against rounding in ``phi`` of ``lam = 0`` (far below the LPs'
-#: 1e-9); multipliers add :data:`polytrav.box_lp.ROUNDING` times their terms' size.
+#: 1e-9); multipliers add :func:`polytrav.box_lp.rounding`.
 SAFETY = 1e-12
 #: Slack under which a row counts as active at an LP's maximiser (rows have unit norm).
 ACTIVE_TOL = 1e-7
-
-
-def dual_bound(A: np.ndarray, b: np.ndarray, g: np.ndarray, lam: np.ndarray) -> float:
-    """``phi(lam) = b·lam + ||g - Aᵀ lam||_1``: an upper bound of ``max g·u`` over
-    ``{A u <= b} ∩ [-1, 1]^d`` for any ``lam >= 0``."""
-    return float(b @ lam + np.abs(g - A.T @ lam).sum())
 
 
 class CellBound:
@@ -110,7 +104,7 @@ class CellBound:
         if pool:
             L = np.stack(pool)  # one multiplier per row
             phis = L @ b + np.abs(g - L @ A).sum(axis=1)
-            if np.min(phis + ROUNDING * (L @ (reach + np.abs(b)))) <= limit:
+            if np.min(phis + rounding(L, reach + np.abs(b))) <= limit:
                 return True, None
         if not self.use_box_lp:
             return False, None
@@ -118,11 +112,6 @@ class CellBound:
         if res.lam.any() and np.isfinite(res.lam).all():
             self.pool.append(res.lam)
         return res.status == "bound", res.u
-
-    def below(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, beat: float) -> bool:
-        """Whether some ``lam >= 0`` proves ``max g·u <= beat`` over ``{A u <= b} ∩ [-1, 1]^d``
-        (:meth:`decide`'s first answer)."""
-        return self.decide(A, b, g, beat)[0]
 
     def learn(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, u: np.ndarray) -> None:
         """Keep the multipliers of a solved ``max g·u`` with maximiser ``u``: least squares

@@ -53,7 +53,7 @@ def test_rows_equal_cell_rows(net, region):
 
 def test_the_bound_never_falls_below_the_cell_optimum():
     """On every polytope of two 8-input nets, for random objectives: ``phi`` of learnt and
-    random multipliers is at least the LP optimum, and ``below`` never claims a beat the
+    random multipliers is at least the LP optimum, and ``decide`` never proves a beat the
     optimum exceeds; it does prove skips with learnt multipliers."""
     rng = np.random.default_rng(0)
     checked = 0
@@ -70,14 +70,14 @@ def test_the_bound_never_falls_below_the_cell_optimum():
                 for lam in [*bound.pool, rng.exponential(size=b.size)]:
                     assert dual_bound(A, b, g, lam) >= opt - 1e-9
                 for beat in (opt - 1e-6, opt - 0.1 * (1 + abs(opt))):
-                    assert not bound.below(A, b, g, beat)
+                    assert not bound.decide(A, b, g, beat)[0]
                 beat = opt + 0.05 * (1 + abs(opt))
-                if bound.below(A, b, g, beat) and np.abs(g).sum() > beat:
-                    proven += 1  # proven by learnt multipliers, not by the box bound
+                if bound.decide(A, b, g, beat)[0] and np.abs(g).sum() > beat:
+                    proven += 1  # proven by multipliers (kept or the box LP's), not the box bound
                 bound.learn(A, b, g, u)
                 checked += 1
     assert checked >= 300
-    assert proven > 0  # learnt multipliers prove bounds the box alone does not
+    assert proven > 0  # multipliers prove bounds the box alone does not
 
 
 def test_learnt_multipliers_are_the_lp_duals_on_a_simple_cell():
@@ -87,7 +87,7 @@ def test_learnt_multipliers_are_the_lp_duals_on_a_simple_cell():
     bound.learn(A, b, g, np.array([0.5, 0.5]))
     assert bound.pool[-1] == pytest.approx([np.sqrt(2)])
     assert dual_bound(A, b, g, bound.pool[-1]) == pytest.approx(1.0)
-    assert bound.below(A, b, g, 1.0 + 1e-9) and not bound.below(A, b, g, 1.0 - 1e-9)
+    assert bound.decide(A, b, g, 1.0 + 1e-9)[0] and not bound.decide(A, b, g, 1.0 - 1e-9)[0]
 
 
 NETS = [(21, 8, [8, 6], 3), (22, 8, [7, 6], 4)]

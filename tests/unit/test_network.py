@@ -13,6 +13,10 @@ def test_local_model_and_hyperplanes_match_forward():
         code = net.activation_code(x)
         W, c = net.local_model(code)
         np.testing.assert_allclose(W @ x + c, net.forward(x), atol=1e-12)
+        G = rng.standard_normal((1 + int(x[0] > 0), 2))  # rows over the outputs
+        WG, cG = net.local_model(code, G)
+        assert WG.shape == (G.shape[0], 3)
+        np.testing.assert_allclose(WG @ x + cG, G @ net.forward(x), atol=1e-12)
         for (Wh, bh), h in zip(net.hyperplanes(code), net.pre_activations(x)):
             np.testing.assert_allclose(Wh @ x + bh, h, atol=1e-12)
 
