@@ -563,7 +563,7 @@ class Traversal(Iterator[Polytope]):
         self._model = self.backend.chebyshev_model(
             self.frame, box_as_bounds=self.strategy.screen == "interval")
         try:
-            region_cell = self._solve(self._model, "region")
+            region_cell = self._region_cell()
             if region_cell is None:  # no backend could decide even the region: nothing is known
                 raise _Stop(TraversalStatus.SOLVER_FAILURE)
             if region_cell[0] <= RADIUS_TOL:
@@ -602,6 +602,14 @@ class Traversal(Iterator[Polytope]):
             self.stats.total_time = time.perf_counter() - t0
             if self.status is TraversalStatus.RUNNING:
                 self.status = TraversalStatus.STOPPED
+
+    def _region_cell(self) -> tuple[float, np.ndarray | None] | None:
+        """The region's ``(radius, centre)``: closed-form for the frame box ``[-1, 1]^d`` (the
+        origin, radius 1 up to the cap), else by the LP."""
+        fr = self.frame
+        if fr.is_box and not self._model.region_A.shape[0]:
+            return min(1.0, fr.radius_cap), np.zeros(fr.dim)
+        return self._solve(self._model, "region")
 
     def time_left(self) -> float | None:
         """Seconds left of ``time_limit`` (None without one)."""

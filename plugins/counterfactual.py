@@ -50,6 +50,10 @@ _NONE = np.zeros(0)  # "nothing better here" from the direct LP
 #: A class is skipped on a cell only if its margin over ``x0``'s class stays below ``-REACH_TOL``
 #: there (unit-norm rows; the LP's tolerance, so the skip is never a rounding artefact).
 REACH_TOL = 1e-7
+#: A closed-form minimiser (``Counterfactual._projection``) must satisfy the cell's, the
+#: region's and the class's unit-norm rows within this (an LP's own feasibility tolerance is
+#: 1e-7); else the cell's LP decides.
+PROJECTION_TOL = 1e-9
 _NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np.inf,
           "linf": np.inf}
 _DUAL = {1: np.inf, 2: 2, np.inf: 1}
@@ -87,6 +91,9 @@ class Counterfactual(Analysis):
     #: Solve L∞ subproblems on box regions by the direct LP (module docstring); False: always
     #: the compiled cvxpy subproblem (the tests compare the two).
     direct_linf = True
+    #: Take a class row's nearest point as the cell's minimiser when it lies in the cell
+    #: (:meth:`_projection`); False: always an LP/QP (the tests compare the two).
+    closed_form = True
 
     def __init__(self, x0, norm=2, target: int | None = None, immutable=(),
                  search: str = "best-first"):
@@ -165,7 +172,13 @@ class Counterfactual(Analysis):
         self._best = (np.inf, None, None, None)  # distance, boundary point, class, its cell
         self._planes = LayerPlanes(  # see _cell_bound
             lambda W, b: (W @ self._x0 + b, np.linalg.norm(W, ord=self._dual, axis=1)))
-        self.skipped = 0
+        self.skipped = self.n_projections = 0
+        # coordinates a closed-form minimiser may move (free in the frame, not immutable)
+        self._movable = None
+        if self.closed_form and fr.free is not None:
+            self._movable = np.zeros(net.n_inputs)
+            self._movable[fr.free] = 1.0
+            self._movable[self._imm] = 0.0
         self._direct = (self.direct_linf and self._p == np.inf and fr.is_box
                         and fr.free is not None)
         if self._direct:
@@ -302,7 +315,9 @@ class Counterfactual(Analysis):
                 self.skipped += 1  # class q cannot even beat x0's class on this cell
                 continue
             values = values or cell_values(polytope, fr)
-            u = self._direct_linf(context, values, K, h) if self._direct else None
+            u = self._projection(fr, values, G, g, K, h)
+            if u is None and self._direct:
+                u = self._direct_linf(context, values, K, h)
             if u is None:
                 res = self.solve(context, self._sub_lazy(), polytope, K=K, h=h,
                                  shift=(fr.origin - self._x0) / self._scale, **values)
@@ -320,6 +335,36 @@ class Counterfactual(Analysis):
             r = self._best[0]
             return Restrict(Box(self._x0 - r, self._x0 + r))
         return None
+
+    def _projection(self, fr, values, G, g, K, h):
+        """The nearest point to ``x0`` of the class row farthest from it, if it lies in the
+        cell, the region and the class: then it is the cell's minimiser (no point of the cell's
+        class set, which that row's halfspace contains, is nearer), found without an LP.
+        Its frame point ``u``, or None."""
+        if self._movable is None:
+            return None
+        G = G * self._movable
+        gap = -(G @ self._x0 + g)
+        norms = np.linalg.norm(G, ord=self._dual, axis=1)
+        i = int(np.argmax(np.divide(gap, norms, out=np.full_like(gap, -np.inf), where=norms > 0)))
+        if not (gap[i] > 0 and norms[i] > 0):
+            return None  # x0 already satisfies the rows (distance 0) or a row cannot move
+        row = G[i]
+        if self._p == np.inf:
+            step = np.sign(row) * gap[i] / norms[i]
+        elif self._p == 2:
+            step = row * gap[i] / norms[i] ** 2
+        else:
+            j = int(np.argmax(np.abs(row)))
+            step = np.zeros_like(row)
+            step[j] = gap[i] / row[j]
+        u = fr.to_u(self._x0 + step)
+        tol = PROJECTION_TOL
+        if (K @ u + h).min() < -tol or (values["A"] @ u - values["b"]).max() > tol \
+                or not fr.contains_u(u, tol):
+            return None
+        self.n_projections += 1
+        return u
 
     def _unreachable(self, context, polytope, K, h, q: int) -> bool:
         """Whether class ``q``'s margin over ``x0``'s class stays below ``-REACH_TOL`` on the
@@ -411,7 +456,8 @@ class Counterfactual(Analysis):
         witness = None if cell is None else self._realise(context, q, *cell)
         details = {"norm": self._p, "x0": self._x0, "class0": self._class0, "class": q,
                    "boundary_point": x,
-                   "search": self.search, "skipped_by_bound": self.skipped}
+                   "search": self.search, "skipped_by_bound": self.skipped,
+                   "closed_form": self.n_projections}
         if witness is not None:
             details["returned_distance"] = float(np.linalg.norm(witness - self._x0, ord=self._p))
         elif x is not None:
@@ -426,7 +472,8 @@ class Counterfactual(Analysis):
     def combine(self, parts, context) -> AnalysisResult:
         best = min(parts, key=lambda p: np.inf if p.value is None else p.value, default=None)
         details = dict(best.details) if best is not None else {}
-        details["skipped_by_bound"] = sum(p.details.get("skipped_by_bound", 0) for p in parts)
+        for key in ("skipped_by_bound", "closed_form"):
+            details[key] = sum(p.details.get(key, 0) for p in parts)
         return self.merged(parts, context, value=None if best is None else best.value,
                            witness=None if best is None else best.witness, details=details)
 

@@ -1,0 +1,62 @@
+"""A class row's nearest point, taken as a cell's minimiser when it lies in the cell
+(``Counterfactual._projection``), gives the LP/QP path's optima in every norm."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import random_net
+
+from polytrav import Ball, Box, analyze
+from polytrav.plugins.counterfactual import Counterfactual
+
+
+def run(net, region, x0, norm, monkeypatch, closed_form: bool, **options):
+    monkeypatch.setattr(Counterfactual, "closed_form", closed_form)
+    result = analyze(net, region, Counterfactual(x0, norm=norm, **options))[0]
+    return result
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("norm", [1, 2, np.inf])
+def test_closed_form_equals_the_subproblem(seed, norm, monkeypatch):
+    rng = np.random.default_rng(seed)
+    d = 2 + seed % 3
+    net = random_net(500 + seed, d, [12, 6], n_out=1 if seed % 2 else 3)
+    lo, hi = -np.ones(d), np.ones(d)
+    lo[0], hi[0] = -0.4, 0.8  # unequal widths
+    if seed % 3 == 2:
+        lo[1] = hi[1] = 0.1  # a fixed coordinate: the nearest point must not move it
+    region = Box(lo, hi)
+    if seed == 3:
+        region = region & Ball(np.zeros(d), 1.2, norm=1)  # a region that is not a box
+    x0 = rng.uniform(lo, hi) * (0.3 if seed == 3 else 1.0)
+    options = {"immutable": [d - 1]} if seed % 4 == 1 else {}
+    fast = run(net, region, x0, norm, monkeypatch, True, **options)
+    slow = run(net, region, x0, norm, monkeypatch, False, **options)
+    assert slow.details["closed_form"] == 0
+    assert fast.exact and slow.exact
+    if slow.value is None:
+        assert fast.value is None
+        return
+    assert fast.value == pytest.approx(slow.value, abs=1e-7)
+    assert fast.witness is not None
+    if "immutable" in options:
+        assert fast.witness[d - 1] == pytest.approx(x0[d - 1], abs=1e-12)
+    if seed % 3 == 2:
+        assert fast.witness[1] == 0.1
+
+
+def test_closed_form_is_used_on_the_grid_net(monkeypatch):
+    """On a 2-input binary net most optima are the boundary's nearest point: no LP there."""
+    net = random_net(7, 2, [20])
+    region = Box(-np.ones(2), np.ones(2))
+    used = 0
+    for x0 in np.random.default_rng(1).uniform(-1, 1, size=(6, 2)):
+        for norm in (1, 2, np.inf):
+            fast = run(net, region, x0, norm, monkeypatch, True)
+            slow = run(net, region, x0, norm, monkeypatch, False)
+            used += fast.details["closed_form"]
+            assert (fast.value is None) == (slow.value is None)
+            if slow.value is not None:
+                assert fast.value == pytest.approx(slow.value, abs=1e-7)
+    assert used > 0
