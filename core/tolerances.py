@@ -19,6 +19,9 @@ SLIVER_TOL = 1e-9
 DUPLICATE_TOL = 1e-9
 #: Accept an L2-ball cutting-plane solution once the LP and the certificate agree this well.
 CUT_TOL = 1e-9
+#: ... or once the certified radius decides the cell (see ``RADIUS_TOL``, ``SLIVER_TOL``)
+#: and is at least this share of the LP's bound (so of the Chebyshev radius).
+CUT_QUALITY = 0.5
 #: Most cutting-plane rounds per LP for L2 balls before the LP counts as failed.
 MAX_CUT_ROUNDS = 60
 #: Cells of dimension up to this get their vertices (qhull) to rule out flips without an LP.

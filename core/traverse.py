@@ -56,6 +56,7 @@ __all__ = [
 
 from polytrav.tolerances import (  # noqa: E402  (re-exported: the traversal's constants)
     CELL_CODE_RTOL,
+    CUT_QUALITY,
     CUT_TOL,
     DUPLICATE_TOL,
     MAX_CUT_ROUNDS,
@@ -466,6 +467,8 @@ class Traversal(Iterator[Polytope]):
             t_cert = self._certified_radius(model, u)
             if t_lp <= SLIVER_TOL or not self.frame.l2_balls or t_cert >= t_lp - CUT_TOL:
                 return min(t_cert, t_lp), u
+            if _cuts_decide(t_cert, t_lp):
+                return t_cert, u
             self._add_l2_cuts(model, u)
         self._fail(what, "L2 cutting planes did not converge")
         return None
@@ -999,6 +1002,16 @@ class Traversal(Iterator[Polytope]):
                     break
             out[i] = cuts
         return out
+
+
+def _cuts_decide(t_cert: float, t_lp: float) -> bool:
+    """Whether an L2 cutting-plane round may stop: the certified radius ``t_cert`` and the
+    LP's upper bound ``t_lp`` put the cell on the same side of both thresholds (polytope:
+    above RADIUS_TOL; sliver: in (SLIVER_TOL, RADIUS_TOL]) and ``t_cert`` is at least
+    ``CUT_QUALITY`` of ``t_lp`` (so of the Chebyshev radius)."""
+    if t_cert < CUT_QUALITY * t_lp:
+        return False
+    return t_cert > RADIUS_TOL or (t_cert > SLIVER_TOL and t_lp <= RADIUS_TOL)
 
 
 class _Frontier:

@@ -105,6 +105,37 @@ def test_balls_and_polyhedra_match_sampling():
             assert all(np.array_equal(a, b) for a, b in zip(net.activation_code(p.interior_point), p.code))
 
 
+def test_l2_ball_cuts_stop_once_the_cell_is_decided(monkeypatch):
+    """An L2 ball enters the Chebyshev LP as cutting planes; they stop once the certified
+    radius decides the cell and is at least half the LP's bound: the same polytopes as the
+    cuts run to convergence, in fewer LPs, with radii between half the Chebyshev radius and it."""
+    import importlib
+
+    import cvxpy as cp
+
+    traverse_module = importlib.import_module("polytrav.traverse")
+    net = random_net(21, 4, [7, 6], n_out=3)
+    region = Ball(np.full(4, 0.05), 0.35) & Box(-0.25 * np.ones(4), 0.25 * np.ones(4))
+    keys, polys, run = keys_of(net, region)
+    monkeypatch.setattr(traverse_module, "CUT_QUALITY", 2.0)  # never early: cuts converge
+    exact_keys, _, exact_run = keys_of(net, region)
+    assert keys == exact_keys
+    assert run.stats.lps < exact_run.stats.lps
+    fr = run.frame
+    ball = fr.l2_balls[0]
+    for p in polys[::10]:
+        A, b = p.halfspaces
+        Au, bu = A @ fr.U, b - A @ fr.origin
+        keep = np.linalg.norm(Au, axis=1) > 1e-12
+        Au, bu = Au[keep], bu[keep]
+        u, t = cp.Variable(fr.dim), cp.Variable()
+        cp.Problem(cp.Maximize(t), [Au @ u + np.linalg.norm(Au, axis=1) * t <= bu,
+                                    cp.abs(u) + t <= 1,
+                                    cp.norm(u - ball.center) + t <= ball.radius]).solve(
+            solver=cp.CLARABEL)
+        assert 0.5 * t.value - 1e-7 <= p.radius <= t.value + 1e-7
+
+
 def test_budgets_end_incomplete():
     net = train_grid_net([20])
     run = traverse(net, Box(*BOX2), max_polytopes=10)
