@@ -343,8 +343,8 @@ class Counterfactual(Analysis):
         Its frame point ``u``, or None."""
         if self._movable is None:
             return None
-        G = G * self._movable
         gap = -(G @ self._x0 + g)
+        G = G * self._movable  # the fixed coordinates keep x0's values (in the gap above)
         norms = np.linalg.norm(G, ord=self._dual, axis=1)
         i = int(np.argmax(np.divide(gap, norms, out=np.full_like(gap, -np.inf), where=norms > 0)))
         if not (gap[i] > 0 and norms[i] > 0):

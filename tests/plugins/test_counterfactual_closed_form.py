@@ -60,3 +60,24 @@ def test_closed_form_is_used_on_the_grid_net(monkeypatch):
             if slow.value is not None:
                 assert fast.value == pytest.approx(slow.value, abs=1e-7)
     assert used > 0
+
+
+@pytest.mark.parametrize("norm", [1, 2, np.inf])
+@pytest.mark.parametrize("held", ["immutable", "fixed"])
+def test_closed_form_keeps_held_coordinates_in_the_gap(norm, held, monkeypatch):
+    """logit = x_0 + x_1 - 1 with x_1 held at 0.5: the boundary is x_0 = 0.5, at distance 0.5
+    (a gap computed without the held coordinate's share would put it at 1)."""
+    from polytrav import Network
+
+    net = Network.from_arrays([np.eye(2), [[1.0, 1.0]]], [[3.0, 3.0], [-7.0]])
+    x0 = np.array([0.0, 0.5])
+    lo, hi = -np.ones(2), np.ones(2)
+    options = {}
+    if held == "immutable":
+        options["immutable"] = [1]
+    else:
+        lo[1] = hi[1] = 0.5
+    fast = run(net, Box(lo, hi), x0, norm, monkeypatch, True, **options)
+    assert fast.details["closed_form"] == 1
+    assert fast.value == pytest.approx(0.5, abs=1e-12)
+    assert fast.witness[1] == 0.5
