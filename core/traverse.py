@@ -1106,7 +1106,8 @@ def _classify(H: np.ndarray, beta: np.ndarray) -> _Rows:
 
 
 def _group_duplicates(A: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, list]:
-    """Representatives of identical hyperplanes and, per representative, ``(row, ±1)`` members."""
+    """Representatives of identical hyperplanes and, per representative, ``(row, ±1)`` members
+    (unit rows in frame coordinates: equal within DUPLICATE_TOL, or within a sliver)."""
     n = A.shape[0]
     if n == 0:
         return np.zeros(0, int), []
@@ -1123,8 +1124,11 @@ def _group_duplicates(A: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, list
         group = [(i, 1)]
         for j in np.flatnonzero(near[i] & (owner < 0)):
             orient = 1 if G[i, j] > 0 else -1
-            if (np.abs(A[j] - orient * A[i]).max() <= DUPLICATE_TOL
-                    and abs(beta[j] - orient * beta[i]) <= DUPLICATE_TOL):
+            dA, db = np.abs(A[j] - orient * A[i]), abs(beta[j] - orient * beta[i])
+            # equal rows, or rows whose values differ by at most 2 SLIVER_TOL on the frame box:
+            # no cell between them is ever crossed, so apart they would wall off what lies
+            # beyond (a slab thinner than a sliver); together they are crossed as one
+            if (dA.max() <= DUPLICATE_TOL and db <= DUPLICATE_TOL) or dA.sum() + db <= 2 * SLIVER_TOL:
                 owner[j] = len(reps)
                 group.append((int(j), orient))
         reps.append(i)

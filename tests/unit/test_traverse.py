@@ -136,6 +136,20 @@ def test_l2_ball_cuts_stop_once_the_cell_is_decided(monkeypatch):
         assert 0.5 * t.value - 1e-7 <= p.radius <= t.value + 1e-7
 
 
+@pytest.mark.parametrize("gap", [1.2e-9, 1.9e-9])
+def test_a_slab_thinner_than_a_sliver_does_not_wall_off_the_rest(gap):
+    """Two parallel neurons ``gap`` apart (not duplicates: more than DUPLICATE_TOL): the slab
+    between them has radius ``gap / 2`` <= SLIVER_TOL, is never crossed on its own, and
+    must not hide the polytopes beyond it (they are crossed as one hyperplane)."""
+    net = Network.from_arrays([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0, 1.0]]],
+                              [[-0.2, -0.2 - gap, 0.0], [0.0]])
+    keys, polys, _ = keys_of(net, Box(*BOX2), start=[-0.5, 0.3])
+    assert len(keys) == 4
+    assert {bool(p.interior_point[0] > 0.2) for p in polys} == {False, True}
+    for p in polys:  # each interior point really has the code (both slab neurons agree)
+        assert all(np.array_equal(a, b) for a, b in zip(net.activation_code(p.interior_point), p.code))
+
+
 def test_budgets_end_incomplete():
     net = train_grid_net([20])
     run = traverse(net, Box(*BOX2), max_polytopes=10)
