@@ -50,10 +50,6 @@ _NONE = np.zeros(0)  # "nothing better here" from the direct LP
 #: A class is skipped on a cell only if its margin over ``x0``'s class stays below ``-REACH_TOL``
 #: there (unit-norm rows; the LP's tolerance, so the skip is never a rounding artefact).
 REACH_TOL = 1e-7
-#: A closed-form minimiser (``Counterfactual._projection``) must satisfy the cell's, the
-#: region's and the class's unit-norm rows within this (an LP's own feasibility tolerance is
-#: 1e-7); else the cell's LP decides.
-PROJECTION_TOL = 1e-9
 _NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np.inf,
           "linf": np.inf}
 _DUAL = {1: np.inf, 2: 2, np.inf: 1}
@@ -338,9 +334,9 @@ class Counterfactual(Analysis):
 
     def _projection(self, fr, values, G, g, K, h):
         """The nearest point to ``x0`` of the class row farthest from it, if it lies in the
-        cell, the region and the class: then it is the cell's minimiser (no point of the cell's
-        class set, which that row's halfspace contains, is nearer), found without an LP.
-        Its frame point ``u``, or None."""
+        cell, the region and the class (exactly: no tolerance): then it is the cell's
+        minimiser (no point of the cell's class set, which that row's halfspace contains, is
+        nearer), found without an LP. Its frame point ``u``, or None."""
         if self._movable is None:
             return None
         gap = -(G @ self._x0 + g)
@@ -359,9 +355,12 @@ class Counterfactual(Analysis):
             step = np.zeros_like(row)
             step[j] = gap[i] / row[j]
         u = fr.to_u(self._x0 + step)
-        tol = PROJECTION_TOL
-        if (K @ u + h).min() < -tol or (values["A"] @ u - values["b"]).max() > tol \
-                or not fr.contains_u(u, tol):
+        # no tolerance: a point slightly outside a row nearly parallel to row i can be far
+        # from the cell's true minimiser (row i itself holds by construction, up to rounding)
+        slack = K @ u + h
+        slack[i] = 0.0
+        if slack.min() < 0.0 or (values["A"] @ u - values["b"]).max() > 0.0 \
+                or not fr.contains_u(u, 0.0):
             return None
         self.n_projections += 1
         return u

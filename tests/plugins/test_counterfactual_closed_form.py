@@ -81,3 +81,17 @@ def test_closed_form_keeps_held_coordinates_in_the_gap(norm, held, monkeypatch):
     assert fast.details["closed_form"] == 1
     assert fast.value == pytest.approx(0.5, abs=1e-12)
     assert fast.witness[1] == 0.5
+
+
+def test_closed_form_needs_the_point_exactly_in_the_cell(monkeypatch):
+    """A nearest point 1.5e-9 outside a cell row nearly parallel (1e-6) to the class row is
+    1.5e-3 (in L1) from the cell's true minimiser: it must go to the LP, not be accepted.
+    logit = y - 1 while n1 = relu(eps x - y + 1 - delta) is on, eps x - delta elsewhere."""
+    from polytrav import Network
+
+    eps, delta = 1e-6, 1.5e-9
+    net = Network.from_arrays([[[eps, -1.0], [1.0, 0.0]], [[-1.0, eps]]],
+                              [[1.0 - delta, 3.0], [-3 * eps - delta]])
+    region = Box(-2 * np.ones(2), 2 * np.ones(2))
+    fast = run(net, region, np.zeros(2), 1, monkeypatch, True)
+    assert fast.value == pytest.approx(1.0 + delta / eps, abs=1e-9)
