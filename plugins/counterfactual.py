@@ -339,21 +339,20 @@ class Counterfactual(Analysis):
         nearer), found without an LP. Its frame point ``u``, or None."""
         if self._movable is None:
             return None
-        gap = -(G @ self._x0 + g)
-        G = G * self._movable  # the fixed coordinates keep x0's values (in the gap above)
-        norms = np.linalg.norm(G, ord=self._dual, axis=1)
-        i = int(np.argmax(np.divide(gap, norms, out=np.full_like(gap, -np.inf), where=norms > 0)))
-        if not (gap[i] > 0 and norms[i] > 0):
+        Gm = G * self._movable  # the held coordinates keep x0's values: their share goes to g
+        dist = halfspace_distance(Gm, g + (G - Gm) @ self._x0, self._x0, self._dual)
+        i = int(np.argmax(dist))
+        if not 0.0 < dist[i] < np.inf:
             return None  # x0 already satisfies the rows (distance 0) or a row cannot move
-        row = G[i]
+        row = Gm[i]  # step dist[i] along the unit vector (in the norm p) that moves it most
         if self._p == np.inf:
-            step = np.sign(row) * gap[i] / norms[i]
+            step = np.sign(row) * dist[i]
         elif self._p == 2:
-            step = row * gap[i] / norms[i] ** 2
+            step = row * (dist[i] / np.linalg.norm(row))
         else:
             j = int(np.argmax(np.abs(row)))
             step = np.zeros_like(row)
-            step[j] = gap[i] / row[j]
+            step[j] = np.sign(row[j]) * dist[i]
         u = fr.to_u(self._x0 + step)
         # no tolerance: a point slightly outside a row nearly parallel to row i can be far
         # from the cell's true minimiser (row i itself holds by construction, up to rounding)

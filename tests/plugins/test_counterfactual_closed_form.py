@@ -1,9 +1,11 @@
 """A class row's nearest point, taken as a cell's minimiser when it lies in the cell
-(``Counterfactual._projection``), gives the LP/QP path's optima in every norm."""
+(``Counterfactual._projection``), gives the LP/QP path's optima in every norm, and the
+MILP's in the norms 1 and inf."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from milp import milp_counterfactual
 from reference import random_net
 
 from polytrav import Ball, Box, analyze
@@ -14,6 +16,15 @@ def run(net, region, x0, norm, monkeypatch, closed_form: bool, **options):
     monkeypatch.setattr(Counterfactual, "closed_form", closed_form)
     result = analyze(net, region, Counterfactual(x0, norm=norm, **options))[0]
     return result
+
+
+def assert_milp_agrees(result, net, x0, norm, lo, hi, immutable=()):
+    """The independent truth for the norms 1 and inf on boxes."""
+    truth = milp_counterfactual(net, x0, norm, lo, hi, immutable=immutable).value
+    if not np.isfinite(truth):
+        assert result.value is None
+    else:
+        assert result.value == pytest.approx(truth, abs=1e-7)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -39,6 +50,8 @@ def test_closed_form_equals_the_subproblem(seed, norm, monkeypatch):
         assert fast.value is None
         return
     assert fast.value == pytest.approx(slow.value, abs=1e-7)
+    if seed != 3 and norm != 2:
+        assert_milp_agrees(fast, net, x0, norm, lo, hi, options.get("immutable", ()))
     assert fast.witness is not None
     if "immutable" in options:
         assert fast.witness[d - 1] == pytest.approx(x0[d - 1], abs=1e-12)
@@ -59,6 +72,8 @@ def test_closed_form_is_used_on_the_grid_net(monkeypatch):
             assert (fast.value is None) == (slow.value is None)
             if slow.value is not None:
                 assert fast.value == pytest.approx(slow.value, abs=1e-7)
+            if norm != 2:
+                assert_milp_agrees(fast, net, x0, norm, -np.ones(2), np.ones(2))
     assert used > 0
 
 
