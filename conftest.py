@@ -1,6 +1,8 @@
 """Shared pytest fixtures (the repo root is never put on sys.path: --import-mode=importlib)."""
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import os
 from pathlib import Path
 
@@ -11,6 +13,37 @@ os.environ.setdefault("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "1")
 
 #: The shared data folder (``../shared/data`` next to the repo).
 DATA_DIR = Path(__file__).resolve().parent.parent / "shared" / "data"
+
+#: How to install the example third-party plugin (``tests/example_plugin``), for skip reasons.
+EXAMPLE_PLUGIN_INSTALL = (
+    'example plugin not installed: pip install -e tests/example_plugin '
+    '(the README\'s test command, pip install -e ".[dev]" -e tests/example_plugin, does)')
+
+
+def example_plugin_installed() -> bool:
+    """Whether the example plugin is *installed*: its distribution's ``polytrav`` entry point.
+
+    Decided from the installed metadata, never from ``find_spec`` or ``sys.modules``, so the
+    answer does not depend on what an earlier test (or doctest collection) imported.
+    """
+    return any(ep.name == "example" and ep.value == "polytrav_example"
+               for ep in importlib.metadata.entry_points(group="polytrav"))
+
+
+# Doctest collection (--doctest-modules) imports every module under testpaths, which put the
+# uninstalled example package in sys.modules as ``polytrav_example``: tests then saw it or
+# not depending on order, and process-pool workers could not import it. Installed, its code
+# is collected as before; not installed, it is left alone (its tests skip, saying how to
+# install it).
+collect_ignore = [] if example_plugin_installed() else ["tests/example_plugin"]
+
+
+@pytest.fixture(scope="session")
+def example_plugin():
+    """The installed example plugin package ``polytrav_example``; skips if it is not installed."""
+    if not example_plugin_installed():
+        pytest.skip(EXAMPLE_PLUGIN_INSTALL)
+    return importlib.import_module("polytrav_example")
 
 
 @pytest.fixture(scope="session")

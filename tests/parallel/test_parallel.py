@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from parallel_faults import DieOnce
-from polytrav_example import OutputBounds
 from reference import random_net
 
 from polytrav import Box, ConfigError, analyze
@@ -21,11 +20,13 @@ NET = random_net(6, 3, [8, 8], n_out=3)
 REGION = Box(-np.ones(3), np.ones(3))
 
 
-def analyses():
+def analyses(example_plugin):
+    """The built-in analyses and a third-party plugin's (the installed example package's:
+    process-pool and Dask workers import it by name, as they would any user's plugin)."""
     return [OutputRange(output=1), RegionStats(), Monotonicity(0),
             SoftmaxAttack(0, mode="worst"), Counterfactual(np.zeros(3), norm=1),
             LinearProperty([([[1.0, -1.0, 0.0]], [-50.0])], mode="verify"),
-            OutputBounds(lower=-100.0, upper=100.0)]  # a third-party plugin's analysis
+            example_plugin.OutputBounds(lower=-100.0, upper=100.0)]
 
 
 def codes(report):
@@ -50,17 +51,19 @@ def assert_same(serial, parted):
 
 
 @pytest.fixture(scope="module")
-def serial():
-    return analyze(NET, REGION, analyses())
+def serial(example_plugin):
+    """The plain run of :func:`analyses` (skips without the example plugin installed)."""
+    return analyze(NET, REGION, analyses(example_plugin))
 
 
-def test_serial_executor_in_parts_equals_the_plain_run(serial):
-    assert_same(serial, analyze(NET, REGION, analyses(), executor=SerialExecutor(), parts=7))
+def test_serial_executor_in_parts_equals_the_plain_run(serial, example_plugin):
+    assert_same(serial, analyze(NET, REGION, analyses(example_plugin), executor=SerialExecutor(),
+                                parts=7))
 
 
-def test_process_pool_equals_the_serial_run(serial):
+def test_process_pool_equals_the_serial_run(serial, example_plugin):
     with get_executor(2) as pool:
-        assert_same(serial, analyze(NET, REGION, analyses(), executor=pool))
+        assert_same(serial, analyze(NET, REGION, analyses(example_plugin), executor=pool))
 
 
 def test_a_violation_stops_the_run_in_parts():
@@ -108,8 +111,8 @@ def dask_client():
         yield client
 
 
-def test_dask_cluster_traversal_equals_the_serial_run(serial, dask_client):
-    report = analyze(NET, REGION, analyses(), executor=dask_client.get_executor())
+def test_dask_cluster_traversal_equals_the_serial_run(serial, example_plugin, dask_client):
+    report = analyze(NET, REGION, analyses(example_plugin), executor=dask_client.get_executor())
     assert_same(serial, report)
     assert report.stats["workers"] == 2
 

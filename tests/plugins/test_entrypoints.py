@@ -1,20 +1,19 @@
-"""Third-party plugins: the example package registers only through its entry point."""
-import importlib.util
+"""Third-party plugins: the example package registers only through its entry point.
 
+The tests that need the example package (``tests/example_plugin``) take the ``example_plugin``
+fixture (conftest.py): it skips them, saying how to install it, unless its distribution is
+installed, whatever an earlier test imported.
+"""
 import pytest
 from reference import random_net
 
 from polytrav import Box, traverse
 from polytrav.manager import available_solvers, get_plugin_manager, get_solver
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("polytrav_example") is None,
-    reason="example plugin not installed: pip install -e tests/example_plugin (.ci/run does)",
-)
-
 
 @pytest.fixture
-def autoload(monkeypatch):
+def autoload(monkeypatch, example_plugin):
+    """Entry points loaded, with the example plugin installed (else the test skips)."""
     monkeypatch.setenv("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "0")
 
 
@@ -72,7 +71,8 @@ def test_allow_list_environment_variable(autoload, monkeypatch):
     assert "example-lp" in available_solvers()
 
 
-def test_a_broken_entry_point_is_a_plugin_error(autoload, monkeypatch):
+def test_a_broken_entry_point_is_a_plugin_error(monkeypatch):
+    """Needs no example plugin: the only distribution is a fake one."""
     import importlib.metadata
 
     from polytrav import PluginError
@@ -82,6 +82,8 @@ def test_a_broken_entry_point_is_a_plugin_error(autoload, monkeypatch):
 
         def load(self):
             raise ImportError("No module named 'no_such_module_xyz'")
+
+    monkeypatch.setenv("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "0")
 
     class Dist:
         entry_points = [Broken()]
