@@ -19,14 +19,17 @@ and a list of analyses by their registered (entry-point) names with parameters::
     x0 = [0.1, 0.2]
     norm = 2
 
-    [output]                          # optional
-    json = "report.json"              # the report; csv = per-analysis rows
+    [output]                          # optional, paths relative to the job file
+    json = "report.json"              # the report
+    csv = "report.csv"                # one row per analysis (polytrav.export.report_records)
+    export = "polytopes.parquet"      # the visited polytopes: .json .csv .parquet .graphml
 
 Everything is checked before the network is traversed: unknown keys, wrong types, a missing
 file, an unknown analysis name (the error lists the installed ones) or a parameter an
-analysis does not take (the error lists the ones it takes), and each analysis's own
-``validate`` against the network and region. Errors are :class:`~polytrav.ConfigError`
-naming the key (``analysis[2].norm``) and the file.
+analysis does not take (the error lists the ones it takes), each analysis's own
+``validate`` against the network and region, and the outputs (an ``export`` suffix that is
+not a known format, its optional packages, a missing folder). Errors are
+:class:`~polytrav.ConfigError` naming the key (``analysis[2].norm``) and the file.
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Job", "load_job", "run_job"]
+__all__ = ["Job", "load_job", "run_job", "write_job_outputs"]
 
 Vector = Union[float, list[float]]
 
@@ -90,8 +93,22 @@ class AnalysisSpec(BaseModel):
 
 
 class Output(_Strict):
-    json_path: str | None = Field(default=None, alias="json")
-    csv: str | None = None
+    """Files written after the run, relative to the job file (see :func:`write_job_outputs`)."""
+
+    json_path: str | None = Field(default=None, alias="json")  #: the report as JSON
+    csv: str | None = None  #: one row per analysis (:func:`polytrav.export.report_records`)
+    export: str | None = None  #: the visited polytopes (:func:`polytrav.export.export`)
+
+    @field_validator("export")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        from polytrav.export import EXPORT_FORMATS
+
+        if value is not None and Path(value).suffix.lower() not in EXPORT_FORMATS:
+            suffix = Path(value).suffix.lower() or "(no suffix)"
+            raise ValueError(f"unknown export format {suffix!r} of {value!r}; the suffix must "
+                             f"be one of {', '.join(EXPORT_FORMATS)}")
+        return value
 
 
 class Job(_Strict):
@@ -201,15 +218,68 @@ def prepare(path: str | Path):
         except PolytravError as exc:
             raise ConfigError(f"job file {str(path)!r}: analysis[{k}] ({spec.name}): {exc}") from exc
         analyses.append(a)
+    _check_outputs(job, root, path)
     return job, net, region, analyses, root
 
 
-def run_job(path: str | Path, progress=None) -> tuple[Any, Job, Path]:
-    """Run a job file; returns ``(report, job, folder)`` (see :func:`polytrav.analyze`)."""
+def _check_outputs(job: Job, root: Path, path) -> None:
+    """The output files can be written: known export format and its packages, folders exist."""
+    from polytrav.export import check_export_path
+
+    out = job.output
+    if out is None:
+        return
+    for key, name in (("json", out.json_path), ("csv", out.csv)):
+        if name is not None and not (root / name).parent.is_dir():
+            raise ConfigError(f"job file {str(path)!r}: output.{key}: no folder "
+                              f"{str((root / name).parent)!r} to write {Path(name).name!r} in")
+    if out.export is not None:
+        try:
+            check_export_path(root / out.export)
+        except ConfigError as exc:
+            raise ConfigError(f"job file {str(path)!r}: output.export: {exc}") from None
+
+
+def run_job(path: str | Path, progress=None, *, keep_polytopes: bool = False,
+            on_interrupt: str = "report") -> tuple[Any, Job, Path]:
+    """Run a job file; returns ``(report, job, folder)`` (see :func:`polytrav.analyze`).
+
+    The report keeps the visited polytopes (``report.polytopes``) with ``keep_polytopes``
+    or an ``[output] export``; Ctrl-C gives a partial report (``on_interrupt="raise"``
+    re-raises instead). The ``[output]`` files are not written here:
+    :func:`write_job_outputs` does (``polytrav run`` calls it).
+    """
     from polytrav.run import analyze
 
     job, net, region, analyses, root = prepare(path)
+    keep = keep_polytopes or bool(job.output and job.output.export)
     report = analyze(net, region, analyses, start=job.start, solver=job.solver,
                      strategy=job.strategy, max_polytopes=job.max_polytopes,
-                     time_limit=job.time_limit, progress=progress)
+                     time_limit=job.time_limit, progress=progress, keep_polytopes=keep,
+                     on_interrupt=on_interrupt)
     return report, job, root
+
+
+def write_job_outputs(report, job: Job, root: str | Path) -> list[Path]:
+    """Write a job's ``[output]`` files for ``report``; returns their paths.
+
+    ``json``: the whole report (:func:`polytrav.export.write_report`); ``csv``: one row per
+    analysis, the columns of :func:`polytrav.export.report_records`; ``export``: the visited
+    polytopes (:func:`polytrav.export.export`, format by suffix; the report needs
+    ``report.polytopes``, which :func:`run_job` keeps when ``export`` is set). Paths are
+    relative to ``root``, the job file's folder. Writes nothing without ``[output]``.
+    """
+    from polytrav.export import export, write_report
+
+    out, root, written = job.output, Path(root), []
+    if out is None:
+        return written
+    if out.json_path:
+        written.append(root / out.json_path)
+        write_report(report, written[-1], format="json")
+    if out.csv:
+        written.append(root / out.csv)
+        write_report(report, written[-1], format="csv")
+    if out.export:
+        written.append(export(root / out.export, polytopes=report.polytopes, report=report))
+    return written

@@ -53,7 +53,7 @@ def test_a_job_runs_its_analyses_by_registered_name(job):
 
 def test_cli_run_writes_json_and_csv(job):
     res = CliRunner().invoke(main, ["run", str(job), "--json"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # complete, and monotonicity is violated
     printed = json.loads(res.stdout)
     saved = json.loads((job.parent / "out" / "report.json").read_text())
     assert printed["results"] == saved["results"] and printed["complete"]
@@ -64,7 +64,7 @@ def test_cli_run_writes_json_and_csv(job):
 @pytest.mark.parametrize("edit, message", [
     (("[output]", "[output]\nbogus = 1"), r"output.bogus: unknown key"),
     (('name = "monotonicity"', 'name = "monotone"'),
-     r"analysis\[2\] \(monotone\): unknown analysis 'monotone'; known analyses: \[.*'monotonicity'"),
+     r"analysis\[2\] \(monotone\): unknown analysis 'monotone'.*; known analyses: \[.*'monotonicity'"),
     (("norm = 2", "norm = 2\nradius = 3"),
      r"analysis\[1\] \(counterfactual\): .*does not take parameter\(s\) \['radius'\]; it takes"),
     (('kind = "box"', 'kind = "cube"'), r"region: kind must be one of 'box', 'ball'"),
@@ -72,6 +72,12 @@ def test_cli_run_writes_json_and_csv(job):
     (('network = "tiny.nnet"', 'network = "missing.onnx"'), r"network: no file .*missing.onnx"),
     (("feature = 0", "feature = 7"), r"analysis\[2\] \(monotonicity\): .*feature must be an input index in \[0, 2\)"),
     (("upper = [1, 1]", "upper = [1, 1, 1]"), r"region: "),
+    (('csv = "report.csv"', 'csv = "report.csv"\nexport = "polytopes.xlsx"'),
+     r"output.export: .*unknown export format '.xlsx' of 'polytopes.xlsx'; the suffix must be "
+     r"one of .json, .csv, .parquet, .graphml"),
+    (('csv = "report.csv"', 'csv = "report.csv"\nexport = "nowhere/polytopes.csv"'),
+     r"output.export: export: no folder .*nowhere"),
+    (('csv = "report.csv"', 'csv = "nowhere/report.csv"'), r"output.csv: no folder .*nowhere"),
 ])
 def test_bad_jobs_name_the_key_before_any_work(job, edit, message):
     job.write_text(JOB.replace(*edit))
@@ -139,7 +145,7 @@ def test_analysis_commands_print_their_results(tmp_path):
     out = json.loads(res.stdout)["results"][0]
     assert res.exit_code == 0 and out["value"] is None and out["exact"]  # the class never changes
     res = CliRunner().invoke(main, ["monotonicity", str(net_path), *box, "--feature", "0"])
-    assert res.exit_code == 0 and res.output.startswith("monotonicity:")
+    assert res.exit_code == 1 and res.output.startswith("monotonicity: VIOLATED")  # both signs
     res = CliRunner().invoke(main, ["counterfactual", str(net_path), *box, "--x0", "0.1,zz"])
     assert res.exit_code == 4 and "--x0 must be comma-separated numbers" in res.output
 
@@ -162,17 +168,19 @@ def test_ctrl_c_gives_a_clearly_partial_report(job, monkeypatch):
 
     monkeypatch.setattr(run_module, "analyze", interrupting)
     report, _, _ = config.run_job(job)
-    assert report.status.value == "stopped" and not report.complete
+    assert report.status.value == "interrupted" and not report.complete
     assert report.stats["polytopes"] == 2
     # only a confirmed violation may stay exact; every measurement is marked inexact
     assert not any(r.exact for r in report if r.verdict is None or r.verdict.value != "violated")
     assert all(isinstance(f, int) for f in seen)
-    monkeypatch.setattr(config, "run_job", lambda path, progress=None: (report, *load_job(path)))
+    monkeypatch.setattr(config, "run_job", lambda path, progress=None, **options: (report, *load_job(path)))
     res = CliRunner().invoke(main, ["run", str(job)])
-    assert res.exit_code == 2 and res.output.startswith("PARTIAL REPORT")
+    # partial, but a violation confirmed before Ctrl-C is final: exit code 1 (violated)
+    assert res.exit_code == 1 and res.output.startswith("PARTIAL REPORT (interrupted)")
 
 
-def test_a_third_party_analysis_is_configured_by_its_entry_point_name(job, monkeypatch):
+def test_a_third_party_analysis_is_configured_by_its_entry_point_name(job, monkeypatch,
+                                                                     example_plugin):
     """The example package's ``output_bounds`` (registered only through its entry point)."""
     monkeypatch.setenv("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "0")
     job.write_text(JOB.split("[[analysis]]")[0]
@@ -182,3 +190,54 @@ def test_a_third_party_analysis_is_configured_by_its_entry_point_name(job, monke
     job.write_text(job.read_text().replace("upper = 100", "upper = 100\nmiddle = 0"))
     with pytest.raises(ConfigError, match=r"'output_bounds' does not take parameter\(s\) \['middle'\]"):
         run_job(job)
+
+
+def test_an_unknown_export_format_is_refused_at_load_time(job):
+    job.write_text(JOB + 'export = "polytopes.txt"\n')
+    with pytest.raises(ConfigError, match=r"output.export: .*'.txt'"):
+        load_job(job)  # before the network file is even looked at
+
+
+_KEEPS = "keep_polytopes" in __import__("inspect").signature(
+    __import__("polytrav").analyze).parameters
+
+
+@pytest.mark.skipif(not _KEEPS, reason="analyze() has no keep_polytopes yet")
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".graphml"])
+def test_a_job_writes_its_outputs_and_export(job, suffix):
+    from polytrav.config import write_job_outputs
+    from polytrav.export import write_report
+
+    if suffix == ".graphml":
+        pytest.importorskip("networkx")
+    job.write_text(JOB + f'export = "out/polytopes{suffix}"\n')
+    report, spec, root = run_job(job)
+    assert report.polytopes is not None and len(report.polytopes) == report.stats["polytopes"]
+    written = write_job_outputs(report, spec, root)
+    assert written == [root / "out" / "report.json", root / "report.csv",
+                       root / "out" / f"polytopes{suffix}"]
+    write_report(report, root / "same.csv")
+    assert (root / "report.csv").read_text() == (root / "same.csv").read_text()
+    assert json.loads((root / "out" / "report.json").read_text())["complete"]
+    exported = root / "out" / f"polytopes{suffix}"
+    if suffix == ".json":
+        doc = json.loads(exported.read_text())
+        assert doc["report"]["results"] == json.loads((root / "out" / "report.json").read_text())["results"]
+        assert len(doc["polytopes"]) == report.stats["polytopes"]
+    elif suffix == ".csv":
+        assert len(exported.read_text().splitlines()) == 1 + report.stats["polytopes"]
+    else:
+        import networkx as nx
+
+        assert nx.read_graphml(exported).number_of_nodes() == report.stats["polytopes"]
+
+
+def test_write_job_outputs_without_an_output_table_writes_nothing(job):
+    from polytrav.config import write_job_outputs
+
+    job.write_text(JOB.split("[output]")[0])
+    report, spec, root = run_job(job)
+    assert write_job_outputs(report, spec, root) == []
+    assert report.polytopes is None
+    report, _, _ = run_job(job, keep_polytopes=True)
+    assert len(report.polytopes) == report.stats["polytopes"]
