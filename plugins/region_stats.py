@@ -4,15 +4,14 @@ Counts polytopes and pieces per level (from the traversal), the Chebyshev radii,
 polytope's volume share where it is cheap (regions of at most ``VOLUME_MAX_DIM`` dimensions,
 exact from the polytope's vertices), and the adjacency graph: an edge joins two polytopes
 whose activation codes differ in exactly one neuron (the paper's one-adjacency), plus the
-traversal's discovery edges (``parent``). :meth:`RegionStats.graph` exports it to networkx
-(``pip install "polytrav[graph]"``).
+traversal's discovery steps (``parent``). :meth:`RegionStats.graph` exports it to networkx
+(``pip install "polytrav[graph]"``), built as the GraphML export of :mod:`polytrav.export`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from polytrav.analysis import Analysis
-from polytrav.errors import ConfigError
 from polytrav.hookspecs import hookimpl
 from polytrav.results import AnalysisResult
 
@@ -60,21 +59,16 @@ class RegionStats(Analysis):
         return None
 
     def _edges(self) -> list[tuple[int, int]]:
-        edges = set()
-        for index, _, bits, _ in self._records:
-            for j in range(bits.size):
-                flipped = bits.copy()
-                flipped[j] = not flipped[j]
-                other = self._keys.get(np.packbits(flipped).tobytes())
-                if other is not None and other > index:
-                    edges.add((index, other))
-        return sorted(edges)
+        from polytrav.export import one_flip_pairs  # the one definition of one-adjacency
+
+        return one_flip_pairs((index, bits) for index, _, bits, _ in self._records)
 
     def finish(self, context) -> AnalysisResult:
         shares = [r[3] for r in self._records]
         total = float(sum(shares)) if shares and all(s is not None for s in shares) else None
         self._last_edges = self._edges()
         self._last_records = self._records
+        self._layer_sizes = tuple(context.network.hidden_sizes)  # for graph()'s codes
         return AnalysisResult(
             analysis=self.label, verdict=None,
             value={"polytopes": len(self._records), "per_level": list(context.traversal.stats.pieces),
@@ -105,21 +99,22 @@ class RegionStats(Analysis):
         return self.finish(context)
 
     def graph(self):
-        """The last run's adjacency graph as a ``networkx.Graph`` (nodes are visit indices)."""
-        try:
-            import networkx as nx
-        except ImportError as exc:
-            raise ConfigError('RegionStats.graph needs networkx: pip install "polytrav[graph]"') from exc
+        """The last run's one-flip adjacency graph as a ``networkx.Graph``.
 
-        g = nx.Graph()
-        for index, parent, bits, share in self._last_records:
-            g.add_node(index, code="".join("1" if b else "0" for b in bits),
-                       volume_share=-1.0 if share is None else share)
-        g.add_edges_from(self._last_edges, kind="one-flip")
-        for index, parent, _, _ in self._last_records:
-            if parent is not None and not g.has_edge(index, parent):
-                g.add_edge(parent, index, kind="discovery")
-        return g
+        Built by :func:`polytrav.export.adjacency_graph`, like the GraphML of
+        ``polytrav.export.export(...)``: nodes are visit indices with attributes ``index``,
+        ``parent`` (``-1`` for none), ``code`` (layers separated by ``|``) and
+        ``volume_share`` (``-1.0`` where not computed); an edge joins codes that differ in
+        exactly one neuron (the pairs of ``details["edges"]``), its attribute ``discovery``
+        True when one end discovered the other. Needs ``pip install "polytrav[graph]"``.
+        """
+        from polytrav.export import adjacency_graph
+
+        cuts = np.cumsum(self._layer_sizes)[:-1]
+        return adjacency_graph(
+            (index, parent, np.split(bits, cuts),
+             {"volume_share": -1.0 if share is None else float(share)})
+            for index, parent, bits, share in self._last_records)
 
 
 def _frame_halfspaces(frame):
