@@ -29,8 +29,27 @@ from polytrav.verify import VerificationResult, verify, verify_many
 
 __version__ = "0.1.0"
 
+#: The built-in analyses, importable from ``polytrav`` too; loaded on first use (the core
+#: names their package only as a string, like the plugin manager's DEFAULT_PLUGINS).
+_ANALYSES = ("OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity", "LinearProperty",
+             "RegionStats")
+
+
+def __getattr__(name: str):
+    if name in _ANALYSES:
+        import importlib
+
+        return getattr(importlib.import_module("polytrav.plugins"), name)
+    raise AttributeError(f"module 'polytrav' has no attribute {name!r}")
+
 __all__ = [
     "hookimpl",
+    "OutputRange",
+    "SoftmaxAttack",
+    "Counterfactual",
+    "Monotonicity",
+    "LinearProperty",
+    "RegionStats",
     "traverse",
     "analyze",
     "verify",

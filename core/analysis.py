@@ -87,6 +87,11 @@ class Analysis:
     uses_vertices: ClassVar[bool] = False
 
     # -------------------------------------------------------- subclass API
+    def describe(self, result: AnalysisResult) -> list[str]:
+        """Lines saying what ``result`` means beyond its verdict, value and witness (classes,
+        margins, distances), shown by ``print(report)`` and the command line; default none."""
+        return []
+
     @property
     def problem_form(self) -> str | None:
         """Form of the per-polytope subproblem (``"lp"``, ``"qp"``, ``"socp"``), if any."""

@@ -2,14 +2,19 @@
 
 ``polytrav verify NET PROP`` decides one VNN-LIB property on an ONNX or ``.nnet`` network;
 ``polytrav verify --instances instances.csv --results out.csv`` runs a VNN-COMP instance list
-and writes each row as it finishes. Exit codes: 0 unsat (holds), 1 sat (violated), 2 unknown,
-3 timeout, 4 bad input. ``polytrav run job.toml`` runs a job file (:mod:`polytrav.config`);
-``polytrav plugins`` and ``polytrav solvers`` list what is installed.
+and writes each row as it finishes. ``polytrav run job.toml`` runs a job file
+(:mod:`polytrav.config`); ``regions``, ``attack``, ``counterfactual`` and ``monotonicity`` run
+one analysis; ``polytrav plugins`` and ``polytrav solvers`` list what is installed.
+
+Exit codes (every command): 0 holds / complete, 1 violated (a confirmed counterexample or
+violation), 2 unknown or partial (a budget, a lost LP, Ctrl-C), 3 timeout (``verify``), 4 bad
+input (one line on stderr naming the problem), 5 internal error (a bug; ``POLYTRAV_DEBUG=1``
+shows the traceback). JSON output never holds ``NaN`` or ``Infinity`` (they become null).
 """
 from __future__ import annotations
 
 import csv
-import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,11 +23,12 @@ import click
 import numpy as np
 
 from polytrav.errors import PolytravError
+from polytrav.results import Verdict, to_json
 
 __all__ = ["main"]
 
-#: Exit code of bad input (a malformed file, an unknown solver, ...).
-EXIT_BAD_INPUT = 4
+#: Exit codes: holds/complete, violated, unknown or partial, timeout, bad input, a bug.
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_PARTIAL, EXIT_TIMEOUT, EXIT_BAD_INPUT, EXIT_INTERNAL = range(6)
 
 
 class _Progress:
@@ -59,6 +65,47 @@ def _fail(message: str):
     sys.exit(EXIT_BAD_INPUT)
 
 
+def _message(exc: BaseException) -> str:
+    """One line for a bad-input exception (file errors without raw ``[Errno N]`` text)."""
+    name = getattr(exc, "filename", None)
+    if isinstance(exc, FileNotFoundError) and name:
+        where = "" if Path(name).is_absolute() else f" (relative paths start at {os.getcwd()})"
+        return f"file {str(name)!r} not found{where}"
+    if isinstance(exc, IsADirectoryError) and name:
+        return f"{str(name)!r} is a folder; give a file"
+    if isinstance(exc, PermissionError) and name:
+        return f"{str(name)!r}: permission denied"
+    if isinstance(exc, OSError) and name:
+        return f"{str(name)!r}: {exc.strerror or exc}"
+    return str(exc)
+
+
+class _Cli(click.Group):
+    """The command group; every way a command can end maps to one line and an exit code."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args, prog_name or "polytrav", complete_var,
+                              standalone_mode=False, **extra)
+        except click.UsageError as exc:  # unknown option or command, a bad option value
+            where = f"; see {exc.ctx.command_path} --help" if exc.ctx is not None else ""
+            _fail(exc.format_message().rstrip(".") + where)
+        except click.ClickException as exc:
+            _fail(exc.format_message())
+        except click.Abort:  # Ctrl-C where no command catches it (loading, set-up)
+            click.echo("polytrav: interrupted before any result", err=True)
+            sys.exit(EXIT_PARTIAL)
+        except (PolytravError, OSError) as exc:
+            _fail(_message(exc))
+        except Exception as exc:  # noqa: BLE001  a bug: one line, the traceback on request
+            if os.environ.get("POLYTRAV_DEBUG") == "1":
+                raise
+            click.echo(f"polytrav: internal error: {type(exc).__name__}: {exc} (this is a bug; "
+                       "POLYTRAV_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(EXIT_INTERNAL)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
     """The counterexample in VNN-COMP's result format (``sat`` then ``((X_0 v) ... (Y_0 v))``)."""
     lines = ["sat", "("]
@@ -67,7 +114,7 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
     return "\n".join(lines + [")"])
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="polytrav")
 def main() -> None:
     """Exact traversal of the linear regions of ReLU networks, and verification on top."""
@@ -76,9 +123,10 @@ def main() -> None:
 @main.command()
 @click.argument("network", required=False, type=click.Path(dir_okay=False))
 @click.argument("prop", required=False, type=click.Path(dir_okay=False))
-@click.option("--timeout", type=float, default=None, help="Seconds for the instance.")
-@click.option("--solver", default=None, help="LP backend (see `polytrav.available_solvers()`).")
-@click.option("--max-polytopes", type=int, default=None, help="Polytope budget.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds for the instance (positive).")
+@click.option("--solver", default=None, help="LP backend (see `polytrav solvers`).")
+@click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per instance).")
 @click.option("--counterexample", type=click.Path(dir_okay=False), default=None,
               help="Write a counterexample in VNN-COMP's format to this file.")
@@ -97,7 +145,7 @@ def main() -> None:
 @click.option("--bab/--no-bab", default=True, show_default=True,
               help="With bounds, give boxes of many inputs (robustness properties) to "
                    "neuron-level branch and bound before the traversal.")
-@click.option("--total-timeout", type=float, default=None,
+@click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --instances: seconds for the whole batch (instances not started by "
                    "then answer timeout).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -116,8 +164,8 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
       polytrav verify net.onnx prop.vnnlib --scheduler tcp://10.0.0.5:8786
 
     A counterexample is confirmed by a float64 forward pass and, for ONNX files, by
-    onnxruntime before `sat` is printed. Exit code: 0 unsat, 1 sat, 2 unknown, 3 timeout,
-    4 bad input.
+    onnxruntime before `sat` is printed. Ctrl-C answers `unknown` (interrupted). Exit code:
+    0 unsat, 1 sat, 2 unknown, 3 timeout, 4 bad input.
     """
     if instances is not None:
         if network or prop:
@@ -136,7 +184,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")
     if as_json:
-        click.echo(json.dumps({"network": network, "property": prop, **result.to_dict()}))
+        click.echo(to_json({"network": network, "property": prop, **result.to_dict()}))
     else:
         click.echo(result.answer)
         if result.answer == "sat":
@@ -155,7 +203,7 @@ def _executor(workers, scheduler):
     try:
         return get_executor(workers, scheduler)
     except (PolytravError, OSError) as exc:
-        _fail(str(exc))
+        _fail(_message(exc))
 
 
 def _run_one(network, prop, timeout, solver, max_polytopes, executor, **options):
@@ -164,9 +212,9 @@ def _run_one(network, prop, timeout, solver, max_polytopes, executor, **options)
     bar = _Progress(Path(prop).name, sys.stderr.isatty())
     try:
         return run(network, prop, timeout=timeout, solver=solver, max_polytopes=max_polytopes,
-                   progress=bar, executor=executor, **options)
+                   progress=bar, executor=executor, on_interrupt="report", **options)
     except (PolytravError, OSError) as exc:
-        _fail(str(exc))
+        _fail(_message(exc))
     finally:
         bar.close()
 
@@ -189,10 +237,11 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
     writer = csv.writer(out) if out else None
     if writer:
         writer.writerow(names)
-    bad = 0
+    bad = done = 0
     try:
         for k, res in verify_many(jobs, executor=executor, solver=solver,
                                   max_polytopes=max_polytopes, **options):
+            done += 1
             bad += res.answer == "error"
             rec = [rows[k][0], rows[k][1], res.answer, res.polytopes, res.lps,
                    f"{res.seconds:.3f}", res.reason]
@@ -200,9 +249,13 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
                 writer.writerow(rec)
                 out.flush()
             if as_json:
-                click.echo(json.dumps(dict(zip(names, rec))))
+                click.echo(to_json(dict(zip(names, rec))))
             else:
                 click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s)")
+    except KeyboardInterrupt:
+        click.echo(f"PARTIAL: interrupted after {done} of {len(jobs)} instances"
+                   + (f"; {results} holds those" if results else ""), err=True)
+        return EXIT_PARTIAL
     finally:
         if out:
             out.close()
@@ -210,48 +263,47 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
 
 
 def _print_report(report, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(report.to_dict()))
-        return
-    if not report.complete:
-        click.echo(f"PARTIAL REPORT: the traversal ended '{report.status.value}', so no result "
-                   "below is a proof", err=False)
-    for res in report.results:
-        verdict = "" if res.verdict is None else f" {res.verdict.value}"
-        exact = "" if res.exact else " (inexact)"
-        click.echo(f"{res.analysis}:{verdict} {json.dumps(_plain(res.value))}{exact}")
-    st = report.stats
-    click.echo(f"{st.get('polytopes', 0)} polytopes, {st.get('lps', 0)} LPs, "
-               f"{report.time:.3f} s, status {report.status.value}")
+    click.echo(to_json(report.to_dict()) if as_json else str(report))
 
 
-def _plain(value):
-    from polytrav.results import _jsonable
+def _report_exit(report) -> int:
+    """1 if an analysis found a confirmed violation; 2 if any answer is not final; else 0."""
+    if any(r.verdict is Verdict.VIOLATED for r in report.results):
+        return EXIT_VIOLATED
+    if report.partial or any(not r.exact or r.verdict in (Verdict.UNKNOWN,
+                                                          Verdict.VIOLATED_UNCONFIRMED)
+                             for r in report.results):
+        return EXIT_PARTIAL
+    return EXIT_HOLDS
 
-    return _jsonable(value)
+
+def _export_option(f):
+    return click.option(
+        "--export", "export_path", type=click.Path(dir_okay=False), default=None,
+        help="Write the visited polytopes to FILE: .json, .csv, .parquet or .graphml "
+             "(docs/exports.md).")(f)
 
 
-def _write_outputs(report, job, root: Path) -> None:
-    out = job.output
-    if out is None:
-        return
-    if out.json_path:
-        (root / out.json_path).write_text(json.dumps(report.to_dict(), indent=1))
-    if out.csv:
-        with open(root / out.csv, "w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["analysis", "verdict", "value", "exact", "n_polytopes", "n_solves",
-                             "status"])
-            for res in report.results:
-                writer.writerow([res.analysis, "" if res.verdict is None else res.verdict.value,
-                                 json.dumps(_plain(res.value)), res.exact, res.n_polytopes,
-                                 res.n_solves, report.status.value])
+def _check_export(path) -> None:
+    if path:
+        from polytrav.export import check_export_path
+
+        check_export_path(path)
+
+
+def _write_export(path, polytopes, report=None, stats=None) -> None:
+    if path:
+        from polytrav.export import export
+
+        written = export(path, polytopes=polytopes, report=report, stats=stats)
+        click.echo(f"exported {len(polytopes)} polytopes to {written}", err=True)
 
 
 @main.command()
 @click.argument("job", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-def run(job, as_json) -> None:
+@_export_option
+def run(job, as_json, export_path) -> None:
     """Run a job file (TOML): network, region, analyses by registered name.
 
     \b
@@ -270,21 +322,22 @@ def run(job, as_json) -> None:
     Then: polytrav run job.toml --json
 
     The file is checked before any work (unknown keys, unknown analyses, wrong types).
-    Ctrl-C stops cleanly with a partial report, marked as such. Exit code 0 when the run
-    was complete, 2 when partial, 4 on bad input.
+    Ctrl-C stops cleanly with a partial report, marked as such. Exit code 0 complete, 1 a
+    confirmed violation, 2 partial, 4 bad input.
     """
-    from polytrav.config import run_job
+    from polytrav.config import run_job, write_job_outputs
 
+    _check_export(export_path)
     bar = _Progress(Path(job).name, sys.stderr.isatty())
     try:
-        report, spec, root = run_job(job, progress=bar)
-    except (PolytravError, OSError) as exc:
-        _fail(str(exc))
+        report, spec, root = run_job(job, progress=bar, on_interrupt="report",
+                                     keep_polytopes=bool(export_path))
     finally:
         bar.close()
-    _write_outputs(report, spec, root)
+    write_job_outputs(report, spec, root)
+    _write_export(export_path, report.polytopes, report=report)
     _print_report(report, as_json)
-    sys.exit(0 if report.complete else 2)
+    sys.exit(_report_exit(report))
 
 
 @main.command()
@@ -305,7 +358,7 @@ def plugins(as_json) -> None:
                    err=True)
     rows = list_plugins(get_plugin_manager())
     if as_json:
-        click.echo(json.dumps(rows))
+        click.echo(to_json(rows))
         return
     for row in rows:
         things = ", ".join(row["analyses"] + row["solvers"]) or "-"
@@ -327,7 +380,7 @@ def solvers(as_json) -> None:
              "certifies_optimality": bool(getattr(cls, "certifies_optimality", True))}
             for name, cls in solver_classes(get_plugin_manager()).items()]
     if as_json:
-        click.echo(json.dumps(rows))
+        click.echo(to_json(rows))
         return
     for r in rows:
         state = "installed" if r["available"] else "not installed"
@@ -336,12 +389,22 @@ def solvers(as_json) -> None:
 
 
 def _vector(text: str | None, what: str):
+    """Comma-separated finite numbers (``inf`` allowed where ``allow_inf``)."""
     if text is None:
         return None
     try:
-        return np.array([float(v) for v in text.split(",")])
+        values = np.array([float(v) for v in text.split(",")])
     except ValueError:
         _fail(f"{what} must be comma-separated numbers, got {text!r}")
+    if np.isnan(values).any():
+        _fail(f"{what} contains NaN (entry {int(np.flatnonzero(np.isnan(values))[0])}); give numbers")
+    return values
+
+
+def _finite(values, what: str):
+    if values is not None and not np.isfinite(values).all():
+        _fail(f"{what} must be finite, got {values.tolist()}")
+    return values
 
 
 @main.command()
@@ -351,12 +414,21 @@ def _vector(text: str | None, what: str):
 @click.option("--vnnlib", "vnnlib", type=click.Path(dir_okay=False),
               help="Take the region from a VNN-LIB file's (first) input box instead.")
 @click.option("--list", "as_list", is_flag=True, help="One line per polytope: index, parent, code.")
-@click.option("--plot", type=click.Path(dir_okay=False), help="Save a picture of the partition (PNG).")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="Save a picture of the partition (format from the suffix: .png, .pdf, .svg, ...).")
 @click.option("--dims", nargs=2, type=int, default=None,
-              help="For --plot on more than 2 inputs: the two inputs of the plane (others at the box centre).")
-@click.option("--max-polytopes", type=int, default=None, help="Polytope budget.")
+              help="For --plot on more than 2 inputs: the two inputs of the plane (0-based; the "
+                   "others at the box centre).")
+@click.option("--labels", default=None,
+              help="Input names for the plot's axes, comma-separated, one per input (default: "
+                   "the model's input names, else x_0, x_1, ...).")
+@click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds (an incomplete count is marked as such).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def regions(network, lower, upper, vnnlib, as_list, plot, dims, max_polytopes, as_json) -> None:
+@_export_option
+def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_polytopes, timeout,
+            as_json, export_path) -> None:
     """Count, list or draw the linear regions of a network inside a box.
 
     \b
@@ -365,55 +437,64 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, max_polytopes, a
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --list
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --plot partition.png
       polytrav regions acas.onnx --vnnlib prop_3.vnnlib --plot slice.png --dims 0 1
+      polytrav regions net.onnx --lower 0 --upper 1 --export polytopes.parquet
+
+    Ctrl-C stops with the count so far (exit code 2). Exit code 0 complete, 2 incomplete,
+    4 bad input.
     """
-    from polytrav.traverse import traverse
+    from polytrav.summary import code_string
+    from polytrav.traverse import TraversalStatus, traverse
     from polytrav.verify import load_network
 
+    _check_export(export_path)
+    net = load_network(network)
+    region = _region_from(net, lower, upper, vnnlib)
+    names = None if labels is None else [v.strip() for v in labels.split(",")]
+    if plot:
+        from polytrav.plot import check_figure_path, check_plane
+
+        check_figure_path(plot)
+        check_plane(net, dims, names)
+    bar = _Progress("regions", sys.stderr.isatty())
+    run = traverse(net, region, max_polytopes=max_polytopes, time_limit=timeout)
+    polytopes = []
     try:
-        net = load_network(network)
-        region = _region_from(net, lower, upper, vnnlib)
-        bar = _Progress("regions", sys.stderr.isatty())
-        run = traverse(net, region, max_polytopes=max_polytopes)
-        polytopes = []
         for p in run:
             polytopes.append(p)
             bar(run)
+    except KeyboardInterrupt:
+        run.close(TraversalStatus.INTERRUPTED)
+    finally:
         bar.close()
-        if plot:
-            _plot_regions(net, region, polytopes, plot, dims)
-    except (PolytravError, OSError) as exc:
-        _fail(str(exc))
-    stats = {"polytopes": len(polytopes), "status": run.status.value,
+    stats = {"polytopes": len(polytopes), "status": run.status.value, "complete": run.complete,
              "per_level": run.stats.pieces, "lps": run.stats.lps,
              "seconds": run.stats.total_time}
-    code = lambda p: "|".join("".join("1" if b else "0" for b in c) for c in p.code)  # noqa: E731
+    saved = None
+    if plot and run.status is not TraversalStatus.INTERRUPTED:
+        from polytrav.plot import save_partition
+
+        saved = save_partition(net, region, plot, polytopes=polytopes, dims=dims, labels=names)
+    _write_export(export_path, polytopes, stats=stats)
     if as_json:
         if as_list:
-            stats["list"] = [{"index": p.index, "parent": p.parent, "code": code(p),
-                              "interior_point": p.interior_point.tolist()} for p in polytopes]
-        click.echo(json.dumps(stats))
+            stats["list"] = [{"index": p.index, "parent": p.parent, "code": code_string(p.code, 10**9),
+                              "interior_point": p.interior_point} for p in polytopes]
+        click.echo(to_json(stats))
     else:
         if as_list:
             for p in polytopes:
-                click.echo(f"{p.index}\t{'' if p.parent is None else p.parent}\t{code(p)}")
-        complete = "" if run.complete else f" (INCOMPLETE: {run.status.value})"
-        click.echo(f"{len(polytopes)} polytopes{complete}; per level {run.stats.pieces}; "
+                click.echo(f"{p.index}\t{'' if p.parent is None else p.parent}\t"
+                           f"{code_string(p.code, 10**9)}")
+        state = ("" if run.complete else
+                 f" (PARTIAL: {run.status.value}; the count so far, not the total)")
+        click.echo(f"{len(polytopes)} polytopes in the box{state}; per level {run.stats.pieces}; "
                    f"{run.stats.lps} LPs, {run.stats.total_time:.3f} s")
-    sys.exit(0 if run.complete else 2)
-
-
-def _plot_regions(net, region, polytopes, path, dims) -> None:
-    from polytrav.plot import partition, plane_slice
-
-    if net.n_inputs != 2:
-        if dims is None:
-            _fail(f"the network has {net.n_inputs} inputs; --plot needs --dims I J (a plane)")
-        lo, hi = region.bounding_box()
-        net2, box = plane_slice(net, (lo + hi) / 2, tuple(dims), lo[list(dims)], hi[list(dims)])
-        ax = partition(net2, box)
-    else:
-        ax = partition(net, region, polytopes=polytopes)
-    ax.figure.savefig(path, dpi=120, bbox_inches="tight")
+    if saved is not None:
+        plane = "" if net.n_inputs == 2 else (
+            f" (a 2-D slice through inputs {dims[0]} and {dims[1]} at the box centre: it shows "
+            "fewer polytopes than the box holds)")
+        click.echo(f"saved the picture to {saved}{plane}", err=True)
+    sys.exit(EXIT_HOLDS if run.complete else EXIT_PARTIAL)
 
 
 def _region_from(net, lower, upper, vnnlib):
@@ -421,11 +502,13 @@ def _region_from(net, lower, upper, vnnlib):
     from polytrav.region import Box
 
     if vnnlib:
+        if lower is not None or upper is not None:
+            _fail("give the box with --lower and --upper, or --vnnlib FILE, not both")
         from polytrav.loaders.vnnlib import read_vnnlib
 
         region = read_vnnlib(vnnlib, n_inputs=net.n_inputs, n_outputs=net.n_outputs).cases[0].region()
     elif lower is None or upper is None:
-        _fail("give the box with --lower and --upper, or --vnnlib FILE")
+        _fail("give the box with --lower and --upper (e.g. --lower -1 --upper 1), or --vnnlib FILE")
     else:
         lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
         region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
@@ -438,55 +521,67 @@ def _region_options(f):
         click.option("--upper", help="Box upper corner, comma-separated."),
         click.option("--vnnlib", type=click.Path(dir_okay=False),
                      help="Take the region from a VNN-LIB file's (first) input box instead."),
-        click.option("--timeout", type=float, default=None, help="Seconds (an incomplete run is partial)."),
-        click.option("--solver", default=None, help="LP backend."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds (an incomplete run is partial)."),
+        click.option("--solver", default=None, help="LP backend (see `polytrav solvers`)."),
         click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+        _export_option,
     ]):
         f = option(f)
     return f
 
 
-def _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, analysis) -> None:
+def _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
+                      analysis) -> None:
     from polytrav.run import analyze
     from polytrav.verify import load_network
 
+    _check_export(export_path)
+    net = load_network(network)
+    region = _region_from(net, lower, upper, vnnlib)
+    bar = _Progress(analysis.name, sys.stderr.isatty())
     try:
-        net = load_network(network)
-        region = _region_from(net, lower, upper, vnnlib)
-        bar = _Progress(analysis.name, sys.stderr.isatty())
-        report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar)
+        report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar,
+                         keep_polytopes=bool(export_path), on_interrupt="report")
+    finally:
         bar.close()
-    except (PolytravError, OSError) as exc:
-        _fail(str(exc))
+    _write_export(export_path, report.polytopes, report=report)
     _print_report(report, as_json)
-    sys.exit(0 if report.complete or report.status.value == "stopped" else 2)
+    sys.exit(_report_exit(report))
 
 
 @main.command()
 @click.argument("network", type=click.Path(dir_okay=False))
 @_region_options
-@click.option("--label", type=int, default=None,
+@click.option("--label", type=click.IntRange(min=0), default=None,
               help="Multiclass: the true class (worst margin of every other class's logit).")
-@click.option("--output", type=int, default=0, show_default=True,
+@click.option("--output", type=click.IntRange(min=0), default=0, show_default=True,
               help="Single output (regression / binary logit): its min and max.")
 @click.option("--stop-at-first", is_flag=True, help="Multiclass: stop at the first adversarial point.")
-def attack(network, lower, upper, vnnlib, timeout, solver, as_json, label, output, stop_at_first):
+def attack(network, lower, upper, vnnlib, timeout, solver, as_json, export_path, label, output,
+           stop_at_first):
     """Local adversarial attack: exact worst case over the region (paper §5.1).
 
-    With --label: the largest logit margin of another class (softmax attack, LPs); else the
-    min and max of one output (output range).
+    With --label: the largest logit margin of another class (softmax attack, LPs), the class
+    and the input where it is reached; else the min and max of one output and where.
 
     \b
     Examples:
       polytrav attack mnist.onnx --vnnlib prop_0_0.03.vnnlib --label 7
       polytrav attack net.onnx --lower -1,-1 --upper 1,1 --output 0 --json
-    """
-    from polytrav.plugins.adversarial import SoftmaxAttack
-    from polytrav.plugins.output_range import OutputRange
 
-    analysis = (SoftmaxAttack(label, mode="verify" if stop_at_first else "worst")
-                if label is not None else OutputRange(output=output))
-    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, analysis)
+    Exit code 0 complete (no adversarial input with --label), 1 an adversarial input
+    confirmed by a forward pass, 2 partial (timeout, Ctrl-C), 4 bad input.
+    """
+    from polytrav.manager import create_analysis
+
+    if stop_at_first and label is None:
+        _fail("--stop-at-first needs --label (it stops at the first input where another class wins)")
+    analysis = (create_analysis("softmax_attack", label=label,
+                                mode="verify" if stop_at_first else "worst")
+                if label is not None else create_analysis("output_range", output=output))
+    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
+                      analysis)
 
 
 @main.command()
@@ -494,37 +589,48 @@ def attack(network, lower, upper, vnnlib, timeout, solver, as_json, label, outpu
 @_region_options
 @click.option("--x0", required=True, help="The input to explain, comma-separated.")
 @click.option("--norm", type=click.Choice(["1", "2", "inf"]), default="2", show_default=True)
-@click.option("--target", type=int, default=None, help="Multiclass: the class to reach.")
-def counterfactual(network, lower, upper, vnnlib, timeout, solver, as_json, x0, norm, target):
+@click.option("--target", type=click.IntRange(min=0), default=None,
+              help="Multiclass: the class to reach.")
+def counterfactual(network, lower, upper, vnnlib, timeout, solver, as_json, export_path, x0, norm,
+                   target):
     """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
+
+    Prints the distance, the classes, and the counterfactual point (just past the boundary,
+    its class confirmed by a forward pass).
 
     \b
     Example:
       polytrav counterfactual net.onnx --lower 0 --upper 1 --x0 0.2,0.7 --norm 1
-    """
-    from polytrav.plugins.counterfactual import Counterfactual
 
-    analysis = Counterfactual(_vector(x0, "--x0"), norm=np.inf if norm == "inf" else int(norm),
-                              target=target)
-    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, analysis)
+    Exit code 0 complete, 2 partial (timeout, Ctrl-C), 4 bad input.
+    """
+    from polytrav.manager import create_analysis
+
+    analysis = create_analysis("counterfactual", x0=_finite(_vector(x0, "--x0"), "--x0"),
+                               norm=np.inf if norm == "inf" else int(norm), target=target)
+    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
+                      analysis)
 
 
 @main.command()
 @click.argument("network", type=click.Path(dir_okay=False))
 @_region_options
-@click.option("--feature", type=int, required=True, help="Input index.")
+@click.option("--feature", type=click.IntRange(min=0), required=True, help="Input index (0-based).")
 @click.option("--direction", type=click.Choice(["increasing", "decreasing"]), default=None,
               help="Required direction (default: either).")
-@click.option("--output", type=int, default=0, show_default=True)
-def monotonicity(network, lower, upper, vnnlib, timeout, solver, as_json, feature, direction,
-                 output):
+@click.option("--output", type=click.IntRange(min=0), default=0, show_default=True)
+def monotonicity(network, lower, upper, vnnlib, timeout, solver, as_json, export_path, feature,
+                 direction, output):
     """Is one output monotone in one input over the region? Every violating polytope (paper §5.3).
 
     \b
     Example:
       polytrav monotonicity net.onnx --lower -1 --upper 1 --feature 0 --direction increasing
-    """
-    from polytrav.plugins.monotonicity import Monotonicity
 
-    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json,
-                      Monotonicity(feature, direction=direction, output=output))
+    Exit code 0 monotone (complete), 1 a confirmed violating pair, 2 partial, 4 bad input.
+    """
+    from polytrav.manager import create_analysis
+
+    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
+                      create_analysis("monotonicity", feature=feature, direction=direction,
+                                      output=output))

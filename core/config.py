@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from polytrav.errors import ConfigError
+from polytrav.errors import ConfigError, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -132,14 +132,41 @@ class Job(_Strict):
         return value
 
 
+#: Type names pydantic puts in an error's location for a union member (not keys).
+_TYPE_PARTS = {"box", "ball", "polyhedron", "vnnlib", "float", "int", "str", "list[float]",
+               "list[list[float]]", "dict[str,str]", "literal[1,2,'inf']"}
+
+
 def _where(loc: tuple) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part not in ("box", "ball", "polyhedron", "vnnlib"):  # union branch names
+        elif str(part).replace(" ", "").lower() not in _TYPE_PARTS:
             out += ("." if out else "") + str(part)
     return out or "(top level)"
+
+
+def _known_keys() -> list[str]:
+    models = (Job, BoxRegion, BallRegion, PolyhedronRegion, VnnlibRegion, Output)
+    return sorted({f.alias or k for m in models for k, f in m.model_fields.items()})
+
+
+def _problem(err: dict) -> str:
+    """One readable phrase for a pydantic error (no pydantic internals)."""
+    kind, got = err["type"], err.get("input")
+    if kind == "extra_forbidden":
+        key = str(err["loc"][-1])
+        return f"unknown key {key!r}{did_you_mean(key, _known_keys())}"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        tag = err.get("ctx", {}).get("tag", got)
+        kinds = ["box", "ball", "polyhedron", "vnnlib"]
+        return (f"kind {tag!r} is not a region kind{did_you_mean(tag, kinds)}; use one of "
+                + ", ".join(repr(k) for k in kinds))
+    if kind == "missing":
+        return "missing (required)"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{msg[0].lower()}{msg[1:]}, got {got!r}" if got is not None else msg
 
 
 def load_job(path: str | Path) -> tuple[Job, Path]:
@@ -147,22 +174,31 @@ def load_job(path: str | Path) -> tuple[Job, Path]:
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"job file {str(path)!r} not found") from exc
     except OSError as exc:
-        raise ConfigError(f"job file {str(path)!r} cannot be read: {exc}") from exc
+        raise ConfigError(f"job file {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"job file {str(path)!r} is not valid TOML: {exc}") from exc
     try:
         job = Job.model_validate(data)
     except ValidationError as exc:
-        lines = []
+        found: dict[str, str] = {}
         for err in exc.errors():
-            msg = err["msg"]
+            loc = err["loc"]
+            cut = next((i for i, p in enumerate(loc) if p in ("float", "list[float]")), None)
+            if cut is not None:  # a number or a list of numbers (both union members fail)
+                where = _where(loc[:cut])
+                if loc[cut] == "float" or where not in found:
+                    found[where] = f"must be a number or a list of numbers, got {err['input']!r}"
+                continue
             if err["type"] == "extra_forbidden":
-                msg = "unknown key"
-            elif err["type"] == "union_tag_invalid":
-                msg = "kind must be one of 'box', 'ball', 'polyhedron', 'vnnlib'"
-            lines.append(f"{_where(err['loc'])}: {msg}")
-        raise ConfigError(f"job file {str(path)!r}: " + "; ".join(lines)) from None
+                where = _where(loc[:-1])
+                found[where] = "; ".join(filter(None, [found.get(where), _problem(err)]))
+                continue
+            found.setdefault(_where(loc), _problem(err))
+        raise ConfigError(f"job file {str(path)!r}: "
+                          + "; ".join(f"{k}: {v}" for k, v in found.items())) from None
     return job, path.parent
 
 

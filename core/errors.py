@@ -7,6 +7,7 @@ them``.
 from __future__ import annotations
 
 __all__ = [
+    "did_you_mean",
     "PolytravError",
     "ConfigError",
     "NetworkError",
@@ -19,6 +20,18 @@ __all__ = [
     "InaccurateSolveWarning",
     "PolytopeSkippedWarning",
 ]
+
+
+def did_you_mean(name: str, known) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known`` names, or ``""``.
+
+    >>> did_you_mean("higs", ["highs", "scipy"])
+    " (did you mean 'highs'?)"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class PolytravError(Exception):

@@ -17,7 +17,7 @@ import sys
 import pluggy
 
 from polytrav import hookspecs
-from polytrav.errors import ConfigError, PluginError, SolverNotAvailable
+from polytrav.errors import ConfigError, PluginError, SolverNotAvailable, did_you_mean
 
 __all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "solver_classes", "get_solver",
            "available_solvers", "analysis_classes", "create_analysis", "list_plugins"]
@@ -223,7 +223,8 @@ def get_solver(solver, *, options: dict | None = None, pm: pluggy.PluginManager 
     else:
         classes = solver_classes(pm)
         if solver not in classes:
-            raise ConfigError(f"unknown solver {solver!r}; known solvers: {sorted(classes)}")
+            raise ConfigError(f"unknown solver {solver!r}{did_you_mean(solver, classes)}; "
+                              f"known solvers: {sorted(classes)}")
         cls = classes[solver]
     if not cls.is_available():
         hint = f'pip install "{cls.extra}"' if cls.extra else f"pip install {' '.join(cls.required_modules)}"
@@ -255,7 +256,8 @@ def create_analysis(name: str, *, pm: pluggy.PluginManager | None = None, **para
     """
     classes = analysis_classes(pm)
     if name not in classes:
-        raise ConfigError(f"unknown analysis {name!r}; known analyses: {sorted(classes)}")
+        raise ConfigError(f"unknown analysis {name!r}{did_you_mean(name, classes)}; "
+                          f"known analyses: {sorted(classes)}")
     cls = classes[name]
     sig = inspect.signature(cls.__init__)
     takes = [p for p in list(sig.parameters)[1:]
@@ -263,7 +265,9 @@ def create_analysis(name: str, *, pm: pluggy.PluginManager | None = None, **para
                                                inspect.Parameter.VAR_KEYWORD)]
     unknown = sorted(set(params) - set(takes))
     if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-        raise ConfigError(f"analysis {name!r} does not take parameter(s) {unknown}; it takes {takes}")
+        hint = did_you_mean(unknown[0], takes) if len(unknown) == 1 else ""
+        raise ConfigError(f"analysis {name!r} does not take parameter(s) {unknown}{hint}; "
+                          f"it takes {takes}")
     try:
         return cls(**params)
     except TypeError as exc:

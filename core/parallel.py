@@ -384,7 +384,8 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
                subproblem_time=sum(s.get("subproblem_time", 0.0) for s in state.stats),
                subproblem_fallbacks=sum(s.get("subproblem_fallbacks", 0) for s in state.stats))
     return Report(results=results, status=status, stats=out, time=time.perf_counter() - t0,
-                  solver={form: [b.name for b in chain] for form, chain in chains.items()})
+                  solver={form: [b.name for b in chain] for form, chain in chains.items()},
+                  network=net, analyses=list(analyses))
 
 
 @dataclass

@@ -83,7 +83,8 @@ def _vector(value, what: str, n: int | None = None) -> np.ndarray:
     if arr.ndim > 1:
         raise RegionError(f"{what} must be a scalar or a 1-D vector, got shape {arr.shape}")
     if np.isnan(arr).any():
-        raise RegionError(f"{what} contains NaN at index {int(np.argwhere(np.isnan(arr))[0][0])}")
+        where = "" if arr.ndim == 0 else f" at index {int(np.flatnonzero(np.isnan(arr))[0])}"
+        raise RegionError(f"{what} contains NaN{where}; give a number (inf leaves a side open)")
     if n is not None and arr.ndim == 1 and arr.shape[0] != n:
         raise RegionError(f"{what} has {arr.shape[0]} entries, expected {n}")
     return arr

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import enum
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,10 +84,13 @@ class Verdict(str, enum.Enum):
 
 
 def _jsonable(value: Any) -> Any:
+    """``value`` with numpy types, enums and non-finite floats (as None) made JSON-safe."""
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return [_jsonable(v) for v in value.tolist()] if value.dtype.kind == "f" else value.tolist()
     if isinstance(value, (np.floating, np.integer, np.bool_)):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, dict):
@@ -93,8 +98,13 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     if hasattr(value, "to_dict"):
-        return value.to_dict()
+        return _jsonable(value.to_dict())
     return value
+
+
+def to_json(value: Any, **kwargs) -> str:
+    """JSON text of ``value`` (see :func:`_jsonable`): never ``NaN`` or ``Infinity``."""
+    return json.dumps(_jsonable(value), allow_nan=False, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ fails, the analysis records the polytope and the result is inexact (never a proo
 """
 from __future__ import annotations
 
-import json
+import importlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +29,7 @@ from polytrav.lagrange import CellBound
 from polytrav.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
 from polytrav.network import Network
 from polytrav.region import Box, Region
-from polytrav.results import DECIDED, AnalysisResult, SolveResult, Status
+from polytrav.results import DECIDED, AnalysisResult, SolveResult, Status, _jsonable
 from polytrav.traverse import Traversal, TraversalStatus, traverse
 
 __all__ = ["analyze", "Report", "RunContext", "FORMS"]
@@ -44,7 +44,13 @@ class Report:
 
     ``results`` holds one :class:`~polytrav.AnalysisResult` per analysis, in the order given
     (index them by position or by label); ``status`` is the traversal's end state,
-    ``complete`` whether every needed polytope was visited, ``stats`` the traversal counters.
+    ``complete`` whether every needed polytope was visited, ``decided`` whether the run
+    stopped early because every analysis had its answer (a confirmed violation), ``partial``
+    whether it is neither (a budget, a lost LP, Ctrl-C: no result is a proof). ``time`` is the
+    run's seconds after set-up; ``setup_time`` the set-up's (plugin manager, checks, backend
+    chains, first imports of the solver libraries). ``polytopes`` lists the visited
+    :class:`~polytrav.Polytope` objects when ``analyze(..., keep_polytopes=True)``, else None.
+    ``print(report)`` shows a table; ``to_dict()`` is JSON-safe.
     """
 
     results: list[AnalysisResult]
@@ -52,10 +58,25 @@ class Report:
     stats: dict[str, Any]
     time: float
     solver: dict[str, list[str]] = field(default_factory=dict)
+    setup_time: float = 0.0
+    polytopes: list | None = field(default=None, repr=False)
+    #: the run's network and Analysis instances (for the text of ``print(report)``)
+    network: Network | None = field(default=None, repr=False, compare=False)
+    analyses: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def complete(self) -> bool:
         return self.status is TraversalStatus.COMPLETE
+
+    @property
+    def decided(self) -> bool:
+        """Stopped early with every analysis decided: its answers are final, not partial."""
+        return self.status is TraversalStatus.STOPPED
+
+    @property
+    def partial(self) -> bool:
+        """Neither complete nor decided: no result is a proof."""
+        return not (self.complete or self.decided)
 
     def __getitem__(self, key: int | str) -> AnalysisResult:
         if isinstance(key, str):
@@ -76,14 +97,21 @@ class Report:
         return (f"Report({self.status.value}, {self.stats.get('polytopes', 0)} polytopes, "
                 f"{self.time:.3g} s: {inner})")
 
+    def __str__(self) -> str:
+        from polytrav.summary import format_report
+
+        return format_report(self)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dictionary."""
+        """JSON-safe dictionary (non-finite numbers become null)."""
         return {
             "status": self.status.value,
             "complete": self.complete,
+            "decided": self.decided,
             "time": self.time,
+            "setup_time": self.setup_time,
             "solver": self.solver,
-            "stats": json.loads(json.dumps(self.stats, default=str)),
+            "stats": _jsonable(self.stats),
             "results": [r.to_dict() for r in self.results],
         }
 
@@ -272,7 +300,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
             strategy: str = "hierarchical", max_polytopes: int | None = None,
             time_limit: float | None = None, progress=None, within=None, executor=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
-            parts: int | None = None, order: str = "bfs") -> Report:
+            parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
+            on_interrupt: str = "raise") -> Report:
     """Run analyses over every polytope of ``net`` inside ``region``.
 
     Parameters
@@ -311,6 +340,12 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         mode), pieces with a positive margin are skipped, and ``best-first`` descends into
         the pieces of each level by increasing margin (likely violations first); ``bfs`` is
         the paper's order. See :func:`polytrav.traverse`.
+    keep_polytopes : bool
+        Keep the visited polytopes in ``Report.polytopes`` (for exports; memory grows with
+        the count). Serial runs only.
+    on_interrupt : {"raise", "report"}
+        What Ctrl-C (``KeyboardInterrupt``) does: ``"raise"`` (default) closes the run and
+        re-raises it; ``"report"`` returns the partial report, with status ``interrupted``.
 
     Returns
     -------
@@ -329,6 +364,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         raise ConfigError(f"analyze: net must be a polytrav.Network, got {type(net).__name__}")
     if not isinstance(region, Region):
         raise ConfigError(f"analyze: region must be a polytrav Region, got {type(region).__name__}")
+    if on_interrupt not in ("raise", "report"):
+        raise ConfigError(f"analyze: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
     region = region.with_dims(net.n_inputs)
     pm = get_plugin_manager()
     items = _as_analyses(analyses, pm)
@@ -341,6 +378,9 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     in_parts = executor is not None or checkpoint is not None
     if in_parts and within is not None:
         raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
+    if in_parts and keep_polytopes:
+        raise ConfigError("analyze: keep_polytopes needs a serial run (no executor/checkpoint)")
+    _warm_up(items, chains)
     if start is None:  # an analysis's start point: now for a run in parts (every part starts
         def start():   # from it), else when the search needs one
             return next((p for p in (a.start_point() for a in items) if p is not None), None)
@@ -375,18 +415,26 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     context_ref.append(context)
     for a in items:
         pm.register(a, name=f"analysis:{a.label}")
+    kept: list | None = [] if keep_polytopes else None
+    setup_time = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    interrupted = None
     pm.hook.polytrav_begin_run(context=context)
     try:
         for polytope in trav:
+            if kept is not None:
+                kept.append(polytope)
             pm.hook.polytrav_visit_polytope(polytope=polytope, context=context)
             if progress is not None:
                 progress(trav)
             if all(a.decided for a in items):
                 break
-    except KeyboardInterrupt:
-        pass  # a clean partial report: the traversal is marked stopped
+    except KeyboardInterrupt as exc:
+        interrupted = exc
     finally:
-        trav.close()
+        trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
+    if interrupted is not None and on_interrupt == "raise":
+        raise interrupted
     results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
                if isinstance(r, AnalysisResult)}
     stats = trav.stats.to_dict()
@@ -399,7 +447,27 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         results=[results[a.label] for a in items],
         status=trav.status,
         stats=stats,
-        time=time.perf_counter() - t0,
+        time=time.perf_counter() - t1,
         solver={form: [b.name for b in chain] for form, chain in chains.items()},
+        setup_time=setup_time,
+        polytopes=kept,
+        network=net,
+        analyses=list(items),
     )
 
+
+def _warm_up(analyses: Sequence[Analysis], chains: dict[str, list]) -> None:
+    """Import, before the run's clock starts, the libraries its first solves would import:
+    each chain's first backend, qhull, and cvxpy when an analysis solves subproblems (their
+    first import is most of a first call's time)."""
+    modules = ["scipy.spatial"]
+    for chain in chains.values():
+        if chain:
+            modules += list(getattr(chain[0], "required_modules", ()))
+    if any(a.problem_form is not None for a in analyses):
+        modules.append("cvxpy")
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # the solve that needs it reports the missing library

@@ -80,7 +80,8 @@ class TraversalStatus(str, enum.Enum):
     POLYTOPE_LIMIT = "polytope_limit"  #: stopped at ``max_polytopes``: incomplete
     TIME_LIMIT = "time_limit"  #: stopped at ``time_limit``: incomplete
     SOLVER_FAILURE = "solver_failure"  #: some LP failed on every backend: incomplete
-    STOPPED = "stopped"  #: the consumer stopped iterating: incomplete
+    STOPPED = "stopped"  #: the consumer stopped iterating (analyze: every analysis decided)
+    INTERRUPTED = "interrupted"  #: Ctrl-C (KeyboardInterrupt): incomplete
     WORKER_LOST = "worker_lost"  #: a parallel run lost a part (its worker died): incomplete
 
     def __str__(self) -> str:
@@ -369,11 +370,12 @@ class Traversal(Iterator[Polytope]):
     def __next__(self) -> Polytope:
         return next(self._gen)
 
-    def close(self) -> None:
-        """Stop early; the status becomes ``stopped`` unless the run had finished."""
+    def close(self, status: "TraversalStatus | None" = None) -> None:
+        """Stop early; the status becomes ``status`` (default ``stopped``; ``interrupted``
+        after Ctrl-C) unless the run had finished."""
         self._gen.close()
-        if self.status is TraversalStatus.RUNNING:
-            self.status = TraversalStatus.STOPPED
+        if self.status in (TraversalStatus.RUNNING, TraversalStatus.STOPPED):
+            self.status = status or TraversalStatus.STOPPED
 
     @property
     def frontier(self) -> int:

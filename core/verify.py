@@ -24,7 +24,7 @@ import numpy as np
 
 from polytrav.errors import ConfigError
 from polytrav.network import Network
-from polytrav.results import Verdict
+from polytrav.results import Verdict, _jsonable
 
 __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
            "load_network"]
@@ -62,11 +62,11 @@ class VerificationResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dictionary."""
-        as_list = (lambda a: None if a is None else np.asarray(a, float).tolist())
-        return {"answer": self.answer, "counterexample": as_list(self.counterexample),
-                "output": as_list(self.output), "polytopes": self.polytopes, "lps": self.lps,
-                "seconds": self.seconds, "reason": self.reason, "proven": self.proven,
-                "split": self.split}
+        as_list = (lambda a: None if a is None else np.asarray(a, float))
+        return _jsonable({"answer": self.answer, "counterexample": as_list(self.counterexample),
+                          "output": as_list(self.output), "polytopes": self.polytopes,
+                          "lps": self.lps, "seconds": self.seconds, "reason": self.reason,
+                          "proven": self.proven, "split": self.split})
 
 
 def load_network(path: str | PathLike) -> Network:
@@ -104,7 +104,8 @@ def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
 def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
            solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
            progress=None, executor=None, bounds: bool = True,
-           order: str = "best-first", split: bool = True, bab: bool = True) -> VerificationResult:
+           order: str = "best-first", split: bool = True, bab: bool = True,
+           on_interrupt: str = "raise") -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -134,6 +135,9 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         With bounds, a box of many inputs whose unsafe conjunctions are single rows is first
         given to neuron-level branch and bound (:func:`polytrav.plugins.linear_property.region_bab`;
         default True).
+    on_interrupt : {"raise", "report"}
+        Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
+        re-raises it; ``"report"`` returns ``unknown`` with the reason ``interrupted``.
 
     Examples
     --------
@@ -148,10 +152,29 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     >>> result.answer, bool(net.forward(result.counterexample)[0] >= 1.5)
     ('sat', True)
     """
+    if on_interrupt not in ("raise", "report"):
+        raise ConfigError(f"verify: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
+    t0 = time.perf_counter()
+    partial: list = []  # the reports so far, for an interrupted run
+    try:
+        return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
+                       executor, bounds, order, split, bab, t0, partial)
+    except KeyboardInterrupt:
+        if on_interrupt == "raise":
+            raise
+        return VerificationResult(
+            "unknown", None, None, sum(r.stats["polytopes"] for r in partial),
+            sum(r.stats["lps"] + r.stats["subproblem_solves"] for r in partial),
+            time.perf_counter() - t0, "interrupted (Ctrl-C) before an answer", partial,
+            _proven(partial))
+
+
+def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
+            bounds, order, split, bab, t0, reports) -> VerificationResult:
+    """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
     from polytrav.loaders.vnnlib import VnnlibSpec, read_vnnlib
     from polytrav.run import analyze
 
-    t0 = time.perf_counter()
     onnx_path = None
     if not isinstance(network, Network):
         onnx_path = Path(network) if Path(network).suffix == ".onnx" else None
@@ -165,7 +188,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"verify: timeout must be positive seconds, got {timeout!r}")
     polytopes = lps = 0
-    reports, reasons = [], []
+    reasons = []
     timed_out = False
     splits = []
     for k, case in enumerate(spec.cases):

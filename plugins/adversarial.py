@@ -223,6 +223,20 @@ class SoftmaxAttack(Analysis):
             failures=tuple(self.failures), details=details,
         )
 
+    def describe(self, result) -> list[str]:
+        from polytrav.summary import fmt, vector
+
+        d = result.details
+        if result.value is None:
+            return [f"no margin was computed: no polytope was visited (label {d['label']})"]
+        lines = [f"worst margin logit[{d['class']}] - logit[{d['label']}] = {fmt(result.value)}: "
+                 + (f"class {d['class']} beats the label {d['label']}" if result.value > 0
+                    else f"the label {d['label']} wins everywhere visited")]
+        if "logits" in d:
+            lines.append(f"logits there = {vector(d['logits'])}; probabilities "
+                         f"{vector(d['probabilities'])}")
+        return lines
+
     def combine(self, parts, context) -> AnalysisResult:
         return combine_worst(self, parts, context, stop_at_violation=self.mode == "verify")
 

@@ -460,12 +460,34 @@ class Counterfactual(Analysis):
             details["returned_distance"] = float(np.linalg.norm(witness - self._x0, ord=self._p))
         elif x is not None:
             details["note"] = "no point past the boundary was confirmed by a forward pass"
+        elif self.exact(context):
+            details["note"] = ("no input of another class in the region: the class is the same "
+                               "everywhere (proven)")
+        else:
+            details["note"] = ("no input of another class was found before the run ended "
+                               "(partial: one may exist)")
         return AnalysisResult(
             analysis=self.label, verdict=None,
             value=dist if np.isfinite(dist) else None, witness=witness,
             exact=self.exact(context), n_polytopes=self.n_polytopes, n_solves=self.n_solves,
             failures=tuple(self.failures), details=details,
         )
+
+    def describe(self, result) -> list[str]:
+        from polytrav.summary import fmt
+
+        d = result.details
+        norm = {1: "L1", 2: "L2"}.get(d["norm"], "Linf")
+        if result.value is None:
+            return [d.get("note", "no input of another class was found")]
+        lines = [f"{norm} distance {fmt(result.value)} from x0 (class {d['class0']}) to the "
+                 f"nearest input of class {d['class']}"]
+        if "returned_distance" in d:
+            lines.append(f"the witness is a point just past the boundary, at distance "
+                         f"{fmt(d['returned_distance'])}, whose class is confirmed")
+        elif "note" in d:
+            lines.append(d["note"])
+        return lines
 
     def combine(self, parts, context) -> AnalysisResult:
         best = min(parts, key=lambda p: np.inf if p.value is None else p.value, default=None)

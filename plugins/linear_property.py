@@ -444,6 +444,15 @@ class LinearProperty(Analysis):
             n_solves=self.n_solves, failures=tuple(self.failures), details=details,
         )
 
+    def describe(self, result) -> list[str]:
+        from polytrav.summary import fmt
+
+        d = result.details
+        if result.value is None:
+            return []
+        return [f"largest margin into the unsafe set {fmt(result.value)} (disjunct {d['disjunct']}; "
+                "positive: an output meets it)"]
+
     def combine(self, parts, context) -> AnalysisResult:
         return combine_worst(self, parts, context, stop_at_violation=self.mode == "verify")
 

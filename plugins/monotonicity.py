@@ -134,6 +134,19 @@ class Monotonicity(Analysis):
                      "by_sign": {"negative": self._neg, "positive": self._pos}},
         )
 
+    def describe(self, result) -> list[str]:
+        from polytrav.summary import fmt, vector
+
+        d = result.details
+        want = d["direction"] or "one direction"
+        lines = [f"slope of output {d['output']} in x_{d['feature']} ({want}): "
+                 f"{len(d['violations'])} violating polytope(s)"]
+        if d["witness_pair"] is not None:
+            x1, x2 = d["witness_pair"]
+            lines.append(f"pair: x = {vector(x1)} and x' = {vector(x2)} "
+                         f"(x'[{d['feature']}] > x[{d['feature']}])")
+        return lines
+
     def combine(self, parts, context) -> AnalysisResult:
         """Merge the parts' slopes by sign (polytope indices offset part by part), then finish."""
         self._step_u = self._unit_step(context)

@@ -143,6 +143,14 @@ class OutputRange(Analysis):
                      "skipped_by_bound": self.skipped, "from_vertices": self.from_vertices},
         )
 
+    def describe(self, result) -> list[str]:
+        from polytrav.summary import vector
+
+        lo, hi = result.details.get("argmin"), result.details.get("argmax")
+        if lo is None or hi is None:
+            return ["no polytope was visited: no value"]
+        return [f"at x = {vector(lo)} (the minimum) and {vector(hi)} (the maximum)"]
+
     def combine(self, parts, context) -> AnalysisResult:
         inf = float("inf")
         hi = max(parts, key=lambda p: p.value["max"], default=None)

@@ -80,6 +80,13 @@ class RegionStats(Analysis):
                      "edges": self._last_edges},
         )
 
+    def describe(self, result) -> list[str]:
+        from polytrav.summary import fmt
+
+        v = result.value
+        return [f"{v['polytopes']} polytopes (per level {v['per_level']}), smallest Chebyshev "
+                f"radius {fmt(v['min_radius'])}"]
+
     def combine(self, parts, context) -> AnalysisResult:
         """Concatenate the parts' polytopes (indices offset part by part); edges from codes."""
         self._records, self._keys, offset = [], {}, 0

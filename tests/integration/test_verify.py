@@ -147,7 +147,7 @@ def test_cli_timeout_exits_3(acas):
 @pytest.mark.parametrize("problem, message", [
     ("malformed", "bad.vnnlib:3:1: expected ')' but got end of file"),
     ("solver", "unknown solver 'nope'"),
-    ("missing", "No such file"),
+    ("missing", "not found"),
 ])
 def test_cli_bad_input_is_named_and_exits_4(acas, tmp_path, problem, message):
     onnx, prop, _ = acas

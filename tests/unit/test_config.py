@@ -62,13 +62,13 @@ def test_cli_run_writes_json_and_csv(job):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (("[output]", "[output]\nbogus = 1"), r"output.bogus: unknown key"),
+    (("[output]", "[output]\nbogus = 1"), r"output: unknown key 'bogus'"),
     (('name = "monotonicity"', 'name = "monotone"'),
      r"analysis\[2\] \(monotone\): unknown analysis 'monotone'.*; known analyses: \[.*'monotonicity'"),
     (("norm = 2", "norm = 2\nradius = 3"),
      r"analysis\[1\] \(counterfactual\): .*does not take parameter\(s\) \['radius'\]; it takes"),
-    (('kind = "box"', 'kind = "cube"'), r"region: kind must be one of 'box', 'ball'"),
-    (("time_limit = 30", 'time_limit = "soon"'), r"time_limit: Input should be a valid number"),
+    (('kind = "box"', 'kind = "cube"'), r"region: kind 'cube' is not a region kind; use one of 'box', 'ball'"),
+    (("time_limit = 30", 'time_limit = "soon"'), r"time_limit: input should be a valid number"),
     (('network = "tiny.nnet"', 'network = "missing.onnx"'), r"network: no file .*missing.onnx"),
     (("feature = 0", "feature = 7"), r"analysis\[2\] \(monotonicity\): .*feature must be an input index in \[0, 2\)"),
     (("upper = [1, 1]", "upper = [1, 1, 1]"), r"region: "),

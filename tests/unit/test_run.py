@@ -217,10 +217,27 @@ class Interrupting(Analysis):
         return AnalysisResult(self.label, None, self.n_polytopes, exact=self.exact(context))
 
 
-def test_ctrl_c_gives_a_partial_report_marked_incomplete(net):
-    report = analyze(net, BOX, [Interrupting(after=3), "output_range"])
-    assert report.status.value == "stopped" and not report.complete
+def test_ctrl_c_is_re_raised_by_default(net):
+    with pytest.raises(KeyboardInterrupt):
+        analyze(net, BOX, [Interrupting(after=3), "output_range"])
+
+
+def test_ctrl_c_gives_a_partial_report_when_asked(net):
+    report = analyze(net, BOX, [Interrupting(after=3), "output_range"], on_interrupt="report")
+    assert report.status.value == "interrupted" and not report.complete and report.partial
     assert report[0].value == 4 and not report[0].exact and not report[1].exact
+    assert str(report).startswith("PARTIAL REPORT (interrupted)")
+
+
+def test_unknown_on_interrupt_is_refused(net):
+    with pytest.raises(ConfigError, match="on_interrupt"):
+        analyze(net, BOX, "output_range", on_interrupt="ignore")
+
+
+def test_a_decided_run_is_not_partial(net):
+    reachable = [(np.array([[-1.0]]), np.array([1e3]))]
+    report = analyze(net, BOX, LinearProperty(reachable))
+    assert report.decided and not report.partial and "stopped early" in str(report)
 
 
 def test_stop_ends_the_run_once_every_analysis_is_decided(net):

@@ -1,0 +1,169 @@
+"""Every bad input of the command line ends in one line naming the problem, and exit code 4.
+
+Each case runs ``polytrav`` in a subprocess as a user would; the table of cases is the one in
+docs/cli.md ("Bad input"). Never a traceback, never a second line.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reference import TINY_NNET
+
+ACAS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "acasxu"
+
+
+def polytrav(*args, cwd=None, timeout=120):
+    """Run the console entry point (``python -m`` would miss the script's own sys.path)."""
+    env = {**os.environ, "POLYTRAV_DEBUG": "0"}
+    return subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A tiny 2-input .nnet and 5-input ONNX net, and the bad files of the cases."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    root = tmp_path_factory.mktemp("cli")
+    (root / "tiny.nnet").write_text(TINY_NNET)
+    rng = np.random.default_rng(0)
+
+    def save(name, act):
+        W1, W2 = rng.normal(size=(6, 5)), rng.normal(size=(3, 6))
+        inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in
+                 (("W1", W1), ("b1", np.zeros(6)), ("W2", W2), ("b2", np.zeros(3)))]
+        nodes = [helper.make_node("Gemm", ["input", "W1", "b1"], ["h"], transB=1),
+                 helper.make_node(act, ["h"], ["r"]),
+                 helper.make_node("Gemm", ["r", "W2", "b2"], ["output"], transB=1)]
+        graph = helper.make_graph(
+            nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 5])],
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3])], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        onnx.save(model, str(root / name))
+
+    save("net5.onnx", "Relu")
+    save("sigmoid.onnx", "Sigmoid")
+    (root / "garbage.onnx").write_bytes(rng.bytes(200))
+    (root / "short.nnet").write_text("\n".join(TINY_NNET.splitlines()[:6]))
+    (root / "net.txt").write_text("1 2 3")
+    (root / "folder.onnx").mkdir()
+    (root / "bad.vnnlib").write_text("(declare-const X_0 Real)\n(assert (<= X_0 0.5)\n")
+    (root / "two_inputs.vnnlib").write_text(
+        "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+        "(assert (<= X_0 1))\n(assert (>= X_0 0))\n(assert (<= X_1 1))\n(assert (>= X_1 0))\n"
+        "(assert (>= Y_0 1))\n")
+    (root / "instances.csv").write_text("only_one_column\n")
+    job = 'network = "tiny.nnet"\n[region]\nkind = "box"\nlower = -1\nupper = 1\n' \
+          '[[analysis]]\nname = "output_range"\n'
+    (root / "ok.toml").write_text(job)
+    (root / "syntax.toml").write_text(job + "oops = \n")
+    (root / "key.toml").write_text(job.replace("network =", "netwrk ="))
+    (root / "analysis.toml").write_text(job.replace('"output_range"', '"output_rang"'))
+    (root / "param.toml").write_text(job + "nrm = 2\n")
+    (root / "type.toml").write_text(job.replace("lower = -1", 'lower = [-1, "a"]'))
+    (root / "kind.toml").write_text(job.replace('kind = "box"', 'kind = "cube"'))
+    (root / "export.toml").write_text(job + '[output]\nexport = "out.xyz"\n')
+    return root
+
+
+BOX = ["--lower", "-1", "--upper", "1"]
+SMALL5 = ["--lower", "-0.1", "--upper", "0.1"]
+
+#: (case, arguments with {d} for the files' folder, words the one-line message must hold)
+CASES = [
+    ("missing network file", ["regions", "{d}/missing.onnx", *BOX], "not found"),
+    ("network is a folder", ["regions", "{d}/folder.onnx", *BOX], "folder"),
+    ("unknown network format", ["regions", "{d}/net.txt", *BOX], "unknown format '.txt'"),
+    ("malformed ONNX", ["regions", "{d}/garbage.onnx", *BOX], "garbage.onnx"),
+    ("unsupported layer", ["regions", "{d}/sigmoid.onnx", *SMALL5], "Sigmoid"),
+    ("truncated .nnet", ["regions", "{d}/short.nnet", *BOX], "short.nnet"),
+    ("NaN bound", ["regions", "{d}/tiny.nnet", "--lower", "nan", "--upper", "1"], "NaN"),
+    ("not a number", ["regions", "{d}/tiny.nnet", "--lower", "a,b", "--upper", "1"],
+     "comma-separated numbers"),
+    ("box of the wrong length", ["regions", "{d}/net5.onnx", "--lower", "0,0", "--upper", "1,1"],
+     "5 are needed"),
+    ("lower above upper", ["regions", "{d}/tiny.nnet", "--lower", "1", "--upper", "0"], "swap"),
+    ("no box", ["regions", "{d}/tiny.nnet"], "--lower and --upper"),
+    ("box and VNN-LIB", ["regions", "{d}/tiny.nnet", *BOX, "--vnnlib", "{d}/two_inputs.vnnlib"],
+     "not both"),
+    ("negative timeout", ["attack", "{d}/tiny.nnet", *BOX, "--timeout", "-1"], "x>0"),
+    ("zero timeout", ["regions", "{d}/tiny.nnet", *BOX, "--timeout", "0"], "x>0"),
+    ("zero polytope budget", ["regions", "{d}/tiny.nnet", *BOX, "--max-polytopes", "0"], "x>=1"),
+    ("plane input out of range", ["regions", "{d}/net5.onnx", *SMALL5, "--plot", "{d}/p.png",
+                                  "--dims", "0", "7"], "0..4"),
+    ("no plane on 5 inputs", ["regions", "{d}/net5.onnx", *SMALL5, "--plot", "{d}/p.png"],
+     "--dims"),
+    ("unknown picture format", ["regions", "{d}/tiny.nnet", *BOX, "--plot", "{d}/p.xyz"], "xyz"),
+    ("labels of the wrong count", ["regions", "{d}/tiny.nnet", *BOX, "--plot", "{d}/p.png",
+                                   "--labels", "a,b,c"], "labels"),
+    ("unknown export format", ["regions", "{d}/tiny.nnet", *BOX, "--export", "{d}/e.xyz"],
+     "xyz"),
+    ("x0 of the wrong length", ["counterfactual", "{d}/tiny.nnet", *BOX, "--x0", "0"],
+     "x0 has 1 coordinates"),
+    ("x0 outside the region", ["counterfactual", "{d}/tiny.nnet", *BOX, "--x0", "2,0"],
+     "outside the region"),
+    ("x0 not finite", ["counterfactual", "{d}/tiny.nnet", *BOX, "--x0", "inf,0"], "finite"),
+    ("feature out of range", ["monotonicity", "{d}/tiny.nnet", *BOX, "--feature", "5"],
+     "feature"),
+    ("output out of range", ["attack", "{d}/tiny.nnet", *BOX, "--output", "3"], "output"),
+    ("label out of range", ["attack", "{d}/net5.onnx", *SMALL5, "--label", "9"], "label"),
+    ("target out of range", ["counterfactual", "{d}/net5.onnx", *SMALL5, "--x0", "0,0,0,0,0",
+                             "--target", "9"], "target"),
+    ("stop at first without a label", ["attack", "{d}/tiny.nnet", *BOX, "--stop-at-first"],
+     "--label"),
+    ("unknown solver", ["attack", "{d}/tiny.nnet", *BOX, "--solver", "higs"],
+     "did you mean 'highs'"),
+    ("unknown norm", ["counterfactual", "{d}/tiny.nnet", *BOX, "--x0", "0,0", "--norm", "3"],
+     "--norm"),
+    ("unknown command", ["regoins"], "Did you mean 'regions'"),
+    ("unknown option", ["regions", "{d}/tiny.nnet", "--lowr", "0"], "'--lower'"),
+    ("missing property file", ["verify", "{d}/tiny.nnet", "{d}/missing.vnnlib"], "not found"),
+    ("malformed VNN-LIB", ["verify", "{d}/net5.onnx", "{d}/bad.vnnlib"], "bad.vnnlib:3:1"),
+    ("property of other shape", ["verify", "{d}/net5.onnx", "{d}/two_inputs.vnnlib"], "X_"),
+    ("verify without a property", ["verify", "{d}/tiny.nnet"], "NETWORK and PROP"),
+    ("malformed instance list", ["verify", "--instances", "{d}/instances.csv"],
+     "onnx,vnnlib"),
+    ("zero workers", ["verify", "{d}/tiny.nnet", "{d}/two_inputs.vnnlib", "--workers", "0"],
+     "--workers"),
+    ("missing job file", ["run", "{d}/missing.toml"], "not"),
+    ("job file syntax", ["run", "{d}/syntax.toml"], "at line 8"),
+    ("unknown job key", ["run", "{d}/key.toml"], "network"),
+    ("unknown analysis", ["run", "{d}/analysis.toml"], "did you mean 'output_range'"),
+    ("unknown analysis parameter", ["run", "{d}/param.toml"], "nrm"),
+    ("wrong value type", ["run", "{d}/type.toml"], "region.lower"),
+    ("unknown region kind", ["run", "{d}/kind.toml"], "cube"),
+    ("unknown export format in a job", ["run", "{d}/export.toml"], "xyz"),
+]
+
+
+@pytest.mark.parametrize("case, args, words", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_exit_4(files, case, args, words):
+    res = polytrav(*[a.format(d=files) for a in args])
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 4, (res.stdout, res.stderr)
+    assert len(lines) == 1 and lines[0].startswith("polytrav: error: "), res.stderr
+    assert words in lines[0], lines[0]
+    assert "Traceback" not in res.stderr + res.stdout
+    for internal in ("Unable to extract tag", "list[float]", "[Errno", "discriminator"):
+        assert internal not in lines[0], lines[0]
+
+
+def test_json_never_holds_nan_or_infinity(files):
+    """A run cut before its first polytope has no min or max: null, not Infinity."""
+    import json
+
+    res = polytrav("attack", f"{files}/net5.onnx", *SMALL5, "--json", "--timeout", "1e-9")
+    assert res.returncode == 2, res.stderr
+
+    def refuse(token):
+        raise AssertionError(f"{token} in the JSON")
+
+    out = json.loads(res.stdout, parse_constant=refuse)
+    assert out["results"][0]["value"] == {"min": None, "max": None}
