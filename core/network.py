@@ -40,6 +40,32 @@ def _check_finite(arr: np.ndarray, what: str) -> None:
         )
 
 
+def _check_names(names, n_inputs: int) -> tuple[str, ...] | None:
+    if names is None:
+        return None
+    try:
+        if isinstance(names, (str, bytes)):
+            raise TypeError
+        names = tuple(names)
+    except TypeError:
+        raise NetworkError(
+            f"Network: input_names must be a sequence of {n_inputs} strings (one per input), "
+            f"got {type(names).__name__} {names!r}"
+        ) from None
+    if len(names) != n_inputs:
+        raise NetworkError(
+            f"Network: input_names has {len(names)} names but the network takes {n_inputs} "
+            "inputs; give one name per input"
+        )
+    bad = [(k, v) for k, v in enumerate(names) if not isinstance(v, str) or not v.strip()]
+    if bad:
+        k, v = bad[0]
+        raise NetworkError(
+            f"Network: input_names[{k}] is {v!r}; every input name must be a non-empty string"
+        )
+    return tuple(str(v) for v in names)  # plain str, also from numpy string arrays
+
+
 class Network:
     """A feed-forward ReLU network as a stack of float64 affine maps.
 
@@ -57,11 +83,16 @@ class Network:
         (the clipping of ``.nnet`` files). Traversal refuses regions that leave it.
     name : str, optional
         A label for messages and reports.
+    input_names : sequence of str, optional
+        One name per (flattened) input, e.g. ``("rho", "theta", "psi", "v_own", "v_int")``;
+        pictures label their axes with them. ``None`` (the default) when the model has no
+        names. Kept by nothing that changes the inputs (:meth:`compose_input` drops them).
 
     Raises
     ------
     NetworkError
-        If shapes do not chain, a value is not finite, or there is no layer.
+        If shapes do not chain, a value is not finite, there is no layer, or
+        ``input_names`` does not hold one non-empty string per input.
 
     Examples
     --------
@@ -80,6 +111,7 @@ class Network:
         input_shape: tuple[int, ...] | None = None,
         input_domain: tuple[np.ndarray, np.ndarray] | None = None,
         name: str | None = None,
+        input_names: Sequence[str] | None = None,
     ):
         weights = list(weights)
         biases = list(biases)
@@ -130,12 +162,21 @@ class Network:
             input_domain = (lo.copy(), hi.copy())
         self.input_domain = input_domain
         self.name = name
+        self.input_names = _check_names(input_names, self.n_inputs)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_arrays(cls, weights: Sequence, biases: Sequence, **kwargs) -> "Network":
-        """Build from lists of ``(n_out, n_in)`` weight matrices and bias vectors."""
-        return cls(weights, biases, **kwargs)
+    def from_arrays(cls, weights: Sequence, biases: Sequence, *,
+                    input_names: Sequence[str] | None = None, **kwargs) -> "Network":
+        """Build from lists of ``(n_out, n_in)`` weight matrices and bias vectors.
+
+        ``input_names`` and the other keywords are those of :class:`Network`.
+
+        >>> net = Network.from_arrays([[[1.0, 2.0]]], [[0.0]], input_names=["speed", "angle"])
+        >>> net.input_names
+        ('speed', 'angle')
+        """
+        return cls(weights, biases, input_names=input_names, **kwargs)
 
     @classmethod
     def from_onnx(cls, path: str | PathLike, **kwargs) -> "Network":
@@ -280,7 +321,8 @@ class Network:
     def compose_input(self, A, c) -> "Network":
         """The network of ``z -> self(A @ z + c)``: an affine change of input coordinates.
 
-        ``A`` is ``(n_inputs, n_new)`` and ``c`` is ``(n_inputs,)``.
+        ``A`` is ``(n_inputs, n_new)`` and ``c`` is ``(n_inputs,)``. The new inputs are not
+        the old ones, so ``input_names`` is not kept.
         """
         A = np.asarray(A, dtype=np.float64)
         c = np.asarray(c, dtype=np.float64).reshape(-1)

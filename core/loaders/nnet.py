@@ -8,6 +8,11 @@ range. Each layer follows as ``out`` lines of ``in`` weights (row ``i`` holds ne
 incoming weights, so ``W`` is ``(out, in)``), then ``out`` lines of one bias. A ReLU follows
 every layer except the last.
 
+The format has no field for input names. polytrav reads them from an optional comment line
+``// input names: rho, theta, psi, v_own, v_int`` (one comma-separated name per input, case
+of ``input names`` ignored) and otherwise leaves ``Network.input_names`` as ``None``, as for
+the ACAS Xu files, whose comments hold only the licence and author.
+
 The file's model clips raw inputs to ``[min, max]``, normalises them with
 ``x_norm = (x - mean) / range`` and returns ``y_raw = y_norm * range_out + mean_out``. The
 clipping is not affine; the loaders record it as the network's ``input_domain`` instead.
@@ -15,6 +20,7 @@ clipping is not affine; the loaders record it as the network's ``input_domain`` 
 
 from __future__ import annotations
 
+import re
 from os import PathLike
 from pathlib import Path
 
@@ -26,6 +32,7 @@ from polytrav.network import Network
 __all__ = ["load_nnet"]
 
 _NORMALIZATIONS = ("fold", "none")
+_NAMES = re.compile(r"^\s*//\s*input\s+names\s*:(.*)$", re.IGNORECASE)
 
 
 class _Reader:
@@ -112,6 +119,25 @@ def _read_header(reader: _Reader) -> tuple[list[int], dict[str, np.ndarray]]:
     return sizes, norm
 
 
+def _input_names(label: str, text: str, n_in: int) -> tuple[str, ...] | None:
+    """The names of a ``// input names: a, b, ...`` comment, if the file has one."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _NAMES.match(line)
+        if match is None:
+            continue
+        names = [t.strip() for t in match.group(1).split(",")]
+        if names and names[-1] == "":
+            names.pop()  # a trailing comma, as on every data line
+        if len(names) != n_in or not all(names):
+            raise NetworkError(
+                f"{label}: line {number}: the 'input names' comment lists {len(names)} names "
+                f"but the network has {n_in} inputs; give one non-empty name per "
+                "input, comma-separated"
+            )
+        return tuple(names)
+    return None
+
+
 def load_nnet(path: str | PathLike, *, normalization: str = "fold") -> Network:
     """Load a Reluplex / Stanford ``.nnet`` file.
 
@@ -128,15 +154,17 @@ def load_nnet(path: str | PathLike, *, normalization: str = "fold") -> Network:
     Returns
     -------
     Network
-        Named after the file stem.
+        Named after the file stem; ``input_names`` from a ``// input names: ...`` comment
+        line, else ``None``.
 
     Raises
     ------
     ConfigError
         If ``normalization`` is not one of the two choices.
     NetworkError
-        If the file is truncated or corrupt; the message gives the file, the line number and
-        what was expected there.
+        If the file is truncated or corrupt, or its ``input names`` comment does not give one
+        name per input; the message gives the file, the line number and what was expected
+        there.
 
     Examples
     --------
@@ -190,7 +218,9 @@ def load_nnet(path: str | PathLike, *, normalization: str = "fold") -> Network:
     else:
         lower = (lower - norm["mean_in"]) / norm["range_in"]
         upper = (upper - norm["mean_in"]) / norm["range_in"]
+    names = _input_names(label, text, sizes[0])
     try:
-        return Network(weights, biases, input_domain=(lower, upper), name=path.stem)
+        return Network(weights, biases, input_domain=(lower, upper), name=path.stem,
+                       input_names=names)
     except NetworkError as exc:
         raise NetworkError(f"{label}: {exc}") from exc

@@ -1,6 +1,6 @@
 """Reader for ONNX models that are a single chain of affine ops and ReLUs.
 
-The graph is walked in node order from its one non-constant input to its output and evaluated
+The graph is walked in node order from its non-constant input to its output and evaluated
 symbolically in float64. The tensor on the chain is kept as an affine function of the flattened
 layer input, ``t = J z + c``: an offset tensor ``c`` (shape ``(1, *shape)``) and one tensor per
 input coordinate, the columns of ``J`` (shape ``(n_in, *shape)``). Every supported op except
@@ -11,6 +11,11 @@ becomes the output layer (the identity if the model ends in ``Relu``).
 
 Shapes are ONNX shapes with the batch dimension set to 1. Constant subgraphs (``Constant``,
 ``Shape`` of the chain tensor, ``Gather``, ``Concat``, ``Cast`` ...) are folded.
+
+A model may also have several inputs (e.g. one scalar per physical quantity), as long as they
+are combined by ``Concat``, ``Add`` or ``Sub`` before the first ``Relu``: they become consecutive
+blocks of one flat input vector, in the graph's input order, and their names become the
+network's ``input_names``.
 """
 
 from __future__ import annotations
@@ -393,14 +398,8 @@ class _Chain:
     def fail(self, message: str) -> NetworkError:
         return NetworkError(f"{self.label}: {message}")
 
-    def read_input(self) -> tuple[int, ...]:
-        """Set up the identity map on the input; return ``input_shape`` without the batch dim."""
-        inputs = [v for v in self.graph.input if v.name not in self.consts]
-        if len(inputs) != 1:
-            raise self.fail(
-                f"expected exactly one non-constant input, found {[v.name for v in inputs]}"
-            )
-        value = inputs[0]
+    def _input_dims(self, value, several: bool) -> tuple[list[int], tuple[int, ...]]:
+        """The input's ONNX shape with the batch dimension set to 1, and its sample shape."""
         tensor = value.type.tensor_type
         if tensor.elem_type not in _FLOAT_TYPES:
             raise self.fail(
@@ -412,27 +411,88 @@ class _Chain:
         if len(dims) >= 2 and dims[0] in (None, 1):
             dims[0] = 1
             input_shape = tuple(dims[1:])
+        elif several and dims in ([], [None]):  # a scalar input (or a batch of scalars)
+            dims = [1] if dims else []
+            input_shape = ()
         else:
             input_shape = tuple(dims)
-        if not input_shape or any(d is None or d < 1 for d in input_shape):
+        if (not input_shape and not several) or any(d is None or d < 1 for d in input_shape):
             raise self.fail(
                 f"input {value.name!r} has shape {dims} (None = symbolic); only the batch "
                 "dimension may be symbolic"
             )
-        n = math.prod(input_shape)
-        self.var = value.name
-        self.C = np.zeros((1, *dims))
-        self.J = np.eye(n).reshape(n, *dims)
-        return input_shape
+        return dims, input_shape
+
+    def read_input(self) -> tuple[int, ...]:
+        """Set up the identity map on the inputs; return ``input_shape`` without the batch dim.
+
+        One input keeps its shape. Several inputs are the consecutive blocks of one flat input
+        vector, in the graph's input order; ``input_names`` then names every coordinate (the
+        input's name for a one-element input, ``name[k]`` for the k-th element of a larger
+        one). A single input of several elements gets no names: its tensor name (``input``,
+        ``input_AvgImg``...) says nothing about the coordinates.
+        """
+        inputs = [v for v in self.graph.input if v.name not in self.consts]
+        if not inputs:
+            raise self.fail("expected a non-constant input, found none")
+        several = len(inputs) > 1
+        parts = [(v.name, *self._input_dims(v, several)) for v in inputs]
+        sizes = [math.prod(shape) for _, _, shape in parts]
+        n = sum(sizes)
+        eye = np.eye(n)
+        self.live = {}
+        names: list[str] = []
+        offset = 0
+        for (name, dims, _), size in zip(parts, sizes):
+            self.live[name] = (np.zeros((1, *dims)), eye[:, offset:offset + size].reshape(n, *dims))
+            names += [name] if size == 1 else [f"{name}[{k}]" for k in range(size)]
+            offset += size
+        if not several:
+            self.input_names = tuple(names) if n == 1 else None
+            return parts[0][2]
+        self.input_names = tuple(names)
+        return (n,)
 
     def close_layer(self) -> None:
-        n_in = self.J.shape[0]
-        self.weights.append(self.J.reshape(n_in, -1).T.copy())
-        self.biases.append(self.C.reshape(-1).copy())
-        shape = self.C.shape[1:]
+        ((C, J),) = self.live.values()
+        n_in = J.shape[0]
+        self.weights.append(J.reshape(n_in, -1).T.copy())
+        self.biases.append(C.reshape(-1).copy())
+        shape = C.shape[1:]
         n = math.prod(shape)
-        self.C = np.zeros((1, *shape))
-        self.J = np.eye(n).reshape(n, *shape)
+        self.live = {name: (np.zeros((1, *shape)), np.eye(n).reshape(n, *shape))
+                     for name in self.live}
+
+    def combine(self, op: str, attrs: dict, args: list, names: list[str], where: str):
+        """``Concat``, ``Add`` or ``Sub`` of several tensors on the chains: the new (C, J)."""
+        maps = [self.live[name] for name in names]
+        if op == "Concat":
+            out = []
+            for k, bias in ((0, True), (1, False)):
+                it = iter(maps)
+                ref = maps[0][k]
+                parts = [
+                    next(it)[k]
+                    if a is ...
+                    else np.broadcast_to(
+                        _float(a) if bias else np.zeros(np.shape(a)), ref.shape[:1] + np.shape(a)
+                    )
+                    for a in args
+                ]
+                out.append(np.concatenate(parts, axis=attrs["axis"] % (ref.ndim - 1) + 1))
+            return tuple(out)
+        if op in ("Add", "Sub") and len(args) == 2:
+            out = []
+            for k in (0, 1):
+                X, Y = maps[0][k], maps[1][k]
+                shape = np.broadcast_shapes(X.shape[1:], Y.shape[1:])
+                X, Y = _broadcast_pad(X, shape), _broadcast_pad(Y, shape)
+                out.append(X + Y if op == "Add" else X - Y)
+            return tuple(out)
+        raise self.fail(
+            f"{where} combines {len(names)} tensors that depend on the inputs ({names}); only "
+            "Concat, Add and Sub may combine them"
+        )
 
     def resolve(self, node, where: str) -> list:
         """The node's inputs: constant arrays, ``None`` (absent) or ``...`` for the chain tensor."""
@@ -442,7 +502,7 @@ class _Chain:
                 args.append(None)
             elif name in self.consts:
                 args.append(self.consts[name])
-            elif name == self.var:
+            elif name in self.live:
                 args.append(...)
             elif name in self.dead:
                 raise self.fail(
@@ -481,7 +541,8 @@ class _Chain:
         args = self.resolve(node, where)
         attrs = self.attributes(node)
         chain = [j for j, a in enumerate(args) if a is ...]
-        if len(chain) > 1:
+        names = [node.input[j] for j in chain]
+        if len(chain) > len(set(names)):
             raise self.fail(
                 f"{where} uses the chain tensor in {len(chain)} inputs; only ops with one "
                 "non-constant input are supported"
@@ -490,7 +551,9 @@ class _Chain:
         if op == "Constant":
             self.consts[outputs[0]] = self.constant(attrs)
         elif op == "Shape":
-            shape = np.array(self.C.shape[1:] if chain else np.shape(args[0]), dtype=np.int64)
+            shape = np.array(
+                self.live[names[0]][0].shape[1:] if chain else np.shape(args[0]), dtype=np.int64
+            )
             self.consts[outputs[0]] = shape[attrs.get("start", 0) : attrs.get("end", len(shape))]
         elif not chain:  # fold a constant subgraph
             if op == "Relu":
@@ -503,12 +566,24 @@ class _Chain:
                 self.consts[outputs[0]] = f(np.asarray(args[0])[None], True)[0]
         else:
             if op == "Relu":
+                if len(self.live) > 1:
+                    raise self.fail(
+                        f"{where}: a Relu while {len(self.live)} tensors depend on the inputs "
+                        f"({list(self.live)}); combine the inputs (Concat, Add, Sub) before "
+                        "the first Relu"
+                    )
                 self.close_layer()
+                C, J = self.live[names[0]]
+            elif len(chain) > 1:
+                C, J = self.combine(op, attrs, args, names, where)
             else:
                 f = _HANDLERS[op](attrs, args, chain[0])
-                self.C, self.J = f(self.C, True), f(self.J, False)
-            self.dead.add(self.var)
-            self.var = outputs[0]
+                C, J = self.live[names[0]]
+                C, J = f(C, True), f(J, False)
+            for name in names:
+                del self.live[name]
+                self.dead.add(name)
+            self.live[outputs[0]] = (C, J)
             self.dead.update(outputs[1:])
 
     def run(self, name: str) -> Network:
@@ -533,15 +608,24 @@ class _Chain:
         outputs = [v.name for v in self.graph.output]
         if len(outputs) != 1:
             raise self.fail(f"expected exactly one output, found {outputs}")
-        if outputs[0] != self.var:
+        if outputs[0] not in self.live:
+            ends = ", ".join(repr(v) for v in self.live)
             raise self.fail(
                 f"output {outputs[0]!r} is not the end of the chain from the input (which ends at "
-                f"{self.var!r}); the graph branches or the output does not depend on the input"
+                f"{ends}); the graph branches or the output does not depend on the input"
             )
-        self.weights.append(self.J.reshape(self.J.shape[0], -1).T.copy())
-        self.biases.append(self.C.reshape(-1).copy())
+        if len(self.live) > 1:
+            unused = [v for v in self.live if v != outputs[0]]
+            raise self.fail(
+                f"tensors {unused} depend on the inputs but do not reach output {outputs[0]!r}; "
+                "every input must flow into the output"
+            )
+        C, J = self.live[outputs[0]]
+        self.weights.append(J.reshape(J.shape[0], -1).T.copy())
+        self.biases.append(C.reshape(-1).copy())
         try:
-            return Network(self.weights, self.biases, input_shape=input_shape, name=name)
+            return Network(self.weights, self.biases, input_shape=input_shape, name=name,
+                           input_names=self.input_names)
         except NetworkError as exc:
             raise self.fail(str(exc)) from exc
 
@@ -562,7 +646,13 @@ def load_onnx(path: str | PathLike) -> Network:
     -------
     Network
         Named after the file stem, with ``input_shape`` the model input shape without its
-        batch dimension (a leading symbolic or size-1 dimension).
+        batch dimension (a leading symbolic or size-1 dimension). A model with several inputs
+        (combined by ``Concat``, ``Add`` or ``Sub`` before the first ``Relu``) takes them as one
+        flat vector in the graph's input order, ``input_shape`` ``(n,)``, and gets
+        ``input_names``: each one-element input's name, or ``name[k]`` for the elements of a
+        larger one. A single input gets ``input_names`` only if it has one element: a tensor
+        name such as ``input`` names no coordinate, and ``input[2]`` would say no more than
+        the default label ``x_2``.
 
     Raises
     ------

@@ -177,6 +177,27 @@ def test_nnet_tiny_by_hand(tiny_nnet):
     np.testing.assert_allclose(fold.forward(x_raw), expected, rtol=1e-12)
 
 
+def test_nnet_input_names_from_a_comment(tmp_path, tiny_nnet):
+    assert load_nnet(tiny_nnet).input_names is None
+    named = tmp_path / "named.nnet"
+    named.write_text("// Input names: speed, angle,\n" + TINY_NNET)
+    assert load_nnet(named).input_names == ("speed", "angle")
+    assert load_nnet(named, normalization="none").input_names == ("speed", "angle")
+    named.write_text("// input names: speed\n" + TINY_NNET)
+    with pytest.raises(NetworkError, match=r"named\.nnet': line 1: the 'input names' comment "
+                       r"lists 1 names but the network has 2 inputs"):
+        load_nnet(named)
+
+
+def test_acasxu_files_carry_no_input_names():
+    _skip_without_data()
+    from polytrav.loaders.onnx import load_onnx
+
+    stem = "ACASXU_run2a_1_1_batch_2000"
+    assert load_nnet(DATA / "acasxu" / "nnet" / f"{stem}.nnet").input_names is None
+    assert load_onnx(DATA / "acasxu" / "onnx" / f"{stem}.onnx").input_names is None  # one tensor
+
+
 def test_nnet_bad_normalization_argument(tiny_nnet):
     with pytest.raises(ConfigError, match="normalization"):
         load_nnet(tiny_nnet, normalization="scale")
@@ -724,3 +745,73 @@ def test_torch_nan_weight():
         model[2].weight[0, 1] = float("nan")
     with pytest.raises(NetworkError, match="nan"):
         load_torch(model)
+
+
+# ====================================================================== ONNX: several inputs
+def _several_inputs(tmp_path, name, nodes, inputs, inits):
+    from onnx import TensorProto, helper
+
+    return _save_model(
+        tmp_path / name, nodes,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n, shape in inputs],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])], inits)
+
+
+def test_onnx_several_inputs_become_one_vector_with_their_names(tmp_path):
+    """Scalar inputs named after quantities (Concat), and an Add of two input branches."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import helper
+
+    from polytrav.loaders.onnx import load_onnx
+
+    rng = np.random.default_rng(SEED)
+    node = helper.make_node
+    concat = _several_inputs(
+        tmp_path, "concat.onnx",
+        [node("Concat", ["rho", "theta", "v"], ["x"], axis=1),
+         node("Gemm", ["x", "W", "b"], ["h"], transB=1), node("Relu", ["h"], ["r"]),
+         node("Gemm", ["r", "W2", "b2"], ["y"], transB=1)],
+        [("rho", ["N", 1]), ("theta", ["N", 1]), ("v", ["N", 2])],
+        [_tensor("W", rng.normal(size=(6, 4))), _tensor("b", rng.normal(size=6)),
+         _tensor("W2", rng.normal(size=(2, 6))), _tensor("b2", rng.normal(size=2))])
+    net = load_onnx(concat)
+    assert net.input_names == ("rho", "theta", "v[0]", "v[1]") and net.input_shape == (4,)
+    X = rng.normal(size=(9, 4)).astype(np.float32)
+    y = ort.InferenceSession(str(concat)).run(
+        None, {"rho": X[:, :1], "theta": X[:, 1:2], "v": X[:, 2:]})[0]
+    np.testing.assert_allclose(net.forward(X), y, rtol=1e-5, atol=1e-5)
+
+    added = _several_inputs(
+        tmp_path, "added.onnx",
+        [node("MatMul", ["a", "Wa"], ["ha"]), node("MatMul", ["c", "Wc"], ["hc"]),
+         node("Sub", ["ha", "hc"], ["h"]), node("Relu", ["h"], ["y"])],
+        [("a", ["N", 1]), ("c", ["N", 3])],
+        [_tensor("Wa", rng.normal(size=(1, 2))), _tensor("Wc", rng.normal(size=(3, 2)))])
+    net = load_onnx(added)
+    assert net.input_names == ("a", "c[0]", "c[1]", "c[2]")
+    X = rng.normal(size=(9, 4)).astype(np.float32)
+    y = ort.InferenceSession(str(added)).run(None, {"a": X[:, :1], "c": X[:, 1:]})[0]
+    np.testing.assert_allclose(net.forward(X), y, rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_several_inputs_refused_unless_combined_before_relu(tmp_path):
+    pytest.importorskip("onnx")
+    from onnx import helper
+
+    from polytrav.loaders.onnx import load_onnx
+
+    node = helper.make_node
+    inputs = [("a", ["N", 2]), ("c", ["N", 2])]
+    late = _several_inputs(tmp_path, "late.onnx",
+                           [node("Relu", ["a"], ["r"]), node("Add", ["r", "c"], ["y"])],
+                           inputs, [])
+    with pytest.raises(NetworkError, match=r"a Relu while 2 tensors depend on the inputs"):
+        load_onnx(late)
+    product = _several_inputs(tmp_path, "product.onnx", [node("Mul", ["a", "c"], ["y"])],
+                              inputs, [])
+    with pytest.raises(NetworkError, match=r"combines 2 tensors .* only Concat, Add and Sub"):
+        load_onnx(product)
+    unused = _several_inputs(tmp_path, "unused.onnx", [node("Neg", ["a"], ["y"])], inputs, [])
+    with pytest.raises(NetworkError, match=r"\['c'\] depend on the inputs but do not reach"):
+        load_onnx(unused)

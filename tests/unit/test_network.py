@@ -47,3 +47,20 @@ def test_wrong_input_size_is_named():
     net = random_net(1, 2, [3])
     with pytest.raises(NetworkError, match="input has 3 values per sample"):
         net.forward([1.0, 2.0, 3.0])
+
+
+def test_input_names_are_kept_checked_and_dropped_by_compose_input():
+    W, b = [[[1.0, 2.0, 3.0]]], [[0.0]]
+    assert Network.from_arrays(W, b).input_names is None
+    net = Network.from_arrays(W, b, input_names=["rho", "theta", "psi"])
+    assert net.input_names == ("rho", "theta", "psi")
+    assert Network(W, b, input_names=("a", "b", "c")).input_names == ("a", "b", "c")
+    assert net.compose_input(np.eye(3)[:, :2], np.zeros(3)).input_names is None
+    with pytest.raises(NetworkError, match="input_names has 2 names but the network takes 3"):
+        Network.from_arrays(W, b, input_names=["rho", "theta"])
+    with pytest.raises(NetworkError, match="sequence of 3 strings"):
+        Network.from_arrays(W, b, input_names="abc")
+    with pytest.raises(NetworkError, match=r"input_names\[1\] is ''"):
+        Network.from_arrays(W, b, input_names=["a", "", "c"])
+    with pytest.raises(NetworkError, match=r"input_names\[2\] is 3"):
+        Network.from_arrays(W, b, input_names=["a", "b", 3])

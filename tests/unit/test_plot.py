@@ -1,17 +1,34 @@
-"""Pictures: rendered to files and checked (size, not blank, the expected colours present)."""
+"""Pictures: rendered to files and checked (size, not blank, the expected colours present), and
+their labels, titles and legends read back through matplotlib's objects (Agg backend)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from reference import TINY_NNET, random_net
 
-from polytrav import Box, ConfigError, analyze, traverse
+from polytrav import Box, ConfigError, Network, Polyhedron, analyze, traverse
 
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
 plt = pytest.importorskip("matplotlib.pyplot")
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from polytrav.plot import LAYER_COLORS, partition, plane_slice  # noqa: E402
+from polytrav.plot import (  # noqa: E402
+    LAYER_COLORS,
+    check_figure_path,
+    check_plane,
+    input_labels,
+    partition,
+    partition_slice,
+    plane_slice,
+    save_partition,
+)
+
+ACAS = (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "acasxu" / "onnx"
+        / "ACASXU_run2a_1_1_batch_2000.onnx")
 
 
 def pixels(path):
@@ -23,13 +40,32 @@ def has_colour(px, colour, tol=0.03):
     return bool((np.abs(px - np.array(to_rgb(colour))).max(axis=1) < tol).any())
 
 
+def legend(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
 def test_partition_picture_with_levels_tree_and_results(tmp_path):
     net = random_net(2, 2, [8, 6], n_out=1)
+    net = Network.from_arrays(net.weights, [*net.biases[:-1], net.biases[-1] - net([0.2, 0.2])])
     region = Box([-1, -1], [1, 1])
     polys = list(traverse(net, region))
     report = analyze(net, region, ["output_range",
-                                   {"name": "monotonicity", "feature": 0, "direction": "increasing"}])
+                                   {"name": "monotonicity", "feature": 0, "direction": "increasing"},
+                                   {"name": "counterfactual", "x0": [0.1, 0.3], "norm": 2}])
     ax = partition(net, region, polytopes=polys, report=report, bfs_tree=True)
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("$x_{0}$", "$x_{1}$")
+    assert ax.get_title() == f"Partition of a 2-8-6-1 network: {len(polys)} polytopes"
+    entries = legend(ax)
+    assert [e for e in entries if e.startswith("layer")] == ["layer 1 hyperplanes",
+                                                             "layer 2 hyperplanes"]
+    for entry in ("polytope (linear region)", "region boundary", "local decision boundary",
+                  "BFS tree (discovery)", "traversal start point",
+                  "output minimum (output_range)", "output maximum (output_range)",
+                  "monotonicity violation", "monotonicity witness",
+                  "counterfactual start x0", "counterfactual (witness)",
+                  "L2 ball, radius the distance"):
+        assert entry in entries, (entry, entries)
+    assert len(entries) == len(set(entries))  # one entry per kind, not per mark
     path = tmp_path / "partition.png"
     ax.figure.savefig(path, dpi=60)
     plt.close(ax.figure)
@@ -54,7 +90,7 @@ def test_plane_slice_equals_the_network_on_the_plane():
 
 
 def test_partition_needs_two_inputs():
-    with pytest.raises(ConfigError, match="plane_slice"):
+    with pytest.raises(ConfigError, match="partition_slice"):
         partition(random_net(0, 3, [4], n_out=1), Box(-np.ones(3), np.ones(3)))
 
 
@@ -67,7 +103,8 @@ def test_cli_regions_counts_lists_and_plots(tmp_path):
     res = CliRunner().invoke(main, ["regions", str(net), "--lower", "-1", "--upper", "1", "--list",
                                     "--plot", str(out)])
     assert res.exit_code == 0, res.output
-    assert res.output.strip().splitlines()[-1].startswith("4 polytopes")
+    assert any(line.startswith("4 polytopes") for line in res.output.splitlines()), res.output
+    assert str(out.resolve()) in res.output  # says where it saved
     assert out.exists() and pixels(out).std() > 0.05
     res = CliRunner().invoke(main, ["regions", str(net)])
     assert res.exit_code == 4 and "--lower and --upper" in res.output
@@ -87,3 +124,139 @@ def test_the_paper_figures_example_runs(tmp_path):
     for name in ("figure1.png", "figure3.png", "figure4.png"):
         px = pixels(tmp_path / name)
         assert px.std() > 0.05 and has_colour(px, LAYER_COLORS[0]), name
+
+
+def test_partition_in_a_polyhedron_without_decision_boundaries():
+    net = random_net(5, 2, [6], n_out=3)
+    tri = Polyhedron([[-1, 0], [0, -1], [1, 1]], [0, 0, 1])
+    ax = partition(net, tri, decision=False, title="my title")
+    entries = legend(ax)
+    assert ax.get_title() == "my title"
+    assert "local decision boundary" not in entries and "region boundary" in entries
+    assert entries[-1] == "start: first polytope's centre"  # not a box: no default centre
+    plt.close(ax.figure)
+
+
+def test_slice_of_a_five_input_network_names_its_plane_and_fixed_inputs(tmp_path):
+    """ACAS Xu (if the shared data is there, else a random net): dims 2 and 4."""
+    if ACAS.is_file():
+        pytest.importorskip("onnx")
+        net = Network.from_onnx(ACAS)
+        lo = np.array([0.0, -3.141593, -3.141593, 100.0, 0.0])
+        hi = np.array([60760.0, 3.141593, 3.141593, 1200.0, 1200.0])
+    else:
+        net, lo, hi = random_net(3, 5, [10, 8], n_out=5), -np.ones(5), np.ones(5)
+    region = Box(lo, hi)
+    ax = partition_slice(net, region, (2, 4), total=1234)
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("$x_{2}$", "$x_{4}$")
+    title = " ".join(ax.get_title().split())
+    centre = (lo + hi) / 2
+    assert "on a plane:" in title and "Slice through $x_{2}$, $x_{4}$ at the box centre" in title
+    fixed = ", ".join(f"$x_{{{k}}}$={centre[k]:.5g}" for k in (0, 1, 3))
+    assert f"({fixed})" in title
+    assert "whole box found 1234 polytopes" in title
+    entries = legend(ax)
+    assert "layer 1 hyperplanes" in entries and "traversal start point" in entries
+    # the start point is the box centre's projection
+    start = [ln for ln in ax.get_lines() if ln.get_marker() == "o"][-1]
+    assert np.allclose(start.get_xydata()[0], centre[[2, 4]])
+    plt.close(ax.figure)
+    out = save_partition(net, region, tmp_path / "slice.svg", dims=(2, 4), polytopes=[None] * 7)
+    assert out == (tmp_path / "slice.svg").resolve() and "found 7 polytopes" in out.read_text()
+
+
+def test_labels_from_input_names_and_the_labels_argument(tmp_path):
+    base = random_net(4, 3, [6], n_out=1)
+    net = Network.from_arrays(base.weights, base.biases, input_names=["speed", "angle", "$cost"])
+    assert input_labels(net) == ("speed", "angle", r"\$cost")  # a model's $ is not mathtext
+    ax = partition_slice(net, Box(-np.ones(3), np.ones(3)), (2, 0))
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (r"\$cost", "speed")
+    assert "(angle=0)" in ax.get_title()
+    plt.close(ax.figure)
+    ax = partition_slice(net, Box(-np.ones(3), np.ones(3)), (0, 1), labels=["v", "a", "c"])
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("v", "a") and "(c=0)" in ax.get_title()
+    plt.close(ax.figure)
+    ax = partition_slice(net, Box(-np.ones(3), np.ones(3)), (0, 1), labels=["u", "w"])
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("u", "w") and "($cost" not in ax.get_title()
+    plt.close(ax.figure)
+    two = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [-0.5]],
+                              input_names=["left", "right"])
+    ax = partition(two, Box([-1, -1], [1, 1]))
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("left", "right")
+    assert legend(ax) == ["polytope (linear region)", "layer 1 hyperplanes", "region boundary",
+                          "local decision boundary", "traversal start point"]
+    plt.close(ax.figure)
+    with pytest.raises(ConfigError, match="labels has 1 entries but the network has 2 inputs"):
+        save_partition(two, Box([-1, -1], [1, 1]), tmp_path / "p.png", labels=["a"])
+    with pytest.raises(ConfigError, match="labels has 4 entries but the network has 3 inputs"):
+        check_plane(net, (0, 1), ["a", "b", "c", "d"])
+
+
+@pytest.mark.parametrize("name,match", [
+    ("out.xyz", r"matplotlib cannot write '\.xyz' files; use one of .*\.pdf.*\.png.*\.svg"),
+    ("out", "no file suffix"),
+    ("missing/out.png", "folder .*missing' does not exist"),
+])
+def test_bad_figure_paths_fail_before_any_traversal(tmp_path, monkeypatch, name, match):
+    def no_traversal(*args, **kwargs):
+        raise AssertionError("traversed before checking the figure path")
+
+    import sys
+
+    monkeypatch.setattr(sys.modules["polytrav.traverse"], "traverse", no_traversal)
+    with pytest.raises(ConfigError, match=match):
+        check_figure_path(tmp_path / name)
+    with pytest.raises(ConfigError, match=match):
+        save_partition(random_net(0, 2, [4]), Box([-1, -1], [1, 1]), tmp_path / name)
+    assert check_figure_path(tmp_path / "OUT.PDF") == (tmp_path / "OUT.PDF").resolve()
+
+
+@pytest.mark.parametrize("dims,match", [
+    (None, r"5 inputs: choose the plane .* in 0\.\.4"),
+    ((2, 2), r"two different inputs in 0\.\.4"),
+    ((0, 5), r"out of range: the network has 5 inputs, so the valid indices are 0\.\.4"),
+    ((-1, 2), r"valid indices are 0\.\.4"),
+    ((1.5, 2), r"two input indices \(I, J\) in 0\.\.4"),
+    ((1, 2, 3), r"two input indices"),
+])
+def test_bad_dims_are_config_errors_with_the_valid_range(tmp_path, dims, match):
+    net = random_net(0, 5, [4])
+    with pytest.raises(ConfigError, match=match):
+        check_plane(net, dims)
+    with pytest.raises(ConfigError, match=match):
+        save_partition(net, Box(-np.ones(5), np.ones(5)), tmp_path / "p.png", dims=dims)
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_save_partition_two_inputs_reuses_polytopes_and_refuses_a_report_on_a_slice(tmp_path):
+    net = random_net(2, 2, [8, 6], n_out=1)
+    region = Box([-1, -1], [1, 1])
+    polys = list(traverse(net, region))
+    open_before = plt.get_fignums()
+    out = save_partition(net, region, tmp_path / "p.png", polytopes=polys[:3])
+    assert out.is_file() and pixels(out).std() > 0.05
+    out = save_partition(net, region, tmp_path / "swapped.png", dims=(1, 0))  # a (trivial) slice
+    assert out.is_file()
+    report = analyze(net, region, ["output_range"])
+    with pytest.raises(ConfigError, match="report can only be drawn on a network of two inputs"):
+        save_partition(random_net(0, 3, [4]), Box(-np.ones(3), np.ones(3)), tmp_path / "r.png",
+                       dims=(0, 1), report=report)
+    assert plt.get_fignums() == open_before  # save_partition closes its figures
+
+
+def test_tick_labels_do_not_overlap_on_a_thin_strip():
+    net = random_net(2, 2, [8, 6], n_out=1)
+    for box in (Box([-0.30351, 0.0], [-0.29863, 0.0195]),  # tall and thin, long labels
+                Box([-1.0, 0.1], [1.0, 0.104])):  # flat: auto aspect
+        ax = partition(net, box)
+        fig = ax.figure
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for labels, along in ((ax.get_xticklabels(), 0), (ax.get_yticklabels(), 1)):
+            extents = sorted((t.get_window_extent(renderer) for t in labels
+                              if t.get_text() and t.get_visible()),
+                             key=lambda e: e.p0[along])
+            assert extents
+            for a, b in zip(extents, extents[1:]):
+                assert a.p1[along] < b.p0[along], [t.get_text() for t in labels]
+        plt.close(fig)
