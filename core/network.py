@@ -31,6 +31,20 @@ def _as_matrix(value, what: str) -> np.ndarray:
     return arr
 
 
+def _existing(path, kind: str):
+    """``path`` if it names a file; else a NetworkError saying where relative paths start."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_file():
+        return path
+    if p.is_dir():
+        raise NetworkError(f"{kind} model {str(path)!r} is a folder; give the model file")
+    where = "" if p.is_absolute() else f" (relative paths start at {os.getcwd()})"
+    raise NetworkError(f"{kind} model file {str(path)!r} not found{where}")
+
+
 def _check_finite(arr: np.ndarray, what: str) -> None:
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
@@ -183,14 +197,14 @@ class Network:
         """Load an ONNX model (needs ``polytrav[onnx]``); see :mod:`polytrav.loaders.onnx`."""
         from polytrav.loaders.onnx import load_onnx
 
-        return load_onnx(path, **kwargs)
+        return load_onnx(_existing(path, "ONNX"), **kwargs)
 
     @classmethod
     def from_nnet(cls, path: str | PathLike, **kwargs) -> "Network":
         """Load a Reluplex ``.nnet`` file; see :mod:`polytrav.loaders.nnet`."""
         from polytrav.loaders.nnet import load_nnet
 
-        return load_nnet(path, **kwargs)
+        return load_nnet(_existing(path, ".nnet"), **kwargs)
 
     @classmethod
     def from_torch(cls, module, **kwargs) -> "Network":

@@ -87,7 +87,9 @@ def describe_result(result: AnalysisResult, analysis=None, network=None) -> list
     if analysis is not None:
         lines += ["  " + line for line in analysis.describe(result)]
     if result.witness is not None:
-        lines.append(f"  witness x = {vector(result.witness)}")
+        full = "" if np.size(result.witness) <= SHOWN else (
+            " (every coordinate: the result's .witness, or --json)")
+        lines.append(f"  witness x = {vector(result.witness)}{full}")
         if network is not None:
             x = np.asarray(result.witness, float)
             y = network.forward(x)

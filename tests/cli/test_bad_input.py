@@ -79,7 +79,7 @@ SMALL5 = ["--lower", "-0.1", "--upper", "0.1"]
 #: (case, arguments with {d} for the files' folder, words the one-line message must hold)
 CASES = [
     ("missing network file", ["regions", "{d}/missing.onnx", *BOX], "not found"),
-    ("network is a folder", ["regions", "{d}/folder.onnx", *BOX], "folder"),
+    ("network is a folder", ["regions", "{d}/folder.onnx", *BOX], "is a directory"),
     ("unknown network format", ["regions", "{d}/net.txt", *BOX], "unknown format '.txt'"),
     ("malformed ONNX", ["regions", "{d}/garbage.onnx", *BOX], "garbage.onnx"),
     ("unsupported layer", ["regions", "{d}/sigmoid.onnx", *SMALL5], "Sigmoid"),
@@ -167,3 +167,9 @@ def test_json_never_holds_nan_or_infinity(files):
 
     out = json.loads(res.stdout, parse_constant=refuse)
     assert out["results"][0]["value"] == {"min": None, "max": None}
+
+
+def test_every_case_is_in_the_docs_table():
+    table = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")}
+    assert {case for case, _, _ in CASES} <= rows, {case for case, _, _ in CASES} - rows

@@ -231,3 +231,18 @@ def test_deep_mnist_image_proven_robust_by_neuron_branch_and_bound(data_dir):
     result = report[0]
     assert result.verdict is Verdict.VIOLATED and result.details["bab"]["nodes"] == 0
     assert np.argmax(net.forward(result.witness)) != label8
+
+
+def test_ctrl_c_in_verify_re_raises_unless_a_report_is_asked_for(acas):
+    """Ctrl-C mid-run closes the run; ``on_interrupt="report"`` answers unknown, saying why."""
+    onnx, prop, _ = acas
+
+    def interrupt(traversal):
+        if traversal.stats.polytopes >= 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        verify(onnx("1_1"), prop(3), bounds=False, progress=interrupt)
+    result = verify(onnx("1_1"), prop(3), bounds=False, progress=interrupt, on_interrupt="report")
+    assert result.answer == "unknown" and "interrupted" in result.reason
+    assert result.exit_code == 2

@@ -29,3 +29,17 @@ def test_public_api_is_explicit():
 
     for name in polytrav.__all__:
         assert hasattr(polytrav, name), name
+
+
+def test_the_analysis_classes_are_importable_from_polytrav_and_plugins():
+    import polytrav
+    import polytrav.plugins
+    from polytrav.manager import analysis_classes
+
+    names = ["OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity", "LinearProperty",
+             "RegionStats"]
+    registered = set(analysis_classes().values())
+    for name in names:
+        cls = getattr(polytrav, name)
+        assert cls is getattr(polytrav.plugins, name) and name in polytrav.__all__
+        assert name in polytrav.plugins.__all__ and cls in registered
