@@ -282,7 +282,7 @@ def _chunks(todo: list[Piece], n_parts: int) -> list[list[Piece]]:
 def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: str,
                  max_polytopes, time_limit, executor: Executor | None, checkpoint,
                  resume: bool, checkpoint_every: float, parts: int | None, progress,
-                 order: str = "bfs"):
+                 order: str = "bfs", on_interrupt: str = "raise"):
     """:func:`polytrav.analyze` in parts (see the module doc); returns its Report."""
     from polytrav.run import Report, RunContext
 
@@ -359,6 +359,10 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
             if path is not None and time.perf_counter() - last_save >= checkpoint_every:
                 state.save(path)
                 last_save = time.perf_counter()
+    except KeyboardInterrupt:  # the parts done so far stay (and are saved below)
+        if on_interrupt == "raise":
+            raise
+        status = TraversalStatus.INTERRUPTED
     finally:
         if path is not None:
             state.save(path)

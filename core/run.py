@@ -345,7 +345,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         the count). Serial runs only.
     on_interrupt : {"raise", "report"}
         What Ctrl-C (``KeyboardInterrupt``) does: ``"raise"`` (default) closes the run and
-        re-raises it; ``"report"`` returns the partial report, with status ``interrupted``.
+        re-raises it; ``"report"`` returns the partial report, with status ``interrupted``
+        (in parts: the parts finished so far; a checkpoint is saved either way).
 
     Returns
     -------
@@ -395,7 +396,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
                             strategy=strategy, max_polytopes=max_polytopes,
                             time_limit=time_limit, executor=executor, checkpoint=checkpoint,
                             resume=resume, checkpoint_every=checkpoint_every, parts=parts,
-                            progress=progress, order=order)
+                            progress=progress, order=order, on_interrupt=on_interrupt)
     context_ref: list = []
     prunable = within is None and all(a.prunable for a in items)
     guide = _Guide(items, context_ref) if prunable else None

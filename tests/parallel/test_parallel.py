@@ -161,3 +161,17 @@ def test_a_batch_time_limit_answers_timeout_for_what_did_not_start(tmp_path):
     with get_executor(2) as pool:
         results = dict(verify_many(jobs, executor=pool, time_limit=1e-9))
     assert {r.answer for r in results.values()} == {"timeout"}
+
+
+def test_ctrl_c_in_a_run_in_parts_re_raises_or_reports_the_parts_done():
+    def interrupt(progress):
+        if progress.pieces_done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        analyze(NET, REGION, OutputRange(output=1), executor=SerialExecutor(), parts=4,
+                progress=interrupt)
+    report = analyze(NET, REGION, OutputRange(output=1), executor=SerialExecutor(), parts=4,
+                     progress=interrupt, on_interrupt="report")
+    assert report.status is TraversalStatus.INTERRUPTED and report.partial
+    assert not report[0].exact and report.stats["polytopes"] > 0
