@@ -87,7 +87,7 @@ def read_instances(props: list[int] | None, networks: list[str] | None,
 def warm_up() -> None:
     """Import and first-call costs (polytrav, HiGHS, the VNN-LIB reader) out of the timings."""
     from polytrav import Network, verify
-    from polytrav.loaders.vnnlib import parse_vnnlib
+    from polytrav.verification.vnnlib import parse_vnnlib
 
     net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
     verify(net, parse_vnnlib("(declare-const X_0 Real) (declare-const X_1 Real) "

@@ -64,13 +64,13 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from milp import milp_counterfactual, milp_max_linear, milp_max_margin
 from polytrav import Ball, Box, Network, analyze, traverse
-from polytrav.analysis import CellProblem, cell_rows, local_model_u
-from polytrav.manager import get_solver
+from polytrav.host.analysis import CellProblem, cell_rows, local_model_u
+from polytrav.host.manager import get_solver
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.output_range import OutputRange
-from polytrav import subproblem as subproblem_module
-from polytrav.subproblem import Subproblem
+from polytrav.solve import subproblem as subproblem_module
+from polytrav.solve.subproblem import Subproblem
 from machine import machine_info
 from traversal import ACAS_C, case
 

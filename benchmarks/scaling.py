@@ -42,9 +42,9 @@ from machine import machine_info  # noqa: E402
 
 def warm(executor, n: int) -> float:
     """Run ``n`` tiny verifications on ``executor`` (imports, first solves); seconds taken."""
-    from polytrav.verify import verify_many
+    from polytrav.verification.verify import verify_many
     from polytrav import Network
-    from polytrav.loaders.vnnlib import parse_vnnlib
+    from polytrav.verification.vnnlib import parse_vnnlib
 
     t0 = time.perf_counter()
     net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
@@ -93,7 +93,7 @@ def run_traversal(inst: dict, executor) -> dict:
 
 
 def run_batch(batch: list[dict], executor) -> dict:
-    from polytrav.verify import verify_many
+    from polytrav.verification.verify import verify_many
 
     t0 = time.perf_counter()
     answers = {}
@@ -123,9 +123,9 @@ def chunked(costs: list[float], n_parts: int) -> list[float]:
 def piece_costs(inst: dict) -> tuple[list[float], float]:
     """Per-piece seconds (one part per piece, run serially) and the pieces' listing seconds."""
     from polytrav import analyze
-    from polytrav.loaders.vnnlib import read_vnnlib
+    from polytrav.verification.vnnlib import read_vnnlib
     from polytrav.parallel import SerialExecutor
-    from polytrav.verify import load_network
+    from polytrav.verification.verify import load_network
 
     net = load_network(inst["onnx"])
     (case,) = read_vnnlib(inst["vnnlib"], n_inputs=net.n_inputs, n_outputs=net.n_outputs).cases

@@ -2,7 +2,7 @@
 
 The public API is exactly the names in ``__all__``; anything else may change without notice.
 """
-from polytrav.errors import (
+from polytrav.vocabulary.errors import (
     CheckpointError,
     ConfigError,
     InaccurateSolveWarning,
@@ -14,18 +14,19 @@ from polytrav.errors import (
     SolverError,
     SolverNotAvailable,
 )
-from polytrav.analysis import Analysis, CellProblem, Directive, Restrict, Stop, check_witness
-from polytrav.hookspecs import hookimpl
-from polytrav.manager import available_solvers, get_plugin_manager, list_plugins
-from polytrav.network import Network
-from polytrav.polytope import Polytope
-from polytrav.region import Ball, Box, Intersection, Polyhedron, Region
-from polytrav.results import AnalysisResult, SolveResult, Status, Verdict
-from polytrav.run import Report, RunContext, analyze
-from polytrav.solver import ChebyshevModel, SolverBackend
-from polytrav.subproblem import Subproblem
-from polytrav.traverse import Traversal, TraversalStatus, TraversalStats, traverse
-from polytrav.verify import VerificationResult, verify, verify_many
+from polytrav.host.analysis import Analysis, CellProblem, Directive, Restrict, Stop, check_witness
+from polytrav.host.hookspecs import hookimpl
+from polytrav.host.manager import available_solvers, get_plugin_manager, list_plugins
+from polytrav.model.network import Network
+from polytrav.model.polytope import Polytope
+from polytrav.model.region import Ball, Box, Intersection, Polyhedron, Region
+from polytrav.vocabulary.results import AnalysisResult, SolveResult, Status, Verdict
+from polytrav.host.runner import Report, RunContext, analyze
+from polytrav.solve.backend import SolverBackend
+from polytrav.solve.chebyshev import ChebyshevModel
+from polytrav.solve.subproblem import Subproblem
+from polytrav.traversal.traverse import Traversal, TraversalStatus, TraversalStats, traverse
+from polytrav.verification.verify import VerificationResult, verify, verify_many
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,6 @@
 """Runs in parts: parallel (processes, Dask), budgeted and checkpointed.
 
-The unit of work is a level-1 piece (:func:`polytrav.traverse.pieces`): the pieces
+The unit of work is a level-1 piece (:func:`polytrav.traversal.traverse.pieces`): the pieces
 partition the region, so the polytopes of a run are exactly the union of the polytopes
 inside its pieces, with no polytope in two. A run in parts
 
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from polytrav.errors import CheckpointError, ConfigError, PolytravError
-from polytrav.traverse import Piece, TraversalStats, TraversalStatus, pieces
+from polytrav.vocabulary.errors import CheckpointError, ConfigError, PolytravError
+from polytrav.traversal.traverse import Piece, TraversalStats, TraversalStatus, pieces
 
 __all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
 
@@ -146,7 +146,7 @@ def fingerprint(net, region, start, strategy: str, analyses) -> str:
 
     Stored in checkpoints; resuming with anything else is refused.
     """
-    from polytrav.analysis import _RUN_STATE
+    from polytrav.host.analysis import _RUN_STATE
 
     h = hashlib.sha256()
     for W, b in zip(net.weights, net.biases):
@@ -191,7 +191,7 @@ class _PartResult:
 
 def _run_part(job: _Job, chunk: list[Piece], max_polytopes, time_limit) -> _PartResult:
     """One :func:`polytrav.analyze` run within ``chunk`` (executed in a worker)."""
-    from polytrav.run import analyze
+    from polytrav.host.runner import analyze
 
     t0 = time.perf_counter()
     analyses = pickle.loads(job.analyses)
@@ -284,7 +284,7 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
                  resume: bool, checkpoint_every: float, parts: int | None, progress,
                  order: str = "bfs", on_interrupt: str = "raise"):
     """:func:`polytrav.analyze` in parts (see the module doc); returns its Report."""
-    from polytrav.run import Report, RunContext
+    from polytrav.host.runner import Report, RunContext
 
     t0 = time.perf_counter()
     missing = [a.label for a in analyses if not a.combinable]
@@ -406,14 +406,14 @@ class _Progress:
 
 
 def _frame_of(net, region):
-    from polytrav.geometry import build_frame
+    from polytrav.model.geometry import build_frame
 
     return build_frame(region, net.n_inputs)
 
 
 def _picklable_solver(solver):
     """The solver argument as names where possible (backend objects become their names)."""
-    from polytrav.solver import SolverBackend
+    from polytrav.solve.backend import SolverBackend
 
     if isinstance(solver, SolverBackend):
         return solver.name

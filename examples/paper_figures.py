@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from polytrav import Box, Network, analyze, traverse  # noqa: E402
-from polytrav.plot import partition  # noqa: E402
+from polytrav.interface.plot import partition  # noqa: E402
 
 
 def grid_dataset(n: int = 20):

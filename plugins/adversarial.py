@@ -11,11 +11,11 @@ probabilities reported are evaluated at the worst-margin point; they are not max
 Modes: ``mode="worst"`` finds the global worst margin; ``mode="verify"`` stops at the first
 confirmed adversarial point. A class is skipped on a polytope without an LP when a bound of its
 margin (the region's bounding box, then Lagrangian multipliers learnt from the run's LPs,
-:mod:`polytrav.lagrange`) cannot beat the best margin so far (or 0 in ``verify``),
+:mod:`polytrav.bounds.lagrange`) cannot beat the best margin so far (or 0 in ``verify``),
 and read off the polytope's vertices when the traversal computed them. In ``worst`` mode on a
 box region, the best margin starts from the corners that sign ascent reaches for the
 :data:`ASCENT_CLASSES` classes nearest to winning at the first polytope that needs LPs
-(:func:`~polytrav.analysis.corner_ascent`; ``mnist2x10`` at eps 0.01: 4 LPs instead of 12).
+(:func:`~polytrav.host.analysis.corner_ascent`; ``mnist2x10`` at eps 0.01: 4 LPs instead of 12).
 In ``verify`` mode with
 ``bounds=True`` (the default) a piece on which sound bounds of the rest of the network prove
 every margin negative is skipped whole (as :class:`~polytrav.plugins.linear_property.LinearProperty`
@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import (Analysis, Stop, check_witness, combine_worst, corner_ascent,
+from polytrav.host.analysis import (Analysis, Stop, check_witness, combine_worst, corner_ascent,
                                local_model_u)
-from polytrav.errors import ConfigError
-from polytrav.hookspecs import hookimpl
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.host.hookspecs import hookimpl
 from polytrav.plugins.linear_property import attack_start, bab_details, dnf_piece_margin, region_bab
-from polytrav.results import AnalysisResult, Status, Verdict
+from polytrav.vocabulary.results import AnalysisResult, Status, Verdict
 
 __all__ = ["SoftmaxAttack", "softmax"]
 
 MODES = ("worst", "verify")
-#: Classes whose margin :func:`~polytrav.analysis.corner_ascent` seeds in ``worst`` mode.
+#: Classes whose margin :func:`~polytrav.host.analysis.corner_ascent` seeds in ``worst`` mode.
 ASCENT_CLASSES = 3
 
 
@@ -69,7 +69,7 @@ class SoftmaxAttack(Analysis):
 
     name = "softmax_attack"
     uses_vertices = True
-    #: Seed the worst margin by :func:`~polytrav.analysis.corner_ascent` on box regions
+    #: Seed the worst margin by :func:`~polytrav.host.analysis.corner_ascent` on box regions
     #: (False: only from the polytopes; the tests compare the two).
     ascent = True
 
@@ -224,7 +224,7 @@ class SoftmaxAttack(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.summary import fmt, vector
+        from polytrav.host.summary import fmt, vector
 
         d = result.details
         if result.value is None:

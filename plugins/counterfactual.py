@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import (Analysis, CellProblem, LayerPlanes, Restrict, cell_values,
+from polytrav.host.analysis import (Analysis, CellProblem, LayerPlanes, Restrict, cell_values,
                                check_witness)
-from polytrav.errors import ConfigError, RegionError
-from polytrav.hookspecs import hookimpl
-from polytrav.region import Box
-from polytrav.results import AnalysisResult, Status
-from polytrav.tolerances import COUNTERFACTUAL_STEP
+from polytrav.vocabulary.errors import ConfigError, RegionError
+from polytrav.host.hookspecs import hookimpl
+from polytrav.model.region import Box
+from polytrav.vocabulary.results import AnalysisResult, Status
+from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP
 
 __all__ = ["Counterfactual", "halfspace_distance"]
 
@@ -148,7 +148,7 @@ class Counterfactual(Analysis):
 
     # ---------------------------------------------------------------- set-up
     def begin(self, context) -> None:
-        from polytrav.subproblem import compiled
+        from polytrav.solve.subproblem import compiled
 
         fr, net = context.frame, context.network
         k = 1 if self._binary else net.n_outputs - 1
@@ -201,7 +201,7 @@ class Counterfactual(Analysis):
         """``min ||x - x0||_p / scale`` over the cell with ``K u + h >= 0`` (``shift`` carries x0)."""
         import cvxpy as cp
 
-        from polytrav.subproblem import Subproblem
+        from polytrav.solve.subproblem import Subproblem
 
         cell = CellProblem(fr, n_rows)
         K, h = cp.Parameter((k, fr.dim), name="K"), cp.Parameter(k, name="h")
@@ -215,7 +215,7 @@ class Counterfactual(Analysis):
         """``maximise t`` over the cell with ``K u + h >= t``, ``t <= 1``, ``|u - center| <= delta``."""
         import cvxpy as cp
 
-        from polytrav.subproblem import Subproblem
+        from polytrav.solve.subproblem import Subproblem
 
         cell = CellProblem(fr, n_rows)
         K, h = cp.Parameter((k, fr.dim), name="K"), cp.Parameter(k, name="h")
@@ -435,7 +435,7 @@ class Counterfactual(Analysis):
         """``maximise t`` over polytope ∩ region ∩ ``{K u + h >= t}`` within an L∞ box of
         half-width ``delta`` (normalised units) around ``u_star``, for growing ``delta``,
         until the maximiser's class ``q`` is confirmed by a forward pass."""
-        from polytrav.subproblem import compiled
+        from polytrav.solve.subproblem import compiled
 
         step = compiled(self._step_key(), self._step_build)
         wanted = self._is_class(q)
@@ -474,7 +474,7 @@ class Counterfactual(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.summary import fmt
+        from polytrav.host.summary import fmt
 
         d = result.details
         norm = {1: "L1", 2: "L2"}.get(d["norm"], "Linf")

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import (Analysis, CellProblem, Stop, cell_values, check_witness,
+from polytrav.host.analysis import (Analysis, CellProblem, Stop, cell_values, check_witness,
                                combine_worst, local_model_u)
-from polytrav.bounds import Concretizer, output_lower_bounds
-from polytrav.errors import ConfigError
-from polytrav.hookspecs import hookimpl
-from polytrav.results import AnalysisResult, Status, Verdict
-from polytrav.tolerances import WITNESS_TOL
+from polytrav.bounds.crown import Concretizer, output_lower_bounds
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.host.hookspecs import hookimpl
+from polytrav.vocabulary.results import AnalysisResult, Status, Verdict
+from polytrav.vocabulary.tolerances import WITNESS_TOL
 
 __all__ = ["LinearProperty", "BOUND_TOL", "LP_BOUND_TOL", "attack_start", "dnf_bound",
            "dnf_piece_margin", "region_bab", "unsafe_distance"]
@@ -134,10 +134,10 @@ def dnf_piece_margin(pairs, piece, context) -> float:
 
     Positive: every conjunction has a row that no point of the piece meets, so the piece
     holds no counterexample. Each row's affine lower bound in ``u`` comes from
-    :func:`polytrav.bounds.output_lower_bounds`, with CROWN's slopes first, then, for the
+    :func:`polytrav.bounds.crown.output_lower_bounds`, with CROWN's slopes first, then, for the
     conjunctions that proves nothing for, with :data:`SLOPE_STEPS` steps of slope
     optimisation; without the piece's vertices (high dimension), unstable neurons' bounds
-    are raised by LPs over the piece (:meth:`polytrav.bounds.Concretizer.refine`). A
+    are raised by LPs over the piece (:meth:`polytrav.bounds.crown.Concretizer.refine`). A
     conjunction is checked row by row at the piece's vertices (or on the frame box), then,
     if that proves nothing, with the LP ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in
     the piece. (:func:`dnf_bound` with its defaults.)
@@ -147,7 +147,7 @@ def dnf_piece_margin(pairs, piece, context) -> float:
 
 def region_bab(margin, pairs, piece, context, attack):
     """``(margin, outcome)``: a piece's bound ``margin`` after neuron-level branch and bound
-    (:func:`polytrav.branch_and_bound.prove_margins`) over the whole region, run when the
+    (:func:`polytrav.bounds.branch_and_bound.prove_margins`) over the whole region, run when the
     piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
     does not run; "holds" makes the margin ``inf`` (the region is proven).
 
@@ -158,7 +158,7 @@ def region_bab(margin, pairs, piece, context, attack):
     without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
     attack's point) is where the traversal should start.
     """
-    from polytrav.branch_and_bound import BaBOutcome, prove_margins
+    from polytrav.bounds.branch_and_bound import BaBOutcome, prove_margins
 
     fr = piece.frame
     if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
@@ -356,7 +356,7 @@ class LinearProperty(Analysis):
         return attack_start(self._pairs, *self._run_inputs)
 
     def begin(self, context) -> None:
-        from polytrav.subproblem import compiled
+        from polytrav.solve.subproblem import compiled
 
         fr, n_rows = context.frame, context.network.n_neurons
         self._subs = [compiled((self.name, fr.cell_fingerprint, n_rows, C.shape[0]),
@@ -372,7 +372,7 @@ class LinearProperty(Analysis):
         """``maximise t`` s.t. ``M u + t <= r``, ``t <= 1`` on the cell (parameters M, r, A, b)."""
         import cvxpy as cp
 
-        from polytrav.subproblem import Subproblem
+        from polytrav.solve.subproblem import Subproblem
 
         cell = CellProblem(frame, n_rows)
         M = cp.Parameter((k, frame.dim), name="M")
@@ -445,7 +445,7 @@ class LinearProperty(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.summary import fmt
+        from polytrav.host.summary import fmt
 
         d = result.details
         if result.value is None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, check_witness
-from polytrav.errors import ConfigError
-from polytrav.hookspecs import hookimpl
-from polytrav.results import AnalysisResult, Verdict
+from polytrav.host.analysis import Analysis, check_witness
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.host.hookspecs import hookimpl
+from polytrav.vocabulary.results import AnalysisResult, Verdict
 
 __all__ = ["Monotonicity"]
 
@@ -135,7 +135,7 @@ class Monotonicity(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.summary import fmt, vector
+        from polytrav.host.summary import fmt, vector
 
         d = result.details
         want = d["direction"] or "one direction"

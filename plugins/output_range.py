@@ -10,9 +10,9 @@ region makes it an SOCP. The extremes over all polytopes are the exact range.
 When the traversal computed the polytope's vertices (low-dimensional polyhedral regions),
 the extremes are read off them with no LP. Otherwise a polytope is skipped without an LP when
 a bound of ``g·f`` over it (the region's bounding box, then Lagrangian multipliers learnt from
-the run's LPs, :mod:`polytrav.lagrange`) cannot beat the best value so far. The interior
+the run's LPs, :mod:`polytrav.bounds.lagrange`) cannot beat the best value so far. The interior
 point's value seeds both extremes and, on box regions, so does the best box corner that sign
-ascent finds from the first polytope that needs LPs (:func:`~polytrav.analysis.corner_ascent`):
+ascent finds from the first polytope that needs LPs (:func:`~polytrav.host.analysis.corner_ascent`):
 a real point's value is a valid incumbent, and a good one lets the bounds skip more LPs
 (``mnist2x10`` at eps 0.01: 10 LPs instead of 13).
 """
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis, corner_ascent
-from polytrav.errors import ConfigError
-from polytrav.hookspecs import hookimpl
-from polytrav.results import AnalysisResult, Status
+from polytrav.host.analysis import Analysis, corner_ascent
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.host.hookspecs import hookimpl
+from polytrav.vocabulary.results import AnalysisResult, Status
 
 __all__ = ["OutputRange", "output_functional"]
 
@@ -64,7 +64,7 @@ class OutputRange(Analysis):
 
     name = "output_range"
     uses_vertices = True
-    #: Seed the extremes by :func:`~polytrav.analysis.corner_ascent` on box regions (False:
+    #: Seed the extremes by :func:`~polytrav.host.analysis.corner_ascent` on box regions (False:
     #: only from the polytopes; the tests compare the two).
     ascent = True
 
@@ -144,7 +144,7 @@ class OutputRange(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.summary import vector
+        from polytrav.host.summary import vector
 
         lo, hi = result.details.get("argmin"), result.details.get("argmax")
         if lo is None or hi is None:

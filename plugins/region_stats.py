@@ -5,15 +5,15 @@ polytope's volume share where it is cheap (regions of at most ``VOLUME_MAX_DIM``
 exact from the polytope's vertices), and the adjacency graph: an edge joins two polytopes
 whose activation codes differ in exactly one neuron (the paper's one-adjacency), plus the
 traversal's discovery steps (``parent``). :meth:`RegionStats.graph` exports it to networkx
-(``pip install "polytrav[graph]"``), built as the GraphML export of :mod:`polytrav.export`.
+(``pip install "polytrav[graph]"``), built as the GraphML export of :mod:`polytrav.interface.export`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from polytrav.analysis import Analysis
-from polytrav.hookspecs import hookimpl
-from polytrav.results import AnalysisResult
+from polytrav.host.analysis import Analysis
+from polytrav.host.hookspecs import hookimpl
+from polytrav.vocabulary.results import AnalysisResult
 
 __all__ = ["RegionStats", "VOLUME_MAX_DIM"]
 
@@ -47,7 +47,7 @@ class RegionStats(Analysis):
         share = None
         if self._region_volume:
             A, b = _frame_halfspaces(context.frame)
-            from polytrav.analysis import cell_rows
+            from polytrav.host.analysis import cell_rows
 
             Ac, bc = cell_rows(polytope, context.frame)
             vol = _volume(np.vstack([A, Ac]), np.concatenate([b, bc]), context.frame,
@@ -59,7 +59,7 @@ class RegionStats(Analysis):
         return None
 
     def _edges(self) -> list[tuple[int, int]]:
-        from polytrav.export import one_flip_pairs  # the one definition of one-adjacency
+        from polytrav.interface.export import one_flip_pairs  # the one definition of one-adjacency
 
         return one_flip_pairs((index, bits) for index, _, bits, _ in self._records)
 
@@ -81,7 +81,7 @@ class RegionStats(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.summary import fmt
+        from polytrav.host.summary import fmt
 
         v = result.value
         return [f"{v['polytopes']} polytopes (per level {v['per_level']}), smallest Chebyshev "
@@ -108,14 +108,14 @@ class RegionStats(Analysis):
     def graph(self):
         """The last run's one-flip adjacency graph as a ``networkx.Graph``.
 
-        Built by :func:`polytrav.export.adjacency_graph`, like the GraphML of
-        ``polytrav.export.export(...)``: nodes are visit indices with attributes ``index``,
+        Built by :func:`polytrav.interface.export.adjacency_graph`, like the GraphML of
+        ``polytrav.interface.export.export(...)``: nodes are visit indices with attributes ``index``,
         ``parent`` (``-1`` for none), ``code`` (layers separated by ``|``) and
         ``volume_share`` (``-1.0`` where not computed); an edge joins codes that differ in
         exactly one neuron (the pairs of ``details["edges"]``), its attribute ``discovery``
         True when one end discovered the other. Needs ``pip install "polytrav[graph]"``.
         """
-        from polytrav.export import adjacency_graph
+        from polytrav.interface.export import adjacency_graph
 
         cuts = np.cumsum(self._layer_sizes)[:-1]
         return adjacency_graph(

@@ -21,9 +21,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from polytrav.errors import ConfigError, SolverError
-from polytrav.results import SolveResult, Status
-from polytrav.solver import SolverBackend
+from polytrav.vocabulary.errors import ConfigError, SolverError
+from polytrav.vocabulary.results import SolveResult, Status
+from polytrav.solve.backend import SolverBackend
 
 __all__ = ["ClarabelBackend"]
 

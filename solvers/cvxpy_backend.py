@@ -36,9 +36,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from polytrav.errors import ConfigError, SolverError
-from polytrav.results import SOLUTION_PRESENT, SolveResult, Status
-from polytrav.solver import SolverBackend
+from polytrav.vocabulary.errors import ConfigError, SolverError
+from polytrav.vocabulary.results import SOLUTION_PRESENT, SolveResult, Status
+from polytrav.solve.backend import SolverBackend
 
 __all__ = [
     "SOLVERS",

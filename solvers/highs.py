@@ -35,10 +35,11 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from polytrav.errors import ConfigError, SolverError
-from polytrav.results import SolveResult, Status
-from polytrav.solver import ChebyshevModel, SolverBackend
-from polytrav.tolerances import LP_FEASIBILITY_TOL
+from polytrav.vocabulary.errors import ConfigError, SolverError
+from polytrav.vocabulary.results import SolveResult, Status
+from polytrav.solve.backend import SolverBackend
+from polytrav.solve.chebyshev import ChebyshevModel
+from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
 
 __all__ = ["HighsBackend"]
 

@@ -35,9 +35,9 @@ import time
 
 import numpy as np
 
-from polytrav.errors import ConfigError
-from polytrav.results import SOLUTION_PRESENT, SolveResult, Status
-from polytrav.solver import SolverBackend
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.results import SOLUTION_PRESENT, SolveResult, Status
+from polytrav.solve.backend import SolverBackend
 
 __all__ = ["OsqpBackend", "OsqpSession"]
 

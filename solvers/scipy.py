@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from polytrav.errors import ConfigError
-from polytrav.results import SolveResult, Status
-from polytrav.solver import SolverBackend
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.results import SolveResult, Status
+from polytrav.solve.backend import SolverBackend
 
 __all__ = ["ScipyBackend"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from polytrav import hookspecs
-from polytrav.manager import analysis_classes, get_plugin_manager
+from polytrav.host import hookspecs
+from polytrav.host.manager import analysis_classes, get_plugin_manager
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -129,4 +129,4 @@ def test_the_documentation_site_builds_strictly(tmp_path):
                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
-    assert 'id="polytrav.traverse"' in api and 'id="polytrav.network.Network"' in api
+    assert 'id="polytrav.traverse"' in api and 'id="polytrav.model.network.Network"' in api

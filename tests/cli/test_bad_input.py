@@ -20,7 +20,7 @@ ACAS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "acasxu"
 def polytrav(*args, cwd=None, timeout=120):
     """Run the console entry point (``python -m`` would miss the script's own sys.path)."""
     env = {**os.environ, "POLYTRAV_DEBUG": "0"}
-    return subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from polytrav.interface.cli import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
 
 

@@ -57,7 +57,7 @@ def big(tmp_path_factory):
 
 
 def interrupted(args, cwd):
-    proc = subprocess.Popen([sys.executable, "-c", "from polytrav.cli import main; main()", *args],
+    proc = subprocess.Popen([sys.executable, "-c", "from polytrav.interface.cli import main; main()", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     time.sleep(RUN_BEFORE_CTRL_C)
     assert proc.poll() is None, "the command ended before Ctrl-C: make the problem bigger"
@@ -92,7 +92,7 @@ def test_ctrl_c_prints_a_partial_answer_and_exits_2(big, command):
 
 
 def test_stop_at_first_with_a_confirmed_violation_exits_1_and_is_not_partial(big):
-    res = subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()",
+    res = subprocess.run([sys.executable, "-c", "from polytrav.interface.cli import main; main()",
                           "attack", "big.onnx", *BOX, "--label", "0", "--stop-at-first"],
                          capture_output=True, text=True, cwd=big, timeout=120)
     assert res.returncode == 1, (res.stdout, res.stderr)

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from polytrav import ConfigError, Network
-from polytrav.cli import main
-from polytrav.loaders.vnnlib import read_vnnlib
-from polytrav.verify import check_with_onnxruntime, verify
+from polytrav.interface.cli import main
+from polytrav.verification.vnnlib import read_vnnlib
+from polytrav.verification.verify import check_with_onnxruntime, verify
 
 pytestmark = pytest.mark.integration
 
@@ -177,7 +177,7 @@ def test_cli_batch_writes_a_results_csv(acas, tmp_path):
 
 
 def test_the_installed_command_runs():
-    res = subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()", "--help"],
+    res = subprocess.run([sys.executable, "-c", "from polytrav.interface.cli import main; main()", "--help"],
                          capture_output=True, text=True)
     assert res.returncode == 0 and "verify" in res.stdout
 
@@ -185,7 +185,7 @@ def test_the_installed_command_runs():
 def test_json_on_stdout_is_only_json(acas):
     """highspy prints a banner on the C-level stdout once per process; it must not reach it."""
     onnx, prop, _ = acas
-    res = subprocess.run([sys.executable, "-c", "from polytrav.cli import main; main()", "verify",
+    res = subprocess.run([sys.executable, "-c", "from polytrav.interface.cli import main; main()", "verify",
                           str(onnx("1_7")), str(prop(3)), "--json"], capture_output=True, text=True)
     assert res.returncode == 1, res.stderr
     assert json.loads(res.stdout)["answer"] == "sat"

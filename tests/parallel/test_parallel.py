@@ -14,7 +14,7 @@ from polytrav.plugins.linear_property import LinearProperty
 from polytrav.plugins.monotonicity import Monotonicity
 from polytrav.plugins.output_range import OutputRange
 from polytrav.plugins.region_stats import RegionStats
-from polytrav.traverse import TraversalStatus
+from polytrav.traversal.traverse import TraversalStatus
 
 NET = random_net(6, 3, [8, 8], n_out=3)
 REGION = Box(-np.ones(3), np.ones(3))
@@ -128,8 +128,8 @@ def test_dask_retries_the_part_of_a_killed_worker(dask_client, tmp_path):
 
 
 def test_dask_batch_of_instances_equals_serial(dask_client, tmp_path):
-    from polytrav.loaders.vnnlib import parse_vnnlib
-    from polytrav.verify import verify_many
+    from polytrav.verification.vnnlib import parse_vnnlib
+    from polytrav.verification.verify import verify_many
 
     def spec(limit):
         text = "".join(f"(declare-const X_{i} Real)" for i in range(3)) + "(declare-const Y_0 Real)" \
@@ -147,8 +147,8 @@ def test_dask_batch_of_instances_equals_serial(dask_client, tmp_path):
 
 
 def test_a_batch_time_limit_answers_timeout_for_what_did_not_start(tmp_path):
-    from polytrav.loaders.vnnlib import parse_vnnlib
-    from polytrav.verify import verify_many
+    from polytrav.verification.vnnlib import parse_vnnlib
+    from polytrav.verification.verify import verify_many
 
     text = "".join(f"(declare-const X_{i} Real)" for i in range(3)) \
         + "(declare-const Y_0 Real)(declare-const Y_1 Real)(declare-const Y_2 Real)" \

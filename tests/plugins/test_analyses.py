@@ -11,7 +11,7 @@ from reference import brute_force_regions, random_net, train_grid_net
 from scipy.optimize import linprog
 
 from polytrav import Ball, Box, Verdict, analyze, traverse
-from polytrav.manager import available_solvers
+from polytrav.host.manager import available_solvers
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.linear_property import LinearProperty
@@ -287,7 +287,7 @@ def test_counterfactual_cell_bound_equals_the_polytopes_halfspace_distances():
 def test_counterfactual_class_screen_equals_the_per_class_checks():
     """The batched screen of the target classes: each class's lower bound is the
     halfspace_distance of its rows, and it is in reach iff every row can hold on the box."""
-    from polytrav.geometry import build_frame
+    from polytrav.model.geometry import build_frame
     from polytrav.plugins.counterfactual import halfspace_distance
 
     region = Box(-0.3 * np.ones(3), 0.3 * np.ones(3))

@@ -8,7 +8,7 @@ import pytest
 from reference import random_net
 
 from polytrav import Box, traverse
-from polytrav.manager import available_solvers, get_plugin_manager, get_solver
+from polytrav.host.manager import available_solvers, get_plugin_manager, get_solver
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_autoload_off_and_block(autoload, monkeypatch):
 
 def test_entry_point_analysis_runs_end_to_end(autoload):
     from polytrav import Verdict, analyze
-    from polytrav.manager import analysis_classes
+    from polytrav.host.manager import analysis_classes
 
     assert "output_bounds" in analysis_classes()
     net = random_net(3, 2, [4, 3])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from reference import brute_force_cells, random_net
 
 from polytrav import Box, traverse
-from polytrav.traverse import RADIUS_TOL
+from polytrav.traversal.traverse import RADIUS_TOL
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -92,7 +92,7 @@ def test_boxes_of_other_sizes_and_units(lo, hi):
 @given(st.integers(0, 10_000), st.lists(st.integers(2, 6), min_size=1, max_size=2))
 def test_high_dimensional_box_equals_brute_force(seed, widths):
     """Above HIGH_DIM inputs the box is kept as bounds and cells are certified differently."""
-    from polytrav.geometry import HIGH_DIM
+    from polytrav.model.geometry import HIGH_DIM
 
     n_in = HIGH_DIM + 10
     net = random_net(seed, n_in, widths, scale=0.3)

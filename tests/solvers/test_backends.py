@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from polytrav import ConfigError, Status, available_solvers
-from polytrav.manager import get_solver
+from polytrav.host.manager import get_solver
 
 LP_SOLVERS = available_solvers("lp")
 

@@ -16,8 +16,8 @@ from reference import random_net
 
 import polytrav
 from polytrav import Box, ConfigError, SolveResult, Status, available_solvers
-from polytrav.manager import get_solver, solver_classes
-from polytrav.results import SOLUTION_PRESENT
+from polytrav.host.manager import get_solver, solver_classes
+from polytrav.vocabulary.results import SOLUTION_PRESENT
 
 LP_SOLVERS = available_solvers("lp")
 QP_SOLVERS = available_solvers("qp")

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from polytrav.manager import get_solver
-from polytrav.results import Status
+from polytrav.host.manager import get_solver
+from polytrav.vocabulary.results import Status
 from polytrav.solvers.highs import HighsLpSession
 
 
@@ -76,7 +76,7 @@ def test_the_time_limit_is_per_solve_not_per_model():
     """HiGHS counts its time limit against all runs of one object (HiGHS #1477): warm models
     that ran longer than the limit in total must still solve."""
     from polytrav import Box
-    from polytrav.geometry import build_frame
+    from polytrav.model.geometry import build_frame
 
     limit = 0.02  # per solve: far above one solve (0.2 ms), so only the old total counting fails
     backend = get_solver("highs", options={"time_limit": limit})

@@ -6,7 +6,7 @@ import pytest
 from problems import trap_qps
 
 from polytrav import Status, available_solvers
-from polytrav.manager import get_solver
+from polytrav.host.manager import get_solver
 
 pytest.importorskip("osqp")
 

@@ -7,11 +7,11 @@ from milp import milp_linear_dnf_feasible
 from reference import random_net
 
 from polytrav import Box, Polyhedron, analyze
-from polytrav import bounds as bounds_module
-from polytrav.bounds import Concretizer, interval_bounds, output_lower_bounds
+from polytrav.bounds import crown as bounds_module
+from polytrav.bounds.crown import Concretizer, interval_bounds, output_lower_bounds
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.solvers.highs import HighsBackend
-from polytrav.traverse import PieceView, traverse
+from polytrav.traversal.traverse import PieceView, traverse
 
 
 def piece_of(net, x0, level):
@@ -134,7 +134,7 @@ def test_lp_refinement_tightens_the_box_bounds_of_a_piece():
 
 @pytest.mark.parametrize("use_vertices", [False, True])
 def test_the_slope_gradient_equals_finite_differences(use_vertices):
-    from polytrav.bounds import _layer_bounds, _slope_gradient, backsubstitute
+    from polytrav.bounds.crown import _layer_bounds, _slope_gradient, backsubstitute
 
     rng = np.random.default_rng(1)
     net = random_net(3, 3, [9, 9, 9], n_out=4)

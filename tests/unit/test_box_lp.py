@@ -1,4 +1,4 @@
-"""The box LP (polytrav.box_lp) against SciPy's HiGHS on random and degenerate cells.
+"""The box LP (polytrav.bounds.box_lp) against SciPy's HiGHS on random and degenerate cells.
 
 Every ``optimal`` answer must equal ``linprog``'s optimum and be feasible; every ``bound``
 (early stop) must be a true upper bound; nothing may be claimed for an empty cell.
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from polytrav.box_lp import maximize_in_box
-from polytrav.lagrange import CellBound
+from polytrav.bounds.box_lp import maximize_in_box
+from polytrav.bounds.lagrange import CellBound
 
 
 def _lp(A, b, g):

@@ -6,7 +6,7 @@ import pytest
 from milp import milp_max_linear
 from reference import random_net
 
-from polytrav.branch_and_bound import NeuronBaB, prove_margins
+from polytrav.bounds.branch_and_bound import NeuronBaB, prove_margins
 
 CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (4, [6, 6, 6, 6, 6], 4),
          (6, [8, 8, 8, 8], 4)]

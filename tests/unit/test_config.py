@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from reference import TINY_NNET
 
 from polytrav import ConfigError
-from polytrav.cli import main
-from polytrav.config import load_job, run_job
+from polytrav.interface.cli import main
+from polytrav.interface.config import load_job, run_job
 
 JOB = """
 network = "tiny.nnet"
@@ -152,8 +152,8 @@ def test_analysis_commands_print_their_results(tmp_path):
 
 def test_ctrl_c_gives_a_clearly_partial_report(job, monkeypatch):
     """A KeyboardInterrupt mid-run ends it cleanly: the report so far, marked partial."""
-    import polytrav.config as config
-    from polytrav import run as run_module
+    import polytrav.interface.config as config
+    from polytrav.host import runner as run_module
 
     real = run_module.analyze
     seen = []
@@ -205,8 +205,8 @@ _KEEPS = "keep_polytopes" in __import__("inspect").signature(
 @pytest.mark.skipif(not _KEEPS, reason="analyze() has no keep_polytopes yet")
 @pytest.mark.parametrize("suffix", [".json", ".csv", ".graphml"])
 def test_a_job_writes_its_outputs_and_export(job, suffix):
-    from polytrav.config import write_job_outputs
-    from polytrav.export import write_report
+    from polytrav.interface.config import write_job_outputs
+    from polytrav.interface.export import write_report
 
     if suffix == ".graphml":
         pytest.importorskip("networkx")
@@ -233,7 +233,7 @@ def test_a_job_writes_its_outputs_and_export(job, suffix):
 
 
 def test_write_job_outputs_without_an_output_table_writes_nothing(job):
-    from polytrav.config import write_job_outputs
+    from polytrav.interface.config import write_job_outputs
 
     job.write_text(JOB.split("[output]")[0])
     report, spec, root = run_job(job)

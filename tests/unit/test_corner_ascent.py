@@ -1,4 +1,4 @@
-"""Sign ascent over a box region's corners (polytrav.analysis.corner_ascent) seeds OutputRange
+"""Sign ascent over a box region's corners (polytrav.host.analysis.corner_ascent) seeds OutputRange
 and SoftmaxAttack: its values are attained at points of the region, never above the MILP's
 maximum (the analyses with and without it against the MILP: ``test_lagrange.py``)."""
 import numpy as np
@@ -7,8 +7,8 @@ from milp import milp_max_linear
 from reference import random_net
 
 from polytrav import Ball, Box, Network, analyze
-from polytrav.analysis import corner_ascent
-from polytrav.geometry import build_frame
+from polytrav.host.analysis import corner_ascent
+from polytrav.model.geometry import build_frame
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.output_range import OutputRange
 

@@ -13,7 +13,7 @@ import pytest
 from reference import random_net
 
 from polytrav import Box, ConfigError, analyze, traverse
-from polytrav.export import (EXPORT_FORMATS, check_export_path, code_string, export,
+from polytrav.interface.export import (EXPORT_FORMATS, check_export_path, code_string, export,
                              one_flip_pairs, parse_code, polytope_records, report_records,
                              write_graph, write_records, write_report)
 from polytrav.plugins.region_stats import RegionStats

@@ -1,4 +1,4 @@
-"""Lagrangian bounds of cell maxima (polytrav.lagrange): sound, and the skips they allow exact.
+"""Lagrangian bounds of cell maxima (polytrav.bounds.lagrange): sound, and the skips they allow exact.
 
 The bound is checked against each cell's LP optimum from SciPy's ``linprog`` over
 ``cell_rows`` (an independent statement of the cell); the analyses that skip LPs with it
@@ -11,8 +11,8 @@ from reference import random_net
 from scipy.optimize import linprog
 
 from polytrav import Ball, Box, Network, Polyhedron, analyze, traverse
-from polytrav.analysis import cell_rows, local_model_u
-from polytrav.lagrange import CellBound, dual_bound
+from polytrav.host.analysis import cell_rows, local_model_u
+from polytrav.bounds.lagrange import CellBound, dual_bound
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.output_range import OutputRange
 

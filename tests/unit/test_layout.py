@@ -34,7 +34,7 @@ def test_public_api_is_explicit():
 def test_the_analysis_classes_are_importable_from_polytrav_and_plugins():
     import polytrav
     import polytrav.plugins
-    from polytrav.manager import analysis_classes
+    from polytrav.host.manager import analysis_classes
 
     names = ["OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity", "LinearProperty",
              "RegionStats"]

@@ -1,4 +1,4 @@
-"""Tests of the model loaders (polytrav.loaders): .nnet, ONNX and torch.
+"""Tests of the model loaders (polytrav.model.loaders): .nnet, ONNX and torch.
 
 Data-driven tests read ``../shared/data`` next to the repository and skip if it is absent.
 """
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from reference import TINY_NNET
 
-from polytrav.errors import ConfigError, NetworkError
-from polytrav.loaders.nnet import load_nnet
+from polytrav.vocabulary.errors import ConfigError, NetworkError
+from polytrav.model.loaders.nnet import load_nnet
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -87,7 +87,7 @@ def _nnet_normalisation(path: Path) -> dict[str, np.ndarray]:
 def test_acasxu_nnet_matches_onnx_and_fold():
     _skip_without_data()
     pytest.importorskip("onnx")
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     rng = np.random.default_rng(SEED)
     nnets = sorted((DATA / "acasxu" / "nnet").glob("*.nnet"))
@@ -121,7 +121,7 @@ def test_acasxu_nnet_matches_onnx_and_fold():
 def test_every_onnx_model_matches_onnxruntime():
     _skip_without_data()
     pytest.importorskip("onnx")
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     rng = np.random.default_rng(SEED)
     paths = sorted(DATA.rglob("*.onnx"))
@@ -139,7 +139,7 @@ def test_every_onnx_model_matches_onnxruntime():
 def test_mnist_accuracy_matches_readme():
     _skip_without_data()
     pytest.importorskip("onnx")
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     test = np.load(DATA / "mnist" / "mnist_test.npz")
     X = test["images"].reshape(len(test["images"]), -1).astype(np.float64) / 255.0
@@ -191,7 +191,7 @@ def test_nnet_input_names_from_a_comment(tmp_path, tiny_nnet):
 
 def test_acasxu_files_carry_no_input_names():
     _skip_without_data()
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     stem = "ACASXU_run2a_1_1_batch_2000"
     assert load_nnet(DATA / "acasxu" / "nnet" / f"{stem}.nnet").input_names is None
@@ -371,7 +371,7 @@ def conv_model(tmp_path) -> Path:
 
 
 def test_onnx_handbuilt_conv_chain_matches_onnxruntime(conv_model):
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     net = load_onnx(conv_model)
     assert net.input_shape == (2, 6, 6)
@@ -451,7 +451,7 @@ def test_onnx_more_ops_match_onnxruntime(tmp_path, name):
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     nodes, inits, in_shape, out_shape, opset, input_shape = _more_ops_graphs()[name]
     path = _save_model(
@@ -472,7 +472,7 @@ def test_onnx_more_ops_match_onnxruntime(tmp_path, name):
 def test_onnx_torch_export_conv_matches(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnx")
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     model = _conv_net(torch)
     path = tmp_path / "exported.onnx"
@@ -521,7 +521,7 @@ def test_onnx_unsupported_op_names_op_and_position(tmp_path):
     pytest.importorskip("onnx")
     from onnx import helper
 
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     tail = [
         helper.make_node("Relu", ["h"], ["r"]),
@@ -540,7 +540,7 @@ def test_onnx_branching_graph_is_refused(tmp_path):
     pytest.importorskip("onnx")
     from onnx import helper
 
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     tail = [
         helper.make_node("Relu", ["h"], ["r"]),
@@ -561,7 +561,7 @@ def test_onnx_non_affine_use_of_supported_op(tmp_path):
     pytest.importorskip("onnx")
     from onnx import helper
 
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     tail = [helper.make_node("Div", ["k", "h"], ["y"], name="inv")]
     path = _dense_graph(tmp_path, "inv.onnx", tail, [_tensor("k", np.ones(2))])
@@ -573,7 +573,7 @@ def test_onnx_nan_weight(tmp_path):
     pytest.importorskip("onnx")
     from onnx import helper
 
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     tail = [helper.make_node("Add", ["h", "nanb"], ["y"])]
     path = _dense_graph(tmp_path, "nan.onnx", tail, [_tensor("nanb", np.array([0.0, np.nan]))])
@@ -582,7 +582,7 @@ def test_onnx_nan_weight(tmp_path):
 
 
 def test_onnx_corrupt_and_truncated_files(tmp_path, conv_model):
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     rng = np.random.default_rng(SEED)
     sources = [conv_model]
@@ -640,7 +640,7 @@ def _check_torch(torch, model, net, input_shape, n=16):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_torch_random_sequentials(seed):
     torch = pytest.importorskip("torch")
-    from polytrav.loaders.torch import load_torch
+    from polytrav.model.loaders.torch import load_torch
 
     nn = torch.nn
     torch.manual_seed(seed)
@@ -672,7 +672,7 @@ def test_torch_random_sequentials(seed):
 
 def test_torch_conv_net():
     torch = pytest.importorskip("torch")
-    from polytrav.loaders.torch import load_torch
+    from polytrav.model.loaders.torch import load_torch
 
     model = _conv_net(torch)
     net = load_torch(model, input_shape=(2, 8, 8))
@@ -684,7 +684,7 @@ def test_torch_conv_net():
 
 def test_torch_unsupported_layer():
     torch = pytest.importorskip("torch")
-    from polytrav.loaders.torch import load_torch
+    from polytrav.model.loaders.torch import load_torch
 
     nn = torch.nn
     model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 3), nn.Tanh())
@@ -699,7 +699,7 @@ def test_torch_unsupported_layer():
 
 def test_torch_files_state_dict_and_untrusted_pickles(tmp_path):
     torch = pytest.importorskip("torch")
-    from polytrav.loaders.torch import load_torch
+    from polytrav.model.loaders.torch import load_torch
 
     nn = torch.nn
     torch.manual_seed(SEED)
@@ -738,7 +738,7 @@ def test_torch_files_state_dict_and_untrusted_pickles(tmp_path):
 
 def test_torch_nan_weight():
     torch = pytest.importorskip("torch")
-    from polytrav.loaders.torch import load_torch
+    from polytrav.model.loaders.torch import load_torch
 
     model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
     with torch.no_grad():
@@ -763,7 +763,7 @@ def test_onnx_several_inputs_become_one_vector_with_their_names(tmp_path):
     ort = pytest.importorskip("onnxruntime")
     from onnx import helper
 
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     rng = np.random.default_rng(SEED)
     node = helper.make_node
@@ -799,7 +799,7 @@ def test_onnx_several_inputs_refused_unless_combined_before_relu(tmp_path):
     pytest.importorskip("onnx")
     from onnx import helper
 
-    from polytrav.loaders.onnx import load_onnx
+    from polytrav.model.loaders.onnx import load_onnx
 
     node = helper.make_node
     inputs = [("a", ["N", 2]), ("c", ["N", 2])]

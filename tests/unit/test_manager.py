@@ -4,8 +4,9 @@ import types
 import numpy as np
 import pluggy
 
-from polytrav import hookimpl, hookspecs
-from polytrav.manager import DEFAULT_PLUGINS, get_plugin_manager
+from polytrav import hookimpl
+from polytrav.host import hookspecs
+from polytrav.host.manager import DEFAULT_PLUGINS, get_plugin_manager
 from polytrav.plugins.counterfactual import Counterfactual
 
 
@@ -65,7 +66,7 @@ def test_hooks_added_later_and_on_instances_are_found():
 
 def test_solver_classes_follow_registrations():
     """The manager's solver classes are asked again when its plugins change."""
-    from polytrav.manager import solver_classes
+    from polytrav.host.manager import solver_classes
     from polytrav.solvers.highs import HighsBackend
 
     class Extra(HighsBackend):

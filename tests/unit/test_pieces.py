@@ -6,7 +6,7 @@ import pytest
 from reference import random_net
 
 from polytrav import Ball, Box, ConfigError, Network, Polyhedron, traverse
-from polytrav.traverse import Piece, pieces
+from polytrav.traversal.traverse import Piece, pieces
 
 REGIONS = {
     "box": lambda d: Box(-np.ones(d), np.ones(d)),

@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 plt = pytest.importorskip("matplotlib.pyplot")
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from polytrav.plot import (  # noqa: E402
+from polytrav.interface.plot import (  # noqa: E402
     LAYER_COLORS,
     check_figure_path,
     check_plane,
@@ -95,7 +95,7 @@ def test_partition_needs_two_inputs():
 
 
 def test_cli_regions_counts_lists_and_plots(tmp_path):
-    from polytrav.cli import main
+    from polytrav.interface.cli import main
 
     net = tmp_path / "tiny.nnet"
     net.write_text(TINY_NNET)
@@ -203,7 +203,7 @@ def test_bad_figure_paths_fail_before_any_traversal(tmp_path, monkeypatch, name,
 
     import sys
 
-    monkeypatch.setattr(sys.modules["polytrav.traverse"], "traverse", no_traversal)
+    monkeypatch.setattr(sys.modules["polytrav.traversal.traverse"], "traverse", no_traversal)
     with pytest.raises(ConfigError, match=match):
         check_figure_path(tmp_path / name)
     with pytest.raises(ConfigError, match=match):

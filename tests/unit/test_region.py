@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from polytrav import Ball, Box, Polyhedron, RegionError
-from polytrav.geometry import build_frame
+from polytrav.model.geometry import build_frame
 
 
 def test_scalar_box_broadcasts_in_intersection():

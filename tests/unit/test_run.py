@@ -7,13 +7,13 @@ from reference import random_net
 
 from polytrav import (Analysis, AnalysisResult, Box, ConfigError, Network, RegionError, Report,
                       Status, Verdict, analyze)
-from polytrav.lagrange import CellBound
-from polytrav.manager import analysis_classes, create_analysis
+from polytrav.bounds.lagrange import CellBound
+from polytrav.host.manager import analysis_classes, create_analysis
 from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.plugins.output_range import OutputRange
-from polytrav.results import SolveResult
-from polytrav.traverse import Traversal
+from polytrav.vocabulary.results import SolveResult
+from polytrav.traversal.traverse import Traversal
 from polytrav.solvers.highs import HighsBackend
 
 BOX = Box([-1.0, -1.0], [1.0, 1.0])

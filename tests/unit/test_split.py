@@ -8,13 +8,13 @@ from milp import milp_linear_dnf_feasible
 from reference import random_net
 
 from polytrav import Box
-from polytrav.loaders.vnnlib import VnnlibCase, VnnlibSpec
-from polytrav.manager import get_plugin_manager
+from polytrav.verification.vnnlib import VnnlibCase, VnnlibSpec
+from polytrav.host.manager import get_plugin_manager
 from polytrav.plugins import linear_property
-from polytrav.run import _chains
+from polytrav.host.runner import _chains
 from polytrav.plugins.linear_property import LinearProperty
-from polytrav.split import split_box
-from polytrav.verify import verify
+from polytrav.bounds.split import split_box
+from polytrav.verification.verify import verify
 
 
 def instances(n: int, seed: int = 11):
@@ -72,7 +72,7 @@ def test_split_verdicts_equal_full_traversal_and_milp():
 
 def test_open_boxes_are_traversed_to_the_same_verdicts(monkeypatch):
     """With a budget of a few boxes, most of the region is left to the open boxes' traversals."""
-    monkeypatch.setattr("polytrav.split.SPLIT_BOXES", 3)
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 3)
     bad, _, _ = mismatches(12)
     assert bad == []
 

@@ -5,10 +5,10 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from polytrav.errors import ConfigError
-from polytrav.manager import get_solver
-from polytrav.results import Status
-from polytrav.subproblem import StandardForm, Subproblem
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.host.manager import get_solver
+from polytrav.vocabulary.results import Status
+from polytrav.solve.subproblem import StandardForm, Subproblem
 
 TOL = 1e-6
 
@@ -234,7 +234,7 @@ def test_compiled_subproblems_are_shared_by_key_and_give_fresh_answers():
     from reference import random_net
 
     from polytrav import Box, analyze
-    from polytrav import subproblem as sp_mod
+    from polytrav.solve import subproblem as sp_mod
     from polytrav.plugins.counterfactual import Counterfactual
 
     net = random_net(5, 2, [8, 6], n_out=3)
@@ -256,7 +256,7 @@ def test_compiled_subproblems_are_shared_by_key_and_give_fresh_answers():
 
 
 def test_the_compiled_cache_is_bounded():
-    from polytrav import subproblem as sp_mod
+    from polytrav.solve import subproblem as sp_mod
 
     sp_mod._COMPILED.clear()
     u = cp.Variable(1, name="u")

@@ -6,7 +6,7 @@ import pytest
 from reference import brute_force_cells, random_net, train_grid_net
 
 from polytrav import Ball, Box, ConfigError, Network, Polyhedron, RegionError, traverse
-from polytrav.traverse import RADIUS_TOL, TraversalStatus
+from polytrav.traversal.traverse import RADIUS_TOL, TraversalStatus
 
 BOX2 = (np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
 
@@ -113,7 +113,7 @@ def test_l2_ball_cuts_stop_once_the_cell_is_decided(monkeypatch):
 
     import cvxpy as cp
 
-    traverse_module = importlib.import_module("polytrav.traverse")
+    traverse_module = importlib.import_module("polytrav.traversal.traverse")
     net = random_net(21, 4, [7, 6], n_out=3)
     region = Ball(np.full(4, 0.05), 0.35) & Box(-0.25 * np.ones(4), 0.25 * np.ones(4))
     keys, polys, run = keys_of(net, region)
@@ -165,7 +165,7 @@ def test_budgets_end_incomplete():
 
 
 def test_solver_failure_makes_the_run_incomplete():
-    from polytrav.results import SolveResult, Status
+    from polytrav.vocabulary.results import SolveResult, Status
     from polytrav.solvers.scipy import ScipyBackend
 
     class Flaky(ScipyBackend):
@@ -190,7 +190,7 @@ def test_solver_failure_makes_the_run_incomplete():
 
 
 def test_every_fallback_is_tried_in_turn():
-    from polytrav.results import SolveResult, Status
+    from polytrav.vocabulary.results import SolveResult, Status
     from polytrav.solvers.scipy import ScipyBackend
 
     class Broken(ScipyBackend):

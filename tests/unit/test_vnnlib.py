@@ -1,4 +1,4 @@
-"""Tests of the VNN-LIB reader (polytrav.loaders.vnnlib).
+"""Tests of the VNN-LIB reader (polytrav.verification.vnnlib).
 
 Data-driven tests read ``../shared/data`` through the ``data_dir`` fixture and skip if it is
 absent; the synthetic tests build small files inline.
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from polytrav import Box, Intersection
-from polytrav.errors import ConfigError, RegionError
-from polytrav.loaders.vnnlib import MAX_DEPTH, VnnlibCase, parse_vnnlib, read_vnnlib
+from polytrav.vocabulary.errors import ConfigError, RegionError
+from polytrav.verification.vnnlib import MAX_DEPTH, VnnlibCase, parse_vnnlib, read_vnnlib
 from polytrav.plugins.linear_property import LinearProperty
 
 ACAS_PROPS = [f"prop_{k}" for k in range(1, 11)]

@@ -1,0 +1,137 @@
+"""Input splitting before the traversal, for low-dimensional boxes (``verify``'s first stage).
+
+A box of few inputs (ACAS Xu has 5) is bisected, worst bound first, into sub-boxes:
+
+* a sub-box on which the bounds of :func:`polytrav.plugins.linear_property.dnf_bound`
+  prove that no conjunction of the unsafe set can be met is *proven* (the same sound bounds
+  that prune pieces inside the traversal; the box's own rows are its variables' bounds);
+* otherwise the LP minimisers of the unproven conjunctions (where the relaxation comes
+  closest to the unsafe set) and the box's centre are tried by a forward pass: a point in
+  the unsafe set is a candidate counterexample (the caller confirms it);
+* otherwise the box is halved along the input whose bound coefficients (in the box's own
+  ``[-1, 1]`` coordinates, so already scaled by its width), summed over the rows, times its
+  width are largest (weighting the width once more favours halving wide inputs).
+
+The search ends when every box is proven, a candidate is found, or the budget (boxes,
+seconds) runs out; the boxes still open are returned for the traversal. Each proven box is
+a proof for its points only, so the region is accounted for as proven boxes plus the open
+boxes' traversals.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["SplitResult", "split_box", "SPLIT_MAX_DIM", "SPLIT_BOXES"]
+
+#: Input splitting is used for boxes of at most this many free inputs.
+SPLIT_MAX_DIM = 8
+#: Bounded boxes before the open ones are handed to the traversal.
+SPLIT_BOXES = 400
+#: Bound per box: slope-optimisation steps on the unproven conjunctions (0: CROWN's slopes).
+SPLIT_STEPS = 0
+
+
+@dataclass
+class SplitResult:
+    """What input splitting found: a candidate counterexample, or the boxes left open."""
+
+    candidate: np.ndarray | None
+    open_boxes: list = field(default_factory=list)  #: ``(lower, upper)`` pairs, worst first
+    proven: int = 0  #: boxes proven by bounds
+    proven_volume_share: float = 0.0  #: their share of the box's volume (free inputs only)
+    boxes: int = 0  #: boxes bounded
+
+
+class _Frame:
+    """The box's own coordinates: ``x = m + h * u``, ``u`` in ``[-1, 1]^n``."""
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray):
+        self.m, self.h = (lower + upper) / 2, (upper - lower) / 2
+        self.dim = lower.shape[0]
+
+    def to_x(self, u: np.ndarray) -> np.ndarray:
+        return self.m + self.h * u
+
+
+class _BoxPiece:
+    """A sub-box seen as a level-0 piece (see :class:`polytrav.traversal.traverse.PieceView`)."""
+
+    level, vertices = 0, None
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray):
+        self.frame = _Frame(lower, upper)
+        self.M, self.m = np.diag(self.frame.h), self.frame.m
+
+    def halfspaces(self, box: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        n = self.frame.dim
+        if not box:  # the box is the LP variables' bounds
+            return np.zeros((0, n)), np.zeros(0)
+        return np.vstack([np.eye(n), -np.eye(n)]), np.ones(2 * n)
+
+
+class _Context:
+    """What :func:`dnf_bound` reads of a run: the network and the LP backends."""
+
+    def __init__(self, network, lp_chain):
+        self.network, self._lp = network, lp_chain
+
+    def backends(self, form: str) -> list:
+        return self._lp
+
+
+def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
+              time_limit: float | None = None, steps: int = SPLIT_STEPS) -> SplitResult:
+    """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
+    ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
+    <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
+    docstring. ``lp_chain``: LP backends;
+    ``max_boxes``: default :data:`SPLIT_BOXES`."""
+    from polytrav.plugins.linear_property import dnf_bound, unsafe_distance
+
+    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    max_boxes = SPLIT_BOXES if max_boxes is None else max_boxes
+    t0 = time.perf_counter()
+    context = _Context(network, lp_chain)
+    free = upper > lower
+    total = float(np.prod(upper[free] - lower[free]))
+    result = SplitResult(None)
+    heap = [(-np.inf, 0, lower, upper)]
+    count = 1
+    while heap:
+        if result.boxes >= max_boxes or (time_limit is not None
+                                         and time.perf_counter() - t0 > time_limit):
+            break
+        _, _, lo, hi = heapq.heappop(heap)
+        piece = _BoxPiece(lo, hi)
+        points = [piece.m]
+        margin, L = dnf_bound(pairs, piece, context, steps=steps, points=points)
+        result.boxes += 1
+        if margin > 0:
+            result.proven += 1
+            result.proven_volume_share += float(np.prod(hi[free] - lo[free])) / total
+            continue
+        X = np.array(points)
+        unsafe = unsafe_distance(pairs, network.forward(X)) <= 0
+        if unsafe.any():
+            result.candidate = X[int(np.argmax(unsafe))]
+            return result
+        score = np.abs(L).sum(axis=0) * (hi - lo)  # L is in u: the width counts twice
+        if not score.any():
+            score = (hi - lo) * free
+        j = int(np.argmax(score))
+        mid = (lo[j] + hi[j]) / 2
+        if not lo[j] < mid < hi[j]:  # too narrow to halve in floating point: traverse it
+            result.open_boxes.append((lo, hi))
+            continue
+        for a, b in ((lo[j], mid), (mid, hi[j])):
+            lo2, hi2 = lo.copy(), hi.copy()
+            lo2[j], hi2[j] = a, b
+            heapq.heappush(heap, (margin, count, lo2, hi2))
+            count += 1
+    result.open_boxes += [(lo, hi) for _, _, lo, hi in sorted(heap, key=lambda e: e[:2])]
+    return result
+

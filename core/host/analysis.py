@@ -1,0 +1,495 @@
+"""The :class:`Analysis` base class: what a property plugin implements.
+
+An analysis is a pluggy plugin registered for one :func:`polytrav.analyze` run. The base
+class implements the run's hooks (``polytrav_begin_run``, ``polytrav_visit_polytope``,
+``polytrav_end_run``) by calling four small methods that subclasses override:
+
+* ``validate(network, region)``: check parameters against the run; raise
+  :class:`~polytrav.ConfigError` or :class:`~polytrav.RegionError` naming the problem.
+* ``begin(context)``: build the per-polytope :class:`~polytrav.solve.subproblem.Subproblem` once
+  (cvxpy with parameters, see :class:`CellProblem`) and reset the running answer.
+* ``visit(polytope, context)``: solve the subproblem on one polytope, fold the answer in,
+  and optionally return a :class:`Directive` (:class:`Restrict` or :class:`Stop`).
+* ``finish(context)``: the :class:`~polytrav.AnalysisResult`.
+
+Analyses that do not need every polytope (a counterfactual needs only those closer than the
+best one so far) set ``prunable = True`` and implement ``piece_bound`` and ``threshold``:
+the run may then skip level-1 pieces whose bound cannot beat the threshold, visiting pieces
+in order of their bound (see :mod:`polytrav.host.runner`). ``__init__`` only stores parameters.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.host.hookspecs import hookimpl
+from polytrav.model.region import Box, Region
+from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, Verdict
+from polytrav.vocabulary.tolerances import WITNESS_TOL, ZERO_ROW_TOL
+
+#: Most corners :func:`corner_ascent` visits (it usually repeats a corner after 2-4).
+ASCENT_STEPS = 8
+
+if TYPE_CHECKING:
+    from polytrav.model.geometry import Frame
+    from polytrav.model.network import Network
+    from polytrav.model.polytope import Polytope
+    from polytrav.host.runner import RunContext
+    from polytrav.solve.subproblem import Subproblem
+
+__all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "cell_rows", "combined_verdict",
+           "LayerPlanes",
+           "combine_worst",
+           "cell_values", "linear_cell_subproblem", "local_model_u", "check_witness",
+           "corner_ascent"]
+
+
+# ---------------------------------------------------------------- directives
+
+
+class Directive:
+    """What an analysis may ask of the run after a polytope (see the subclasses)."""
+
+
+@dataclass(frozen=True)
+class Stop(Directive):
+    """This analysis is decided; the run stops once every analysis is."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Restrict(Directive):
+    """Only polytopes meeting ``box`` (which must contain the start point) still matter."""
+
+    box: Box
+
+
+# ---------------------------------------------------------------- the base class
+
+
+class Analysis:
+    """Base class of analysis plugins; subclasses set ``name`` and override the methods."""
+
+    #: Registry key, the name users write in configs (``output_range``, ``counterfactual``).
+    name: ClassVar[str] = ""
+    #: Whether the run may skip polytopes this analysis does not need (see the module doc).
+    prunable: bool = False
+    #: Label of the result in the report; the run sets it (``name``, then ``name#2``, ...).
+    label: str = ""
+    #: Whether :meth:`visit` reads ``polytope.vertices`` (the run then asks the traversal for
+    #: every polytope's vertices where it can compute them: low-dimensional polyhedral regions).
+    uses_vertices: ClassVar[bool] = False
+
+    # -------------------------------------------------------- subclass API
+    def describe(self, result: AnalysisResult) -> list[str]:
+        """Lines saying what ``result`` means beyond its verdict, value and witness (classes,
+        margins, distances), shown by ``print(report)`` and the command line; default none."""
+        return []
+
+    @property
+    def problem_form(self) -> str | None:
+        """Form of the per-polytope subproblem (``"lp"``, ``"qp"``, ``"socp"``), if any."""
+        return None
+
+    def validate(self, network: "Network", region: Region) -> None:
+        """Check the parameters against the run's network and region (default: nothing)."""
+
+    def begin(self, context: "RunContext") -> None:
+        """Build subproblems and reset the running answer (default: counters only)."""
+
+    def visit(self, polytope: "Polytope", context: "RunContext") -> Directive | None:
+        """Fold one polytope into the running answer."""
+        raise NotImplementedError
+
+    def finish(self, context: "RunContext") -> AnalysisResult:
+        """The result over the region."""
+        raise NotImplementedError
+
+    def piece_bound(self, bits: np.ndarray, context: "RunContext") -> float:
+        """Lower bound of the analysis's objective over a level-1 piece (first layer's code)."""
+        return -np.inf
+
+    def threshold(self) -> float:
+        """Best objective so far; pieces whose bound is not below it are not needed."""
+        return np.inf
+
+    def piece_margin(self, piece, context: "RunContext") -> float:
+        """A sound lower bound, over a whole piece, of the property's margin.
+
+        ``piece`` is a :class:`polytrav.traversal.traverse.PieceView` (a cell of some level, or the
+        whole region); a positive margin proves that none of the piece's polytopes can
+        change this analysis's answer, so the traversal skips them (verification with
+        bounds, :mod:`polytrav.bounds.crown`). Lower margins are explored first in best-first
+        order. Only called when :attr:`prunes_by_bound` is True; the default proves nothing.
+        """
+        return -np.inf
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        """Whether :meth:`piece_margin` may prove pieces (then the run can skip them)."""
+        return type(self).piece_margin is not Analysis.piece_margin
+
+    def combine(self, parts: list[AnalysisResult], context: "RunContext") -> AnalysisResult:
+        """The result over the region from the results over disjoint parts of it.
+
+        Parallel and checkpointed runs (:mod:`polytrav.parallel`) split the region into
+        level-1 pieces, run this analysis on groups of them in fresh copies, and combine the
+        copies' :meth:`finish` results here; ``context.complete`` says whether every part ran
+        to the end. Override it to make an analysis parallel; :meth:`merged` fills in the
+        counts. The default refuses: such an analysis runs serially only.
+        """
+        raise NotImplementedError(f"analysis {self.name!r} ({type(self).__name__}) does not "
+                                  "implement combine(), so it cannot run in parts")
+
+    @property
+    def combinable(self) -> bool:
+        """Whether the analysis implements :meth:`combine` (can run in parallel parts)."""
+        return type(self).combine is not Analysis.combine
+
+    def merged(self, parts: list[AnalysisResult], context: "RunContext", **fields) -> AnalysisResult:
+        """An :class:`AnalysisResult` with the parts' counts and failures summed up.
+
+        ``exact`` defaults to "every part ran and no subproblem failed"; ``fields`` override.
+        """
+        failures = tuple(f for p in parts for f in p.failures)
+        base = dict(analysis=self.label, verdict=None, value=None,
+                    exact=context.complete and not failures,
+                    n_polytopes=sum(p.n_polytopes for p in parts),
+                    n_solves=sum(p.n_solves for p in parts), failures=failures)
+        base.update(fields)
+        return AnalysisResult(**base)
+
+    def start_point(self) -> np.ndarray | None:
+        """A point the traversal should start from (a counterfactual's ``x0``), if any."""
+        return None
+
+    # -------------------------------------------------------- helpers for subclasses
+    def solve(self, context: "RunContext", subproblem: "Subproblem", polytope: "Polytope",
+              **values) -> SolveResult:
+        """Solve ``subproblem`` with ``values`` on the run's backends (with fallbacks).
+
+        An undecided result (neither optimal nor infeasible on any backend) is recorded in
+        ``self.failures`` with the polytope's index and code, and makes the result inexact.
+        """
+        res = context.solve(subproblem, **values)
+        self.n_solves += 1
+        if res.status not in DECIDED:
+            self.failures.append(
+                f"polytope #{polytope.index} (code {context.code_str(polytope)}): "
+                f"{res.status} from {res.solver} ({res.message})"
+            )
+        return res
+
+    def maximize_linear(self, context: "RunContext", polytope: "Polytope",
+                        g: np.ndarray, beat: float | None = None) -> SolveResult | None:
+        """``max g·u`` over polytope ∩ region, ``u`` in frame coordinates (``objective`` is ``g·u``).
+
+        ``beat``: the caller needs the maximum only if it exceeds ``beat``. Then ``None`` is
+        returned, with no LP, when a Lagrangian bound proves ``max g·u <= beat``
+        (:class:`polytrav.bounds.lagrange.CellBound`: the box bound, then multipliers learnt from
+        the run's solved LPs). Otherwise the LP is solved in the traversal's own warm model
+        when it can be (:meth:`~polytrav.Traversal.maximize_in_cell`), else as :meth:`solve`
+        does, with :func:`linear_cell_subproblem`; the optimum is the same.
+        """
+        bound, rows = context.cell_bound, None
+        if beat is not None:
+            if bound.box_below(g, beat):  # before any rows are built
+                return None
+            rows = bound.rows(polytope, context.frame)
+            t0 = time.perf_counter()
+            proven, u = bound.decide(*rows, g, beat)
+            if proven:
+                return None
+            if u is not None and context.frame.contains_u(u):
+                # the maximiser over the cell's rows and the box lies in the region: optimal
+                self.n_solves += 1
+                context.n_solves += 1
+                context.n_box_lp += 1
+                elapsed = time.perf_counter() - t0
+                context.solve_time += elapsed
+                return SolveResult(Status.OPTIMAL, float(g @ u), u, solver="box_lp",
+                                   solve_time=elapsed)
+        res = context.maximize_in_cell(polytope, g)
+        if res is not None:
+            self.n_solves += 1
+        else:
+            sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
+            res = self.solve(context, sub, polytope, g=g, **cell_values(polytope, context.frame))
+        if rows is not None and res.status is Status.OPTIMAL:
+            bound.learn(*rows, g, res.x)
+        return res
+
+    def exact(self, context: "RunContext") -> bool:
+        """Whether the run's answer is proven: a complete traversal and no failed solve."""
+        return context.complete and not self.failures
+
+    # -------------------------------------------------------- hook implementations
+    @hookimpl
+    def polytrav_begin_run(self, context: "RunContext") -> None:
+        """Reset counters, then :meth:`begin`."""
+        self.n_polytopes = 0
+        self.n_solves = 0
+        self.failures: list[str] = []
+        self.decided = False
+        self.restriction: Box | None = None
+        self.begin(context)
+
+    @hookimpl
+    def polytrav_visit_polytope(self, polytope: "Polytope", context: "RunContext"):
+        """Count the polytope, :meth:`visit` it, and record the directive returned."""
+        self.n_polytopes += 1
+        directive = self.visit(polytope, context)
+        if isinstance(directive, Stop):
+            self.decided = True
+        elif isinstance(directive, Restrict):
+            start = context.start
+            if start is not None and not directive.box.contains(start, tol=1e-9):
+                raise ConfigError(
+                    f"analysis {self.label!r}: Restrict(box) must contain the start point "
+                    f"{np.round(start, 6).tolist()}"
+                )
+            self.restriction = directive.box
+        return directive
+
+    @hookimpl
+    def polytrav_end_run(self, context: "RunContext") -> AnalysisResult:
+        """:meth:`finish`."""
+        return self.finish(context)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                           if not k.startswith("_") and k not in _RUN_STATE)
+        return f"{type(self).__name__}({params})"
+
+
+_RUN_STATE = ("label", "n_polytopes", "n_solves", "failures", "decided", "restriction")
+
+
+def combined_verdict(parts: list[AnalysisResult], exact: bool) -> Verdict:
+    """The verdict over the union of disjoint parts: a confirmed violation anywhere wins,
+    then an unconfirmed one; else HOLDS when the whole run was exact, UNKNOWN otherwise."""
+    verdicts = {p.verdict for p in parts}
+    for v in (Verdict.VIOLATED, Verdict.VIOLATED_UNCONFIRMED):
+        if v in verdicts:
+            return v
+    return Verdict.HOLDS if exact else Verdict.UNKNOWN
+
+
+def combine_worst(analysis: "Analysis", parts: list[AnalysisResult], context: "RunContext",
+                  stop_at_violation: bool, sums: tuple[str, ...] = ("skipped_by_bound",)
+                  ) -> AnalysisResult:
+    """:meth:`Analysis.combine` of a property whose ``value`` is a worst case to maximise.
+
+    The largest value wins (its witness and details come along); with
+    ``stop_at_violation`` (verification modes) the first confirmed violation wins instead.
+    ``sums`` name integer details that add up across parts.
+    """
+    failures = [f for p in parts for f in p.failures]
+    exact = context.complete and not failures
+    verdict = combined_verdict(parts, exact)
+    if stop_at_violation and verdict is Verdict.VIOLATED:
+        best = next(p for p in parts if p.verdict is Verdict.VIOLATED)
+    else:
+        best = max(parts, key=lambda p: -np.inf if p.value is None else p.value, default=None)
+    details = dict(best.details) if best is not None else {}
+    details.update({k: sum(p.details.get(k, 0) for p in parts) for k in sums})
+    return analysis.merged(
+        parts, context, verdict=verdict, value=None if best is None else best.value,
+        witness=None if best is None or verdict is Verdict.HOLDS else best.witness,
+        exact=exact or verdict is Verdict.VIOLATED, details=details)
+
+
+# ---------------------------------------------------------------- the cell in cvxpy
+
+
+def layer_planes(frame: "Frame", Wh: np.ndarray, bh: np.ndarray):
+    """One layer's hyperplanes ``Wh x + bh`` in frame coordinates: unit normals ``G``,
+    offsets ``g0`` (``h = |.| (G u + g0)``) and the normals' lengths (0 for a neuron constant
+    on the region's affine hull)."""
+    G, g0 = frame.pull(Wh), Wh @ frame.origin + bh
+    norms = np.linalg.norm(G, axis=1)
+    safe = np.where(norms > 0, norms, 1.0)
+    return G / safe[:, None], g0 / safe, norms
+
+
+class LayerPlanes:
+    """Per hidden layer of consecutive polytopes, ``derive(W_hat, b_hat)`` of its hyperplanes
+    (:meth:`~polytrav.Network.hyperplanes`, the masking recursion). Layer ``k`` depends only
+    on the code of the layers before it, which consecutive polytopes mostly share, so each
+    layer is kept until that code changes."""
+
+    def __init__(self, derive: Callable[[np.ndarray, np.ndarray], Any]):
+        self.derive = derive
+        self._code: tuple = ()
+        self._layers: list[tuple] = []  # per layer: (W_hat, b_hat, derived)
+
+    def __call__(self, polytope: "Polytope") -> list:
+        net, code, layers = polytope.network, polytope.code, self._layers
+        keep = 1  # layer 0 depends on no code; layer k + 1 on codes 0..k
+        while keep < len(layers) and np.array_equal(self._code[keep - 1], code[keep - 1]):
+            keep += 1
+        del layers[keep:]
+        for k in range(len(layers), len(code)):
+            W, b = net.weights[k], net.biases[k]
+            if k:  # the masking recursion from the layer before
+                Wp, bp, _ = layers[-1]
+                on = code[k - 1]
+                W, b = W @ (Wp * on[:, None]), W @ (bp * on) + b
+            layers.append((W, b, self.derive(W, b)))
+        self._code = code
+        return [L[2] for L in layers]
+
+
+def stack_planes(planes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each layer's :func:`layer_planes` stacked: ``(G, g0, zero)``, with the rows of neurons
+    constant on the region's affine hull (``zero``) set to 0 in ``G``."""
+    G = np.vstack([p[0] for p in planes])
+    g0 = np.concatenate([p[1] for p in planes])
+    norms = np.concatenate([p[2] for p in planes])
+    zero = norms <= ZERO_ROW_TOL * max(float(norms.max(initial=0.0)), 1e-300)
+    G[zero] = 0.0
+    return G, g0, zero
+
+
+def signed_cell_rows(code, stacked: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cell_rows` from :func:`stack_planes` and the polytope's ``code`` (at least one
+    hidden layer)."""
+    G, g0, zero = stacked
+    s = np.where(np.concatenate(code), -1.0, 1.0)  # on: -h <= 0 ; off: h <= 0
+    A, b = s[:, None] * G, -s * g0
+    b[zero] = 1.0
+    return A, b
+
+
+def cell_rows(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
+    """The polytope's neuron halfspaces ``A u <= b`` in frame coordinates ``u``.
+
+    One unit-norm row per hidden neuron, layer by layer (a fixed shape, so it can feed a
+    cvxpy parameter); a neuron constant on the region's affine hull gets the row ``0 <= 1``.
+    """
+    if not polytope.code:  # an affine network: one always-true row keeps the shape non-empty
+        return np.zeros((1, frame.dim)), np.ones(1)
+    planes = [layer_planes(frame, Wh, bh)
+              for Wh, bh in polytope.network.hyperplanes(polytope.code)]
+    return signed_cell_rows(polytope.code, stack_planes(planes))
+
+
+def cell_values(polytope: "Polytope", frame: "Frame") -> dict[str, np.ndarray]:
+    """Parameter values ``{"A": ..., "b": ...}`` of :class:`CellProblem` for ``polytope``."""
+    A, b = cell_rows(polytope, frame)
+    return {"A": A, "b": b}
+
+
+def linear_cell_subproblem(frame: "Frame", n_rows: int) -> "Subproblem":
+    """``maximise g·u`` over polytope ∩ region (parameters ``g``, ``A``, ``b``; variable ``u``).
+
+    Compiled once per process for each set of constraints in ``u`` and row count (boxes of
+    one dimension share it; :func:`polytrav.solve.subproblem.compiled`).
+    """
+    from polytrav.solve.subproblem import Subproblem, compiled
+
+    def build():
+        import cvxpy as cp
+
+        cell = CellProblem(frame, n_rows)
+        g = cp.Parameter(frame.dim, name="g")
+        return Subproblem(cp.Problem(cp.Maximize(g @ cell.u), cell.constraints), {"u": cell.u})
+
+    return compiled(("max_linear", frame.cell_fingerprint, n_rows), build)
+
+
+def local_model_u(polytope: "Polytope", frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
+    """The local model in frame coordinates: ``output = W_u @ u + c_u`` on the polytope."""
+    W, c = polytope.local_model
+    return frame.pull(W), W @ frame.origin + c
+
+
+class CellProblem:
+    """cvxpy variable and constraints of "polytope ∩ region" in frame coordinates.
+
+    ``u`` is the frame variable (region ⊂ ``[-1, 1]^d``), ``x`` the input point as an affine
+    expression of ``u``, ``A`` and ``b`` the parameters of the polytope's neuron rows
+    (fill them with :func:`cell_rows`), ``constraints`` the cell's constraints: neuron rows,
+    the box, the region's other rows and its L1/L2 balls (an L2 ball makes it ``socp``).
+    """
+
+    def __init__(self, frame: "Frame", n_rows: int):
+        import cvxpy as cp
+
+        d = frame.dim
+        self.frame = frame
+        self.u = cp.Variable(d, name="u")
+        n_rows = max(n_rows, 1)  # see cell_rows
+        self.A = cp.Parameter((n_rows, d), name="A")
+        self.b = cp.Parameter(n_rows, name="b")
+        self.x = frame.origin + frame.U_sparse() @ self.u
+        self.constraints = [self.A @ self.u <= self.b, self.u >= -1.0, self.u <= 1.0]
+        if frame.A_extra.shape[0]:
+            self.constraints.append(frame.A_extra @ self.u <= frame.b_extra)
+        for ball in frame.l1_balls:
+            self.constraints.append(cp.norm1(ball.U @ self.u + ball.w) <= ball.radius)
+        for ball in frame.l2_balls:
+            self.constraints.append(cp.norm2(self.u - ball.center) <= ball.radius)
+
+    @property
+    def conic(self) -> bool:
+        """Whether the region has an L2 ball (the cell is then a second-order cone set)."""
+        return bool(self.frame.l2_balls)
+
+    def values(self, polytope: "Polytope") -> dict[str, np.ndarray]:
+        """Parameter values ``{"A": ..., "b": ...}`` for ``polytope`` (see :func:`cell_values`)."""
+        return cell_values(polytope, self.frame)
+
+
+# ---------------------------------------------------------------- witnesses
+
+
+def corner_ascent(network: "Network", frame: "Frame", g: np.ndarray, u: np.ndarray,
+                  steps: int = ASCENT_STEPS) -> tuple[float, np.ndarray]:
+    """The largest ``g · f(x)`` seen by sign ascent from frame point ``u``, and its ``x``.
+
+    Evaluate the network at ``u``, take the gradient of ``g · f`` there (the local model's, by
+    backpropagation through the active neurons), jump to the corner ``sign(gradient)`` of
+    ``[-1, 1]^d``, and repeat until a corner repeats; the best of the start point and the
+    corners is returned. Every point is in the region when the frame is a box
+    (``frame.is_box``), so the values are attained: a maximising analysis may start from the
+    best one, and the bounds then skip more LPs.
+    """
+    weights = network.weights
+    best, x_best = -np.inf, None
+    for _ in range(steps):
+        x = frame.to_x(u)
+        hs = network.pre_activations(x)
+        z = np.maximum(hs[-1], 0.0) if hs else x
+        value = float(g @ (weights[-1] @ z + network.biases[-1]))
+        if value > best:
+            best, x_best = value, x
+        v = g @ weights[-1]
+        for W, h in zip(reversed(weights[:-1]), reversed(hs)):
+            v = (v * (h >= 0.0)) @ W  # active: the activation code's convention
+        corner = np.sign(frame.pull(v))
+        if np.array_equal(corner, u):
+            break
+        u = corner
+    return best, x_best
+
+
+def check_witness(network: "Network", region: Region, x, predicate: Callable[[np.ndarray], Any],
+                  tol: float = WITNESS_TOL) -> bool:
+    """Whether ``x`` is a real witness: inside ``region`` (within ``tol``) and ``predicate``.
+
+    ``predicate`` receives the output of a plain forward pass (float64 numpy) and returns a
+    truth value; it should state the property with ``tol`` itself where it compares numbers.
+    """
+    x = np.asarray(x, float).reshape(-1)
+    if x.shape[0] != network.n_inputs or not np.isfinite(x).all():
+        return False
+    if not region.with_dims(network.n_inputs).contains(x, tol=tol):
+        return False
+    return bool(predicate(network.forward(x)))

@@ -1,0 +1,474 @@
+"""``analyze()``: one traversal, every analysis on every polytope, one :class:`Report`.
+
+A run builds a fresh plugin manager, registers each analysis instance on it as a plugin,
+and drives the traversal: every emitted polytope goes through the ``polytrav_visit_polytope``
+hook. Directives from analyses steer the search: when every analysis of the run is
+``prunable``, the traversal gets a guide that orders level-1 pieces by the analyses' bounds,
+skips pieces none of them needs, and shrinks the region to the boxes they ask for
+(paper §5.2's shrinking region); the run stops early once every analysis is decided.
+
+Subproblems are solved through :meth:`RunContext.solve`: each problem form has a chain of
+backends (the chosen one first, then every other installed backend serving the form); a
+result that is neither optimal nor infeasible, an exception, or an "infeasible" from a
+backend that does not certify optimality moves on to the next backend. When the whole chain
+fails, the analysis records the polytope and the result is inexact (never a proof).
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from polytrav.host.analysis import Analysis
+from polytrav.vocabulary.errors import ConfigError, PolytravError
+from polytrav.bounds.lagrange import CellBound
+from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
+from polytrav.model.network import Network
+from polytrav.model.region import Box, Region
+from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, _jsonable
+from polytrav.traversal.traverse import Traversal, TraversalStatus, traverse
+
+__all__ = ["analyze", "Report", "RunContext", "FORMS"]
+
+#: Problem forms, each served by a chain of backends.
+FORMS = ("lp", "qp", "socp")
+
+
+@dataclass
+class Report:
+    """Everything one :func:`analyze` run found.
+
+    ``results`` holds one :class:`~polytrav.AnalysisResult` per analysis, in the order given
+    (index them by position or by label); ``status`` is the traversal's end state,
+    ``complete`` whether every needed polytope was visited, ``decided`` whether the run
+    stopped early because every analysis had its answer (a confirmed violation), ``partial``
+    whether it is neither (a budget, a lost LP, Ctrl-C: no result is a proof). ``time`` is the
+    run's seconds after set-up; ``setup_time`` the set-up's (plugin manager, checks, backend
+    chains, first imports of the solver libraries). ``polytopes`` lists the visited
+    :class:`~polytrav.Polytope` objects when ``analyze(..., keep_polytopes=True)``, else None.
+    ``print(report)`` shows a table; ``to_dict()`` is JSON-safe.
+    """
+
+    results: list[AnalysisResult]
+    status: TraversalStatus
+    stats: dict[str, Any]
+    time: float
+    solver: dict[str, list[str]] = field(default_factory=dict)
+    setup_time: float = 0.0
+    polytopes: list | None = field(default=None, repr=False)
+    #: the run's network and Analysis instances (for the text of ``print(report)``)
+    network: Network | None = field(default=None, repr=False, compare=False)
+    analyses: list = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def complete(self) -> bool:
+        return self.status is TraversalStatus.COMPLETE
+
+    @property
+    def decided(self) -> bool:
+        """Stopped early with every analysis decided: its answers are final, not partial."""
+        return self.status is TraversalStatus.STOPPED
+
+    @property
+    def partial(self) -> bool:
+        """Neither complete nor decided: no result is a proof."""
+        return not (self.complete or self.decided)
+
+    def __getitem__(self, key: int | str) -> AnalysisResult:
+        if isinstance(key, str):
+            for res in self.results:
+                if res.analysis == key:
+                    return res
+            raise KeyError(f"no result labelled {key!r}; labels: {[r.analysis for r in self.results]}")
+        return self.results[key]
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(repr(r) for r in self.results)
+        return (f"Report({self.status.value}, {self.stats.get('polytopes', 0)} polytopes, "
+                f"{self.time:.3g} s: {inner})")
+
+    def __str__(self) -> str:
+        from polytrav.host.summary import format_report
+
+        return format_report(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary (non-finite numbers become null)."""
+        return {
+            "status": self.status.value,
+            "complete": self.complete,
+            "decided": self.decided,
+            "time": self.time,
+            "setup_time": self.setup_time,
+            "solver": self.solver,
+            "stats": _jsonable(self.stats),
+            "results": [r.to_dict() for r in self.results],
+        }
+
+
+class RunContext:
+    """What hooks see of a run: network, region, frame, backends and the traversal."""
+
+    def __init__(self, network: Network, region: Region, traversal: Traversal,
+                 chains: dict[str, list], pm):
+        self.network = network
+        self.region = region
+        self.traversal = traversal
+        self.frame = traversal.frame
+        self.chains = chains
+        self.pm = pm
+        self.n_solves = 0
+        self.solve_time = 0.0
+        self.n_fallbacks = 0
+        self.n_in_model = 0  # solves in the traversal's own LP model (maximize_in_cell)
+        self.n_box_lp = 0  # cell maxima certified by polytrav.bounds.box_lp (maximize_linear)
+        self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
+
+    @property
+    def start(self) -> np.ndarray | None:
+        """The traversal's start point (input coordinates), or None for the region's centre."""
+        u = self.traversal.start_u
+        return None if u is None else self.traversal.frame.to_x(u)
+
+    @property
+    def status(self) -> TraversalStatus:
+        return self.traversal.status
+
+    @property
+    def complete(self) -> bool:
+        """Whether the traversal visited every polytope the run needed."""
+        return self.traversal.complete
+
+    def backends(self, form: str) -> list:
+        """The backend chain of ``form``; ConfigError if no installed backend serves it."""
+        chain = self.chains.get(form) or []
+        if not chain:
+            raise ConfigError(
+                f"no backend for {form!r} problems is configured or installed; available: "
+                f"{available_solvers(form, pm=self.pm)}"
+            )
+        return chain
+
+    def solve(self, subproblem, **values) -> SolveResult:
+        """Solve ``subproblem`` with parameter ``values`` along its form's backend chain."""
+        t0 = time.perf_counter()
+        tried = []
+        res = SolveResult(Status.ERROR, message="no backend tried")
+        for k, backend in enumerate(self.backends(subproblem.form)):
+            if k:
+                self.n_fallbacks += 1
+            try:
+                res = subproblem.solve(backend, **values)
+            except PolytravError as exc:
+                res = SolveResult(Status.ERROR, solver=backend.name, message=str(exc))
+            self.n_solves += 1
+            tried.append(f"{backend.name}: {res.status}")
+            if res.status is Status.OPTIMAL or (
+                    res.status is Status.INFEASIBLE and backend.certifies_optimality):
+                break
+        else:
+            if res.status in DECIDED:  # an unconfirmed "infeasible" stays undecided
+                res = SolveResult(Status.ERROR, solver=res.solver,
+                                  message="infeasible only by a backend that does not certify")
+            res = SolveResult(res.status, res.objective, res.x, res.duals, res.solver,
+                              res.solve_time, res.iterations,
+                              f"{res.message} [tried {'; '.join(tried)}]", res.extras)
+        self.solve_time += time.perf_counter() - t0
+        return res
+
+    def maximize_in_cell(self, polytope, g: np.ndarray) -> SolveResult | None:
+        """:meth:`Traversal.maximize_in_cell`, counted as a subproblem solve; None if it cannot."""
+        t0 = time.perf_counter()
+        res = self.traversal.maximize_in_cell(polytope, g)
+        if res is not None:
+            self.n_solves += 1
+            self.n_in_model += 1
+        self.solve_time += time.perf_counter() - t0
+        return res
+
+    @staticmethod
+    def code_str(polytope) -> str:
+        """The polytope's activation code, ``0``/``1`` per neuron and ``|`` between layers."""
+        if sum(c.size for c in polytope.code) > 128:
+            return "0x" + polytope.key.hex()
+        return "|".join("".join("1" if b else "0" for b in c) for c in polytope.code)
+
+
+class _Guide:
+    """The traversal guide of a run whose analyses are all prunable (see ``traverse``)."""
+
+    def __init__(self, analyses: Sequence[Analysis], context_ref: list):
+        self.analyses = analyses
+        self.context_ref = context_ref
+        self._box = None
+        self._boxes: tuple = ()
+
+    def key(self, bits: np.ndarray) -> float:
+        context = self.context_ref[0]
+        return min(a.piece_bound(bits, context) for a in self.analyses)
+
+    def prune(self, key: float) -> bool:
+        return all(key >= a.threshold() for a in self.analyses)
+
+    def restriction(self) -> Box | None:
+        boxes = tuple(a.restriction for a in self.analyses)
+        if any(b is None for b in boxes):
+            return None
+        if boxes != self._boxes:
+            self._boxes = boxes
+            lo = np.min([b.lower for b in boxes], axis=0)
+            hi = np.max([b.upper for b in boxes], axis=0)
+            self._box = Box(lo, hi)
+        return self._box
+
+
+def _as_analyses(analyses, pm) -> list[Analysis]:
+    if isinstance(analyses, (Analysis, str, dict)) or (
+            isinstance(analyses, tuple) and len(analyses) == 2 and isinstance(analyses[0], str)):
+        analyses = [analyses]
+    out = []
+    for spec in analyses:
+        if isinstance(spec, Analysis):
+            out.append(spec)
+        elif isinstance(spec, str):
+            out.append(create_analysis(spec, pm=pm))
+        elif isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+            out.append(create_analysis(spec[0], pm=pm, **dict(spec[1])))
+        elif isinstance(spec, dict):
+            params = dict(spec)
+            if "name" not in params:
+                raise ConfigError(f"analysis given as a dict needs a 'name' key, got {sorted(params)}")
+            out.append(create_analysis(params.pop("name"), pm=pm, **params))
+        else:
+            raise ConfigError(
+                f"analyze: an analysis must be an Analysis instance, a registered name, a "
+                f"(name, params) pair or a dict with 'name'; got {type(spec).__name__}"
+            )
+    if not out:
+        raise ConfigError("analyze: no analyses given")
+    if len({id(a) for a in out}) != len(out):
+        raise ConfigError("analyze: the same Analysis instance is given twice")
+    return out
+
+
+def _chains(solver, pm) -> dict[str, list]:
+    """Backend chain per form from the ``solver`` argument (see :func:`analyze`)."""
+    if solver is None or isinstance(solver, str) or not isinstance(solver, (dict, list, tuple)):
+        solver = {} if solver is None else {"lp": solver}
+    if isinstance(solver, (list, tuple)):
+        solver = {"lp": list(solver)}
+    unknown = set(solver) - set(FORMS)
+    if unknown:
+        raise ConfigError(f"analyze: solver keys must be problem forms {list(FORMS)}, got {sorted(unknown)}")
+    chains, made = {}, {}
+
+    def instance(name):  # one instance per installed backend named in several chains
+        if name not in made:
+            made[name] = get_solver(name, pm=pm)
+        return made[name]
+
+    for form in FORMS:
+        choice = solver.get(form)
+        if isinstance(choice, (list, tuple)):  # an exact chain, no automatic fallbacks
+            chain = [get_solver(s, pm=pm) for s in choice]
+        else:
+            names = available_solvers(form, pm=pm)
+            first = [get_solver(choice, pm=pm)] if choice is not None else []
+            rest = [instance(n) for n in names if not first or n != first[0].name]
+            chain = first + rest
+        for backend in chain:
+            if form not in backend.forms:
+                raise ConfigError(
+                    f"solver {backend.name!r} does not serve {form!r} problems (its forms: "
+                    f"{sorted(backend.forms)}); pick one of {available_solvers(form, pm=pm)}"
+                )
+        chains[form] = chain
+    return chains
+
+
+def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
+            strategy: str = "hierarchical", max_polytopes: int | None = None,
+            time_limit: float | None = None, progress=None, within=None, executor=None,
+            checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
+            parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
+            on_interrupt: str = "raise") -> Report:
+    """Run analyses over every polytope of ``net`` inside ``region``.
+
+    Parameters
+    ----------
+    net : Network
+    region : Region
+    analyses : Analysis, str, (str, dict), dict, or a list of these
+        Instances, or registered names with parameters (``("counterfactual", {"x0": x0})``
+        or ``{"name": "counterfactual", "x0": x0}``).
+    start : array_like, optional
+        Start point; defaults to the first point an analysis asks for (a counterfactual's
+        ``x0``), else the region's Chebyshev centre.
+    solver : str, SolverBackend, list or dict, optional
+        The LP backend (also the traversal's), or ``{"lp": ..., "qp": ..., "socp": ...}``.
+        A name is tried first and every other installed backend of the form follows as a
+        fallback; a list is the exact chain (no automatic fallbacks).
+    strategy, max_polytopes, time_limit
+        As in :func:`polytrav.traverse`.
+    progress : callable, optional
+        Called as ``progress(traversal)`` after every polytope (``traversal.stats`` holds the
+        counts so far); progress bars hang here. A run in parts calls it after every part.
+    within : list of Piece, optional
+        Only the polytopes inside these level-1 pieces (see :func:`polytrav.traverse`).
+    executor : concurrent.futures.Executor, optional
+        Run in parts on this executor (:func:`polytrav.parallel.get_executor`: processes or
+        Dask); every analysis must implement :meth:`~polytrav.Analysis.combine`. The
+        results equal a serial run's (each analysis combines its parts exactly).
+    checkpoint : path, optional
+        Run in parts and save progress there every ``checkpoint_every`` seconds and at the
+        end (atomically); ``resume=True`` continues from it (refused, with
+        :class:`~polytrav.CheckpointError`, if it belongs to other inputs).
+    parts : int, optional
+        How many parts to cut the pieces into (default: 8 per worker).
+    order : {"bfs", "best-first"}
+        When every analysis proves pieces by bounds (``LinearProperty`` in ``verify``
+        mode), pieces with a positive margin are skipped, and ``best-first`` descends into
+        the pieces of each level by increasing margin (likely violations first); ``bfs`` is
+        the paper's order. See :func:`polytrav.traverse`.
+    keep_polytopes : bool
+        Keep the visited polytopes in ``Report.polytopes`` (for exports; memory grows with
+        the count). Serial runs only.
+    on_interrupt : {"raise", "report"}
+        What Ctrl-C (``KeyboardInterrupt``) does: ``"raise"`` (default) closes the run and
+        re-raises it; ``"report"`` returns the partial report, with status ``interrupted``
+        (in parts: the parts finished so far; a checkpoint is saved either way).
+
+    Returns
+    -------
+    Report
+
+    Examples
+    --------
+    >>> from polytrav import Network, Box, analyze
+    >>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    >>> report = analyze(net, Box([-1, -1], [1, 1]), "output_range")
+    >>> report[0].value["min"], report[0].value["max"]
+    (-1.0, 1.0)
+    """
+    t0 = time.perf_counter()
+    if not isinstance(net, Network):
+        raise ConfigError(f"analyze: net must be a polytrav.Network, got {type(net).__name__}")
+    if not isinstance(region, Region):
+        raise ConfigError(f"analyze: region must be a polytrav Region, got {type(region).__name__}")
+    if on_interrupt not in ("raise", "report"):
+        raise ConfigError(f"analyze: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
+    region = region.with_dims(net.n_inputs)
+    pm = get_plugin_manager()
+    items = _as_analyses(analyses, pm)
+    seen: dict[str, int] = {}
+    for a in items:
+        a.validate(net, region)
+        seen[a.name] = seen.get(a.name, 0) + 1
+        a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
+    chains = _chains(solver, pm)
+    in_parts = executor is not None or checkpoint is not None
+    if in_parts and within is not None:
+        raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
+    if in_parts and keep_polytopes:
+        raise ConfigError("analyze: keep_polytopes needs a serial run (no executor/checkpoint)")
+    _warm_up(items, chains)
+    if start is None:  # an analysis's start point: now for a run in parts (every part starts
+        def start():   # from it), else when the search needs one
+            return next((p for p in (a.start_point() for a in items) if p is not None), None)
+        if in_parts:
+            start = start()
+    if time_limit is not None:  # the budget counts from the call: set-up included
+        time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
+    if in_parts:
+        from polytrav.parallel import run_in_parts
+
+        return run_in_parts(net, region, items, start=start, solver=solver, chains=chains, pm=pm,
+                            strategy=strategy, max_polytopes=max_polytopes,
+                            time_limit=time_limit, executor=executor, checkpoint=checkpoint,
+                            resume=resume, checkpoint_every=checkpoint_every, parts=parts,
+                            progress=progress, order=order, on_interrupt=on_interrupt)
+    context_ref: list = []
+    prunable = within is None and all(a.prunable for a in items)
+    guide = _Guide(items, context_ref) if prunable else None
+    prune = None
+    if all(a.prunes_by_bound for a in items):
+        def prune(piece):
+            return min(a.piece_margin(piece, context_ref[0]) for a in items)
+    lp_chain = chains["lp"]
+    if not lp_chain:
+        raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
+    trav = traverse(net, region, start, strategy=strategy, solver=lp_chain[0],
+                    max_polytopes=max_polytopes, time_limit=time_limit,
+                    fallback=lp_chain[1:], guide=guide,
+                    vertices=any(a.uses_vertices for a in items), within=within,
+                    prune=prune, order=order)
+    context = RunContext(net, region, trav, chains, pm)
+    context_ref.append(context)
+    for a in items:
+        pm.register(a, name=f"analysis:{a.label}")
+    kept: list | None = [] if keep_polytopes else None
+    setup_time = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    interrupted = None
+    pm.hook.polytrav_begin_run(context=context)
+    try:
+        for polytope in trav:
+            if kept is not None:
+                kept.append(polytope)
+            pm.hook.polytrav_visit_polytope(polytope=polytope, context=context)
+            if progress is not None:
+                progress(trav)
+            if all(a.decided for a in items):
+                break
+    except KeyboardInterrupt as exc:
+        interrupted = exc
+    finally:
+        trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
+    if interrupted is not None and on_interrupt == "raise":
+        raise interrupted
+    results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
+               if isinstance(r, AnalysisResult)}
+    stats = trav.stats.to_dict()
+    stats["proven_pieces"] = list(trav.proven_pieces)
+    stats.update(subproblem_solves=context.n_solves, subproblem_time=context.solve_time,
+                 subproblem_fallbacks=context.n_fallbacks,
+                 subproblem_in_traversal_model=context.n_in_model,
+                 subproblem_box_lp=context.n_box_lp)
+    return Report(
+        results=[results[a.label] for a in items],
+        status=trav.status,
+        stats=stats,
+        time=time.perf_counter() - t1,
+        solver={form: [b.name for b in chain] for form, chain in chains.items()},
+        setup_time=setup_time,
+        polytopes=kept,
+        network=net,
+        analyses=list(items),
+    )
+
+
+def _warm_up(analyses: Sequence[Analysis], chains: dict[str, list]) -> None:
+    """Import, before the run's clock starts, the libraries its first solves would import:
+    each chain's first backend, qhull, and cvxpy when an analysis solves subproblems (their
+    first import is most of a first call's time)."""
+    modules = ["scipy.spatial"]
+    for chain in chains.values():
+        if chain:
+            modules += list(getattr(chain[0], "required_modules", ()))
+    if any(a.problem_form is not None for a in analyses):
+        modules.append("cvxpy")
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # the solve that needs it reports the missing library

@@ -1,0 +1,1 @@
+"""Layer 7, the interfaces: the command line, job files, pictures and exports."""

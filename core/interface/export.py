@@ -1,0 +1,419 @@
+"""Exports: the polytopes a run visited to JSON, CSV, Parquet or GraphML; reports to tables.
+
+:func:`export` is the one entry point (the CLI's ``--export FILE`` and a job file's
+``[output] export = ...`` call it); the format follows the file's suffix:
+
+``.json``
+    one object ``{"report": ..., "stats": ..., "polytopes": [...]}``;
+``.csv``, ``.parquet``
+    the polytope table, one row per visited polytope: ``index``, ``parent``, ``code``,
+    ``radius`` and the interior point as ``x0 .. x{d-1}`` (Parquet needs pandas and pyarrow:
+    ``pip install "polytrav[export]"``);
+``.graphml``
+    the one-flip adjacency graph of the visited polytopes (networkx:
+    ``pip install "polytrav[graph]"``).
+
+A code is written the same way everywhere (:func:`code_string`): one ``0``/``1`` per neuron,
+layers separated by ``|``, e.g. ``"0110|101"``. Two polytopes are adjacent when their codes
+differ in exactly one neuron (:func:`one_flip_pairs`); :meth:`RegionStats.graph
+<polytrav.plugins.region_stats.RegionStats.graph>` builds its graph with the same
+:func:`adjacency_graph`. Everything is in the network's input units (normalisations in the
+model file are folded into the network, see :class:`~polytrav.Network`). JSON never holds
+``NaN`` or ``Infinity``: non-finite numbers are written as ``null``. The schemas are on the
+documentation page "Exports" (``docs/exports.md``).
+
+:func:`report_records` / :func:`write_report` give the per-analysis table of a
+:class:`~polytrav.Report` (one row per analysis), the table of a job file's
+``[output] csv = ...``.
+
+Examples
+--------
+>>> import tempfile, pathlib, json
+>>> from polytrav import Network, Box, traverse
+>>> from polytrav.interface.export import export, polytope_records
+>>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+>>> polytopes = list(traverse(net, Box([-1, -1], [1, 1])))
+>>> rows = polytope_records(polytopes)
+>>> len(rows), list(rows[0])
+(4, ['index', 'parent', 'code', 'radius', 'x0', 'x1'])
+>>> rows[0]["parent"] is None, sorted(r["code"] for r in rows)
+(True, ['00', '01', '10', '11'])
+>>> path = export(pathlib.Path(tempfile.mkdtemp()) / "polytopes.json", polytopes=polytopes)
+>>> doc = json.loads(path.read_text())
+>>> sorted(doc), len(doc["polytopes"])
+(['polytopes', 'report', 'stats'], 4)
+>>> export(path.with_suffix(".xlsx"), polytopes=polytopes)
+Traceback (most recent call last):
+...
+polytrav.vocabulary.errors.ConfigError: export: unknown format '.xlsx' of 'polytopes.xlsx'; the suffix must be one of .json, .csv, .parquet, .graphml
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from polytrav.vocabulary.errors import ConfigError
+
+__all__ = ["EXPORT_FORMATS", "export", "check_export_path", "code_string", "parse_code",
+           "one_flip_pairs", "adjacency_graph", "polytope_graph", "polytope_records",
+           "report_records", "write_records", "write_report", "write_graph"]
+
+#: The suffixes :func:`export` writes, and what each holds.
+EXPORT_FORMATS = {
+    ".json": "report, stats and polytope records as one JSON object",
+    ".csv": "the polytope table",
+    ".parquet": "the polytope table",
+    ".graphml": "the one-flip adjacency graph of the polytopes",
+}
+
+_NEEDS = {".parquet": (("pandas", "pyarrow"), "Parquet", "export"),
+          ".graphml": (("networkx",), "GraphML", "graph")}
+
+#: Parquet column types of the polytope table (the ``x`` columns are float64 too).
+POLYTOPE_DTYPES = {"index": "int64", "parent": "Int64", "code": "string", "radius": "float64",
+                   "W": "string", "c": "string"}
+#: Parquet column types of the per-analysis report table, in its column order.
+REPORT_DTYPES = {"analysis": "string", "verdict": "string", "value": "string", "exact": "bool",
+                 "witness": "string", "n_polytopes": "int64", "n_solves": "int64",
+                 "status": "string", "failures": "int64"}
+
+
+# ------------------------------------------------------------------ codes and adjacency
+
+
+def code_string(code) -> str:
+    """An activation code as text: ``0``/``1`` per neuron, layers separated by ``|``.
+
+    >>> import numpy as np
+    >>> code_string((np.array([False, True, True]), np.array([True, False])))
+    '011|10'
+    """
+    return "|".join("".join("1" if b else "0" for b in layer) for layer in code)
+
+
+def parse_code(text: str) -> tuple[np.ndarray, ...]:
+    """The inverse of :func:`code_string`: one bool array per layer.
+
+    >>> layers = parse_code("011|10")
+    >>> len(layers), layers[1].tolist()
+    (2, [True, False])
+    """
+    return tuple(np.array([c == "1" for c in layer], bool) for layer in str(text).split("|"))
+
+
+def _flat(code) -> np.ndarray:
+    if isinstance(code, str):
+        code = parse_code(code)
+    if isinstance(code, np.ndarray) and code.dtype == bool and code.ndim == 1:
+        return code
+    return np.concatenate([np.asarray(layer, bool).ravel() for layer in code])
+
+
+def one_flip_pairs(items: Iterable[tuple[int, Any]]) -> list[tuple[int, int]]:
+    """Pairs ``(a, b)``, ``a < b``, of indices whose codes differ in exactly one neuron.
+
+    ``items`` are ``(index, code)`` with a code as per-layer bool arrays, one flat bool array
+    or a :func:`code_string`. This is polytrav's one definition of adjacency (the paper's
+    one-adjacency); every code must have the same number of neurons.
+
+    >>> one_flip_pairs([(0, "01|1"), (1, "11|1"), (2, "10|0"), (3, "01|0")])
+    [(0, 1), (0, 3)]
+    """
+    keys: dict[int, int] = {}
+    order = []
+    n = None
+    for index, code in items:
+        bits = _flat(code)
+        if n is None:
+            n = bits.size
+        elif bits.size != n:
+            raise ConfigError(f"one_flip_pairs: code of {index} has {bits.size} neurons, the "
+                              f"others {n}")
+        key = int("".join("1" if b else "0" for b in bits) or "0", 2)
+        keys[key] = index
+        order.append((index, key))
+    masks = [1 << j for j in range(n or 0)]
+    edges = set()
+    for index, key in order:
+        for mask in masks:
+            other = keys.get(key ^ mask)
+            if other is not None:
+                edges.add((min(index, other), max(index, other)))
+    return sorted(edges)
+
+
+def _networkx():
+    try:
+        import networkx as nx
+    except ImportError as exc:
+        raise ConfigError('graphs need networkx: pip install "polytrav[graph]"') from exc
+    return nx
+
+
+def adjacency_graph(nodes: Iterable[tuple[int, int | None, Any, dict]]):
+    """The one-flip adjacency graph as a ``networkx.Graph`` (needs ``polytrav[graph]``).
+
+    ``nodes`` are ``(index, parent, code, attributes)``; ``code`` as per-layer bool arrays
+    (or a :func:`code_string`). Node ``index`` gets the attributes ``index``, ``parent``
+    (``-1`` when ``None``: GraphML has no null), ``code`` (:func:`code_string`) and the given
+    ones. An edge joins two codes that differ in exactly one neuron (:func:`one_flip_pairs`);
+    its attribute ``discovery`` is True when one end is the other's ``parent``. A discovery
+    step that flipped several neurons at once is not an edge (the ``parent`` attribute keeps
+    it).
+    """
+    nx = _networkx()
+    g = nx.Graph()
+    items = []
+    parent_of = {}
+    for index, parent, code, attrs in nodes:
+        index = int(index)
+        parent = None if parent is None else int(parent)
+        text = code if isinstance(code, str) else code_string(code)
+        g.add_node(index, index=index, parent=-1 if parent is None else parent, code=text,
+                   **attrs)
+        parent_of[index] = parent
+        items.append((index, text))
+    for a, b in one_flip_pairs(items):
+        g.add_edge(a, b, discovery=parent_of.get(b) == a or parent_of.get(a) == b)
+    return g
+
+
+def polytope_graph(polytopes: Iterable):
+    """:func:`adjacency_graph` of visited :class:`~polytrav.Polytope` (attribute ``radius``)."""
+    return adjacency_graph((p.index, p.parent, p.code, {"radius": float(p.radius)})
+                           for p in polytopes)
+
+
+# ------------------------------------------------------------------ records
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON-ready: numpy and enums unwrapped (as in results), non-finite floats as None."""
+    from polytrav.vocabulary.results import _jsonable
+
+    value = _jsonable(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    return json.dumps(_json_safe(value), indent=indent, allow_nan=False)
+
+
+def polytope_records(polytopes: Iterable, *, local_model: bool = False) -> list[dict]:
+    """One flat dict per polytope (consumes an iterator such as a traversal).
+
+    Keys ``index``, ``parent`` (None for the first), ``code`` (:func:`code_string`),
+    ``radius`` and ``x0 .. x{d-1}`` (the interior point); with ``local_model=True`` also
+    ``W`` and ``c`` as JSON text (``output = W @ x + c`` on the polytope).
+    """
+    rows = []
+    for p in polytopes:
+        row = {"index": int(p.index), "parent": None if p.parent is None else int(p.parent),
+               "code": code_string(p.code), "radius": float(p.radius)}
+        row.update({f"x{i}": float(v) for i, v in enumerate(p.interior_point)})
+        if local_model:
+            W, c = p.local_model
+            row["W"], row["c"] = _dumps(W), _dumps(c)
+        rows.append(row)
+    return rows
+
+
+def report_records(report) -> list[dict]:
+    """One flat dict per analysis of a :class:`~polytrav.Report`.
+
+    Keys ``analysis``, ``verdict`` (None for measurements), ``value`` and ``witness`` (JSON
+    text), ``exact``, ``n_polytopes``, ``n_solves``, ``status`` (the run's) and ``failures``
+    (how many undecided subproblems).
+    """
+    out = []
+    for res in report.results:
+        d = res.to_dict()
+        out.append({"analysis": d["analysis"], "verdict": d["verdict"],
+                    "value": _dumps(d["value"]), "exact": bool(d["exact"]),
+                    "witness": _dumps(d["witness"]), "n_polytopes": int(d["n_polytopes"]),
+                    "n_solves": int(d["n_solves"]), "status": report.status.value,
+                    "failures": len(d["failures"])})
+    return out
+
+
+# ------------------------------------------------------------------ writers
+
+
+def _format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise ConfigError(f"export: unknown format {suffix or '(no suffix)'!r} of {path.name!r}; "
+                          f"the suffix must be one of {', '.join(EXPORT_FORMATS)}")
+    return suffix
+
+
+def _require(suffix: str) -> None:
+    if suffix not in _NEEDS:
+        return
+    modules, what, extra = _NEEDS[suffix]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"export: {what} needs {' and '.join(modules)} ({', '.join(missing)} "
+                          f'not installed): pip install "polytrav[{extra}]"')
+
+
+def check_export_path(path: str | Path) -> Path:
+    """Check, before any work, that :func:`export` can write ``path``; returns it as a Path.
+
+    A :class:`~polytrav.ConfigError` when the suffix is not one of :data:`EXPORT_FORMATS`
+    (the message names it and the supported ones), when the format's optional packages are
+    not installed (``polytrav[export]`` for Parquet, ``polytrav[graph]`` for GraphML), or
+    when the folder does not exist.
+    """
+    path = Path(path)
+    suffix = _format(path)
+    _require(suffix)
+    if path.is_dir():
+        raise ConfigError(f"export: {str(path)!r} is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise ConfigError(f"export: no folder {str(path.parent)!r} to write {path.name!r} in")
+    return path
+
+
+def export(path: str | Path, *, polytopes: Iterable | None, report=None,
+           stats: dict | None = None, local_model: bool = False) -> Path:
+    """Write the polytopes a run visited, in the format of ``path``'s suffix; returns the path.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.json``, ``.csv``, ``.parquet`` or ``.graphml`` (see :func:`check_export_path`).
+    polytopes : iterable of Polytope
+        The visited polytopes, e.g. ``list(traverse(...))`` or ``report.polytopes`` of
+        ``analyze(..., keep_polytopes=True)``.
+    report : Report, optional
+        Written (``report.to_dict()``) into the JSON export; the other formats ignore it.
+    stats : dict, optional
+        A run summary for the JSON export (the ``regions`` command: ``polytopes``,
+        ``status``, ``per_level``, ``lps``, ``seconds``); the other formats ignore it.
+    local_model : bool
+        Also write each polytope's local model ``W``, ``c`` (table columns as JSON text,
+        nested lists in JSON; GraphML ignores it).
+    """
+    path = check_export_path(path)
+    suffix = path.suffix.lower()
+    if polytopes is None:
+        raise ConfigError("export: no polytopes to write (the run did not keep them: "
+                          "analyze(..., keep_polytopes=True))")
+    polytopes = list(polytopes)
+    if suffix == ".graphml":
+        write_graph(polytope_graph(polytopes), path)
+        return path
+    rows = polytope_records(polytopes, local_model=local_model)
+    if suffix == ".json":
+        if local_model:
+            for row in rows:
+                row["W"], row["c"] = json.loads(row["W"]), json.loads(row["c"])
+        doc = {"report": None if report is None else report.to_dict(), "stats": stats,
+               "polytopes": rows}
+        path.write_text(_dumps(doc, indent=1) + "\n", encoding="utf-8")
+        return path
+    columns = ["index", "parent", "code", "radius"]
+    columns += [k for k in (rows[0] if rows else {}) if k not in columns]
+    dtypes = dict(POLYTOPE_DTYPES)
+    dtypes.update({k: "float64" for k in columns if k.startswith("x")})
+    _write_table(rows, path, suffix, columns, dtypes)
+    return path
+
+
+def _write_table(rows: list[dict], path: Path, suffix: str, columns: list[str],
+                 dtypes: dict[str, str]) -> None:
+    if suffix == ".csv":
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        return
+    _require(".parquet")
+    import pandas as pd
+
+    frame = pd.DataFrame({c: pd.Series([row.get(c) for row in rows],
+                                       dtype=dtypes[c] if c in dtypes else _infer_dtype(rows, c))
+                          for c in columns})
+    frame.to_parquet(path, index=False)
+
+
+def _infer_dtype(rows: list[dict], column: str) -> str | None:
+    """Nullable integer / boolean columns stay integer / boolean (never float with NaN)."""
+    values = [row.get(column) for row in rows if row.get(column) is not None]
+    if not values:
+        return None
+    if all(isinstance(v, str) for v in values):
+        return "string"
+    if all(isinstance(v, (bool, np.bool_)) for v in values):
+        return "boolean"
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+           for v in values):
+        return "Int64"
+    return None
+
+
+def write_records(rows: list[dict], path: str | Path) -> None:
+    """Write flat records as JSON (a list), CSV or Parquet, by the suffix of ``path``.
+
+    In Parquet, integer and boolean columns are nullable ``Int64`` / ``boolean`` and text
+    columns ``string`` (``None`` is null, never NaN).
+    """
+    path = Path(path)
+    suffix = _format(path)
+    if suffix == ".graphml":
+        raise ConfigError(f"write_records: records go to .json, .csv or .parquet, not "
+                          f"{path.name!r} (graphs: write_graph)")
+    if suffix == ".json":
+        path.write_text(_dumps(rows, indent=1) + "\n", encoding="utf-8")
+        return
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    _write_table(rows, path, suffix, columns, {})
+
+
+def write_report(report, path: str | Path, *, format: str | None = None) -> None:
+    """A report: the full JSON (``.json``) or one row per analysis (``.csv``, ``.parquet``).
+
+    ``format`` (``"json"``, ``"csv"`` or ``"parquet"``) overrides the suffix. The table is
+    :func:`report_records`, always these columns in this order; it is also what a job file's
+    ``[output] csv = ...`` writes (:func:`polytrav.interface.config.write_outputs`).
+    """
+    path = Path(path)
+    suffix = _format(path) if format is None else "." + format.lower().lstrip(".")
+    if suffix == ".json":
+        path.write_text(_dumps(report.to_dict(), indent=1) + "\n", encoding="utf-8")
+    elif suffix in (".csv", ".parquet"):
+        _write_table(report_records(report), path, suffix, list(REPORT_DTYPES), REPORT_DTYPES)
+    else:
+        raise ConfigError(f"write_report: a report goes to .json, .csv or .parquet, not "
+                          f"{path.name!r}" + ("" if format is None else f" (format {format!r})"))
+
+
+def write_graph(graph, path: str | Path) -> None:
+    """A networkx graph (e.g. ``RegionStats.graph()``) to GraphML; attributes made GraphML-safe.
+
+    ``None`` becomes ``""``, numpy scalars Python ones, arrays and lists JSON text.
+    """
+    nx = _networkx()
+    g = graph.copy()
+    for _, data in list(g.nodes(data=True)) + [(None, d) for *_, d in g.edges(data=True)]:
+        for key, value in list(data.items()):
+            if value is None:
+                data[key] = ""
+            elif isinstance(value, (np.generic,)):
+                data[key] = value.item()
+            elif isinstance(value, (list, tuple, np.ndarray)):
+                data[key] = _dumps(np.asarray(value).tolist())
+    nx.write_graphml(g, str(path))

@@ -1,0 +1,347 @@
+"""The ReLU network: affine layers with ReLU between them and an affine output.
+
+A :class:`Network` with ``L`` hidden layers holds ``L + 1`` affine maps ``(W_k, b_k)`` as
+float64 arrays, ``W_k`` shaped ``(n_out, n_in)``. It computes
+
+    h_1 = W_1 x + b_1,  z_1 = relu(h_1),  ...,  y = W_{L+1} z_L + b_{L+1}.
+
+A neuron is *on* when its pre-activation is ``>= 0``; the tuple of per-layer boolean arrays is
+the point's *activation code*. On the set of points sharing a code the network is the affine
+map returned by :meth:`Network.local_model`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from os import PathLike
+
+import numpy as np
+
+from polytrav.vocabulary.errors import NetworkError
+
+__all__ = ["Network"]
+
+Code = tuple[np.ndarray, ...]
+
+
+def _as_matrix(value, what: str) -> np.ndarray:
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise NetworkError(f"Network: {what} is not numeric ({exc})") from exc
+    return arr
+
+
+def _existing(path, kind: str):
+    """``path`` if it names a file; else a NetworkError saying where relative paths start."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_file():
+        return path
+    if p.is_dir():
+        raise NetworkError(f"{kind} model {str(path)!r} is a folder; give the model file")
+    where = "" if p.is_absolute() else f" (relative paths start at {os.getcwd()})"
+    raise NetworkError(f"{kind} model file {str(path)!r} not found{where}")
+
+
+def _check_finite(arr: np.ndarray, what: str) -> None:
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise NetworkError(
+            f"Network: {what} contains {arr[tuple(bad)]} at index {tuple(int(i) for i in bad)}; "
+            "every weight and bias must be finite"
+        )
+
+
+def _check_names(names, n_inputs: int) -> tuple[str, ...] | None:
+    if names is None:
+        return None
+    try:
+        if isinstance(names, (str, bytes)):
+            raise TypeError
+        names = tuple(names)
+    except TypeError:
+        raise NetworkError(
+            f"Network: input_names must be a sequence of {n_inputs} strings (one per input), "
+            f"got {type(names).__name__} {names!r}"
+        ) from None
+    if len(names) != n_inputs:
+        raise NetworkError(
+            f"Network: input_names has {len(names)} names but the network takes {n_inputs} "
+            "inputs; give one name per input"
+        )
+    bad = [(k, v) for k, v in enumerate(names) if not isinstance(v, str) or not v.strip()]
+    if bad:
+        k, v = bad[0]
+        raise NetworkError(
+            f"Network: input_names[{k}] is {v!r}; every input name must be a non-empty string"
+        )
+    return tuple(str(v) for v in names)  # plain str, also from numpy string arrays
+
+
+class Network:
+    """A feed-forward ReLU network as a stack of float64 affine maps.
+
+    Parameters
+    ----------
+    weights : sequence of array_like
+        ``L + 1`` matrices, the k-th shaped ``(n_k, n_{k-1})``.
+    biases : sequence of array_like
+        ``L + 1`` vectors, the k-th shaped ``(n_k,)``.
+    input_shape : tuple of int, optional
+        Shape of one input as the source model expects it (e.g. ``(1, 28, 28)``); inputs are
+        flattened in row-major order. Defaults to ``(n_inputs,)``.
+    input_domain : (lower, upper), optional
+        Bounds outside which the source model does something the affine layers do not
+        (the clipping of ``.nnet`` files). Traversal refuses regions that leave it.
+    name : str, optional
+        A label for messages and reports.
+    input_names : sequence of str, optional
+        One name per (flattened) input, e.g. ``("rho", "theta", "psi", "v_own", "v_int")``;
+        pictures label their axes with them. ``None`` (the default) when the model has no
+        names. Kept by nothing that changes the inputs (:meth:`compose_input` drops them).
+
+    Raises
+    ------
+    NetworkError
+        If shapes do not chain, a value is not finite, there is no layer, or
+        ``input_names`` does not hold one non-empty string per input.
+
+    Examples
+    --------
+    >>> net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> net.forward([1.0, 2.0])
+    array([3.])
+    >>> [c.tolist() for c in net.activation_code([1.0, 2.0])]
+    [[False, True]]
+    """
+
+    def __init__(
+        self,
+        weights: Sequence,
+        biases: Sequence,
+        *,
+        input_shape: tuple[int, ...] | None = None,
+        input_domain: tuple[np.ndarray, np.ndarray] | None = None,
+        name: str | None = None,
+        input_names: Sequence[str] | None = None,
+    ):
+        weights = list(weights)
+        biases = list(biases)
+        if len(weights) == 0:
+            raise NetworkError("Network: no layers given; pass at least the output layer")
+        if len(weights) != len(biases):
+            raise NetworkError(
+                f"Network: {len(weights)} weight matrices but {len(biases)} bias vectors; "
+                "give one bias per layer"
+            )
+        Ws, bs = [], []
+        n_prev = None
+        for k, (W, b) in enumerate(zip(weights, biases), start=1):
+            W = _as_matrix(W, f"layer {k} weights")
+            b = _as_matrix(b, f"layer {k} bias").reshape(-1)
+            if W.ndim != 2:
+                raise NetworkError(
+                    f"Network: layer {k} weights must be 2-D (n_out, n_in), got shape {W.shape}"
+                )
+            if b.shape[0] != W.shape[0]:
+                raise NetworkError(
+                    f"Network: layer {k} has {W.shape[0]} outputs (weights {W.shape}) "
+                    f"but its bias has {b.shape[0]} entries"
+                )
+            if n_prev is not None and W.shape[1] != n_prev:
+                raise NetworkError(
+                    f"Network: layer {k} weights have shape {W.shape} but layer {k - 1} outputs "
+                    f"{n_prev} values; weights are (n_out, n_in)"
+                )
+            _check_finite(W, f"layer {k} weights")
+            _check_finite(b, f"layer {k} bias")
+            W.setflags(write=False)
+            b.setflags(write=False)
+            Ws.append(W)
+            bs.append(b)
+            n_prev = W.shape[0]
+        self.weights: tuple[np.ndarray, ...] = tuple(Ws)
+        self.biases: tuple[np.ndarray, ...] = tuple(bs)
+        self.input_shape = tuple(input_shape) if input_shape is not None else (self.n_inputs,)
+        if int(np.prod(self.input_shape)) != self.n_inputs:
+            raise NetworkError(
+                f"Network: input_shape {self.input_shape} has {int(np.prod(self.input_shape))} "
+                f"entries but the first layer takes {self.n_inputs}"
+            )
+        if input_domain is not None:
+            lo = np.broadcast_to(np.asarray(input_domain[0], dtype=float), (self.n_inputs,))
+            hi = np.broadcast_to(np.asarray(input_domain[1], dtype=float), (self.n_inputs,))
+            input_domain = (lo.copy(), hi.copy())
+        self.input_domain = input_domain
+        self.name = name
+        self.input_names = _check_names(input_names, self.n_inputs)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_arrays(cls, weights: Sequence, biases: Sequence, *,
+                    input_names: Sequence[str] | None = None, **kwargs) -> "Network":
+        """Build from lists of ``(n_out, n_in)`` weight matrices and bias vectors.
+
+        ``input_names`` and the other keywords are those of :class:`Network`.
+
+        >>> net = Network.from_arrays([[[1.0, 2.0]]], [[0.0]], input_names=["speed", "angle"])
+        >>> net.input_names
+        ('speed', 'angle')
+        """
+        return cls(weights, biases, input_names=input_names, **kwargs)
+
+    @classmethod
+    def from_onnx(cls, path: str | PathLike, **kwargs) -> "Network":
+        """Load an ONNX model (needs ``polytrav[onnx]``); see :mod:`polytrav.model.loaders.onnx`."""
+        from polytrav.model.loaders.onnx import load_onnx
+
+        return load_onnx(_existing(path, "ONNX"), **kwargs)
+
+    @classmethod
+    def from_nnet(cls, path: str | PathLike, **kwargs) -> "Network":
+        """Load a Reluplex ``.nnet`` file; see :mod:`polytrav.model.loaders.nnet`."""
+        from polytrav.model.loaders.nnet import load_nnet
+
+        return load_nnet(_existing(path, ".nnet"), **kwargs)
+
+    @classmethod
+    def from_torch(cls, module, **kwargs) -> "Network":
+        """Convert a ``torch.nn`` module or a saved state file (needs ``polytrav[torch]``);
+        see :mod:`polytrav.model.loaders.torch`."""
+        from polytrav.model.loaders.torch import load_torch
+
+        return load_torch(module, **kwargs)
+
+    # ------------------------------------------------------------------ shape facts
+    @property
+    def n_inputs(self) -> int:
+        """Number of inputs."""
+        return self.weights[0].shape[1]
+
+    @property
+    def n_outputs(self) -> int:
+        """Number of outputs."""
+        return self.weights[-1].shape[0]
+
+    @property
+    def hidden_sizes(self) -> tuple[int, ...]:
+        """Number of neurons in each hidden (ReLU) layer."""
+        return tuple(W.shape[0] for W in self.weights[:-1])
+
+    @property
+    def n_hidden_layers(self) -> int:
+        """Number of hidden layers ``L`` (the number of levels of the traversal)."""
+        return len(self.weights) - 1
+
+    @property
+    def n_neurons(self) -> int:
+        """Total number of ReLU neurons."""
+        return int(sum(self.hidden_sizes))
+
+    def __repr__(self) -> str:
+        sizes = "-".join(str(n) for n in (self.n_inputs, *self.hidden_sizes, self.n_outputs))
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Network{label} {sizes}>"
+
+    # ------------------------------------------------------------------ evaluation
+    def _as_input(self, x) -> tuple[np.ndarray, bool]:
+        x = np.asarray(x, dtype=np.float64)
+        single = x.ndim == 1
+        X = x.reshape(1, -1) if single else x.reshape(x.shape[0], -1)
+        if X.shape[1] != self.n_inputs:
+            raise NetworkError(
+                f"Network: input has {X.shape[1]} values per sample (shape {x.shape}) but the "
+                f"network takes {self.n_inputs}"
+            )
+        return X, single
+
+    def pre_activations(self, x) -> list[np.ndarray]:
+        """Pre-activations of every hidden layer at ``x`` (``(n_inputs,)`` or ``(n, n_inputs)``)."""
+        X, single = self._as_input(x)
+        out = []
+        z = X
+        for W, b in zip(self.weights[:-1], self.biases[:-1]):
+            h = z @ W.T + b
+            out.append(h[0] if single else h)
+            z = np.maximum(h, 0.0)
+        return out
+
+    def forward(self, x) -> np.ndarray:
+        """Network output at ``x``: shape ``(n_outputs,)`` for one point, ``(n, n_outputs)`` for many."""
+        X, single = self._as_input(x)
+        z = X
+        for W, b in zip(self.weights[:-1], self.biases[:-1]):
+            z = np.maximum(z @ W.T + b, 0.0)
+        y = z @ self.weights[-1].T + self.biases[-1]
+        return y[0] if single else y
+
+    __call__ = forward
+
+    def activation_code(self, x) -> Code:
+        """Activation code at ``x``: one boolean array per hidden layer, ``True`` iff pre-activation >= 0."""
+        return tuple(h >= 0.0 for h in self.pre_activations(x))
+
+    def local_model(self, code: Code, G: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The affine map ``y = W @ x + c`` the network computes on the polytope of ``code``.
+
+        Returns ``W`` shaped ``(n_outputs, n_inputs)`` and ``c`` shaped ``(n_outputs,)``; with
+        ``G`` (rows over the outputs) the map of ``G @ y`` instead: ``(G @ W, G @ c)``, built
+        from the output side without ``W`` (cheaper for a few rows).
+        """
+        if len(code) != self.n_hidden_layers:
+            raise NetworkError(
+                f"Network: code has {len(code)} layers but the network has {self.n_hidden_layers}"
+            )
+        W_out, b_out = self.weights[-1], self.biases[-1]
+        if G is not None:
+            W_out, b_out = G @ W_out, G @ b_out
+        W, z = W_out, np.zeros(self.n_inputs)
+        masks = [self._mask(code, k) for k in range(len(code))]
+        for k, mask in enumerate(masks):  # the offset: the masked network's output at x = 0
+            z = np.where(mask, self.weights[k] @ z + self.biases[k], 0.0)
+        for k in range(len(code) - 1, -1, -1):  # the matrix, from the output side (fewer rows)
+            W = (W * masks[k][None, :]) @ self.weights[k]
+        if not code:
+            W = W.copy()
+        return W, W_out @ z + b_out
+
+    def hyperplanes(self, code: Code) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Pre-activations of each hidden layer as affine maps of ``x`` on the polytope of ``code``.
+
+        Returns ``[(W_hat_l, b_hat_l)]`` (the paper's masking recursion, eqs. 9-11): on that
+        polytope, layer ``l``'s pre-activation is ``W_hat_l @ x + b_hat_l``; its rows are the
+        polytope's level-``l`` hyperplanes.
+        """
+        out = []
+        M = c = None  # the identity map before the first layer
+        for k, (W, b) in enumerate(zip(self.weights[:-1], self.biases[:-1])):
+            out.append((W.copy(), b.copy()) if M is None else (W @ M, W @ c + b))
+            mask = self._mask(code, k)
+            M, c = out[-1][0] * mask[:, None], out[-1][1] * mask
+        return out
+
+    def _mask(self, code: Code, k: int) -> np.ndarray:
+        mask = np.asarray(code[k], dtype=bool)
+        if mask.shape != (self.weights[k].shape[0],):
+            raise NetworkError(
+                f"Network: code for layer {k + 1} has shape {mask.shape}, "
+                f"expected ({self.weights[k].shape[0]},)"
+            )
+        return mask
+
+    # ------------------------------------------------------------------ transformations
+    def compose_input(self, A, c) -> "Network":
+        """The network of ``z -> self(A @ z + c)``: an affine change of input coordinates.
+
+        ``A`` is ``(n_inputs, n_new)`` and ``c`` is ``(n_inputs,)``. The new inputs are not
+        the old ones, so ``input_names`` is not kept.
+        """
+        A = np.asarray(A, dtype=np.float64)
+        c = np.asarray(c, dtype=np.float64).reshape(-1)
+        W1 = self.weights[0] @ A
+        b1 = self.weights[0] @ c + self.biases[0]
+        return Network(
+            [W1, *self.weights[1:]], [b1, *self.biases[1:]], name=self.name
+        )

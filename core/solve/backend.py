@@ -1,0 +1,107 @@
+"""The solver interface: :class:`SolverBackend`, the base class of every backend.
+
+A backend solves LPs given as arrays (``solve_lp``) and hands the traversal a
+:class:`~polytrav.solve.chebyshev.ChebyshevModel`: the Chebyshev-centre LP of "polytope ∩
+region" in the region's normalised coordinates ``u`` (see :mod:`polytrav.model.geometry`)::
+
+    maximise t  subject to  a_i·u + t <= b_i                 (region rows, unit normals)
+                            s_j (a_j·u + beta_j) - t >= 0    (neuron rows, unit normals, sign s_j)
+                            ||U u + w||_1 + kappa t <= r      (L1 balls, lifted)
+                            -1 <= u <= 1,  0 <= t <= frame.radius_cap
+
+Neuron rows come in blocks, one per level of the hierarchical traversal, pushed and popped
+like a stack; the top block's signs flip as the search moves between polytopes. The base
+class keeps every row in numpy arrays and rebuilds the LP for each solve (any backend can
+serve it); backends with an incremental API (HiGHS) override the ``_sync_*`` hooks to update
+one warm-started model in place.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import TYPE_CHECKING, ClassVar
+
+from polytrav.vocabulary.results import SolveResult
+
+if TYPE_CHECKING:
+    from polytrav.model.geometry import Frame
+    from polytrav.solve.chebyshev import ChebyshevModel
+
+__all__ = ["SolverBackend"]
+
+
+_FOUND: set[str] = set()
+
+
+def _importable(module: str) -> bool:
+    """``importlib.util.find_spec(module) is not None``; a found module is remembered (the
+    look-up costs tens of microseconds, and backends are looked up many times per run)."""
+    if module not in _FOUND and (module in sys.modules or importlib.util.find_spec(module)):
+        _FOUND.add(module)
+    return module in _FOUND
+
+
+class SolverBackend:
+    """Base class of solver backends; subclasses set the class data and ``solve_lp``."""
+
+    #: Registry key.
+    name: ClassVar[str] = ""
+    #: Problem forms served: subset of {"lp", "qp", "socp"}.
+    forms: ClassVar[frozenset[str]] = frozenset()
+    #: Modules that must be importable for the backend to work.
+    required_modules: ClassVar[tuple[str, ...]] = ()
+    #: Whether the backend re-solves a modified model from the previous basis.
+    warm_start: ClassVar[bool] = False
+    #: Extra that installs the backend's dependencies, e.g. ``"polytrav[ecos]"``.
+    extra: ClassVar[str | None] = None
+    #: Whether an "optimal" answer is optimal to the stated tolerances (simplex, interior
+    #: point). First-order methods (OSQP, SCS) set False: the traversal then confirms every
+    #: "no polytope here" answer of theirs on the fallback backend.
+    certifies_optimality: ClassVar[bool] = True
+
+    def __init__(self, options: dict | None = None):
+        self.options = dict(options or {})
+
+    @classmethod
+    def is_available(cls) -> bool:
+        """Whether every required module can be imported (imports nothing)."""
+        return all(_importable(m) for m in cls.required_modules)
+
+    def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
+        """Minimise ``c @ x`` s.t. ``A_ub x <= b_ub``, ``A_eq x == b_eq``, ``lo <= x <= hi``.
+
+        ``A_ub`` and ``A_eq`` are dense arrays or ``scipy.sparse`` matrices; ``bounds`` is a
+        pair of arrays ``(lo, hi)`` (``±inf`` for none); ``None`` means free.
+        """
+        raise NotImplementedError
+
+    def solve_qp(self, P, q, A_ub=None, b_ub=None, A_eq=None, b_eq=None,
+                 bounds=None) -> SolveResult:
+        """Minimise ``0.5 x·P x + q·x`` subject to the constraints of :meth:`solve_lp`.
+
+        ``P`` is symmetric positive semidefinite, a dense array or a ``scipy.sparse`` matrix;
+        ``A_ub``, ``b_ub``, ``A_eq``, ``b_eq`` and ``bounds`` are as in :meth:`solve_lp`.
+        Backends without the ``qp`` form raise ``NotImplementedError``.
+        """
+        raise NotImplementedError(
+            f"solver {self.name!r} does not solve QPs (its forms: {sorted(self.forms)}); "
+            "pick one from polytrav.available_solvers('qp')"
+        )
+
+    def lp_session(self):
+        """An object whose ``solve_lp`` (same arguments) may keep state between calls.
+
+        A subproblem solved polytope after polytope uses one session per backend, so a backend
+        with an incremental API can re-solve the previous model from its last basis. The
+        default is the backend itself (every solve from scratch).
+        """
+        return self
+
+    def chebyshev_model(self, frame: "Frame", *, box_as_bounds: bool = True) -> "ChebyshevModel":
+        """A fresh Chebyshev model over ``frame``'s region (rebuilt per solve by default)."""
+        from polytrav.solve.chebyshev import ChebyshevModel
+
+        return ChebyshevModel(self, frame, box_as_bounds=box_as_bounds)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

@@ -1,0 +1,353 @@
+"""Verification of VNN-LIB properties: ``verify()`` and its VNN-COMP style answer.
+
+A VNN-LIB file describes counterexamples: an input region (one or more boxes) and an unsafe
+output set. :func:`verify` runs :class:`~polytrav.plugins.linear_property.LinearProperty` in
+its ``verify`` mode on every input region of the file (one :func:`polytrav.analyze` run each,
+all within one time budget) and answers in VNN-COMP terms:
+
+* ``sat``: a counterexample exists. Reported only for an input whose output, by a plain
+  float64 forward pass, meets the unsafe set (and, for an ONNX model, by onnxruntime too:
+  :func:`check_with_onnxruntime`).
+* ``unsat``: the property holds; every region was traversed completely with every LP decided.
+* ``timeout``: the time budget ran out first; ``unknown``: anything else that is not a proof
+  (a lost LP, a polytope budget, an unconfirmed counterexample).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.model.network import Network
+from polytrav.vocabulary.results import Verdict, _jsonable
+
+__all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
+           "load_network"]
+
+#: The four answers, as VNN-COMP writes them.
+ANSWERS = ("sat", "unsat", "unknown", "timeout", "error")
+
+
+@dataclass
+class VerificationResult:
+    """The answer for one (network, property) instance.
+
+    ``answer`` is ``sat``, ``unsat``, ``unknown`` or ``timeout``; with ``sat``,
+    ``counterexample`` is the input and ``output`` the network's output there. ``polytopes``
+    and ``lps`` add up every region's traversal; ``reason`` says why an answer is not a proof.
+    """
+
+    answer: str
+    counterexample: np.ndarray | None
+    output: np.ndarray | None
+    polytopes: int
+    lps: int
+    seconds: float
+    reason: str = ""
+    reports: list = field(default_factory=list, repr=False)
+    proven: int = 0  #: pieces proven by bounds (their polytopes were not visited)
+    #: input splitting (low-dimensional boxes): boxes bounded, proven, left open for the
+    #: traversal, and the proven boxes' mean volume share per input region; None if unused
+    split: dict | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """Process exit code of the answer: 0 unsat, 1 sat, 2 unknown, 3 timeout, 4 error."""
+        return {"unsat": 0, "sat": 1, "unknown": 2, "timeout": 3, "error": 4}[self.answer]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary."""
+        as_list = (lambda a: None if a is None else np.asarray(a, float))
+        return _jsonable({"answer": self.answer, "counterexample": as_list(self.counterexample),
+                          "output": as_list(self.output), "polytopes": self.polytopes,
+                          "lps": self.lps, "seconds": self.seconds, "reason": self.reason,
+                          "proven": self.proven, "split": self.split})
+
+
+def load_network(path: str | PathLike) -> Network:
+    """A :class:`~polytrav.Network` from an ``.onnx`` or ``.nnet`` file (by its suffix)."""
+    path = Path(path)
+    if path.suffix == ".onnx":
+        return Network.from_onnx(path)
+    if path.suffix == ".nnet":
+        return Network.from_nnet(path)
+    raise ConfigError(f"network file {str(path)!r}: unknown format {path.suffix!r}; "
+                      "polytrav reads .onnx and .nnet files")
+
+
+def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
+                           tol: float = 1e-4) -> tuple[bool, np.ndarray]:
+    """Whether onnxruntime's output at ``x`` meets one of the ``unsafe`` conjunctions.
+
+    The model runs in its own precision (float32 for the VNN-COMP networks), so the check
+    allows ``tol`` (absolute, as VNN-COMP's counterexample checker does). Returns the verdict
+    and onnxruntime's output.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    inp = session.get_inputs()[0]
+    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+    dtype = np.float64 if "double" in inp.type else np.float32
+    y = session.run(None, {inp.name: np.asarray(x, dtype).reshape(shape)})[0]
+    y = np.asarray(y, float).reshape(-1)
+    return any(bool(np.all(C @ y <= d + tol)) for C, d in unsafe), y
+
+
+def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
+           solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
+           progress=None, executor=None, bounds: bool = True,
+           order: str = "best-first", split: bool = True, bab: bool = True,
+           on_interrupt: str = "raise") -> VerificationResult:
+    """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
+
+    Parameters
+    ----------
+    network : Network or path
+        A network, or an ``.onnx`` / ``.nnet`` file; for an ONNX file a counterexample is
+        also checked with onnxruntime before ``sat`` is answered.
+    spec : VnnlibSpec or path
+        The property (see :func:`polytrav.verification.vnnlib.read_vnnlib`).
+    timeout : float, optional
+        Seconds for the whole instance (every input region of the file).
+    solver, strategy, max_polytopes, progress, executor
+        As in :func:`polytrav.analyze` (``executor`` splits each region's traversal into
+        parts run in parallel).
+    bounds : bool
+        Skip the pieces on which sound bounds prove the property (default True); False
+        visits every polytope (plain traversal, the paper's method).
+    order : {"best-first", "bfs"}
+        With bounds, descend into the pieces of each level by increasing margin
+        (``best-first``, default: counterexamples early) or in the paper's order.
+    split : bool
+        With bounds, an input box of at most :data:`polytrav.bounds.split.SPLIT_MAX_DIM` free
+        inputs is first bisected by :func:`polytrav.bounds.split.split_box` (default True): sub-boxes
+        that bounds prove are done, a candidate counterexample is confirmed by a traversal
+        that starts at it, and the sub-boxes left open are traversed one by one.
+    bab : bool
+        With bounds, a box of many inputs whose unsafe conjunctions are single rows is first
+        given to neuron-level branch and bound (:func:`polytrav.plugins.linear_property.region_bab`;
+        default True).
+    on_interrupt : {"raise", "report"}
+        Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
+        re-raises it; ``"report"`` returns ``unknown`` with the reason ``interrupted``.
+
+    Examples
+    --------
+    >>> from polytrav.verification.vnnlib import parse_vnnlib
+    >>> net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> text = '''(declare-const X_0 Real) (declare-const X_1 Real) (declare-const Y_0 Real)
+    ... (assert (>= X_0 -1)) (assert (<= X_0 1)) (assert (>= X_1 -1)) (assert (<= X_1 1))
+    ... (assert (>= Y_0 LIMIT))'''
+    >>> verify(net, parse_vnnlib(text.replace("LIMIT", "2.5"))).answer   # max of y is 2
+    'unsat'
+    >>> result = verify(net, parse_vnnlib(text.replace("LIMIT", "1.5")))
+    >>> result.answer, bool(net.forward(result.counterexample)[0] >= 1.5)
+    ('sat', True)
+    """
+    if on_interrupt not in ("raise", "report"):
+        raise ConfigError(f"verify: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
+    t0 = time.perf_counter()
+    partial: list = []  # the reports so far, for an interrupted run
+    try:
+        return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
+                       executor, bounds, order, split, bab, t0, partial)
+    except KeyboardInterrupt:
+        if on_interrupt == "raise":
+            raise
+        return VerificationResult(
+            "unknown", None, None, sum(r.stats["polytopes"] for r in partial),
+            sum(r.stats["lps"] + r.stats["subproblem_solves"] for r in partial),
+            time.perf_counter() - t0, "interrupted (Ctrl-C) before an answer", partial,
+            _proven(partial))
+
+
+def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
+            bounds, order, split, bab, t0, reports) -> VerificationResult:
+    """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
+    from polytrav.verification.vnnlib import VnnlibSpec, read_vnnlib
+    from polytrav.host.runner import analyze
+
+    onnx_path = None
+    if not isinstance(network, Network):
+        onnx_path = Path(network) if Path(network).suffix == ".onnx" else None
+        network = load_network(network)
+    if not isinstance(spec, VnnlibSpec):
+        spec = read_vnnlib(spec, n_inputs=network.n_inputs, n_outputs=network.n_outputs)
+    elif (spec.n_inputs, spec.n_outputs) != (network.n_inputs, network.n_outputs):
+        raise ConfigError(
+            f"verify: the property has {spec.n_inputs} inputs and {spec.n_outputs} outputs but "
+            f"the network has {network.n_inputs} and {network.n_outputs}")
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"verify: timeout must be positive seconds, got {timeout!r}")
+    polytopes = lps = 0
+    reasons = []
+    timed_out = False
+    splits = []
+    for k, case in enumerate(spec.cases):
+        runs = [(case.region(), None)]
+        if bounds and split and case.A is None:
+            plan = _split_case(network, case, bounds, solver, timeout, t0)
+            if plan is not None:
+                split_result, runs = plan
+                if split_result is not None:
+                    splits.append(split_result)
+        for region, start in runs:
+            left = None if timeout is None else timeout - (time.perf_counter() - t0)
+            if left is not None and left <= 0:
+                timed_out = True
+                reasons.append(f"no time left for input region {k}")
+                break
+            report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab),
+                             start=start, solver=solver, strategy=strategy,
+                             max_polytopes=max_polytopes, time_limit=left, progress=progress,
+                             executor=executor, order=order)
+            reports.append(report)
+            polytopes += report.stats["polytopes"]
+            lps += report.stats["lps"] + report.stats["subproblem_solves"]
+            result = report[0]
+            if result.verdict is Verdict.VIOLATED:
+                x = np.asarray(result.witness, float)
+                y = network.forward(x)
+                if onnx_path is not None:
+                    ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
+                    if not ok:
+                        reasons.append(f"region {k}: the counterexample's onnxruntime output "
+                                       f"{np.round(y_rt, 6).tolist()} misses the unsafe set")
+                        continue
+                return VerificationResult("sat", x, y, polytopes, lps,
+                                          time.perf_counter() - t0, f"input region {k}",
+                                          reports, _proven(reports), _split_stats(splits))
+            if result.verdict is not Verdict.HOLDS:
+                if report.status.value == "time_limit":
+                    timed_out = True
+                reasons.append(f"region {k}: {result.verdict.value} ({report.status.value}"
+                               + (f"; {result.failures[0]}" if result.failures else "") + ")")
+                break  # one open sub-box that is not proven leaves the region undecided
+        if timed_out:
+            break
+    seconds = time.perf_counter() - t0
+    if not reasons:
+        return VerificationResult("unsat", None, None, polytopes, lps, seconds, "", reports,
+                                  _proven(reports), _split_stats(splits))
+    answer = "timeout" if timed_out else "unknown"
+    return VerificationResult(answer, None, None, polytopes, lps, seconds, "; ".join(reasons),
+                              reports, _proven(reports), _split_stats(splits))
+
+
+def _split_case(network, case, bounds, solver, timeout, t0):
+    """Input splitting on one box case (:mod:`polytrav.bounds.split`), or None where it does not
+    apply (too many free inputs). Returns the split's result (None if the start attack
+    already met the unsafe set) and the ``(region, start)`` traversals that remain: the whole
+    box from a counterexample candidate (its first polytope confirms it), else each open
+    sub-box from its centre."""
+    from polytrav.host.manager import get_plugin_manager
+    from polytrav.plugins.linear_property import attack_start, unsafe_distance
+    from polytrav.model.region import Box
+    from polytrav.host.runner import _chains
+    from polytrav.bounds.split import SPLIT_MAX_DIM, split_box
+
+    lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
+    if int(np.sum(upper > lower)) > SPLIT_MAX_DIM:
+        return None
+    region = case.region()
+    prop = case.property("verify", bounds=bounds)
+    prop.validate(network, region)  # bad unsafe sets fail here, with the analysis's errors
+    start = attack_start(prop.pairs, network, region)
+    if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:
+        return None, [(region, start)]  # the traversal confirms it in its first polytope
+    left = None if timeout is None else timeout - (time.perf_counter() - t0)
+    lp_chain = _chains(solver, get_plugin_manager())["lp"]
+    result = split_box(network, lower, upper, prop.pairs, lp_chain,
+                       time_limit=None if left is None else left / 2)
+    if result.candidate is not None:
+        return result, [(region, result.candidate)]
+    return result, [(Box(lo, hi), (lo + hi) / 2) for lo, hi in result.open_boxes]
+
+
+def _split_stats(splits) -> dict | None:
+    if not splits:
+        return None
+    return {"boxes": sum(s.boxes for s in splits), "proven": sum(s.proven for s in splits),
+            "open": sum(len(s.open_boxes) for s in splits),
+            "proven_volume_share": sum(s.proven_volume_share for s in splits) / len(splits)}
+
+
+def _proven(reports) -> int:
+    return sum(sum(r.stats.get("proven", ())) for r in reports)
+
+
+
+def _verify_one(network, spec, timeout, options) -> VerificationResult:
+    """:func:`verify` with bad input as an ``error`` answer (one batch item in a worker)."""
+    from polytrav.vocabulary.errors import PolytravError
+
+    t0 = time.perf_counter()
+    try:
+        return verify(network, spec, timeout=timeout, **options)
+    except (PolytravError, OSError) as exc:
+        return VerificationResult("error", None, None, 0, 0, time.perf_counter() - t0,
+                                  f"{type(exc).__name__}: {exc}")
+
+
+def verify_many(instances, *, executor=None, time_limit: float | None = None, **options):
+    """Verify a batch of ``(network, spec, timeout)`` instances, yielding as they finish.
+
+    Yields ``(i, result)`` pairs (``i`` indexes ``instances``) in completion order, so a
+    caller can write each result the moment it exists. ``executor``: any
+    :class:`concurrent.futures.Executor` (:func:`polytrav.parallel.get_executor`: local
+    processes or Dask); by default the instances run one by one in this process, and at most
+    two per worker are in flight otherwise. ``time_limit``: seconds for the whole batch; an
+    instance gets at most what is left when it starts, and instances not started when it is
+    spent answer ``timeout`` with that reason. An instance whose input is bad (a malformed
+    or missing file) answers ``error`` with the error as its reason; one whose worker died
+    answers ``unknown``, saying so. ``options`` go to :func:`verify`.
+    """
+    from polytrav.parallel import SerialExecutor, finished, n_workers
+
+    t0 = time.perf_counter()
+    items = list(enumerate(instances))
+
+    def budget(timeout):
+        if time_limit is None:
+            return timeout, True
+        left = time_limit - (time.perf_counter() - t0)
+        return (left if timeout is None else min(timeout, left)), left > 0
+
+    def skipped():
+        return VerificationResult("timeout", None, None, 0, 0, 0.0,
+                                  "the batch's time limit was spent before it started")
+
+    if executor is None or isinstance(executor, SerialExecutor):  # lazily, one at a time
+        for i, (net, spec, timeout) in items:
+            limit, ok = budget(timeout)
+            yield i, _verify_one(net, spec, limit, options) if ok else skipped()
+        return
+    unstarted: list[int] = []
+
+    def next_instance():
+        while items:
+            i, (net, spec, timeout) = items.pop(0)
+            limit, ok = budget(timeout)
+            if ok:
+                return i, _verify_one, (net, spec, limit, options)
+            unstarted.append(i)
+        return None
+
+    for i, fut in finished(executor, next_instance, 2 * n_workers(executor)):
+        try:
+            result = fut.result()
+        except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
+            result = VerificationResult(
+                "unknown", None, None, 0, 0, 0.0,
+                f"the worker running it was lost: {type(exc).__name__}: {exc}")
+        yield i, result
+    for i in unstarted:
+        yield i, skipped()

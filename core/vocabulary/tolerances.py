@@ -1,0 +1,56 @@
+"""Every tolerance polytrav's geometry uses, in one place.
+
+Traversal tolerances are absolute in the region's *normalised frame* (its bounding box scaled
+to ``[-1, 1]^d``, see :mod:`polytrav.model.geometry`), so they mean the same for ACAS Xu's raw inputs
+(spanning 10^4) and MNIST pixels (spanning 1). LP backends solve to
+:data:`LP_FEASIBILITY_TOL`; every radius the traversal acts on is re-certified from constraint
+slacks, so a backend's tolerance can never make an empty cell count.
+"""
+from __future__ import annotations
+
+#: Primal and dual feasibility tolerance the LP backends are asked for.
+LP_FEASIBILITY_TOL = 1e-9
+
+#: A cell is a polytope iff its certified Chebyshev radius (normalised units) exceeds this.
+RADIUS_TOL = 1e-7
+#: Cells with radius in (SLIVER_TOL, RADIUS_TOL] are crossed but not emitted.
+SLIVER_TOL = 1e-9
+#: Unit-normal hyperplanes whose normals and offsets agree within this are one hyperplane.
+DUPLICATE_TOL = 1e-9
+#: Accept an L2-ball cutting-plane solution once the LP and the certificate agree this well.
+CUT_TOL = 1e-9
+#: ... or once the certified radius decides the cell (see ``RADIUS_TOL``, ``SLIVER_TOL``)
+#: and is at least this share of the LP's bound (so of the Chebyshev radius).
+CUT_QUALITY = 0.5
+#: Most cutting-plane rounds per LP for L2 balls before the LP counts as failed.
+MAX_CUT_ROUNDS = 60
+#: Cells of dimension up to this get their vertices (qhull) to rule out flips without an LP.
+VERTEX_MAX_DIM = 6
+#: A hyperplane at least this far (normalised units) from every vertex of a cell misses it.
+VERTEX_MARGIN = 1e-8
+#: Random restarts used to find a starting cell when the start point lies on a hyperplane.
+START_TRIES = 32
+
+#: Cap on the Chebyshev radius the LPs maximise, by frame dimension: in high dimension the
+#: exact centre of a thin box cell costs many degenerate pivots, and any radius above
+#: RADIUS_TOL certifies a polytope (measured on MNIST, d = 784: 2.4x fewer simplex seconds).
+RADIUS_CAP_HIGH_DIM = 0.1
+#: Frames of more dimensions than this use RADIUS_CAP_HIGH_DIM (others maximise fully, cap 1).
+HIGH_DIM = 50
+#: A constraint row whose normal is below this (relative to the row's scale) is constant.
+ZERO_ROW_TOL = 1e-12
+
+#: A point keeps a polytope's activation code if every pre-activation has the code's sign or
+#: lies within this times its floating-point scale ``|W| |z| + |b|`` (the traversal's check of
+#: a maximiser found in its own LP model, :meth:`polytrav.Traversal.maximize_in_cell`).
+CELL_CODE_RTOL = 1e-7
+
+#: Tolerance of :meth:`Region.contains` (absolute, in the region's units times its scale).
+CONTAINS_TOL = 1e-9
+
+#: Analyses: a witness must satisfy its property and lie in the region within this (relative
+#: to the values' scale) on a plain float64 forward pass (:func:`polytrav.check_witness`).
+WITNESS_TOL = 1e-7
+#: Counterfactuals: the returned point steps this far (relative to the distance, plus the
+#: absolute amount) past the class boundary so that the class really changes.
+COUNTERFACTUAL_STEP = 1e-6

@@ -1,0 +1,119 @@
+"""Imports point one way (read from the source, AST based; lazy imports inside functions count).
+
+The layers of ``core/`` (the ``polytrav`` package), lowest first: vocabulary → model → solve →
+bounds → traversal → host (and parallel, beside it) → verification → interface. A module
+imports only its own layer and the layers below; nothing in ``core/`` imports a plugin module
+(``polytrav.plugins.*``) or a concrete backend (``polytrav.solvers.*``) by module name, or the
+top-level package (the public API sits above every layer); plugins do not import each other;
+solvers import no plugin. Imports under ``if TYPE_CHECKING:`` are not run and do not count.
+
+``KNOWN`` lists the imports that still break a rule, each with the step of issue 25 that
+removes it; the test fails on any other violation and on a listed one that is gone (delete
+it from the list), so the list only shrinks.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Layer of each subpackage of ``polytrav`` (rank: lower layers have smaller numbers).
+LAYERS = {"vocabulary": 0, "model": 1, "solve": 2, "bounds": 3, "traversal": 4, "host": 5,
+          "parallel": 5, "verification": 6, "interface": 7}
+
+#: (importing module, imported module): the violations still to remove, and the step of
+#: issue 25 that removes each.
+KNOWN = {
+    # the engine resolves solver names through a plugin manager (step: the engine never
+    # builds a plugin manager; it receives backends)
+    ("polytrav.traversal.traverse", "polytrav.host.manager"),
+    # compiled subproblems look solvers up by name and dispatch on the cvxpy backend class
+    # (step: the backend API decides what it can solve)
+    ("polytrav.solve.subproblem", "polytrav.host.manager"),
+    ("polytrav.solve.subproblem", "polytrav.solvers.cvxpy_backend"),
+    # Lagrangian cell bounds read the analyses' cell rows (step: cell rows move to the model)
+    ("polytrav.bounds.lagrange", "polytrav.host.analysis"),
+    # the verification engine still lives in the linear_property plugin (step: move
+    # unsafe_distance, attack_start, dnf_bound and region_bab into bounds/verification)
+    ("polytrav.bounds.split", "polytrav.plugins.linear_property"),
+    ("polytrav.verification.verify", "polytrav.plugins.linear_property"),
+    ("polytrav.verification.vnnlib", "polytrav.plugins.linear_property"),
+    ("polytrav.plugins.adversarial", "polytrav.plugins.linear_property"),
+}
+
+
+def _modules():
+    """``(module name, path)`` of every module of core/, plugins/ and solvers/."""
+    for folder, package in (("core", "polytrav"), ("plugins", "polytrav.plugins"),
+                            ("solvers", "polytrav.solvers")):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = [p for p in path.relative_to(ROOT / folder).with_suffix("").parts
+                     if p != "__init__"]
+            yield ".".join([package, *parts]), path
+
+
+def _imports(path: Path) -> set[str]:
+    """Every ``polytrav`` module a file imports, outside ``if TYPE_CHECKING:`` blocks."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "polytrav":  # from polytrav import X: X may be a submodule
+                found.update(f"polytrav.{a.name}" if a.name in LAYERS else "polytrav"
+                             for a in node.names)
+            elif node.module.startswith("polytrav."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "polytrav")
+    return found
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def _violations() -> set[tuple[str, str]]:
+    bad = set()
+    for name, path in _modules():
+        in_plugins = name.startswith("polytrav.plugins.")
+        in_solvers = name.startswith("polytrav.solvers")
+        for target in _imports(path):
+            if in_plugins:
+                if target.startswith("polytrav.plugins.") and target != name:
+                    bad.add((name, target))
+            elif in_solvers:
+                if target.startswith("polytrav.plugins"):
+                    bad.add((name, target))
+            elif name == "polytrav" or name == "polytrav.plugins":
+                continue  # the public API re-exports every layer
+            elif target.startswith(("polytrav.plugins", "polytrav.solvers")) or target == "polytrav":
+                bad.add((name, target))
+            else:
+                mine, theirs = _layer(name), _layer(target)
+                if mine is None or theirs is None or theirs > mine:
+                    bad.add((name, target))
+    return bad
+
+
+def test_every_core_module_belongs_to_a_layer():
+    strays = [name for name, _ in _modules()
+              if name.count(".") and not name.startswith(("polytrav.plugins", "polytrav.solvers"))
+              and _layer(name) is None]
+    assert not strays, f"modules outside the layers {sorted(LAYERS)}: {strays}"
+
+
+def test_imports_point_down_the_layers():
+    found = _violations()
+    new = sorted(found - KNOWN)
+    gone = sorted(KNOWN - found)
+    assert not new, "imports against the layers (see this module's doc):\n" + "\n".join(
+        f"  {a} imports {b}" for a, b in new)
+    assert not gone, "fixed, so delete from KNOWN:\n" + "\n".join(f"  {a} -> {b}" for a, b in gone)
