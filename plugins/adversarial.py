@@ -29,7 +29,7 @@ from polytrav.host.analysis import (Analysis, Stop, check_witness, combine_worst
                                local_model_u)
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
-from polytrav.plugins.linear_property import attack_start, bab_details, dnf_piece_margin, region_bab
+from polytrav.bounds.dnf import attack_start, bab_details, dnf_piece_margin, region_bab
 from polytrav.vocabulary.results import AnalysisResult, Status, Verdict
 
 __all__ = ["SoftmaxAttack", "softmax"]
@@ -60,7 +60,7 @@ class SoftmaxAttack(Analysis):
     bab : bool
         With ``bounds`` in ``verify`` mode: when the bounds do not prove the whole region, run
         neuron-level branch and bound on it first
-        (:func:`~polytrav.plugins.linear_property.region_bab`). Default True.
+        (:func:`~polytrav.bounds.dnf.region_bab`). Default True.
 
     ``verdict`` is HOLDS (robust: every margin is negative), VIOLATED (a point where another
     class wins, confirmed by a forward pass) or UNKNOWN; ``value`` is the worst margin,

@@ -22,7 +22,7 @@ Wang et al. 2021), on the CPU with numpy:
 A row counts as proven when its bound exceeds :data:`VERIFY_TOL` (float64, no directed
 rounding). :func:`prove_margins` is the entry point; the analyses of
 :mod:`polytrav.plugins.linear_property` and :mod:`polytrav.plugins.adversarial` run it on the
-whole region before the traversal (see :func:`polytrav.plugins.linear_property.region_bab`).
+whole region before the traversal (see :func:`polytrav.bounds.dnf.region_bab`).
 """
 from __future__ import annotations
 

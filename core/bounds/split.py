@@ -2,7 +2,7 @@
 
 A box of few inputs (ACAS Xu has 5) is bisected, worst bound first, into sub-boxes:
 
-* a sub-box on which the bounds of :func:`polytrav.plugins.linear_property.dnf_bound`
+* a sub-box on which the bounds of :func:`polytrav.bounds.dnf.dnf_bound`
   prove that no conjunction of the unsafe set can be met is *proven* (the same sound bounds
   that prune pieces inside the traversal; the box's own rows are its variables' bounds);
 * otherwise the LP minimisers of the unproven conjunctions (where the relaxation comes
@@ -90,7 +90,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
     docstring. ``lp_chain``: LP backends;
     ``max_boxes``: default :data:`SPLIT_BOXES`."""
-    from polytrav.plugins.linear_property import dnf_bound, unsafe_distance
+    from polytrav.bounds.dnf import dnf_bound, unsafe_distance
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
     max_boxes = SPLIT_BOXES if max_boxes is None else max_boxes

@@ -133,7 +133,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         that starts at it, and the sub-boxes left open are traversed one by one.
     bab : bool
         With bounds, a box of many inputs whose unsafe conjunctions are single rows is first
-        given to neuron-level branch and bound (:func:`polytrav.plugins.linear_property.region_bab`;
+        given to neuron-level branch and bound (:func:`polytrav.bounds.dnf.region_bab`;
         default True).
     on_interrupt : {"raise", "report"}
         Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
@@ -249,7 +249,7 @@ def _split_case(network, case, bounds, solver, timeout, t0):
     box from a counterexample candidate (its first polytope confirms it), else each open
     sub-box from its centre."""
     from polytrav.host.manager import get_plugin_manager
-    from polytrav.plugins.linear_property import attack_start, unsafe_distance
+    from polytrav.bounds.dnf import attack_start, unsafe_distance
     from polytrav.model.region import Box
     from polytrav.host.runner import _chains
     from polytrav.bounds.split import SPLIT_MAX_DIM, split_box

@@ -115,20 +115,22 @@ class VnnlibCase:
         return box if self.A is None else box & Polyhedron(self.A, self.b)
 
     def property(self, mode: str = "verify", bounds: bool = True, bab: bool = True):
-        """The unsafe set as a :class:`~polytrav.plugins.linear_property.LinearProperty`.
+        """The unsafe set as the registered ``linear_property`` analysis (the built-in
+        :class:`~polytrav.plugins.linear_property.LinearProperty`, looked up by name).
 
         Parameters
         ----------
         mode : {"verify", "all"}, bounds : bool, bab : bool
-            Passed on to :class:`~polytrav.plugins.linear_property.LinearProperty`.
+            Passed on to the analysis.
 
         Returns
         -------
-        polytrav.plugins.linear_property.LinearProperty
+        Analysis
         """
-        from polytrav.plugins.linear_property import LinearProperty
+        from polytrav.host.manager import create_analysis
 
-        return LinearProperty(list(self.unsafe), mode=mode, bounds=bounds, bab=bab)
+        return create_analysis("linear_property", unsafe=list(self.unsafe), mode=mode,
+                               bounds=bounds, bab=bab)
 
 
 @dataclass(frozen=True, eq=False)

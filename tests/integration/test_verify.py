@@ -92,7 +92,7 @@ def test_the_property_must_fit_the_network(acas, data_dir):
 def test_mnistfc_counterexample_found_only_by_the_random_restarts(data_dir):
     """2021 256x2 prop_9_0.05 is violated; the descents from the best samples stop at a
     distance of 0.94, the batched restarts from random points reach the unsafe set."""
-    from polytrav.plugins import linear_property as lp
+    from polytrav.bounds import dnf as lp
 
     net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_9_0.05.vnnlib"

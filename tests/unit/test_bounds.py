@@ -334,7 +334,7 @@ def test_the_start_attack_runs_only_when_the_search_needs_a_start(monkeypatch):
 
 
 def test_batched_restarts_return_only_points_of_the_unsafe_set():
-    from polytrav.plugins.linear_property import _restarts, unsafe_distance
+    from polytrav.bounds.dnf import _restarts, unsafe_distance
 
     rng = np.random.default_rng(3)
     net = random_net(4, 3, [12, 12], n_out=3)

@@ -34,12 +34,6 @@ KNOWN = {
     ("polytrav.solve.subproblem", "polytrav.solvers.cvxpy_backend"),
     # Lagrangian cell bounds read the analyses' cell rows (step: cell rows move to the model)
     ("polytrav.bounds.lagrange", "polytrav.host.analysis"),
-    # the verification engine still lives in the linear_property plugin (step: move
-    # unsafe_distance, attack_start, dnf_bound and region_bab into bounds/verification)
-    ("polytrav.bounds.split", "polytrav.plugins.linear_property"),
-    ("polytrav.verification.verify", "polytrav.plugins.linear_property"),
-    ("polytrav.verification.vnnlib", "polytrav.plugins.linear_property"),
-    ("polytrav.plugins.adversarial", "polytrav.plugins.linear_property"),
 }
 
 

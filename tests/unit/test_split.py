@@ -10,7 +10,7 @@ from reference import random_net
 from polytrav import Box
 from polytrav.verification.vnnlib import VnnlibCase, VnnlibSpec
 from polytrav.host.manager import get_plugin_manager
-from polytrav.plugins import linear_property
+from polytrav.bounds import dnf
 from polytrav.host.runner import _chains
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.bounds.split import split_box
@@ -80,14 +80,14 @@ def test_open_boxes_are_traversed_to_the_same_verdicts(monkeypatch):
 def test_a_forced_unsound_box_bound_is_caught(monkeypatch):
     """Fault injection: margins shifted up by 1 (for boxes, and pieces inside the traversal)
     prove violated boxes; the comparison sees it."""
-    real = linear_property.dnf_bound
+    real = dnf.dnf_bound
 
     def shifted(*args, **kwargs):
         margin, L = real(*args, **kwargs)
         return margin + 1.0, L
 
-    monkeypatch.setattr(linear_property, "dnf_bound", shifted)
-    monkeypatch.setattr("polytrav.plugins.linear_property.attack_start", lambda *a: None)
+    monkeypatch.setattr(dnf, "dnf_bound", shifted)
+    monkeypatch.setattr("polytrav.bounds.dnf.attack_start", lambda *a: None)
     bad, _, _ = mismatches(24)
     assert bad, "an unsound box bound went unnoticed"
 

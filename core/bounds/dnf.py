@@ -1,0 +1,244 @@
+"""Bounds and attacks for an unsafe output set in disjunctive normal form (VNN-LIB's).
+
+The unsafe set is a disjunction of conjunctions ``C_k y <= d_k`` (``pairs``: ``(C_k, d_k)``
+with rows scaled to unit norm). :func:`unsafe_distance` scores outputs (``<= 0``: unsafe),
+:func:`attack_start` finds a start point near the unsafe set, :func:`dnf_bound` proves a piece
+safe by sound bounds (CROWN, then optimised slopes, then LP-refined first layers),
+:func:`dnf_piece_margin` is the margin a run prunes pieces by, and :func:`region_bab` runs
+neuron-level branch and bound on the whole region. The ``linear_property`` and
+``softmax_attack`` analyses and :func:`polytrav.verify` build on these.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from polytrav.bounds.crown import Concretizer, output_lower_bounds
+from polytrav.vocabulary.results import Status
+
+__all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
+           "dnf_piece_margin", "region_bab", "unsafe_distance"]
+
+#: Margins from bounds evaluated in closed form are lowered by this (relative) before a
+#: piece counts as proven: float64 rounding in the back-substitution, never a proof by 1e-12.
+BOUND_TOL = 1e-9
+#: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
+LP_BOUND_TOL = 1e-6
+#: Gradient steps of slope optimisation (α-CROWN) on the conjunctions that CROWN's own
+#: slopes do not prove (0: none).
+SLOPE_STEPS = 20
+#: Neuron-level branch and bound on the whole region (:func:`region_bab`) runs only with more
+#: free inputs than this: below, ``verify``'s input splitting does better.
+BAB_MIN_INPUTS = 9
+#: Share of the run's time left that the region's branch and bound may use.
+BAB_TIME_SHARE = 0.5
+#: Random points of the region (plus its bounding box's centre) scored for a start point.
+START_SAMPLES = 1000
+#: Signed-gradient descents on the distance to the unsafe set, from the best samples.
+ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.1
+#: If those do not reach the unsafe set: batched descents from this many random points, with
+#: a first step of this fraction of the box's width.
+RESTARTS, RESTART_STEP = 200, 0.25
+
+
+def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
+    """Per output row of ``Y``: how far from the unsafe set of ``pairs`` (<= 0: inside it)."""
+    return np.min([np.max(Y @ C.T - d, axis=1) for C, d in pairs], axis=0)
+
+
+def attack_start(pairs, network, region) -> np.ndarray | None:
+    """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
+    cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
+    descents from the best few, until one is inside the unsafe set; if none is, a batch of
+    :data:`RESTARTS` descents from random points with large steps (:func:`_restarts`),
+    whose point is taken only if it is inside the unsafe set. It only chooses where a
+    traversal starts; None for an unbounded region."""
+    lo, hi = region.bounding_box()
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    if region.is_box:  # every point of the bounding box is inside
+        inside = lambda x: True  # noqa: E731
+    else:
+        cons = region.constraints()
+        inside = lambda x: not cons.violations(x)  # noqa: E731
+    rng = np.random.default_rng(0)
+    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (START_SAMPLES, lo.shape[0]))])
+    if not region.is_box:
+        X = X[[inside(x) for x in X]]
+    if not len(X):
+        return None
+    score = unsafe_distance(pairs, network.forward(X))
+    best, best_score = X[int(np.argmin(score))], float(score.min())
+    for x in X[np.argsort(score)[:ATTACK_STARTS]]:
+        step = ATTACK_STEP * (hi - lo)
+        for _ in range(ATTACK_STEPS):
+            if best_score < 0:  # inside the unsafe set: the first polytope will confirm it
+                return best
+            y = network.forward(x)
+            per = [np.max(C @ y - d) for C, d in pairs]
+            k = int(np.argmin(per))
+            if per[k] < best_score and inside(x):
+                best, best_score = x.copy(), per[k]
+            C, d = pairs[k]
+            W, _ = network.local_model(network.activation_code(x))
+            x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
+            step *= 0.95
+    if best_score >= 0:
+        found = _restarts(pairs, network, lo, hi, inside, rng)
+        if found is not None:
+            return found
+    return best
+
+
+def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
+    """A point of the unsafe set found by :data:`RESTARTS` signed-gradient descents at once
+    (batched), from random points of the box, with steps of :data:`RESTART_STEP` times its
+    width shrinking by 3 % a step; None if none gets there."""
+    X = rng.uniform(lo, hi, (RESTARTS, lo.shape[0]))
+    C = np.vstack([C for C, _ in pairs])
+    d = np.concatenate([d for _, d in pairs])
+    ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
+    step = RESTART_STEP * (hi - lo)
+    layers = list(zip(network.weights, network.biases))
+    for _ in range(ATTACK_STEPS):
+        a, masks = X, []
+        for W, b in layers[:-1]:
+            z = a @ W.T + b
+            masks.append(z > 0)
+            a = z * masks[-1]
+        excess = (a @ layers[-1][0].T + layers[-1][1]) @ C.T - d  # per row: > 0 is safe
+        per = np.stack([ex.max(axis=1) for ex in np.split(excess, ends[:-1], axis=1)], axis=1)
+        for i in np.flatnonzero(per.min(axis=1) < 0):
+            if inside(X[i]):
+                return X[i].copy()
+        k = per.argmin(axis=1)  # each point's nearest conjunction, and its worst row
+        rows = np.array([np.arange(e - C_k.shape[0], e)[np.argmax(excess[i, e - C_k.shape[0]:e])]
+                         for i, (e, C_k) in enumerate((ends[j], pairs[j][0]) for j in k)])
+        G = C[rows] @ layers[-1][0]
+        for (W, _), mask in zip(reversed(layers[:-1]), reversed(masks)):
+            G = (G * mask) @ W
+        X = np.clip(X - step * np.sign(G), lo, hi)
+        step *= 0.97
+    return None
+
+
+def dnf_piece_margin(pairs, piece, context) -> float:
+    """Lower bound of ``max_i (C_i y - d_i)`` over the piece, minimised over the conjunctions
+    ``(C, d)`` of ``pairs`` (the unsafe set ``C y <= d``).
+
+    Positive: every conjunction has a row that no point of the piece meets, so the piece
+    holds no counterexample. Each row's affine lower bound in ``u`` comes from
+    :func:`polytrav.bounds.crown.output_lower_bounds`, with CROWN's slopes first, then, for the
+    conjunctions that proves nothing for, with :data:`SLOPE_STEPS` steps of slope
+    optimisation; without the piece's vertices (high dimension), unstable neurons' bounds
+    are raised by LPs over the piece (:meth:`polytrav.bounds.crown.Concretizer.refine`). A
+    conjunction is checked row by row at the piece's vertices (or on the frame box), then,
+    if that proves nothing, with the LP ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in
+    the piece. (:func:`dnf_bound` with its defaults.)
+    """
+    return dnf_bound(pairs, piece, context)[0]
+
+
+def region_bab(margin, pairs, piece, context, attack):
+    """``(margin, outcome)``: a piece's bound ``margin`` after neuron-level branch and bound
+    (:func:`polytrav.bounds.branch_and_bound.prove_margins`) over the whole region, run when the
+    piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
+    does not run; "holds" makes the margin ``inf`` (the region is proven).
+
+    It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs and
+    every unsafe conjunction is one row (``c y <= d``: a robustness property). ``attack()``
+    (the analysis's start attack) runs first: a point in the unsafe set makes the search
+    needless. Otherwise it gets :data:`BAB_TIME_SHARE` of the run's time left (no limit
+    without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
+    attack's point) is where the traversal should start.
+    """
+    from polytrav.bounds.branch_and_bound import BaBOutcome, prove_margins
+
+    fr = piece.frame
+    if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
+            or any(C.shape[0] != 1 for C, _ in pairs):
+        return margin, None
+    point = attack()
+    if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
+        return margin, BaBOutcome("violated", point, 0, 0.0, {"found_by": "attack"}, start=point)
+    left = context.traversal.time_left()
+    lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
+    out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
+                        np.concatenate([d for _, d in pairs]),
+                        time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
+    out.start = out.counterexample if out.counterexample is not None else point
+    return (np.inf if out.verdict == "holds" else margin), out
+
+
+def bab_details(outcome) -> dict | None:
+    """The ``details["bab"]`` entry of a decision analysis's result."""
+    if outcome is None:
+        return None
+    return {"verdict": outcome.verdict, "nodes": outcome.nodes, "seconds": outcome.seconds}
+
+
+def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None
+              ) -> tuple[float, np.ndarray]:
+    """:func:`dnf_piece_margin` and the rows' affine bounds ``L`` (in ``u``, one row per row
+    of the stacked ``C``). ``steps``: slope optimisation steps (default :data:`SLOPE_STEPS`).
+    ``points``: if given, every unproven conjunction gets its LP and the LP's minimiser (an
+    input where the relaxation comes closest to the unsafe set: a candidate counterexample)
+    is appended.
+    """
+    steps = SLOPE_STEPS if steps is None else steps
+    net = context.network
+    layers = list(zip(net.weights[piece.level:], net.biases[piece.level:]))
+    halfspaces = lp = None
+    if piece.vertices is None:  # unstable neurons' bounds by LPs over the piece's rows
+        halfspaces, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
+    conc = Concretizer(piece.frame.dim, piece.vertices, halfspaces, lp)
+    C = np.vstack([C for C, _ in pairs])
+    d = np.concatenate([d for _, d in pairs])
+    ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
+    rows = [np.arange(end - C_k.shape[0], end) for end, (C_k, _) in zip(ends, pairs)]
+    L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
+    g = g - d
+    margins = _row_margins(L, g, conc, rows)
+    open_rows = np.concatenate([r for r, s in zip(rows, margins) if s <= 0] or [[]]).astype(int)
+    if steps and len(open_rows) and len(layers) > 1:
+        L[open_rows], g[open_rows], _ = output_lower_bounds(
+            layers, piece.M, piece.m, C[open_rows], conc, steps=steps)
+        g[open_rows] -= d[open_rows]
+        margins = _row_margins(L, g, conc, rows)
+    margin = np.inf
+    for r, s in sorted(zip(rows, margins), key=lambda pair: pair[1]):  # likeliest unproven first
+        if s <= 0:
+            s, u = _joint_margin(L[r], g[r], piece, context)
+            if points is not None and u is not None:
+                points.append(piece.frame.to_x(u))
+        margin = min(margin, s)
+        if margin <= 0 and points is None:  # nothing proven: enough to rank the piece
+            break
+    return margin, L
+
+
+def _row_margins(L, g, conc, rows) -> list[float]:
+    """Per conjunction (its ``rows``): the best row's closed-form lower bound, lowered by
+    :data:`BOUND_TOL`."""
+    low = conc.lower(L, g) - BOUND_TOL * (1.0 + np.abs(g))
+    return [float(low[r].max()) for r in rows]
+
+
+def _joint_margin(L, g, piece, context) -> tuple[float, np.ndarray | None]:
+    """``min s  s.t.  s >= L u + g`` over the piece (an LP) and its minimiser ``u``;
+    ``(-inf, None)`` if it is not solved."""
+    A, b = piece.halfspaces(box=False)  # the box is the variables' bounds
+    d = L.shape[1]
+    n = A.shape[0]
+    c = np.zeros(d + 1)
+    c[-1] = 1.0
+    A_ub = np.block([[A, np.zeros((n, 1))], [L, -np.ones((L.shape[0], 1))]])
+    b_ub = np.concatenate([b, -g])
+    lo = np.concatenate([-np.ones(d), [-np.inf]])
+    hi = np.concatenate([np.ones(d), [np.inf]])
+    for backend in context.backends("lp"):
+        res = backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi))
+        if res.status is Status.OPTIMAL:
+            return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max()), res.x[:d]
+        if res.status is Status.INFEASIBLE and backend.certifies_optimality:
+            return -np.inf, None  # an empty piece should not happen: prove nothing
+    return -np.inf, None
