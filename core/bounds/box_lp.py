@@ -20,13 +20,14 @@ returned multipliers. Anything else (a tiny pivot, the iteration limit, an empty
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import numpy as np
 
 from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
 
-__all__ = ["BoxLp", "dual_bound", "maximize_in_box", "rounding"]
+__all__ = ["BoxLp", "BoxLpStatus", "dual_bound", "maximize_in_box", "rounding"]
 
 #: Iterations allowed, as ``ITER_PER_ROW * rows + ITER_BASE``.
 ITER_PER_ROW, ITER_BASE = 4, 20
@@ -43,6 +44,17 @@ REFACTOR = 16
 PERTURB = 5e-7
 
 
+class BoxLpStatus(str, enum.Enum):
+    """How :func:`maximize_in_box` ended."""
+
+    OPTIMAL = "optimal"  #: ``u`` attains ``bound`` within tolerance
+    BOUND = "bound"  #: ``bound`` fell to ``stop``: the maximum is at most ``stop``
+    UNDECIDED = "undecided"  #: neither: leave it to an LP backend
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class BoxLp:
     """The outcome of :func:`maximize_in_box`.
@@ -53,11 +65,14 @@ class BoxLp:
     row of ``A`` (0 on rows the box makes redundant).
     """
 
-    status: str
+    status: BoxLpStatus
     bound: float
     lam: np.ndarray
     u: np.ndarray | None
     iterations: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "status", BoxLpStatus(self.status))
 
 
 def dual_bound(A: np.ndarray, b: np.ndarray, g: np.ndarray, lam: np.ndarray) -> float:

@@ -26,16 +26,29 @@ whole region before the traversal (see :func:`polytrav.bounds.dnf.region_bab`).
 """
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["BaBOutcome", "NeuronBaB", "prove_margins"]
+__all__ = ["BaBOutcome", "BaBVerdict", "NeuronBaB", "prove_margins"]
 
 VERIFY_TOL = 1e-9   # a row is proven when its sound lower bound exceeds this
 EMPTY_TOL = 1e-9    # a node is empty when some lo > hi + EMPTY_TOL
 BATCH_ELEMENTS = 1e6  # nodes per batch: about this many (node, neuron, neuron) slope entries
+
+
+class BaBVerdict(str, enum.Enum):
+    """What branch and bound decided about the box."""
+
+    HOLDS = "holds"  #: every row proven positive on the box
+    VIOLATED = "violated"  #: a forward pass confirms a counterexample
+    TIMEOUT = "timeout"  #: the time limit came first
+    UNKNOWN = "unknown"  #: a leaf LP's minimiser did not confirm
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass
@@ -44,13 +57,16 @@ class BaBOutcome:
     positive on the box), ``"violated"`` (``counterexample``: a forward pass gives some row
     <= 0), ``"timeout"`` or ``"unknown"`` (a leaf LP's minimiser did not confirm)."""
 
-    verdict: str
+    verdict: BaBVerdict
     counterexample: np.ndarray | None
     nodes: int
     seconds: float
     stats: dict = field(default_factory=dict)
     #: where the traversal should start (set by the caller: an attack's point, if any)
     start: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.verdict = BaBVerdict(self.verdict)
 
 
 def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,

@@ -24,13 +24,11 @@ import numpy as np
 
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.model.network import Network
-from polytrav.vocabulary.results import Verdict, _jsonable
+from polytrav.vocabulary.results import Answer, Verdict, _jsonable
 
 __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
            "load_network"]
 
-#: The four answers, as VNN-COMP writes them.
-ANSWERS = ("sat", "unsat", "unknown", "timeout", "error")
 
 
 @dataclass
@@ -42,7 +40,7 @@ class VerificationResult:
     and ``lps`` add up every region's traversal; ``reason`` says why an answer is not a proof.
     """
 
-    answer: str
+    answer: Answer
     counterexample: np.ndarray | None
     output: np.ndarray | None
     polytopes: int
@@ -54,6 +52,9 @@ class VerificationResult:
     #: input splitting (low-dimensional boxes): boxes bounded, proven, left open for the
     #: traversal, and the proven boxes' mean volume share per input region; None if unused
     split: dict | None = None
+
+    def __post_init__(self):
+        self.answer = Answer(self.answer)
 
     @property
     def exit_code(self) -> int:

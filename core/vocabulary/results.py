@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Status", "SOLUTION_PRESENT", "NO_SOLUTION", "DECIDED", "SolveResult", "Verdict",
+__all__ = ["Answer", "Status", "SOLUTION_PRESENT", "NO_SOLUTION", "DECIDED", "SolveResult", "Verdict",
            "AnalysisResult"]
 
 
@@ -78,6 +78,19 @@ class Verdict(str, enum.Enum):
     VIOLATED = "violated"  #: a witness passed :func:`polytrav.check_witness`
     VIOLATED_UNCONFIRMED = "violated_unconfirmed"  #: a witness the forward pass did not confirm
     UNKNOWN = "unknown"  #: incomplete traversal or an undecided subproblem, no confirmed witness
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Answer(str, enum.Enum):
+    """The answer of a verification instance, in VNN-COMP's words."""
+
+    SAT = "sat"  #: a counterexample exists (confirmed by a forward pass)
+    UNSAT = "unsat"  #: the property holds (proven)
+    UNKNOWN = "unknown"  #: not decided (a lost LP, a budget, Ctrl-C, an unconfirmed point)
+    TIMEOUT = "timeout"  #: the time budget ran out first
+    ERROR = "error"  #: bad input (a batch item's file could not be read)
 
     def __str__(self) -> str:
         return self.value
