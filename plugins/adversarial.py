@@ -224,7 +224,7 @@ class SoftmaxAttack(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.host.summary import fmt, vector
+        from polytrav.vocabulary.text import fmt, vector
 
         d = result.details
         if result.value is None:

@@ -474,7 +474,7 @@ class Counterfactual(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.host.summary import fmt
+        from polytrav.vocabulary.text import fmt
 
         d = result.details
         norm = {1: "L1", 2: "L2"}.get(d["norm"], "Linf")

@@ -218,7 +218,7 @@ class LinearProperty(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.host.summary import fmt
+        from polytrav.vocabulary.text import fmt
 
         d = result.details
         if result.value is None:

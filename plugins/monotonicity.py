@@ -135,7 +135,7 @@ class Monotonicity(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.host.summary import fmt, vector
+        from polytrav.vocabulary.text import fmt, vector
 
         d = result.details
         want = d["direction"] or "one direction"

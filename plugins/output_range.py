@@ -144,7 +144,7 @@ class OutputRange(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.host.summary import vector
+        from polytrav.vocabulary.text import vector
 
         lo, hi = result.details.get("argmin"), result.details.get("argmax")
         if lo is None or hi is None:

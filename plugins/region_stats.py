@@ -81,7 +81,7 @@ class RegionStats(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.host.summary import fmt
+        from polytrav.vocabulary.text import fmt
 
         v = result.value
         return [f"{v['polytopes']} polytopes (per level {v['per_level']}), smallest Chebyshev "

@@ -1,9 +1,7 @@
-"""Readable text of results and reports: ``print(report)`` and the command line's output.
+"""Readable text of reports: ``print(report)`` and the command line's output.
 
-Each result becomes a few lines: the answer (verdict, value, exact or not), what the
-analysis says about it (:meth:`polytrav.Analysis.describe`: classes, margins, distances),
-the witness point (its first coordinates; every one is in ``to_dict()``/``--json``) and the
-activation code of the polytope it lies in (by a forward pass).
+A report is a warning first if it is partial, then each result's lines
+(:func:`polytrav.vocabulary.text.describe_result`), then a line of counts and times.
 
 Examples
 --------
@@ -19,86 +17,9 @@ output_range: min -1, max 1 (exact)
 """
 from __future__ import annotations
 
-from typing import Any
+from polytrav.vocabulary.text import describe_result
 
-import numpy as np
-
-from polytrav.vocabulary.results import AnalysisResult, Verdict
-
-__all__ = ["format_report", "describe_result", "fmt", "vector", "code_string"]
-
-#: Coordinates of a point shown in text; the rest are elided (all are in the JSON).
-SHOWN = 6
-
-_VERDICTS = {
-    Verdict.HOLDS: "HOLDS",
-    Verdict.VIOLATED: "VIOLATED (witness confirmed by a forward pass)",
-    Verdict.VIOLATED_UNCONFIRMED: "violated? (a candidate the forward pass did not confirm)",
-    Verdict.UNKNOWN: "UNKNOWN",
-}
-
-
-def fmt(value: Any) -> str:
-    """A number in 6 significant digits (``none`` for None or a non-finite value)."""
-    if value is None:
-        return "none"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.6g}" if np.isfinite(value) else "none"
-    return str(value)
-
-
-def vector(x, shown: int = SHOWN) -> str:
-    """``[a, b, c, …]`` with at most ``shown`` coordinates, and the length when elided."""
-    x = np.asarray(x, float).reshape(-1)
-    head = ", ".join(fmt(v) for v in x[:shown])
-    return f"[{head}]" if x.size <= shown else f"[{head}, … {x.size} values]"
-
-
-def code_string(code, limit: int = 64) -> str:
-    """An activation code as ``0``/``1`` per neuron with ``|`` between layers, shortened
-    past ``limit`` neurons to its on-counts per layer."""
-    if sum(np.size(c) for c in code) > limit:
-        return " | ".join(f"{int(np.sum(c))}/{np.size(c)} on" for c in code)
-    return "|".join("".join("1" if b else "0" for b in c) for c in code)
-
-
-def _value(value) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {fmt(v)}" for k, v in value.items() if np.isscalar(v) or v is None)
-    return f"value {fmt(value)}"
-
-
-def describe_result(result: AnalysisResult, analysis=None, network=None) -> list[str]:
-    """The lines of one result (see the module doc)."""
-    head = f"{result.analysis}: "
-    if result.verdict is not None:
-        head += _VERDICTS[result.verdict] + ", "
-    head += _value(result.value)
-    if result.exact:
-        head += " (exact)"
-    else:
-        why = f"{len(result.failures)} undecided subproblem(s)" if result.failures else "partial run"
-        head += f" (NOT exact: {why})"
-    lines = [head]
-    if analysis is not None:
-        lines += ["  " + line for line in analysis.describe(result)]
-    if result.witness is not None:
-        full = "" if np.size(result.witness) <= SHOWN else (
-            " (every coordinate: the result's .witness, or --json)")
-        lines.append(f"  witness x = {vector(result.witness)}{full}")
-        if network is not None:
-            x = np.asarray(result.witness, float)
-            y = network.forward(x)
-            lines.append(f"  network output there = {vector(y)}")
-            lines.append(f"  in the polytope with activation code {code_string(network.activation_code(x))}")
-    lines += [f"  undecided: {f}" for f in result.failures[:3]]
-    if len(result.failures) > 3:
-        lines.append(f"  … and {len(result.failures) - 3} more undecided")
-    return lines
+__all__ = ["format_report"]
 
 
 def format_report(report) -> str:

@@ -29,6 +29,8 @@ __all__ = ["main"]
 
 #: Exit codes: holds/complete, violated, unknown or partial, timeout, bad input, a bug.
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_PARTIAL, EXIT_TIMEOUT, EXIT_BAD_INPUT, EXIT_INTERNAL = range(6)
+#: Exit code when the reader of stdout went away (``| head``): 128 + SIGPIPE, as shells use.
+EXIT_BROKEN_PIPE = 141
 
 
 class _Progress:
@@ -83,10 +85,21 @@ def _message(exc: BaseException) -> str:
 class _Cli(click.Group):
     """The command group; every way a command can end maps to one line and an exit code."""
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # the reader left (``| head``): stop quietly, as shells expect
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(EXIT_BROKEN_PIPE)
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
             rv = super().main(args, prog_name or "polytrav", complete_var,
                               standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `polytrav`: the help
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            sys.exit(EXIT_HOLDS)
         except click.UsageError as exc:  # unknown option or command, a bad option value
             where = f"; see {exc.ctx.command_path} --help" if exc.ctx is not None else ""
             _fail(exc.format_message().rstrip(".") + where)
@@ -176,6 +189,8 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
                             time_limit=total_timeout))
     if not (network and prop):
         _fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
+    if results or total_timeout is not None:
+        _fail("--results and --total-timeout belong to a batch: give --instances FILE")
     with _executor(workers, scheduler) as executor:
         result = _run_one(network, prop, timeout, solver, max_polytopes,
                           None if workers is None and scheduler is None else executor,
@@ -202,8 +217,9 @@ def _executor(workers, scheduler):
 
     try:
         return get_executor(workers, scheduler)
-    except (PolytravError, OSError) as exc:
-        _fail(_message(exc))
+    except (PolytravError, OSError, ValueError, TypeError) as exc:  # a malformed address
+        _fail(f"--scheduler {scheduler!r}: {_message(exc)} (expected tcp://HOST:PORT)"
+              if scheduler else _message(exc))
 
 
 def _run_one(network, prop, timeout, solver, max_polytopes, executor, **options):
@@ -219,39 +235,72 @@ def _run_one(network, prop, timeout, solver, max_polytopes, executor, **options)
         bar.close()
 
 
+def _instance_path(root: Path, name: str, folder: str) -> Path:
+    """``root/name``, else ``root/folder/name`` (VNN-COMP benchmarks keep onnx/ and vnnlib/)."""
+    path = root / name
+    return path if path.exists() or not (root / folder / name).exists() else root / folder / name
+
+
+def _batch_rows(instances: Path, timeout_override):
+    """The instances of a VNN-COMP list, checked before any run (line numbers in errors)."""
+    root = instances.parent
+    rows, jobs = [], []
+    for k, row in enumerate(csv.reader(instances.open()), start=1):
+        if not row or not row[0].strip() or row[0].startswith("#"):
+            continue
+        if len(row) < 2:
+            _fail(f"{instances}:{k}: expected onnx,vnnlib[,timeout], got {','.join(row)!r}")
+        timeout = None
+        if len(row) > 2 and row[2].strip():
+            try:
+                timeout = float(row[2])
+            except ValueError:
+                _fail(f"{instances}:{k}: the timeout {row[2]!r} is not a number of seconds")
+            if not timeout > 0 or not np.isfinite(timeout):
+                _fail(f"{instances}:{k}: the timeout must be positive seconds, got {row[2]!r}")
+        rows.append(row)
+        jobs.append((_instance_path(root, row[0].strip(), "onnx"),
+                     _instance_path(root, row[1].strip(), "vnnlib"), timeout_override or timeout))
+    if not jobs:
+        _fail(f"{instances} lists no instances (rows: onnx,vnnlib[,timeout])")
+    return rows, jobs
+
+
+#: A batch's exit code: the first of these answers that occurs (else 0: every one unsat).
+_BATCH_PRECEDENCE = (("error", EXIT_BAD_INPUT), ("sat", EXIT_VIOLATED), ("unknown", EXIT_PARTIAL),
+                     ("timeout", EXIT_TIMEOUT))
+
+
 def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_override,
            executor, **options) -> int:
-    """Run every row of ``instances`` (paths relative to its folder), writing each result as
-    it finishes; 4 if any input was bad."""
+    """Run every row of ``instances`` (paths relative to its folder, or to its ``onnx/`` and
+    ``vnnlib/`` subfolders), writing each result as it finishes."""
     from polytrav.verification.verify import verify_many
 
-    root = instances.parent
-    rows = [r for r in csv.reader(instances.open()) if r and not r[0].startswith("#")]
-    for k, row in enumerate(rows):
-        if len(row) < 2:
-            _fail(f"{instances}:{k + 1}: expected onnx,vnnlib[,timeout], got {row}")
-    jobs = [(root / r[0], root / r[1],
-             timeout_override or (float(r[2]) if len(r) > 2 and r[2] else None)) for r in rows]
+    rows, jobs = _batch_rows(instances, timeout_override)
     names = ["network", "property", "answer", "polytopes", "lps", "seconds", "reason"]
     out = open(results, "w", newline="") if results else None
     writer = csv.writer(out) if out else None
     if writer:
         writer.writerow(names)
-    bad = done = 0
+    seen: set[str] = set()
+    done = 0
     try:
         for k, res in verify_many(jobs, executor=executor, solver=solver,
                                   max_polytopes=max_polytopes, **options):
+            seen.add(str(res.answer))
             done += 1
-            bad += res.answer == "error"
             rec = [rows[k][0], rows[k][1], res.answer, res.polytopes, res.lps,
                    f"{res.seconds:.3f}", res.reason]
             if writer:
                 writer.writerow(rec)
                 out.flush()
             if as_json:
-                click.echo(to_json(dict(zip(names, rec))))
+                click.echo(to_json({"network": rows[k][0], "property": rows[k][1],
+                                    **res.to_dict()}))
             else:
-                click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s)")
+                why = f": {res.reason}" if res.answer in ("error", "unknown") and res.reason else ""
+                click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s){why}")
     except KeyboardInterrupt:
         click.echo(f"PARTIAL: interrupted after {done} of {len(jobs)} instances"
                    + (f"; {results} holds those" if results else ""), err=True)
@@ -259,7 +308,7 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
     finally:
         if out:
             out.close()
-    return EXIT_BAD_INPUT if bad else 0
+    return next((code for answer, code in _BATCH_PRECEDENCE if answer in seen), EXIT_HOLDS)
 
 
 def _print_report(report, as_json: bool) -> None:
@@ -442,14 +491,19 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     Ctrl-C stops with the count so far (exit code 2). Exit code 0 complete, 2 incomplete,
     4 bad input.
     """
-    from polytrav.host.summary import code_string
+    from polytrav.vocabulary.text import code_string
     from polytrav.traversal.traverse import TraversalStatus, traverse
     from polytrav.verification.verify import load_network
 
     _check_export(export_path)
+    if not plot and (dims is not None or labels is not None):
+        _fail("--dims and --labels only shape the picture: give --plot FILE too")
     net = load_network(network)
     region = _region_from(net, lower, upper, vnnlib)
     names = None if labels is None else [v.strip() for v in labels.split(",")]
+    if names is not None and not all(names):
+        _fail(f"--labels has an empty name ({labels!r}); give one name per input, "
+              "comma-separated")
     if plot:
         from polytrav.interface.plot import check_figure_path, check_plane
 
@@ -468,12 +522,13 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
         bar.close()
     stats = {"polytopes": len(polytopes), "status": run.status.value, "complete": run.complete,
              "per_level": run.stats.pieces, "lps": run.stats.lps,
-             "seconds": run.stats.total_time}
+             "seconds": run.stats.total_time, "slivers": run.stats.slivers}
     saved = None
     if plot and run.status is not TraversalStatus.INTERRUPTED:
         from polytrav.interface.plot import save_partition
 
-        saved = save_partition(net, region, plot, polytopes=polytopes, dims=dims, labels=names)
+        saved = save_partition(net, region, plot, polytopes=polytopes, dims=dims, labels=names,
+                               complete=run.complete)
     _write_export(export_path, polytopes, stats=stats)
     if as_json:
         if as_list:
@@ -489,11 +544,16 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
                  f" (PARTIAL: {run.status.value}; the count so far, not the total)")
         click.echo(f"{len(polytopes)} polytopes in the box{state}; per level {run.stats.pieces}; "
                    f"{run.stats.lps} LPs, {run.stats.total_time:.3f} s")
+        if run.stats.slivers:
+            click.echo(f"(and {run.stats.slivers} cells thinner than the sliver tolerance, "
+                       "crossed but not counted: see docs/concepts.md)")
     if saved is not None:
         plane = "" if net.n_inputs == 2 else (
             f" (a 2-D slice through inputs {dims[0]} and {dims[1]} at the box centre: it shows "
             "fewer polytopes than the box holds)")
         click.echo(f"saved the picture to {saved}{plane}", err=True)
+    elif plot:
+        click.echo("picture not saved: the run was interrupted", err=True)
     sys.exit(EXIT_HOLDS if run.complete else EXIT_PARTIAL)
 
 
@@ -523,6 +583,8 @@ def _region_options(f):
                      help="Take the region from a VNN-LIB file's (first) input box instead."),
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="Seconds (an incomplete run is partial)."),
+        click.option("--max-polytopes", type=click.IntRange(min=1), default=None,
+                     help="Polytope budget (a run cut short is partial)."),
         click.option("--solver", default=None, help="LP backend (see `polytrav solvers`)."),
         click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
         _export_option,
@@ -531,8 +593,8 @@ def _region_options(f):
     return f
 
 
-def _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
-                      analysis) -> None:
+def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis) -> None:
     from polytrav.host.runner import analyze
     from polytrav.verification.verify import load_network
 
@@ -542,7 +604,8 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, e
     bar = _Progress(analysis.name, sys.stderr.isatty())
     try:
         report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar,
-                         keep_polytopes=bool(export_path), on_interrupt="report")
+                         max_polytopes=max_polytopes, keep_polytopes=bool(export_path),
+                         on_interrupt="report")
     finally:
         bar.close()
     _write_export(export_path, report.polytopes, report=report)
@@ -558,8 +621,8 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, e
 @click.option("--output", type=click.IntRange(min=0), default=0, show_default=True,
               help="Single output (regression / binary logit): its min and max.")
 @click.option("--stop-at-first", is_flag=True, help="Multiclass: stop at the first adversarial point.")
-def attack(network, lower, upper, vnnlib, timeout, solver, as_json, export_path, label, output,
-           stop_at_first):
+def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+           export_path, label, output, stop_at_first):
     """Local adversarial attack: exact worst case over the region (paper §5.1).
 
     With --label: the largest logit margin of another class (softmax attack, LPs), the class
@@ -577,22 +640,26 @@ def attack(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
 
     if stop_at_first and label is None:
         _fail("--stop-at-first needs --label (it stops at the first input where another class wins)")
+    if label is not None and output != 0:
+        _fail("give --label (multiclass: the worst margin against a class) or --output (the "
+              "range of one output), not both")
     analysis = (create_analysis("softmax_attack", label=label,
                                 mode="verify" if stop_at_first else "worst")
                 if label is not None else create_analysis("output_range", output=output))
-    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
-                      analysis)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis)
 
 
 @main.command()
 @click.argument("network", type=click.Path(dir_okay=False))
 @_region_options
 @click.option("--x0", required=True, help="The input to explain, comma-separated.")
-@click.option("--norm", type=click.Choice(["1", "2", "inf"]), default="2", show_default=True)
+@click.option("--norm", type=click.Choice(["1", "2", "inf"]), default="2", show_default=True,
+              help="The distance: L1, L2 or L-infinity.")
 @click.option("--target", type=click.IntRange(min=0), default=None,
               help="Multiclass: the class to reach.")
-def counterfactual(network, lower, upper, vnnlib, timeout, solver, as_json, export_path, x0, norm,
-                   target):
+def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                   export_path, x0, norm, target):
     """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
 
     Prints the distance, the classes, and the counterfactual point (just past the boundary,
@@ -608,8 +675,8 @@ def counterfactual(network, lower, upper, vnnlib, timeout, solver, as_json, expo
 
     analysis = create_analysis("counterfactual", x0=_finite(_vector(x0, "--x0"), "--x0"),
                                norm=np.inf if norm == "inf" else int(norm), target=target)
-    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
-                      analysis)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis)
 
 
 @main.command()
@@ -618,9 +685,10 @@ def counterfactual(network, lower, upper, vnnlib, timeout, solver, as_json, expo
 @click.option("--feature", type=click.IntRange(min=0), required=True, help="Input index (0-based).")
 @click.option("--direction", type=click.Choice(["increasing", "decreasing"]), default=None,
               help="Required direction (default: either).")
-@click.option("--output", type=click.IntRange(min=0), default=0, show_default=True)
-def monotonicity(network, lower, upper, vnnlib, timeout, solver, as_json, export_path, feature,
-                 direction, output):
+@click.option("--output", type=click.IntRange(min=0), default=0, show_default=True,
+              help="The output whose slope is checked (0-based).")
+def monotonicity(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                 export_path, feature, direction, output):
     """Is one output monotone in one input over the region? Every violating polytope (paper §5.3).
 
     \b
@@ -631,6 +699,7 @@ def monotonicity(network, lower, upper, vnnlib, timeout, solver, as_json, export
     """
     from polytrav.host.manager import create_analysis
 
-    _analysis_command(network, lower, upper, vnnlib, timeout, solver, as_json, export_path,
-                      create_analysis("monotonicity", feature=feature, direction=direction,
-                                      output=output))
+    analysis = create_analysis("monotonicity", feature=feature, direction=direction,
+                               output=output)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis)

@@ -319,7 +319,7 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
               bfs_tree: bool = False, decision: bool = True, cmap: str = "Pastel1",
               max_polytopes: int = 20000, labels: Sequence[str] | None = None,
               title: str | None = None, note: str | None = None, start=None,
-              legend: bool = True):
+              legend: bool = True, complete: bool | None = None):
     """Draw the polytopes of a 2-D network in a polyhedral region; returns the axes.
 
     Parameters
@@ -377,7 +377,7 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
         start = np.asarray(start, float).reshape(-1)
         if start.shape != (2,):
             raise ConfigError(f"partition: start must have 2 coordinates, got {start.shape[0]}")
-    complete = None
+    complete = complete  # given with ``polytopes``: whether their traversal was complete
     if polytopes is None:
         run = traverse(net, region, start=start, max_polytopes=max_polytopes)
         polytopes = list(run)
@@ -629,6 +629,7 @@ def _witness(ax, res, mark) -> None:
 
 def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
                     labels: Sequence[str] | None = None, total: int | None = None,
+                    total_complete: bool = True,
                     title: str | None = None, note: str | None = None,
                     max_polytopes: int = 20000, **kwargs):
     """Draw the partition on a plane through the input space of ``net``; returns the axes.
@@ -682,7 +683,8 @@ def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
         plane = (f"Slice through {li}, {lj} at {where} ({fixed})." if others
                  else f"The plane of {li}, {lj}.")
         if total is not None and others:
-            count = (f"A traversal of the whole {kind} found {_count(total)} (the count "
+            found = "found" if total_complete else "cut short, found at least"
+            count = (f"A traversal of the whole {kind} {found} {_count(total)} (the count "
                      f"polytrav regions prints); this plane meets {_count(len(polytopes))}.")
         elif others:
             count = (f"Polytope counts for the whole {kind} (as polytrav regions prints them) "
@@ -696,7 +698,7 @@ def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
 
 def save_partition(net: Network, region, path: str | PathLike, *, polytopes=None, dims=None,
                    labels: Sequence[str] | None = None, report=None, point=None,
-                   dpi: int = 120, **kwargs) -> Path:
+                   dpi: int = 120, complete: bool = True, **kwargs) -> Path:
     """Draw the partition of ``net`` in ``region`` and save it; returns the absolute path.
 
     The checks come first, before any traversal or drawing: the file suffix
@@ -704,7 +706,9 @@ def save_partition(net: Network, region, path: str | PathLike, *, polytopes=None
     two inputs (with ``dims`` ``None`` or ``(0, 1)``) gets :func:`partition`, reusing
     ``polytopes`` if given; any other plane gets :func:`partition_slice` through ``point``
     (default the box centre), whose title also compares with ``len(polytopes)``, the count of
-    the whole region. Other keywords go to the drawing function.
+    the whole region. ``complete=False`` says those polytopes come from a traversal cut short
+    (a budget), so the figure does not present their count as the total. Other keywords go
+    to the drawing function.
 
     Raises
     ------
@@ -724,14 +728,15 @@ def save_partition(net: Network, region, path: str | PathLike, *, polytopes=None
     dims = check_plane(net, dims, labels)
     plt = _pyplot()
     if net.n_inputs == 2 and dims == (0, 1):
-        ax = partition(net, region, polytopes=polytopes, labels=labels, report=report, **kwargs)
+        ax = partition(net, region, polytopes=polytopes, labels=labels, report=report,
+                       complete=complete if polytopes is not None else None, **kwargs)
     else:
         if report is not None:
             raise ConfigError("save_partition: a report can only be drawn on a network of two "
                               "inputs (its points are not on the plane of a slice)")
         total = None if polytopes is None else len(polytopes)
         ax = partition_slice(net, region, dims, point=point, labels=labels, total=total,
-                             **kwargs)
+                             total_complete=complete, **kwargs)
     try:
         ax.figure.savefig(path, dpi=dpi, bbox_inches="tight")
     finally:

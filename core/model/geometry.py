@@ -19,7 +19,8 @@ from polytrav.model.region import Constraints, Region
 
 __all__ = ["Frame", "L1Ball", "L2Ball", "build_frame", "polyhedron_bounding_box"]
 
-from polytrav.vocabulary.tolerances import HIGH_DIM, RADIUS_CAP_HIGH_DIM, ZERO_ROW_TOL  # noqa: E402
+from polytrav.vocabulary.tolerances import (HIGH_DIM, MAX_COORDINATE, RADIUS_CAP_HIGH_DIM,  # noqa: E402
+                                          ZERO_ROW_TOL)
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,17 @@ def _digest(items) -> str:
     return h.hexdigest()
 
 
+def _check_magnitude(region: Region) -> None:
+    """RegionError if a finite bound exceeds :data:`MAX_COORDINATE` in magnitude."""
+    lo, hi = region.bounding_box()
+    big = np.abs(np.concatenate([lo, hi]))
+    big = big[np.isfinite(big)]
+    if big.size and big.max() > MAX_COORDINATE:
+        raise RegionError(
+            f"region bound {big.max():.3g} is beyond {MAX_COORDINATE:.0e} in magnitude: float64 "
+            "cannot resolve the polytopes of such a box; rescale the inputs or shrink the box")
+
+
 def build_frame(region: Region, n: int) -> Frame:
     """Normalised frame of ``region`` in ``n`` input dimensions.
 
@@ -261,6 +273,7 @@ def build_frame(region: Region, n: int) -> Frame:
         If the region does not have ``n`` dimensions, is unbounded, or is empty.
     """
     region = region.with_dims(n)
+    _check_magnitude(region)
     if region.is_box:  # only the bounds matter: no dense rows (784 inputs make 1568 of them)
         lo, hi = region.bounding_box()
         if (lo > hi).any():

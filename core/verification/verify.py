@@ -209,8 +209,10 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab),
                              start=start, solver=solver, strategy=strategy,
                              max_polytopes=max_polytopes, time_limit=left, progress=progress,
-                             executor=executor, order=order)
+                             executor=executor, order=order, on_interrupt="report")
             reports.append(report)
+            if report.status.value == "interrupted":
+                raise KeyboardInterrupt  # verify's caller decides (its counts include this run)
             polytopes += report.stats["polytopes"]
             lps += report.stats["lps"] + report.stats["subproblem_solves"]
             result = report[0]

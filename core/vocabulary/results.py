@@ -141,6 +141,11 @@ class AnalysisResult:
     failures: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        from polytrav.vocabulary.text import describe_result
+
+        return "\n".join(describe_result(self))
+
     def __repr__(self) -> str:
         verdict = "" if self.verdict is None else f" {self.verdict.value}"
         value = self.value if not isinstance(self.value, float) else f"{self.value:.6g}"

@@ -54,3 +54,8 @@ WITNESS_TOL = 1e-7
 #: Counterfactuals: the returned point steps this far (relative to the distance, plus the
 #: absolute amount) past the class boundary so that the class really changes.
 COUNTERFACTUAL_STEP = 1e-6
+
+#: Largest magnitude of a region's coordinates: beyond it float64 cannot resolve unit steps
+#: (their spacing passes 0.1 at 1e15) and the frame's scaling overflows, so such a region
+#: is refused rather than traversed wrongly.
+MAX_COORDINATE = 1e15

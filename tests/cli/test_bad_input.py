@@ -60,6 +60,9 @@ def files(tmp_path_factory):
         "(assert (<= X_0 1))\n(assert (>= X_0 0))\n(assert (<= X_1 1))\n(assert (>= X_1 0))\n"
         "(assert (>= Y_0 1))\n")
     (root / "instances.csv").write_text("only_one_column\n")
+    (root / "timeouts.csv").write_text("tiny.nnet,two_inputs.vnnlib,soon\n")
+    (root / "negative.csv").write_text("tiny.nnet,two_inputs.vnnlib,-5\n")
+    (root / "empty.csv").write_text("# nothing here\n")
     job = 'network = "tiny.nnet"\n[region]\nkind = "box"\nlower = -1\nupper = 1\n' \
           '[[analysis]]\nname = "output_range"\n'
     (root / "ok.toml").write_text(job)
@@ -103,6 +106,14 @@ CASES = [
     ("unknown picture format", ["regions", "{d}/tiny.nnet", *BOX, "--plot", "{d}/p.xyz"], "xyz"),
     ("labels of the wrong count", ["regions", "{d}/tiny.nnet", *BOX, "--plot", "{d}/p.png",
                                    "--labels", "a,b,c"], "labels"),
+    ("plane options without a picture", ["regions", "{d}/tiny.nnet", *BOX, "--dims", "0", "1"],
+     "--plot"),
+    ("an empty label", ["regions", "{d}/tiny.nnet", *BOX, "--plot", "{d}/p.png", "--labels",
+                        "a,"], "empty name"),
+    ("a box too wide for float64", ["regions", "{d}/tiny.nnet", "--lower", "-1e308", "--upper",
+                                    "1e308"], "rescale"),
+    ("a label and an output", ["attack", "{d}/net5.onnx", *SMALL5, "--label", "0", "--output",
+                               "1"], "not both"),
     ("unknown export format", ["regions", "{d}/tiny.nnet", *BOX, "--export", "{d}/e.xyz"],
      "xyz"),
     ("x0 of the wrong length", ["counterfactual", "{d}/tiny.nnet", *BOX, "--x0", "0"],
@@ -130,6 +141,15 @@ CASES = [
     ("verify without a property", ["verify", "{d}/tiny.nnet"], "NETWORK and PROP"),
     ("malformed instance list", ["verify", "--instances", "{d}/instances.csv"],
      "onnx,vnnlib"),
+    ("non-numeric timeout in the list", ["verify", "--instances", "{d}/timeouts.csv"],
+     "timeouts.csv:1"),
+    ("negative timeout in the list", ["verify", "--instances", "{d}/negative.csv"],
+     "positive seconds"),
+    ("empty instance list", ["verify", "--instances", "{d}/empty.csv"], "lists no instances"),
+    ("results without a batch", ["verify", "{d}/tiny.nnet", "{d}/two_inputs.vnnlib",
+                                 "--results", "{d}/r.csv"], "--instances"),
+    ("malformed scheduler address", ["verify", "{d}/tiny.nnet", "{d}/two_inputs.vnnlib",
+                                     "--scheduler", "notanaddress"], "tcp://HOST:PORT"),
     ("zero workers", ["verify", "{d}/tiny.nnet", "{d}/two_inputs.vnnlib", "--workers", "0"],
      "--workers"),
     ("missing job file", ["run", "{d}/missing.toml"], "not"),

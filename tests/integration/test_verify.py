@@ -171,7 +171,7 @@ def test_cli_batch_writes_a_results_csv(acas, tmp_path):
     inst.write_text(f"{onnx('1_7')},{prop(3)},60\n{onnx('3_3')},{prop(4)},60\n")
     out = tmp_path / "results.csv"
     res = CliRunner().invoke(main, ["verify", "--instances", str(inst), "--results", str(out)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # a batch with a sat instance exits as sat
     rows = list(csv.DictReader(out.open()))
     assert [r["answer"] for r in rows] == [truth[("1_7", "3")], truth[("3_3", "4")]]
 
