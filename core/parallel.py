@@ -146,7 +146,7 @@ def fingerprint(net, region, start, strategy: str, analyses) -> str:
 
     Stored in checkpoints; resuming with anything else is refused.
     """
-    from polytrav.host.analysis import _RUN_STATE
+    from polytrav.host.analysis import RUN_STATE
 
     h = hashlib.sha256()
     for W, b in zip(net.weights, net.biases):
@@ -157,7 +157,7 @@ def fingerprint(net, region, start, strategy: str, analyses) -> str:
     h.update(strategy.encode())
     for a in analyses:
         params = {k: v for k, v in sorted(vars(a).items())
-                  if not k.startswith("_") and k not in _RUN_STATE}
+                  if not k.startswith("_") and k not in RUN_STATE}
         h.update(f"{type(a).__module__}.{type(a).__qualname__}".encode())
         h.update(pickle.dumps(params))
     return h.hexdigest()

@@ -264,11 +264,13 @@ class Analysis:
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
-                           if not k.startswith("_") and k not in _RUN_STATE)
+                           if not k.startswith("_") and k not in RUN_STATE)
         return f"{type(self).__name__}({params})"
 
 
-_RUN_STATE = ("label", "n_polytopes", "n_solves", "failures", "decided", "restriction")
+#: Attributes an analysis holds about the run in progress, not its parameters (a run in parts
+#: copies an analysis without them).
+RUN_STATE = ("label", "n_polytopes", "n_solves", "failures", "decided", "restriction")
 
 
 def combined_verdict(parts: list[AnalysisResult], exact: bool) -> Verdict:

@@ -32,7 +32,7 @@ from polytrav.model.region import Box, Region
 from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, _jsonable
 from polytrav.traversal.traverse import Traversal, TraversalStatus, traverse
 
-__all__ = ["analyze", "Report", "RunContext", "FORMS"]
+__all__ = ["analyze", "backend_chains", "Report", "RunContext", "FORMS"]
 
 #: Problem forms, each served by a chain of backends.
 FORMS = ("lp", "qp", "socp")
@@ -261,7 +261,7 @@ def _as_analyses(analyses, pm) -> list[Analysis]:
     return out
 
 
-def _chains(solver, pm) -> dict[str, list]:
+def backend_chains(solver, pm) -> dict[str, list]:
     """Backend chain per form from the ``solver`` argument (see :func:`analyze`)."""
     if solver is None or isinstance(solver, str) or not isinstance(solver, (dict, list, tuple)):
         solver = {} if solver is None else {"lp": solver}
@@ -375,7 +375,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         a.validate(net, region)
         seen[a.name] = seen.get(a.name, 0) + 1
         a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
-    chains = _chains(solver, pm)
+    chains = backend_chains(solver, pm)
     in_parts = executor is not None or checkpoint is not None
     if in_parts and within is not None:
         raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")

@@ -254,7 +254,7 @@ def _split_case(network, case, bounds, solver, timeout, t0):
     from polytrav.host.manager import get_plugin_manager
     from polytrav.bounds.dnf import attack_start, unsafe_distance
     from polytrav.model.region import Box
-    from polytrav.host.runner import _chains
+    from polytrav.host.runner import backend_chains
     from polytrav.bounds.split import SPLIT_MAX_DIM, split_box
 
     lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
@@ -267,7 +267,7 @@ def _split_case(network, case, bounds, solver, timeout, t0):
     if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:
         return None, [(region, start)]  # the traversal confirms it in its first polytope
     left = None if timeout is None else timeout - (time.perf_counter() - t0)
-    lp_chain = _chains(solver, get_plugin_manager())["lp"]
+    lp_chain = backend_chains(solver, get_plugin_manager())["lp"]
     result = split_box(network, lower, upper, prop.pairs, lp_chain,
                        time_limit=None if left is None else left / 2)
     if result.candidate is not None:

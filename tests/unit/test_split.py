@@ -11,7 +11,7 @@ from polytrav import Box
 from polytrav.verification.vnnlib import VnnlibCase, VnnlibSpec
 from polytrav.host.manager import get_plugin_manager
 from polytrav.bounds import dnf
-from polytrav.host.runner import _chains
+from polytrav.host.runner import backend_chains
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.bounds.split import split_box
 from polytrav.verification.verify import verify
@@ -46,7 +46,7 @@ def spec_of(net, lo, hi, unsafe) -> VnnlibSpec:
 
 
 def lp_chain():
-    return _chains(None, get_plugin_manager())["lp"]
+    return backend_chains(None, get_plugin_manager())["lp"]
 
 
 def mismatches(n: int, **split_options):
