@@ -29,6 +29,7 @@ from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
 from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
+from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, _jsonable
 from polytrav.traversal.traverse import Traversal, TraversalStatus, traverse
 
@@ -198,10 +199,11 @@ class RunContext:
 
     @staticmethod
     def code_str(polytope) -> str:
-        """The polytope's activation code, ``0``/``1`` per neuron and ``|`` between layers."""
+        """The polytope's activation code for messages (:func:`~polytrav.vocabulary.text.code_string`;
+        past 128 neurons its packed bits in hex, which stay unique)."""
         if sum(c.size for c in polytope.code) > 128:
             return "0x" + polytope.key.hex()
-        return "|".join("".join("1" if b else "0" for b in c) for c in polytope.code)
+        return code_string(polytope.code)
 
 
 class _Guide:

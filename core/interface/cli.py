@@ -532,14 +532,14 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     _write_export(export_path, polytopes, stats=stats)
     if as_json:
         if as_list:
-            stats["list"] = [{"index": p.index, "parent": p.parent, "code": code_string(p.code, 10**9),
+            stats["list"] = [{"index": p.index, "parent": p.parent, "code": code_string(p.code),
                               "interior_point": p.interior_point} for p in polytopes]
         click.echo(to_json(stats))
     else:
         if as_list:
             for p in polytopes:
                 click.echo(f"{p.index}\t{'' if p.parent is None else p.parent}\t"
-                           f"{code_string(p.code, 10**9)}")
+                           f"{code_string(p.code)}")
         state = ("" if run.complete else
                  f" (PARTIAL: {run.status.value}; the count so far, not the total)")
         click.echo(f"{len(polytopes)} polytopes in the box{state}; per level {run.stats.pieces}; "

@@ -58,6 +58,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.errors import ConfigError
 
 __all__ = ["EXPORT_FORMATS", "export", "check_export_path", "code_string", "parse_code",
@@ -85,16 +86,6 @@ REPORT_DTYPES = {"analysis": "string", "verdict": "string", "value": "string", "
 
 
 # ------------------------------------------------------------------ codes and adjacency
-
-
-def code_string(code) -> str:
-    """An activation code as text: ``0``/``1`` per neuron, layers separated by ``|``.
-
-    >>> import numpy as np
-    >>> code_string((np.array([False, True, True]), np.array([True, False])))
-    '011|10'
-    """
-    return "|".join("".join("1" if b else "0" for b in layer) for layer in code)
 
 
 def parse_code(text: str) -> tuple[np.ndarray, ...]:

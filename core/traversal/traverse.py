@@ -54,6 +54,7 @@ __all__ = [
     "DUPLICATE_TOL",
 ]
 
+from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.tolerances import (  # noqa: E402  (re-exported: the traversal's constants)
     CELL_CODE_RTOL,
     CUT_QUALITY,
@@ -291,10 +292,6 @@ def _volume(V: np.ndarray) -> float | None:
         return float(ConvexHull(V).volume) if V.shape[1] > 1 else float(np.ptp(V[:, 0]))
     except (QhullError, ValueError):
         return None
-
-
-def _code_str(code: tuple) -> str:
-    return "|".join("".join("1" if b else "0" for b in c) for c in code)
 
 
 class _Stop(Exception):
@@ -783,7 +780,7 @@ class Traversal(Iterator[Polytope]):
                 share = None if vol is None else vol / self._region_volume
                 st.proven_volume_share += share or 0.0
             st.proven[view.level] += 1
-            self.proven_pieces.append((view.level, _code_str(view.code), share))
+            self.proven_pieces.append((view.level, code_string(view.code), share))
         return margin
 
     def _polytope(self, code: tuple, u: np.ndarray, t: float, parent: int | None,

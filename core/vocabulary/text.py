@@ -18,6 +18,8 @@ __all__ = ["describe_result", "fmt", "vector", "code_string", "SHOWN"]
 
 #: Coordinates of a point shown in text; the rest are elided (all are in the JSON).
 SHOWN = 6
+#: Neurons of an activation code shown bit by bit in text; longer codes show counts per layer.
+SHOWN_CODE = 64
 
 _VERDICTS = {
     Verdict.HOLDS: "HOLDS",
@@ -47,10 +49,17 @@ def vector(x, shown: int = SHOWN) -> str:
     return f"[{head}]" if x.size <= shown else f"[{head}, … {x.size} values]"
 
 
-def code_string(code, limit: int = 64) -> str:
-    """An activation code as ``0``/``1`` per neuron with ``|`` between layers, shortened
-    past ``limit`` neurons to its on-counts per layer."""
-    if sum(np.size(c) for c in code) > limit:
+def code_string(code, limit: int | None = None) -> str:
+    """An activation code as text: ``0``/``1`` per neuron, layers separated by ``|`` (the one
+    spelling of a code everywhere: exports, listings, messages); past ``limit`` neurons, the
+    count of active neurons per layer instead.
+
+    >>> code_string((np.array([False, True, True]), np.array([True, False])))
+    '011|10'
+    >>> code_string((np.array([False, True, True]), np.array([True, False])), limit=4)
+    '2/3 on | 1/2 on'
+    """
+    if limit is not None and sum(np.size(c) for c in code) > limit:
         return " | ".join(f"{int(np.sum(c))}/{np.size(c)} on" for c in code)
     return "|".join("".join("1" if b else "0" for b in c) for c in code)
 
@@ -83,7 +92,7 @@ def describe_result(result: AnalysisResult, analysis=None, network=None) -> list
             x = np.asarray(result.witness, float)
             y = network.forward(x)
             lines.append(f"  network output there = {vector(y)}")
-            lines.append(f"  in the polytope with activation code {code_string(network.activation_code(x))}")
+            lines.append(f"  in the polytope with activation code {code_string(network.activation_code(x), SHOWN_CODE)}")
     lines += [f"  undecided: {f}" for f in result.failures[:3]]
     if len(result.failures) > 3:
         lines.append(f"  … and {len(result.failures) - 3} more undecided")
