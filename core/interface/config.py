@@ -24,15 +24,21 @@ and a list of analyses by their registered (entry-point) names with parameters::
     csv = "report.csv"                # one row per analysis (polytrav.interface.export.report_records)
     export = "polytopes.parquet"      # the visited polytopes: .json .csv .parquet .graphml
 
-Everything is checked before the network is traversed: unknown keys, wrong types, a missing
-file, an unknown analysis name (the error lists the installed ones) or a parameter an
-analysis does not take (the error lists the ones it takes), each analysis's own
-``validate`` against the network and region, and the outputs (an ``export`` suffix that is
-not a known format, its optional packages, a missing folder). Errors are
-:class:`~polytrav.ConfigError` naming the key (``analysis[2].norm``) and the file.
+Everything is checked before the network is traversed: the file is UTF-8 TOML (a BOM is
+fine), unknown keys, wrong types, a missing file (network, VNN-LIB), the region's shape
+(``A``'s rows, bounds against the network's inputs, finite box bounds), ``start`` inside
+the region, solver names, an unknown analysis name (the error lists the installed ones), a
+parameter an analysis does not take or needs (the error lists the ones it takes), parameter
+types (from the constructor's annotations), each analysis's own ``validate`` against the
+network and region (a value it cannot use is reported under its key, not as the
+exception), and the outputs (an ``export`` suffix that is not a known format, its optional
+packages, a missing folder, two keys naming one file, an output naming an input). Errors
+are :class:`~polytrav.ConfigError` naming the file and the key (``analysis[2].norm``), one
+line each (see docs/config.md).
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -74,6 +80,26 @@ class PolyhedronRegion(_Strict):
     A: list[list[float]]
     b: list[float]
     within: BoxRegion | None = None
+
+    @field_validator("A")
+    @classmethod
+    def _rectangular(cls, value: list[list[float]]) -> list[list[float]]:
+        if not value:
+            raise ValueError("no rows; give one row [a_1, ..., a_n] per inequality a x <= b")
+        lengths = [len(row) for row in value]
+        if len(set(lengths)) > 1:
+            raise ValueError(f"rows must have equal length (the network's input count), not "
+                             f"{', '.join(map(str, lengths))}")
+        return value
+
+    @field_validator("b")
+    @classmethod
+    def _one_per_row(cls, value: list[float], info) -> list[float]:
+        A = info.data.get("A")
+        if A is not None and len(value) != len(A):
+            raise ValueError(f"has {len(value)} entries but A has {len(A)} rows; give one "
+                             "right-hand side per row of A")
+        return value
 
 
 class VnnlibRegion(_Strict):
@@ -119,7 +145,7 @@ class Job(_Strict):
     strategy: str = "hierarchical"
     solver: str | dict[str, str] | None = None
     time_limit: float | None = Field(default=None, gt=0)
-    max_polytopes: int | None = Field(default=None, ge=0)
+    max_polytopes: int | None = Field(default=None, ge=1)
     output: Output | None = None
 
     @field_validator("strategy")
@@ -128,13 +154,35 @@ class Job(_Strict):
         from polytrav.traversal.traverse import STRATEGIES
 
         if value not in STRATEGIES:
-            raise ValueError(f"unknown strategy {value!r}; valid choices: {sorted(STRATEGIES)}")
+            raise ValueError(f"unknown strategy {value!r}{did_you_mean(value, STRATEGIES)}; use "
+                             + " or ".join(repr(s) for s in STRATEGIES))
+        return value
+
+    @field_validator("solver")
+    @classmethod
+    def _problem_forms(cls, value):
+        from polytrav.host.runner import FORMS
+
+        for form in value if isinstance(value, dict) else ():
+            if form not in FORMS:
+                raise ValueError(f"unknown problem form {form!r}{did_you_mean(form, FORMS)}; the "
+                                 f"table's keys are problem forms ({', '.join(FORMS)}) and its "
+                                 "values solver names, e.g. {lp = \"highs\", qp = \"clarabel\"}")
         return value
 
 
 #: Type names pydantic puts in an error's location for a union member (not keys).
 _TYPE_PARTS = {"box", "ball", "polyhedron", "vnnlib", "float", "int", "str", "list[float]",
                "list[list[float]]", "dict[str,str]", "literal[1,2,'inf']"}
+
+#: pydantic error types in plain words (``must be ...``); the rest keep pydantic's sentence.
+_MUST_BE = {
+    "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
+    "int_parsing": "a whole number", "int_type": "a whole number",
+    "int_from_float": "a whole number", "string_type": "text in quotes",
+    "bool_type": "true or false", "bool_parsing": "true or false", "list_type": "a list [...]",
+    "dict_type": "a table", "model_type": "a table", "model_attributes_type": "a table",
+}
 
 
 def _where(loc: tuple) -> str:
@@ -152,34 +200,82 @@ def _known_keys() -> list[str]:
     return sorted({f.alias or k for m in models for k, f in m.model_fields.items()})
 
 
+_KINDS = ["box", "ball", "polyhedron", "vnnlib"]
+_UNITS = {("time_limit",): " (seconds; leave it out for no limit)",
+          ("max_polytopes",): " (leave it out for no limit)"}
+
+
 def _problem(err: dict) -> str:
     """One readable phrase for a pydantic error (no pydantic internals)."""
-    kind, got = err["type"], err.get("input")
+    kind, got, loc = err["type"], err.get("input"), err["loc"]
+    ctx = err.get("ctx", {})
     if kind == "extra_forbidden":
-        key = str(err["loc"][-1])
+        key = str(loc[-1])
         return f"unknown key {key!r}{did_you_mean(key, _known_keys())}"
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
-        tag = err.get("ctx", {}).get("tag", got)
-        kinds = ["box", "ball", "polyhedron", "vnnlib"]
-        return (f"kind {tag!r} is not a region kind{did_you_mean(tag, kinds)}; use one of "
-                + ", ".join(repr(k) for k in kinds))
+    if kind == "union_tag_not_found":
+        return ("missing; add kind = \"box\" (or " + ", ".join(repr(k) for k in _KINDS[1:])
+                + ") to say which region it is")
+    if kind == "union_tag_invalid":
+        tag = ctx.get("tag", got)
+        return (f"kind {tag!r} is not a region kind{did_you_mean(tag, _KINDS)}; use one of "
+                + ", ".join(repr(k) for k in _KINDS))
+    if loc == ("analysis",) and kind in ("missing", "too_short"):
+        return 'no analysis; add an [[analysis]] table, e.g. [[analysis]] name = "output_range"'
+    if loc == ("analysis",) and kind == "list_type":
+        return ("must be a list of tables: write each one as [[analysis]] (double brackets), "
+                f"got {got!r}")
+    if len(loc) == 3 and loc[0] == "analysis" and loc[2] == "name" and kind == "missing":
+        return 'missing; every [[analysis]] table needs name = "..." (e.g. "output_range")'
+    if loc[:1] == ("solver",) and kind != "value_error":
+        return ('must be a solver name such as "highs", or a table such as '
+                f'{{lp = "highs", qp = "clarabel"}}, got {got!r}')
     if kind == "missing":
         return "missing (required)"
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{msg[0].lower()}{msg[1:]}, got {got!r}" if got is not None else msg
+    if kind == "value_error":  # a validator of this module: its message names the value
+        return err["msg"].removeprefix("Value error, ")
+    if kind == "greater_than":
+        msg = f"must be greater than {ctx.get('gt'):g}"
+    elif kind == "greater_than_equal":
+        msg = f"must be at least {ctx.get('ge'):g}"
+    elif kind in _MUST_BE:
+        msg = f"must be {_MUST_BE[kind]}"
+    else:
+        msg = err["msg"].replace("Input should be", "must be")
+        msg = msg[0].lower() + msg[1:]
+    return f"{msg}{_UNITS.get(loc, '')}, got {got!r}"
+
+
+def _read_text(path: Path) -> str:
+    """The job file's text (UTF-8, a byte order mark allowed); one-line errors."""
+    name = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        where = "" if path.is_absolute() else f" (relative paths start at {os.getcwd()})"
+        raise ConfigError(f"job file {name!r} not found{where}") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"job file {name!r} is a folder; give the job's .toml file") from exc
+    except OSError as exc:
+        raise ConfigError(f"job file {name!r} cannot be read: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = "\x00"
+    if "\x00" in text:  # binary, or UTF-16 (Windows' "Unicode"), which decodes with NULs
+        raise ConfigError(
+            f"job file {name!r} is not a text TOML file (it is binary, or text not saved as "
+            "UTF-8); polytrav run takes a job file (.toml, UTF-8 text); to analyse a network "
+            "file directly use e.g. polytrav regions NETWORK")
+    return text
 
 
 def load_job(path: str | Path) -> tuple[Job, Path]:
     """Parse and validate a job file (keys and types); returns the job and its folder."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"job file {str(path)!r} not found") from exc
-    except OSError as exc:
-        raise ConfigError(f"job file {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
+        data = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"job file {str(path)!r} is not valid TOML: {exc}") from exc
+        raise ConfigError(f"job file {str(path)!r} is not valid TOML: {exc}") from None
     try:
         job = Job.model_validate(data)
     except ValidationError as exc:
@@ -196,13 +292,29 @@ def load_job(path: str | Path) -> tuple[Job, Path]:
                 where = _where(loc[:-1])
                 found[where] = "; ".join(filter(None, [found.get(where), _problem(err)]))
                 continue
-            found.setdefault(_where(loc), _problem(err))
-        raise ConfigError(f"job file {str(path)!r}: "
-                          + "; ".join(f"{k}: {v}" for k, v in found.items())) from None
+            where = _where(loc)
+            if err["type"] == "union_tag_not_found":
+                where += ".kind"
+            found.setdefault(where, _problem(err))
+        top = found.pop("(top level)", None)  # unknown keys first: they explain the rest
+        raise ConfigError(f"job file {str(path)!r}: " + "; ".join(
+            ([top] if top else []) + [f"{k}: {v}" for k, v in found.items()])) from None
     return job, path.parent
 
 
-def _region(spec, root: Path, net):
+def _input_file(root: Path, name: str, key: str, where: str, what: str) -> Path:
+    """``root / name`` if it is a file; else a one-line error naming ``key``."""
+    file = root / name
+    if file.is_file():
+        return file
+    if file.is_dir():
+        raise ConfigError(f"{where}: {key}: {name!r} is a folder; give {what}")
+    rel = ("" if Path(name).is_absolute() else
+           f" (paths in a job file are relative to the job file's folder, {root.resolve()})")
+    raise ConfigError(f"{where}: {key}: {name!r} not found{rel}")
+
+
+def _region(spec, root: Path, net, where: str = "job file"):
     import numpy as np
 
     from polytrav.model.region import Ball, Box, Polyhedron
@@ -221,59 +333,307 @@ def _region(spec, root: Path, net):
         return region & box(spec.within) if spec.within else region
     from polytrav.verification.vnnlib import read_vnnlib
 
-    parsed = read_vnnlib(root / spec.file, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+    file = _input_file(root, spec.file, "region.file", where, "a .vnnlib file")
+    try:
+        parsed = read_vnnlib(file, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+    except ConfigError as exc:
+        if isinstance(exc.__cause__, UnicodeDecodeError):
+            raise ConfigError(f"{where}: region.file: {spec.file!r} is not a VNN-LIB text file "
+                              "(it is binary or not UTF-8); give a .vnnlib file") from exc
+        raise
     return parsed.cases[0].region()
+
+
+def _checked_region(job: Job, root: Path, net, where: str):
+    """The job's region in the network's input dimensions; a box-like one bounded, not empty."""
+    import numpy as np
+
+    from polytrav.vocabulary.errors import PolytravError
+
+    try:
+        region = _region(job.region, root, net, where).with_dims(net.n_inputs)
+    except ConfigError as exc:
+        if str(exc).startswith(where):
+            raise
+        raise ConfigError(f"{where}: region: {exc}") from exc
+    except (PolytravError, ValueError) as exc:
+        raise ConfigError(f"{where}: region: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{where}: region.file: {job.region.file!r} cannot be read: "
+                          f"{exc.strerror or exc}") from exc
+    if region.is_box:  # the bounds alone, no LP: open sides and crossed bounds
+        lo, hi = region.bounding_box()
+        open_ = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
+        if open_.size:
+            j = int(open_[0])
+            raise ConfigError(f"{where}: region: unbounded along input {j} (lower {lo[j]}, "
+                              f"upper {hi[j]}); polytrav traverses bounded regions: give finite "
+                              "bounds")
+        crossed = np.flatnonzero(lo > hi)
+        if crossed.size:
+            j = int(crossed[0])
+            raise ConfigError(f"{where}: region: empty, its bounds cross at input {j} (lower "
+                              f"{lo[j]}, upper {hi[j]}); does [region.within] miss the region?")
+    return region
+
+
+def _check_start(job: Job, net, region, where: str) -> None:
+    import numpy as np
+
+    if job.start is None:
+        return
+    x, n = np.asarray(job.start, float), net.n_inputs
+    if x.shape != (n,):
+        raise ConfigError(f"{where}: start: has {x.size} coordinates but the network takes {n}; "
+                          "give one per input, or leave start out")
+    if not np.isfinite(x).all():
+        raise ConfigError(f"{where}: start: must be finite numbers, got {job.start}")
+    bad = region.violations(x)
+    if bad:
+        raise ConfigError(f"{where}: start: {job.start} is outside the region "
+                          f"({'; '.join(bad[:3])}); give a point inside it, or leave start out")
+
+
+def _check_solver(spec, pm, where: str) -> None:
+    """Solver names are installed backends serving their problem form (as ``analyze`` uses
+    them: a plain name is the LP solver)."""
+    from polytrav.host.manager import get_solver, solver_classes
+    from polytrav.vocabulary.errors import PolytravError
+
+    if spec is None:
+        return
+    items = [("solver", "lp", spec)] if isinstance(spec, str) else \
+        [(f"solver.{form}", form, name) for form, name in spec.items()]
+    classes = solver_classes(pm)
+    for key, form, name in items:
+        if name not in classes:
+            raise ConfigError(f"{where}: {key}: unknown solver {name!r}"
+                              f"{did_you_mean(name, classes)}; known solvers: "
+                              + ", ".join(classes))
+        cls = classes[name]
+        if not cls.is_available():
+            try:
+                get_solver(name, pm=pm)  # its message says what to install
+            except PolytravError as exc:
+                raise ConfigError(f"{where}: {key}: {exc}") from None
+        if form not in cls.forms:
+            raise ConfigError(f"{where}: {key}: solver {name!r} does not solve {form!r} problems "
+                              f"(it solves {', '.join(sorted(cls.forms))}); pick another, or "
+                              f"name it for its form, e.g. [solver] {sorted(cls.forms)[0]} = "
+                              f"{name!r}")
+
+
+#: Plain words for the simple types of an analysis's constructor annotations.
+_TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number",
+               str: "text in quotes"}
+
+
+def _fits(value, kinds) -> bool:
+    if isinstance(value, bool):  # TOML's true/false: not a number
+        return bool in kinds
+    return any(isinstance(value, (int, float) if t is float else t) for t in kinds)
+
+
+def _mistyped(cls, params: dict) -> tuple[str, str] | None:
+    """``(key, "must be ...")`` of the first parameter whose value does not fit its
+    annotation, where the annotation is a plain bool/int/float/str (or ``X | None``)."""
+    import types
+    import typing
+
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001  a third-party annotation that does not evaluate
+        return None
+    for key, value in params.items():
+        hint = hints.get(key)
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        kinds = [t for t in (typing.get_args(hint) if union else (hint,)) if t is not type(None)]
+        if kinds and all(t in _TYPE_WORDS for t in kinds) and not _fits(value, kinds):
+            return key, "must be " + " or ".join(_TYPE_WORDS[t] for t in kinds)
+    return None
+
+
+def _plain(exc: BaseException) -> str:
+    """What a TypeError/ValueError from turning a parameter value into numbers means."""
+    text = str(exc)
+    if any(s in text for s in ("could not convert string", "invalid literal for",
+                               "not 'str'")):
+        return "must be numbers, not text (write numbers without quotes, lists as [0.1, 0.2])"
+    if "inhomogeneous" in text or "array element with a sequence" in text:
+        return "its lists must all have the same length (rows of equal length)"
+    if "'dict'" in text:
+        return "must be numbers or lists of numbers, not a table"
+    if "unhashable" in text:
+        return "must be a single value, not a list or a table"
+    return f"cannot be used ({type(exc).__name__}: {text})"
+
+
+def _culprits(exc: BaseException, cls, params: dict) -> list[str]:
+    """The parameters a failure in an analysis's own code is about: those named on the
+    failing line of its module (innermost first), else the one holding the text the message
+    quotes, else the only one given."""
+    import inspect
+    import linecache
+    import re
+    import traceback
+
+    modules = {c.__module__ for c in cls.__mro__} - {"builtins"}
+    for frame, lineno in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        if frame.f_globals.get("__name__") in modules:
+            line = linecache.getline(frame.f_code.co_filename, lineno)
+            named = [p for p in params if re.search(rf"\b{re.escape(p)}\b", line)]
+            if named:
+                return named
+
+    def holds(value, text) -> bool:
+        if isinstance(value, (list, tuple)):
+            return any(holds(v, text) for v in value)
+        if isinstance(value, dict):
+            return any(holds(v, text) for v in value.values())
+        return isinstance(value, str) and value == text
+
+    quoted = re.findall(r"'([^']*)'", str(exc))
+    named = [p for p, v in params.items() if any(holds(v, q) for q in quoted)]
+    if named:
+        return named
+    if len(params) == 1:
+        return list(params)
+
+    def shape(value) -> str:
+        return "list" if isinstance(value, (list, tuple)) else "table" \
+            if isinstance(value, dict) else "scalar"
+
+    sig = inspect.signature(cls.__init__).parameters  # a list where the default is a number
+    return [p for p, v in params.items() if p in sig and sig[p].default is not sig[p].empty
+            and sig[p].default is not None and shape(v) != shape(sig[p].default)]
+
+
+def _analysis(k: int, spec: AnalysisSpec, classes: dict, pm, net, region, where: str):
+    """Analysis ``k`` of the job, built by name and validated; one-line errors naming the key."""
+    import inspect
+
+    from polytrav.host.manager import create_analysis
+    from polytrav.vocabulary.errors import PolytravError
+
+    name, params = spec.name, dict(spec.model_extra or {})
+    head = f"{where}: analysis[{k}] ({name})"
+    cls = classes.get(name)
+    if cls is not None:  # a required parameter left out (create_analysis: unknown ones)
+        sig = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        takes = [p.name for p in sig if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        missing = [p.name for p in sig if p.name in takes and p.default is p.empty
+                   and p.name not in params]
+        open_kw = any(p.kind is p.VAR_KEYWORD for p in sig)
+        if missing and (open_kw or set(params) <= set(takes)):
+            raise ConfigError(f"{head}: needs parameter{'s' if len(missing) > 1 else ''} "
+                              f"{', '.join(repr(m) for m in missing)} (it takes "
+                              f"{', '.join(takes)})")
+
+    def mistyped():
+        bad = _mistyped(cls, params) if cls is not None else None
+        if bad:
+            return ConfigError(f"{where}: analysis[{k}].{bad[0]} ({name}): {bad[1]}, "
+                               f"got {params[bad[0]]!r}")
+        return None
+
+    try:
+        a = create_analysis(name, pm=pm, **params)
+        a.validate(net, region)
+    except PolytravError as exc:
+        raise ConfigError(f"{head}: {str(exc).removeprefix(f'analysis {name!r}: ')}") from exc
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as exc:
+        # the analysis's own code failed on a value it was given (text for numbers, ragged
+        # lists, a list for a single value): the key and the value, not the exception
+        error = mistyped()
+        if error is not None:
+            raise error from exc
+        if not params:  # nothing the job gave: a bug of the analysis
+            raise
+        keys = _culprits(exc, cls, params)
+        if len(keys) == 1:
+            raise ConfigError(f"{where}: analysis[{k}].{keys[0]} ({name}): {_plain(exc)}, got "
+                              f"{params[keys[0]]!r}") from exc
+        given = ", ".join(f"{p} = {v!r}" for p, v in params.items())
+        raise ConfigError(f"{head}: a parameter value cannot be used: {_plain(exc)}; "
+                          f"given {given}") from exc
+    error = mistyped()
+    if error is not None:
+        raise error
+    return a
 
 
 def prepare(path: str | Path):
     """Everything a job needs, checked: ``(job, network, region, analyses, root)``.
 
     Analyses are built by registered name (unknown names and parameters are errors that
-    list the valid ones) and validated against the network and region.
+    list the valid ones) and validated against the network and region; the outputs are
+    checked first (nothing is loaded for a job whose results could not be written).
     """
-    from polytrav.vocabulary.errors import PolytravError
-    from polytrav.host.manager import create_analysis, get_plugin_manager
+    from polytrav.host.manager import analysis_classes, get_plugin_manager
     from polytrav.verification.verify import load_network
+    from polytrav.vocabulary.errors import PolytravError
 
     job, root = load_job(path)
+    where = f"job file {str(path)!r}"
     net_path = root / job.network
-    if not net_path.is_file():
-        raise ConfigError(f"job file {str(path)!r}: network: no file {str(net_path)!r}")
-    net = load_network(net_path)
+    inputs = {Path(path): "the job file itself", net_path: "the network file"}
+    if isinstance(job.region, VnnlibRegion):
+        inputs[root / job.region.file] = "the region's VNN-LIB file"
+    _check_outputs(job, root, path, inputs=inputs)
+    _input_file(root, job.network, "network", where, "the network's .onnx or .nnet file")
     try:
-        region = _region(job.region, root, net).with_dims(net.n_inputs)
-    except (PolytravError, OSError, ValueError) as exc:
-        raise ConfigError(f"job file {str(path)!r}: region: {exc}") from exc
+        net = load_network(net_path)
+    except PolytravError as exc:
+        raise ConfigError(f"{where}: network: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{where}: network: {job.network!r} cannot be read: "
+                          f"{exc.strerror or exc}") from exc
+    region = _checked_region(job, root, net, where)
+    _check_start(job, net, region, where)
     pm = get_plugin_manager()
-    analyses = []
-    for k, spec in enumerate(job.analysis):
-        params = dict(spec.model_extra or {})
-        try:
-            a = create_analysis(spec.name, pm=pm, **params)
-            a.validate(net, region)
-        except PolytravError as exc:
-            raise ConfigError(f"job file {str(path)!r}: analysis[{k}] ({spec.name}): {exc}") from exc
-        analyses.append(a)
-    _check_outputs(job, root, path)
+    _check_solver(job.solver, pm, where)
+    classes = analysis_classes(pm)
+    analyses = [_analysis(k, spec, classes, pm, net, region, where)
+                for k, spec in enumerate(job.analysis)]
     return job, net, region, analyses, root
 
 
-def _check_outputs(job: Job, root: Path, path) -> None:
-    """The output files can be written: known export format and its packages, folders exist."""
+def _check_outputs(job: Job, root: Path, path, inputs: dict | None = None) -> None:
+    """The output files can be written: each key its own file, none of them an input file
+    (``inputs``: path -> what it is) or a folder, known export format and its packages,
+    folders exist."""
     from polytrav.interface.export import check_export_path
 
-    out = job.output
+    out, where = job.output, f"job file {str(path)!r}"
     if out is None:
         return
+    taken = {Path(p).resolve(): what for p, what in (inputs or {}).items()}
+    named: dict[Path, str] = {}
+    for key, name in (("json", out.json_path), ("csv", out.csv), ("export", out.export)):
+        if name is None:
+            continue
+        file = (root / name).resolve()
+        if file in named:
+            raise ConfigError(f"{where}: output.{named[file]} and output.{key} both name "
+                              f"{name!r}; one would overwrite the other: give each its own file")
+        if file in taken:
+            raise ConfigError(f"{where}: output.{key}: {name!r} is {taken[file]}, which writing "
+                              "the output would overwrite; give another file name")
+        if file.is_dir():
+            example = Path(name) / ("polytopes.json" if key == "export" else f"report.{key}")
+            raise ConfigError(f"{where}: output.{key}: {name!r} is a folder; give a file name "
+                              f"in it, e.g. {str(example)!r}")
+        named[file] = key
     for key, name in (("json", out.json_path), ("csv", out.csv)):
         if name is not None and not (root / name).parent.is_dir():
-            raise ConfigError(f"job file {str(path)!r}: output.{key}: no folder "
+            raise ConfigError(f"{where}: output.{key}: no folder "
                               f"{str((root / name).parent)!r} to write {Path(name).name!r} in")
     if out.export is not None:
         try:
             check_export_path(root / out.export)
         except ConfigError as exc:
-            raise ConfigError(f"job file {str(path)!r}: output.export: {exc}") from None
+            problem = str(exc).removeprefix("export: ")
+            raise ConfigError(f"{where}: output.export: {problem}") from None
 
 
 def run_job(path: str | Path, progress=None, *, keep_polytopes: bool = False,
@@ -286,13 +646,22 @@ def run_job(path: str | Path, progress=None, *, keep_polytopes: bool = False,
     :func:`write_job_outputs` does (``polytrav run`` calls it).
     """
     from polytrav.host.runner import analyze
+    from polytrav.vocabulary.errors import RegionError, SolverNotAvailable
 
     job, net, region, analyses, root = prepare(path)
     keep = keep_polytopes or bool(job.output and job.output.export)
-    report = analyze(net, region, analyses, start=job.start, solver=job.solver,
-                     strategy=job.strategy, max_polytopes=job.max_polytopes,
-                     time_limit=job.time_limit, progress=progress, keep_polytopes=keep,
-                     on_interrupt=on_interrupt)
+    try:
+        report = analyze(net, region, analyses, start=job.start, solver=job.solver,
+                         strategy=job.strategy, max_polytopes=job.max_polytopes,
+                         time_limit=job.time_limit, progress=progress, keep_polytopes=keep,
+                         on_interrupt=on_interrupt)
+    except RegionError as exc:  # found setting up the traversal: unbounded, empty, flat
+        hint = ("bound it with a [region.within] table (kind = \"box\")"
+                if isinstance(job.region, (BallRegion, PolyhedronRegion)) else "give finite bounds")
+        msg = str(exc).removeprefix("region ").replace("intersect it with a Box to traverse", hint)
+        raise ConfigError(f"job file {str(path)!r}: region: {msg}") from exc
+    except (ConfigError, SolverNotAvailable) as exc:
+        raise ConfigError(f"job file {str(path)!r}: {exc}") from exc
     return report, job, root
 
 

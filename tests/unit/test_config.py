@@ -68,15 +68,15 @@ def test_cli_run_writes_json_and_csv(job):
     (("norm = 2", "norm = 2\nradius = 3"),
      r"analysis\[1\] \(counterfactual\): .*does not take parameter\(s\) \['radius'\]; it takes"),
     (('kind = "box"', 'kind = "cube"'), r"region: kind 'cube' is not a region kind; use one of 'box', 'ball'"),
-    (("time_limit = 30", 'time_limit = "soon"'), r"time_limit: input should be a valid number"),
-    (('network = "tiny.nnet"', 'network = "missing.onnx"'), r"network: no file .*missing.onnx"),
+    (("time_limit = 30", 'time_limit = "soon"'), r"time_limit: must be a number .*, got 'soon'"),
+    (('network = "tiny.nnet"', 'network = "missing.onnx"'), r"network: 'missing.onnx' not found \(paths in a job file are relative to"),
     (("feature = 0", "feature = 7"), r"analysis\[2\] \(monotonicity\): .*feature must be an input index in \[0, 2\)"),
     (("upper = [1, 1]", "upper = [1, 1, 1]"), r"region: "),
     (('csv = "report.csv"', 'csv = "report.csv"\nexport = "polytopes.xlsx"'),
      r"output.export: .*unknown export format '.xlsx' of 'polytopes.xlsx'; the suffix must be "
      r"one of .json, .csv, .parquet, .graphml"),
     (('csv = "report.csv"', 'csv = "report.csv"\nexport = "nowhere/polytopes.csv"'),
-     r"output.export: export: no folder .*nowhere"),
+     r"output.export: no folder .*nowhere"),
     (('csv = "report.csv"', 'csv = "nowhere/report.csv"'), r"output.csv: no folder .*nowhere"),
 ])
 def test_bad_jobs_name_the_key_before_any_work(job, edit, message):
