@@ -268,6 +268,10 @@ def create_analysis(name: str, *, pm: pluggy.PluginManager | None = None, **para
         hint = did_you_mean(unknown[0], takes) if len(unknown) == 1 else ""
         raise ConfigError(f"analysis {name!r} does not take parameter(s) {unknown}{hint}; "
                           f"it takes {takes}")
+    missing = [p for p in takes if p not in params
+               and sig.parameters[p].default is inspect.Parameter.empty]
+    if missing:
+        raise ConfigError(f"analysis {name!r} needs parameter(s) {missing} (it takes {takes})")
     try:
         return cls(**params)
     except TypeError as exc:

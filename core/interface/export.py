@@ -379,7 +379,7 @@ def write_report(report, path: str | Path, *, format: str | None = None) -> None
 
     ``format`` (``"json"``, ``"csv"`` or ``"parquet"``) overrides the suffix. The table is
     :func:`report_records`, always these columns in this order; it is also what a job file's
-    ``[output] csv = ...`` writes (:func:`polytrav.interface.config.write_outputs`).
+    ``[output] csv = ...`` writes (:func:`polytrav.interface.config.write_job_outputs`).
     """
     path = Path(path)
     suffix = _format(path) if format is None else "." + format.lower().lstrip(".")
