@@ -284,7 +284,7 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
                  resume: bool, checkpoint_every: float, parts: int | None, progress,
                  order: str = "bfs", on_interrupt: str = "raise"):
     """:func:`polytrav.analyze` in parts (see the module doc); returns its Report."""
-    from polytrav.host.runner import Report, RunContext
+    from polytrav.host.runner import SUBPROBLEM_STATS, Report, RunContext
 
     t0 = time.perf_counter()
     missing = [a.label for a in analyses if not a.combinable]
@@ -384,9 +384,7 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
                part_pieces=[s.get("part_pieces") for s in state.stats],
                enumeration_seconds=state.enumeration.get("total_time", 0.0),
                pieces_done=len(state.done), lost_parts=len(lost),
-               subproblem_solves=sum(s.get("subproblem_solves", 0) for s in state.stats),
-               subproblem_time=sum(s.get("subproblem_time", 0.0) for s in state.stats),
-               subproblem_fallbacks=sum(s.get("subproblem_fallbacks", 0) for s in state.stats))
+               **{key: sum(s.get(key, 0) for s in state.stats) for key in SUBPROBLEM_STATS})
     return Report(results=results, status=status, stats=out, time=time.perf_counter() - t0,
                   solver={form: [b.name for b in chain] for form, chain in chains.items()},
                   network=net, analyses=list(analyses))

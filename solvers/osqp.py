@@ -31,6 +31,8 @@ with these), while it helps on QPs. User options override both.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import time
 
 import numpy as np
@@ -247,8 +249,7 @@ class OsqpSession:
                                time.perf_counter() - t0, None, f"OSQP failed: {exc!r}",
                                {"osqp_status": None, "inaccurate": False, "polished": False})
         res = self.backend.read(results, t0)
-        res.extras["warm"] = warm
-        return res
+        return dataclasses.replace(res, extras={**res.extras, "warm": warm})
 
 
 def stack_rows(n: int, A_ub, b_ub, A_eq, b_eq, bounds):

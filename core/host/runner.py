@@ -33,7 +33,12 @@ from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, _jsonable
 from polytrav.traversal.traverse import Traversal, TraversalStatus, traverse
 
-__all__ = ["analyze", "backend_chains", "Report", "RunContext", "FORMS"]
+__all__ = ["analyze", "backend_chains", "Report", "RunContext", "FORMS", "SUBPROBLEM_STATS"]
+
+#: The subproblem counters of ``Report.stats`` (serial runs and runs in parts alike): solves,
+#: their seconds, fallbacks taken, solves in the traversal's own LP model, box-LP certificates.
+SUBPROBLEM_STATS = ("subproblem_solves", "subproblem_time", "subproblem_fallbacks",
+                    "subproblem_in_traversal_model", "subproblem_box_lp")
 
 #: Problem forms, each served by a chain of backends.
 FORMS = ("lp", "qp", "socp")
@@ -186,6 +191,11 @@ class RunContext:
                               f"{res.message} [tried {'; '.join(tried)}]", res.extras)
         self.solve_time += time.perf_counter() - t0
         return res
+
+    def subproblem_stats(self) -> dict[str, Any]:
+        """The run's subproblem counters, as ``Report.stats`` holds them (:data:`SUBPROBLEM_STATS`)."""
+        return dict(zip(SUBPROBLEM_STATS, (self.n_solves, self.solve_time, self.n_fallbacks,
+                                           self.n_in_model, self.n_box_lp)))
 
     def maximize_in_cell(self, polytope, g: np.ndarray) -> SolveResult | None:
         """:meth:`Traversal.maximize_in_cell`, counted as a subproblem solve; None if it cannot."""
@@ -442,10 +452,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
                if isinstance(r, AnalysisResult)}
     stats = trav.stats.to_dict()
     stats["proven_pieces"] = list(trav.proven_pieces)
-    stats.update(subproblem_solves=context.n_solves, subproblem_time=context.solve_time,
-                 subproblem_fallbacks=context.n_fallbacks,
-                 subproblem_in_traversal_model=context.n_in_model,
-                 subproblem_box_lp=context.n_box_lp)
+    stats.update(context.subproblem_stats())
     return Report(
         results=[results[a.label] for a in items],
         status=trav.status,

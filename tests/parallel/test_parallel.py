@@ -175,3 +175,13 @@ def test_ctrl_c_in_a_run_in_parts_re_raises_or_reports_the_parts_done():
                      progress=interrupt, on_interrupt="report")
     assert report.status is TraversalStatus.INTERRUPTED and report.partial
     assert not report[0].exact and report.stats["polytopes"] > 0
+
+
+def test_serial_and_parted_reports_count_subproblems_under_the_same_keys():
+    from polytrav.host.runner import SUBPROBLEM_STATS
+
+    serial = analyze(NET, REGION, Counterfactual(np.zeros(3), norm=2))
+    parted = analyze(NET, REGION, Counterfactual(np.zeros(3), norm=2),
+                     executor=SerialExecutor(), parts=3)
+    for report in (serial, parted):
+        assert set(SUBPROBLEM_STATS) <= set(report.stats), sorted(report.stats)
