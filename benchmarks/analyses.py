@@ -64,7 +64,8 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from milp import milp_counterfactual, milp_max_linear, milp_max_margin
 from polytrav import Ball, Box, Network, analyze, traverse
-from polytrav.host.analysis import CellProblem, cell_rows, local_model_u
+from polytrav.host.analysis import CellProblem
+from polytrav.model.cell import cell_rows, local_model_u
 from polytrav.host.manager import get_solver
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.counterfactual import Counterfactual

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import (Analysis, Stop, check_witness, combine_worst, corner_ascent,
-                               local_model_u)
+from polytrav.host.analysis import Analysis, Stop, check_witness, combine_worst, corner_ascent
+from polytrav.model.cell import local_model_u
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.bounds.dnf import attack_start, bab_details, dnf_piece_margin, region_bab

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import (Analysis, CellProblem, LayerPlanes, Restrict, cell_values,
-                               check_witness)
+from polytrav.host.analysis import Analysis, CellProblem, Restrict, cell_values, check_witness
+from polytrav.model.cell import LayerPlanes
 from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Box

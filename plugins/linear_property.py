@@ -16,7 +16,8 @@ import numpy as np
 
 from polytrav.bounds.dnf import attack_start, bab_details, dnf_piece_margin, region_bab
 from polytrav.host.analysis import (Analysis, CellProblem, Stop, cell_values, check_witness,
-                                    combine_worst, local_model_u)
+                                    combine_worst)
+from polytrav.model.cell import local_model_u
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import AnalysisResult, Status, Verdict

@@ -47,7 +47,7 @@ class RegionStats(Analysis):
         share = None
         if self._region_volume:
             A, b = _frame_halfspaces(context.frame)
-            from polytrav.host.analysis import cell_rows
+            from polytrav.model.cell import cell_rows
 
             Ac, bc = cell_rows(polytope, context.frame)
             vol = _volume(np.vstack([A, Ac]), np.concatenate([b, bc]), context.frame,

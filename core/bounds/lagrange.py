@@ -3,7 +3,7 @@
 An analysis that takes a maximum over all polytopes (``OutputRange``, ``SoftmaxAttack``, a
 counterfactual's reachability test) needs a polytope's LP only if its optimum can beat the
 best value so far. In frame coordinates the region lies in ``[-1, 1]^d`` and the polytope is
-``A u <= b`` (:func:`polytrav.host.analysis.cell_rows`, one row per neuron), so for any
+``A u <= b`` (:func:`polytrav.model.cell.cell_rows`, one row per neuron), so for any
 multipliers ``lam >= 0`` weak duality gives
 
     max g·u over polytope ∩ region  <=  phi(lam) = b·lam + ||g - Aᵀ lam||_1,
@@ -24,7 +24,7 @@ from collections import deque
 
 import numpy as np
 
-from polytrav.host.analysis import LayerPlanes, cell_rows, layer_planes, signed_cell_rows, stack_planes
+from polytrav.model.cell import LayerPlanes, cell_rows, layer_planes, signed_cell_rows, stack_planes
 from polytrav.bounds.box_lp import dual_bound, maximize_in_box, rounding
 
 __all__ = ["CellBound", "dual_bound"]
@@ -53,8 +53,8 @@ class CellBound:
         self._stacked: tuple = ((), None, None)  # (layer planes, stack_planes of them, L1 norms)
 
     def rows(self, polytope, frame) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`~polytrav.host.analysis.cell_rows` of ``polytope``, from each layer's planes kept
-        while the code before it is unchanged (:class:`~polytrav.host.analysis.LayerPlanes`): a
+        """:func:`~polytrav.model.cell.cell_rows` of ``polytope``, from each layer's planes kept
+        while the code before it is unchanged (:class:`~polytrav.model.cell.LayerPlanes`): a
         polytope only applies its signs."""
         if self._current[0] is polytope:
             return self._current[1]

@@ -11,7 +11,7 @@ from reference import random_net
 from scipy.optimize import linprog
 
 from polytrav import Ball, Box, Network, Polyhedron, analyze, traverse
-from polytrav.host.analysis import cell_rows, local_model_u
+from polytrav.model.cell import cell_rows, local_model_u
 from polytrav.bounds.lagrange import CellBound, dual_bound
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.output_range import OutputRange

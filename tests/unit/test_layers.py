@@ -32,8 +32,6 @@ KNOWN = {
     # (step: the backend API decides what it can solve)
     ("polytrav.solve.subproblem", "polytrav.host.manager"),
     ("polytrav.solve.subproblem", "polytrav.solvers.cvxpy_backend"),
-    # Lagrangian cell bounds read the analyses' cell rows (step: cell rows move to the model)
-    ("polytrav.bounds.lagrange", "polytrav.host.analysis"),
 }
 
 
