@@ -83,6 +83,7 @@ class CvxpyBackend(SolverBackend):
     #: cvxpy's name of the solver, e.g. ``"CLARABEL"``.
     solver: ClassVar[str] = ""
     warm_start = False
+    solves_cvxpy = True
     #: cvxpy status -> :class:`Status`; unmapped statuses become ERROR.
     STATUS_MAP = {
         "optimal": Status.OPTIMAL,

@@ -58,6 +58,10 @@ class SolverBackend:
     #: point). First-order methods (OSQP, SCS) set False: the traversal then confirms every
     #: "no polytope here" answer of theirs on the fallback backend.
     certifies_optimality: ClassVar[bool] = True
+    #: Whether the backend solves a :class:`~polytrav.solve.subproblem.Subproblem`'s cvxpy
+    #: problem as it is (cvxpy's own solvers, ``cvxpy:<NAME>``); otherwise it receives the
+    #: compiled standard form through ``lp_session`` / ``qp_session``.
+    solves_cvxpy: ClassVar[bool] = False
 
     def __init__(self, options: dict | None = None):
         self.options = dict(options or {})

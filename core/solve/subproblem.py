@@ -346,17 +346,13 @@ class Subproblem:
         the first named variable's value flattened, ``extras["values"]`` all named values
         (empty without a solution). Only the cvxpy path sets the Variables' ``.value``.
         """
-        from polytrav.solvers.cvxpy_backend import CvxpyBackend
-
         t0 = time.perf_counter()
         self.set(**values)
         if self.form not in backend.forms:
-            from polytrav.host.manager import available_solvers
-
             raise ConfigError(f"Subproblem.solve: form {self.form!r} is not served by "
-                              f"{backend.name!r} (its forms: {sorted(backend.forms)}); it is "
-                              f"served by {available_solvers(self.form)}")
-        if isinstance(backend, CvxpyBackend):
+                              f"{backend.name!r} (its forms: {sorted(backend.forms)}); choose a "
+                              f"backend that serves it (polytrav solvers lists them)")
+        if backend.solves_cvxpy:
             status, obj, vals, iters, msg, extras = self._solve_cvxpy(backend)
         else:
             status, obj, vals, iters, msg, extras = self._solve_compiled(backend)

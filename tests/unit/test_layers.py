@@ -28,10 +28,6 @@ KNOWN = {
     # the engine resolves solver names through a plugin manager (step: the engine never
     # builds a plugin manager; it receives backends)
     ("polytrav.traversal.traverse", "polytrav.host.manager"),
-    # compiled subproblems look solvers up by name and dispatch on the cvxpy backend class
-    # (step: the backend API decides what it can solve)
-    ("polytrav.solve.subproblem", "polytrav.host.manager"),
-    ("polytrav.solve.subproblem", "polytrav.solvers.cvxpy_backend"),
 }
 
 
