@@ -123,7 +123,7 @@ class HighsBackend(SolverBackend):
         lp = _LpData(c, A_ub, b_ub, A_eq, b_eq, bounds)
         h = self.new_highs()
         if "presolve" not in self.options:
-            h.setOptionValue("presolve", "off")  # see ONE_SHOT_OPTIONS
+            h.setOptionValue("presolve", "off")  # as in sessions (_build): unless the user sets it
         h.addVars(lp.n, _inf(lp.lo), _inf(lp.hi))
         h.changeColsCost(lp.n, np.arange(lp.n, dtype=np.int32), lp.c)
         _add_rows(h, lp.A, lp.rlo, lp.rhi)
