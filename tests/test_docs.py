@@ -112,7 +112,7 @@ def test_the_documentation_site_builds_strictly(tmp_path):
 
     Run as the console script, as people type it, not as ``python -m mkdocs``: the script's
     folder then comes first on ``sys.path`` and holds the ``polytrav`` console script, which
-    griffe took for the package (see mkdocs_hooks.py).
+    griffe took for the package (see docs/mkdocs_hooks.py).
     """
     import os
     import subprocess
