@@ -25,7 +25,8 @@ from polytrav.host.runner import Report, RunContext, analyze
 from polytrav.solve.backend import SolverBackend
 from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.solve.subproblem import Subproblem
-from polytrav.traversal.traverse import Traversal, TraversalStatus, TraversalStats, traverse
+from polytrav.host.runner import traverse
+from polytrav.traversal.traverse import Traversal, TraversalStatus, TraversalStats
 from polytrav.verification.verify import VerificationResult, verify, verify_many
 
 __version__ = "0.1.0"

@@ -1,6 +1,6 @@
 """Runs in parts: parallel (processes, Dask), budgeted and checkpointed.
 
-The unit of work is a level-1 piece (:func:`polytrav.traversal.traverse.pieces`): the pieces
+The unit of work is a level-1 piece (:func:`polytrav.host.runner.pieces`): the pieces
 partition the region, so the polytopes of a run are exactly the union of the polytopes
 inside its pieces, with no polytope in two. A run in parts
 
@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from polytrav.vocabulary.errors import CheckpointError, ConfigError, PolytravError
-from polytrav.traversal.traverse import Piece, TraversalStats, TraversalStatus, pieces
+from polytrav.host.runner import pieces
+from polytrav.traversal.traverse import Piece, TraversalStats, TraversalStatus
 
 __all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
 

@@ -31,9 +31,11 @@ from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, _jsonable
-from polytrav.traversal.traverse import Traversal, TraversalStatus, traverse
+from polytrav.solve.backend import SolverBackend
+from polytrav.traversal.traverse import STRATEGIES, Traversal, TraversalStatus
 
-__all__ = ["analyze", "backend_chains", "Report", "RunContext", "FORMS", "SUBPROBLEM_STATS"]
+__all__ = ["analyze", "traverse", "pieces", "lp_backends", "backend_chains", "Report", "RunContext",
+           "FORMS", "SUBPROBLEM_STATS"]
 
 #: The subproblem counters of ``Report.stats`` (serial runs and runs in parts alike): solves,
 #: their seconds, fallbacks taken, solves in the traversal's own LP model, box-LP certificates.
@@ -306,6 +308,132 @@ def backend_chains(solver, pm) -> dict[str, list]:
                 )
         chains[form] = chain
     return chains
+
+
+def lp_backends(solver=None, fallback="auto", strategy: str = "hierarchical", pm=None
+                ) -> tuple[SolverBackend, list[SolverBackend]]:
+    """The traversal's LP backend and fallbacks from names or instances (see :func:`traverse`).
+
+    Names are looked up in the plugin registry (built once, only if a name or ``"auto"`` needs
+    it); the engine (:class:`~polytrav.Traversal`) receives the instances.
+    """
+    if fallback is None:
+        fallback = []
+    elif fallback != "auto" and not isinstance(fallback, (list, tuple)):
+        fallback = [fallback]
+    default = STRATEGIES[strategy].default_solver if strategy in STRATEGIES else "highs"
+    names = [s for s in [solver, *([] if fallback == "auto" else fallback)]
+             if s is None or isinstance(s, str)]
+    if pm is None and (names or fallback == "auto"):
+        pm = get_plugin_manager()
+    backend = get_solver(solver if solver is not None else default, pm=pm)
+    if fallback == "auto":
+        fallback = available_solvers("lp", pm=pm)
+    return backend, [get_solver(f, pm=pm) for f in fallback]
+
+
+def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
+             solver=None, max_polytopes: int | None = None,
+             time_limit: float | None = None, fallback="auto", guide=None,
+             vertices: bool = False, within=None, prune=None,
+             order: str = "bfs") -> "Traversal":
+    """Visit every full-dimensional polytope of ``net`` that meets ``region``.
+
+    Parameters
+    ----------
+    net : Network
+    region : Region
+        Closed, bounded, convex; its dimension must equal ``net.n_inputs`` (scalar boxes
+        broadcast).
+    start : array_like or callable, optional
+        A point of the region to start from; defaults to the region's Chebyshev centre. A
+        callable returning one (or None) is called only when the search starts, after a
+        ``prune`` that proves the whole region made it unnecessary (an attack, say).
+    strategy : {"hierarchical", "seed-faithful"}
+        ``hierarchical`` (default) is the paper's Algorithm 3 made fast; ``seed-faithful`` is
+        the paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start),
+        kept as the baseline.
+    solver : str or SolverBackend, optional
+        LP backend; defaults to the strategy's (``highs`` / ``scipy``).
+    max_polytopes, time_limit : optional
+        Budgets; reaching one ends the traversal with an incomplete status.
+    fallback : "auto", str, SolverBackend, list of these, or None
+        Backends that re-solve, in turn, an LP the main backend could not decide (after a
+        cold re-solve). ``"auto"`` (default): every other installed LP backend, in
+        preference order; ``None``: none.
+    guide : optional
+        Lets a caller skip what it does not need (:func:`polytrav.analyze` passes one for
+        analyses such as counterfactuals). Three methods: ``key(bits) -> float``, a lower
+        bound of the caller's objective over the level-1 piece whose first-layer code is
+        ``bits`` (pieces are expanded in increasing key order); ``prune(key) -> bool``,
+        True when nothing with that bound is needed (the traversal then ends: every later
+        piece has a key at least as large); ``restriction() -> Box | None``, a box (always
+        containing ``start``, only ever shrinking) outside which nothing is needed, applied
+        between level-1 pieces. Sound for any caller whose needed set is convex and contains
+        ``start``: the pieces meeting it are connected through pieces meeting it.
+    vertices : bool
+        Compute every polytope's vertices (``Polytope.vertices``) where the traversal can
+        (polyhedral regions of at most ``VERTEX_MAX_DIM`` dimensions), not only where they
+        save LPs; analyses read extremes of linear functions off them.
+    within : list of Piece, optional
+        Visit only the polytopes inside these level-1 pieces (from :func:`pieces` on the
+        same network, region and strategy); the union over all pieces is the full traversal.
+    prune : callable, optional
+        ``prune(piece) -> float`` for every piece (:class:`PieceView`: the region at level
+        0, then every cell of a level above the last) before the traversal descends into it:
+        a lower bound of the caller's margin over the piece. A positive margin proves that
+        the caller needs none of the piece's polytopes: the piece is skipped and recorded
+        (``proven_pieces``, ``stats.proven``). Sound for a caller whose margin bounds hold
+        on every point of the piece (:mod:`polytrav.bounds.crown`).
+    order : {"bfs", "best-first"}
+        The order in which the cells of a level are descended into: as found (the paper's
+        breadth-first order), or, with ``prune``, all cells of the level first and then by
+        increasing margin, so that likely violations are reached early.
+
+    Returns
+    -------
+    Traversal
+        An iterator of :class:`Polytope`; after iteration, ``.status``, ``.complete`` and
+        ``.stats`` describe the run.
+
+    Examples
+    --------
+    >>> from polytrav import Network, Box, traverse
+    >>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> run = traverse(net, Box([-1, -1], [1, 1]))
+    >>> len(list(run)), run.complete
+    (4, True)
+    """
+    backend, fallbacks = lp_backends(solver, fallback, strategy)
+    return Traversal(net, region, start, strategy=strategy, solver=backend,
+                     max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallbacks,
+                     guide=guide, vertices=vertices, within=within, prune=prune, order=order)
+
+
+def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
+           solver=None, time_limit: float | None = None, fallback="auto") -> "Traversal":
+    """The level-1 pieces of ``net`` inside ``region``, without descending into them.
+
+    The pieces partition the region (up to measure zero), so the polytopes of a traversal
+    are exactly the union of ``traverse(..., within=[piece])`` over its pieces: the unit of
+    work of parallel runs and checkpoints (:mod:`polytrav.parallel`). Pieces are yielded in
+    the order the full traversal would descend into them; the returned
+    :class:`~polytrav.Traversal` ends with a status like any other.
+
+    Examples
+    --------
+    >>> from polytrav import Network, Box, traverse
+    >>> from polytrav.host.runner import pieces
+    >>> net = Network.from_arrays([[[1.0, 0.0]], [[1.0], [1.0]], [[1.0, 1.0]]],
+    ...                           [[0.0], [0.0, -0.5], [0.0]])
+    >>> region = Box([-1, -1], [1, 1])
+    >>> found = list(pieces(net, region))
+    >>> len(found), sum(len(list(traverse(net, region, within=[p]))) for p in found)
+    (2, 3)
+    """
+    backend, fallbacks = lp_backends(solver, fallback, strategy)
+    return Traversal(net, region, start, strategy=strategy, solver=backend,
+                     time_limit=time_limit, fallback=fallbacks, pieces_only=True)
 
 
 def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,

@@ -492,7 +492,8 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     4 bad input.
     """
     from polytrav.vocabulary.text import code_string
-    from polytrav.traversal.traverse import TraversalStatus, traverse
+    from polytrav.host.runner import traverse
+    from polytrav.traversal.traverse import TraversalStatus
     from polytrav.verification.verify import load_network
 
     _check_export(export_path)

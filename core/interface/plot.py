@@ -358,7 +358,7 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from polytrav.traversal.traverse import traverse
+    from polytrav.host.runner import traverse
 
     plt = _pyplot()
     if net.n_inputs != 2:
@@ -667,7 +667,7 @@ def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
         where = "the given point"
     net2, _ = plane_slice(net, point, dims, lo[list(dims)], hi[list(dims)])
     region2 = _slice_region(region, point, dims)
-    from polytrav.traversal.traverse import traverse
+    from polytrav.host.runner import traverse
 
     start2 = point[list(dims)] if region2.contains(point[list(dims)]) else None
     run = traverse(net2, region2, start=start2, max_polytopes=max_polytopes)

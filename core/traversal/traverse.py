@@ -27,7 +27,7 @@ import enum
 import heapq
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,11 +38,10 @@ from polytrav.model.network import Network
 from polytrav.model.polytope import Polytope
 from polytrav.model.region import Box, Region
 from polytrav.vocabulary.results import SolveResult, Status
+from polytrav.solve.backend import SolverBackend
 from polytrav.solve.chebyshev import ChebyshevModel
 
 __all__ = [
-    "traverse",
-    "pieces",
     "Piece",
     "PieceView",
     "Traversal",
@@ -142,110 +141,6 @@ STRATEGIES: dict[str, Strategy] = {
 }
 
 
-def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
-             solver=None, max_polytopes: int | None = None,
-             time_limit: float | None = None, fallback="auto", guide=None,
-             vertices: bool = False, within=None, prune=None,
-             order: str = "bfs") -> "Traversal":
-    """Visit every full-dimensional polytope of ``net`` that meets ``region``.
-
-    Parameters
-    ----------
-    net : Network
-    region : Region
-        Closed, bounded, convex; its dimension must equal ``net.n_inputs`` (scalar boxes
-        broadcast).
-    start : array_like or callable, optional
-        A point of the region to start from; defaults to the region's Chebyshev centre. A
-        callable returning one (or None) is called only when the search starts, after a
-        ``prune`` that proves the whole region made it unnecessary (an attack, say).
-    strategy : {"hierarchical", "seed-faithful"}
-        ``hierarchical`` (default) is the paper's Algorithm 3 made fast; ``seed-faithful`` is
-        the paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start),
-        kept as the baseline.
-    solver : str or SolverBackend, optional
-        LP backend; defaults to the strategy's (``highs`` / ``scipy``).
-    max_polytopes, time_limit : optional
-        Budgets; reaching one ends the traversal with an incomplete status.
-    fallback : "auto", str, SolverBackend, list of these, or None
-        Backends that re-solve, in turn, an LP the main backend could not decide (after a
-        cold re-solve). ``"auto"`` (default): every other installed LP backend, in
-        preference order; ``None``: none.
-    guide : optional
-        Lets a caller skip what it does not need (:func:`polytrav.analyze` passes one for
-        analyses such as counterfactuals). Three methods: ``key(bits) -> float``, a lower
-        bound of the caller's objective over the level-1 piece whose first-layer code is
-        ``bits`` (pieces are expanded in increasing key order); ``prune(key) -> bool``,
-        True when nothing with that bound is needed (the traversal then ends: every later
-        piece has a key at least as large); ``restriction() -> Box | None``, a box (always
-        containing ``start``, only ever shrinking) outside which nothing is needed, applied
-        between level-1 pieces. Sound for any caller whose needed set is convex and contains
-        ``start``: the pieces meeting it are connected through pieces meeting it.
-    vertices : bool
-        Compute every polytope's vertices (``Polytope.vertices``) where the traversal can
-        (polyhedral regions of at most ``VERTEX_MAX_DIM`` dimensions), not only where they
-        save LPs; analyses read extremes of linear functions off them.
-    within : list of Piece, optional
-        Visit only the polytopes inside these level-1 pieces (from :func:`pieces` on the
-        same network, region and strategy); the union over all pieces is the full traversal.
-    prune : callable, optional
-        ``prune(piece) -> float`` for every piece (:class:`PieceView`: the region at level
-        0, then every cell of a level above the last) before the traversal descends into it:
-        a lower bound of the caller's margin over the piece. A positive margin proves that
-        the caller needs none of the piece's polytopes: the piece is skipped and recorded
-        (``proven_pieces``, ``stats.proven``). Sound for a caller whose margin bounds hold
-        on every point of the piece (:mod:`polytrav.bounds.crown`).
-    order : {"bfs", "best-first"}
-        The order in which the cells of a level are descended into: as found (the paper's
-        breadth-first order), or, with ``prune``, all cells of the level first and then by
-        increasing margin, so that likely violations are reached early.
-
-    Returns
-    -------
-    Traversal
-        An iterator of :class:`Polytope`; after iteration, ``.status``, ``.complete`` and
-        ``.stats`` describe the run.
-
-    Examples
-    --------
-    >>> from polytrav import Network, Box, traverse
-    >>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
-    >>> run = traverse(net, Box([-1, -1], [1, 1]))
-    >>> len(list(run)), run.complete
-    (4, True)
-    """
-    return Traversal(net, region, start, strategy=strategy, solver=solver,
-                     max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallback,
-                     guide=guide, vertices=vertices, within=within, prune=prune, order=order)
-
-
-def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
-           solver=None, time_limit: float | None = None, fallback="auto") -> "Traversal":
-    """The level-1 pieces of ``net`` inside ``region``, without descending into them.
-
-    The pieces partition the region (up to measure zero), so the polytopes of a traversal
-    are exactly the union of ``traverse(..., within=[piece])`` over its pieces: the unit of
-    work of parallel runs and checkpoints (:mod:`polytrav.parallel`). Pieces are yielded in
-    the order the full traversal would descend into them; the returned :class:`Traversal`
-    ends with a status like any other.
-
-    Examples
-    --------
-    >>> from polytrav import Network, Box, traverse
-    >>> from polytrav.traversal.traverse import pieces
-    >>> net = Network.from_arrays([[[1.0, 0.0]], [[1.0], [1.0]], [[1.0, 1.0]]],
-    ...                           [[0.0], [0.0, -0.5], [0.0]])
-    >>> region = Box([-1, -1], [1, 1])
-    >>> found = list(pieces(net, region))
-    >>> len(found), sum(len(list(traverse(net, region, within=[p]))) for p in found)
-    (2, 3)
-    """
-    run = Traversal(net, region, start, strategy=strategy, solver=solver,
-                    time_limit=time_limit, fallback=fallback)
-    run._emit_pieces = True
-    return run
-
-
 @dataclass(frozen=True, eq=False)
 class Piece:
     """A level-1 piece: the first hidden layer's code and a Chebyshev ball inside it.
@@ -302,10 +197,9 @@ class Traversal(Iterator[Polytope]):
     """A running traversal: iterate it for polytopes, then read ``status`` and ``stats``."""
 
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
-                 solver=None, max_polytopes=None, time_limit=None, fallback="auto",
-                 guide=None, vertices: bool = False, within=None, prune=None, order="bfs"):
-        from polytrav.host.manager import available_solvers, get_plugin_manager, get_solver
-
+                 solver: SolverBackend | None = None, max_polytopes=None, time_limit=None,
+                 fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
+                 within=None, prune=None, order="bfs", pieces_only: bool = False):
         if not isinstance(net, Network):
             raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
         if not isinstance(region, Region):
@@ -316,22 +210,16 @@ class Traversal(Iterator[Polytope]):
             raise ConfigError(f"traverse: max_polytopes must be a non-negative integer, got {max_polytopes!r}")
         if time_limit is not None and not time_limit > 0:
             raise ConfigError(f"traverse: time_limit must be positive seconds, got {time_limit!r}")
+        for b in (solver, *fallback):
+            if not isinstance(b, SolverBackend):
+                raise ConfigError(
+                    f"Traversal takes SolverBackend instances (got {b!r}); name a backend "
+                    "through polytrav.traverse(..., solver='highs'), which looks names up")
         self.net = net
         self.region = region.with_dims(net.n_inputs)
         self.strategy = STRATEGIES[strategy]
-        if fallback is None:
-            fallback = []
-        elif fallback != "auto" and not isinstance(fallback, (list, tuple)):
-            fallback = [fallback]
-        names = [s for s in [solver, *([] if fallback == "auto" else fallback)]
-                 if s is None or isinstance(s, str)]
-        pm = get_plugin_manager() if names or fallback == "auto" else None  # name lookups
-        self.backend = get_solver(solver if solver is not None else self.strategy.default_solver,
-                                  pm=pm)
-        if fallback == "auto":
-            fallback = available_solvers("lp", pm=pm)
-        self.fallbacks = [b for b in (get_solver(f, pm=pm) for f in fallback)
-                          if b.name != self.backend.name]
+        self.backend = solver
+        self.fallbacks = [b for b in fallback if b.name != solver.name]
         #: The first fallback that certifies optimality (confirms "no polytope here" answers).
         self.confirmer = next((b for b in self.fallbacks if b.certifies_optimality), None)
         self.max_polytopes = max_polytopes
@@ -341,7 +229,7 @@ class Traversal(Iterator[Polytope]):
         if within is not None and guide is not None:
             raise ConfigError("traverse: a guide cannot steer a traversal 'within' given pieces")
         self.within = None if within is None else list(within)
-        self._emit_pieces = False
+        self._emit_pieces = bool(pieces_only)  # level 1 yields its Pieces, no polytopes
         if order not in ("bfs", "best-first"):
             raise ConfigError(f"traverse: order must be 'bfs' or 'best-first', got {order!r}")
         self.prune = prune

@@ -143,7 +143,7 @@ def test_traversal_same_polytopes_for_every_lp_backend(name):
     # 1e-7; if a backend ever cannot, the traversal falls back to scipy, and stats.failures
     # would say so.
     net = random_net(**TRAVERSAL_NET)
-    trav = polytrav.Traversal(net, Box([-1, -1], [1, 1]), solver=name)
+    trav = polytrav.traverse(net, Box([-1, -1], [1, 1]), solver=name)
     keys = frozenset(p.key for p in trav)
     assert trav.status is polytrav.TraversalStatus.COMPLETE, trav.stats.failures
     assert len(keys) > 5

@@ -11,7 +11,8 @@ from polytrav.bounds import crown as bounds_module
 from polytrav.bounds.crown import Concretizer, interval_bounds, output_lower_bounds
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.solvers.highs import HighsBackend
-from polytrav.traversal.traverse import PieceView, traverse
+from polytrav import traverse
+from polytrav.traversal.traverse import PieceView
 
 
 def piece_of(net, x0, level):

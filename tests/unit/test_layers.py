@@ -7,9 +7,9 @@ imports only its own layer and the layers below; nothing in ``core/`` imports a 
 top-level package (the public API sits above every layer); plugins do not import each other;
 solvers import no plugin. Imports under ``if TYPE_CHECKING:`` are not run and do not count.
 
-``KNOWN`` lists the imports that still break a rule, each with the step of issue 25 that
-removes it; the test fails on any other violation and on a listed one that is gone (delete
-it from the list), so the list only shrinks.
+``KNOWN`` lists imports that still break a rule, each with the step that removes it (none
+now); the test fails on any other violation and on a listed one that is gone (delete it from
+the list), so the list only shrinks.
 """
 from __future__ import annotations
 
@@ -24,11 +24,7 @@ LAYERS = {"vocabulary": 0, "model": 1, "solve": 2, "bounds": 3, "traversal": 4, 
 
 #: (importing module, imported module): the violations still to remove, and the step of
 #: issue 25 that removes each.
-KNOWN = {
-    # the engine resolves solver names through a plugin manager (step: the engine never
-    # builds a plugin manager; it receives backends)
-    ("polytrav.traversal.traverse", "polytrav.host.manager"),
-}
+KNOWN: set[tuple[str, str]] = set()  # none left (issue 25, steps 1-3)
 
 
 def _modules():

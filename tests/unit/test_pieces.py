@@ -6,7 +6,8 @@ import pytest
 from reference import random_net
 
 from polytrav import Ball, Box, ConfigError, Network, Polyhedron, traverse
-from polytrav.traversal.traverse import Piece, pieces
+from polytrav.host.runner import pieces
+from polytrav.traversal.traverse import Piece
 
 REGIONS = {
     "box": lambda d: Box(-np.ones(d), np.ones(d)),

@@ -203,7 +203,7 @@ def test_bad_figure_paths_fail_before_any_traversal(tmp_path, monkeypatch, name,
 
     import sys
 
-    monkeypatch.setattr(sys.modules["polytrav.traversal.traverse"], "traverse", no_traversal)
+    monkeypatch.setattr(sys.modules["polytrav.host.runner"], "traverse", no_traversal)
     with pytest.raises(ConfigError, match=match):
         check_figure_path(tmp_path / name)
     with pytest.raises(ConfigError, match=match):
