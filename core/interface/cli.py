@@ -229,8 +229,6 @@ def _run_one(network, prop, timeout, solver, max_polytopes, executor, **options)
     try:
         return run(network, prop, timeout=timeout, solver=solver, max_polytopes=max_polytopes,
                    progress=bar, executor=executor, on_interrupt="report", **options)
-    except (PolytravError, OSError) as exc:
-        _fail(_message(exc))
     finally:
         bar.close()
 
@@ -438,7 +436,7 @@ def solvers(as_json) -> None:
 
 
 def _vector(text: str | None, what: str):
-    """Comma-separated finite numbers (``inf`` allowed where ``allow_inf``)."""
+    """Comma-separated numbers (``inf`` allowed: a side left open; NaN refused)."""
     if text is None:
         return None
     try:
@@ -546,7 +544,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
         click.echo(f"{len(polytopes)} polytopes in the box{state}; per level {run.stats.pieces}; "
                    f"{run.stats.lps} LPs, {run.stats.total_time:.3f} s")
         if run.stats.slivers:
-            click.echo(f"(and {run.stats.slivers} cells thinner than the sliver tolerance, "
+            click.echo(f"(and {run.stats.slivers} slivers, cells thinner than RADIUS_TOL, "
                        "crossed but not counted: see docs/concepts.md)")
     if saved is not None:
         plane = "" if net.n_inputs == 2 else (

@@ -30,7 +30,6 @@ __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntim
            "load_network"]
 
 
-
 @dataclass
 class VerificationResult:
     """The answer for one (network, property) instance.
@@ -163,11 +162,10 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     except KeyboardInterrupt:
         if on_interrupt == "raise":
             raise
-        return VerificationResult(
-            "unknown", None, None, sum(r.stats["polytopes"] for r in partial),
-            sum(r.stats["lps"] + r.stats["subproblem_solves"] for r in partial),
-            time.perf_counter() - t0, "interrupted (Ctrl-C) before an answer", partial,
-            _proven(partial))
+        return VerificationResult("unknown", None, None, *_counts(partial),
+                                  time.perf_counter() - t0,
+                                  "interrupted (Ctrl-C) before an answer", partial,
+                                  _proven(partial))
 
 
 def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
@@ -175,6 +173,7 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
     from polytrav.verification.vnnlib import VnnlibSpec, read_vnnlib
     from polytrav.host.runner import analyze
+    from polytrav.traversal.traverse import TraversalStatus
 
     onnx_path = None
     if not isinstance(network, Network):
@@ -188,7 +187,6 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             f"the network has {network.n_inputs} and {network.n_outputs}")
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"verify: timeout must be positive seconds, got {timeout!r}")
-    polytopes = lps = 0
     reasons = []
     timed_out = False
     splits = []
@@ -211,10 +209,8 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                              max_polytopes=max_polytopes, time_limit=left, progress=progress,
                              executor=executor, order=order, on_interrupt="report")
             reports.append(report)
-            if report.status.value == "interrupted":
+            if report.status is TraversalStatus.INTERRUPTED:
                 raise KeyboardInterrupt  # verify's caller decides (its counts include this run)
-            polytopes += report.stats["polytopes"]
-            lps += report.stats["lps"] + report.stats["subproblem_solves"]
             result = report[0]
             if result.verdict is Verdict.VIOLATED:
                 x = np.asarray(result.witness, float)
@@ -225,7 +221,7 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                         reasons.append(f"region {k}: the counterexample's onnxruntime output "
                                        f"{np.round(y_rt, 6).tolist()} misses the unsafe set")
                         continue
-                return VerificationResult("sat", x, y, polytopes, lps,
+                return VerificationResult("sat", x, y, *_counts(reports),
                                           time.perf_counter() - t0, f"input region {k}",
                                           reports, _proven(reports), _split_stats(splits))
             if result.verdict is not Verdict.HOLDS:
@@ -238,10 +234,10 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             break
     seconds = time.perf_counter() - t0
     if not reasons:
-        return VerificationResult("unsat", None, None, polytopes, lps, seconds, "", reports,
+        return VerificationResult("unsat", None, None, *_counts(reports), seconds, "", reports,
                                   _proven(reports), _split_stats(splits))
     answer = "timeout" if timed_out else "unknown"
-    return VerificationResult(answer, None, None, polytopes, lps, seconds, "; ".join(reasons),
+    return VerificationResult(answer, None, None, *_counts(reports), seconds, "; ".join(reasons),
                               reports, _proven(reports), _split_stats(splits))
 
 
@@ -281,6 +277,12 @@ def _split_stats(splits) -> dict | None:
     return {"boxes": sum(s.boxes for s in splits), "proven": sum(s.proven for s in splits),
             "open": sum(len(s.open_boxes) for s in splits),
             "proven_volume_share": sum(s.proven_volume_share for s in splits) / len(splits)}
+
+
+def _counts(reports) -> tuple[int, int]:
+    """Polytopes visited and LPs solved (traversal and subproblems) over the reports."""
+    return (sum(r.stats["polytopes"] for r in reports),
+            sum(r.stats["lps"] + r.stats["subproblem_solves"] for r in reports))
 
 
 def _proven(reports) -> int:

@@ -65,6 +65,8 @@ def code_string(code, limit: int | None = None) -> str:
 
 
 def _value(value) -> str:
+    if value is None:
+        return "no value"
     if isinstance(value, dict):
         return ", ".join(f"{k} {fmt(v)}" for k, v in value.items() if np.isscalar(v) or v is None)
     return f"value {fmt(value)}"

@@ -246,3 +246,4 @@ def test_ctrl_c_in_verify_re_raises_unless_a_report_is_asked_for(acas):
     result = verify(onnx("1_1"), prop(3), bounds=False, progress=interrupt, on_interrupt="report")
     assert result.answer == "unknown" and "interrupted" in result.reason
     assert result.exit_code == 2
+    assert result.polytopes >= 3  # the interrupted run's polytopes, which the callback saw

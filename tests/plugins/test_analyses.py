@@ -310,3 +310,26 @@ def test_counterfactual_class_screen_equals_the_per_class_checks():
                     assert ok == (not out)
                     reach_seen.add(bool(ok))
     assert reach_seen == {True, False}
+
+
+def test_the_printed_answers_agree_with_a_forward_pass():
+    """``print(report)``: margins, classes, extremes and codes as a plain forward pass gives
+    them at the printed points (not as the analyses computed them)."""
+    from polytrav.vocabulary.text import code_string, fmt, vector
+
+    net = random_net(3, 2, [8, 6], n_out=3)
+    x0 = np.array([0.1, -0.2])
+    report = analyze(net, BOX, [OutputRange(output=0), SoftmaxAttack(0, mode="worst"),
+                                Counterfactual(x0, norm=2)])
+    text = str(report)
+    rng, att, cf = report
+    y_lo, y_hi = (net.forward(rng.details[k])[0] for k in ("argmin", "argmax"))
+    assert f"min {fmt(y_lo)}, max {fmt(y_hi)}" in text
+    y = net.forward(att.witness)
+    cls = int(np.argmax(y[1:]) + 1)
+    assert f"worst margin logit[{cls}] - logit[0] = {fmt(y[cls] - y[0])}" in text
+    assert f"witness x = {vector(att.witness)}" in text
+    assert f"activation code {code_string(net.activation_code(att.witness))}" in text
+    assert (f"from x0 (class {int(np.argmax(net.forward(x0)))}) to the nearest input of class "
+            f"{int(np.argmax(net.forward(cf.witness)))}") in text
+    assert str(report[1]).splitlines()[0] in text  # print(result): the same block
