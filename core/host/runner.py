@@ -24,14 +24,14 @@ from typing import Any
 import numpy as np
 
 from polytrav.host.analysis import Analysis
-from polytrav.vocabulary.errors import ConfigError, PolytravError
+from polytrav.vocabulary.errors import ConfigError
 from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
 from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
 from polytrav.vocabulary.text import code_string
-from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, _jsonable
-from polytrav.solve.backend import SolverBackend
+from polytrav.vocabulary.results import AnalysisResult, SolveResult, _jsonable
+from polytrav.solve.backend import SolverBackend, solve_along
 from polytrav.traversal.traverse import STRATEGIES, Traversal, TraversalStatus
 
 __all__ = ["analyze", "traverse", "pieces", "lp_backends", "backend_chains", "Report", "RunContext",
@@ -170,27 +170,10 @@ class RunContext:
     def solve(self, subproblem, **values) -> SolveResult:
         """Solve ``subproblem`` with parameter ``values`` along its form's backend chain."""
         t0 = time.perf_counter()
-        tried = []
-        res = SolveResult(Status.ERROR, message="no backend tried")
-        for k, backend in enumerate(self.backends(subproblem.form)):
-            if k:
-                self.n_fallbacks += 1
-            try:
-                res = subproblem.solve(backend, **values)
-            except PolytravError as exc:
-                res = SolveResult(Status.ERROR, solver=backend.name, message=str(exc))
-            self.n_solves += 1
-            tried.append(f"{backend.name}: {res.status}")
-            if res.status is Status.OPTIMAL or (
-                    res.status is Status.INFEASIBLE and backend.certifies_optimality):
-                break
-        else:
-            if res.status in DECIDED:  # an unconfirmed "infeasible" stays undecided
-                res = SolveResult(Status.ERROR, solver=res.solver,
-                                  message="infeasible only by a backend that does not certify")
-            res = SolveResult(res.status, res.objective, res.x, res.duals, res.solver,
-                              res.solve_time, res.iterations,
-                              f"{res.message} [tried {'; '.join(tried)}]", res.extras)
+        res, n_tried = solve_along(self.backends(subproblem.form),
+                                   lambda backend: subproblem.solve(backend, **values))
+        self.n_solves += n_tried
+        self.n_fallbacks += max(n_tried - 1, 0)
         self.solve_time += time.perf_counter() - t0
         return res
 

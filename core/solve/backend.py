@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
-from polytrav.vocabulary.results import SolveResult
+from polytrav.vocabulary.results import SolveResult, Status
 
 if TYPE_CHECKING:
     from polytrav.model.geometry import Frame
     from polytrav.solve.chebyshev import ChebyshevModel
 
-__all__ = ["SolverBackend"]
+__all__ = ["SolverBackend", "settles", "solve_along"]
 
 
 _FOUND: set[str] = set()
@@ -109,3 +110,39 @@ class SolverBackend:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+# ---------------------------------------------------------------- the one rule of a proof
+
+
+def settles(result: SolveResult, backend: SolverBackend) -> bool:
+    """Whether ``result`` is an answer polytrav may build a proof on: OPTIMAL, or INFEASIBLE
+    from a backend that certifies optimality (a first-order method's "infeasible" is not)."""
+    return result.status is Status.OPTIMAL or (
+        result.status is Status.INFEASIBLE and backend.certifies_optimality)
+
+
+def solve_along(backends: Iterable[SolverBackend],
+                attempt: Callable[[SolverBackend], SolveResult]) -> tuple[SolveResult, int]:
+    """``attempt(backend)`` on each backend in turn until one :func:`settles`.
+
+    Returns the settling result and how many backends were tried. When none settles, the
+    result is the last one, made undecided (an unconfirmed "infeasible" becomes ERROR) and
+    its message lists every try. An exception from a backend is one more failed try.
+    """
+    tried: list[str] = []
+    res = SolveResult(Status.ERROR, message="no backend tried")
+    for backend in backends:
+        try:
+            res = attempt(backend)
+        except Exception as exc:  # noqa: BLE001 - a crashing backend decides nothing
+            res = SolveResult(Status.ERROR, solver=backend.name, message=f"{type(exc).__name__}: {exc}")
+        tried.append(f"{backend.name}: {res.status}")
+        if settles(res, backend):
+            return res, len(tried)
+    status = Status.ERROR if res.status is Status.INFEASIBLE else res.status
+    message = ("infeasible only by a backend that does not certify"
+               if res.status is Status.INFEASIBLE else res.message)
+    return SolveResult(status, res.objective, res.x, res.duals, res.solver, res.solve_time,
+                       res.iterations, f"{message} [tried {'; '.join(tried) or 'none'}]",
+                       dict(res.extras)), len(tried)
