@@ -57,6 +57,33 @@ def test_hooks_doc_names_no_hook_that_does_not_exist():
             assert name in specs, f"docs/hooks.md documents {name!r}, which is not a hookspec"
 
 
+def _hook_sections() -> dict[str, str]:
+    """The text of each ``### `polytrav_...(...)``` section of docs/hooks.md."""
+    text = (DOCS / "hooks.md").read_text(encoding="utf-8")
+    parts = re.split(r"^### `(polytrav_\w+)\(.*$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_the_hook_table_lists_every_hook_and_nothing_else():
+    text = (DOCS / "hooks.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| [^|]+ \| `(polytrav_\w+)\(", text, re.M))
+    assert table == set(_hookspecs())
+
+
+@pytest.mark.parametrize("name", sorted(_hookspecs()))
+def test_every_hook_says_what_it_returns_in_the_spec_and_the_docs(name):
+    assert ":returns:" in (_hookspecs()[name].__doc__ or ""), f"{name}: the hookspec has no :returns:"
+    assert "**Returns:**" in _hook_sections()[name], f"docs/hooks.md: {name} has no **Returns:**"
+
+
+def test_the_voting_hooks_are_the_ones_the_docs_call_voting():
+    from polytrav.host.steering import VOTING_HOOKS
+
+    text = (DOCS / "hooks.md").read_text(encoding="utf-8")
+    said = re.search(r"The two \*voting\* hooks \((.*?)\)", text, re.S).group(1)
+    assert set(re.findall(r"polytrav_\w+", said)) == set(VOTING_HOOKS)
+
+
 def _snippets() -> list[tuple[str, str]]:
     out = []
     for doc in sorted(DOCS.glob("*.md")):

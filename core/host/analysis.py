@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Box, Region
 from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, Verdict
@@ -236,25 +235,21 @@ class Analysis:
         self.n_solves = 0
         self.failures: list[str] = []
         self.decided = False
-        self.restriction: Box | None = None
         self.begin(context)
 
     @hookimpl
     def polytrav_visit_polytope(self, polytope: "Polytope", context: "RunContext"):
-        """Count the polytope, :meth:`visit` it, and record the directive returned."""
+        """Count the polytope and :meth:`visit` it; the directive goes to the run."""
         self.n_polytopes += 1
         directive = self.visit(polytope, context)
         if isinstance(directive, Stop):
             self.decided = True
-        elif isinstance(directive, Restrict):
-            start = context.start
-            if start is not None and not directive.box.contains(start, tol=1e-9):
-                raise ConfigError(
-                    f"analysis {self.label!r}: Restrict(box) must contain the start point "
-                    f"{np.round(start, 6).tolist()}"
-                )
-            self.restriction = directive.box
         return directive
+
+    @hookimpl
+    def polytrav_piece_margin(self, piece, context: "RunContext") -> float | None:
+        """:meth:`piece_margin` when :attr:`prunes_by_bound`, else None (proves nothing)."""
+        return self.piece_margin(piece, context) if self.prunes_by_bound else None
 
     @hookimpl
     def polytrav_end_run(self, context: "RunContext") -> AnalysisResult:
@@ -269,7 +264,7 @@ class Analysis:
 
 #: Attributes an analysis holds about the run in progress, not its parameters (a run in parts
 #: copies an analysis without them).
-RUN_STATE = ("label", "n_polytopes", "n_solves", "failures", "decided", "restriction")
+RUN_STATE = ("label", "n_polytopes", "n_solves", "failures", "decided")
 
 
 def combined_verdict(parts: list[AnalysisResult], exact: bool) -> Verdict:

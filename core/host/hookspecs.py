@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from polytrav.model.polytope import Polytope
     from polytrav.vocabulary.results import AnalysisResult
     from polytrav.host.runner import RunContext
+    from polytrav.traversal.traverse import PieceView
 
 __all__ = ["hookspec", "hookimpl"]
 
@@ -57,12 +58,31 @@ def polytrav_begin_run(context: "RunContext") -> None:
 def polytrav_visit_polytope(polytope: "Polytope", context: "RunContext") -> "Directive | None":
     """Called for every polytope the traversal emits, in visit order.
 
+    A plugin implementing this hook is a *voter* of every run: the run calls each voter
+    itself and honours each return value (wrappers are refused).
+
     :param polytope: the polytope (code, interior point, local model, halfspaces).
     :param context: the run.
-    :returns: ``None`` to go on, or a :class:`polytrav.Directive`: ``Restrict(region)`` to
-        shrink the rest of the search to ``region`` (the run honours it only when every
-        analysis in the run allows pruning), or ``Stop(reason)`` when this plugin's answer is
-        decided (the run stops once every analysis is decided).
+    :returns: ``None`` to go on, or a :class:`polytrav.Directive`: ``Stop(reason)`` when this
+        plugin needs no more polytopes (the run stops once every voter has stopped; it keeps
+        calling a stopped voter until then), or ``Restrict(box)`` when it needs only
+        polytopes meeting ``box``, which must contain ``context.start`` (a guided run
+        shrinks its region once every voter has asked; see docs/hooks.md).
+    """
+
+
+@hookspec
+def polytrav_piece_margin(piece: "PieceView", context: "RunContext") -> "float | None":
+    """Called for a piece of the region before the traversal descends into it.
+
+    Asked only when every voter proves pieces (an :class:`polytrav.Analysis` whose
+    ``prunes_by_bound`` is True, or a plugin implementing this hook).
+
+    :param piece: a :class:`polytrav.PieceView`: the region (level 0) or a cell of a level.
+    :param context: the run.
+    :returns: a lower bound, sound for every point of the piece, of this plugin's margin: a
+        positive margin proves that the plugin needs none of the piece's polytopes. The
+        piece is skipped when every voter returns a positive margin; ``None`` proves nothing.
     """
 
 

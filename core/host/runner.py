@@ -1,11 +1,12 @@
 """``analyze()``: one traversal, every analysis on every polytope, one :class:`Report`.
 
 A run builds a fresh plugin manager, registers each analysis instance on it as a plugin,
-and drives the traversal: every emitted polytope goes through the ``polytrav_visit_polytope``
-hook. Directives from analyses steer the search: when every analysis of the run is
-``prunable``, the traversal gets a guide that orders level-1 pieces by the analyses' bounds,
-skips pieces none of them needs, and shrinks the region to the boxes they ask for
-(paper §5.2's shrinking region); the run stops early once every analysis is decided.
+and drives the traversal: every emitted polytope goes to every voter (each plugin that
+implements ``polytrav_visit_polytope``), whose directives steer the search
+(:mod:`polytrav.host.steering`): the run stops once every voter has stopped; pieces every
+voter proves by a bound are skipped; when every voter is a ``prunable`` analysis, a guide
+orders level-1 pieces by the analyses' bounds, skips pieces none of them needs, and shrinks
+the region to the boxes they ask for (paper §5.2's shrinking region).
 
 Subproblems are solved through :meth:`RunContext.solve`: each problem form has a chain of
 backends (the chosen one first, then every other installed backend serving the form); a
@@ -27,8 +28,9 @@ from polytrav.host.analysis import Analysis
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
+from polytrav.host.steering import Guide, Voters
 from polytrav.model.network import Network
-from polytrav.model.region import Box, Region
+from polytrav.model.region import Region
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, _jsonable
 from polytrav.solve.backend import SolverBackend, solve_along
@@ -199,34 +201,6 @@ class RunContext:
         if sum(c.size for c in polytope.code) > 128:
             return "0x" + polytope.key.hex()
         return code_string(polytope.code)
-
-
-class _Guide:
-    """The traversal guide of a run whose analyses are all prunable (see ``traverse``)."""
-
-    def __init__(self, analyses: Sequence[Analysis], context_ref: list):
-        self.analyses = analyses
-        self.context_ref = context_ref
-        self._box = None
-        self._boxes: tuple = ()
-
-    def key(self, bits: np.ndarray) -> float:
-        context = self.context_ref[0]
-        return min(a.piece_bound(bits, context) for a in self.analyses)
-
-    def prune(self, key: float) -> bool:
-        return all(key >= a.threshold() for a in self.analyses)
-
-    def restriction(self) -> Box | None:
-        boxes = tuple(a.restriction for a in self.analyses)
-        if any(b is None for b in boxes):
-            return None
-        if boxes != self._boxes:
-            self._boxes = boxes
-            lo = np.min([b.lower for b in boxes], axis=0)
-            hi = np.max([b.upper for b in boxes], axis=0)
-            self._box = Box(lo, hi)
-        return self._box
 
 
 def _as_analyses(analyses, pm) -> list[Analysis]:
@@ -520,13 +494,16 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
                             time_limit=time_limit, executor=executor, checkpoint=checkpoint,
                             resume=resume, checkpoint_every=checkpoint_every, parts=parts,
                             progress=progress, order=order, on_interrupt=on_interrupt)
+    for a in items:
+        pm.register(a, name=f"analysis:{a.label}")
+    voters = Voters(pm)
     context_ref: list = []
-    prunable = within is None and all(a.prunable for a in items)
-    guide = _Guide(items, context_ref) if prunable else None
+    guide = (Guide(items, voters, context_ref)
+             if within is None and Guide.possible(items) else None)
     prune = None
-    if all(a.prunes_by_bound for a in items):
+    if voters.prove_pieces:
         def prune(piece):
-            return min(a.piece_margin(piece, context_ref[0]) for a in items)
+            return voters.margin(piece, context_ref[0])
     lp_chain = chains["lp"]
     if not lp_chain:
         raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
@@ -537,8 +514,6 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
                     prune=prune, order=order)
     context = RunContext(net, region, trav, chains, pm)
     context_ref.append(context)
-    for a in items:
-        pm.register(a, name=f"analysis:{a.label}")
     kept: list | None = [] if keep_polytopes else None
     setup_time = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -548,10 +523,10 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         for polytope in trav:
             if kept is not None:
                 kept.append(polytope)
-            pm.hook.polytrav_visit_polytope(polytope=polytope, context=context)
+            voters.visit(polytope, context)
             if progress is not None:
                 progress(trav)
-            if all(a.decided for a in items):
+            if voters.all_stopped:
                 break
     except KeyboardInterrupt as exc:
         interrupted = exc

@@ -3,13 +3,21 @@
 Per polytope, where the output is ``w·x + c``, the subproblem is two LPs on polytope ∩
 region: ``maximise w·x`` and ``minimise w·x``. A value outside the bounds is a violation,
 confirmed by a forward pass before the verdict says so; the run stops there.
+
+Before the traversal descends into a piece of the region (the whole region, then the cells of
+each level), :meth:`OutputBounds.piece_margin` bounds the output over the whole piece with
+polytrav's CROWN bounds; a positive margin proves that none of the piece's polytopes can leave
+the bounds, so the run skips them (the ``polytrav_piece_margin`` hook, which the ``Analysis``
+base class implements by calling ``piece_margin``).
 """
 from __future__ import annotations
 
 import cvxpy as cp
+import numpy as np
 
 from polytrav import (Analysis, AnalysisResult, CellProblem, ConfigError, Status, Stop,
                       Subproblem, Verdict, check_witness)
+from polytrav.bounds.dnf import dnf_piece_margin
 
 
 class OutputBounds(Analysis):
@@ -19,14 +27,29 @@ class OutputBounds(Analysis):
     ----------
     lower, upper : float
     output : int
+    prune : bool
+        Skip the pieces that bounds prove (default True).
     """
 
     name = "output_bounds"
 
-    def __init__(self, lower: float, upper: float, output: int = 0):
+    def __init__(self, lower: float, upper: float, output: int = 0, prune: bool = True):
         self.lower = lower
         self.upper = upper
         self.output = output
+        self.prune = prune
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        return self.prune
+
+    def piece_margin(self, piece, context) -> float:
+        """Lower bound, over the whole piece, of the distance from the output to the unsafe
+        set ``{y[output] >= upper} or {y[output] <= lower}`` (written ``C y <= d``): positive
+        proves that the output stays strictly inside the bounds on every point of the piece."""
+        e = np.eye(context.network.n_outputs)[[self.output]]
+        unsafe = [(-e, np.array([-self.upper])), (e, np.array([self.lower]))]
+        return dnf_piece_margin(unsafe, piece, context)
 
     def validate(self, network, region):
         if not 0 <= self.output < network.n_outputs:

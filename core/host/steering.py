@@ -1,0 +1,160 @@
+"""How plugins steer a run: their directives, the pieces they prove, the order of the frontier.
+
+The **voters** of a run are the plugins that implement ``polytrav_visit_polytope``: its
+analyses (the :class:`~polytrav.Analysis` base class implements the hook) and any other
+registered plugin. :class:`Voters` calls each voter's implementation itself, so that every
+return value is attributed to its plugin and honoured as the hookspecs say:
+
+* ``Stop(reason)``: the voter needs no more polytopes; the run stops after the polytope at
+  which the last voter stopped.
+* ``Restrict(box)``: the voter needs only polytopes meeting ``box`` (which must contain the
+  start point); on a guided run (:class:`Guide`: every analysis is ``prunable``), once every
+  voter has asked, the region shrinks to the bounding box of their boxes.
+* ``polytrav_piece_margin``: a positive margin proves that the voter needs none of the
+  piece's polytopes; a piece is skipped when every voter proves it (:meth:`Voters.margin`).
+
+Pluggy's ``hookwrapper``/``wrapper`` implementations cannot be attributed, so they are
+refused on the voting hooks.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from polytrav.host.analysis import Analysis, Directive, Restrict, Stop
+from polytrav.model.region import Box
+from polytrav.vocabulary.errors import ConfigError, PluginError
+from polytrav.vocabulary.tolerances import CONTAINS_TOL
+
+if TYPE_CHECKING:
+    from polytrav.host.runner import RunContext
+
+__all__ = ["Voters", "Guide", "VOTING_HOOKS"]
+
+#: The hooks whose return values are counted per plugin.
+VOTING_HOOKS = ("polytrav_visit_polytope", "polytrav_piece_margin")
+
+
+def _implementations(pm, hook: str) -> list[tuple[str, object, Callable]]:
+    """``(plugin name, plugin, call(**kwargs))`` of every implementation of ``hook``, in
+    pluggy's call order (the last registered first)."""
+    out = []
+    for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
+        if impl.hookwrapper or impl.wrapper:
+            raise PluginError(f"plugin {impl.plugin_name!r} wraps {hook}, whose return values "
+                              "polytrav counts per plugin: implement it without a wrapper",
+                              plugin=impl.plugin_name)
+        names, fn = impl.argnames, impl.function
+        out.append((impl.plugin_name, impl.plugin,
+                    lambda kwargs, names=names, fn=fn: fn(*[kwargs[n] for n in names])))
+    return out
+
+
+def _proves_pieces(plugin, implements: bool) -> bool:
+    """Whether a voter proves pieces: an :class:`Analysis` by its ``prunes_by_bound``, any
+    other plugin by implementing ``polytrav_piece_margin``."""
+    return plugin.prunes_by_bound if isinstance(plugin, Analysis) else implements
+
+
+class Voters:
+    """The run's voters and what they asked for so far (see the module doc)."""
+
+    def __init__(self, pm):
+        self._visit = _implementations(pm, "polytrav_visit_polytope")
+        margins = {name: call for name, _, call in _implementations(pm, "polytrav_piece_margin")}
+        self.names = [name for name, _, _ in self._visit]
+        #: Whether every voter proves pieces (only then does the run prune by bounds).
+        self.prove_pieces = bool(self._visit) and all(
+            _proves_pieces(plugin, name in margins) for name, plugin, _ in self._visit)
+        self._margins = [margins[name] for name in self.names] if self.prove_pieces else []
+        self.stopped: dict[str, str] = {}  # voter -> the reason it gave
+        self.boxes: dict[str, Box] = {}  # voter -> its last Restrict box
+
+    @property
+    def all_stopped(self) -> bool:
+        """Whether every voter has returned ``Stop``."""
+        return bool(self.names) and len(self.stopped) == len(self.names)
+
+    def visit(self, polytope, context: "RunContext") -> None:
+        """Call every voter on ``polytope`` and record its directive."""
+        kwargs = {"polytope": polytope, "context": context}
+        for name, _, call in self._visit:
+            directive = call(kwargs)
+            if directive is None:
+                continue
+            if isinstance(directive, Stop):
+                self.stopped.setdefault(name, directive.reason)
+            elif isinstance(directive, Restrict):
+                start = context.start
+                if start is not None and not directive.box.contains(start, tol=CONTAINS_TOL):
+                    raise ConfigError(
+                        f"plugin {name!r}: Restrict(box) must contain the start point "
+                        f"{np.round(start, 6).tolist()}")
+                self.boxes[name] = directive.box
+            else:
+                raise PluginError(
+                    f"plugin {name!r}: polytrav_visit_polytope returned {directive!r}; "
+                    f"expected None or a Directive (Stop, Restrict)", plugin=name)
+
+    def margin(self, piece, context: "RunContext") -> float:
+        """The smallest voter margin over ``piece`` (a voter returning None proves nothing)."""
+        kwargs = {"piece": piece, "context": context}
+        low = np.inf
+        for call in self._margins:
+            m = call(kwargs)
+            if m is None:
+                return -np.inf
+            low = min(low, float(m))
+            if low <= 0:
+                return low
+        return low
+
+    def restriction(self) -> Box | None:
+        """The bounding box of every voter's restriction, once each voter has asked."""
+        if len(self.boxes) < len(self.names):
+            return None
+        boxes = [self.boxes[n] for n in self.names]
+        return Box(np.min([b.lower for b in boxes], axis=0), np.max([b.upper for b in boxes], axis=0))
+
+
+class Guide:
+    """The traversal guide of a run whose analyses are all ``prunable``.
+
+    ``key(bits)``: the smallest of the analyses' ``piece_bound`` over a level-1 piece (pieces
+    are expanded in increasing key order); ``prune(key)``: whether no voter needs a piece
+    with that bound (``key >= threshold()`` for each analysis, and every other voter has
+    stopped); ``restriction()``: the bounding box of the voters' boxes, once each has asked.
+    """
+
+    def __init__(self, analyses: Sequence[Analysis], voters: Voters, context_ref: list):
+        self.analyses = analyses
+        self.voters = voters
+        self.context_ref = context_ref
+        labels = {f"analysis:{a.label}" for a in analyses}
+        self._others = [n for n in voters.names if n not in labels]  # voters that are plugins
+        self._box = None
+        self._boxes: tuple = ()
+
+    @staticmethod
+    def possible(analyses: Sequence[Analysis]) -> bool:
+        """Whether a run can be guided: every analysis is prunable."""
+        return all(a.prunable for a in analyses)
+
+    def key(self, bits: np.ndarray) -> float:
+        context = self.context_ref[0]
+        return min(a.piece_bound(bits, context) for a in self.analyses)
+
+    def prune(self, key: float) -> bool:
+        return (all(key >= a.threshold() for a in self.analyses)
+                and all(n in self.voters.stopped for n in self._others))
+
+    def restriction(self) -> Box | None:
+        boxes = tuple(self.voters.boxes.get(n) for n in self.voters.names)
+        if any(b is None for b in boxes):
+            return None
+        if boxes != self._boxes:  # the same object while nothing changed (the traversal
+            self._boxes = boxes   # re-applies a box only when it is a new one)
+            self._box = self.voters.restriction()
+        return self._box
