@@ -32,7 +32,7 @@ from polytrav.host.steering import Guide, Voters
 from polytrav.model.network import Network
 from polytrav.model.region import Region
 from polytrav.vocabulary.text import code_string
-from polytrav.vocabulary.results import AnalysisResult, SolveResult, _jsonable
+from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, solve_along
 from polytrav.traversal.traverse import STRATEGIES, Traversal, TraversalStatus
 
@@ -121,7 +121,7 @@ class Report:
             "time": self.time,
             "setup_time": self.setup_time,
             "solver": self.solver,
-            "stats": _jsonable(self.stats),
+            "stats": jsonable(self.stats),
             "results": [r.to_dict() for r in self.results],
         }
 

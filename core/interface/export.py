@@ -186,9 +186,9 @@ def polytope_graph(polytopes: Iterable):
 
 def _json_safe(value: Any) -> Any:
     """JSON-ready: numpy and enums unwrapped (as in results), non-finite floats as None."""
-    from polytrav.vocabulary.results import _jsonable
+    from polytrav.vocabulary.results import jsonable
 
-    value = _jsonable(value)
+    value = jsonable(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

@@ -24,7 +24,7 @@ import numpy as np
 
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.model.network import Network
-from polytrav.vocabulary.results import Answer, Verdict, _jsonable
+from polytrav.vocabulary.results import Answer, Verdict, jsonable
 
 __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
            "load_network"]
@@ -63,7 +63,7 @@ class VerificationResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dictionary."""
         as_list = (lambda a: None if a is None else np.asarray(a, float))
-        return _jsonable({"answer": self.answer, "counterexample": as_list(self.counterexample),
+        return jsonable({"answer": self.answer, "counterexample": as_list(self.counterexample),
                           "output": as_list(self.output), "polytopes": self.polytopes,
                           "lps": self.lps, "seconds": self.seconds, "reason": self.reason,
                           "proven": self.proven, "split": self.split})

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Answer", "Status", "SOLUTION_PRESENT", "NO_SOLUTION", "DECIDED", "SolveResult", "Verdict",
-           "AnalysisResult"]
+           "AnalysisResult", "jsonable", "to_json"]
 
 
 class Status(str, enum.Enum):
@@ -96,10 +96,10 @@ class Answer(str, enum.Enum):
         return self.value
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """``value`` with numpy types, enums and non-finite floats (as None) made JSON-safe."""
     if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value.tolist()] if value.dtype.kind == "f" else value.tolist()
+        return [jsonable(v) for v in value.tolist()] if value.dtype.kind == "f" else value.tolist()
     if isinstance(value, (np.floating, np.integer, np.bool_)):
         value = value.item()
     if isinstance(value, float):
@@ -107,17 +107,17 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if hasattr(value, "to_dict"):
-        return _jsonable(value.to_dict())
+        return jsonable(value.to_dict())
     return value
 
 
 def to_json(value: Any, **kwargs) -> str:
-    """JSON text of ``value`` (see :func:`_jsonable`): never ``NaN`` or ``Infinity``."""
-    return json.dumps(_jsonable(value), allow_nan=False, **kwargs)
+    """JSON text of ``value`` (see :func:`jsonable`): never ``NaN`` or ``Infinity``."""
+    return json.dumps(jsonable(value), allow_nan=False, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -157,11 +157,11 @@ class AnalysisResult:
         return {
             "analysis": self.analysis,
             "verdict": None if self.verdict is None else self.verdict.value,
-            "value": _jsonable(self.value),
-            "witness": _jsonable(self.witness),
+            "value": jsonable(self.value),
+            "witness": jsonable(self.witness),
             "exact": self.exact,
             "n_polytopes": self.n_polytopes,
             "n_solves": self.n_solves,
             "failures": list(self.failures),
-            "details": _jsonable(self.details),
+            "details": jsonable(self.details),
         }
