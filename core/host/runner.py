@@ -561,9 +561,10 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         raise interrupted
     results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
                if isinstance(r, AnalysisResult)}
-    stats = trav.stats.to_dict()
-    stats["proven_pieces"] = list(trav.proven_pieces)
-    stats.update(context.subproblem_stats())
+    from polytrav.host.stats import report_stats
+
+    stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
+                         subproblems=context.subproblem_stats())
     return Report(
         results=[results[a.label] for a in items],
         status=trav.status,
