@@ -5,10 +5,8 @@ The public API is exactly the names in ``__all__``; anything else may change wit
 from polytrav.vocabulary.errors import (
     CheckpointError,
     ConfigError,
-    InaccurateSolveWarning,
     NetworkError,
     PluginError,
-    PolytopeSkippedWarning,
     PolytravError,
     RegionError,
     SolverError,
@@ -94,6 +92,4 @@ __all__ = [
     "SolverNotAvailable",
     "SolverError",
     "CheckpointError",
-    "InaccurateSolveWarning",
-    "PolytopeSkippedWarning",
 ]

@@ -34,6 +34,7 @@ import numpy as np
 
 from polytrav.vocabulary.errors import CheckpointError, ConfigError, PolytravError
 from polytrav.host.runner import pieces
+from polytrav.host.stats import report_stats
 from polytrav.traversal.traverse import Piece, TraversalStats, TraversalStatus
 
 __all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
@@ -378,14 +379,15 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
                      status, stats)
     context = RunContext(net, region, merged, chains, pm)
     results = [a.combine([p[i] for p in state.parts], context) for i, a in enumerate(analyses)]
-    out = stats.to_dict()
-    out["proven_pieces"] = [p for s in state.stats for p in s.get("proven_pieces", [])]
-    out.update(parts=len(state.parts), workers=workers, pieces_total=len(state.pieces),
-               part_seconds=[s.get("part_seconds") for s in state.stats],
-               part_pieces=[s.get("part_pieces") for s in state.stats],
-               enumeration_seconds=state.enumeration.get("total_time", 0.0),
-               pieces_done=len(state.done), lost_parts=len(lost),
-               **{key: sum(s.get(key, 0) for s in state.stats) for key in SUBPROBLEM_STATS})
+    out = report_stats(
+        stats.to_dict(),
+        proven_pieces=[p for s in state.stats for p in s.get("proven_pieces", [])],
+        subproblems={key: sum(s.get(key, 0) for s in state.stats) for key in SUBPROBLEM_STATS},
+        parts=len(state.parts), workers=workers, pieces_total=len(state.pieces),
+        pieces_done=len(state.done), lost_parts=len(lost),
+        part_seconds=[s.get("part_seconds") for s in state.stats],
+        part_pieces=[s.get("part_pieces") for s in state.stats],
+        enumeration_seconds=state.enumeration.get("total_time", 0.0))
     return Report(results=results, status=status, stats=out, time=time.perf_counter() - t0,
                   solver={form: [b.name for b in chain] for form, chain in chains.items()},
                   network=net, analyses=list(analyses))

@@ -370,7 +370,7 @@ class HighsChebyshevModel(ChebyshevModel):
         _add_rows(h, A, rlo, rhi)
         return h
 
-    def _sync_push(self, block) -> None:
+    def sync_push(self, block) -> None:
         import highspy
 
         A, beta, signs = block
@@ -386,7 +386,7 @@ class HighsChebyshevModel(ChebyshevModel):
         self.block_rows.append(np.arange(self.n_rows, self.n_rows + m, dtype=np.int32))
         self.n_rows += m
 
-    def _sync_pop(self, block) -> None:
+    def sync_pop(self, block) -> None:
         rows = self.block_rows.pop()
         if rows.size:
             self.h.deleteRows(rows.size, rows)
@@ -394,7 +394,7 @@ class HighsChebyshevModel(ChebyshevModel):
                 self.block_rows[k] = other - np.searchsorted(rows, other)
             self.n_rows -= rows.size
 
-    def _sync_signs(self, level: int, changed: np.ndarray) -> None:
+    def sync_signs(self, level: int, changed: np.ndarray) -> None:
         import highspy
 
         inf = highspy.kHighsInf
@@ -409,7 +409,7 @@ class HighsChebyshevModel(ChebyshevModel):
                 self.h.changeCoeff(r, self.d, 1.0)
                 self.h.changeRowBounds(r, -inf, -beta[i])
 
-    def _sync_region_rows(self, A, b) -> None:
+    def sync_region_rows(self, A, b) -> None:
         M = np.zeros((A.shape[0], self.n_vars))
         M[:, : self.d] = A
         M[:, self.d] = 1.0

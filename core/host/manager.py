@@ -7,12 +7,12 @@ implemented hook exists. Nothing happens at import time.
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
 import inspect
 import os
 import sys
+import weakref
 
 import pluggy
 
@@ -59,45 +59,24 @@ def _entry_points() -> list[tuple]:
     return _SCAN[key]
 
 
-def _cached_varnames(parse):
-    """pluggy's ``varnames`` (a hook function's argument names, by ``inspect.signature``),
-    remembered per function: pluggy asks again for every hook of every plugin registered on
-    every fresh manager, about 0.2 ms per run."""
-    seen: dict = {}
-
-    @functools.wraps(parse)
-    def varnames(func):
-        try:
-            key = (getattr(func, "__func__", func), inspect.ismethod(func))
-            return seen[key]
-        except TypeError:  # an unhashable callable
-            return parse(func)
-        except KeyError:
-            names = seen[key] = parse(func)
-            return names
-
-    varnames.polytrav_cached = True
-    return varnames
-
-
-def _remember_varnames() -> None:
-    """Install :func:`_cached_varnames` in pluggy (once per process, at the first manager)."""
-    hooks = getattr(pluggy, "_hooks", None)  # a private module: absent, nothing is cached
-    parse = getattr(hooks, "varnames", None)
-    if parse is not None and not getattr(parse, "polytrav_cached", False):
-        hooks.varnames = _cached_varnames(parse)
-
-
 class _PluginManager(pluggy.PluginManager):
     """pluggy's manager, with non-hook attributes turned away before pluggy looks at them.
 
     Registering looks at every attribute of a plugin (a module's imports, an analysis's
     methods); few carry the marker, and pluggy's checks of each cost about a millisecond per
-    run. The names that carry the marker are found once per module or class (an instance's
-    own attributes are always looked at); the answers are pluggy's.
+    run. The names that carry the marker are found once per module or class
+    (:func:`_marked_names`; an instance's own attributes are always looked at); the answers
+    are pluggy's. ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented
+    points of extension.
     """
 
     _looked_at = (None, frozenset())  # (plugin being registered, names worth pluggy's look)
+
+    def __init__(self, project_name: str):
+        super().__init__(project_name)
+        #: plugin name -> (distribution, version) of each plugin loaded from an entry point
+        self.polytrav_distributions: dict[str, tuple[str, str]] = {}
+        self._solvers: dict[str, type] | None = None  # solver classes of the plugin set
 
     def register(self, plugin, name: str | None = None):
         self._looked_at = (plugin, _marked_names(plugin) | set(_own_dict(plugin)))
@@ -105,6 +84,13 @@ class _PluginManager(pluggy.PluginManager):
             return super().register(plugin, name)
         finally:
             self._looked_at = (None, frozenset())
+            self._solvers = None
+
+    def unregister(self, plugin=None, name: str | None = None):
+        try:
+            return super().unregister(plugin, name)
+        finally:
+            self._solvers = None
 
     def parse_hookimpl_opts(self, plugin, name: str):
         held, names = self._looked_at
@@ -118,14 +104,19 @@ class _PluginManager(pluggy.PluginManager):
         return super().parse_hookspec_opts(module_or_class, name)
 
     def polytrav_solver_classes(self) -> dict[str, type]:
-        """:func:`solver_classes` of this manager, asked of its plugins once per plugin set."""
-        key = tuple(map(id, self.get_plugins()))
-        if getattr(self, "_solvers", (None,))[0] != key:
-            self._solvers = (key, _ask_solver_classes(self))
-        return self._solvers[1]
+        """:func:`solver_classes` of this manager, asked of its plugins once per plugin set
+        (registering or unregistering a plugin forgets the answer)."""
+        if self._solvers is None:
+            self._solvers = _ask_solver_classes(self)
+        return self._solvers
 
 
-_MARKED: dict[tuple, tuple[tuple, frozenset]] = {}  # (id, marker) -> ((holder, dict sizes), names)
+#: marker -> {module or class: (sizes of its namespaces, names that carry the marker)}, keyed
+#: by the module or class itself and weakly, so an entry goes when its class is collected.
+_MARKED: dict[str, weakref.WeakKeyDictionary] = {
+    "polytrav_impl": weakref.WeakKeyDictionary(),
+    "polytrav_spec": weakref.WeakKeyDictionary(),
+}
 
 
 def _own_dict(plugin) -> dict:
@@ -140,10 +131,18 @@ def _own_dict(plugin) -> dict:
 
 def _marked_names(plugin, marker: str = "polytrav_impl") -> frozenset:
     """Names of ``plugin``'s module or class attributes that carry ``marker`` (pluggy's
-    hookimpl or hookspec marker attribute)."""
+    hookimpl or hookspec marker attribute).
+
+    Found once per module or class, and again when one of its namespaces (the class's MRO)
+    grows or shrinks, as when a hook is added to a module after a first registration.
+    """
     holder = plugin if inspect.ismodule(plugin) or inspect.isclass(plugin) else type(plugin)
-    version = (holder, tuple(len(vars(c)) for c in getattr(holder, "__mro__", (holder,))))
-    hit = _MARKED.get((id(holder), marker))
+    version = tuple(len(vars(c)) for c in getattr(holder, "__mro__", (holder,)))
+    cache: weakref.WeakKeyDictionary | None = _MARKED[marker]
+    try:
+        hit = cache.get(holder)
+    except TypeError:  # neither hashable nor weakly referable: not remembered
+        hit, cache = None, None
     if hit is None or hit[0] != version:
         names = set()
         for name in dir(holder):
@@ -154,13 +153,14 @@ def _marked_names(plugin, marker: str = "polytrav_impl") -> frozenset:
             value = getattr(value, "__func__", value)  # classmethod / staticmethod
             if getattr(value, marker, None) is not None:
                 names.add(name)
-        hit = _MARKED[id(holder), marker] = (version, frozenset(names))
+        hit = (version, frozenset(names))
+        if cache is not None:
+            cache[holder] = hit
     return hit[1]
 
 
 def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] = ()) -> pluggy.PluginManager:
     """A fresh plugin manager with the built-ins and (optionally) installed plugins."""
-    _remember_varnames()
     pm = _PluginManager("polytrav")
     pm.add_hookspecs(hookspecs)
     for name in block:
@@ -168,7 +168,6 @@ def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] 
     for dotted in DEFAULT_PLUGINS:
         if dotted not in block:
             pm.register(importlib.import_module(dotted), name=dotted)
-    pm.polytrav_distributions = {}  # plugin name -> (distribution, version)
     if load_entrypoints and os.environ.get("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD") != "1":
         allow = {n.strip() for n in os.environ.get("POLYTRAV_PLUGINS", "").split(",") if n.strip()}
         for ep, dist_name, version in _entry_points():

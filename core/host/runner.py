@@ -28,6 +28,7 @@ from polytrav.host.analysis import Analysis
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
+from polytrav.host.stats import report_stats
 from polytrav.host.steering import Guide, Voters
 from polytrav.model.network import Network
 from polytrav.model.region import Region
@@ -536,9 +537,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         raise interrupted
     results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
                if isinstance(r, AnalysisResult)}
-    stats = trav.stats.to_dict()
-    stats["proven_pieces"] = list(trav.proven_pieces)
-    stats.update(context.subproblem_stats())
+    stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
+                         subproblems=context.subproblem_stats())
     return Report(
         results=[results[a.label] for a in items],
         status=trav.status,

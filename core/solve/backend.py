@@ -12,8 +12,9 @@ region" in the region's normalised coordinates ``u`` (see :mod:`polytrav.model.g
 Neuron rows come in blocks, one per level of the hierarchical traversal, pushed and popped
 like a stack; the top block's signs flip as the search moves between polytopes. The base
 class keeps every row in numpy arrays and rebuilds the LP for each solve (any backend can
-serve it); backends with an incremental API (HiGHS) override the ``_sync_*`` hooks to update
-one warm-started model in place.
+serve it); backends with an incremental API (HiGHS) return a subclass whose ``sync_*``
+methods (the backend extension API of :class:`~polytrav.solve.chebyshev.ChebyshevModel`)
+update one warm-started model in place.
 """
 from __future__ import annotations
 

@@ -2,12 +2,18 @@
 
 Built by :meth:`polytrav.solve.backend.SolverBackend.chebyshev_model`; see that module for
 the LP. Neuron rows come in blocks, one per level, pushed and popped like a stack; the base
-class rebuilds the LP for each solve, backends with an incremental API (HiGHS) override the
-``_sync_*`` hooks to update one warm-started model in place.
+class rebuilds the LP for each solve.
+
+**Backend extension API.** A backend with an incremental LP API returns a subclass from its
+``chebyshev_model`` and keeps one warm-started native model in step with the rows by
+overriding :meth:`ChebyshevModel.sync_push`, :meth:`~ChebyshevModel.sync_pop`,
+:meth:`~ChebyshevModel.sync_signs` and :meth:`~ChebyshevModel.sync_region_rows` (the base
+class's do nothing), then solves that model in place (``solvers/highs.py`` is the pattern).
 """
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,11 +54,11 @@ class ChebyshevModel:
         """Add a block of neuron rows ``s (a·u + beta) >= t`` (rows of unit norm)."""
         block = [np.asarray(A, float), np.asarray(beta, float), np.asarray(signs, bool).copy()]
         self.blocks.append(block)
-        self._sync_push(block)
+        self.sync_push(block)
 
     def pop(self) -> None:
         """Remove the top block."""
-        self._sync_pop(self.blocks[-1])
+        self.sync_pop(self.blocks[-1])
         self.blocks.pop()
 
     def set_signs(self, signs: np.ndarray) -> None:
@@ -62,13 +68,13 @@ class ChebyshevModel:
         changed = np.flatnonzero(block[2] != signs)
         if changed.size:
             block[2] = signs.copy()
-            self._sync_signs(len(self.blocks) - 1, changed)
+            self.sync_signs(len(self.blocks) - 1, changed)
 
     def add_region_rows(self, A: np.ndarray, b: np.ndarray) -> None:
         """Add region rows ``a·u + t <= b`` (valid cuts, e.g. tangents of an L2 ball)."""
         self.region_A = np.vstack([self.region_A, A])
         self.region_b = np.concatenate([self.region_b, b])
-        self._sync_region_rows(A, b)
+        self.sync_region_rows(A, b)
 
     def halfspaces(self, top_signs: np.ndarray | None = None,
                    box: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -191,15 +197,80 @@ class ChebyshevModel:
         b_ub = np.concatenate([np.asarray(r, float) for r in rhs]) if rhs else np.zeros(0)
         return A_ub, b_ub, A_eq, b_eq, lo, hi
 
-    # ---------------------------------------------------------------- incremental hooks
-    def _sync_push(self, block) -> None:
-        """Backend hook: a block was pushed."""
+    # ---------------------------------------------------------------- backend extension API
+    # Called after the rows in ``blocks`` / ``region_A`` changed (``sync_pop``: before the
+    # block goes). A backend that rebuilds the LP from ``arrays()`` for every solve, as the
+    # base class does, overrides none of them.
 
-    def _sync_pop(self, block) -> None:
-        """Backend hook: the top block is about to be removed."""
+    def sync_push(self, block: list[np.ndarray]) -> None:
+        """Add the rows of a pushed block to the backend's native model.
 
-    def _sync_signs(self, level: int, rows: np.ndarray) -> None:
-        """Backend hook: signs of ``rows`` of block ``level`` changed."""
+        Called by :meth:`push` once ``block`` is the last entry of ``blocks``. A backend with
+        an incremental API overrides it; the base class does nothing.
 
-    def _sync_region_rows(self, A, b) -> None:
-        """Backend hook: region rows were appended."""
+        Parameters
+        ----------
+        block : list of numpy.ndarray
+            ``[A, beta, signs]``: ``A`` of shape ``(m, d)`` with unit rows, ``beta`` of shape
+            ``(m,)``, ``signs`` of shape ``(m,)`` (bool, True: neuron on). Row ``j`` of the
+            LP is ``s_j (A_j·u + beta_j) - t >= 0`` with ``s_j = +1`` if ``signs[j]``, else
+            ``-1``. The arrays belong to the model; read them, never write them.
+        """
+
+    def sync_pop(self, block: list[np.ndarray]) -> None:
+        """Remove the rows of the top block from the backend's native model.
+
+        Called by :meth:`pop` while ``block`` is still the last entry of ``blocks``. A
+        backend with an incremental API overrides it; the base class does nothing.
+
+        Parameters
+        ----------
+        block : list of numpy.ndarray
+            ``[A, beta, signs]`` of the block being removed, as in :meth:`sync_push`.
+        """
+
+    def sync_signs(self, level: int, rows: np.ndarray) -> None:
+        """Flip the sides of some rows of one block in the backend's native model.
+
+        Called by :meth:`set_signs` after ``blocks[level][2]`` (the signs) was replaced; only
+        the rows whose sign changed are named. A backend with an incremental API overrides
+        it; the base class does nothing.
+
+        Parameters
+        ----------
+        level : int
+            Index of the block in ``blocks`` (the top block, ``len(blocks) - 1``).
+        rows : numpy.ndarray
+            Indices (int) of the rows of that block whose sign changed; the new signs are
+            ``blocks[level][2][rows]``.
+        """
+
+    def sync_region_rows(self, A: np.ndarray, b: np.ndarray) -> None:
+        """Add region rows (cuts) to the backend's native model.
+
+        Called by :meth:`add_region_rows` after ``region_A`` and ``region_b`` were extended.
+        A backend with an incremental API overrides it; the base class does nothing.
+
+        Parameters
+        ----------
+        A : numpy.ndarray
+            Shape ``(k, d)``: the new rows ``a·u + t <= b``.
+        b : numpy.ndarray
+            Shape ``(k,)``: their right-hand sides.
+        """
+
+    #: The extension hooks' names before they were public, and their public names.
+    _RENAMED = {"_sync_push": "sync_push", "_sync_pop": "sync_pop",
+                "_sync_signs": "sync_signs", "_sync_region_rows": "sync_region_rows"}
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass that still overrides a hook under its old private name keeps working
+        (the method serves as the public hook) and is warned."""
+        super().__init_subclass__(**kwargs)
+        for old, new in ChebyshevModel._RENAMED.items():
+            if old in vars(cls):
+                warnings.warn(f"{cls.__qualname__}.{old} is deprecated: ChebyshevModel calls "
+                              f"{new}, its public backend hook; rename the method",
+                              DeprecationWarning, stacklevel=2)
+                if new not in vars(cls):
+                    setattr(cls, new, vars(cls)[old])

@@ -1,4 +1,4 @@
-"""Exceptions and warnings raised by polytrav.
+"""Exceptions raised by polytrav.
 
 Every message says who complains, which rule was broken, what value was received and how to
 fix it, e.g. ``Box: lower bound exceeds upper bound at coordinate 2 (lo=1.0, hi=0.5); swap
@@ -16,9 +16,6 @@ __all__ = [
     "SolverNotAvailable",
     "SolverError",
     "CheckpointError",
-    "PolytravWarning",
-    "InaccurateSolveWarning",
-    "PolytopeSkippedWarning",
 ]
 
 
@@ -71,15 +68,3 @@ class SolverError(PolytravError, RuntimeError):
 
 class CheckpointError(PolytravError, ValueError):
     """A checkpoint is unreadable or belongs to another run (network, region, analyses)."""
-
-
-class PolytravWarning(UserWarning):
-    """Base class of polytrav's warnings."""
-
-
-class InaccurateSolveWarning(PolytravWarning):
-    """A solve returned a usable but not cleanly optimal answer."""
-
-
-class PolytopeSkippedWarning(PolytravWarning):
-    """A polytope could not be decided (all solvers failed); the run is incomplete."""

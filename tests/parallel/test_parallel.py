@@ -185,3 +185,17 @@ def test_serial_and_parted_reports_count_subproblems_under_the_same_keys():
                      executor=SerialExecutor(), parts=3)
     for report in (serial, parted):
         assert set(SUBPROBLEM_STATS) <= set(report.stats), sorted(report.stats)
+
+
+def test_serial_and_parted_reports_have_the_same_stats_keys(tmp_path):
+    """``Report.stats`` has one set of keys: a serial run, a run in parts and a checkpointed
+    run report the same ones (a serial run as a run in no parts)."""
+    from polytrav.host.stats import PART_STATS
+
+    serial = analyze(NET, REGION, OutputRange(output=1))
+    parted = analyze(NET, REGION, OutputRange(output=1), executor=SerialExecutor(), parts=2)
+    saved = analyze(NET, REGION, OutputRange(output=1), checkpoint=tmp_path / "run.json", parts=2)
+    assert set(serial.stats) == set(parted.stats) == set(saved.stats)
+    assert set(PART_STATS) <= set(serial.stats)
+    assert serial.stats["parts"] == 0 and serial.stats["part_seconds"] == []
+    assert parted.stats["parts"] == saved.stats["parts"] == 2

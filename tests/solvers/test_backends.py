@@ -31,3 +31,43 @@ def test_rejected_option_is_named():
 
 def test_registry_lists_builtins_in_preference_order():
     assert LP_SOLVERS[:2] == ["highs", "scipy"]
+
+
+def test_chebyshev_model_calls_its_public_backend_hooks():
+    """The backend extension API of ChebyshevModel: each row change calls its ``sync_*`` hook
+    (and a subclass still overriding an old private name is warned and still called)."""
+    from polytrav import Box, ChebyshevModel
+    from polytrav.model.geometry import build_frame
+
+    calls = []
+
+    class Recording(ChebyshevModel):
+        def sync_push(self, block):
+            calls.append(("push", len(self.blocks), block[0].shape))
+
+        def sync_pop(self, block):
+            calls.append(("pop", len(self.blocks), block is self.blocks[-1]))
+
+        def sync_signs(self, level, rows):
+            calls.append(("signs", level, list(rows)))
+
+        def sync_region_rows(self, A, b):
+            calls.append(("region", A.shape, self.region_A.shape[0]))
+
+    model = Recording(get_solver("highs"), build_frame(Box([-1.0, -1.0], [1.0, 1.0]), 2))
+    model.push(np.array([[1.0, 0.0], [0.0, 1.0]]), np.zeros(2), np.array([True, True]))
+    model.set_signs(np.array([True, False]))
+    model.set_signs(np.array([True, False]))  # nothing changed: no call
+    model.add_region_rows(np.array([[0.6, 0.8]]), np.array([0.5]))
+    model.pop()
+    assert calls == [("push", 1, (2, 2)), ("signs", 0, [1]), ("region", (1, 2), 1),
+                     ("pop", 1, True)]
+
+    with pytest.warns(DeprecationWarning, match="_sync_push is deprecated.*sync_push"):
+        class Old(ChebyshevModel):
+            def _sync_push(self, block):
+                calls.append("old push")
+
+    old = Old(get_solver("highs"), build_frame(Box([-1.0, -1.0], [1.0, 1.0]), 2))
+    old.push(np.array([[1.0, 0.0]]), np.zeros(1), np.array([True]))
+    assert calls[-1] == "old push"

@@ -85,3 +85,29 @@ def test_solver_classes_follow_registrations():
     assert solver_classes(pm)["highs-extra"] is Extra
     pm.unregister(plugin)
     assert "highs-extra" not in solver_classes(pm)
+
+
+def test_solver_classes_of_a_replaced_plugin():
+    """A plugin unregistered, collected and replaced by another, which often reuses its
+    memory address, is asked again: the manager's answer is not keyed by object ids."""
+    import gc
+
+    from polytrav.host.manager import solver_classes
+    from polytrav.solvers.highs import HighsBackend
+
+    class Plugin:
+        def __init__(self, cls):
+            self.cls = cls
+
+        @hookimpl
+        def polytrav_add_solvers(self):
+            return [self.cls]
+
+    pm = get_plugin_manager(load_entrypoints=False)
+    for k in range(20):
+        plugin = Plugin(type(f"Extra{k}", (HighsBackend,), {"name": f"highs-extra-{k}"}))
+        pm.register(plugin, name="extra")
+        assert f"highs-extra-{k}" in solver_classes(pm), k
+        pm.unregister(plugin)
+        del plugin
+        gc.collect()
