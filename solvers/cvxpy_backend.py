@@ -146,12 +146,12 @@ class CvxpyBackend(SolverBackend):
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 prob.solve(solver=self.solver, **options)
         except cp.error.SolverError as exc:
-            self._raise_rejected_option(exc)
+            self.raise_rejected_option(exc)
             return SolveResult(Status.ERROR, None, None, None, self.name,
                                time.perf_counter() - t0, None, f"cvxpy: {exc}",
                                {"cvxpy_status": None, "inaccurate": False})
         except (TypeError, ValueError, KeyError) as exc:
-            self._raise_rejected_option(exc)
+            self.raise_rejected_option(exc)
             raise SolverError(f"solver {self.name!r} crashed: {exc!r}") from exc
         status = self.STATUS_MAP.get(prob.status, Status.ERROR)
         x_val = obj = duals = None
@@ -185,7 +185,7 @@ class CvxpyBackend(SolverBackend):
                 box[idx] += y
         return np.concatenate([parts["ub"], parts["eq"], box])
 
-    def _raise_rejected_option(self, exc: Exception) -> None:
+    def raise_rejected_option(self, exc: Exception) -> None:
         """Raise :class:`ConfigError` if one of the user's options alone breaks a tiny solve."""
         import cvxpy as cp
 

@@ -120,11 +120,11 @@ class OsqpBackend(SolverBackend):
         try:
             solver.setup(P, q, A, l, u, **self.settings(form))
         except (ValueError, TypeError, AssertionError, osqp.OSQPException) as exc:
-            self._raise_rejected_option(exc)
+            self.raise_rejected_option(exc)
             raise
         return solver
 
-    def _raise_rejected_option(self, exc: Exception) -> None:
+    def raise_rejected_option(self, exc: Exception) -> None:
         """Raise :class:`ConfigError` if one of the user's options alone breaks a tiny setup."""
         import osqp
         import scipy.sparse as sp

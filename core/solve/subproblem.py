@@ -392,7 +392,7 @@ class Subproblem:
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 prob.solve(solver=backend.solver, **options)
         except cp.error.SolverError as exc:
-            backend._raise_rejected_option(exc)
+            backend.raise_rejected_option(exc)
             return Status.ERROR, None, None, None, f"cvxpy: {exc}", {"cvxpy_status": None}
         status = backend.STATUS_MAP.get(prob.status, Status.ERROR)
         extras = {"cvxpy_status": prob.status, "inaccurate": "inaccurate" in str(prob.status)}
