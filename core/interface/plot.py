@@ -16,22 +16,27 @@ right kind of picture and saves it.
 
 Axis labels are the network's ``input_names`` when it has them, else ``x_i`` with the
 0-based input index ``i`` (the index ``--dims`` and ``dims`` use); ``labels=`` overrides both.
+
+Beside this module: :mod:`polytrav.interface.plot_check` (the checks and labels, run before
+any work), :mod:`polytrav.interface.plot_slice` (the 2-D network and region of a plane) and
+:mod:`polytrav.interface.plot_layout` (title, legend, ticks and a report's marks); the names
+a user calls are re-exported here.
 """
 from __future__ import annotations
 
-import math
-import operator
-import shutil
-import textwrap
 from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
 
 import numpy as np
 
-from polytrav.vocabulary.errors import ConfigError
+from polytrav.interface.plot_check import (check_figure_path, check_plane, import_pyplot,
+                                           input_labels, plane_dims, plane_labels,
+                                           supported_formats)
+from polytrav.interface.plot_layout import draw_report, fitting_locator, place_legend, set_title
+from polytrav.interface.plot_slice import plane_slice, slice_region
 from polytrav.model.network import Network
-from polytrav.model.region import Ball, Box, Polyhedron, Region
+from polytrav.vocabulary.errors import ConfigError
 
 __all__ = ["partition", "partition_slice", "plane_slice", "save_partition", "check_figure_path",
            "check_plane", "input_labels", "supported_formats", "LAYER_COLORS"]
@@ -44,226 +49,6 @@ MAX_LISTED = 4
 #: Regions up to this ratio of height to width (or width to height) are drawn to scale; a
 #: thinner strip is stretched to this ratio (its two axes then have different scales).
 MAX_ELONGATION = 2.0
-
-
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ConfigError('pictures need matplotlib: pip install "polytrav[plot]"') from exc
-    return plt
-
-
-# ---------------------------------------------------------------------- checks (before any work)
-def supported_formats() -> dict[str, str]:
-    """The file suffixes (without the dot) matplotlib can write here, with their descriptions.
-
-    Those of ``FigureCanvasBase.get_supported_filetypes()``, less ``pgf`` without its TeX
-    program and ``webp``/``avif`` without Pillow's support for them.
-    """
-    _pyplot()
-    import matplotlib
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    formats = dict(FigureCanvasBase.get_supported_filetypes())
-    if "pgf" in formats and shutil.which(matplotlib.rcParams["pgf.texsystem"]) is None:
-        del formats["pgf"]
-    for fmt in ("webp", "avif"):
-        if fmt in formats:
-            try:
-                from PIL import features
-
-                ok = bool(features.check(fmt))
-            except Exception:  # noqa: BLE001 - no Pillow, or too old to know the format
-                ok = False
-            if not ok:
-                del formats[fmt]
-    return formats
-
-
-def check_figure_path(path: str | PathLike) -> Path:
-    """The absolute path a picture will be saved to, checked before any work.
-
-    Raises
-    ------
-    ConfigError
-        If the name has no suffix or one matplotlib cannot write (the message lists those it
-        can), if it names a folder, or if its folder does not exist.
-
-    Examples
-    --------
-    >>> check_figure_path("out.xyz")
-    Traceback (most recent call last):
-    ...
-    polytrav.vocabulary.errors.ConfigError: figure 'out.xyz': matplotlib cannot write '.xyz' files; ...
-    """
-    path = Path(path).expanduser()
-    fmt = path.suffix[1:].lower()
-    formats = supported_formats()
-    listing = ", ".join("." + f for f in sorted(formats))
-    if not fmt:
-        raise ConfigError(f"figure '{path}': no file suffix to tell the format; end the name in "
-                          f"one of {listing}")
-    if fmt not in formats:
-        raise ConfigError(f"figure '{path}': matplotlib cannot write '.{fmt}' files; use one of "
-                          f"{listing}")
-    path = path.resolve()
-    if path.is_dir():
-        raise ConfigError(f"figure '{path}' is a folder; give a file name such as "
-                          f"'{path / 'partition.png'}'")
-    if not path.parent.is_dir():
-        raise ConfigError(f"figure '{path}': folder '{path.parent}' does not exist; create it "
-                          "first")
-    return path
-
-
-def _dims(n: int, dims) -> tuple[int, int]:
-    if n < 2:
-        raise ConfigError(f"partition pictures need at least 2 inputs; the network has {n}")
-    if dims is None:
-        if n == 2:
-            return (0, 1)
-        raise ConfigError(f"the network has {n} inputs: choose the plane to draw with dims "
-                          f"(--dims I J), two different input indices in 0..{n - 1}")
-    try:
-        if isinstance(dims, (str, bytes)) or len(dims) != 2:
-            raise TypeError
-        i, j = (operator.index(d) for d in dims)
-    except TypeError:
-        raise ConfigError(f"dims must be two input indices (I, J) in 0..{n - 1}, got {dims!r}") \
-            from None
-    if not (0 <= i < n and 0 <= j < n):
-        raise ConfigError(f"dims {(i, j)} out of range: the network has {n} inputs, so the "
-                          f"valid indices are 0..{n - 1} (0-based)")
-    if i == j:
-        raise ConfigError(f"dims {(i, j)}: the plane needs two different inputs in 0..{n - 1}")
-    return (i, j)
-
-
-def _escape(name: str) -> str:
-    """A model's name as plain matplotlib text (a ``$`` would start mathtext)."""
-    return name.replace("$", r"\$")
-
-
-def input_labels(net: Network, labels: Sequence[str] | None = None) -> tuple[str, ...]:
-    """One axis label per input of ``net``: ``labels``, else ``net.input_names``, else ``x_i``.
-
-    ``x_i`` uses the 0-based input index and is written as mathtext (``"$x_{2}$"``).
-
-    >>> net = Network.from_arrays([[[1.0, 1.0, 1.0]]], [[0.0]])
-    >>> input_labels(net)
-    ('$x_{0}$', '$x_{1}$', '$x_{2}$')
-    >>> input_labels(Network.from_arrays([[[1.0, 1.0]]], [[0.0]], input_names=["speed", "angle"]))
-    ('speed', 'angle')
-    """
-    n = net.n_inputs
-    if labels is not None:
-        if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence):
-            raise ConfigError(f"labels must be a sequence of {n} strings (one per input), got "
-                              f"{type(labels).__name__} {labels!r}")
-        labels = tuple(labels)
-        if len(labels) != n:
-            raise ConfigError(f"labels has {len(labels)} entries but the network has {n} inputs; "
-                              "give one label per input")
-        if not all(isinstance(v, str) for v in labels):
-            raise ConfigError(f"labels must be strings, got {labels!r}")
-        return labels
-    names = getattr(net, "input_names", None)  # None also for a Network pickled before names
-    if names is not None:
-        return tuple(_escape(v) for v in names)
-    return tuple(f"$x_{{{i}}}$" for i in range(n))
-
-
-def _plane_labels(net: Network, dims: tuple[int, int],
-                  labels) -> tuple[tuple[str, ...], tuple[str, str]]:
-    """All inputs' labels and the plane's two; ``labels`` may also be just the plane's two."""
-    if labels is not None and not isinstance(labels, (str, bytes)) and net.n_inputs > 2 \
-            and isinstance(labels, Sequence) and len(labels) == 2:
-        full = list(input_labels(net))
-        labels = tuple(labels)
-        if not all(isinstance(v, str) for v in labels):
-            raise ConfigError(f"labels must be strings, got {labels!r}")
-        full[dims[0]], full[dims[1]] = labels
-        full = tuple(full)
-    else:
-        full = input_labels(net, labels)
-    return full, (full[dims[0]], full[dims[1]])
-
-
-def check_plane(net: Network, dims=None, labels: Sequence[str] | None = None) -> tuple[int, int]:
-    """Check the plane and the labels of a picture of ``net`` before any work; return the plane.
-
-    ``dims`` is two different 0-based input indices (``None`` for a network of two inputs:
-    ``(0, 1)``); ``labels`` one per input, or two (the plane's axes) for a network of more.
-
-    Raises
-    ------
-    ConfigError
-        Naming the valid index range, or the number of labels expected.
-
-    >>> net = Network.from_arrays([[[1.0, 1.0, 1.0, 1.0, 1.0]]], [[0.0]])
-    >>> check_plane(net, (2, 4))
-    (2, 4)
-    >>> check_plane(net, (2, 5))
-    Traceback (most recent call last):
-    ...
-    polytrav.vocabulary.errors.ConfigError: dims (2, 5) out of range: ... the valid indices are 0..4 (0-based)
-    """
-    dims = _dims(net.n_inputs, dims)
-    _plane_labels(net, dims, labels)
-    return dims
-
-
-# ---------------------------------------------------------------------- slices
-def plane_slice(net: Network, point, dims: tuple[int, int], lower, upper) -> tuple[Network, Box]:
-    """The 2-D network ``(s, t) -> net(point + s e_i + t e_j)`` and its box ``[lower, upper]``.
-
-    ``dims = (i, j)`` are the two free inputs; the others stay at ``point``'s values (the
-    values of ``i`` and ``j`` in ``point`` are ignored). The 2-D network has no
-    ``input_names``: its inputs are ``net``'s inputs ``i`` and ``j`` (see :func:`partition_slice`,
-    which labels them).
-    """
-    point = np.asarray(point, float).reshape(-1)
-    i, j = dims
-    n = net.n_inputs
-    if point.shape[0] != n or not (0 <= i < n and 0 <= j < n) or i == j:
-        raise ConfigError(f"plane_slice: need a point of {net.n_inputs} inputs and two different "
-                          f"input indices, got {point.shape[0]} values and dims {dims}")
-    W0, b0 = net.weights[0], net.biases[0]
-    rest = point.copy()
-    rest[[i, j]] = 0.0
-    weights = [W0[:, [i, j]]] + list(net.weights[1:])
-    biases = [W0 @ rest + b0] + list(net.biases[1:])
-    return Network.from_arrays(weights, biases, name=net.name), Box(lower, upper)
-
-
-def _slice_region(region: Region, point: np.ndarray, dims: tuple[int, int]) -> Region:
-    """``{(s, t): point + s e_i + t e_j in region}`` as a 2-D region."""
-    i, j = dims
-    if region.is_box:
-        lo, hi = region.bounding_box()
-        return Box(lo[[i, j]], hi[[i, j]])
-    c = region.constraints()
-    rest = point.copy()
-    rest[[i, j]] = 0.0
-    A, b = c.A[:, [i, j]], c.b - c.A @ rest
-    if c.E.shape[0]:
-        if np.abs(c.E[:, [i, j]]).max() > 0:
-            raise ConfigError("partition_slice: the region's equality constraints involve the "
-                              f"plane's inputs {dims}; the slice is not 2-D. Pick other dims")
-        if np.abs(c.E @ rest - c.e).max() > 1e-9 * (1 + np.abs(c.e).max()):
-            raise ConfigError("partition_slice: the point breaks the region's equality "
-                              "constraints; pass a point of the region")
-    out = Polyhedron(A, b)
-    for ball in c.balls:
-        off = np.abs(np.delete(ball.center - rest, [i, j]))
-        left = (math.sqrt(max(ball.radius ** 2 - float(off @ off), 0.0)) if ball.p == 2
-                else ball.radius - float(off.sum()))
-        if left <= 0:
-            raise ConfigError(f"partition_slice: the plane misses the region's L{ball.p} ball "
-                              "(or only touches it); pass a point of the region")
-        out = out & Ball(ball.center[[i, j]], left, norm=ball.p)
-    return out
 
 
 def _fmt(v: float) -> str:
@@ -360,7 +145,7 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
 
     from polytrav.host.runner import traverse
 
-    plt = _pyplot()
+    plt = import_pyplot()
     if net.n_inputs != 2:
         raise ConfigError(f"partition pictures need 2 inputs, the network has {net.n_inputs}; "
                           "take a plane through the input space with partition_slice()")
@@ -436,7 +221,7 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
     if start is not None:
         ax.plot(*start, marker="o", markersize=7, markerfacecolor="white",
                 markeredgecolor="black", linestyle="", zorder=6, clip_on=False)
-    report_handles = _draw_report(ax, report, shapes) if report is not None else []
+    report_handles = draw_report(ax, report, shapes) if report is not None else []
 
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
@@ -451,7 +236,7 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
     if title is None:
         state = " (incomplete traversal)" if complete is False else ""
         title = f"Partition of {_net_desc(net)}: {_count(len(polytopes))}{state}"
-    _set_title(ax, title, note)
+    set_title(ax, title, note)
     if legend:
         handles = [Patch(facecolor=colors(0), edgecolor="none", label="polytope (linear region)")]
         handles += [Line2D([], [], color=LAYER_COLORS[k % len(LAYER_COLORS)],
@@ -468,163 +253,10 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
         if start is not None:
             handles.append(Line2D([], [], marker="o", markersize=7, markerfacecolor="white",
                                   markeredgecolor="black", linestyle="", label=start_label))
-        _place_legend(ax, handles + report_handles, right=ratio > 1.2)
-    ax.xaxis.set_major_locator(_fitting_locator())
-    ax.yaxis.set_major_locator(_fitting_locator())
+        place_legend(ax, handles + report_handles, right=ratio > 1.2)
+    ax.xaxis.set_major_locator(fitting_locator())
+    ax.yaxis.set_major_locator(fitting_locator())
     return ax
-
-
-def _axes_width(ax) -> float:
-    """The axes' width in points as laid out so far (after the aspect is applied)."""
-    ax.apply_aspect()
-    return ax.get_position().width * ax.figure.get_figwidth() * 72
-
-
-def _set_title(ax, title: str, note: str | None) -> None:
-    """The title, then the note, each wrapped to about the axes' width (at least 50 chars)."""
-    chars = max(50, min(90, int(_axes_width(ax) / (0.5 * _points("medium")))))
-    lines = [textwrap.fill(line, chars) for part in (title, note) if part
-             for line in part.splitlines()]
-    if lines:
-        ax.set_title("\n".join(lines), fontsize="medium")
-
-
-def _points(size) -> float:
-    from matplotlib.font_manager import FontProperties
-
-    return FontProperties(size=size).get_size_in_points()
-
-
-def _place_legend(ax, handles, right: bool) -> None:
-    """A legend beside a tall picture (``right``), else centred under the axes, below the
-    tick labels and the x label, in as many columns as fit the axes' width."""
-    import matplotlib
-    from matplotlib.transforms import ScaledTranslation
-
-    if right:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.03, 1.0),
-                  fontsize="small", frameon=False)
-        return
-    rc = matplotlib.rcParams
-    drop = (rc["xtick.major.size"] + rc["xtick.major.pad"] + 1.3 * _points(rc["xtick.labelsize"])
-            + rc["axes.labelpad"] + 1.6 * _points(rc["axes.labelsize"]) + 4)
-    fig = ax.figure
-    anchor = ax.transAxes + ScaledTranslation(0, -drop / 72, fig.dpi_scale_trans)
-    size = _points("small")
-    widest = max(len(h.get_label()) for h in handles) * 0.55 * size + 4.5 * size
-    ncol = int(max(1, min(3, _axes_width(ax) // widest)))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-              bbox_transform=anchor, fontsize="small", ncol=ncol, frameon=False)
-
-
-def _fitting_locator():
-    """A tick locator whose labels fit along the axis, even a thin strip's short side.
-
-    Like matplotlib's default (``MaxNLocator``), but at each draw it takes the most ticks
-    (at most 8) whose formatted labels fit side by side (x) or stacked (y) along the axis
-    as drawn, so narrow axes get fewer ticks instead of overlapping labels.
-    """
-    import matplotlib
-    from matplotlib.ticker import MaxNLocator
-
-    class FittingLocator(MaxNLocator):
-        def tick_values(self, vmin, vmax):
-            axis = self.axis
-            if axis is None or axis.axes is None:
-                return super().tick_values(vmin, vmax)
-            ax = axis.axes
-            horizontal = axis.axis_name == "x"
-            length = (ax.bbox.width if horizontal else ax.bbox.height) * 72 / ax.figure.dpi
-            size = _points(matplotlib.rcParams["xtick.labelsize" if horizontal
-                                               else "ytick.labelsize"])
-            lo, hi = sorted((vmin, vmax))
-            slack = 1e-9 * (hi - lo)
-            formatter = axis.get_major_formatter()
-            most = max(1, min(7, axis.get_tick_space()))  # at most matplotlib's own cap
-            for nbins in [most] + [k for k in (7, 5, 4, 3, 2, 1) if k < most]:
-                self.set_params(nbins=nbins)
-                ticks = super().tick_values(vmin, vmax)
-                inside = [t for t in ticks if lo - slack <= t <= hi + slack]
-                if not inside:
-                    continue
-                if len(inside) < 2:
-                    break
-                # the room between neighbouring ticks, in points
-                room = length * (inside[1] - inside[0]) / max(hi - lo, 1e-300)
-                if horizontal:  # side by side: the widest label plus a gap
-                    texts = formatter.format_ticks(inside)
-                    need = 0.65 * size * max(len(t) for t in texts) + size
-                else:  # stacked: a line plus a gap
-                    need = 1.8 * size
-                if need <= room:
-                    break
-            else:  # not even two labels fit: keep one
-                return np.asarray(inside[:1] or ticks[:1])
-            return ticks
-
-    return FittingLocator(nbins=9, steps=[1, 2, 2.5, 5, 10])
-
-
-def _draw_report(ax, report, shapes) -> list:
-    """Draw a report's results; return one legend handle per kind of mark drawn."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Circle, Patch, Polygon
-
-    handles: dict[str, object] = {}
-
-    def mark(label, **style):
-        handles.setdefault(label, Line2D([], [], linestyle="", label=label, **style))
-
-    for res in report.results:
-        name = res.analysis.split("#")[0]
-        det = res.details
-        if name == "output_range":
-            for key, marker, what in (("argmin", "v", "output minimum"),
-                                      ("argmax", "^", "output maximum")):
-                if det.get(key) is not None:
-                    x = det[key]
-                    ax.plot(x[0], x[1], marker=marker, color="crimson", markersize=9,
-                            markeredgecolor="black", zorder=5, clip_on=False)
-                    mark(f"{what} (output_range)", marker=marker, color="crimson",
-                         markersize=9, markeredgecolor="black")
-        elif name == "counterfactual" and res.witness is not None and res.value is not None:
-            x0, r, p = np.asarray(det["x0"], float), res.value, det["norm"]
-            if p == 2:
-                ax.add_patch(Circle(x0, r, fill=False, color="black", linewidth=1.2))
-            else:
-                pts = ([[r, 0], [0, r], [-r, 0], [0, -r]] if p == 1
-                       else [[r, r], [-r, r], [-r, -r], [r, -r]])
-                ax.add_patch(Polygon(x0 + np.array(pts), fill=False, color="black", linewidth=1.2))
-            norm = "∞" if p == math.inf else f"{p:g}"
-            handles.setdefault(f"L{norm} ball, radius the distance",
-                               Line2D([], [], color="black", linewidth=1.2,
-                                      label=f"L{norm} ball, radius the distance"))
-            ax.plot(*x0, "ko", markersize=5, zorder=5, clip_on=False)
-            ax.plot(*res.witness, "k*", markersize=10, zorder=5, clip_on=False)
-            mark("counterfactual start x0", marker="o", color="black", markersize=5)
-            mark("counterfactual (witness)", marker="*", color="black", markersize=10)
-        elif name == "monotonicity":
-            for v in det.get("violations", []):
-                V = shapes.get(v["polytope"])
-                if V is not None:
-                    ax.add_patch(Polygon(V, fill=False, hatch="///", edgecolor="red",
-                                         linewidth=0.0, alpha=0.6, zorder=4))
-                    handles.setdefault("monotonicity violation",
-                                       Patch(fill=False, hatch="///", edgecolor="red",
-                                             label="monotonicity violation"))
-            _witness(ax, res, mark)
-        elif name != "output_range":
-            _witness(ax, res, mark)
-    return list(handles.values())
-
-
-def _witness(ax, res, mark) -> None:
-    w = None if res.witness is None else np.asarray(res.witness, float).reshape(-1)
-    if w is not None and w.shape == (2,) and np.isfinite(w).all():
-        ax.plot(*w, marker="X", color="darkviolet", markeredgecolor="black", markersize=9,
-                linestyle="", zorder=5, clip_on=False)
-        mark(f"{res.analysis} witness", marker="X", color="darkviolet", markeredgecolor="black",
-             markersize=9)
 
 
 def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
@@ -648,8 +280,8 @@ def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
     if kwargs.get("report") is not None:
         raise ConfigError("partition_slice: a report's points are not on the plane; draw reports "
                           "on a network of two inputs with partition()")
-    dims = _dims(net.n_inputs, dims)
-    full, (li, lj) = _plane_labels(net, dims, labels)
+    dims = plane_dims(net.n_inputs, dims)
+    full, (li, lj) = plane_labels(net, dims, labels)
     region = region.with_dims(net.n_inputs)
     lo, hi = region.bounding_box()
     kind = "box" if region.is_box else "region"
@@ -666,7 +298,7 @@ def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
                               f"network takes {net.n_inputs}")
         where = "the given point"
     net2, _ = plane_slice(net, point, dims, lo[list(dims)], hi[list(dims)])
-    region2 = _slice_region(region, point, dims)
+    region2 = slice_region(region, point, dims)
     from polytrav.host.runner import traverse
 
     start2 = point[list(dims)] if region2.contains(point[list(dims)]) else None
@@ -726,7 +358,7 @@ def save_partition(net: Network, region, path: str | PathLike, *, polytopes=None
     """
     path = check_figure_path(path)
     dims = check_plane(net, dims, labels)
-    plt = _pyplot()
+    plt = import_pyplot()
     if net.n_inputs == 2 and dims == (0, 1):
         ax = partition(net, region, polytopes=polytopes, labels=labels, report=report,
                        complete=complete if polytopes is not None else None, **kwargs)

@@ -1,0 +1,367 @@
+"""The commands that traverse a region or analyse it: ``regions`` (count, list, draw),
+``attack``, ``counterfactual``, ``monotonicity`` (one analysis each) and ``run`` (a job file),
+with their shared options (the region, ``--export``) and report printing.
+
+Exit codes as in :mod:`polytrav.interface.cli`: 0 complete, 1 a confirmed violation,
+2 partial, 4 bad input.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from polytrav.interface.cli_common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
+                                           fail)
+from polytrav.vocabulary.results import Verdict, to_json
+
+__all__ = ["regions", "attack", "counterfactual", "monotonicity", "run"]
+
+
+def _print_report(report, as_json: bool) -> None:
+    click.echo(to_json(report.to_dict()) if as_json else str(report))
+
+
+def _report_exit(report) -> int:
+    """1 if an analysis found a confirmed violation; 2 if any answer is not final; else 0."""
+    if any(r.verdict is Verdict.VIOLATED for r in report.results):
+        return EXIT_VIOLATED
+    if report.partial or any(not r.exact or r.verdict in (Verdict.UNKNOWN,
+                                                          Verdict.VIOLATED_UNCONFIRMED)
+                             for r in report.results):
+        return EXIT_PARTIAL
+    return EXIT_HOLDS
+
+
+def _export_option(f):
+    return click.option(
+        "--export", "export_path", type=click.Path(dir_okay=False), default=None,
+        help="Write the visited polytopes to FILE: .json, .csv, .parquet or .graphml "
+             "(docs/exports.md).")(f)
+
+
+def _check_export(path) -> None:
+    if path:
+        from polytrav.interface.export import check_export_path
+
+        check_export_path(path)
+
+
+def _write_export(path, polytopes, report=None, stats=None) -> None:
+    if path:
+        from polytrav.interface.export import export
+
+        written = export(path, polytopes=polytopes, report=report, stats=stats)
+        click.echo(f"exported {len(polytopes)} polytopes to {written}", err=True)
+
+
+@click.command()
+@click.argument("job", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@_export_option
+def run(job, as_json, export_path) -> None:
+    """Run a job file (TOML): network, region, analyses by registered name.
+
+    \b
+    Example job.toml:
+      network = "model.onnx"
+      [region]
+      kind = "box"
+      lower = [-1, -1]
+      upper = [1, 1]
+      [[analysis]]
+      name = "output_range"
+      [[analysis]]
+      name = "counterfactual"
+      x0 = [0.1, 0.2]
+      norm = 2
+    Then: polytrav run job.toml --json
+
+    The file is checked before any work (unknown keys, unknown analyses, wrong types).
+    Ctrl-C stops cleanly with a partial report, marked as such. Exit code 0 complete, 1 a
+    confirmed violation, 2 partial, 4 bad input.
+    """
+    from polytrav.interface.config import run_job, write_job_outputs
+
+    _check_export(export_path)
+    bar = Progress(Path(job).name, sys.stderr.isatty())
+    try:
+        report, spec, root = run_job(job, progress=bar, on_interrupt="report",
+                                     keep_polytopes=bool(export_path))
+    finally:
+        bar.close()
+    write_job_outputs(report, spec, root)
+    _write_export(export_path, report.polytopes, report=report)
+    _print_report(report, as_json)
+    sys.exit(_report_exit(report))
+
+
+def _vector(text: str | None, what: str):
+    """Comma-separated numbers (``inf`` allowed: a side left open; NaN refused)."""
+    if text is None:
+        return None
+    try:
+        values = np.array([float(v) for v in text.split(",")])
+    except ValueError:
+        fail(f"{what} must be comma-separated numbers, got {text!r}")
+    if np.isnan(values).any():
+        fail(f"{what} contains NaN (entry {int(np.flatnonzero(np.isnan(values))[0])}); give numbers")
+    return values
+
+
+def _finite(values, what: str):
+    if values is not None and not np.isfinite(values).all():
+        fail(f"{what} must be finite, got {values.tolist()}")
+    return values
+
+
+@click.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@click.option("--lower", help="Box lower corner, comma-separated (a single value broadcasts).")
+@click.option("--upper", help="Box upper corner, comma-separated.")
+@click.option("--vnnlib", "vnnlib", type=click.Path(dir_okay=False),
+              help="Take the region from a VNN-LIB file's (first) input box instead.")
+@click.option("--list", "as_list", is_flag=True, help="One line per polytope: index, parent, code.")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="Save a picture of the partition (format from the suffix: .png, .pdf, .svg, ...).")
+@click.option("--dims", nargs=2, type=int, default=None,
+              help="For --plot on more than 2 inputs: the two inputs of the plane (0-based; the "
+                   "others at the box centre).")
+@click.option("--labels", default=None,
+              help="Input names for the plot's axes, comma-separated, one per input (default: "
+                   "the model's input names, else x_0, x_1, ...).")
+@click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds (an incomplete count is marked as such).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_export_option
+def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_polytopes, timeout,
+            as_json, export_path) -> None:
+    """Count, list or draw the linear regions of a network inside a box.
+
+    \b
+    Examples:
+      polytrav regions net.onnx --lower -1 --upper 1
+      polytrav regions net.onnx --lower -1,-1 --upper 1,1 --list
+      polytrav regions net.onnx --lower -1,-1 --upper 1,1 --plot partition.png
+      polytrav regions acas.onnx --vnnlib prop_3.vnnlib --plot slice.png --dims 0 1
+      polytrav regions net.onnx --lower 0 --upper 1 --export polytopes.parquet
+
+    Ctrl-C stops with the count so far (exit code 2). Exit code 0 complete, 2 incomplete,
+    4 bad input.
+    """
+    from polytrav.vocabulary.text import code_string
+    from polytrav.host.runner import traverse
+    from polytrav.traversal.traverse import TraversalStatus
+    from polytrav.verification.verify import load_network
+
+    _check_export(export_path)
+    if not plot and (dims is not None or labels is not None):
+        fail("--dims and --labels only shape the picture: give --plot FILE too")
+    net = load_network(network)
+    region = _region_from(net, lower, upper, vnnlib)
+    names = None if labels is None else [v.strip() for v in labels.split(",")]
+    if names is not None and not all(names):
+        fail(f"--labels has an empty name ({labels!r}); give one name per input, "
+              "comma-separated")
+    if plot:
+        from polytrav.interface.plot import check_figure_path, check_plane
+
+        check_figure_path(plot)
+        check_plane(net, dims, names)
+    bar = Progress("regions", sys.stderr.isatty())
+    run = traverse(net, region, max_polytopes=max_polytopes, time_limit=timeout)
+    polytopes = []
+    try:
+        for p in run:
+            polytopes.append(p)
+            bar(run)
+    except KeyboardInterrupt:
+        run.close(TraversalStatus.INTERRUPTED)
+    finally:
+        bar.close()
+    stats = {"polytopes": len(polytopes), "status": run.status.value, "complete": run.complete,
+             "per_level": run.stats.pieces, "lps": run.stats.lps,
+             "seconds": run.stats.total_time, "slivers": run.stats.slivers}
+    saved = None
+    if plot and run.status is not TraversalStatus.INTERRUPTED:
+        from polytrav.interface.plot import save_partition
+
+        saved = save_partition(net, region, plot, polytopes=polytopes, dims=dims, labels=names,
+                               complete=run.complete)
+    _write_export(export_path, polytopes, stats=stats)
+    if as_json:
+        if as_list:
+            stats["list"] = [{"index": p.index, "parent": p.parent, "code": code_string(p.code),
+                              "interior_point": p.interior_point} for p in polytopes]
+        click.echo(to_json(stats))
+    else:
+        if as_list:
+            for p in polytopes:
+                click.echo(f"{p.index}\t{'' if p.parent is None else p.parent}\t"
+                           f"{code_string(p.code)}")
+        state = ("" if run.complete else
+                 f" (PARTIAL: {run.status.value}; the count so far, not the total)")
+        click.echo(f"{len(polytopes)} polytopes in the box{state}; per level {run.stats.pieces}; "
+                   f"{run.stats.lps} LPs, {run.stats.total_time:.3f} s")
+        if run.stats.slivers:
+            click.echo(f"(and {run.stats.slivers} slivers, cells thinner than RADIUS_TOL, "
+                       "crossed but not counted: see docs/concepts.md)")
+    if saved is not None:
+        plane = "" if net.n_inputs == 2 else (
+            f" (a 2-D slice through inputs {dims[0]} and {dims[1]} at the box centre: it shows "
+            "fewer polytopes than the box holds)")
+        click.echo(f"saved the picture to {saved}{plane}", err=True)
+    elif plot:
+        click.echo("picture not saved: the run was interrupted", err=True)
+    sys.exit(EXIT_HOLDS if run.complete else EXIT_PARTIAL)
+
+
+def _region_from(net, lower, upper, vnnlib):
+    """The region of a command: a box from --lower/--upper, or a VNN-LIB file's input box."""
+    from polytrav.model.region import Box
+
+    if vnnlib:
+        if lower is not None or upper is not None:
+            fail("give the box with --lower and --upper, or --vnnlib FILE, not both")
+        from polytrav.verification.vnnlib import read_vnnlib
+
+        region = read_vnnlib(vnnlib, n_inputs=net.n_inputs, n_outputs=net.n_outputs).cases[0].region()
+    elif lower is None or upper is None:
+        fail("give the box with --lower and --upper (e.g. --lower -1 --upper 1), or --vnnlib FILE")
+    else:
+        lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
+        region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
+    return region.with_dims(net.n_inputs)
+
+
+def _region_options(f):
+    for option in reversed([
+        click.option("--lower", help="Box lower corner, comma-separated (one value broadcasts)."),
+        click.option("--upper", help="Box upper corner, comma-separated."),
+        click.option("--vnnlib", type=click.Path(dir_okay=False),
+                     help="Take the region from a VNN-LIB file's (first) input box instead."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds (an incomplete run is partial)."),
+        click.option("--max-polytopes", type=click.IntRange(min=1), default=None,
+                     help="Polytope budget (a run cut short is partial)."),
+        click.option("--solver", default=None, help="LP backend (see `polytrav solvers`)."),
+        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+        _export_option,
+    ]):
+        f = option(f)
+    return f
+
+
+def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis) -> None:
+    from polytrav.host.runner import analyze
+    from polytrav.verification.verify import load_network
+
+    _check_export(export_path)
+    net = load_network(network)
+    region = _region_from(net, lower, upper, vnnlib)
+    bar = Progress(analysis.name, sys.stderr.isatty())
+    try:
+        report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar,
+                         max_polytopes=max_polytopes, keep_polytopes=bool(export_path),
+                         on_interrupt="report")
+    finally:
+        bar.close()
+    _write_export(export_path, report.polytopes, report=report)
+    _print_report(report, as_json)
+    sys.exit(_report_exit(report))
+
+
+@click.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@_region_options
+@click.option("--label", type=click.IntRange(min=0), default=None,
+              help="Multiclass: the true class (worst margin of every other class's logit).")
+@click.option("--output", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Single output (regression / binary logit): its min and max.")
+@click.option("--stop-at-first", is_flag=True, help="Multiclass: stop at the first adversarial point.")
+def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+           export_path, label, output, stop_at_first):
+    """Local adversarial attack: exact worst case over the region (paper §5.1).
+
+    With --label: the largest logit margin of another class (softmax attack, LPs), the class
+    and the input where it is reached; else the min and max of one output and where.
+
+    \b
+    Examples:
+      polytrav attack mnist.onnx --vnnlib prop_0_0.03.vnnlib --label 7
+      polytrav attack net.onnx --lower -1,-1 --upper 1,1 --output 0 --json
+
+    Exit code 0 complete (no adversarial input with --label), 1 an adversarial input
+    confirmed by a forward pass, 2 partial (timeout, Ctrl-C), 4 bad input.
+    """
+    from polytrav.host.manager import create_analysis
+
+    if stop_at_first and label is None:
+        fail("--stop-at-first needs --label (it stops at the first input where another class wins)")
+    if label is not None and output != 0:
+        fail("give --label (multiclass: the worst margin against a class) or --output (the "
+              "range of one output), not both")
+    analysis = (create_analysis("softmax_attack", label=label,
+                                mode="verify" if stop_at_first else "worst")
+                if label is not None else create_analysis("output_range", output=output))
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis)
+
+
+@click.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@_region_options
+@click.option("--x0", required=True, help="The input to explain, comma-separated.")
+@click.option("--norm", type=click.Choice(["1", "2", "inf"]), default="2", show_default=True,
+              help="The distance: L1, L2 or L-infinity.")
+@click.option("--target", type=click.IntRange(min=0), default=None,
+              help="Multiclass: the class to reach.")
+def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                   export_path, x0, norm, target):
+    """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
+
+    Prints the distance, the classes, and the counterfactual point (just past the boundary,
+    its class confirmed by a forward pass).
+
+    \b
+    Example:
+      polytrav counterfactual net.onnx --lower 0 --upper 1 --x0 0.2,0.7 --norm 1
+
+    Exit code 0 complete, 2 partial (timeout, Ctrl-C), 4 bad input.
+    """
+    from polytrav.host.manager import create_analysis
+
+    analysis = create_analysis("counterfactual", x0=_finite(_vector(x0, "--x0"), "--x0"),
+                               norm=np.inf if norm == "inf" else int(norm), target=target)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis)
+
+
+@click.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@_region_options
+@click.option("--feature", type=click.IntRange(min=0), required=True, help="Input index (0-based).")
+@click.option("--direction", type=click.Choice(["increasing", "decreasing"]), default=None,
+              help="Required direction (default: either).")
+@click.option("--output", type=click.IntRange(min=0), default=0, show_default=True,
+              help="The output whose slope is checked (0-based).")
+def monotonicity(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                 export_path, feature, direction, output):
+    """Is one output monotone in one input over the region? Every violating polytope (paper §5.3).
+
+    \b
+    Example:
+      polytrav monotonicity net.onnx --lower -1 --upper 1 --feature 0 --direction increasing
+
+    Exit code 0 monotone (complete), 1 a confirmed violating pair, 2 partial, 4 bad input.
+    """
+    from polytrav.host.manager import create_analysis
+
+    analysis = create_analysis("monotonicity", feature=feature, direction=direction,
+                               output=output)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, analysis)

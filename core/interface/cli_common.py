@@ -1,0 +1,73 @@
+"""What every ``polytrav`` command shares: the exit codes, the one-line bad-input error and
+the progress bar.
+
+The command group itself (how an exception becomes a line and an exit code) is in
+:mod:`polytrav.interface.cli`; the commands are in ``cli_verify``, ``cli_analysis`` and
+``cli_listing`` beside it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+__all__ = ["EXIT_HOLDS", "EXIT_VIOLATED", "EXIT_PARTIAL", "EXIT_TIMEOUT", "EXIT_BAD_INPUT",
+           "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message"]
+
+#: Exit codes: holds/complete, violated, unknown or partial, timeout, bad input, a bug.
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_PARTIAL, EXIT_TIMEOUT, EXIT_BAD_INPUT, EXIT_INTERNAL = range(6)
+#: Exit code when the reader of stdout went away (``| head``): 128 + SIGPIPE, as shells use.
+EXIT_BROKEN_PIPE = 141
+
+
+class Progress:
+    """A tqdm bar of polytopes visited, LPs per second and the frontier, on a terminal only."""
+
+    def __init__(self, label: str, enabled: bool):
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(desc=label, unit=" polytopes", file=sys.stderr, leave=False,
+                            dynamic_ncols=True, mininterval=0.2)
+        self.t0 = time.perf_counter()
+        self.seen = 0
+
+    def __call__(self, traversal) -> None:
+        if self.bar is None:
+            return
+        st = traversal.stats
+        self.bar.update(st.polytopes - self.seen)
+        self.seen = st.polytopes
+        if self.bar.n % 50 == 0:
+            rate = st.lps / max(time.perf_counter() - self.t0, 1e-9)
+            self.bar.set_postfix(lps=st.lps, lps_per_s=f"{rate:.0f}",
+                                 frontier=getattr(traversal, "frontier", "-"), refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def fail(message: str):
+    """Print ``polytrav: error: message`` on stderr and exit with :data:`EXIT_BAD_INPUT`."""
+    click.echo(f"polytrav: error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def error_message(exc: BaseException) -> str:
+    """One line for a bad-input exception (file errors without raw ``[Errno N]`` text)."""
+    name = getattr(exc, "filename", None)
+    if isinstance(exc, FileNotFoundError) and name:
+        where = "" if Path(name).is_absolute() else f" (relative paths start at {os.getcwd()})"
+        return f"file {str(name)!r} not found{where}"
+    if isinstance(exc, IsADirectoryError) and name:
+        return f"{str(name)!r} is a folder; give a file"
+    if isinstance(exc, PermissionError) and name:
+        return f"{str(name)!r}: permission denied"
+    if isinstance(exc, OSError) and name:
+        return f"{str(name)!r}: {exc.strerror or exc}"
+    return str(exc)

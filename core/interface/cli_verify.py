@@ -1,0 +1,207 @@
+"""The ``polytrav verify`` command: one VNN-LIB instance, or a VNN-COMP ``instances.csv``
+batch whose results are written row by row, on local workers or a Dask scheduler.
+
+Answers and exit codes as in :mod:`polytrav.interface.cli`: 0 unsat, 1 sat, 2 unknown,
+3 timeout, 4 bad input; a batch exits with the first of error, sat, unknown, timeout that
+occurs (else 0).
+"""
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from polytrav.interface.cli_common import (EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_PARTIAL,
+                                           EXIT_TIMEOUT, EXIT_VIOLATED, Progress,
+                                           error_message, fail)
+from polytrav.vocabulary.errors import PolytravError
+from polytrav.vocabulary.results import to_json
+
+__all__ = ["verify", "vnncomp_counterexample"]
+
+
+def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
+    """The counterexample in VNN-COMP's result format (``sat`` then ``((X_0 v) ... (Y_0 v))``)."""
+    lines = ["sat", "("]
+    lines += [f"(X_{i} {v!r})" for i, v in enumerate(np.asarray(x, float).tolist())]
+    lines += [f"(Y_{j} {v!r})" for j, v in enumerate(np.asarray(y, float).tolist())]
+    return "\n".join(lines + [")"])
+
+
+@click.command()
+@click.argument("network", required=False, type=click.Path(dir_okay=False))
+@click.argument("prop", required=False, type=click.Path(dir_okay=False))
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds for the instance (positive).")
+@click.option("--solver", default=None, help="LP backend (see `polytrav solvers`).")
+@click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per instance).")
+@click.option("--counterexample", type=click.Path(dir_okay=False), default=None,
+              help="Write a counterexample in VNN-COMP's format to this file.")
+@click.option("--instances", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A VNN-COMP instances.csv (onnx,vnnlib,timeout) to run in batch.")
+@click.option("--results", type=click.Path(dir_okay=False), default=None,
+              help="With --instances: the results CSV, written row by row.")
+@click.option("--bounds/--no-bounds", default=True, show_default=True,
+              help="Skip pieces on which sound bounds prove the property (--no-bounds: visit "
+                   "every polytope, the paper's plain traversal).")
+@click.option("--order", type=click.Choice(["best-first", "bfs"]), default="best-first",
+              show_default=True, help="Order of the pieces: likely violations first, or the paper's BFS.")
+@click.option("--split/--no-split", default=True, show_default=True,
+              help="With bounds, bisect input boxes of few inputs first (proven sub-boxes are "
+                   "done; the rest are traversed).")
+@click.option("--bab/--no-bab", default=True, show_default=True,
+              help="With bounds, give boxes of many inputs (robustness properties) to "
+                   "neuron-level branch and bound before the traversal.")
+@click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --instances: seconds for the whole batch (instances not started by "
+                   "then answer timeout).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Local worker processes (instances of a batch, or parts of one traversal).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
+def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
+           results, bounds, order, split, bab, total_timeout, workers, scheduler) -> None:
+    """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
+
+    \b
+    Examples:
+      polytrav verify net.onnx prop_3.vnnlib --timeout 116
+      polytrav verify net.onnx prop.vnnlib --json --counterexample cex.txt
+      polytrav verify --instances instances.csv --results results.csv --workers 2
+      polytrav verify net.onnx prop.vnnlib --scheduler tcp://10.0.0.5:8786
+
+    A counterexample is confirmed by a float64 forward pass and, for ONNX files, by
+    onnxruntime before `sat` is printed. Ctrl-C answers `unknown` (interrupted). Exit code:
+    0 unsat, 1 sat, 2 unknown, 3 timeout, 4 bad input.
+    """
+    if instances is not None:
+        if network or prop:
+            fail("give either NETWORK PROP or --instances, not both")
+        with _executor(workers, scheduler) as executor:
+            sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
+                            executor, bounds=bounds, order=order, split=split, bab=bab,
+                            time_limit=total_timeout))
+    if not (network and prop):
+        fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
+    if results or total_timeout is not None:
+        fail("--results and --total-timeout belong to a batch: give --instances FILE")
+    with _executor(workers, scheduler) as executor:
+        result = _run_one(network, prop, timeout, solver, max_polytopes,
+                          None if workers is None and scheduler is None else executor,
+                          bounds=bounds, order=order, split=split, bab=bab)
+    if counterexample and result.answer == "sat":
+        Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
+                                                               result.output) + "\n")
+    if as_json:
+        click.echo(to_json({"network": network, "property": prop, **result.to_dict()}))
+    else:
+        click.echo(result.answer)
+        if result.answer == "sat":
+            click.echo(f"counterexample input:  {np.array2string(result.counterexample, precision=9)}")
+            click.echo(f"network output there:  {np.array2string(result.output, precision=9)}")
+        elif result.reason:
+            click.echo(f"why: {result.reason}")
+        click.echo(f"{result.polytopes} polytopes, {result.proven} pieces proven by bounds, "
+                   f"{result.lps} LPs, {result.seconds:.3f} s")
+    sys.exit(result.exit_code)
+
+
+def _executor(workers, scheduler):
+    from polytrav.parallel import get_executor
+
+    try:
+        return get_executor(workers, scheduler)
+    except (PolytravError, OSError, ValueError, TypeError) as exc:  # a malformed address
+        fail(f"--scheduler {scheduler!r}: {error_message(exc)} (expected tcp://HOST:PORT)"
+              if scheduler else error_message(exc))
+
+
+def _run_one(network, prop, timeout, solver, max_polytopes, executor, **options):
+    from polytrav.verification.verify import verify as run
+
+    bar = Progress(Path(prop).name, sys.stderr.isatty())
+    try:
+        return run(network, prop, timeout=timeout, solver=solver, max_polytopes=max_polytopes,
+                   progress=bar, executor=executor, on_interrupt="report", **options)
+    finally:
+        bar.close()
+
+
+def _instance_path(root: Path, name: str, folder: str) -> Path:
+    """``root/name``, else ``root/folder/name`` (VNN-COMP benchmarks keep onnx/ and vnnlib/)."""
+    path = root / name
+    return path if path.exists() or not (root / folder / name).exists() else root / folder / name
+
+
+def _batch_rows(instances: Path, timeout_override):
+    """The instances of a VNN-COMP list, checked before any run (line numbers in errors)."""
+    root = instances.parent
+    rows, jobs = [], []
+    for k, row in enumerate(csv.reader(instances.open()), start=1):
+        if not row or not row[0].strip() or row[0].startswith("#"):
+            continue
+        if len(row) < 2:
+            fail(f"{instances}:{k}: expected onnx,vnnlib[,timeout], got {','.join(row)!r}")
+        timeout = None
+        if len(row) > 2 and row[2].strip():
+            try:
+                timeout = float(row[2])
+            except ValueError:
+                fail(f"{instances}:{k}: the timeout {row[2]!r} is not a number of seconds")
+            if not timeout > 0 or not np.isfinite(timeout):
+                fail(f"{instances}:{k}: the timeout must be positive seconds, got {row[2]!r}")
+        rows.append(row)
+        jobs.append((_instance_path(root, row[0].strip(), "onnx"),
+                     _instance_path(root, row[1].strip(), "vnnlib"), timeout_override or timeout))
+    if not jobs:
+        fail(f"{instances} lists no instances (rows: onnx,vnnlib[,timeout])")
+    return rows, jobs
+
+
+#: A batch's exit code: the first of these answers that occurs (else 0: every one unsat).
+_BATCH_PRECEDENCE = (("error", EXIT_BAD_INPUT), ("sat", EXIT_VIOLATED), ("unknown", EXIT_PARTIAL),
+                     ("timeout", EXIT_TIMEOUT))
+
+
+def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_override,
+           executor, **options) -> int:
+    """Run every row of ``instances`` (paths relative to its folder, or to its ``onnx/`` and
+    ``vnnlib/`` subfolders), writing each result as it finishes."""
+    from polytrav.verification.verify import verify_many
+
+    rows, jobs = _batch_rows(instances, timeout_override)
+    names = ["network", "property", "answer", "polytopes", "lps", "seconds", "reason"]
+    out = open(results, "w", newline="") if results else None
+    writer = csv.writer(out) if out else None
+    if writer:
+        writer.writerow(names)
+    seen: set[str] = set()
+    done = 0
+    try:
+        for k, res in verify_many(jobs, executor=executor, solver=solver,
+                                  max_polytopes=max_polytopes, **options):
+            seen.add(str(res.answer))
+            done += 1
+            rec = [rows[k][0], rows[k][1], res.answer, res.polytopes, res.lps,
+                   f"{res.seconds:.3f}", res.reason]
+            if writer:
+                writer.writerow(rec)
+                out.flush()
+            if as_json:
+                click.echo(to_json({"network": rows[k][0], "property": rows[k][1],
+                                    **res.to_dict()}))
+            else:
+                why = f": {res.reason}" if res.answer in ("error", "unknown") and res.reason else ""
+                click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s){why}")
+    except KeyboardInterrupt:
+        click.echo(f"PARTIAL: interrupted after {done} of {len(jobs)} instances"
+                   + (f"; {results} holds those" if results else ""), err=True)
+        return EXIT_PARTIAL
+    finally:
+        if out:
+            out.close()
+    return next((code for answer, code in _BATCH_PRECEDENCE if answer in seen), EXIT_HOLDS)
