@@ -43,3 +43,20 @@ def test_the_analysis_classes_are_importable_from_polytrav_and_plugins():
         cls = getattr(polytrav, name)
         assert cls is getattr(polytrav.plugins, name) and name in polytrav.__all__
         assert name in polytrav.plugins.__all__ and cls in registered
+
+
+def test_every_subpackage_is_in_the_wheel():
+    """``[tool.setuptools] packages`` lists every folder with an ``__init__.py`` (an editable
+    install finds any of them; a wheel holds only the listed ones)."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    found = set()
+    for folder, package in (("core", "polytrav"), ("plugins", "polytrav.plugins"),
+                            ("solvers", "polytrav.solvers")):
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join([package, *parts]))
+    assert found == listed, f"missing from pyproject.toml: {sorted(found - listed)}; " \
+                            f"listed but absent: {sorted(listed - found)}"

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from polytrav.interface.cli_common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
+from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
                                            fail)
 from polytrav.vocabulary.results import Verdict, to_json
 

@@ -12,10 +12,10 @@ input (one line on stderr naming the problem), 5 internal error (a bug; ``POLYTR
 shows the traceback). JSON output never holds ``NaN`` or ``Infinity`` (they become null).
 
 This module holds the command group (every way a command can end maps to one line and an
-exit code); the commands live beside it by family: ``cli_verify`` (``verify``, one instance
-or a batch), ``cli_analysis`` (``regions``, ``attack``, ``counterfactual``,
-``monotonicity``, ``run``) and ``cli_listing`` (``plugins``, ``solvers``), with what they
-share in ``cli_common``. A new command goes in one of those (or a new ``cli_*`` module) and
+exit code); the commands live beside it by family: ``verify`` (``verify``, one instance
+or a batch), ``analysis`` (``regions``, ``attack``, ``counterfactual``,
+``monotonicity``, ``run``) and ``listing`` (``plugins``, ``solvers``), with what they
+share in ``common``. A new command goes in one of those (or a new module of this package) and
 is added to the group below.
 """
 from __future__ import annotations
@@ -25,13 +25,13 @@ import sys
 
 import click
 
-from polytrav.interface.cli_analysis import attack, counterfactual, monotonicity, regions, run
+from polytrav.interface.cli.analysis import attack, counterfactual, monotonicity, regions, run
 # the exit codes and vnncomp_counterexample are re-exported: they stay reachable here
-from polytrav.interface.cli_common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
+from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
                                            EXIT_HOLDS, EXIT_INTERNAL, EXIT_PARTIAL, EXIT_TIMEOUT,
                                            EXIT_VIOLATED, error_message, fail)
-from polytrav.interface.cli_listing import plugins, solvers
-from polytrav.interface.cli_verify import verify, vnncomp_counterexample  # noqa: F401
+from polytrav.interface.cli.listing import plugins, solvers
+from polytrav.interface.cli.verify import verify, vnncomp_counterexample  # noqa: F401
 from polytrav.vocabulary.errors import PolytravError
 
 __all__ = ["main"]

@@ -17,9 +17,9 @@ right kind of picture and saves it.
 Axis labels are the network's ``input_names`` when it has them, else ``x_i`` with the
 0-based input index ``i`` (the index ``--dims`` and ``dims`` use); ``labels=`` overrides both.
 
-Beside this module: :mod:`polytrav.interface.plot_check` (the checks and labels, run before
-any work), :mod:`polytrav.interface.plot_slice` (the 2-D network and region of a plane) and
-:mod:`polytrav.interface.plot_layout` (title, legend, ticks and a report's marks); the names
+Beside this module: :mod:`polytrav.interface.plot.check` (the checks and labels, run before
+any work), :mod:`polytrav.interface.plot.slice` (the 2-D network and region of a plane) and
+:mod:`polytrav.interface.plot.layout` (title, legend, ticks and a report's marks); the names
 a user calls are re-exported here.
 """
 from __future__ import annotations
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from polytrav.interface.plot_check import (check_figure_path, check_plane, import_pyplot,
+from polytrav.interface.plot.check import (check_figure_path, check_plane, import_pyplot,
                                            input_labels, plane_dims, plane_labels,
                                            supported_formats)
-from polytrav.interface.plot_layout import draw_report, fitting_locator, place_legend, set_title
-from polytrav.interface.plot_slice import plane_slice, slice_region
+from polytrav.interface.plot.layout import draw_report, fitting_locator, place_legend, set_title
+from polytrav.interface.plot.slice import plane_slice, slice_region
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError
 

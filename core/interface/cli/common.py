@@ -2,8 +2,8 @@
 the progress bar.
 
 The command group itself (how an exception becomes a line and an exit code) is in
-:mod:`polytrav.interface.cli`; the commands are in ``cli_verify``, ``cli_analysis`` and
-``cli_listing`` beside it.
+:mod:`polytrav.interface.cli`; the commands are in ``verify``, ``analysis`` and
+``listing`` beside it.
 """
 from __future__ import annotations
 

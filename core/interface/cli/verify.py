@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from polytrav.interface.cli_common import (EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_PARTIAL,
+from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_PARTIAL,
                                            EXIT_TIMEOUT, EXIT_VIOLATED, Progress,
                                            error_message, fail)
 from polytrav.vocabulary.errors import PolytravError
