@@ -38,7 +38,7 @@ from polytrav.model.network import Network
 from polytrav.model.polytope import Polytope
 from polytrav.model.region import Box, Region
 from polytrav.vocabulary.results import SolveResult, Status
-from polytrav.solve.backend import SolverBackend
+from polytrav.solve.backend import SolverBackend, settles, solve_along
 from polytrav.solve.chebyshev import ChebyshevModel
 
 __all__ = [
@@ -427,20 +427,13 @@ class Traversal(Iterator[Polytope]):
             st.lps += 1
             if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
                 return res
-        tried = []
-        for backend in self.fallbacks:
-            try:
-                res = ChebyshevModel._solve(_Rebuilt(model, backend))
-            except Exception as exc:  # a crashing fallback is one more failed try
-                res = SolveResult(Status.ERROR, solver=backend.name, message=str(exc))
-            st.lps += 1
-            if res.status is Status.OPTIMAL or (res.status is Status.INFEASIBLE
-                                                 and backend.certifies_optimality):
-                self._certified = backend.certifies_optimality
-                return res
-            tried.append(f"{backend.name}: {res.status}")
+        res, tried = solve_along(self.fallbacks, model.solve_on)
+        st.lps += tried
+        if tried and settles(res, self.fallbacks[tried - 1]):
+            self._certified = self.fallbacks[tried - 1].certifies_optimality
+            return res
         self._fail(what, f"{first.solver}: {first.status} ({first.message}); "
-                         f"fallbacks: {'; '.join(tried) or 'none'}")
+                         f"fallbacks: {res.message if tried else 'none'}")
         return None
 
     def _fail(self, what, why: str) -> None:
@@ -1024,7 +1017,7 @@ def _group_duplicates(A: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, list
 
 
 class _Rebuilt(ChebyshevModel):
-    """A copy of a model's rows on another backend (for fallback solves)."""
+    """A copy of a model's rows on another backend (the confirming backend's solves)."""
 
     def __init__(self, model: ChebyshevModel, backend):
         self.backend = backend
