@@ -24,7 +24,7 @@ from polytrav.solve.backend import SolverBackend
 from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.solve.subproblem import Subproblem
 from polytrav.host.runner import traverse
-from polytrav.traversal.traverse import PieceView, Traversal, TraversalStatus, TraversalStats
+from polytrav.traversal import PieceView, Traversal, TraversalStatus, TraversalStats
 from polytrav.verification.verify import VerificationResult, verify, verify_many
 
 __version__ = "0.1.0"

@@ -35,7 +35,7 @@ import numpy as np
 from polytrav.vocabulary.errors import CheckpointError, ConfigError, PolytravError
 from polytrav.host.runner import pieces
 from polytrav.host.stats import report_stats
-from polytrav.traversal.traverse import Piece, TraversalStats, TraversalStatus
+from polytrav.traversal import Piece, TraversalStats, TraversalStatus
 
 __all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
 

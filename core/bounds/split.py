@@ -58,7 +58,7 @@ class _Frame:
 
 
 class _BoxPiece:
-    """A sub-box seen as a level-0 piece (see :class:`polytrav.traversal.traverse.PieceView`)."""
+    """A sub-box seen as a level-0 piece (see :class:`polytrav.traversal.PieceView`)."""
 
     level, vertices = 0, None
 

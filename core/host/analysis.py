@@ -120,7 +120,7 @@ class Analysis:
     def piece_margin(self, piece, context: "RunContext") -> float:
         """A sound lower bound, over a whole piece, of the property's margin.
 
-        ``piece`` is a :class:`polytrav.traversal.traverse.PieceView` (a cell of some level, or the
+        ``piece`` is a :class:`polytrav.traversal.PieceView` (a cell of some level, or the
         whole region); a positive margin proves that none of the piece's polytopes can
         change this analysis's answer, so the traversal skips them (verification with
         bounds, :mod:`polytrav.bounds.crown`). Lower margins are explored first in best-first

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from polytrav.model.polytope import Polytope
     from polytrav.vocabulary.results import AnalysisResult
     from polytrav.host.runner import RunContext
-    from polytrav.traversal.traverse import PieceView
+    from polytrav.traversal import PieceView
 
 __all__ = ["hookspec", "hookimpl"]
 

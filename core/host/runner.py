@@ -35,7 +35,7 @@ from polytrav.model.region import Region
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, solve_along
-from polytrav.traversal.traverse import STRATEGIES, Traversal, TraversalStatus
+from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
 
 __all__ = ["analyze", "traverse", "pieces", "lp_backends", "backend_chains", "Report", "RunContext",
            "FORMS", "SUBPROBLEM_STATS"]

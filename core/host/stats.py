@@ -1,6 +1,6 @@
 """``Report.stats``: one assembly for serial runs and runs in parts, so both have the same keys.
 
-The keys are the traversal's counters (:meth:`polytrav.traversal.traverse.TraversalStats.to_dict`),
+The keys are the traversal's counters (:meth:`polytrav.traversal.TraversalStats.to_dict`),
 ``proven_pieces``, the subproblem counters (:data:`polytrav.host.runner.SUBPROBLEM_STATS`), and
 the counters of a run in parts (:data:`PART_STATS`), which a serial run fills as a run in no
 parts: ``parts`` 0, one worker, no part times, no listing (``enumeration_seconds`` 0) and no

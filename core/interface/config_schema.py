@@ -122,7 +122,7 @@ class Job(_Strict):
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str) -> str:
-        from polytrav.traversal.traverse import STRATEGIES
+        from polytrav.traversal import STRATEGIES
 
         if value not in STRATEGIES:
             raise ValueError(f"unknown strategy {value!r}{did_you_mean(value, STRATEGIES)}; use "

@@ -30,7 +30,7 @@ class Polytope:
         Chebyshev radius of polytope ∩ region in the region's normalised coordinates
         (each coordinate of the region's bounding box scaled to [-1, 1]), capped at
         0.1 for regions of more than 50 dimensions (see ``polytrav.model.geometry``); always
-        ``> polytrav.traversal.traverse.RADIUS_TOL``. With an L2-ball region (cutting planes) the
+        ``> polytrav.vocabulary.tolerances.RADIUS_TOL``. With an L2-ball region (cutting planes) the
         centre is a certified interior point and the radius a certified inscribed radius,
         at least half the Chebyshev radius.
     index : int

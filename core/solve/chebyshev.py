@@ -149,6 +149,20 @@ class ChebyshevModel:
         finally:
             self.box_as_bounds = saved
 
+    def solve_on(self, backend: SolverBackend) -> SolveResult:
+        """This model's rows solved once on another backend, from scratch (a fallback solve).
+
+        The LP of :meth:`solve`, built from :meth:`arrays` and handed to ``backend.solve_lp``;
+        this model's own solver state and counters (``n_solves``, ``solve_time``) are not
+        touched.
+        """
+        own = self.backend
+        self.backend = backend
+        try:
+            return ChebyshevModel._solve(self)
+        finally:
+            self.backend = own
+
     def arrays(self):
         """The whole LP as arrays ``(A_ub, b_ub, A_eq, b_eq, lo, hi)`` over ``(u, t, lifts)``."""
         d, nv = self.d, self.n_vars

@@ -173,7 +173,7 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
     from polytrav.verification.vnnlib import VnnlibSpec, read_vnnlib
     from polytrav.host.runner import analyze
-    from polytrav.traversal.traverse import TraversalStatus
+    from polytrav.traversal import TraversalStatus
 
     onnx_path = None
     if not isinstance(network, Network):

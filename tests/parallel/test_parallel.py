@@ -14,7 +14,7 @@ from polytrav.plugins.linear_property import LinearProperty
 from polytrav.plugins.monotonicity import Monotonicity
 from polytrav.plugins.output_range import OutputRange
 from polytrav.plugins.region_stats import RegionStats
-from polytrav.traversal.traverse import TraversalStatus
+from polytrav.traversal import TraversalStatus
 
 NET = random_net(6, 3, [8, 8], n_out=3)
 REGION = Box(-np.ones(3), np.ones(3))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from reference import brute_force_cells, random_net
 
 from polytrav import Box, traverse
-from polytrav.traversal.traverse import RADIUS_TOL
+from polytrav.vocabulary.tolerances import RADIUS_TOL
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

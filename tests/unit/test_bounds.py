@@ -12,7 +12,7 @@ from polytrav.bounds.crown import Concretizer, interval_bounds, output_lower_bou
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.solvers.highs import HighsBackend
 from polytrav import traverse
-from polytrav.traversal.traverse import PieceView
+from polytrav.traversal import PieceView
 
 
 def piece_of(net, x0, level):

@@ -7,7 +7,7 @@ from reference import random_net
 
 from polytrav import Ball, Box, ConfigError, Network, Polyhedron, traverse
 from polytrav.host.runner import pieces
-from polytrav.traversal.traverse import Piece
+from polytrav.traversal import Piece
 
 REGIONS = {
     "box": lambda d: Box(-np.ones(d), np.ones(d)),

@@ -13,7 +13,7 @@ from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.plugins.output_range import OutputRange
 from polytrav.vocabulary.results import SolveResult
-from polytrav.traversal.traverse import Traversal
+from polytrav.traversal import Traversal
 from polytrav.solvers.highs import HighsBackend
 
 BOX = Box([-1.0, -1.0], [1.0, 1.0])

@@ -6,7 +6,8 @@ import pytest
 from reference import brute_force_cells, random_net, train_grid_net
 
 from polytrav import Ball, Box, ConfigError, Network, Polyhedron, RegionError, traverse
-from polytrav.traversal.traverse import RADIUS_TOL, TraversalStatus
+from polytrav.traversal import TraversalStatus
+from polytrav.vocabulary.tolerances import RADIUS_TOL
 
 BOX2 = (np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
 
@@ -113,7 +114,7 @@ def test_l2_ball_cuts_stop_once_the_cell_is_decided(monkeypatch):
 
     import cvxpy as cp
 
-    traverse_module = importlib.import_module("polytrav.traversal.traverse")
+    traverse_module = importlib.import_module("polytrav.traversal.cell_solver")
     net = random_net(21, 4, [7, 6], n_out=3)
     region = Ball(np.full(4, 0.05), 0.35) & Box(-0.25 * np.ones(4), 0.25 * np.ones(4))
     keys, polys, run = keys_of(net, region)

@@ -154,7 +154,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     """
     from polytrav.vocabulary.text import code_string
     from polytrav.host.runner import traverse
-    from polytrav.traversal.traverse import TraversalStatus
+    from polytrav.traversal import TraversalStatus
     from polytrav.verification.verify import load_network
 
     _check_export(export_path)

@@ -1,0 +1,112 @@
+"""How a traversal runs and ends: its status, its counters, its strategies and its budgets.
+
+:class:`TraversalStatus` says how a run ended and :class:`TraversalStats` counts what it did
+(both are read by every layer above); :data:`STRATEGIES` names the ways the engine finds
+neighbours. Inside the engine, :class:`RunEnded` carries a final status out of the search
+(a budget reached, the whole region proven, nothing decided) and :class:`Clock` keeps the
+time budget.
+"""
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["Clock", "RunEnded", "STRATEGIES", "Strategy", "TraversalStats", "TraversalStatus"]
+
+
+class TraversalStatus(str, enum.Enum):
+    """How a traversal ended."""
+
+    RUNNING = "running"  #: not finished yet
+    COMPLETE = "complete"  #: every polytope meeting the region was visited
+    POLYTOPE_LIMIT = "polytope_limit"  #: stopped at ``max_polytopes``: incomplete
+    TIME_LIMIT = "time_limit"  #: stopped at ``time_limit``: incomplete
+    SOLVER_FAILURE = "solver_failure"  #: some LP failed on every backend: incomplete
+    STOPPED = "stopped"  #: the consumer stopped iterating (analyze: every analysis decided)
+    INTERRUPTED = "interrupted"  #: Ctrl-C (KeyboardInterrupt): incomplete
+    WORKER_LOST = "worker_lost"  #: a parallel run lost a part (its worker died): incomplete
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class TraversalStats:
+    """Counters of one traversal (``lp_time`` and ``total_time`` in seconds)."""
+
+    polytopes: int = 0
+    lps: int = 0
+    lp_time: float = 0.0
+    total_time: float = 0.0
+    flips_hashed: int = 0  #: flips skipped because the code was already checked
+    flips_solved: int = 0  #: flips decided by an LP
+    screen_lps: int = 0  #: LPs spent screening hyperplanes against a piece
+    flips_vertex: int = 0  #: flips ruled out by a cell's vertices (no LP)
+    vertex_sets: int = 0  #: cells whose vertices were computed
+    candidates: int = 0  #: hyperplanes that survived screening, summed over pieces
+    pieces: list[int] = field(default_factory=list)  #: cells per level (last = polytopes)
+    slivers: int = 0  #: thin cells crossed but not emitted
+    retries: int = 0  #: LPs re-solved cold or on a fallback backend
+    pruned: int = 0  #: level-1 pieces the guide showed unneeded (not expanded)
+    restrictions: int = 0  #: times the guide shrank the region
+    proven: list[int] = field(default_factory=list)  #: pieces proven by a bound, per level 0..L-1
+    proven_volume_share: float = 0.0  #: their share of the region's volume (where computable)
+    bound_calls: int = 0  #: pieces a bound was computed for
+    bound_time: float = 0.0  #: seconds spent in bounds
+    failures: list[str] = field(default_factory=list)  #: LPs no backend could decide
+
+    @property
+    def lps_per_polytope(self) -> float:
+        return self.lps / max(self.polytopes, 1)
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["lps_per_polytope"] = self.lps_per_polytope
+        d["non_lp_time"] = self.total_time - self.lp_time
+        return d
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How the traversal finds neighbours (see :data:`STRATEGIES`)."""
+
+    name: str
+    default_solver: str
+    screen: str  # "interval": closed-form test against the frame box; "lp": two LPs per row
+    rows: str  # "candidates": only screened rows in the LP; "all": every non-constant row
+
+
+#: Registered traversal strategies by name.
+STRATEGIES: dict[str, Strategy] = {
+    "hierarchical": Strategy("hierarchical", "highs", "interval", "candidates"),
+    "seed-faithful": Strategy("seed-faithful", "scipy", "lp", "all"),
+}
+
+
+class RunEnded(Exception):
+    """Raised inside the engine to end the run with the status in ``args[0]``."""
+
+
+class Clock:
+    """The time budget of one run: ``time_limit`` seconds (None: no limit) from :meth:`start`."""
+
+    def __init__(self, time_limit: float | None):
+        self.time_limit = time_limit
+        self.t0: float | None = None
+
+    def start(self) -> float:
+        """Start counting; returns the start time (``time.perf_counter()``)."""
+        self.t0 = time.perf_counter()
+        return self.t0
+
+    def left(self) -> float | None:
+        """Seconds left of the budget (None without one)."""
+        if self.time_limit is None:
+            return None
+        return self.time_limit - (time.perf_counter() - self.t0)
+
+    def check(self) -> None:
+        """Raise :class:`RunEnded` (``time_limit``) once the budget is spent."""
+        if self.time_limit is not None and time.perf_counter() - self.t0 > self.time_limit:
+            raise RunEnded(TraversalStatus.TIME_LIMIT)
