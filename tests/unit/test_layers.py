@@ -101,3 +101,30 @@ def test_imports_point_down_the_layers():
     assert not new, "imports against the layers (see this module's doc):\n" + "\n".join(
         f"  {a} imports {b}" for a, b in new)
     assert not gone, "fixed, so delete from KNOWN:\n" + "\n".join(f"  {a} -> {b}" for a, b in gone)
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Private names (one leading underscore) this file takes from another polytrav module:
+    ``from polytrav.x import _y``, or ``Y._z`` where ``Y`` was imported from one."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("polytrav"):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"{path.name}:{node.lineno}: from {node.module} import {a.name}")
+                imported.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            imported.update(a.asname or a.name.split(".")[0] for a in node.names
+                            if a.name.startswith("polytrav"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
+                and node.value.id in imported):
+            found.append(f"{path.name}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_crosses_a_module():
+    found = [use for _, path in _modules() for use in _private_uses(path)]
+    assert not found, "private names used outside their module:\n" + "\n".join(found)
