@@ -15,12 +15,12 @@ from polytrav.host.analysis import Analysis, check_witness
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
+from polytrav.vocabulary.tolerances import SAME_VALUE_TOL, SLOPE_TOL
 
 __all__ = ["Monotonicity"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Slopes within this (relative to the norm of the output's local gradient) count as zero.
-SLOPE_TOL = 1e-12
 
 
 class Monotonicity(Analysis):
@@ -71,7 +71,7 @@ class Monotonicity(Analysis):
             v = (e[fr.free] / fr.scale)
             return v / np.linalg.norm(v) if v.any() else None
         v, *_ = np.linalg.lstsq(fr.U, e, rcond=None)
-        movable = np.allclose(fr.U @ v, e, atol=1e-12) and np.linalg.norm(v) > 0
+        movable = np.allclose(fr.U @ v, e, atol=SAME_VALUE_TOL) and np.linalg.norm(v) > 0
         return v / np.linalg.norm(v) if movable else None
 
     def visit(self, polytope, context):

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from polytrav.vocabulary.errors import ConfigError, SolverError
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.solve.backend import SolverBackend
+from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
 
 __all__ = ["ClarabelBackend"]
 
@@ -46,8 +47,9 @@ class ClarabelBackend(SolverBackend):
         "MaxIterations": Status.LIMIT,
         "MaxTime": Status.LIMIT,
     }
-    DEFAULT_OPTIONS = {"verbose": False, "tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9,
-                       "tol_feas": 1e-9, "time_limit": 60.0}
+    DEFAULT_OPTIONS = {"verbose": False, "tol_gap_abs": LP_FEASIBILITY_TOL,
+                       "tol_gap_rel": LP_FEASIBILITY_TOL, "tol_feas": LP_FEASIBILITY_TOL,
+                       "time_limit": 60.0}
 
     def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
         return self.solve_qp(None, c, A_ub, b_ub, A_eq, b_eq, bounds)

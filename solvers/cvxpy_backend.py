@@ -39,6 +39,7 @@ import numpy as np
 from polytrav.vocabulary.errors import ConfigError, SolverError
 from polytrav.vocabulary.results import SOLUTION_PRESENT, SolveResult, Status
 from polytrav.solve.backend import SolverBackend
+from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
 
 __all__ = [
     "SOLVERS",
@@ -55,20 +56,24 @@ __all__ = [
 #: cvxpy solver name -> (native module, forms, extra, DEFAULT_OPTIONS), in preference order.
 SOLVERS: dict[str, tuple[str, frozenset[str], str | None, dict]] = {
     "CLARABEL": ("clarabel", frozenset({"lp", "qp", "socp"}), None, {
-        "tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9, "time_limit": 60.0,
+        "tol_gap_abs": LP_FEASIBILITY_TOL, "tol_gap_rel": LP_FEASIBILITY_TOL,
+        "tol_feas": LP_FEASIBILITY_TOL, "time_limit": 60.0,
     }),
     "ECOS": ("ecos", frozenset({"lp", "qp", "socp"}), "polytrav[ecos]", {
-        "abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9,
+        "abstol": LP_FEASIBILITY_TOL, "reltol": LP_FEASIBILITY_TOL, "feastol": LP_FEASIBILITY_TOL,
     }),
     "SCS": ("scs", frozenset({"lp", "qp", "socp"}), None, {
-        "eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000, "time_limit_secs": 60.0,
+        "eps_abs": LP_FEASIBILITY_TOL, "eps_rel": LP_FEASIBILITY_TOL, "max_iters": 100_000,
+        "time_limit_secs": 60.0,
     }),
     "OSQP": ("osqp", frozenset({"lp", "qp"}), None, {
-        "eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 100_000, "polishing": True,
+        "eps_abs": LP_FEASIBILITY_TOL, "eps_rel": LP_FEASIBILITY_TOL, "max_iter": 100_000,
+        "polishing": True,
         "time_limit": 60.0,
     }),
     "HIGHS": ("highspy", frozenset({"lp"}), None, {
-        "primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9,
+        "primal_feasibility_tolerance": LP_FEASIBILITY_TOL,
+        "dual_feasibility_tolerance": LP_FEASIBILITY_TOL,
         "time_limit": 60.0,
     }),
 }

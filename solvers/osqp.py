@@ -40,6 +40,7 @@ import numpy as np
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import SOLUTION_PRESENT, SolveResult, Status
 from polytrav.solve.backend import SolverBackend
+from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
 
 __all__ = ["OsqpBackend", "OsqpSession"]
 
@@ -66,8 +67,8 @@ class OsqpBackend(SolverBackend):
     }
     DEFAULT_OPTIONS = {
         "verbose": False,
-        "eps_abs": 1e-9,
-        "eps_rel": 1e-9,
+        "eps_abs": LP_FEASIBILITY_TOL,
+        "eps_rel": LP_FEASIBILITY_TOL,
         "polishing": True,
         "polish_refine_iter": 10,
         "max_iter": 100_000,

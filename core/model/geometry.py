@@ -19,8 +19,9 @@ from polytrav.model.region import Constraints, Region
 
 __all__ = ["Frame", "L1Ball", "L2Ball", "build_frame", "polyhedron_bounding_box"]
 
-from polytrav.vocabulary.tolerances import (HIGH_DIM, MAX_COORDINATE, RADIUS_CAP_HIGH_DIM,  # noqa: E402
-                                          ZERO_ROW_TOL)
+from polytrav.vocabulary.tolerances import (CONTAINS_TOL, EQUALITY_TOL, HIGH_DIM,  # noqa: E402
+                                          MAX_COORDINATE, RADIUS_CAP_HIGH_DIM, SAME_VALUE_TOL,
+                                          ZERO_ENTRY_TOL, ZERO_ROW_TOL)
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ class Frame:
             return (x[..., self.free] - self.origin[self.free]) / self.scale
         return np.linalg.lstsq(self.U, (x - self.origin).T, rcond=None)[0].T
 
-    def contains_u(self, u: np.ndarray, tol: float = 1e-9) -> bool:
+    def contains_u(self, u: np.ndarray, tol: float = CONTAINS_TOL) -> bool:
         """Whether frame point ``u`` satisfies every region constraint within ``tol``."""
         if np.abs(u).max(initial=0.0) > 1.0 + tol or np.any(self.A_extra @ u > self.b_extra + tol):
             return False
@@ -224,7 +225,7 @@ def _affine_hull(c: Constraints) -> tuple[np.ndarray, np.ndarray | None, np.ndar
         for row, val in zip(c.E, c.e):
             j = int(np.flatnonzero(row)[0])
             v = val / row[j]
-            if j in fixed and not np.isclose(fixed[j], v, rtol=1e-12, atol=1e-12):
+            if j in fixed and not np.isclose(fixed[j], v, rtol=SAME_VALUE_TOL, atol=SAME_VALUE_TOL):
                 raise RegionError(
                     f"region fixes coordinate {j} to two values ({fixed[j]} and {v}); it is empty"
                 )
@@ -236,7 +237,7 @@ def _affine_hull(c: Constraints) -> tuple[np.ndarray, np.ndarray | None, np.ndar
     from scipy.linalg import null_space
 
     x_p, *_ = np.linalg.lstsq(c.E, c.e, rcond=None)
-    if np.linalg.norm(c.E @ x_p - c.e) > 1e-9 * (1 + np.linalg.norm(c.e)):
+    if np.linalg.norm(c.E @ x_p - c.e) > EQUALITY_TOL * (1 + np.linalg.norm(c.e)):
         raise RegionError("region's equality constraints are inconsistent; it is empty")
     return x_p, null_space(c.E), None
 
@@ -346,7 +347,7 @@ def build_frame(region: Region, n: int) -> Frame:
         rows = np.flatnonzero(single)
         j = np.argmax(np.abs(Az[rows]), axis=1)
         a = Az[rows, j]
-        implied = (bz[rows] - a * mid[j]) / np.abs(a * half[j]) >= 1.0 - 1e-12
+        implied = (bz[rows] - a * mid[j]) / np.abs(a * half[j]) >= 1.0 - SAME_VALUE_TOL
         keep = np.ones(Az.shape[0], bool)
         keep[rows[implied]] = False
         Az, bz = Az[keep], bz[keep]
@@ -360,8 +361,8 @@ def build_frame(region: Region, n: int) -> Frame:
     Au, bu, norms = Au[~const], bu[~const], norms[~const]
     Au, bu = Au / norms[:, None], bu / norms
     # drop rows implied by the box rows (single-coordinate rows at |b| >= 1)
-    single = np.count_nonzero(np.abs(Au) > 1e-15, axis=1) == 1
-    implied = single & (bu >= 1.0 - 1e-12)
+    single = np.count_nonzero(np.abs(Au) > ZERO_ENTRY_TOL, axis=1) == 1
+    implied = single & (bu >= 1.0 - SAME_VALUE_TOL)
     Au, bu = Au[~implied], bu[~implied]
     for M in (Au, bu):  # shared by the models of a run, which never write to them
         M.setflags(write=False)

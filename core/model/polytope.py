@@ -12,6 +12,7 @@ import numpy as np
 
 from polytrav.model.network import Code, Network
 from polytrav.model.region import Region
+from polytrav.vocabulary.tolerances import CONTAINS_TOL
 
 __all__ = ["Polytope"]
 
@@ -104,7 +105,7 @@ class Polytope:
         """Halfspace offsets, see :attr:`halfspaces`."""
         return self.halfspaces[1]
 
-    def contains(self, x, tol: float = 1e-9) -> bool:
+    def contains(self, x, tol: float = CONTAINS_TOL) -> bool:
         """Whether ``x`` lies in the closed polytope ∩ region's halfspaces (within ``tol``)."""
         x = np.asarray(x, float)
         return bool(np.all(self.A @ x <= self.b + tol))

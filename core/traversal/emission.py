@@ -19,7 +19,7 @@ from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.traversal.frontier import Guidance
 from polytrav.traversal.status import RunEnded, Strategy, TraversalStats, TraversalStatus
 from polytrav.vocabulary.results import SolveResult, Status
-from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, VERTEX_MAX_DIM
+from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, VERTEX_CHECK_TOL, VERTEX_MAX_DIM, VERTEX_MIN_RADIUS
 
 __all__ = ["Emitter", "VERTEX_MIN_FLIPS", "holds_code"]
 
@@ -54,7 +54,7 @@ class Emitter:
         """Vertices of the cell's polyhedral outer hull (``None`` if qhull is not sure)."""
         from scipy.spatial import HalfspaceIntersection, QhullError
 
-        if t < 1e-6:
+        if t < VERTEX_MIN_RADIUS:
             return None
         A, b = model.halfspaces(signs)
         try:
@@ -62,7 +62,7 @@ class Emitter:
         except (QhullError, ValueError):
             return None
         self.stats.vertex_sets += 1
-        if not np.isfinite(V).all() or (A @ V.T - b[:, None]).max() > 1e-9:
+        if not np.isfinite(V).all() or (A @ V.T - b[:, None]).max() > VERTEX_CHECK_TOL:
             return None
         return V
 

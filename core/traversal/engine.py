@@ -36,7 +36,7 @@ from polytrav.traversal.status import (
 )
 from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.vocabulary.results import SolveResult
-from polytrav.vocabulary.tolerances import RADIUS_TOL
+from polytrav.vocabulary.tolerances import EQUALITY_TOL, RADIUS_TOL
 
 __all__ = ["Traversal"]
 
@@ -140,7 +140,7 @@ class Traversal(Iterator[Polytope]):
             return
         reach = self.frame.reach()
         lo, hi = self.frame.origin - reach, self.frame.origin + reach
-        tol = 1e-9 * (1 + np.abs(self.frame.origin))
+        tol = EQUALITY_TOL * (1 + np.abs(self.frame.origin))
         bad = np.flatnonzero((lo < dom[0] - tol) | (hi > dom[1] + tol))
         if bad.size:
             j = int(bad[0])

@@ -26,7 +26,7 @@ from polytrav.traversal.piece import Enclosure, Piece, PieceView
 from polytrav.traversal.screen import LevelRows, Screen
 from polytrav.traversal.status import Clock, TraversalStats
 from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.tolerances import RADIUS_TOL, SLIVER_TOL, START_TRIES, VERTEX_MARGIN
+from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, SLIVER_TOL, START_TRIES, VERTEX_MARGIN
 
 __all__ = ["LevelSearch", "Parts"]
 
@@ -259,7 +259,7 @@ class LevelSearch:
                 signs = lr.signs_of(bits)
                 h = lr.H @ piece.u + lr.beta if bits.shape == lr.fixed_bits.shape else None
                 if h is None or not np.array_equal(lr.full_bits(signs), bits) or \
-                        (np.where(bits, h, -h) < -1e-7 * (1 + np.abs(h))).any():
+                        (np.where(bits, h, -h) < -CELL_CODE_RTOL * (1 + np.abs(h))).any():
                     raise ConfigError("traverse: a piece given in 'within' is not a level-1 piece "
                                       "of this network and region (its code does not hold at "
                                       "its centre)")

@@ -25,6 +25,7 @@ import numpy as np
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.model.network import Network
 from polytrav.vocabulary.results import Answer, Verdict, jsonable
+from polytrav.vocabulary.tolerances import ONNXRUNTIME_TOL
 
 __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
            "load_network"]
@@ -81,7 +82,7 @@ def load_network(path: str | PathLike) -> Network:
 
 
 def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
-                           tol: float = 1e-4) -> tuple[bool, np.ndarray]:
+                           tol: float = ONNXRUNTIME_TOL) -> tuple[bool, np.ndarray]:
     """Whether onnxruntime's output at ``x`` meets one of the ``unsafe`` conjunctions.
 
     The model runs in its own precision (float32 for the VNN-COMP networks), so the check

@@ -8,7 +8,8 @@ slacks, so a backend's tolerance can never make an empty cell count.
 """
 from __future__ import annotations
 
-#: Primal and dual feasibility tolerance the LP backends are asked for.
+#: Primal and dual feasibility tolerance (and the optimality gap) the backends ask their
+#: solvers for (HiGHS, Clarabel, OSQP, and cvxpy's solvers).
 LP_FEASIBILITY_TOL = 1e-9
 
 #: A cell is a polytope iff its certified Chebyshev radius (normalised units) exceeds this.
@@ -45,8 +46,28 @@ ZERO_ROW_TOL = 1e-12
 #: a maximiser found in its own LP model, :meth:`polytrav.Traversal.maximize_in_cell`).
 CELL_CODE_RTOL = 1e-7
 
-#: Tolerance of :meth:`Region.contains` (absolute, in the region's units times its scale).
+#: Tolerance of :meth:`Region.contains` (absolute, in the region's units times its scale),
+#: also of :meth:`Polytope.contains` and ``Frame.contains_u``.
 CONTAINS_TOL = 1e-9
+#: An affine equality ``E x = e`` holds at a point when ``|E x - e| <= EQUALITY_TOL (1 + |e|)``;
+#: a region lies in a network's input domain within ``EQUALITY_TOL (1 + |x|)``.
+EQUALITY_TOL = 1e-9
+#: Two numbers that should be equal in exact arithmetic (a coordinate fixed twice, a row's
+#: normalised bound of 1 that makes it implied by the box, a direction that is a unit
+#: vector) are taken as equal within this.
+SAME_VALUE_TOL = 1e-12
+#: A matrix entry of magnitude below this is zero (when counting a row's nonzeros).
+ZERO_ENTRY_TOL = 1e-15
+#: Cells of a smaller certified radius get no vertices (qhull is unreliable on them).
+VERTEX_MIN_RADIUS = 1e-6
+#: Vertices from qhull are kept only if every one satisfies every row within this.
+VERTEX_CHECK_TOL = 1e-9
+#: Monotonicity: a slope counts as nonzero beyond this (relative to the slope's scale).
+SLOPE_TOL = 1e-12
+
+#: ``verify``: a counterexample re-run by onnxruntime (in the model's own precision, float32
+#: for VNN-COMP networks) meets the unsafe set within this, absolute, as VNN-COMP's checker.
+ONNXRUNTIME_TOL = 1e-4
 
 #: Analyses: a witness must satisfy its property and lie in the region within this (relative
 #: to the values' scale) on a plain float64 forward pass (:func:`polytrav.check_witness`).

@@ -11,6 +11,7 @@ import numpy as np
 from polytrav.model.network import Network
 from polytrav.model.region import Ball, Box, Polyhedron, Region
 from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.tolerances import EQUALITY_TOL
 
 __all__ = ["plane_slice", "slice_region"]
 
@@ -51,7 +52,7 @@ def slice_region(region: Region, point: np.ndarray, dims: tuple[int, int]) -> Re
         if np.abs(c.E[:, [i, j]]).max() > 0:
             raise ConfigError("partition_slice: the region's equality constraints involve the "
                               f"plane's inputs {dims}; the slice is not 2-D. Pick other dims")
-        if np.abs(c.E @ rest - c.e).max() > 1e-9 * (1 + np.abs(c.e).max()):
+        if np.abs(c.E @ rest - c.e).max() > EQUALITY_TOL * (1 + np.abs(c.e).max()):
             raise ConfigError("partition_slice: the point breaks the region's equality "
                               "constraints; pass a point of the region")
     out = Polyhedron(A, b)
