@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from polytrav.model.network import Network
+
 __all__ = ["BaBOutcome", "BaBVerdict", "NeuronBaB", "prove_margins"]
 
 VERIFY_TOL = 1e-9   # a row is proven when its sound lower bound exceeds this
@@ -95,14 +97,6 @@ def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,
                       bab.stats["nodes"], seconds, dict(bab.stats))
 
 
-def forward(Ws, bs, X):
-    """Outputs of the affine-ReLU network ``(Ws, bs)`` at the rows of ``X``."""
-    z = np.atleast_2d(X)
-    for W, b in zip(Ws[:-1], bs[:-1]):
-        z = np.maximum(z @ W.T + b, 0.0)
-    return z @ Ws[-1].T + bs[-1]
-
-
 class NeuronBaB:
     """Branch and bound over ReLU phases for ``C (net(x)) > 0`` on ``x in [xl, xu]`` (module docstring)."""
 
@@ -110,7 +104,8 @@ class NeuronBaB:
                  branching="widest_early", int_iters=10):
         self.Ws = [np.asarray(W, float) for W in Ws[:-1]]
         self.bs = [np.asarray(b, float) for b in bs[:-1]]
-        self.Wall, self.ball = [np.asarray(W, float) for W in Ws], [np.asarray(b, float) for b in bs]
+        #: the network whose margins are bounded (its forward pass checks every candidate)
+        self.net = Network(Ws, bs)
         self.C = np.atleast_2d(np.asarray(C, float))
         self.Wc = self.C @ np.asarray(Ws[-1], float)
         self.bc = self.C @ np.asarray(bs[-1], float)
@@ -414,8 +409,7 @@ class NeuronBaB:
         return ok
 
     def check_point(self, x):
-        y = forward(self.Wall, self.ball, x)[0]
-        m = self.C @ y
+        m = self.C @ self.net.forward(x)
         return m.min() < 0, m
 
     # ------------------------------------------------------------------ main loop
@@ -481,17 +475,10 @@ class NeuronBaB:
         """Testing: every bounded node is checked against these sample points of the box."""
         X = np.clip(np.atleast_2d(X), self.xl, self.xu)
         self.debug_X = X
-        self.debug_Z = np.hstack([z for z in self._pre(X)])
-        self.debug_M = forward(self.Wall, self.ball, X) @ self.C.T
+        hs, Y = self.net.trace(X)
+        self.debug_Z = np.hstack(hs)
+        self.debug_M = Y @ self.C.T
         self.stats["debug_checks"] = 0
-
-    def _pre(self, X):
-        out, a = [], X
-        for W, b in zip(self.Ws, self.bs):
-            z = a @ W.T + b
-            out.append(z)
-            a = np.maximum(z, 0)
-        return out
 
     def _debug_check(self, Q, bound):
         Z, M = self.debug_Z, self.debug_M
@@ -535,7 +522,7 @@ class NeuronBaB:
         if self.attack:
             Lw = Lamx[idx, worst]
             X = np.where(Lw >= 0, self.xl, self.xu)
-            Y = forward(self.Wall, self.ball, X) @ self.C.T
+            Y = self.net.forward(X) @ self.C.T
             bad = Y.min(axis=1) < 0
             if bad.any():
                 self.counterexample = X[np.argmax(bad)]

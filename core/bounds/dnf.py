@@ -100,12 +100,9 @@ def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
     step = RESTART_STEP * (hi - lo)
     layers = list(zip(network.weights, network.biases))
     for _ in range(ATTACK_STEPS):
-        a, masks = X, []
-        for W, b in layers[:-1]:
-            z = a @ W.T + b
-            masks.append(z > 0)
-            a = z * masks[-1]
-        excess = (a @ layers[-1][0].T + layers[-1][1]) @ C.T - d  # per row: > 0 is safe
+        hs, Y = network.trace(X)
+        masks = [h > 0 for h in hs]
+        excess = Y @ C.T - d  # per row: > 0 is safe
         per = np.stack([ex.max(axis=1) for ex in np.split(excess, ends[:-1], axis=1)], axis=1)
         for i in np.flatnonzero(per.min(axis=1) < 0):
             if inside(X[i]):

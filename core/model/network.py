@@ -257,8 +257,18 @@ class Network:
             )
         return X, single
 
-    def pre_activations(self, x) -> list[np.ndarray]:
-        """Pre-activations of every hidden layer at ``x`` (``(n_inputs,)`` or ``(n, n_inputs)``)."""
+    def trace(self, x) -> tuple[list[np.ndarray], np.ndarray]:
+        """Pre-activations of every hidden layer and the output at ``x``, from one forward pass.
+
+        ``x`` is one point ``(n_inputs,)`` or a batch ``(n, n_inputs)``; the arrays have a
+        leading batch axis exactly when ``x`` does. :meth:`forward` and
+        :meth:`pre_activations` are its two halves.
+
+        >>> net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> hs, y = net.trace([[1.0, 2.0], [2.0, 1.0]])
+        >>> hs[0].tolist(), y.tolist()
+        ([[-1.0, 3.0], [1.0, 3.0]], [[3.0], [4.0]])
+        """
         X, single = self._as_input(x)
         out = []
         z = X
@@ -266,16 +276,16 @@ class Network:
             h = z @ W.T + b
             out.append(h[0] if single else h)
             z = np.maximum(h, 0.0)
-        return out
+        y = z @ self.weights[-1].T + self.biases[-1]
+        return out, (y[0] if single else y)
+
+    def pre_activations(self, x) -> list[np.ndarray]:
+        """Pre-activations of every hidden layer at ``x`` (``(n_inputs,)`` or ``(n, n_inputs)``)."""
+        return self.trace(x)[0]
 
     def forward(self, x) -> np.ndarray:
         """Network output at ``x``: shape ``(n_outputs,)`` for one point, ``(n, n_outputs)`` for many."""
-        X, single = self._as_input(x)
-        z = X
-        for W, b in zip(self.weights[:-1], self.biases[:-1]):
-            z = np.maximum(z @ W.T + b, 0.0)
-        y = z @ self.weights[-1].T + self.biases[-1]
-        return y[0] if single else y
+        return self.trace(x)[1]
 
     __call__ = forward
 
