@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import enum
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from polytrav.model.network import Network
+from polytrav.solve.backend import SolverBackend, solve_along
+from polytrav.vocabulary.results import SolveResult, Status
 
 __all__ = ["BaBOutcome", "BaBVerdict", "NeuronBaB", "prove_margins"]
 
@@ -55,9 +58,10 @@ class BaBVerdict(str, enum.Enum):
 
 @dataclass
 class BaBOutcome:
-    """What :func:`prove_margins` found: ``verdict`` is ``"holds"`` (every row proven
-    positive on the box), ``"violated"`` (``counterexample``: a forward pass gives some row
-    <= 0), ``"timeout"`` or ``"unknown"`` (a leaf LP's minimiser did not confirm)."""
+    """What :func:`prove_margins` found: ``verdict`` is :attr:`BaBVerdict.HOLDS` (every row
+    proven positive on the box), :attr:`~BaBVerdict.VIOLATED` (``counterexample``: a forward
+    pass gives some row <= 0), :attr:`~BaBVerdict.TIMEOUT` or :attr:`~BaBVerdict.UNKNOWN` (a
+    leaf LP's minimiser did not confirm)."""
 
     verdict: BaBVerdict
     counterexample: np.ndarray | None
@@ -71,12 +75,13 @@ class BaBOutcome:
         self.verdict = BaBVerdict(self.verdict)
 
 
-def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,
-                  branching: str = "widest_early") -> BaBOutcome:
+def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend],
+                  time_limit: float | None = None, branching: str = "widest_early") -> BaBOutcome:
     """Branch and bound for ``C @ network(x) - d > 0`` (every row) for ``x`` in ``[lo, hi]``.
 
-    ``C`` (rows, n_outputs) and ``d`` (rows,) are folded into the output layer. ``time_limit``
-    in seconds (None: until decided).
+    ``C`` (rows, n_outputs) and ``d`` (rows,) are folded into the output layer.
+    ``lp_backends``: the LP backend chain that decides the leaves (a run's
+    ``context.backends("lp")``). ``time_limit`` in seconds (None: until decided).
     """
     C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
     Ws = list(network.weights[:-1]) + [C @ network.weights[-1]]
@@ -86,14 +91,14 @@ def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,
         mid, rad = (lo_ + hi_) / 2, (hi_ - lo_) / 2
         low = Ws[0] @ mid + bs[0] - np.abs(Ws[0]) @ rad
         if (low > VERIFY_TOL).all():
-            return BaBOutcome("holds", None, 1, 0.0)
+            return BaBOutcome(BaBVerdict.HOLDS, None, 1, 0.0)
         x = np.where(Ws[0][int(np.argmin(low))] >= 0, lo_, hi_)
-        return BaBOutcome("violated", x, 1, 0.0)
-    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching)
+        return BaBOutcome(BaBVerdict.VIOLATED, x, 1, 0.0)
+    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching,
+                    lp_backends=lp_backends)
     batch = int(np.clip(BATCH_ELEMENTS / (bab.N * max(bab.sizes)), 1, 256))
-    verdict, seconds = bab.run(time_limit, batch=batch)
-    verdict = "holds" if verdict == "robust" else verdict
-    return BaBOutcome(verdict, bab.counterexample if verdict == "violated" else None,
+    verdict, seconds = bab.search(time_limit, batch=batch)
+    return BaBOutcome(verdict, bab.counterexample if verdict is BaBVerdict.VIOLATED else None,
                       bab.stats["nodes"], seconds, dict(bab.stats))
 
 
@@ -101,7 +106,9 @@ class NeuronBaB:
     """Branch and bound over ReLU phases for ``C (net(x)) > 0`` on ``x in [xl, xu]`` (module docstring)."""
 
     def __init__(self, Ws, bs, xl, xu, C, iters=10, root_iters=100, lr=0.1,
-                 branching="widest_early", int_iters=10):
+                 branching="widest_early", int_iters=10, *, lp_backends: Sequence[SolverBackend]):
+        #: the LP backend chain of the leaves (:meth:`leaf_lp`)
+        self.lp_backends = list(lp_backends)
         self.Ws = [np.asarray(W, float) for W in Ws[:-1]]
         self.bs = [np.asarray(b, float) for b in bs[:-1]]
         #: the network whose margins are bounded (its forward pass checks every candidate)
@@ -352,7 +359,6 @@ class NeuronBaB:
         """Exact decision of a node whose neurons all have a fixed phase (no unstable one).
 
         Returns (verified, x_candidate). Sound: the bound is the Lagrangian of the LP duals."""
-        from scipy.optimize import linprog
         self.stats["lp"] += 1
         act = rel["act"]
         # compose the affine maps of the fixed pattern: z_k = A_k x + c_k
@@ -373,12 +379,12 @@ class NeuronBaB:
         verified = True
         xcand = None
         for r in rows:
-            res = linprog(Fo[r], A_ub=-G, b_ub=h, bounds=list(zip(self.xl, self.xu)), method="highs")
-            if res.status == 2:  # HiGHS says the node is empty: certify it (else unknown)
+            res = self._solve_lp(Fo[r], -G, h, (self.xl, self.xu))
+            if res.status is Status.INFEASIBLE:  # the node is empty: certify it (else unknown)
                 return self._certify_empty(G, h), None
-            if res.status != 0:
+            if res.status is not Status.OPTIMAL:
                 return False, None
-            mu = np.maximum(-res.ineqlin.marginals, 0.0)
+            mu = np.maximum(res.duals[:len(h)], 0.0)
             g = Fo[r] - mu @ G  # Lagrangian: Fo x + fo - mu (G x + h) <= Fo x + fo on the node
             low = fo[r] - mu @ h + g @ self.mid - np.abs(g) @ self.rad
             if low <= VERIFY_TOL:
@@ -390,15 +396,13 @@ class NeuronBaB:
     def _certify_empty(self, G, h):
         """Sound emptiness test of {x in box: G x + h >= 0}: the LP max_{x,t} t, t <= G x + h
         gives multipliers lam >= 0 (sum 1); if max_box lam (G x + h) < 0 no x satisfies all."""
-        from scipy.optimize import linprog
         m, n = G.shape
         c = np.zeros(n + 1); c[-1] = -1.0
         A = np.hstack([-G, np.ones((m, 1))])
-        res = linprog(c, A_ub=A, b_ub=h, bounds=list(zip(self.xl, self.xu)) + [(None, 1.0)],
-                      method="highs")
-        if res.status != 0:
+        res = self._solve_lp(c, A, h, (np.append(self.xl, -np.inf), np.append(self.xu, 1.0)))
+        if res.status is not Status.OPTIMAL:
             return False
-        lam = np.maximum(-res.ineqlin.marginals, 0.0)
+        lam = np.maximum(res.duals[:m], 0.0)
         if lam.sum() <= 0:
             return False
         lam = lam / lam.sum()
@@ -408,14 +412,34 @@ class NeuronBaB:
         self.stats["lp_infeasible"] = self.stats.get("lp_infeasible", 0) + int(ok)
         return ok
 
+    def _solve_lp(self, c, A_ub, b_ub, bounds) -> SolveResult:
+        """``min c x`` s.t. ``A_ub x <= b_ub`` and ``bounds``, along :attr:`lp_backends`
+        (:func:`~polytrav.solve.backend.solve_along`): OPTIMAL with duals, INFEASIBLE from a
+        backend that certifies optimality, or undecided (an optimum without duals proves
+        nothing here: the Lagrangian bound needs them)."""
+        def attempt(backend):
+            res = backend.solve_lp(c, A_ub, b_ub, bounds=bounds)
+            if res.status is Status.OPTIMAL and res.duals is None:
+                return replace(res, status=Status.ERROR, message=f"{res.message} (no duals)")
+            return res
+
+        return solve_along(self.lp_backends, attempt)[0]
+
     def check_point(self, x):
         m = self.C @ self.net.forward(x)
         return m.min() < 0, m
 
     # ------------------------------------------------------------------ main loop
     def run(self, time_limit: float | None = None, batch: int = 256) -> tuple[str, float]:
-        """``("robust" | "violated" | "timeout" | "unknown", seconds)``; a violation's input is
-        :attr:`counterexample` (confirmed by a forward pass)."""
+        """:meth:`search` in the words of robustness: ``("robust" | "violated" | "timeout" |
+        "unknown", seconds)``."""
+        verdict, seconds = self.search(time_limit, batch)
+        return ("robust" if verdict is BaBVerdict.HOLDS else verdict.value), seconds
+
+    def search(self, time_limit: float | None = None, batch: int = 256
+               ) -> tuple[BaBVerdict, float]:
+        """``(verdict, seconds)``; a violation's input is :attr:`counterexample` (confirmed by
+        a forward pass)."""
         t0 = time.perf_counter()
         self._deadline = None if time_limit is None else t0 + time_limit
         N, R = self.N, self.R
@@ -425,7 +449,7 @@ class NeuronBaB:
         split = np.zeros((1, N), np.int8)
         rel = self.root_bounds(lo, hi, split)
         if rel is None:
-            return "timeout", time.perf_counter() - t0
+            return BaBVerdict.TIMEOUT, time.perf_counter() - t0
         alpha = np.repeat(rel["a0"][:, None, :], R, axis=1)
         beta = np.zeros((1, R, N))
         bound, tape, Lamx = self.final(rel, alpha, beta, self.root_iters)
@@ -437,9 +461,9 @@ class NeuronBaB:
         pending = status
         while pending is not None and len(pending["lo"]):
             if self.counterexample is not None:
-                return "violated", time.perf_counter() - t0
+                return BaBVerdict.VIOLATED, time.perf_counter() - t0
             if self._deadline is not None and time.perf_counter() > self._deadline:
-                return "timeout", time.perf_counter() - t0
+                return BaBVerdict.TIMEOUT, time.perf_counter() - t0
             # take the last `batch` nodes (DFS-like, bounded memory)
             n = len(pending["lo"])
             take = slice(max(0, n - batch), n)
@@ -457,8 +481,8 @@ class NeuronBaB:
             if new is not None and len(new["lo"]):
                 pending = {k: np.concatenate([pending[k], new[k]]) for k in pending}
         if self.counterexample is not None:
-            return "violated", time.perf_counter() - t0
-        return ("unknown" if self.unknown else "robust"), time.perf_counter() - t0
+            return BaBVerdict.VIOLATED, time.perf_counter() - t0
+        return (BaBVerdict.UNKNOWN if self.unknown else BaBVerdict.HOLDS), time.perf_counter() - t0
 
     unknown = False
     attack = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from polytrav.bounds.crown import Concretizer, output_lower_bounds
+from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
 
 __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
@@ -139,7 +140,7 @@ def region_bab(margin, pairs, piece, context, attack):
     """``(margin, outcome)``: a piece's bound ``margin`` after neuron-level branch and bound
     (:func:`polytrav.bounds.branch_and_bound.prove_margins`) over the whole region, run when the
     piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
-    does not run; "holds" makes the margin ``inf`` (the region is proven).
+    does not run; HOLDS makes the margin ``inf`` (the region is proven).
 
     It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs and
     every unsafe conjunction is one row (``c y <= d``: a robustness property). ``attack()``
@@ -148,7 +149,7 @@ def region_bab(margin, pairs, piece, context, attack):
     without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
     attack's point) is where the traversal should start.
     """
-    from polytrav.bounds.branch_and_bound import BaBOutcome, prove_margins
+    from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict, prove_margins
 
     fr = piece.frame
     if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
@@ -156,14 +157,15 @@ def region_bab(margin, pairs, piece, context, attack):
         return margin, None
     point = attack()
     if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
-        return margin, BaBOutcome("violated", point, 0, 0.0, {"found_by": "attack"}, start=point)
+        return margin, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0, {"found_by": "attack"},
+                                  start=point)
     left = context.traversal.time_left()
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
     out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
-                        np.concatenate([d for _, d in pairs]),
+                        np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
                         time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
     out.start = out.counterexample if out.counterexample is not None else point
-    return (np.inf if out.verdict == "holds" else margin), out
+    return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
 
 
 def bab_details(outcome) -> dict | None:
@@ -232,10 +234,8 @@ def _joint_margin(L, g, piece, context) -> tuple[float, np.ndarray | None]:
     b_ub = np.concatenate([b, -g])
     lo = np.concatenate([-np.ones(d), [-np.inf]])
     hi = np.concatenate([np.ones(d), [np.inf]])
-    for backend in context.backends("lp"):
-        res = backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi))
-        if res.status is Status.OPTIMAL:
-            return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max()), res.x[:d]
-        if res.status is Status.INFEASIBLE and backend.certifies_optimality:
-            return -np.inf, None  # an empty piece should not happen: prove nothing
-    return -np.inf, None
+    res, _ = solve_along(context.backends("lp"),
+                         lambda backend: backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi)))
+    if res.status is Status.OPTIMAL:
+        return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max()), res.x[:d]
+    return -np.inf, None  # not solved, or an empty piece (which should not happen): no proof
