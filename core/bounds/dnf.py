@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.bounds.crown import Concretizer, output_lower_bounds
+from polytrav.bounds.crown import BOUND_TOL, Concretizer, output_lower_bounds, rounded_down
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
 
 __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
            "dnf_piece_margin", "region_bab", "unsafe_distance"]
 
-#: Margins from bounds evaluated in closed form are lowered by this (relative) before a
-#: piece counts as proven: float64 rounding in the back-substitution, never a proof by 1e-12.
-BOUND_TOL = 1e-9
+# Margins from bounds evaluated in closed form are lowered by BOUND_TOL (relative; the one
+# rounding allowance, polytrav.bounds.crown.rounded_down) before a piece counts as proven.
 #: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
 LP_BOUND_TOL = 1e-6
 #: Gradient steps of slope optimisation (α-CROWN) on the conjunctions that CROWN's own
@@ -217,8 +216,8 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
 
 def _row_margins(L, g, conc, rows) -> list[float]:
     """Per conjunction (its ``rows``): the best row's closed-form lower bound, lowered by
-    :data:`BOUND_TOL`."""
-    low = conc.lower(L, g) - BOUND_TOL * (1.0 + np.abs(g))
+    :data:`BOUND_TOL` (:func:`~polytrav.bounds.crown.rounded_down`)."""
+    low = rounded_down(conc.lower(L, g), g)
     return [float(low[r].max()) for r in rows]
 
 
