@@ -193,16 +193,16 @@ def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.nda
         lower = _rows(bounds.lower_slope[k])
         if slopes is not None:
             lower = np.where(_rows(bounds.free(k)), slopes[k], lower)
-        upper, t = _rows(bounds.upper_slope[k]), _rows(bounds.upper_intercept[k])
-        pos = Lam >= 0.0
-        Lz = np.where(pos, lower, upper) * Lam  # on z_k
-        const = const + (np.minimum(Lam, 0.0) * t).sum(-1)
+        upper, t = bounds.upper_slope[k], bounds.upper_intercept[k]
+        pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
+        Lz = pos * lower + neg * _rows(upper)  # on z_k
+        const = const + (neg @ t if t.ndim == 1 else (neg * _rows(t)).sum(-1))
         if beta is not None:
             Lz = Lz + _rows(bounds.phase_sign[k]) * beta[k]
         W, b = layers[k]
         const = const + Lz @ b
         if tape is not None:
-            tape.append((k, Lam, pos, lower, upper, t))
+            tape.append((k, Lam, lower, _rows(upper), _rows(t)))
         if k == 0 and bounds.first is not None:
             WM, Wm = bounds.first
             return Lz @ WM, const + Lz @ Wm
@@ -218,12 +218,13 @@ def gradients(dL: np.ndarray, layers, bounds: LinearBounds, M: np.ndarray, m: np
     WM, Wm = bounds.first if bounds.first is not None else (layers[0][0] @ M, layers[0][0] @ m)
     upto = len(tape)
     d_slopes, d_beta = [], []
-    for k, Lam, pos, lower, upper, t in reversed(tape):
+    for k, Lam, lower, upper, t in reversed(tape):
         W, b = layers[k]
         if k == 0:  # z_0 = W_0 (M u + m) + b_0
             dLz = dL @ WM.T + (Wm + b)
         else:
             dLz = dLam @ W.T + b
+        pos = Lam > 0.0
         d_slopes.append(np.where(pos & _rows(bounds.free(k)), dLz * Lam, 0.0))
         if beta:
             d_beta.append(dLz * _rows(bounds.phase_sign[k]))
