@@ -173,8 +173,8 @@ class NeuronBaB:
     def _linear(self, rel, upto):
         """The nodes' :class:`~polytrav.bounds.crown.LinearBounds` of layers ``< upto`` (views
         of ``rel``), on the box's coordinates ``u`` (``x = mid + rad * u``)."""
-        def per_layer(key):
-            return [rel[key][:, sl] for sl in self.sl[:upto]]
+        def per_layer(key):  # (B, 1, n_k): the rows' axis
+            return [rel[key][:, None, sl] for sl in self.sl[:upto]]
 
         return LinearBounds(per_layer("lo"), per_layer("hi"), per_layer("a0"), per_layer("u"),
                             per_layer("t"), first=self.first, phase_sign=per_layer("sig"),

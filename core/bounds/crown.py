@@ -80,8 +80,7 @@ class Concretizer:
         """:meth:`lower` and its (sub)gradient in ``L`` (the gradient in ``g`` is 1)."""
         if self.V is not None:
             values = L @ self.V.T
-            best = values.argmin(axis=-1)
-            return np.take_along_axis(values, best[..., None], -1)[..., 0] + g, self.V[best]
+            return values.min(axis=-1) + g, self.V[values.argmin(axis=-1)]
         return g - np.abs(L).sum(axis=-1), -np.sign(L)
 
     def refine(self, L: np.ndarray, g: np.ndarray, low: np.ndarray) -> np.ndarray:
@@ -119,9 +118,10 @@ def rounded_down(low: np.ndarray, g: np.ndarray) -> np.ndarray:
 class LinearBounds:
     """Per remaining hidden layer: pre-activation bounds and the relaxation derived from them.
 
-    Each entry is an ``(n_k,)`` array for one piece, or ``(..., n_k)`` for a batch whose
-    members have bounds of their own (the nodes of branch and bound); the functions below
-    then take rows ``(..., rows, n)`` with the same leading axes.
+    Each entry is an ``(n_k,)`` array for one piece, or ``(..., 1, n_k)`` for a batch whose
+    members have bounds of their own (the nodes of branch and bound; the axis of length 1
+    stands for the rows): the functions below take rows ``(rows, n)``, or ``(..., rows, n)``
+    with the batch's leading axes.
     """
 
     lo: list[np.ndarray]
@@ -136,7 +136,8 @@ class LinearBounds:
     #: where ``z >= 0`` is known (the term ``-beta z`` is <= 0 there), +1 where ``z <= 0``,
     #: 0 where nothing is; None: no multipliers.
     phase_sign: list[np.ndarray] | None = None
-    #: Per layer, the unstable neurons (``lo < 0 < hi``); None: computed from ``lo``, ``hi``.
+    #: Per layer, the unstable neurons (``lo < 0 < hi``); None: computed from ``lo``, ``hi``
+    #: when asked for (:meth:`push` keeps a list up to date).
     unstable: list[np.ndarray] | None = None
 
     def free(self, k: int) -> np.ndarray:
@@ -148,6 +149,8 @@ class LinearBounds:
     def push(self, lo: np.ndarray, hi: np.ndarray) -> None:
         """Append a layer with bounds ``lo``, ``hi`` and CROWN's relaxation (:func:`relax`)."""
         ls, us, ui = relax(lo, hi)
+        if self.unstable is not None:
+            self.unstable.append((lo < 0.0) & (hi > 0.0))
         self.lo.append(lo)
         self.hi.append(hi)
         self.lower_slope.append(ls)
@@ -165,11 +168,6 @@ def relax(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     upper_intercept = np.where(unstable, -hi * lo / width, 0.0)
     lower_slope = np.where(active, 1.0, np.where(unstable & (hi >= -lo), 1.0, 0.0))
     return lower_slope, upper_slope, upper_intercept
-
-
-def _rows(a: np.ndarray) -> np.ndarray:
-    """A per-neuron array ``(..., n)`` of :class:`LinearBounds` against rows ``(..., rows, n)``."""
-    return a[..., None, :]
 
 
 def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]],
@@ -190,19 +188,19 @@ def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.nda
     Lam = np.asarray(Lam, float)
     const = np.asarray(const, float)
     for k in range(upto - 1, -1, -1):
-        lower = _rows(bounds.lower_slope[k])
+        lower = bounds.lower_slope[k]
         if slopes is not None:
-            lower = np.where(_rows(bounds.free(k)), slopes[k], lower)
+            lower = np.where(bounds.free(k), slopes[k], lower)
         upper, t = bounds.upper_slope[k], bounds.upper_intercept[k]
         pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
-        Lz = pos * lower + neg * _rows(upper)  # on z_k
-        const = const + (neg @ t if t.ndim == 1 else (neg * _rows(t)).sum(-1))
+        Lz = pos * lower + neg * upper  # on z_k
+        const = const + (neg @ t if t.ndim == 1 else (neg * t).sum(-1))
         if beta is not None:
-            Lz = Lz + _rows(bounds.phase_sign[k]) * beta[k]
+            Lz = Lz + bounds.phase_sign[k] * beta[k]
         W, b = layers[k]
         const = const + Lz @ b
         if tape is not None:
-            tape.append((k, Lam, lower, _rows(upper), _rows(t)))
+            tape.append((k, Lam, lower, upper, t))
         if k == 0 and bounds.first is not None:
             WM, Wm = bounds.first
             return Lz @ WM, const + Lz @ Wm
@@ -225,9 +223,9 @@ def gradients(dL: np.ndarray, layers, bounds: LinearBounds, M: np.ndarray, m: np
         else:
             dLz = dLam @ W.T + b
         pos = Lam > 0.0
-        d_slopes.append(np.where(pos & _rows(bounds.free(k)), dLz * Lam, 0.0))
+        d_slopes.append(np.where(pos & bounds.free(k), dLz * Lam, 0.0))
         if beta:
-            d_beta.append(dLz * _rows(bounds.phase_sign[k]))
+            d_beta.append(dLz * bounds.phase_sign[k])
         if k + 1 < upto:
             dLam = np.where(pos, lower * dLz, upper * dLz + t)
     return d_slopes, (d_beta if beta else None)
@@ -262,9 +260,9 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     parts, masks, lows, highs = [], [], [], []
     for given, (low, high), movable in groups:
         for k, n in enumerate(widths):
-            parts.append(np.broadcast_to(_rows(bounds.lower_slope[k]), shape + (n,))
+            parts.append(np.broadcast_to(bounds.lower_slope[k], shape + (n,))
                          if given is None else given[k])
-            masks.append(np.broadcast_to(_rows(movable(k)), shape + (n,)))
+            masks.append(np.broadcast_to(movable(k), shape + (n,)))
             lows.append(np.full(n, low))
             highs.append(np.full(n, high))
     flat, mask, lows, highs = (np.concatenate(x, axis=-1) for x in (parts, masks, lows, highs))
@@ -276,6 +274,10 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
     best, dL = conc.lower_and_gradient(L, g)
     kept = flat.copy()
+    # one piece (few rows): each row's best (L, g) is kept as it comes; a batch of nodes
+    # (L is nodes x rows x inputs) is evaluated once more at the best parameters instead
+    track = np.ndim(Lam) == 2
+    best_L, best_g = (L.copy(), g.copy()) if track else (L, g)
     current = steps == 0  # whether the last iterate is every row's best
     b1, b2 = ADAM_BETAS
     first, second = np.zeros_like(flat), np.zeros_like(flat)
@@ -292,12 +294,17 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
         better = low > best
         best = np.where(better, low, best)
         kept[better] = flat[better]
+        if track:
+            best_L[better], best_g[better] = L[better], g[better]
         current = bool(better.all())
     if not current:  # some row's best is an earlier iterate: back to it
         flat[...] = kept
-        run = []
-        L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
-        best = conc.lower(L, g)
+        if tape is not None or not track:
+            run = []
+            L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
+            best = conc.lower(L, g)
+        else:
+            L, g = best_L, best_g
     for group, found in zip(given, (slopes, beta)):  # the caller's: each row's best
         for p, v in zip(group or [], found or []):
             p[...] = v
@@ -308,7 +315,7 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
 
 def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0) -> LinearBounds:
     hidden = layers[:-1]
-    bounds = LinearBounds([], [], [], [], [])
+    bounds = LinearBounds([], [], [], [], [], unstable=[])
     for k, (W, b) in enumerate(hidden):
         n = W.shape[0]
         rows, const = np.vstack([W, -W]), np.concatenate([b, -b])

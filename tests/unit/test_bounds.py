@@ -226,9 +226,9 @@ def split_nodes(net, base, rng, n_nodes):
         hi.append(np.where(s < 0, np.minimum(base.hi[k], 0.0), base.hi[k]))
         splits.append(s)
     nodes = LinearBounds([], [], [], [], [], first=base.first, phase_sign=[])
-    for l, h in zip(lo, hi):
-        nodes.push(l, h)
-        nodes.phase_sign.append(np.where(l >= 0.0, -1.0, np.where(h <= 0.0, 1.0, 0.0)))
+    for l, h in zip(lo, hi):  # (nodes, 1, n_k): the rows' axis
+        nodes.push(l[:, None, :], h[:, None, :])
+        nodes.phase_sign.append(np.where(l >= 0.0, -1.0, np.where(h <= 0.0, 1.0, 0.0))[:, None, :])
     return nodes, splits
 
 
@@ -253,9 +253,9 @@ def test_batched_bounds_with_known_phases_hold_on_samples(seed):
     start = [b.copy() for b in beta]
     # batched equals alone (no optimisation): node 1 with its own 1-D arrays
     L, g = backsubstitute(Lam, const, layers, nodes, upto, M, m, beta=beta)
-    alone = LinearBounds(*([a[1] for a in getattr(nodes, f)] for f in
+    alone = LinearBounds(*([a[1, 0] for a in getattr(nodes, f)] for f in
                            ("lo", "hi", "lower_slope", "upper_slope", "upper_intercept")),
-                         first=nodes.first, phase_sign=[a[1] for a in nodes.phase_sign])
+                         first=nodes.first, phase_sign=[a[1, 0] for a in nodes.phase_sign])
     L1, g1 = backsubstitute(Lam[1], const[1], layers, alone, upto, M, m, beta=[b[1] for b in beta])
     np.testing.assert_allclose(L[1], L1, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(g[1], g1, rtol=1e-12, atol=1e-12)
