@@ -257,15 +257,16 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     if beta is not None:
         groups.append((beta, (0.0, np.inf), lambda k: bounds.phase_sign[k] != 0))
     # every parameter in one array (one Adam step for all layers), the layers' views into it
-    parts, masks, lows, highs = [], [], [], []
-    for given, (low, high), movable in groups:
+    parts, masks, floors, ceilings = [], [], [], []
+    for start, (floor, ceiling), movable in groups:
         for k, n in enumerate(widths):
             parts.append(np.broadcast_to(bounds.lower_slope[k], shape + (n,))
-                         if given is None else given[k])
+                         if start is None else start[k])
             masks.append(np.broadcast_to(movable(k), shape + (n,)))
-            lows.append(np.full(n, low))
-            highs.append(np.full(n, high))
-    flat, mask, lows, highs = (np.concatenate(x, axis=-1) for x in (parts, masks, lows, highs))
+            floors.append(np.full(n, floor))
+            ceilings.append(np.full(n, ceiling))
+    flat, mask, floors, ceilings = (np.concatenate(x, axis=-1)
+                                    for x in (parts, masks, floors, ceilings))
     ends = np.cumsum(widths * len(groups))
     views = [flat[..., end - n:end] for end, n in zip(ends, widths * len(groups))]
     given = (slopes, beta)
@@ -287,7 +288,7 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
         first = b1 * first + (1 - b1) * grad
         second = b2 * second + (1 - b2) * grad * grad
         step = lr * (first / (1 - b1 ** it)) / (np.sqrt(second / (1 - b2 ** it)) + 1e-12)
-        flat[...] = np.where(mask, np.clip(flat + step, lows, highs), flat)
+        flat[...] = np.where(mask, np.clip(flat + step, floors, ceilings), flat)
         run = []
         L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
         low, dL = conc.lower_and_gradient(L, g)
