@@ -37,6 +37,7 @@ from polytrav.model.cell import LayerPlanes
 from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Box
+from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import AnalysisResult, Status
 from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP
 
@@ -396,15 +397,20 @@ class Counterfactual(Analysis):
         c = np.zeros(d + 1)
         c[d] = -1.0  # maximise s' (the distance is R / s')
         bounds = (cc["lo"], cc["hi"])
-        sessions = cc.setdefault("sessions", [b.lp_session() for b in context.backends("lp")])
-        for backend, session in zip(context.backends("lp"), sessions):
-            res = session.solve_lp(c, A_ub, np.zeros(A_ub.shape[0]), bounds=bounds)
-            self.n_solves += 1
-            if res.status is Status.OPTIMAL:
-                e, s = res.x[:d], res.x[d]
-                return u0 + (R / s) * e / sigma
-            if res.status is Status.INFEASIBLE and backend.certifies_optimality:
-                return _NONE
+        sessions = cc.setdefault("sessions", {})  # one warm session per backend of the chain
+
+        def attempt(backend):
+            if backend not in sessions:
+                sessions[backend] = backend.lp_session()
+            return sessions[backend].solve_lp(c, A_ub, np.zeros(A_ub.shape[0]), bounds=bounds)
+
+        res, tried = solve_along(context.backends("lp"), attempt)
+        self.n_solves += tried
+        if res.status is Status.OPTIMAL:
+            e, s = res.x[:d], res.x[d]
+            return u0 + (R / s) * e / sigma
+        if res.status is Status.INFEASIBLE:  # certified: solve_along settles on nothing less
+            return _NONE
         return None
 
     def _is_class(self, q: int):

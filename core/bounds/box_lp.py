@@ -59,8 +59,9 @@ class BoxLpStatus(str, enum.Enum):
 class BoxLp:
     """The outcome of :func:`maximize_in_box`.
 
-    ``status``: ``"optimal"`` (``u`` attains ``bound`` within tolerance), ``"bound"`` (``bound``
-    fell to ``stop``: the maximum is at most ``stop``) or ``"undecided"``. ``bound`` is
+    ``status``: a :class:`BoxLpStatus` (``OPTIMAL``: ``u`` attains ``bound`` within tolerance;
+    ``BOUND``: ``bound`` fell to ``stop``, the maximum is at most ``stop``; else
+    ``UNDECIDED``). ``bound`` is
     ``phi(lam)``, an upper bound of the maximum in every case; ``lam`` has one multiplier per
     row of ``A`` (0 on rows the box makes redundant).
     """
@@ -104,9 +105,9 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
         reach = np.abs(A).sum(axis=1)
     lam_all = np.zeros(m)
     if not (np.isfinite(reach).all() and np.isfinite(b).all() and np.isfinite(g).all()):
-        return BoxLp("undecided", np.inf, lam_all, None, 0)
+        return BoxLp(BoxLpStatus.UNDECIDED, np.inf, lam_all, None, 0)
     if np.any(b < -reach - tol):  # a row no point of the box satisfies: empty
-        return BoxLp("undecided", dual_bound(A, b, g, lam_all), lam_all, None, 0)
+        return BoxLp(BoxLpStatus.UNDECIDED, dual_bound(A, b, g, lam_all), lam_all, None, 0)
     rows = np.flatnonzero(reach > b)  # the others hold on the whole box
     Ak, bk = A[rows], b[rows]
     k = rows.size
@@ -119,7 +120,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
 
     def undecided(lam) -> BoxLp:
         lam_all[rows] = np.maximum(lam, 0.0) / scale
-        return BoxLp("undecided", dual_bound(A, b, g, lam_all), lam_all, None, it)
+        return BoxLp(BoxLpStatus.UNDECIDED, dual_bound(A, b, g, lam_all), lam_all, None, it)
 
     basis = np.arange(d, d + k)  # column j < d is u_j, d + i the slack of row i
     slack = np.ones(k, bool)  # basic variable i is a slack
@@ -143,7 +144,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
             phi = float(bk @ lam + np.abs(g - la).sum())  # a bound for any lam >= 0
             if phi + rounding(lam, weight) <= stop:
                 lam_all[rows] = lam / scale
-                return BoxLp("bound", phi, lam_all, None, it)
+                return BoxLp(BoxLpStatus.BOUND, phi, lam_all, None, it)
         r = cost - la  # reduced costs (max form) of the u columns; 0 on basic ones
         xB = Binv @ (bk - Ak @ u)
         infeas = np.where(slack, -xB, np.abs(xB) - 1.0)
@@ -257,5 +258,5 @@ def _certified(Ak, bk, g, u, lam_k, lam, it, tol) -> BoxLp:
     value = float(g @ u)
     scale = 1.0 + abs(phi) + float(np.abs(g).sum())
     if np.all(Ak @ u <= bk + tol) and phi - value <= tol * scale:
-        return BoxLp("optimal", phi, lam, u, it)
-    return BoxLp("undecided", phi, lam, None, it)
+        return BoxLp(BoxLpStatus.OPTIMAL, phi, lam, u, it)
+    return BoxLp(BoxLpStatus.UNDECIDED, phi, lam, None, it)

@@ -19,8 +19,12 @@ Wang et al. 2021), on the CPU with numpy:
 * **Counterexamples**: the box corner that minimises the worst row's bound is tried at every
   node, and a leaf LP's minimiser; only a point a forward pass confirms is returned.
 
-A row counts as proven when its bound exceeds :data:`VERIFY_TOL` (float64, no directed
-rounding). :func:`prove_margins` is the entry point; the analyses of
+The bounds are those of :mod:`polytrav.bounds.crown` (its back-substitution, batched over
+nodes, with the multipliers of the known phases), and a row counts as proven when its bound
+is positive after the one rounding allowance (:func:`~polytrav.bounds.crown.rounded_down`;
+float64, no directed rounding), as do the leaves' Lagrangian bounds. The LPs go along the
+caller's LP backend chain (:func:`~polytrav.solve.backend.solve_along`).
+:func:`prove_margins` is the entry point; the analyses of
 :mod:`polytrav.plugins.linear_property` and :mod:`polytrav.plugins.adversarial` run it on the
 whole region before the traversal (see :func:`polytrav.bounds.dnf.region_bab`).
 """
@@ -28,13 +32,19 @@ from __future__ import annotations
 
 import enum
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from polytrav.bounds.crown import (Concretizer, LinearBounds, backsubstitute, optimized_rows,
+                                   relax, rounded_down)
+from polytrav.model.network import Network
+from polytrav.solve.backend import SolverBackend, solve_along
+from polytrav.vocabulary.results import SolveResult, Status
+
 __all__ = ["BaBOutcome", "BaBVerdict", "NeuronBaB", "prove_margins"]
 
-VERIFY_TOL = 1e-9   # a row is proven when its sound lower bound exceeds this
 EMPTY_TOL = 1e-9    # a node is empty when some lo > hi + EMPTY_TOL
 BATCH_ELEMENTS = 1e6  # nodes per batch: about this many (node, neuron, neuron) slope entries
 
@@ -53,9 +63,10 @@ class BaBVerdict(str, enum.Enum):
 
 @dataclass
 class BaBOutcome:
-    """What :func:`prove_margins` found: ``verdict`` is ``"holds"`` (every row proven
-    positive on the box), ``"violated"`` (``counterexample``: a forward pass gives some row
-    <= 0), ``"timeout"`` or ``"unknown"`` (a leaf LP's minimiser did not confirm)."""
+    """What :func:`prove_margins` found: ``verdict`` is :attr:`BaBVerdict.HOLDS` (every row
+    proven positive on the box), :attr:`~BaBVerdict.VIOLATED` (``counterexample``: a forward
+    pass gives some row <= 0), :attr:`~BaBVerdict.TIMEOUT` or :attr:`~BaBVerdict.UNKNOWN` (a
+    leaf LP's minimiser did not confirm)."""
 
     verdict: BaBVerdict
     counterexample: np.ndarray | None
@@ -69,12 +80,13 @@ class BaBOutcome:
         self.verdict = BaBVerdict(self.verdict)
 
 
-def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,
-                  branching: str = "widest_early") -> BaBOutcome:
+def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend],
+                  time_limit: float | None = None, branching: str = "widest_early") -> BaBOutcome:
     """Branch and bound for ``C @ network(x) - d > 0`` (every row) for ``x`` in ``[lo, hi]``.
 
-    ``C`` (rows, n_outputs) and ``d`` (rows,) are folded into the output layer. ``time_limit``
-    in seconds (None: until decided).
+    ``C`` (rows, n_outputs) and ``d`` (rows,) are folded into the output layer.
+    ``lp_backends``: the LP backend chain that decides the leaves (a run's
+    ``context.backends("lp")``). ``time_limit`` in seconds (None: until decided).
     """
     C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
     Ws = list(network.weights[:-1]) + [C @ network.weights[-1]]
@@ -82,35 +94,31 @@ def prove_margins(network, lo, hi, C, d, *, time_limit: float | None = None,
     if len(Ws) == 1:  # an affine network: one LP-free bound is exact
         lo_, hi_ = np.asarray(lo, float), np.asarray(hi, float)
         mid, rad = (lo_ + hi_) / 2, (hi_ - lo_) / 2
-        low = Ws[0] @ mid + bs[0] - np.abs(Ws[0]) @ rad
-        if (low > VERIFY_TOL).all():
-            return BaBOutcome("holds", None, 1, 0.0)
+        const = Ws[0] @ mid + bs[0]
+        low = const - np.abs(Ws[0]) @ rad
+        if (rounded_down(low, const) > 0).all():
+            return BaBOutcome(BaBVerdict.HOLDS, None, 1, 0.0)
         x = np.where(Ws[0][int(np.argmin(low))] >= 0, lo_, hi_)
-        return BaBOutcome("violated", x, 1, 0.0)
-    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching)
+        return BaBOutcome(BaBVerdict.VIOLATED, x, 1, 0.0)
+    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching,
+                    lp_backends=lp_backends)
     batch = int(np.clip(BATCH_ELEMENTS / (bab.N * max(bab.sizes)), 1, 256))
-    verdict, seconds = bab.run(time_limit, batch=batch)
-    verdict = "holds" if verdict == "robust" else verdict
-    return BaBOutcome(verdict, bab.counterexample if verdict == "violated" else None,
+    verdict, seconds = bab.search(time_limit, batch=batch)
+    return BaBOutcome(verdict, bab.counterexample if verdict is BaBVerdict.VIOLATED else None,
                       bab.stats["nodes"], seconds, dict(bab.stats))
-
-
-def forward(Ws, bs, X):
-    """Outputs of the affine-ReLU network ``(Ws, bs)`` at the rows of ``X``."""
-    z = np.atleast_2d(X)
-    for W, b in zip(Ws[:-1], bs[:-1]):
-        z = np.maximum(z @ W.T + b, 0.0)
-    return z @ Ws[-1].T + bs[-1]
 
 
 class NeuronBaB:
     """Branch and bound over ReLU phases for ``C (net(x)) > 0`` on ``x in [xl, xu]`` (module docstring)."""
 
     def __init__(self, Ws, bs, xl, xu, C, iters=10, root_iters=100, lr=0.1,
-                 branching="widest_early", int_iters=10):
+                 branching="widest_early", int_iters=10, *, lp_backends: Sequence[SolverBackend]):
+        #: the LP backend chain of the leaves (:meth:`leaf_lp`)
+        self.lp_backends = list(lp_backends)
         self.Ws = [np.asarray(W, float) for W in Ws[:-1]]
         self.bs = [np.asarray(b, float) for b in bs[:-1]]
-        self.Wall, self.ball = [np.asarray(W, float) for W in Ws], [np.asarray(b, float) for b in bs]
+        #: the network whose margins are bounded (its forward pass checks every candidate)
+        self.net = Network(Ws, bs)
         self.C = np.atleast_2d(np.asarray(C, float))
         self.Wc = self.C @ np.asarray(Ws[-1], float)
         self.bc = self.C @ np.asarray(bs[-1], float)
@@ -127,6 +135,12 @@ class NeuronBaB:
         c = W0 @ self.mid + b0
         r = np.abs(W0) @ self.rad
         self.z0 = (c - r, c + r)
+        # back-substitution (polytrav.bounds.crown) in the box's coordinates u in [-1, 1]^d,
+        # x = mid + rad * u, where the box's bound of L u + g is g - |L|_1
+        self.layers = list(zip(self.Ws, self.bs))
+        self.M = np.diag(self.rad)
+        self.first = (W0 * self.rad, W0 @ self.mid)
+        self.box = Concretizer(self.xl.shape[0])
         self.iters, self.root_iters, self.lr = iters, root_iters, lr
         self.branching = branching
         # proven_share: the sum of 2^-depth over closed nodes (1.0: everything)
@@ -137,63 +151,43 @@ class NeuronBaB:
 
     # ------------------------------------------------------------------ relaxation
     def relax(self, lo, hi):
-        """Masks and upper line of every neuron of a batch of nodes ((B, N) arrays)."""
+        """Masks and relaxation (:func:`~polytrav.bounds.crown.relax`) of every neuron of a
+        batch of nodes ((B, N) arrays, or a layer's columns of them)."""
+        with np.errstate(invalid="ignore", divide="ignore"):  # layers not bounded yet: inf
+            a0, u, t = relax(lo, hi)
         act = lo >= 0.0
         ina = (hi <= 0.0) & ~act
         unst = ~act & ~ina
-        w = np.where(unst, hi - lo, 1.0)
-        with np.errstate(invalid="ignore", divide="ignore"):  # layers not bounded yet: inf
-            u = np.where(act, 1.0, np.where(unst, hi / w, 0.0))
-            t = np.where(unst, -hi * lo / w, 0.0)
-        a0 = np.where(act, 1.0, np.where(unst & (hi >= -lo), 1.0, 0.0))
         # Lagrangian sign of the constraint of stable neurons: active z>=0 -> -beta z,
         # inactive z<=0 -> +beta z (both only lower the objective on the domain).
         sig = np.where(act, -1.0, np.where(ina, 1.0, 0.0))
-        return dict(act=act, ina=ina, unst=unst, u=u, t=t, a0=a0, sig=sig)
+        return dict(lo=lo, hi=hi, act=act, ina=ina, unst=unst, u=u, t=t, a0=a0, sig=sig)
+
+    def _update(self, rel, lo, hi, sl):
+        """Layer ``sl``'s relaxation in ``rel`` after its bounds ``lo``, ``hi`` changed."""
+        r = self.relax(lo[:, sl], hi[:, sl])
+        for key in ("act", "ina", "unst", "u", "t", "a0", "sig"):
+            rel[key][:, sl] = r[key]
 
     # ------------------------------------------------------------------ back-substitution
-    def backsub(self, Lam, const, upto, rel, alpha=None, beta=None, tape=None):
-        """Lower bound over the box of ``Lam @ a_{upto-1} + const`` (rows (B, R, .)).
+    def _linear(self, rel, upto):
+        """The nodes' :class:`~polytrav.bounds.crown.LinearBounds` of layers ``< upto`` (views
+        of ``rel``), on the box's coordinates ``u`` (``x = mid + rad * u``)."""
+        def per_layer(key):  # (B, 1, n_k): the rows' axis
+            return [rel[key][:, None, sl] for sl in self.sl[:upto]]
 
-        ``alpha``/``beta``: (B, R, N) lower slopes / multipliers, or None (CROWN slopes, no beta).
-        """
-        for k in range(upto - 1, -1, -1):
-            sl = self.sl[k]
-            unst = rel["unst"][:, None, sl]
-            act = rel["act"][:, None, sl].astype(float)
-            ak = rel["a0"][:, None, sl] if alpha is None else alpha[..., sl]
-            lowc = np.where(unst, ak, act)
-            upc = np.broadcast_to(rel["u"][:, None, sl], Lam.shape)
-            t = rel["t"][:, None, sl]
-            posm = Lam >= 0
-            Lz = np.where(posm, lowc, upc) * Lam
-            const = const + (np.minimum(Lam, 0.0) * t).sum(-1)
-            if beta is not None:
-                Lz = Lz + rel["sig"][:, None, sl] * beta[..., sl]
-            const = const + Lz @ self.bs[k]
-            if tape is not None:
-                tape.append((k, Lam, posm, lowc, upc, unst, t))
-            Lam = Lz @ self.Ws[k]
-        bound = const + Lam @ self.mid - np.abs(Lam) @ self.rad
-        return bound, Lam
+        return LinearBounds(per_layer("lo"), per_layer("hi"), per_layer("a0"), per_layer("u"),
+                            per_layer("t"), first=self.first, phase_sign=per_layer("sig"),
+                            unstable=per_layer("unst"))
 
-    def backward(self, tape, Lamx, rel):
-        """Gradients of the (summed) bound in alpha and beta, given the tape of :meth:`backsub`."""
-        B, R = Lamx.shape[:2]
-        ncol = self.sl[len(tape) - 1].stop
-        ga = np.zeros((B, R, ncol))
-        gb = np.zeros((B, R, ncol))
-        dLamx = self.mid - np.sign(Lamx) * self.rad
-        dLz = dLamx @ self.Ws[0].T + self.bs[0]
-        upto = len(tape)
-        for (k, Lam, posm, lowc, upc, unst, t) in reversed(tape):
-            sl = self.sl[k]
-            ga[..., sl] = np.where(posm & unst, dLz * Lam, 0.0)
-            gb[..., sl] = dLz * rel["sig"][:, None, sl]
-            if k + 1 < upto:
-                dLam = np.where(posm, lowc * dLz, upc * dLz + t)
-                dLz = dLam @ self.Ws[k + 1].T + self.bs[k + 1]
-        return ga, gb
+    def lower_bound(self, Lam, const, upto, rel, alpha=None):
+        """Lower bound over the box of ``Lam @ a_{upto-1} + const`` (rows (B, R, .)), by
+        :func:`~polytrav.bounds.crown.backsubstitute`; ``alpha``: (B, R, N) lower slopes,
+        or None (CROWN's)."""
+        slopes = None if alpha is None else [alpha[..., sl] for sl in self.sl[:upto]]
+        L, g = backsubstitute(Lam, const, self.layers, self._linear(rel, upto), upto,
+                              self.M, self.mid, slopes)
+        return self.box.lower(L, g)
 
     # ------------------------------------------------------------------ node bounding
     def intermediate(self, lo, hi, split, kstart, opt_iters=0, use_beta=False, kend=None,
@@ -220,19 +214,18 @@ class NeuronBaB:
                 alpha = (np.repeat(rel["a0"][:, None, :], 2 * n, axis=1) if stored is None
                          else np.array(np.broadcast_to(stored, (B, 2 * n, self.N))))
                 beta = np.zeros((B, 2 * n, self.N))
-                bound, _, _ = self.optimize(Lam, const, k, rel, alpha, beta, opt_iters,
+                _, _, bound = self.optimize(Lam, const, k, rel, alpha, beta, opt_iters,
                                             use_beta=use_beta)
                 self.int_alpha[k] = alpha
             elif stored is not None:
-                bound, _ = self.backsub(Lam, const, k, rel, np.broadcast_to(stored, (B, 2 * n, self.N)))
+                bound = self.lower_bound(Lam, const, k, rel,
+                                         np.broadcast_to(stored, (B, 2 * n, self.N)))
             else:
-                bound, _ = self.backsub(Lam, const, k, rel)
+                bound = self.lower_bound(Lam, const, k, rel)
             lo[:, sl] = np.maximum(lo[:, sl], bound[:, :n])
             hi[:, sl] = np.minimum(hi[:, sl], -bound[:, n:])
             self._clamp(lo, hi, split, sl)
-            r = self.relax(lo[:, sl], hi[:, sl])
-            for key in rel:
-                rel[key][:, sl] = r[key]
+            self._update(rel, lo, hi, sl)
         return rel
 
     def _opt_unstable(self, lo, hi, split, rel, k, iters, use_beta):
@@ -257,15 +250,13 @@ class NeuronBaB:
                 stored = stored[0]  # (2n, N): the root's optimised slopes of layer k's rows
                 alpha = np.concatenate([stored[j], stored[n + j]])[:, None, :ncol].copy()
             beta = np.zeros_like(alpha)
-            bound, _, _ = self.optimize(Lam, const, k, sub, alpha, beta, iters, use_beta=use_beta)
+            _, _, bound = self.optimize(Lam, const, k, sub, alpha, beta, iters, use_beta=use_beta)
             bound = bound[:, 0]
             gl = sl.start + j
             lo[node, gl] = np.maximum(lo[node, gl], bound[:P])
             hi[node, gl] = np.minimum(hi[node, gl], -bound[P:])
         self._clamp(lo, hi, split, sl)
-        r = self.relax(lo[:, sl], hi[:, sl])
-        for key in rel:
-            rel[key][:, sl] = r[key]
+        self._update(rel, lo, hi, sl)
 
     @staticmethod
     def _clamp(lo, hi, split, sl=slice(None)):
@@ -274,51 +265,31 @@ class NeuronBaB:
         hi[:, sl] = np.where(s < 0, np.minimum(hi[:, sl], 0.0), hi[:, sl])
 
     def final(self, rel, alpha, beta, iters):
+        """Each node's proven lower bound of every row (after the rounding allowance,
+        :func:`~polytrav.bounds.crown.rounded_down`: ``> 0`` proves the row), the
+        back-substitution's tape and the rows' coefficients ``L`` on ``u``."""
         B = alpha.shape[0]
         Lam0 = np.broadcast_to(self.Wc, (B,) + self.Wc.shape)
         const0 = np.broadcast_to(self.bc, (B, self.R))
-        return self.optimize(Lam0, const0, self.L, rel, alpha, beta, iters)
+        tape = []
+        L, g, low = self.optimize(Lam0, const0, self.L, rel, alpha, beta, iters, tape=tape)
+        return rounded_down(low, g), tape, L
 
-    def optimize(self, Lam0, const0, upto, rel, alpha, beta, iters, use_beta=True):
-        """Optimise alpha, beta (in place) for rows Lam0 @ a_{upto-1} + const0; returns the
-        best bounds, and the tape / input coefficients of the best iterate."""
-        B = alpha.shape[0]
+    def optimize(self, Lam0, const0, upto, rel, alpha, beta, iters, use_beta=True, tape=None):
+        """Optimise alpha, beta (in place) for rows Lam0 @ a_{upto-1} + const0 over the box
+        (:func:`~polytrav.bounds.crown.optimized_rows`); returns ``(L, g, low)`` of each
+        row's best iterate (``tape``: its back-substitution)."""
         ncol = self.sl[upto - 1].stop
         alpha, beta = alpha[..., :ncol], beta[..., :ncol]  # views: updated in place
         unst = rel["unst"][:, None, :ncol]
         sig = (rel["sig"][:, None, :ncol] != 0) & use_beta
         alpha[:] = np.where(unst, np.clip(alpha, 0, 1), 0.0)
         beta[:] = np.where(sig, np.maximum(beta, 0), 0.0)
-        best = np.full(Lam0.shape[:2], -np.inf)
-        best_a, best_b = alpha.copy(), beta.copy()
-        m1a = np.zeros_like(alpha); m2a = np.zeros_like(alpha)
-        m1b = np.zeros_like(beta); m2b = np.zeros_like(beta)
-        b1, b2 = 0.9, 0.999
-        for it in range(iters + 1):
-            tape = []
-            bound, Lamx = self.backsub(Lam0, const0, upto, rel, alpha, beta, tape)
-            better = bound > best
-            best = np.where(better, bound, best)
-            best_a = np.where(better[..., None], alpha, best_a)
-            best_b = np.where(better[..., None], beta, best_b)
-            if it == iters:
-                break
-            ga, gb = self.backward(tape, Lamx, rel)
-            i = it + 1
-            lr = self.lr
-            m1a = b1 * m1a + (1 - b1) * ga; m2a = b2 * m2a + (1 - b2) * ga * ga
-            alpha += lr * (m1a / (1 - b1 ** i)) / (np.sqrt(m2a / (1 - b2 ** i)) + 1e-12)
-            alpha[:] = np.where(unst, np.clip(alpha, 0, 1), 0.0)
-            if use_beta:
-                m1b = b1 * m1b + (1 - b1) * gb; m2b = b2 * m2b + (1 - b2) * gb * gb
-                beta += lr * (m1b / (1 - b1 ** i)) / (np.sqrt(m2b / (1 - b2 ** i)) + 1e-12)
-                beta[:] = np.where(sig, np.maximum(beta, 0), 0.0)
-        alpha[:], beta[:] = best_a, best_b
-        if iters == 0:
-            return best, tape, Lamx
-        tape = []
-        bound, Lamx = self.backsub(Lam0, const0, upto, rel, alpha, beta, tape)
-        return np.maximum(bound, best), tape, Lamx
+        slopes = [alpha[..., sl] for sl in self.sl[:upto]]
+        betas = [beta[..., sl] for sl in self.sl[:upto]] if use_beta else None
+        return optimized_rows(Lam0, const0, self.layers, self._linear(rel, upto), upto, self.M,
+                              self.mid, self.box, iters, slopes=slopes, beta=betas, lr=self.lr,
+                              tape=tape)
 
     # ------------------------------------------------------------------ branching
     def choose(self, lo, hi, split, rel, tape, worst_row):
@@ -335,7 +306,7 @@ class NeuronBaB:
         idx = np.arange(B)
         score = np.zeros((B, self.N))
         gap = np.where(free, -lo * hi / np.where(free, hi - lo, 1.0), 0.0)
-        for (k, Lam, posm, lowc, upc, unst, t) in tape:
+        for k, Lam, *_ in tape:
             sl = self.sl[k]
             lam = Lam[idx, worst_row]  # (B, n_k): coefficient on a_k of the worst row
             if self.branching in ("babsr", "early_babsr"):
@@ -357,7 +328,6 @@ class NeuronBaB:
         """Exact decision of a node whose neurons all have a fixed phase (no unstable one).
 
         Returns (verified, x_candidate). Sound: the bound is the Lagrangian of the LP duals."""
-        from scipy.optimize import linprog
         self.stats["lp"] += 1
         act = rel["act"]
         # compose the affine maps of the fixed pattern: z_k = A_k x + c_k
@@ -378,15 +348,15 @@ class NeuronBaB:
         verified = True
         xcand = None
         for r in rows:
-            res = linprog(Fo[r], A_ub=-G, b_ub=h, bounds=list(zip(self.xl, self.xu)), method="highs")
-            if res.status == 2:  # HiGHS says the node is empty: certify it (else unknown)
+            res = self._solve_lp(Fo[r], -G, h, (self.xl, self.xu))
+            if res.status is Status.INFEASIBLE:  # the node is empty: certify it (else unknown)
                 return self._certify_empty(G, h), None
-            if res.status != 0:
+            if res.status is not Status.OPTIMAL:
                 return False, None
-            mu = np.maximum(-res.ineqlin.marginals, 0.0)
+            mu = np.maximum(res.duals[:len(h)], 0.0)
             g = Fo[r] - mu @ G  # Lagrangian: Fo x + fo - mu (G x + h) <= Fo x + fo on the node
-            low = fo[r] - mu @ h + g @ self.mid - np.abs(g) @ self.rad
-            if low <= VERIFY_TOL:
+            const = fo[r] - mu @ h + g @ self.mid
+            if rounded_down(const - np.abs(g) @ self.rad, const) <= 0:
                 verified = False
                 xcand = np.clip(res.x, self.xl, self.xu)
                 return False, xcand
@@ -395,33 +365,50 @@ class NeuronBaB:
     def _certify_empty(self, G, h):
         """Sound emptiness test of {x in box: G x + h >= 0}: the LP max_{x,t} t, t <= G x + h
         gives multipliers lam >= 0 (sum 1); if max_box lam (G x + h) < 0 no x satisfies all."""
-        from scipy.optimize import linprog
         m, n = G.shape
         c = np.zeros(n + 1); c[-1] = -1.0
         A = np.hstack([-G, np.ones((m, 1))])
-        res = linprog(c, A_ub=A, b_ub=h, bounds=list(zip(self.xl, self.xu)) + [(None, 1.0)],
-                      method="highs")
-        if res.status != 0:
+        res = self._solve_lp(c, A, h, (np.append(self.xl, -np.inf), np.append(self.xu, 1.0)))
+        if res.status is not Status.OPTIMAL:
             return False
-        lam = np.maximum(-res.ineqlin.marginals, 0.0)
+        lam = np.maximum(res.duals[:m], 0.0)
         if lam.sum() <= 0:
             return False
         lam = lam / lam.sum()
         g = lam @ G
-        upper = lam @ h + g @ self.mid + np.abs(g) @ self.rad
-        ok = upper < -1e-12
+        const = lam @ h + g @ self.mid
+        ok = bool(rounded_down(-(const + np.abs(g) @ self.rad), const) > 0)
         self.stats["lp_infeasible"] = self.stats.get("lp_infeasible", 0) + int(ok)
         return ok
 
+    def _solve_lp(self, c, A_ub, b_ub, bounds) -> SolveResult:
+        """``min c x`` s.t. ``A_ub x <= b_ub`` and ``bounds``, along :attr:`lp_backends`
+        (:func:`~polytrav.solve.backend.solve_along`): OPTIMAL with duals, INFEASIBLE from a
+        backend that certifies optimality, or undecided (an optimum without duals proves
+        nothing here: the Lagrangian bound needs them)."""
+        def attempt(backend):
+            res = backend.solve_lp(c, A_ub, b_ub, bounds=bounds)
+            if res.status is Status.OPTIMAL and res.duals is None:
+                return replace(res, status=Status.ERROR, message=f"{res.message} (no duals)")
+            return res
+
+        return solve_along(self.lp_backends, attempt)[0]
+
     def check_point(self, x):
-        y = forward(self.Wall, self.ball, x)[0]
-        m = self.C @ y
+        m = self.C @ self.net.forward(x)
         return m.min() < 0, m
 
     # ------------------------------------------------------------------ main loop
     def run(self, time_limit: float | None = None, batch: int = 256) -> tuple[str, float]:
-        """``("robust" | "violated" | "timeout" | "unknown", seconds)``; a violation's input is
-        :attr:`counterexample` (confirmed by a forward pass)."""
+        """:meth:`search` in the words of robustness: ``("robust" | "violated" | "timeout" |
+        "unknown", seconds)``."""
+        verdict, seconds = self.search(time_limit, batch)
+        return ("robust" if verdict is BaBVerdict.HOLDS else verdict.value), seconds
+
+    def search(self, time_limit: float | None = None, batch: int = 256
+               ) -> tuple[BaBVerdict, float]:
+        """``(verdict, seconds)``; a violation's input is :attr:`counterexample` (confirmed by
+        a forward pass)."""
         t0 = time.perf_counter()
         self._deadline = None if time_limit is None else t0 + time_limit
         N, R = self.N, self.R
@@ -431,21 +418,21 @@ class NeuronBaB:
         split = np.zeros((1, N), np.int8)
         rel = self.root_bounds(lo, hi, split)
         if rel is None:
-            return "timeout", time.perf_counter() - t0
+            return BaBVerdict.TIMEOUT, time.perf_counter() - t0
         alpha = np.repeat(rel["a0"][:, None, :], R, axis=1)
         beta = np.zeros((1, R, N))
-        bound, tape, Lamx = self.final(rel, alpha, beta, self.root_iters)
+        bound, tape, Lu = self.final(rel, alpha, beta, self.root_iters)
         self.root_bound = bound[0].copy()
-        done = bound > VERIFY_TOL
+        done = bound > 0
         Q = dict(lo=lo, hi=hi, split=split, alpha=alpha, beta=beta, done=done, bound=bound)
         # the root itself may be a leaf / verified
-        status = self._process(Q, rel, tape, Lamx, bound, t0)
+        status = self._process(Q, rel, tape, Lu, bound, t0)
         pending = status
         while pending is not None and len(pending["lo"]):
             if self.counterexample is not None:
-                return "violated", time.perf_counter() - t0
+                return BaBVerdict.VIOLATED, time.perf_counter() - t0
             if self._deadline is not None and time.perf_counter() > self._deadline:
-                return "timeout", time.perf_counter() - t0
+                return BaBVerdict.TIMEOUT, time.perf_counter() - t0
             # take the last `batch` nodes (DFS-like, bounded memory)
             n = len(pending["lo"])
             take = slice(max(0, n - batch), n)
@@ -455,16 +442,16 @@ class NeuronBaB:
             rel = self.intermediate(children["lo"], children["hi"], children["split"],
                                     children.pop("kmin"), opt_iters=self.int_iters,
                                     use_beta=True)
-            bound, tape, Lamx = self.final(rel, children["alpha"], children["beta"], self.iters)
+            bound, tape, Lu = self.final(rel, children["alpha"], children["beta"], self.iters)
             children["bound"] = bound
-            children["done"] = children["done"] | (bound > VERIFY_TOL)
-            new = self._process(children, rel, tape, Lamx, bound, t0)
+            children["done"] = children["done"] | (bound > 0)
+            new = self._process(children, rel, tape, Lu, bound, t0)
             self.stats["batches"] += 1
             if new is not None and len(new["lo"]):
                 pending = {k: np.concatenate([pending[k], new[k]]) for k in pending}
         if self.counterexample is not None:
-            return "violated", time.perf_counter() - t0
-        return ("unknown" if self.unknown else "robust"), time.perf_counter() - t0
+            return BaBVerdict.VIOLATED, time.perf_counter() - t0
+        return (BaBVerdict.UNKNOWN if self.unknown else BaBVerdict.HOLDS), time.perf_counter() - t0
 
     unknown = False
     attack = True
@@ -481,17 +468,10 @@ class NeuronBaB:
         """Testing: every bounded node is checked against these sample points of the box."""
         X = np.clip(np.atleast_2d(X), self.xl, self.xu)
         self.debug_X = X
-        self.debug_Z = np.hstack([z for z in self._pre(X)])
-        self.debug_M = forward(self.Wall, self.ball, X) @ self.C.T
+        hs, Y = self.net.trace(X)
+        self.debug_Z = np.hstack(hs)
+        self.debug_M = Y @ self.C.T
         self.stats["debug_checks"] = 0
-
-    def _pre(self, X):
-        out, a = [], X
-        for W, b in zip(self.Ws, self.bs):
-            z = a @ W.T + b
-            out.append(z)
-            a = np.maximum(z, 0)
-        return out
 
     def _debug_check(self, Q, bound):
         Z, M = self.debug_Z, self.debug_M
@@ -521,7 +501,7 @@ class NeuronBaB:
         C["kmin"] = int(self.layer_of[j].min()) + 1
         return C
 
-    def _process(self, Q, rel, tape, Lamx, bound, t0):
+    def _process(self, Q, rel, tape, Lu, bound, t0):
         """Classify bounded nodes: verified, empty, leaf (LP), or pending (with a choice)."""
         B = len(Q["lo"])
         self.stats["nodes"] += B
@@ -533,9 +513,9 @@ class NeuronBaB:
         worst = np.argmin(rowsel, axis=1)
         idx = np.arange(B)
         if self.attack:
-            Lw = Lamx[idx, worst]
+            Lw = Lu[idx, worst]  # on u: its signs pick the box corner
             X = np.where(Lw >= 0, self.xl, self.xu)
-            Y = forward(self.Wall, self.ball, X) @ self.C.T
+            Y = self.net.forward(X) @ self.C.T
             bad = Y.min(axis=1) < 0
             if bad.any():
                 self.counterexample = X[np.argmax(bad)]

@@ -19,8 +19,15 @@ caller minimises over the piece (with an LP when the piece's rows matter).
 With ``steps > 0`` the lower slopes of unstable neurons are optimised per bounded function
 (α-CROWN): any slope in ``[0, 1]`` gives a sound lower line of ReLU, so projected gradient
 ascent (Adam) on the concretised bound, keeping each row's best iterate, only tightens it.
-The gradient is written out by hand (:func:`_slope_gradient`): the bound is piecewise
-linear in the slopes.
+The gradient is written out by hand (:func:`gradients`): the bound is piecewise linear in
+the slopes.
+
+This is the one back-substitution of polytrav. Neuron-level branch and bound
+(:mod:`polytrav.bounds.branch_and_bound`) runs it on a batch of nodes at once: the arrays of
+:class:`LinearBounds` then carry a leading node axis, and a node's known phases (its splits
+and the neurons stable by bounds) enter with multipliers ``beta >= 0`` (β-CROWN,
+``phase_sign``), optimised with the slopes. A bound computed here proves ``> 0`` only after
+:func:`rounded_down` (the one rounding allowance, :data:`BOUND_TOL`).
 
 Every bound is sound for every point of the piece: the tests sample points and check.
 """
@@ -30,8 +37,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Concretizer", "LinearBounds", "relax", "backsubstitute", "output_lower_bounds",
-           "interval_bounds", "optimized_rows"]
+__all__ = ["BOUND_TOL", "Concretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
+           "output_lower_bounds", "interval_bounds", "optimized_rows", "rounded_down"]
+
+#: Bounds evaluated in closed form are lowered by this (relative to ``1 + |constant|``)
+#: before they count as a proof (:func:`rounded_down`): float64 rounding in the
+#: back-substitution, never a proof by 1e-12.
+BOUND_TOL = 1e-9
 
 #: Adam's step size on the slopes (which live in [0, 1]) and its moment decays.
 SLOPE_STEP, ADAM_BETAS = 0.1, (0.9, 0.999)
@@ -46,6 +58,7 @@ class Concretizer:
     at a vertex); without them the frame box ``[-1, 1]^d`` (which contains the region).
     ``rows``, ``lp``: the piece's halfspaces ``A u <= b`` and an LP backend (or session)
     that reports duals, for :meth:`refine`; rows that cannot cut the frame box are dropped.
+    ``L`` may carry leading batch axes (``(..., rows, d)``, ``g`` then ``(..., rows)``).
     """
 
     def __init__(self, dim: int, V: np.ndarray | None = None, rows=None, lp=None):
@@ -60,16 +73,15 @@ class Concretizer:
 
     def lower(self, L: np.ndarray, g: np.ndarray) -> np.ndarray:
         if self.V is not None:
-            return (L @ self.V.T).min(axis=1) + g
-        return g - np.abs(L).sum(axis=1)
+            return (L @ self.V.T).min(axis=-1) + g
+        return g - np.abs(L).sum(axis=-1)
 
     def lower_and_gradient(self, L: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`lower` and its (sub)gradient in ``L`` (the gradient in ``g`` is 1)."""
         if self.V is not None:
             values = L @ self.V.T
-            best = values.argmin(axis=1)
-            return values[np.arange(len(best)), best] + g, self.V[best]
-        return g - np.abs(L).sum(axis=1), -np.sign(L)
+            return values.min(axis=-1) + g, self.V[values.argmin(axis=-1)]
+        return g - np.abs(L).sum(axis=-1), -np.sign(L)
 
     def refine(self, L: np.ndarray, g: np.ndarray, low: np.ndarray) -> np.ndarray:
         """``low`` raised, row by row, to a bound over the piece's rows (not just the box).
@@ -93,9 +105,24 @@ class Concretizer:
         return np.maximum(low, lagrangian)
 
 
+def rounded_down(low: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``low``, a bound evaluated in closed form with constant term ``g``, lowered by
+    :data:`BOUND_TOL` relative to ``1 + |g|``: what may count as a proof that it is ``> 0``
+    (float64 rounding, no directed rounding; never a proof by 1e-12). The bounds of the
+    back-substitution (pieces, branch-and-bound nodes) and the Lagrangian bounds of the
+    branch-and-bound leaves pass here."""
+    return low - BOUND_TOL * (1.0 + np.abs(g))
+
+
 @dataclass
 class LinearBounds:
-    """Per remaining hidden layer: pre-activation bounds and the relaxation derived from them."""
+    """Per remaining hidden layer: pre-activation bounds and the relaxation derived from them.
+
+    Each entry is an ``(n_k,)`` array for one piece, or ``(..., 1, n_k)`` for a batch whose
+    members have bounds of their own (the nodes of branch and bound; the axis of length 1
+    stands for the rows): the functions below take rows ``(rows, n)``, or ``(..., rows, n)``
+    with the batch's leading axes.
+    """
 
     lo: list[np.ndarray]
     hi: list[np.ndarray]
@@ -105,6 +132,30 @@ class LinearBounds:
     #: ``(W_0 M, W_0 m)``: the first remaining layer's weights on the piece's coordinates
     #: (so that back-substitution never multiplies by the ``d x d`` matrix ``M``).
     first: tuple[np.ndarray, np.ndarray] | None = None
+    #: Known phases as constraints with multipliers ``beta >= 0`` (β-CROWN): per layer, -1
+    #: where ``z >= 0`` is known (the term ``-beta z`` is <= 0 there), +1 where ``z <= 0``,
+    #: 0 where nothing is; None: no multipliers.
+    phase_sign: list[np.ndarray] | None = None
+    #: Per layer, the unstable neurons (``lo < 0 < hi``); None: computed from ``lo``, ``hi``
+    #: when asked for (:meth:`push` keeps a list up to date).
+    unstable: list[np.ndarray] | None = None
+
+    def free(self, k: int) -> np.ndarray:
+        """Layer ``k``'s unstable neurons: those whose lower slope may be chosen."""
+        if self.unstable is not None:
+            return self.unstable[k]
+        return (self.lo[k] < 0.0) & (self.hi[k] > 0.0)
+
+    def push(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Append a layer with bounds ``lo``, ``hi`` and CROWN's relaxation (:func:`relax`)."""
+        ls, us, ui = relax(lo, hi)
+        if self.unstable is not None:
+            self.unstable.append((lo < 0.0) & (hi > 0.0))
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.lower_slope.append(ls)
+        self.upper_slope.append(us)
+        self.upper_intercept.append(ui)
 
 
 def relax(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,28 +172,35 @@ def relax(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]],
                    bounds: LinearBounds, upto: int, M: np.ndarray, m: np.ndarray,
-                   slopes: list[np.ndarray] | None = None, tape: list | None = None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   slopes: list[np.ndarray] | None = None, tape: list | None = None,
+                   beta: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Affine lower bounds in ``u`` of ``Lam @ a_{upto-1} + const``.
 
     ``a_k = relu(z_k)`` are the post-activations of the remaining hidden layers
     (``z_0 = W_0 (M u + m) + b_0``, ``z_k = W_k a_{k-1} + b_k``); ``Lam`` has one row per
-    function. Returns ``(L, g)`` with ``Lam @ a + const >= L u + g`` on the piece.
-    ``slopes``: per layer, lower slopes per row (``(rows, n_k)``, in ``[0, 1]`` where the
-    neuron is unstable) instead of ``bounds.lower_slope``; ``tape`` collects what
-    :func:`_slope_gradient` needs.
+    function (``(..., rows, n)``, leading axes as ``bounds``'). Returns ``(L, g)`` with
+    ``Lam @ a + const >= L u + g`` on the piece.
+    ``slopes``: per layer, lower slopes per row (``(..., rows, n_k)``, in ``[0, 1]``) for
+    the unstable neurons instead of ``bounds.lower_slope``; ``beta``: per layer, multipliers
+    ``>= 0`` per row of the known phases (``bounds.phase_sign``), whose terms are ``<= 0``
+    wherever the phases hold; ``tape`` collects what :func:`gradients` needs.
     """
-    Lam = np.array(Lam, float)
-    const = np.array(const, float)
+    Lam = np.asarray(Lam, float)
+    const = np.asarray(const, float)
     for k in range(upto - 1, -1, -1):
+        lower = bounds.lower_slope[k]
+        if slopes is not None:
+            lower = np.where(bounds.free(k), slopes[k], lower)
+        upper, t = bounds.upper_slope[k], bounds.upper_intercept[k]
         pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
-        lower = bounds.lower_slope[k] if slopes is None else slopes[k]
-        Lz = pos * lower + neg * bounds.upper_slope[k]  # on z_k
-        const = const + neg @ bounds.upper_intercept[k]
+        Lz = pos * lower + neg * upper  # on z_k
+        const = const + (neg @ t if t.ndim == 1 else (neg * t).sum(-1))
+        if beta is not None:
+            Lz = Lz + bounds.phase_sign[k] * beta[k]
         W, b = layers[k]
         const = const + Lz @ b
         if tape is not None:
-            tape.append((Lam, pos))
+            tape.append((k, Lam, lower, upper, t))
         if k == 0 and bounds.first is not None:
             WM, Wm = bounds.first
             return Lz @ WM, const + Lz @ Wm
@@ -150,63 +208,115 @@ def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.nda
     return Lam @ M, const + Lam @ m
 
 
-def _slope_gradient(dL: np.ndarray, layers, bounds: LinearBounds, M: np.ndarray, m: np.ndarray,
-                    slopes: list[np.ndarray], tape: list) -> list[np.ndarray]:
-    """Gradient of ``sum(bound)`` in the slopes, given the bound's gradient ``dL`` in ``L``
-    (and 1 in ``g``); ``tape`` from :func:`backsubstitute` (last layer first)."""
+def gradients(dL: np.ndarray, layers, bounds: LinearBounds, M: np.ndarray, m: np.ndarray,
+              tape: list, beta: bool = False) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Gradients of ``sum(bound)`` in the slopes of the unstable neurons and (``beta``) in
+    the multipliers, given the bound's gradient ``dL`` in ``L`` (and 1 in ``g``); ``tape``
+    from :func:`backsubstitute` (last layer first). Per layer, like the slopes."""
     WM, Wm = bounds.first if bounds.first is not None else (layers[0][0] @ M, layers[0][0] @ m)
-    grads = []
-    for k, (Lam, pos) in enumerate(reversed(tape)):
+    upto = len(tape)
+    d_slopes, d_beta = [], []
+    for k, Lam, lower, upper, t in reversed(tape):
         W, b = layers[k]
         if k == 0:  # z_0 = W_0 (M u + m) + b_0
-            dLz = dL @ WM.T + (Wm + b)[None, :]
+            dLz = dL @ WM.T + (Wm + b)
         else:
-            dLz = dLam @ W.T + b[None, :]
-        grads.append(dLz * pos)
-        dneg = bounds.upper_intercept[k][None, :] + dLz * bounds.upper_slope[k]
-        dLam = np.where(Lam > 0, dLz * slopes[k], np.where(Lam < 0, dneg, 0.0))
-    return grads
+            dLz = dLam @ W.T + b
+        pos = Lam > 0.0
+        d_slopes.append(np.where(pos & bounds.free(k), dLz * Lam, 0.0))
+        if beta:
+            d_beta.append(dLz * bounds.phase_sign[k])
+        if k + 1 < upto:
+            dLam = np.where(pos, lower * dLz, upper * dLz + t)
+    return d_slopes, (d_beta if beta else None)
+
+
+def _slope_gradient(dL, layers, bounds: LinearBounds, M, m, slopes, tape) -> list[np.ndarray]:
+    """The slopes' part of :func:`gradients` (``slopes``: those on the ``tape``)."""
+    return gradients(dL, layers, bounds, M, m, tape)[0]
 
 
 def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBounds, upto: int,
-                   M: np.ndarray, m: np.ndarray, conc: Concretizer, steps: int
+                   M: np.ndarray, m: np.ndarray, conc: Concretizer, steps: int,
+                   slopes: list[np.ndarray] | None = None, beta: list[np.ndarray] | None = None,
+                   lr: float | None = None, tape: list | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`backsubstitute` with the unstable neurons' lower slopes optimised per row.
 
-    Projected Adam ascent on ``conc.lower`` of each row; every iterate is a sound bound, and
-    each row keeps its best. Returns ``(L, g, low)``: the affine bounds and their values.
+    Projected Adam ascent (step ``lr``, default :data:`SLOPE_STEP`) on ``conc.lower`` of
+    each row; every iterate is a sound bound, and each row keeps its best. ``slopes``: per
+    layer, the slopes to start from (default CROWN's), updated in place to each row's best;
+    ``beta``: per layer, multipliers of the known phases, optimised (``>= 0``) and updated
+    in place the same way (None: none). Returns ``(L, g, low)``: the affine bounds and their
+    values; ``tape``, if given, receives the back-substitution of that iterate.
     """
-    rows = Lam.shape[0]
-    free = [(bounds.lo[k] < 0) & (bounds.hi[k] > 0) for k in range(upto)]
-    slopes = [np.repeat(bounds.lower_slope[k][None, :], rows, axis=0) for k in range(upto)]
-    tape: list = []
-    L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, tape)
+    lr = SLOPE_STEP if lr is None else lr
+    shape = np.shape(Lam)[:-1]
+    widths = [bounds.lower_slope[k].shape[-1] for k in range(upto)]
+    groups = [(slopes, SOUND_SLOPES, bounds.free)]
+    if beta is not None:
+        groups.append((beta, (0.0, np.inf), lambda k: bounds.phase_sign[k] != 0))
+    # every parameter in one array (one Adam step for all layers), the layers' views into it
+    parts, masks, floors, ceilings = [], [], [], []
+    for start, (floor, ceiling), movable in groups:
+        for k, n in enumerate(widths):
+            parts.append(np.broadcast_to(bounds.lower_slope[k], shape + (n,))
+                         if start is None else start[k])
+            masks.append(np.broadcast_to(movable(k), shape + (n,)))
+            floors.append(np.full(n, floor))
+            ceilings.append(np.full(n, ceiling))
+    flat, mask, floors, ceilings = (np.concatenate(x, axis=-1)
+                                    for x in (parts, masks, floors, ceilings))
+    ends = np.cumsum(widths * len(groups))
+    views = [flat[..., end - n:end] for end, n in zip(ends, widths * len(groups))]
+    given = (slopes, beta)
+    slopes, beta = views[:upto], (views[upto:] if beta is not None else None)
+    run: list = []
+    L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
     best, dL = conc.lower_and_gradient(L, g)
-    best_L, best_g = L.copy(), g.copy()
+    kept = flat.copy()
+    # one piece (few rows): each row's best (L, g) is kept as it comes; a batch of nodes
+    # (L is nodes x rows x inputs) is evaluated once more at the best parameters instead
+    track = np.ndim(Lam) == 2
+    best_L, best_g = (L.copy(), g.copy()) if track else (L, g)
+    current = steps == 0  # whether the last iterate is every row's best
     b1, b2 = ADAM_BETAS
-    first = [np.zeros_like(s) for s in slopes]
-    second = [np.zeros_like(s) for s in slopes]
+    first, second = np.zeros_like(flat), np.zeros_like(flat)
     for it in range(1, steps + 1):
-        grads = _slope_gradient(dL, layers, bounds, M, m, slopes, tape)
-        for k, grad in enumerate(grads):
-            grad = grad * free[k]
-            first[k] = b1 * first[k] + (1 - b1) * grad
-            second[k] = b2 * second[k] + (1 - b2) * grad * grad
-            step = SLOPE_STEP * (first[k] / (1 - b1 ** it)) / (
-                np.sqrt(second[k] / (1 - b2 ** it)) + 1e-12)
-            slopes[k] = np.where(free[k], np.clip(slopes[k] + step, *SOUND_SLOPES), slopes[k])
-        tape = []
-        L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, tape)
+        d_slopes, d_beta = gradients(dL, layers, bounds, M, m, run, beta is not None)
+        grad = np.concatenate(d_slopes + (d_beta or []), axis=-1)
+        first = b1 * first + (1 - b1) * grad
+        second = b2 * second + (1 - b2) * grad * grad
+        step = lr * (first / (1 - b1 ** it)) / (np.sqrt(second / (1 - b2 ** it)) + 1e-12)
+        flat[...] = np.where(mask, np.clip(flat + step, floors, ceilings), flat)
+        run = []
+        L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
         low, dL = conc.lower_and_gradient(L, g)
         better = low > best
         best = np.where(better, low, best)
-        best_L[better], best_g[better] = L[better], g[better]
-    return best_L, best_g, best
+        kept[better] = flat[better]
+        if track:
+            best_L[better], best_g[better] = L[better], g[better]
+        current = bool(better.all())
+    if not current:  # some row's best is an earlier iterate: back to it
+        flat[...] = kept
+        if tape is not None or not track:
+            run = []
+            L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
+            best = conc.lower(L, g)
+        else:
+            L, g = best_L, best_g
+    for group, found in zip(given, (slopes, beta)):  # the caller's: each row's best
+        for p, v in zip(group or [], found or []):
+            p[...] = v
+    if tape is not None:
+        tape.extend(run)
+    return L, g, best
 
 
 def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0) -> LinearBounds:
     hidden = layers[:-1]
-    bounds = LinearBounds([], [], [], [], [])
+    bounds = LinearBounds([], [], [], [], [], unstable=[])
     for k, (W, b) in enumerate(hidden):
         n = W.shape[0]
         rows, const = np.vstack([W, -W]), np.concatenate([b, -b])
@@ -226,13 +336,7 @@ def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0) -> LinearBoun
         pick = np.concatenate([unstable, n + unstable])
         if k == 0:  # affine on the piece: the LPs give its unstable neurons' exact bounds
             low[pick] = conc.refine(L[pick], g[pick], low[pick])
-        lo, hi = low[:n], np.maximum(-low[n:], low[:n])
-        ls, us, ui = relax(lo, hi)
-        bounds.lo.append(lo)
-        bounds.hi.append(hi)
-        bounds.lower_slope.append(ls)
-        bounds.upper_slope.append(us)
-        bounds.upper_intercept.append(ui)
+        bounds.push(low[:n], np.maximum(-low[n:], low[:n]))
     return bounds
 
 

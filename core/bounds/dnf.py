@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.bounds.crown import Concretizer, output_lower_bounds
+from polytrav.bounds.crown import BOUND_TOL, Concretizer, output_lower_bounds, rounded_down
+from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
 
 __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
            "dnf_piece_margin", "region_bab", "unsafe_distance"]
 
-#: Margins from bounds evaluated in closed form are lowered by this (relative) before a
-#: piece counts as proven: float64 rounding in the back-substitution, never a proof by 1e-12.
-BOUND_TOL = 1e-9
+# Margins from bounds evaluated in closed form are lowered by BOUND_TOL (relative; the one
+# rounding allowance, polytrav.bounds.crown.rounded_down) before a piece counts as proven.
 #: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
 LP_BOUND_TOL = 1e-6
 #: Gradient steps of slope optimisation (α-CROWN) on the conjunctions that CROWN's own
@@ -100,12 +100,9 @@ def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
     step = RESTART_STEP * (hi - lo)
     layers = list(zip(network.weights, network.biases))
     for _ in range(ATTACK_STEPS):
-        a, masks = X, []
-        for W, b in layers[:-1]:
-            z = a @ W.T + b
-            masks.append(z > 0)
-            a = z * masks[-1]
-        excess = (a @ layers[-1][0].T + layers[-1][1]) @ C.T - d  # per row: > 0 is safe
+        hs, Y = network.trace(X)
+        masks = [h > 0 for h in hs]
+        excess = Y @ C.T - d  # per row: > 0 is safe
         per = np.stack([ex.max(axis=1) for ex in np.split(excess, ends[:-1], axis=1)], axis=1)
         for i in np.flatnonzero(per.min(axis=1) < 0):
             if inside(X[i]):
@@ -142,7 +139,7 @@ def region_bab(margin, pairs, piece, context, attack):
     """``(margin, outcome)``: a piece's bound ``margin`` after neuron-level branch and bound
     (:func:`polytrav.bounds.branch_and_bound.prove_margins`) over the whole region, run when the
     piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
-    does not run; "holds" makes the margin ``inf`` (the region is proven).
+    does not run; HOLDS makes the margin ``inf`` (the region is proven).
 
     It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs and
     every unsafe conjunction is one row (``c y <= d``: a robustness property). ``attack()``
@@ -151,7 +148,7 @@ def region_bab(margin, pairs, piece, context, attack):
     without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
     attack's point) is where the traversal should start.
     """
-    from polytrav.bounds.branch_and_bound import BaBOutcome, prove_margins
+    from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict, prove_margins
 
     fr = piece.frame
     if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
@@ -159,14 +156,15 @@ def region_bab(margin, pairs, piece, context, attack):
         return margin, None
     point = attack()
     if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
-        return margin, BaBOutcome("violated", point, 0, 0.0, {"found_by": "attack"}, start=point)
+        return margin, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0, {"found_by": "attack"},
+                                  start=point)
     left = context.traversal.time_left()
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
     out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
-                        np.concatenate([d for _, d in pairs]),
+                        np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
                         time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
     out.start = out.counterexample if out.counterexample is not None else point
-    return (np.inf if out.verdict == "holds" else margin), out
+    return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
 
 
 def bab_details(outcome) -> dict | None:
@@ -218,8 +216,8 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
 
 def _row_margins(L, g, conc, rows) -> list[float]:
     """Per conjunction (its ``rows``): the best row's closed-form lower bound, lowered by
-    :data:`BOUND_TOL`."""
-    low = conc.lower(L, g) - BOUND_TOL * (1.0 + np.abs(g))
+    :data:`BOUND_TOL` (:func:`~polytrav.bounds.crown.rounded_down`)."""
+    low = rounded_down(conc.lower(L, g), g)
     return [float(low[r].max()) for r in rows]
 
 
@@ -235,10 +233,8 @@ def _joint_margin(L, g, piece, context) -> tuple[float, np.ndarray | None]:
     b_ub = np.concatenate([b, -g])
     lo = np.concatenate([-np.ones(d), [-np.inf]])
     hi = np.concatenate([np.ones(d), [np.inf]])
-    for backend in context.backends("lp"):
-        res = backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi))
-        if res.status is Status.OPTIMAL:
-            return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max()), res.x[:d]
-        if res.status is Status.INFEASIBLE and backend.certifies_optimality:
-            return -np.inf, None  # an empty piece should not happen: prove nothing
-    return -np.inf, None
+    res, _ = solve_along(context.backends("lp"),
+                         lambda backend: backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi)))
+    if res.status is Status.OPTIMAL:
+        return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max()), res.x[:d]
+    return -np.inf, None  # not solved, or an empty piece (which should not happen): no proof

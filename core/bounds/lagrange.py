@@ -25,7 +25,7 @@ from collections import deque
 import numpy as np
 
 from polytrav.model.cell import LayerPlanes, cell_rows, layer_planes, signed_cell_rows, stack_planes
-from polytrav.bounds.box_lp import dual_bound, maximize_in_box, rounding
+from polytrav.bounds.box_lp import BoxLpStatus, dual_bound, maximize_in_box, rounding
 
 __all__ = ["CellBound", "dual_bound"]
 
@@ -111,7 +111,7 @@ class CellBound:
         res = maximize_in_box(A, b, g, stop=limit, reach=reach)
         if res.lam.any() and np.isfinite(res.lam).all():
             self.pool.append(res.lam)
-        return res.status == "bound", res.u
+        return res.status is BoxLpStatus.BOUND, res.u
 
     def learn(self, A: np.ndarray, b: np.ndarray, g: np.ndarray, u: np.ndarray) -> None:
         """Keep the multipliers of a solved ``max g·u`` with maximiser ``u``: least squares

@@ -383,9 +383,8 @@ def corner_ascent(network: "Network", frame: "Frame", g: np.ndarray, u: np.ndarr
     best, x_best = -np.inf, None
     for _ in range(steps):
         x = frame.to_x(u)
-        hs = network.pre_activations(x)
-        z = np.maximum(hs[-1], 0.0) if hs else x
-        value = float(g @ (weights[-1] @ z + network.biases[-1]))
+        hs, y = network.trace(x)
+        value = float(g @ y)
         if value > best:
             best, x_best = value, x
         v = g @ weights[-1]

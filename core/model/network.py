@@ -257,24 +257,45 @@ class Network:
             )
         return X, single
 
-    def pre_activations(self, x) -> list[np.ndarray]:
-        """Pre-activations of every hidden layer at ``x`` (``(n_inputs,)`` or ``(n, n_inputs)``)."""
-        X, single = self._as_input(x)
-        out = []
+    def _propagate(self, X: np.ndarray, hidden: list | None, output: bool = True):
+        """The forward pass on a batch ``X``: each hidden layer's pre-activations appended to
+        ``hidden`` (unless None), the outputs returned (None without ``output``)."""
         z = X
         for W, b in zip(self.weights[:-1], self.biases[:-1]):
             h = z @ W.T + b
-            out.append(h[0] if single else h)
+            if hidden is not None:
+                hidden.append(h)
             z = np.maximum(h, 0.0)
-        return out
+        return z @ self.weights[-1].T + self.biases[-1] if output else None
+
+    def trace(self, x) -> tuple[list[np.ndarray], np.ndarray]:
+        """Pre-activations of every hidden layer and the output at ``x``, from one forward pass.
+
+        ``x`` is one point ``(n_inputs,)`` or a batch ``(n, n_inputs)``; the arrays have a
+        leading batch axis exactly when ``x`` does. :meth:`pre_activations` and
+        :meth:`forward` are its two halves (the same pass).
+
+        >>> net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> hs, y = net.trace([[1.0, 2.0], [2.0, 1.0]])
+        >>> hs[0].tolist(), y.tolist()
+        ([[-1.0, 3.0], [1.0, 3.0]], [[3.0], [4.0]])
+        """
+        X, single = self._as_input(x)
+        hidden: list[np.ndarray] = []
+        y = self._propagate(X, hidden)
+        return ([h[0] for h in hidden], y[0]) if single else (hidden, y)
+
+    def pre_activations(self, x) -> list[np.ndarray]:
+        """Pre-activations of every hidden layer at ``x`` (``(n_inputs,)`` or ``(n, n_inputs)``)."""
+        X, single = self._as_input(x)
+        hidden: list[np.ndarray] = []
+        self._propagate(X, hidden, output=False)
+        return [h[0] for h in hidden] if single else hidden
 
     def forward(self, x) -> np.ndarray:
         """Network output at ``x``: shape ``(n_outputs,)`` for one point, ``(n, n_outputs)`` for many."""
         X, single = self._as_input(x)
-        z = X
-        for W, b in zip(self.weights[:-1], self.biases[:-1]):
-            z = np.maximum(z @ W.T + b, 0.0)
-        y = z @ self.weights[-1].T + self.biases[-1]
+        y = self._propagate(X, None)
         return y[0] if single else y
 
     __call__ = forward

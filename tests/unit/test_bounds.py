@@ -8,7 +8,8 @@ from reference import random_net
 
 from polytrav import Box, Polyhedron, analyze
 from polytrav.bounds import crown as bounds_module
-from polytrav.bounds.crown import Concretizer, interval_bounds, output_lower_bounds
+from polytrav.bounds.crown import (Concretizer, LinearBounds, backsubstitute, interval_bounds,
+                                   optimized_rows, output_lower_bounds)
 from polytrav.plugins.linear_property import LinearProperty
 from polytrav.solvers.highs import HighsBackend
 from polytrav import traverse
@@ -205,6 +206,98 @@ def test_a_forced_unsound_bound_is_caught(monkeypatch):
             check_sound(random_net(seed, 2, [8, 7, 6], n_out=3), 0, seed, False)
         except AssertionError:
             caught += 1
+    assert caught > 0
+
+
+def split_nodes(net, base, rng, n_nodes):
+    """A batch of branch-and-bound nodes under the box's bounds ``base``: per node, two
+    random unstable neurons of every hidden layer split on (+1) or off (-1) as at a random
+    point of the box (so the node is not empty); returns the nodes' :class:`LinearBounds`
+    (leading node axis, known phases with their multipliers' signs) and their splits."""
+    lo, hi, splits = [], [], []
+    hs = net.pre_activations(rng.uniform(-1, 1, (n_nodes, net.n_inputs)))
+    for k in range(len(base.lo)):
+        unstable = np.flatnonzero(base.free(k))
+        s = np.zeros((n_nodes, base.lo[k].shape[0]))
+        for i in range(n_nodes):
+            picked = rng.choice(unstable, size=min(2, unstable.size), replace=False)
+            s[i, picked] = np.where(hs[k][i, picked] >= 0, 1.0, -1.0)
+        lo.append(np.where(s > 0, np.maximum(base.lo[k], 0.0), base.lo[k]))
+        hi.append(np.where(s < 0, np.minimum(base.hi[k], 0.0), base.hi[k]))
+        splits.append(s)
+    nodes = LinearBounds([], [], [], [], [], first=base.first, phase_sign=[])
+    for l, h in zip(lo, hi):  # (nodes, 1, n_k): the rows' axis
+        nodes.push(l[:, None, :], h[:, None, :])
+        nodes.phase_sign.append(np.where(l >= 0.0, -1.0, np.where(h <= 0.0, 1.0, 0.0))[:, None, :])
+    return nodes, splits
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_batched_bounds_with_known_phases_hold_on_samples(seed):
+    """Branch and bound's use of the back-substitution: a batch of nodes, each with split
+    neurons, whose known phases enter with multipliers ``beta >= 0`` optimised with the
+    slopes. Every node's bound holds at every sampled point of the box in that node; a node
+    bounded in the batch equals the node bounded alone; the multipliers stay >= 0."""
+    rng = np.random.default_rng(seed)
+    net = random_net(40 + seed, 3, [8, 8, 6], n_out=3)
+    d, n_nodes = 3, 4
+    layers = list(zip(net.weights, net.biases))
+    M, m, conc = np.eye(d), np.zeros(d), Concretizer(d)
+    base = bounds_module._layer_bounds(layers, M, m, conc)
+    nodes, splits = split_nodes(net, base, rng, n_nodes)
+    upto = len(layers) - 1
+    C = rng.standard_normal((2, net.n_outputs))
+    Lam = np.broadcast_to(C @ layers[-1][0], (n_nodes,) + (2, layers[-1][0].shape[1]))
+    const = np.broadcast_to(C @ layers[-1][1], (n_nodes, 2))
+    beta = [rng.uniform(0.0, 1.0, (n_nodes, 2, W.shape[0])) for W, _ in layers[:-1]]
+    start = [b.copy() for b in beta]
+    # batched equals alone (no optimisation): node 1 with its own 1-D arrays
+    L, g = backsubstitute(Lam, const, layers, nodes, upto, M, m, beta=beta)
+    alone = LinearBounds(*([a[1, 0] for a in getattr(nodes, f)] for f in
+                           ("lo", "hi", "lower_slope", "upper_slope", "upper_intercept")),
+                         first=nodes.first, phase_sign=[a[1, 0] for a in nodes.phase_sign])
+    L1, g1 = backsubstitute(Lam[1], const[1], layers, alone, upto, M, m, beta=[b[1] for b in beta])
+    np.testing.assert_allclose(L[1], L1, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g[1], g1, rtol=1e-12, atol=1e-12)
+    L, g, low = optimized_rows(Lam, const, layers, nodes, upto, M, m, conc, 15, beta=beta)
+    assert all((b >= 0).all() for b in beta) and any((b != s).any() for b, s in zip(beta, start))
+    X = rng.uniform(-1, 1, (20000, d))
+    hs, Y = net.trace(X)
+    checked = 0
+    for i in range(n_nodes):
+        inside = np.ones(len(X), bool)
+        for h, s in zip(hs, splits):
+            inside &= np.all(np.where(s[i] > 0, h >= 0, np.where(s[i] < 0, h <= 0, True)), axis=1)
+        Xi, Yi = X[inside], Y[inside] @ C.T
+        tol = 1e-9 * (1 + np.abs(Yi).max(initial=0.0))
+        assert (Yi >= Xi @ L[i].T + g[i] - tol).all(), f"node {i}: an affine bound is violated"
+        assert (Yi >= low[i] - tol).all(), f"node {i}: a bound is violated"
+        checked += inside.sum()
+    assert checked > 1000, checked
+
+
+def test_a_wrong_sign_of_a_known_phase_is_caught():
+    """Fault injection: a known phase entered with the wrong sign (its term then raises the
+    bound) breaks soundness; the sampling check of the batched bounds sees it."""
+    caught = 0
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        net = random_net(40 + seed, 3, [8, 8, 6], n_out=3)
+        layers = list(zip(net.weights, net.biases))
+        M, m = np.eye(3), np.zeros(3)
+        nodes, splits = split_nodes(net, bounds_module._layer_bounds(layers, M, m, Concretizer(3)),
+                                    rng, 1)
+        nodes.phase_sign = [-s for s in nodes.phase_sign]
+        C = rng.standard_normal((2, net.n_outputs))
+        beta = [np.full((1, 2, W.shape[0]), 5.0) for W, _ in layers[:-1]]
+        L, g = backsubstitute((C @ layers[-1][0])[None], (C @ layers[-1][1])[None], layers, nodes,
+                              len(layers) - 1, M, m, beta=beta)
+        X = rng.uniform(-1, 1, (20000, 3))
+        hs, Y = net.trace(X)
+        inside = np.ones(len(X), bool)
+        for h, s in zip(hs, splits):
+            inside &= np.all(np.where(s[0] > 0, h >= 0, np.where(s[0] < 0, h <= 0, True)), axis=1)
+        caught += not (Y[inside] @ C.T >= X[inside] @ L[0].T + g[0] - 1e-9).all()
     assert caught > 0
 
 

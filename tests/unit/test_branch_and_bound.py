@@ -7,6 +7,10 @@ from milp import milp_max_linear
 from reference import random_net
 
 from polytrav.bounds.branch_and_bound import NeuronBaB, prove_margins
+from polytrav.solvers.highs import HighsBackend
+
+#: the leaves' LP backend chain (a run passes its own, ``context.backends("lp")``)
+LP = [HighsBackend()]
 
 CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (4, [6, 6, 6, 6, 6], 4),
          (6, [8, 8, 8, 8], 4)]
@@ -36,7 +40,7 @@ def test_verdict_equals_the_milp(seed):
     truth = milp_min_margin(net, lo, hi, C)
     if abs(truth) < 1e-6:
         pytest.skip("margin too close to 0 to call")
-    out = prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=60)
+    out = prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=60, lp_backends=LP)
     assert out.verdict == ("holds" if truth > 0 else "violated"), (out, truth)
     if out.verdict == "violated":
         x = out.counterexample
@@ -50,7 +54,7 @@ def test_every_node_bound_holds_on_samples(seed):
     leaf is checked against sample points of the box (corners included)."""
     net, lo, hi, C = instance(seed)
     Ws, bs = list(net.weights[:-1]) + [C @ net.weights[-1]], list(net.biases[:-1]) + [C @ net.biases[-1]]
-    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(len(C)))
+    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(len(C)), lp_backends=LP)
     rng = np.random.default_rng(seed)
     X = rng.uniform(lo, hi, (4000, lo.size))
     corners = np.where(rng.random((500, lo.size)) < 0.5, lo, hi)
@@ -74,7 +78,7 @@ def test_loose_bounds_are_caught():
             return bound + 1.0, tape, Lamx
 
     Ws, bs = list(net.weights[:-1]) + [C @ net.weights[-1]], list(net.biases[:-1]) + [C @ net.biases[-1]]
-    bab = Loose(Ws, bs, lo, hi, np.eye(len(C)))
+    bab = Loose(Ws, bs, lo, hi, np.eye(len(C)), lp_backends=LP)
     bab.attack = False
     bab.set_debug_samples(np.random.default_rng(0).uniform(lo, hi, (4000, lo.size)))
     with pytest.raises(AssertionError, match="bound violated"):
@@ -83,11 +87,12 @@ def test_loose_bounds_are_caught():
 
 def test_time_limit_and_affine_networks():
     net, lo, hi, C = instance(0)
-    assert prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=1e-9).verdict == "timeout"
+    assert prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=1e-9,
+                         lp_backends=LP).verdict == "timeout"
     from polytrav import Network
 
     affine = Network.from_arrays([[[1.0, -1.0], [0.5, 2.0]]], [[0.0, 0.0]])
-    holds = prove_margins(affine, [0.1, 0.1], [0.2, 0.2], [[0.0, 1.0]], [0.0])
+    holds = prove_margins(affine, [0.1, 0.1], [0.2, 0.2], [[0.0, 1.0]], [0.0], lp_backends=LP)
     assert holds.verdict == "holds"
-    broken = prove_margins(affine, [-0.2, 0.1], [0.2, 0.2], [[1.0, -1.0]], [0.0])
+    broken = prove_margins(affine, [-0.2, 0.1], [0.2, 0.2], [[1.0, -1.0]], [0.0], lp_backends=LP)
     assert broken.verdict == "violated" and (affine.forward(broken.counterexample) @ [1, -1]) <= 0
