@@ -39,7 +39,7 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Box
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import AnalysisResult, Status
-from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP
+from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP, REACH_TOL
 
 __all__ = ["Counterfactual", "halfspace_distance"]
 
@@ -48,9 +48,6 @@ SEARCHES = ("best-first", "shrink", "full")
 #: ``R / DIRECT_S_MAX`` count as 0 (``x0`` on the class boundary).
 DIRECT_S_MAX = 1e9
 _NONE = np.zeros(0)  # "nothing better here" from the direct LP
-#: A class is skipped on a cell only if its margin over ``x0``'s class stays below ``-REACH_TOL``
-#: there (unit-norm rows; the LP's tolerance, so the skip is never a rounding artefact).
-REACH_TOL = 1e-7
 _NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np.inf,
           "linf": np.inf}
 _DUAL = {1: np.inf, 2: 2, np.inf: 1}

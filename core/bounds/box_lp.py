@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
+from polytrav.vocabulary.tolerances import BOX_LP_ROUNDING, LP_FEASIBILITY_TOL, SAME_VALUE_TOL
 
 __all__ = ["BoxLp", "BoxLpStatus", "dual_bound", "maximize_in_box", "rounding"]
 
@@ -35,8 +35,6 @@ ITER_PER_ROW, ITER_BASE = 4, 20
 PIVOT_TOL = 1e-11
 #: A ratio-test step this short counts as degenerate.
 DEGENERATE = 1e-14
-#: Relative rounding allowance of a bound (:func:`rounding`; above ``(d + k) eps``).
-ROUNDING = 1e-12
 #: Iterations between recomputations of the basis inverse from the basis.
 REFACTOR = 16
 #: Relative size of the cost perturbation that breaks ties in the ratio test once a step was
@@ -84,10 +82,10 @@ def dual_bound(A: np.ndarray, b: np.ndarray, g: np.ndarray, lam: np.ndarray) -> 
 
 def rounding(lam: np.ndarray, weight: np.ndarray):
     """A bound of the rounding error of ``phi(lam)`` computed in floating point, beyond the
-    part a caller's margin covers for ``lam = 0``: ``ROUNDING · lam·(|b| + ||a||_1)``, with
+    part a caller's margin covers for ``lam = 0``: ``BOX_LP_ROUNDING · lam·(|b| + ||a||_1)``, with
     ``weight = |b| + ||a||_1`` per row (the terms' size grows with the multipliers; large ones
     come with thin cells). One value per row of ``lam`` if it is a matrix of multipliers."""
-    return ROUNDING * (lam @ weight)
+    return BOX_LP_ROUNDING * (lam @ weight)
 
 
 def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -np.inf,
@@ -112,7 +110,7 @@ def maximize_in_box(A: np.ndarray, b: np.ndarray, g: np.ndarray, stop: float = -
     Ak, bk = A[rows], b[rows]
     k = rows.size
     norms = np.linalg.norm(Ak, axis=1)  # > 0: a zero row cannot cut the box
-    unit = bool(np.all(np.abs(norms - 1.0) <= 1e-12))
+    unit = bool(np.all(np.abs(norms - 1.0) <= SAME_VALUE_TOL))
     if not unit:  # the tolerances are absolute: state the rows at unit norm
         Ak, bk = Ak / norms[:, None], bk / norms
     scale = 1.0 if unit else norms  # a multiplier of a unit row, over this, is the row's

@@ -42,10 +42,10 @@ from polytrav.bounds.crown import (Concretizer, LinearBounds, backsubstitute, op
 from polytrav.model.network import Network
 from polytrav.solve.backend import SolverBackend, solve_along
 from polytrav.vocabulary.results import SolveResult, Status
+from polytrav.vocabulary.tolerances import EMPTY_TOL
 
 __all__ = ["BaBOutcome", "BaBVerdict", "NeuronBaB", "prove_margins"]
 
-EMPTY_TOL = 1e-9    # a node is empty when some lo > hi + EMPTY_TOL
 BATCH_ELEMENTS = 1e6  # nodes per batch: about this many (node, neuron, neuron) slope entries
 
 

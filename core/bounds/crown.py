@@ -37,13 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polytrav.vocabulary.tolerances import BOUND_TOL
+
 __all__ = ["BOUND_TOL", "Concretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
            "output_lower_bounds", "interval_bounds", "optimized_rows", "rounded_down"]
 
-#: Bounds evaluated in closed form are lowered by this (relative to ``1 + |constant|``)
-#: before they count as a proof (:func:`rounded_down`): float64 rounding in the
-#: back-substitution, never a proof by 1e-12.
-BOUND_TOL = 1e-9
 
 #: Adam's step size on the slopes (which live in [0, 1]) and its moment decays.
 SLOPE_STEP, ADAM_BETAS = 0.1, (0.9, 0.999)

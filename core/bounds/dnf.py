@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.bounds.crown import BOUND_TOL, Concretizer, output_lower_bounds, rounded_down
+from polytrav.bounds.crown import Concretizer, output_lower_bounds, rounded_down
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
+from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
 __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
            "dnf_piece_margin", "region_bab", "unsafe_distance"]
 
 # Margins from bounds evaluated in closed form are lowered by BOUND_TOL (relative; the one
 # rounding allowance, polytrav.bounds.crown.rounded_down) before a piece counts as proven.
-#: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
-LP_BOUND_TOL = 1e-6
 #: Gradient steps of slope optimisation (α-CROWN) on the conjunctions that CROWN's own
 #: slopes do not prove (0: none).
 SLOPE_STEPS = 20

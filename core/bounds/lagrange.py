@@ -26,16 +26,12 @@ import numpy as np
 
 from polytrav.model.cell import LayerPlanes, cell_rows, layer_planes, signed_cell_rows, stack_planes
 from polytrav.bounds.box_lp import BoxLpStatus, dual_bound, maximize_in_box, rounding
+from polytrav.vocabulary.tolerances import ACTIVE_TOL, CELL_BOUND_SAFETY
 
 __all__ = ["CellBound", "dual_bound"]
 
 #: Multipliers kept from recently solved LPs.
 KEEP = 8
-#: Relative safety of a skip against rounding in ``phi`` of ``lam = 0`` (far below the LPs'
-#: 1e-9); multipliers add :func:`polytrav.bounds.box_lp.rounding`.
-SAFETY = 1e-12
-#: Slack under which a row counts as active at an LP's maximiser (rows have unit norm).
-ACTIVE_TOL = 1e-7
 
 
 class CellBound:
@@ -77,7 +73,7 @@ class CellBound:
     def _limit(g: np.ndarray, beat: float) -> tuple[float, float]:
         """``(||g||_1, the value a bound must not exceed to prove max g·u <= beat)``."""
         norm = float(np.abs(g).sum())
-        return norm, beat - SAFETY * (1.0 + abs(beat) + norm)
+        return norm, beat - CELL_BOUND_SAFETY * (1.0 + abs(beat) + norm)
 
     def box_below(self, g: np.ndarray, beat: float) -> bool:
         """Whether ``lam = 0`` (the box ``[-1, 1]^d`` alone) proves ``max g·u <= beat``; needs

@@ -76,7 +76,34 @@ WITNESS_TOL = 1e-7
 #: absolute amount) past the class boundary so that the class really changes.
 COUNTERFACTUAL_STEP = 1e-6
 
+#: Pictures: a polytope's side is drawn where its row is tight within this (relative).
+EDGE_TOL = 1e-7
+
 #: Largest magnitude of a region's coordinates: beyond it float64 cannot resolve unit steps
 #: (their spacing passes 0.1 at 1e15) and the frame's scaling overflows, so such a region
 #: is refused rather than traversed wrongly.
 MAX_COORDINATE = 1e15
+
+# ---------------------------------------------------------------- bounds: rounding allowances
+#: Bounds evaluated in closed form are lowered by this (relative to ``1 + |constant|``)
+#: before they count as a proof (:func:`polytrav.bounds.crown.rounded_down`): float64 rounding
+#: in the back-substitution, never a proof by 1e-12. The one allowance of CROWN, the pieces'
+#: margins and branch and bound's nodes and leaves.
+BOUND_TOL = 1e-9
+#: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
+LP_BOUND_TOL = 1e-6
+#: Branch and bound: a node is empty when some neuron's lower bound exceeds its upper bound
+#: by more than this.
+EMPTY_TOL = 1e-9
+#: Relative safety of a Lagrangian skip of a cell LP against rounding in ``phi`` of
+#: ``lam = 0`` (far below the LPs' 1e-9); multipliers add :data:`BOX_LP_ROUNDING`.
+CELL_BOUND_SAFETY = 1e-12
+#: Relative rounding allowance of a box-LP bound (:func:`polytrav.bounds.box_lp.rounding`;
+#: above ``(d + k) eps``).
+BOX_LP_ROUNDING = 1e-12
+#: Slack under which a row counts as active at an LP's maximiser (rows have unit norm).
+ACTIVE_TOL = 1e-7
+#: Counterfactuals: a class is skipped on a cell only if its margin over ``x0``'s class stays
+#: below ``-REACH_TOL`` there (unit-norm rows; the LP's tolerance, so the skip is never a
+#: rounding artefact).
+REACH_TOL = 1e-7

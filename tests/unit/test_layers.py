@@ -128,3 +128,36 @@ def _private_uses(path: Path) -> list[str]:
 def test_no_private_name_crosses_a_module():
     found = [use for _, path in _modules() for use in _private_uses(path)]
     assert not found, "private names used outside their module:\n" + "\n".join(found)
+
+
+def _small_literals(path: Path) -> list[str]:
+    """Float literals in ``(0, 1e-3)`` outside tolerances.py: tolerances not named there.
+
+    Floors that only guard a division (``1e-300``), an optimiser's epsilon and ONNX's own
+    attribute defaults are not tolerances; they are listed in ``NOT_TOLERANCES``.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, float)
+            and 0 < node.value < 1e-3 and (path.name, node.value) not in NOT_TOLERANCES]
+
+
+#: (file, value) of small numbers that are not tolerances.
+NOT_TOLERANCES = {
+    ("cell.py", 1e-300), ("screen.py", 1e-300), ("layout.py", 1e-300),  # division floors
+    ("layout.py", 1e-9),  # a tick label's slack (pictures)
+    ("common.py", 1e-9),  # the progress bar's rate: a division floor
+    ("runner.py", 1e-6),  # the smallest time budget left after set-up, in seconds
+    ("crown.py", 1e-12),  # Adam's epsilon (the slopes' optimiser)
+    ("onnx_ops.py", 1e-5),  # BatchNormalization's default epsilon, from the ONNX standard
+    ("branch_and_bound.py", 1e-3), ("branch_and_bound.py", 1e-6),  # branching scores' tie
+    ("branch_and_bound.py", 1e-9), ("branch_and_bound.py", 1e-7),  # breaks; the debug check
+    ("box_lp.py", 1e-11), ("box_lp.py", 1e-14), ("box_lp.py", 5e-7),  # the simplex's pivoting
+    ("counterfactual.py", 1e-9),  # which box sides need a row (a choice of rows, not a proof)
+}
+
+
+def test_tolerances_are_named_in_tolerances_py():
+    found = [hit for name, path in _modules() if path.name != "tolerances.py"
+             for hit in _small_literals(path)]
+    assert not found, "name these in core/vocabulary/tolerances.py:\n" + "\n".join(found)

@@ -37,13 +37,13 @@ from polytrav.interface.plot.layout import draw_report, fitting_locator, place_l
 from polytrav.interface.plot.slice import plane_slice, slice_region
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.tolerances import EDGE_TOL
 
 __all__ = ["partition", "partition_slice", "plane_slice", "save_partition", "check_figure_path",
            "check_plane", "input_labels", "supported_formats", "LAYER_COLORS"]
 
 #: Edge colours of the hidden layers' hyperplanes (layer 1 first), cycled.
 LAYER_COLORS = ("#1f3b99", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
-EDGE_TOL = 1e-7
 #: Fixed coordinates listed by name in a slice's title (the rest are counted).
 MAX_LISTED = 4
 #: Regions up to this ratio of height to width (or width to height) are drawn to scale; a
