@@ -29,7 +29,7 @@ from polytrav.host.analysis import Analysis, Stop, check_witness, combine_worst,
 from polytrav.model.cell import local_model_u
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
-from polytrav.bounds.dnf import attack_start, bab_details, dnf_piece_margin, region_bab
+from polytrav.bounds.dnf import attack_start, bab_details, decision_margin
 from polytrav.vocabulary.results import AnalysisResult, Status, Verdict
 
 __all__ = ["SoftmaxAttack", "softmax"]
@@ -85,11 +85,10 @@ class SoftmaxAttack(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of ``min_i logit_label - logit_i`` over the piece; positive proves the
-        label wins everywhere on it (then, on the region, :func:`region_bab`)."""
+        label wins everywhere on it (:func:`~polytrav.bounds.dnf.decision_margin`)."""
         unsafe = self._unsafe(context.network.n_outputs)
-        margin = dnf_piece_margin(unsafe, piece, context)
-        if self.bab and piece.level == 0:
-            margin, self._bab = region_bab(margin, unsafe, piece, context, self.start_point)
+        margin, bab = decision_margin(unsafe, piece, context, self.start_point, self.bab)
+        self._bab = bab or self._bab
         return margin
 
     def _unsafe(self, m: int) -> list:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.bounds.dnf import attack_start, bab_details, dnf_piece_margin, region_bab
+from polytrav.bounds.dnf import attack_start, bab_details, decision_margin
 from polytrav.host.analysis import (Analysis, CellProblem, Stop, cell_values, check_witness,
                                     combine_worst)
 from polytrav.model.cell import local_model_u
@@ -42,7 +42,7 @@ class LinearProperty(Analysis):
         answer is the same, with far fewer polytopes. Default True.
     bab : bool
         With ``bounds``: when the bounds do not prove the whole region, run neuron-level
-        branch and bound on it first (:func:`region_bab`; boxes of many inputs, one-row
+        branch and bound on it first (:func:`~polytrav.bounds.dnf.region_bab`; boxes of many inputs, one-row
         conjunctions). Default True.
 
     ``verdict``: VIOLATED (confirmed witness), HOLDS (complete, every LP decided) or
@@ -63,12 +63,11 @@ class LinearProperty(Analysis):
         return bool(self.bounds) and self.mode == "verify"
 
     def piece_margin(self, piece, context) -> float:
-        """Lower bound of the distance into the unsafe set over the piece (see
-        :func:`dnf_piece_margin`, then :func:`region_bab` on the region); positive proves
-        the piece holds no counterexample."""
-        margin = dnf_piece_margin(self._pairs, piece, context)
-        if self.bab and piece.level == 0:
-            margin, self._bab = region_bab(margin, self._pairs, piece, context, self.start_point)
+        """Lower bound of the distance into the unsafe set over the piece
+        (:func:`~polytrav.bounds.dnf.decision_margin`); positive proves the piece holds no
+        counterexample."""
+        margin, bab = decision_margin(self._pairs, piece, context, self.start_point, self.bab)
+        self._bab = bab or self._bab
         return margin
 
     @property

@@ -18,7 +18,7 @@ from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
 __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
-           "dnf_piece_margin", "region_bab", "unsafe_distance"]
+           "decision_margin", "dnf_piece_margin", "region_bab", "unsafe_distance"]
 
 # Margins from bounds evaluated in closed form are lowered by BOUND_TOL (relative; the one
 # rounding allowance, polytrav.bounds.crown.rounded_down) before a piece counts as proven.
@@ -132,6 +132,16 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     the piece. (:func:`dnf_bound` with its defaults.)
     """
     return dnf_bound(pairs, piece, context)[0]
+
+
+def decision_margin(pairs, piece, context, attack, bab: bool = True):
+    """The margin by which a decision analysis (``verify`` mode) proves a piece, and the
+    branch-and-bound outcome if it ran: :func:`dnf_piece_margin`, then, on the region (level
+    0) with ``bab``, :func:`region_bab` (``attack``: the analysis's start attack)."""
+    margin = dnf_piece_margin(pairs, piece, context)
+    if bab and piece.level == 0:
+        return region_bab(margin, pairs, piece, context, attack)
+    return margin, None
 
 
 def region_bab(margin, pairs, piece, context, attack):
