@@ -144,21 +144,10 @@ class CvxpyBackend(SolverBackend):
                     con = x[idx] >= vals[idx] if side == 1 else x[idx] <= vals[idx]
                     groups.append((kind, con, idx))
         prob = cp.Problem(cp.Minimize(objective), [g[1] for g in groups])
-        lp = self.LP_OPTIONS if form == "lp" else {}
-        options = {**self.DEFAULT_OPTIONS, **lp, **self.options}
-        try:
-            with warnings.catch_warnings():  # the status says it
-                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                prob.solve(solver=self.solver, **options)
-        except cp.error.SolverError as exc:
-            self.raise_rejected_option(exc)
-            return SolveResult(Status.ERROR, None, None, None, self.name,
-                               time.perf_counter() - t0, None, f"cvxpy: {exc}",
-                               {"cvxpy_status": None, "inaccurate": False})
-        except (TypeError, ValueError, KeyError) as exc:
-            self.raise_rejected_option(exc)
-            raise SolverError(f"solver {self.name!r} crashed: {exc!r}") from exc
-        status = self.STATUS_MAP.get(prob.status, Status.ERROR)
+        status, message = self.solve_problem(prob, form)
+        if message:
+            return SolveResult(status, None, None, None, self.name, time.perf_counter() - t0,
+                               None, message, {"cvxpy_status": None, "inaccurate": False})
         x_val = obj = duals = None
         if status in SOLUTION_PRESENT and x.value is not None:
             x_val = np.array(x.value, dtype=float).reshape(-1)
@@ -171,6 +160,30 @@ class CvxpyBackend(SolverBackend):
         extras = {"cvxpy_status": prob.status, "inaccurate": "inaccurate" in str(prob.status)}
         return SolveResult(status, obj, x_val, duals, self.name, time.perf_counter() - t0,
                            None if iters is None else int(iters), str(prob.status), extras)
+
+    def solve_problem(self, prob, form: str) -> tuple[Status, str]:
+        """Solve the cvxpy problem ``prob`` (of ``form``) in place with this backend's options.
+
+        Returns its status and, when cvxpy's solver failed, a message (else ``""``); the
+        values are in ``prob``. An option the solver rejects raises :class:`ConfigError`; a
+        crash of the solver raises :class:`SolverError`. Subproblems of analyses
+        (:class:`polytrav.solve.subproblem.Subproblem`) are solved through this too.
+        """
+        import cvxpy as cp
+
+        lp = self.LP_OPTIONS if form == "lp" else {}
+        options = {**self.DEFAULT_OPTIONS, **lp, **self.options}
+        try:
+            with warnings.catch_warnings():  # the status says it
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                prob.solve(solver=self.solver, **options)
+        except cp.error.SolverError as exc:
+            self.raise_rejected_option(exc)
+            return Status.ERROR, f"cvxpy: {exc}"
+        except (TypeError, ValueError, KeyError) as exc:
+            self.raise_rejected_option(exc)
+            raise SolverError(f"solver {self.name!r} crashed: {exc!r}") from exc
+        return self.STATUS_MAP.get(prob.status, Status.ERROR), ""
 
     @staticmethod
     def _duals(groups, n: int) -> np.ndarray | None:

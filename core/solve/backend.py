@@ -61,7 +61,8 @@ class SolverBackend:
     #: "no polytope here" answer of theirs on the fallback backend.
     certifies_optimality: ClassVar[bool] = True
     #: Whether the backend solves a :class:`~polytrav.solve.subproblem.Subproblem`'s cvxpy
-    #: problem as it is (cvxpy's own solvers, ``cvxpy:<NAME>``); otherwise it receives the
+    #: problem as it is (cvxpy's own solvers, ``cvxpy:<NAME>``), through its
+    #: ``solve_problem(problem, form) -> (Status, message)``; otherwise it receives the
     #: compiled standard form through ``lp_session`` / ``qp_session``.
     solves_cvxpy: ClassVar[bool] = False
 

@@ -26,7 +26,6 @@ solve), so it cannot.
 from __future__ import annotations
 
 import time
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -382,19 +381,10 @@ class Subproblem:
                 res.message, res.extras)
 
     def _solve_cvxpy(self, backend):
-        import cvxpy as cp
-
-        lp = backend.LP_OPTIONS if self.form == "lp" else {}
-        options = {**backend.DEFAULT_OPTIONS, **lp, **backend.options}
         prob = self.problem
-        try:
-            with warnings.catch_warnings():  # the status says it
-                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                prob.solve(solver=backend.solver, **options)
-        except cp.error.SolverError as exc:
-            backend.raise_rejected_option(exc)
-            return Status.ERROR, None, None, None, f"cvxpy: {exc}", {"cvxpy_status": None}
-        status = backend.STATUS_MAP.get(prob.status, Status.ERROR)
+        status, message = backend.solve_problem(prob, self.form)
+        if message:
+            return Status.ERROR, None, None, None, message, {"cvxpy_status": None}
         extras = {"cvxpy_status": prob.status, "inaccurate": "inaccurate" in str(prob.status)}
         vals = obj = None
         if status in SOLUTION_PRESENT:
