@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -111,8 +112,11 @@ def worker(case: str, repeats: int) -> None:
 
 
 def run_side(python: str, case: str, repeats: int) -> dict:
+    # the same plugins on both sides: the built-ins only (an environment's third-party
+    # plugins may not import against the other checkout)
+    env = dict(os.environ, POLYTRAV_DISABLE_PLUGIN_AUTOLOAD="1")
     out = subprocess.run([python, __file__, "--worker", case, "--repeats", str(repeats)],
-                         capture_output=True, text=True, check=False)
+                         capture_output=True, text=True, check=False, env=env)
     if out.returncode:
         raise SystemExit(f"{python} failed on {case!r}:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
