@@ -157,3 +157,26 @@ def test_the_documentation_site_builds_strictly(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
     assert 'id="polytrav.traverse"' in api and 'id="polytrav.model.network.Network"' in api
+
+
+def test_every_dotted_polytrav_name_in_the_docs_exists():
+    """`polytrav.a.b` in backticks, in README.md and docs/*.md, names a module or an attribute."""
+    import importlib
+
+    refs = set()
+    for doc in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        refs.update(re.findall(r"`(polytrav(?:\.\w+)+)", doc.read_text(encoding="utf-8")))
+    missing = []
+    for ref in sorted(refs):
+        parts = ref.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for name in parts[i:]:
+                obj = getattr(obj, name, missing)
+            break
+        if obj is missing:
+            missing.append(ref)
+    assert not missing, f"the docs name these, which do not exist: {missing}"
