@@ -96,3 +96,19 @@ def test_time_limit_and_affine_networks():
     assert holds.verdict == "holds"
     broken = prove_margins(affine, [-0.2, 0.1], [0.2, 0.2], [[1.0, -1.0]], [0.0], lp_backends=LP)
     assert broken.verdict == "violated" and (affine.forward(broken.counterexample) @ [1, -1]) <= 0
+
+
+def test_an_affine_network_is_violated_only_with_a_confirmed_corner():
+    """On a network without hidden layers the bound is exact; a margin that is positive but
+    inside the rounding allowance proves nothing and is no counterexample either."""
+    from polytrav import Network
+    from polytrav.bounds.branch_and_bound import BaBVerdict, prove_margins
+
+    net = Network.from_arrays([[[1.0, 1.0]]], [[0.0]])
+    lo, hi = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
+    tiny = prove_margins(net, lo, hi, [[1.0]], [-2.0 - 1e-12], lp_backends=LP)  # min f - d = 1e-12
+    assert tiny.verdict is BaBVerdict.UNKNOWN and tiny.counterexample is None
+    hit = prove_margins(net, lo, hi, [[1.0]], [-1.5], lp_backends=LP)  # f(x) <= -1.5 somewhere
+    assert hit.verdict is BaBVerdict.VIOLATED and net.forward(hit.counterexample)[0] <= -1.5
+    held = prove_margins(net, lo, hi, [[1.0]], [-2.5], lp_backends=LP)
+    assert held.verdict is BaBVerdict.HOLDS
