@@ -173,6 +173,7 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             bounds, order, split, bab, t0, reports) -> VerificationResult:
     """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
     from polytrav.verification.vnnlib import VnnlibSpec, read_vnnlib
+    from polytrav.host.manager import get_plugin_manager
     from polytrav.host.runner import analyze
     from polytrav.traversal import TraversalStatus
 
@@ -191,10 +192,11 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     reasons = []
     timed_out = False
     splits = []
+    pm = get_plugin_manager()  # the registry the analysis is looked up in, once per call
     for k, case in enumerate(spec.cases):
         runs = [(case.region(), None)]
         if bounds and split and case.A is None:
-            plan = _split_case(network, case, bounds, solver, timeout, t0)
+            plan = _split_case(network, case, bounds, solver, timeout, t0, pm)
             if plan is not None:
                 split_result, runs = plan
                 if split_result is not None:
@@ -205,7 +207,7 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                 timed_out = True
                 reasons.append(f"no time left for input region {k}")
                 break
-            report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab),
+            report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab, pm=pm),
                              start=start, solver=solver, strategy=strategy,
                              max_polytopes=max_polytopes, time_limit=left, progress=progress,
                              executor=executor, order=order, on_interrupt="report")
@@ -242,13 +244,12 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                               reports, _proven(reports), _split_stats(splits))
 
 
-def _split_case(network, case, bounds, solver, timeout, t0):
+def _split_case(network, case, bounds, solver, timeout, t0, pm):
     """Input splitting on one box case (:mod:`polytrav.bounds.split`), or None where it does not
     apply (too many free inputs). Returns the split's result (None if the start attack
     already met the unsafe set) and the ``(region, start)`` traversals that remain: the whole
     box from a counterexample candidate (its first polytope confirms it), else each open
     sub-box from its centre."""
-    from polytrav.host.manager import get_plugin_manager
     from polytrav.bounds.dnf import attack_start, unsafe_distance
     from polytrav.model.region import Box
     from polytrav.host.runner import backend_chains
@@ -258,13 +259,13 @@ def _split_case(network, case, bounds, solver, timeout, t0):
     if int(np.sum(upper > lower)) > SPLIT_MAX_DIM:
         return None
     region = case.region()
-    prop = case.property("verify", bounds=bounds)
+    prop = case.property("verify", bounds=bounds, pm=pm)
     prop.validate(network, region)  # bad unsafe sets fail here, with the analysis's errors
     start = attack_start(prop.pairs, network, region)
     if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:
         return None, [(region, start)]  # the traversal confirms it in its first polytope
     left = None if timeout is None else timeout - (time.perf_counter() - t0)
-    lp_chain = backend_chains(solver, get_plugin_manager())["lp"]
+    lp_chain = backend_chains(solver, pm)["lp"]
     result = split_box(network, lower, upper, prop.pairs, lp_chain,
                        time_limit=None if left is None else left / 2)
     if result.candidate is not None:

@@ -103,7 +103,7 @@ class VnnlibCase:
         box = Box(self.lower, self.upper)
         return box if self.A is None else box & Polyhedron(self.A, self.b)
 
-    def property(self, mode: str = "verify", bounds: bool = True, bab: bool = True):
+    def property(self, mode: str = "verify", bounds: bool = True, bab: bool = True, pm=None):
         """The unsafe set as the registered ``linear_property`` analysis (the built-in
         :class:`~polytrav.plugins.linear_property.LinearProperty`, looked up by name).
 
@@ -111,6 +111,8 @@ class VnnlibCase:
         ----------
         mode : {"verify", "all"}, bounds : bool, bab : bool
             Passed on to the analysis.
+        pm : plugin manager, optional
+            The registry to look the analysis up in (default: a fresh one).
 
         Returns
         -------
@@ -118,7 +120,7 @@ class VnnlibCase:
         """
         from polytrav.host.manager import create_analysis
 
-        return create_analysis("linear_property", unsafe=list(self.unsafe), mode=mode,
+        return create_analysis("linear_property", pm=pm, unsafe=list(self.unsafe), mode=mode,
                                bounds=bounds, bab=bab)
 
 
