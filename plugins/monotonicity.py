@@ -6,12 +6,18 @@ linear) is non-decreasing in ``j`` on a convex region iff every polytope's slope
 (non-increasing iff all ``<= 0``). With ``direction=None`` the verdict is whether all slopes
 agree in sign. Every violating polytope is reported with its slope, and a violation is
 confirmed by a forward pass at two points of the polytope a step apart along ``j``.
+
+With ``stop_at_first=True`` (a required ``direction``) the run stops at the first polytope
+whose slope has the wrong sign and whose pair of points is confirmed: a violation needs one
+polytope, a proof still needs every polytope. The traversal then starts at the sampled point
+of the region with the most violating local slope (:meth:`Monotonicity.start_point`), so a
+violation that sampling sees is confirmed in the first polytope.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis, check_witness
+from polytrav.host.analysis import Analysis, Stop, check_witness
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
@@ -20,7 +26,8 @@ from polytrav.vocabulary.tolerances import SAME_VALUE_TOL, SLOPE_TOL
 __all__ = ["Monotonicity"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
-#: Slopes within this (relative to the norm of the output's local gradient) count as zero.
+#: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
+SLOPE_SAMPLES = 256
 
 
 class Monotonicity(Analysis):
@@ -34,17 +41,39 @@ class Monotonicity(Analysis):
         Required direction (non-strict); ``None`` asks whether either holds.
     output : int
         Output index (default 0).
+    stop_at_first : bool
+        Stop the run at the first confirmed violation (needs a ``direction``); default
+        False (visit every polytope, report every violating one).
 
-    ``value`` is ``{"min_slope", "max_slope"}``; ``details["violations"]`` lists each
-    violating polytope (index, interior point, slope).
+    ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes;
+    ``details["violations"]`` lists each violating polytope (index, interior point, slope);
+    ``details["witness_pair"]`` is the confirmed pair ``(x, x')``: both in the region,
+    ``x'[feature] > x[feature]``, every other coordinate equal, and (by a float64 forward
+    pass) ``f(x')[output] < f(x)[output]`` when ``"increasing"`` is violated, ``>`` when
+    ``"decreasing"`` is (with ``direction=None``: the pair's outputs move with the slope of
+    the minority sign). ``witness`` is ``x``.
+
+    Examples
+    --------
+    >>> from polytrav import Box, Network, analyze
+    >>> net = Network.from_arrays([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> res = analyze(net, Box([-1.0, -1.0], [1.0, 1.0]),
+    ...               Monotonicity(0, "increasing", stop_at_first=True))[0]
+    >>> res.verdict.value, res.n_polytopes                    # |x_0| decreases left of 0
+    ('violated', 1)
+    >>> x, x2 = res.details["witness_pair"]
+    >>> bool(x2[0] > x[0] and x2[1] == x[1] and net(x2)[0] < net(x)[0])
+    True
     """
 
     name = "monotonicity"
 
-    def __init__(self, feature: int, direction: str | None = None, output: int = 0):
+    def __init__(self, feature: int, direction: str | None = None, output: int = 0,
+                 stop_at_first: bool = False):
         self.feature = feature
         self.direction = direction
         self.output = output
+        self.stop_at_first = stop_at_first
 
     def validate(self, network, region) -> None:
         n, m = network.n_inputs, network.n_outputs
@@ -56,11 +85,52 @@ class Monotonicity(Analysis):
         if self.direction not in DIRECTIONS:
             raise ConfigError(f"analysis {self.name!r}: direction must be one of {DIRECTIONS}, "
                               f"got {self.direction!r}")
+        if not isinstance(self.stop_at_first, (bool, np.bool_)):
+            raise ConfigError(f"analysis {self.name!r}: stop_at_first must be True or False, "
+                              f"got {self.stop_at_first!r}")
+        if self.stop_at_first and self.direction is None:
+            raise ConfigError(f"analysis {self.name!r}: stop_at_first=True needs a direction "
+                              "('increasing' or 'decreasing'): with direction=None a violation "
+                              "is the minority sign, known only after every polytope")
+        self._run_inputs = (network, region)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the run's network and region (parts of a parallel run get them)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
+
+    def start_point(self) -> np.ndarray | None:
+        """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region (and
+        its bounding box's centre), the one whose local slope is the most violating.
+
+        Only where the traversal starts (the first polytope visited is that point's, so a
+        violation sampling sees is confirmed at once); None without ``stop_at_first``, for an
+        unbounded region, or when no sample lies in the region.
+        """
+        if not self.stop_at_first or getattr(self, "_run_inputs", None) is None:
+            return None
+        network, region = self._run_inputs
+        lo, hi = region.bounding_box()
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            return None
+        rng = np.random.default_rng(0)
+        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SLOPE_SAMPLES, lo.shape[0]))])
+        if not region.is_box:
+            cons = region.constraints()
+            X = X[[not cons.violations(x) for x in X]]
+        if not len(X):
+            return None
+        hs, _ = network.trace(X)
+        V = np.broadcast_to(network.weights[-1][self.output], (len(X), network.weights[-1].shape[1]))
+        for W, h in zip(reversed(network.weights[:-1]), reversed(hs)):
+            V = (V * (h >= 0.0)) @ W  # the local models' gradients (the codes' convention)
+        slope = V[:, self.feature]
+        return X[int(np.argmin(slope) if self.direction == "increasing" else np.argmax(slope))]
 
     def begin(self, context) -> None:
         self._step_u = self._unit_step(context)
         self._neg, self._pos = [], []  # (index, interior point, slope, radius) by sign
         self._slopes = [np.inf, -np.inf]
+        self._confirmed = None  # (index, interior point, slope, pair) of the stopping polytope
 
     def _unit_step(self, context) -> np.ndarray | None:
         """A unit step in frame coordinates along the feature (None if the region fixes it)."""
@@ -84,19 +154,36 @@ class Monotonicity(Analysis):
             self._neg.append(record)
         elif slope > tiny and self.direction != "increasing":
             self._pos.append(record)
+        else:
+            return None
+        if self.stop_at_first and self._step_u is not None:
+            pair = self._confirm(context, polytope.interior_point, slope, polytope.radius)
+            if pair is not None:
+                self._confirmed = (polytope.index, polytope.interior_point, slope, pair)
+                return Stop(f"output {self.output} has slope {slope:.3g} in input "
+                            f"{self.feature} on polytope #{polytope.index} (pair confirmed)")
         return None
 
     def _confirm(self, context, x, slope, radius) -> tuple | None:
-        """Two points of the polytope along the feature whose outputs differ with the slope."""
+        """Two points of the polytope along the feature whose outputs differ with the slope.
+
+        ``x`` and ``x'`` lie half the cell's Chebyshev radius either side of its centre along
+        the feature's unit step in the frame; ``x'`` is ``x`` with only the feature's
+        coordinate changed (so every other coordinate is equal exactly). Confirmed by a plain
+        forward pass (strict change of the output with the slope's sign) and region
+        membership of both points; None otherwise.
+        """
         if self._step_u is None:
             return None
         fr = context.frame
         u = fr.to_u(x)
         step = 0.5 * radius * self._step_u
-        x1, x2 = fr.to_x(u - step), fr.to_x(u + step)
+        x1 = fr.to_x(u - step)
+        x2 = x1.copy()
+        x2[self.feature] = fr.to_x(u + step)[self.feature]
         dy = float(context.network.forward(x2)[self.output] - context.network.forward(x1)[self.output])
         dx = float(x2[self.feature] - x1[self.feature])
-        if dx <= 0 or np.sign(dy) != np.sign(slope):
+        if dx <= 0 or dy == 0 or np.sign(dy) != np.sign(slope):
             return None
         if not all(check_witness(context.network, context.region, p, lambda y: True) for p in (x1, x2)):
             return None
@@ -114,12 +201,14 @@ class Monotonicity(Analysis):
         else:  # either direction: the minority sign violates
             bad = [] if not self._neg or not self._pos else min(self._neg, self._pos, key=len)
         violations = [{"polytope": i, "interior_point": x, "slope": s} for i, x, s, _ in bad]
-        witness, pair = None, None
-        for i, x, s, r in bad:
+        pair = None
+        if bad and self._confirmed is not None:
+            pair = self._confirmed[3]
+        for i, x, s, r in ([] if pair is not None else bad):
             pair = self._confirm(context, x, s, r)
             if pair is not None:
-                witness = x
                 break
+        witness = None if pair is None else pair[0]
         if bad:
             verdict = Verdict.VIOLATED if pair is not None else Verdict.VIOLATED_UNCONFIRMED
         else:
@@ -131,7 +220,9 @@ class Monotonicity(Analysis):
             n_polytopes=self.n_polytopes, n_solves=0, failures=tuple(self.failures),
             details={"violations": violations, "witness_pair": pair,
                      "direction": self.direction, "feature": self.feature, "output": self.output,
-                     "by_sign": {"negative": self._neg, "positive": self._pos}},
+                     "stop_at_first": self.stop_at_first,
+                     "by_sign": {"negative": self._neg, "positive": self._pos},
+                     "confirmed": self._confirmed},
         )
 
     def describe(self, result) -> list[str]:
@@ -148,12 +239,21 @@ class Monotonicity(Analysis):
         return lines
 
     def combine(self, parts, context) -> AnalysisResult:
-        """Merge the parts' slopes by sign (polytope indices offset part by part), then finish."""
+        """Merge the parts' slopes by sign (polytope indices offset part by part), then finish.
+
+        A part that stopped at a confirmed violation keeps its pair (the first such part's,
+        in the order the parts are given); the parts need not all have run (``context``
+        then says the run is incomplete, and only a confirmed violation is exact).
+        """
         self._step_u = self._unit_step(context)
         self._neg, self._pos, offset = [], [], 0
+        self._confirmed = None
         for p in parts:
             for mine, theirs in ((self._neg, "negative"), (self._pos, "positive")):
                 mine += [(i + offset, x, s, r) for i, x, s, r in p.details["by_sign"][theirs]]
+            if self._confirmed is None and p.details.get("confirmed") is not None:
+                i, x, s, pair = p.details["confirmed"]
+                self._confirmed = (i + offset, x, s, pair)
             offset += p.n_polytopes
         lows = [p.value["min_slope"] for p in parts if p.value["min_slope"] is not None]
         highs = [p.value["max_slope"] for p in parts if p.value["max_slope"] is not None]
