@@ -21,7 +21,7 @@ from polytrav.host.analysis import Analysis, Stop, check_witness
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
-from polytrav.vocabulary.tolerances import SAME_VALUE_TOL, SLOPE_TOL
+from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
 
 __all__ = ["Monotonicity"]
 
@@ -47,6 +47,11 @@ class Monotonicity(Analysis):
     stop_at_first : bool
         Stop the run at the first confirmed violation (needs a ``direction``); default
         False (visit every polytope, report every violating one).
+    bounds : bool or None
+        Skip every piece on which a sound interval bound of the slope proves the right sign
+        (:meth:`piece_margin`; needs a ``direction``). The verdict and the violating
+        polytopes are the same, with fewer polytopes; ``value`` and ``violations`` then
+        cover the visited polytopes only. Default None: on with ``stop_at_first``.
 
     ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes;
     ``details["violations"]`` lists each violating polytope (index, interior point, slope);
@@ -72,11 +77,66 @@ class Monotonicity(Analysis):
     name = "monotonicity"
 
     def __init__(self, feature: int, direction: str | None = None, output: int = 0,
-                 stop_at_first: bool = False):
+                 stop_at_first: bool = False, bounds: bool | None = None):
         self.feature = feature
         self.direction = direction
         self.output = output
         self.stop_at_first = stop_at_first
+        self.bounds = bounds
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        on = self.stop_at_first if self.bounds is None else self.bounds
+        return bool(on) and self.direction is not None
+
+    def piece_margin(self, piece, context) -> float:
+        """A sound lower bound of the slope's margin over every polytope of the piece:
+        ``min slope`` for ``"increasing"``, ``-max slope`` for ``"decreasing"``; positive
+        proves that no polytope of the piece violates.
+
+        On a polytope the slope is ``e_out^T W_L D_{L-1} ... D_0 W_0 e_feature`` (``D_k`` the
+        code's 0/1 masks). On the piece the first ``level`` masks are fixed (``piece.code``),
+        so the derivative of the input of the remaining layers is a known vector; through
+        each remaining hidden layer it is carried as an interval: a neuron whose
+        pre-activation bounds over the piece (:func:`polytrav.bounds.crown.output_lower_bounds`)
+        prove it on passes its derivative, one proven off passes 0, an unstable one the hull
+        of both; an affine layer maps the interval by centre and radius. The bound is lowered
+        by :data:`~polytrav.vocabulary.tolerances.BOUND_TOL` relative to the magnitudes
+        involved (float64 rounding), and neurons count as stable only past that allowance.
+        """
+        from polytrav.bounds.crown import Concretizer, output_lower_bounds
+
+        net = context.network
+        lvl = piece.level
+        v = np.zeros(net.n_inputs)
+        v[self.feature] = 1.0
+        for k in range(lvl):  # the fixed layers: the derivative of their output, exactly
+            v = np.asarray(piece.code[k], float) * (net.weights[k] @ v)
+        layers = list(zip(net.weights[lvl:], net.biases[lvl:]))
+        lo_d = hi_d = net.weights[lvl] @ v
+        scale = np.abs(net.weights[lvl]) @ np.abs(v)
+        if len(layers) > 1:
+            halfspaces = lp = None
+            if piece.vertices is None:
+                halfspaces, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
+            conc = Concretizer(piece.frame.dim, piece.vertices, halfspaces, lp)
+            e = np.zeros((1, net.n_outputs))
+            e[0, self.output] = 1.0
+            _, _, bounds = output_lower_bounds(layers, piece.M, piece.m, e, conc)
+            for k, (W, _) in enumerate(layers[1:]):
+                lo, hi = bounds.lo[k], bounds.hi[k]
+                allowance = BOUND_TOL * (1.0 + np.abs(lo) + np.abs(hi))
+                on, off = lo > allowance, hi < -allowance
+                unstable = ~(on | off)
+                lo_d = np.where(on, lo_d, np.where(unstable, np.minimum(lo_d, 0.0), 0.0))
+                hi_d = np.where(on, hi_d, np.where(unstable, np.maximum(hi_d, 0.0), 0.0))
+                mid, rad = (lo_d + hi_d) / 2, (hi_d - lo_d) / 2
+                Wa = np.abs(W)
+                lo_d, hi_d = W @ mid - Wa @ rad, W @ mid + Wa @ rad
+                scale = Wa @ np.where(off, 0.0, scale)
+        margin = lo_d[self.output] if self.direction == "increasing" else -hi_d[self.output]
+        margin = float(margin - BOUND_TOL * (1.0 + scale[self.output]))
+        return margin if margin < 0 else float(np.nextafter(margin, np.inf))
 
     def validate(self, network, region) -> None:
         n, m = network.n_inputs, network.n_outputs
@@ -91,6 +151,13 @@ class Monotonicity(Analysis):
         if not isinstance(self.stop_at_first, (bool, np.bool_)):
             raise ConfigError(f"analysis {self.name!r}: stop_at_first must be True or False, "
                               f"got {self.stop_at_first!r}")
+        if self.bounds not in (None, True, False):
+            raise ConfigError(f"analysis {self.name!r}: bounds must be True, False or None, "
+                              f"got {self.bounds!r}")
+        if self.bounds and self.direction is None:
+            raise ConfigError(f"analysis {self.name!r}: bounds=True needs a direction "
+                              "('increasing' or 'decreasing'): a piece's slope sign proves "
+                              "nothing when either direction may hold")
         if self.stop_at_first and self.direction is None:
             raise ConfigError(f"analysis {self.name!r}: stop_at_first=True needs a direction "
                               "('increasing' or 'decreasing'): with direction=None a violation "

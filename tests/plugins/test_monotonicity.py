@@ -82,11 +82,39 @@ def test_holds_needs_every_polytope():
     mono = Network.from_arrays([np.abs(W) for W in net.weights], net.biases)
     box = Box(-np.ones(3), np.ones(3))
     full = analyze(mono, box, Monotonicity(0, "increasing"))
-    first = analyze(mono, box, Monotonicity(0, "increasing", stop_at_first=True))
+    first = analyze(mono, box, Monotonicity(0, "increasing", stop_at_first=True, bounds=False))
     assert first[0].verdict is Verdict.HOLDS and first[0].exact and first.complete
     assert first[0].n_polytopes == full[0].n_polytopes
-    cut = analyze(mono, box, Monotonicity(0, "increasing", stop_at_first=True), max_polytopes=3)
+    cut = analyze(mono, box, Monotonicity(0, "increasing", stop_at_first=True, bounds=False),
+                  max_polytopes=3)
     assert cut[0].verdict is Verdict.UNKNOWN and not cut[0].exact
+    # the slope bound proves pieces (here the whole region: non-negative weights)
+    bounded = analyze(mono, box, Monotonicity(0, "increasing", stop_at_first=True))
+    assert bounded[0].verdict is Verdict.HOLDS and bounded[0].exact and bounded.complete
+    assert bounded[0].n_polytopes < full[0].n_polytopes
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_slope_bound_never_skips_a_violating_polytope(seed):
+    """With bounds and without stop_at_first, the violating polytopes reported are exactly
+    the brute-force cells of the wrong sign: a pruned piece never held one."""
+    from polytrav import Network
+
+    widths = [[5, 4], [4, 3, 3], [6]][seed % 3]
+    net = random_net(seed, 2, widths, n_out=2)
+    if seed % 2:  # mostly positive weights: large monotone parts for the bound to prove
+        net = Network.from_arrays([np.abs(W) - (0.15 if k else 0.0) * np.abs(W).max()
+                                   for k, W in enumerate(net.weights)], net.biases)
+    box = Box(-np.ones(2), np.ones(2))
+    feature, output = seed % 2, (seed // 2) % 2
+    slopes = [r["W"][output, feature] for r in brute_force_regions(net, box.lower, box.upper)]
+    for direction in ("increasing", "decreasing"):
+        wrong = [v for v in slopes if (v < -SLOPE_EPS if direction == "increasing" else v > SLOPE_EPS)]
+        rep = analyze(net, box, Monotonicity(feature, direction, output, bounds=True))
+        res = rep[0]
+        assert len(res.details["violations"]) == len(wrong), (direction, rep.stats["pruned"])
+        assert res.verdict is (Verdict.VIOLATED if wrong else Verdict.HOLDS) and res.exact
+        assert res.n_polytopes + 0 <= len(slopes)
 
 
 @pytest.mark.parametrize("parts", [3, 20])
@@ -117,5 +145,7 @@ def test_stop_at_first_needs_a_direction():
     net = random_net(0, 2, [3])
     with pytest.raises(ConfigError, match="stop_at_first=True needs a direction"):
         analyze(net, Box(-np.ones(2), np.ones(2)), Monotonicity(0, stop_at_first=True))
+    with pytest.raises(ConfigError, match="bounds=True needs a direction"):
+        analyze(net, Box(-np.ones(2), np.ones(2)), Monotonicity(0, bounds=True))
     with pytest.raises(ConfigError, match="stop_at_first must be True or False"):
         analyze(net, Box(-np.ones(2), np.ones(2)), Monotonicity(0, "increasing", stop_at_first=1))
