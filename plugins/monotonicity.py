@@ -6,21 +6,31 @@ linear) is non-decreasing in ``j`` on a convex region iff every polytope's slope
 (non-increasing iff all ``<= 0``). With ``direction=None`` the verdict is whether all slopes
 agree in sign. Every violating polytope is reported with its slope, and a violation is
 confirmed by a forward pass at two points of the polytope a step apart along ``j``.
+
+With ``stop_at_first=True`` (a required ``direction``) the run stops at the first polytope
+whose slope has the wrong sign and whose pair of points is confirmed: a violation needs one
+polytope, a proof still needs every polytope. The traversal then starts at the sampled point
+of the region with the most violating local slope (:meth:`Monotonicity.start_point`), so a
+violation that sampling sees is confirmed in the first polytope.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis, check_witness
+from polytrav.host.analysis import Analysis, Stop, check_witness
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
-from polytrav.vocabulary.tolerances import SAME_VALUE_TOL, SLOPE_TOL
+from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
 
 __all__ = ["Monotonicity"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
-#: Slopes within this (relative to the norm of the output's local gradient) count as zero.
+#: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
+SLOPE_SAMPLES = 256
+#: Rows per batched pass over the samples: small products stay on one BLAS thread (waking
+#: the threads for a product of a few hundred rows costs milliseconds on a busy machine).
+SAMPLE_CHUNK = 64
 
 
 class Monotonicity(Analysis):
@@ -34,17 +44,99 @@ class Monotonicity(Analysis):
         Required direction (non-strict); ``None`` asks whether either holds.
     output : int
         Output index (default 0).
+    stop_at_first : bool
+        Stop the run at the first confirmed violation (needs a ``direction``); default
+        False (visit every polytope, report every violating one).
+    bounds : bool or None
+        Skip every piece on which a sound interval bound of the slope proves the right sign
+        (:meth:`piece_margin`; needs a ``direction``). The verdict and the violating
+        polytopes are the same, with fewer polytopes; ``value`` and ``violations`` then
+        cover the visited polytopes only. Default None: on with ``stop_at_first``.
 
-    ``value`` is ``{"min_slope", "max_slope"}``; ``details["violations"]`` lists each
-    violating polytope (index, interior point, slope).
+    ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes;
+    ``details["violations"]`` lists each violating polytope (index, interior point, slope);
+    ``details["witness_pair"]`` is the confirmed pair ``(x, x')``: both in the region,
+    ``x'[feature] > x[feature]``, every other coordinate equal, and (by a float64 forward
+    pass) ``f(x')[output] < f(x)[output]`` when ``"increasing"`` is violated, ``>`` when
+    ``"decreasing"`` is (with ``direction=None``: the pair's outputs move with the slope of
+    the minority sign). ``witness`` is ``x``.
+
+    Examples
+    --------
+    >>> from polytrav import Box, Network, analyze
+    >>> net = Network.from_arrays([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> res = analyze(net, Box([-1.0, -1.0], [1.0, 1.0]),
+    ...               Monotonicity(0, "increasing", stop_at_first=True))[0]
+    >>> res.verdict.value, res.n_polytopes                    # |x_0| decreases left of 0
+    ('violated', 1)
+    >>> x, x2 = res.details["witness_pair"]
+    >>> bool(x2[0] > x[0] and x2[1] == x[1] and net(x2)[0] < net(x)[0])
+    True
     """
 
     name = "monotonicity"
 
-    def __init__(self, feature: int, direction: str | None = None, output: int = 0):
+    def __init__(self, feature: int, direction: str | None = None, output: int = 0,
+                 stop_at_first: bool = False, bounds: bool | None = None):
         self.feature = feature
         self.direction = direction
         self.output = output
+        self.stop_at_first = stop_at_first
+        self.bounds = bounds
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        on = self.stop_at_first if self.bounds is None else self.bounds
+        return bool(on) and self.direction is not None
+
+    def piece_margin(self, piece, context) -> float:
+        """A sound lower bound of the slope's margin over every polytope of the piece:
+        ``min slope`` for ``"increasing"``, ``-max slope`` for ``"decreasing"``; positive
+        proves that no polytope of the piece violates.
+
+        On a polytope the slope is ``e_out^T W_L D_{L-1} ... D_0 W_0 e_feature`` (``D_k`` the
+        code's 0/1 masks). On the piece the first ``level`` masks are fixed (``piece.code``),
+        so the derivative of the input of the remaining layers is a known vector; through
+        each remaining hidden layer it is carried as an interval: a neuron whose
+        pre-activation bounds over the piece (:func:`polytrav.bounds.crown.output_lower_bounds`)
+        prove it on passes its derivative, one proven off passes 0, an unstable one the hull
+        of both; an affine layer maps the interval by centre and radius. The bound is lowered
+        by :data:`~polytrav.vocabulary.tolerances.BOUND_TOL` relative to the magnitudes
+        involved (float64 rounding), and neurons count as stable only past that allowance.
+        """
+        from polytrav.bounds.crown import Concretizer, output_lower_bounds
+
+        net = context.network
+        lvl = piece.level
+        v = np.zeros(net.n_inputs)
+        v[self.feature] = 1.0
+        for k in range(lvl):  # the fixed layers: the derivative of their output, exactly
+            v = np.asarray(piece.code[k], float) * (net.weights[k] @ v)
+        layers = list(zip(net.weights[lvl:], net.biases[lvl:]))
+        lo_d = hi_d = net.weights[lvl] @ v
+        scale = np.abs(net.weights[lvl]) @ np.abs(v)
+        if len(layers) > 1:
+            halfspaces = lp = None
+            if piece.vertices is None:
+                halfspaces, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
+            conc = Concretizer(piece.frame.dim, piece.vertices, halfspaces, lp)
+            e = np.zeros((1, net.n_outputs))
+            e[0, self.output] = 1.0
+            _, _, bounds = output_lower_bounds(layers, piece.M, piece.m, e, conc)
+            for k, (W, _) in enumerate(layers[1:]):
+                lo, hi = bounds.lo[k], bounds.hi[k]
+                allowance = BOUND_TOL * (1.0 + np.abs(lo) + np.abs(hi))
+                on, off = lo > allowance, hi < -allowance
+                unstable = ~(on | off)
+                lo_d = np.where(on, lo_d, np.where(unstable, np.minimum(lo_d, 0.0), 0.0))
+                hi_d = np.where(on, hi_d, np.where(unstable, np.maximum(hi_d, 0.0), 0.0))
+                mid, rad = (lo_d + hi_d) / 2, (hi_d - lo_d) / 2
+                Wa = np.abs(W)
+                lo_d, hi_d = W @ mid - Wa @ rad, W @ mid + Wa @ rad
+                scale = Wa @ np.where(off, 0.0, scale)
+        margin = lo_d[self.output] if self.direction == "increasing" else -hi_d[self.output]
+        margin = float(margin - BOUND_TOL * (1.0 + scale[self.output]))
+        return margin if margin < 0 else float(np.nextafter(margin, np.inf))
 
     def validate(self, network, region) -> None:
         n, m = network.n_inputs, network.n_outputs
@@ -56,11 +148,66 @@ class Monotonicity(Analysis):
         if self.direction not in DIRECTIONS:
             raise ConfigError(f"analysis {self.name!r}: direction must be one of {DIRECTIONS}, "
                               f"got {self.direction!r}")
+        if not isinstance(self.stop_at_first, (bool, np.bool_)):
+            raise ConfigError(f"analysis {self.name!r}: stop_at_first must be True or False, "
+                              f"got {self.stop_at_first!r}")
+        if self.bounds not in (None, True, False):
+            raise ConfigError(f"analysis {self.name!r}: bounds must be True, False or None, "
+                              f"got {self.bounds!r}")
+        if self.bounds and self.direction is None:
+            raise ConfigError(f"analysis {self.name!r}: bounds=True needs a direction "
+                              "('increasing' or 'decreasing'): a piece's slope sign proves "
+                              "nothing when either direction may hold")
+        if self.stop_at_first and self.direction is None:
+            raise ConfigError(f"analysis {self.name!r}: stop_at_first=True needs a direction "
+                              "('increasing' or 'decreasing'): with direction=None a violation "
+                              "is the minority sign, known only after every polytope")
+        self._run_inputs = (network, region)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the run's network and region (parts of a parallel run get them)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
+
+    def start_point(self) -> np.ndarray | None:
+        """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region (and
+        its bounding box's centre), the one whose local slope is the most violating.
+
+        Only where the traversal starts (the first polytope visited is that point's, so a
+        violation sampling sees is confirmed at once); None without ``stop_at_first``, for an
+        unbounded region, or when no sample lies in the region.
+        """
+        if not self.stop_at_first or getattr(self, "_run_inputs", None) is None:
+            return None
+        network, region = self._run_inputs
+        lo, hi = region.bounding_box()
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            return None
+        rng = np.random.default_rng(0)
+        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SLOPE_SAMPLES, lo.shape[0]))])
+        if not region.is_box:
+            cons = region.constraints()
+            X = X[[not cons.violations(x) for x in X]]
+        if not len(X):
+            return None
+        slope = np.concatenate([self._slopes_at(network, X[k:k + SAMPLE_CHUNK])
+                                for k in range(0, len(X), SAMPLE_CHUNK)])
+        return X[int(np.argmin(slope) if self.direction == "increasing" else np.argmax(slope))]
+
+    def _slopes_at(self, network, X: np.ndarray) -> np.ndarray:
+        """The local slopes of the output in the feature at the points ``X`` (one forward and
+        one backward pass through the active neurons, the codes' convention)."""
+        hs, _ = network.trace(X)
+        row = network.weights[-1][self.output]
+        V = np.broadcast_to(row, (len(X), row.shape[0]))
+        for W, h in zip(reversed(network.weights[:-1]), reversed(hs)):
+            V = (V * (h >= 0.0)) @ W
+        return V[:, self.feature]
 
     def begin(self, context) -> None:
         self._step_u = self._unit_step(context)
         self._neg, self._pos = [], []  # (index, interior point, slope, radius) by sign
         self._slopes = [np.inf, -np.inf]
+        self._confirmed = None  # (index, interior point, slope, pair) of the stopping polytope
 
     def _unit_step(self, context) -> np.ndarray | None:
         """A unit step in frame coordinates along the feature (None if the region fixes it)."""
@@ -84,19 +231,36 @@ class Monotonicity(Analysis):
             self._neg.append(record)
         elif slope > tiny and self.direction != "increasing":
             self._pos.append(record)
+        else:
+            return None
+        if self.stop_at_first and self._step_u is not None:
+            pair = self._confirm(context, polytope.interior_point, slope, polytope.radius)
+            if pair is not None:
+                self._confirmed = (polytope.index, polytope.interior_point, slope, pair)
+                return Stop(f"output {self.output} has slope {slope:.3g} in input "
+                            f"{self.feature} on polytope #{polytope.index} (pair confirmed)")
         return None
 
     def _confirm(self, context, x, slope, radius) -> tuple | None:
-        """Two points of the polytope along the feature whose outputs differ with the slope."""
+        """Two points of the polytope along the feature whose outputs differ with the slope.
+
+        ``x`` and ``x'`` lie half the cell's Chebyshev radius either side of its centre along
+        the feature's unit step in the frame; ``x'`` is ``x`` with only the feature's
+        coordinate changed (so every other coordinate is equal exactly). Confirmed by a plain
+        forward pass (strict change of the output with the slope's sign) and region
+        membership of both points; None otherwise.
+        """
         if self._step_u is None:
             return None
         fr = context.frame
         u = fr.to_u(x)
         step = 0.5 * radius * self._step_u
-        x1, x2 = fr.to_x(u - step), fr.to_x(u + step)
+        x1 = fr.to_x(u - step)
+        x2 = x1.copy()
+        x2[self.feature] = fr.to_x(u + step)[self.feature]
         dy = float(context.network.forward(x2)[self.output] - context.network.forward(x1)[self.output])
         dx = float(x2[self.feature] - x1[self.feature])
-        if dx <= 0 or np.sign(dy) != np.sign(slope):
+        if dx <= 0 or dy == 0 or np.sign(dy) != np.sign(slope):
             return None
         if not all(check_witness(context.network, context.region, p, lambda y: True) for p in (x1, x2)):
             return None
@@ -114,12 +278,14 @@ class Monotonicity(Analysis):
         else:  # either direction: the minority sign violates
             bad = [] if not self._neg or not self._pos else min(self._neg, self._pos, key=len)
         violations = [{"polytope": i, "interior_point": x, "slope": s} for i, x, s, _ in bad]
-        witness, pair = None, None
-        for i, x, s, r in bad:
+        pair = None
+        if bad and self._confirmed is not None:
+            pair = self._confirmed[3]
+        for i, x, s, r in ([] if pair is not None else bad):
             pair = self._confirm(context, x, s, r)
             if pair is not None:
-                witness = x
                 break
+        witness = None if pair is None else pair[0]
         if bad:
             verdict = Verdict.VIOLATED if pair is not None else Verdict.VIOLATED_UNCONFIRMED
         else:
@@ -131,7 +297,9 @@ class Monotonicity(Analysis):
             n_polytopes=self.n_polytopes, n_solves=0, failures=tuple(self.failures),
             details={"violations": violations, "witness_pair": pair,
                      "direction": self.direction, "feature": self.feature, "output": self.output,
-                     "by_sign": {"negative": self._neg, "positive": self._pos}},
+                     "stop_at_first": self.stop_at_first,
+                     "by_sign": {"negative": self._neg, "positive": self._pos},
+                     "confirmed": self._confirmed},
         )
 
     def describe(self, result) -> list[str]:
@@ -148,12 +316,21 @@ class Monotonicity(Analysis):
         return lines
 
     def combine(self, parts, context) -> AnalysisResult:
-        """Merge the parts' slopes by sign (polytope indices offset part by part), then finish."""
+        """Merge the parts' slopes by sign (polytope indices offset part by part), then finish.
+
+        A part that stopped at a confirmed violation keeps its pair (the first such part's,
+        in the order the parts are given); the parts need not all have run (``context``
+        then says the run is incomplete, and only a confirmed violation is exact).
+        """
         self._step_u = self._unit_step(context)
         self._neg, self._pos, offset = [], [], 0
+        self._confirmed = None
         for p in parts:
             for mine, theirs in ((self._neg, "negative"), (self._pos, "positive")):
                 mine += [(i + offset, x, s, r) for i, x, s, r in p.details["by_sign"][theirs]]
+            if self._confirmed is None and p.details.get("confirmed") is not None:
+                i, x, s, pair = p.details["confirmed"]
+                self._confirmed = (i + offset, x, s, pair)
             offset += p.n_polytopes
         lows = [p.value["min_slope"] for p in parts if p.value["min_slope"] is not None]
         highs = [p.value["max_slope"] for p in parts if p.value["max_slope"] is not None]

@@ -193,6 +193,117 @@ class Network:
         return cls(weights, biases, input_names=input_names, **kwargs)
 
     @classmethod
+    def stack(cls, networks: Sequence["Network"], *, names: Sequence[str] | None = None,
+              name: str | None = None) -> "Network":
+        """Networks side by side: one block-diagonal network on the stacked inputs.
+
+        The result takes the inputs of ``networks[0]``, then those of ``networks[1]``, ...
+        (concatenated in order) and returns their outputs concatenated in order; each layer's
+        weight matrix is block-diagonal, so network ``k``'s outputs depend on its own inputs
+        only, and its activation code is the concatenation of the networks' codes. Several
+        copies of one network (VNN-LIB 2.0's ``equal-to``) over a product of regions are then
+        a single network to traverse, bound, split and branch on.
+
+        Exact: the weights and biases are copied in float64 into blocks padded with zeros.
+        Networks with fewer hidden layers than the deepest are padded after their output
+        layer with identity layers written as ``y = relu(y) - relu(-y)``: a hidden layer
+        ``[y; -y]`` (``2 * n_outputs`` neurons) per missing layer, read back by ``[I, -I]``.
+        That is exact (one of the two terms is zero), so the stack computes the same
+        function, but its neurons add the hyperplanes ``y_i = 0`` of that network's outputs:
+        the partition of a stack of networks of different depths is finer than the product
+        of their partitions (sound, with more polytopes). Copies have equal depths and are
+        never padded.
+
+        Parameters
+        ----------
+        networks : sequence of Network
+            At least one network.
+        names : sequence of str, optional
+            One label per network (e.g. VNN-LIB network names ``("f", "g")``); default the
+            networks' positions ``"0"``, ``"1"``, .... Input ``i`` of network ``k`` is named
+            ``f"{names[k]}.{input}"``, ``input`` being its own input name, else ``x{i}``.
+        name : str, optional
+            The stack's name; default ``"stack(<names>)"``.
+
+        Returns
+        -------
+        Network
+            ``input_shape`` is ``(total inputs,)``; ``input_domain`` is the concatenation of
+            the networks' domains (``-inf``/``inf`` for a network without one; None when no
+            network has one).
+
+        Raises
+        ------
+        NetworkError
+            If ``networks`` is empty or holds something other than :class:`Network`, or
+            ``names`` does not give one distinct non-empty string per network.
+
+        Examples
+        --------
+        >>> f = Network.from_arrays([[[1.0, -1.0]], [[2.0]]], [[0.0], [1.0]])
+        >>> g = Network.from_arrays([[[1.0]]], [[0.5]])          # affine, no hidden layer
+        >>> s = Network.stack([f, g], names=["f", "g"])
+        >>> s, s.input_names
+        (<Network 'stack(f, g)' 3-3-2>, ('f.x0', 'f.x1', 'g.x0'))
+        >>> s.forward([2.0, 1.0, -3.0]), f.forward([2.0, 1.0]), g.forward([-3.0])
+        (array([ 3. , -2.5]), array([3.]), array([-2.5]))
+        """
+        nets = list(networks)
+        if not nets:
+            raise NetworkError("Network.stack: no networks given; pass at least one Network")
+        for k, net in enumerate(nets):
+            if not isinstance(net, Network):
+                raise NetworkError(f"Network.stack: networks[{k}] is a {type(net).__name__}, "
+                                   "not a Network; load it first (Network.from_onnx, ...)")
+        if names is None:
+            labels = [str(k) for k in range(len(nets))]
+        else:
+            labels = list(names) if not isinstance(names, (str, bytes)) else None
+            if labels is None or len(labels) != len(nets) or len(set(labels)) != len(labels) \
+                    or not all(isinstance(v, str) and v.strip() for v in labels):
+                raise NetworkError(
+                    f"Network.stack: names must be {len(nets)} distinct non-empty strings "
+                    f"(one per network), got {names!r}")
+        depth = max(net.n_hidden_layers for net in nets)
+        layers = []  # per network: its (W, b) list padded to depth + 1 maps
+        for net in nets:
+            Ws, bs = list(net.weights), list(net.biases)
+            m = net.n_outputs
+            for pad in range(depth - net.n_hidden_layers):
+                if pad == 0:  # first pad: [y; -y] from the output map
+                    W, b = Ws.pop(), bs.pop()
+                    Ws.append(np.vstack([W, -W]))
+                    bs.append(np.concatenate([b, -b]))
+                else:  # further pads: [y; -y] from [relu(y); relu(-y)]
+                    P = np.block([[np.eye(m), -np.eye(m)], [-np.eye(m), np.eye(m)]])
+                    Ws.append(P)
+                    bs.append(np.zeros(2 * m))
+                if len(Ws) == depth:  # the last pad: read y back
+                    Ws.append(np.hstack([np.eye(m), -np.eye(m)]))
+                    bs.append(np.zeros(m))
+            layers.append((Ws, bs))
+        weights, biases = [], []
+        for k in range(depth + 1):
+            blocks = [Ws[k] for Ws, _ in layers]
+            W = np.zeros((sum(B.shape[0] for B in blocks), sum(B.shape[1] for B in blocks)))
+            r = c = 0
+            for B in blocks:
+                W[r:r + B.shape[0], c:c + B.shape[1]] = B
+                r, c = r + B.shape[0], c + B.shape[1]
+            weights.append(W)
+            biases.append(np.concatenate([bs[k] for _, bs in layers]))
+        domain = None
+        if any(net.input_domain is not None for net in nets):
+            domain = tuple(np.concatenate([
+                net.input_domain[side] if net.input_domain is not None
+                else np.full(net.n_inputs, -np.inf if side == 0 else np.inf) for net in nets])
+                for side in (0, 1))
+        input_names = [f"{label}.{net.input_names[i] if net.input_names else f'x{i}'}"
+                       for label, net in zip(labels, nets) for i in range(net.n_inputs)]
+        return cls(weights, biases, input_domain=domain, input_names=input_names,
+                   name=name if name is not None else f"stack({', '.join(labels)})")
+
+    @classmethod
     def from_onnx(cls, path: str | PathLike, **kwargs) -> "Network":
         """Load an ONNX model (needs ``polytrav[onnx]``); see :mod:`polytrav.model.loaders.onnx`."""
         from polytrav.model.loaders.onnx import load_onnx

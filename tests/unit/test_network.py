@@ -64,3 +64,115 @@ def test_input_names_are_kept_checked_and_dropped_by_compose_input():
         Network.from_arrays(W, b, input_names=["a", "", "c"])
     with pytest.raises(NetworkError, match=r"input_names\[2\] is 3"):
         Network.from_arrays(W, b, input_names=["a", "b", 3])
+
+
+# ---------------------------------------------------------------- Network.stack
+
+
+def _bits(code) -> tuple:
+    return tuple(int(v) for v in np.concatenate([np.asarray(c, int) for c in code]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stack_forward_is_the_concatenated_forwards(seed):
+    rng = np.random.default_rng(seed)
+    nets = [random_net(seed, 3, [5, 4], n_out=2), random_net(seed + 10, 2, [6], n_out=3),
+            random_net(seed + 20, 4, [3, 2, 3], n_out=1), random_net(seed + 30, 1, [], n_out=2)]
+    s = Network.stack(nets)
+    assert s.n_inputs == 10 and s.n_outputs == 8 and s.n_hidden_layers == 3
+    X = rng.uniform(-3, 3, size=(200, 10))
+    parts = np.split(X, np.cumsum([n.n_inputs for n in nets])[:-1], axis=1)
+    want = np.hstack([n.forward(p) for n, p in zip(nets, parts)])
+    np.testing.assert_allclose(s.forward(X), want, rtol=0, atol=1e-12)
+    # copies of one network: no padding, codes are the concatenated codes
+    f = nets[0]
+    c = Network.stack([f, f])
+    assert c.hidden_sizes == tuple(2 * h for h in f.hidden_sizes)
+    x, x2 = X[0, :3], X[1, :3]
+    # (equal up to the last bit: BLAS may sum the zero blocks in another order)
+    np.testing.assert_allclose(c.forward(np.r_[x, x2]), np.r_[f.forward(x), f.forward(x2)],
+                               rtol=1e-15, atol=1e-12)
+    for layer, (a, b) in enumerate(zip(f.activation_code(x), f.activation_code(x2))):
+        assert np.array_equal(c.activation_code(np.r_[x, x2])[layer], np.r_[a, b])
+
+
+def test_stack_metadata_and_errors():
+    f = Network.from_arrays([[[1.0, 2.0]], [[1.0]]], [[0.0], [0.0]], input_names=["a", "b"],
+                            input_domain=([0, 0], [1, 2]))
+    g = Network.from_arrays([[[1.0]]], [[0.0]])
+    s = Network.stack([f, g], names=["f", "g"])
+    assert s.input_names == ("f.a", "f.b", "g.x0") and s.name == "stack(f, g)"
+    assert s.input_domain[0].tolist() == [0, 0, -np.inf]
+    assert s.input_domain[1].tolist() == [1, 2, np.inf]
+    assert Network.stack([g, g]).input_domain is None
+    assert Network.stack([g, g]).input_names == ("0.x0", "1.x0")
+    with pytest.raises(NetworkError, match="no networks"):
+        Network.stack([])
+    with pytest.raises(NetworkError, match="not a Network"):
+        Network.stack([f, "g"])
+    with pytest.raises(NetworkError, match="distinct non-empty"):
+        Network.stack([f, g], names=["f", "f"])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stack_of_two_copies_has_the_product_partition(seed):
+    from reference import brute_force_regions
+
+    from polytrav import Box, traverse
+
+    f = random_net(seed, 2, [4, 3])
+    lo, hi = -np.ones(2), np.ones(2)
+    one = [_bits(np.split(r["code"], [4])) for r in brute_force_regions(f, lo, hi)]
+    run = traverse(Network.stack([f, f]), Box(-np.ones(4), np.ones(4)))
+    got = [_bits(p.code) for p in run]
+    assert run.complete
+    assert len(got) == len(set(got)) == len(one) ** 2
+    # the stack's code: layer 1 of f, layer 1 of g, layer 2 of f, layer 2 of g
+    want = {a[:4] + b[:4] + a[4:] + b[4:] for a in one for b in one}
+    assert set(got) == want
+
+
+def test_stack_bounds_prove_and_refute_relations_between_copies():
+    """LinearProperty in verify mode (CROWN piece bounds, branch and bound) on two copies."""
+    from reference import brute_force_regions
+    from scipy.optimize import linprog
+
+    from polytrav import Box, Polyhedron, analyze
+    from polytrav.plugins.linear_property import LinearProperty
+    from polytrav.vocabulary.results import Verdict
+
+    f = random_net(3, 2, [6, 5])
+    lo, hi = -np.ones(2), np.ones(2)
+    ext = []  # max and min of f over the box, cell by cell
+    for r in brute_force_regions(f, lo, hi):
+        for sign in (1.0, -1.0):
+            res = linprog(-sign * r["W"][0], A_ub=r["A"], b_ub=r["b"], bounds=[(None, None)] * 2)
+            ext.append(r["c"][0] - sign * res.fun)  # the cell's max (sign 1) or min (sign -1)
+    span = max(ext) - min(ext)
+    s = Network.stack([f, f], names=["f", "g"])
+    box = Box(-np.ones(4), np.ones(4))
+    # over the product box, f(x) - f(x') reaches exactly the span
+    held = analyze(s, box, LinearProperty(([[-1.0, 1.0]], [-(span + 1e-3)])))[0]
+    assert held.verdict is Verdict.HOLDS and held.exact
+    hit = analyze(s, box, LinearProperty(([[-1.0, 1.0]], [-(span - 1e-3)])))[0]
+    assert hit.verdict is Verdict.VIOLATED
+    y = s.forward(hit.witness)
+    assert y[0] - y[1] >= span - 1e-3 - 1e-9 and box.contains(hit.witness)
+    # on the diagonal x' = x (equality rows: the affine hull) the copies agree
+    diag = Polyhedron(np.vstack([np.eye(4), -np.eye(4)]), np.ones(8),
+                      A_eq=np.hstack([np.eye(2), -np.eye(2)]), b_eq=np.zeros(2))
+    for C in ([[-1.0, 1.0]], [[1.0, -1.0]]):
+        res = analyze(s, diag, LinearProperty((C, [-1e-6])))[0]
+        assert res.verdict is Verdict.HOLDS and res.exact, C
+    # a shifted diagonal x' = x - 0.2 e_0 (inside the box) does change f somewhere
+    shifted = Polyhedron(np.vstack([np.eye(4), -np.eye(4)]), np.ones(8),
+                         A_eq=np.hstack([np.eye(2), -np.eye(2)]), b_eq=[0.2, 0.0])
+    gap = analyze(s, shifted, LinearProperty(([[1.0, -1.0]], [-1e-3])))[0]  # f(x') - f(x) >= 1e-3
+    grid = np.linspace(-0.8, 1, 200)
+    best = max(f.forward([a - 0.2, b])[0] - f.forward([a, b])[0] for a in grid for b in grid)
+    if best > 2e-3:
+        assert gap.verdict is Verdict.VIOLATED
+        w = gap.witness
+        assert abs(w[2] - (w[0] - 0.2)) < 1e-7 and abs(w[3] - w[1]) < 1e-7
+        y = s.forward(w)
+        assert y[1] - y[0] >= 1e-3 - 1e-7
