@@ -554,13 +554,16 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
 
 def _warm_up(analyses: Sequence[Analysis], chains: dict[str, list]) -> None:
     """Import, before the run's clock starts, the libraries its first solves would import:
-    each chain's first backend, qhull, and cvxpy when an analysis solves subproblems (their
-    first import is most of a first call's time)."""
+    the first backend of the LP chain (the traversal's) and of each form an analysis solves,
+    qhull, and cvxpy when an analysis solves subproblems (their first import is most of a
+    first call's time; a form no analysis uses costs nothing)."""
+    forms = {"lp"} | {a.problem_form for a in analyses if a.problem_form is not None}
     modules = ["scipy.spatial"]
-    for chain in chains.values():
+    for form in sorted(forms):
+        chain = chains.get(form) or []
         if chain:
             modules += list(getattr(chain[0], "required_modules", ()))
-    if any(a.problem_form is not None for a in analyses):
+    if len(forms) > 1 or any(a.problem_form is not None for a in analyses):
         modules.append("cvxpy")
     for name in modules:
         try:
