@@ -530,7 +530,8 @@ def test_onnx_unsupported_op_names_op_and_position(tmp_path):
     path = _dense_graph(tmp_path, "soft.onnx", tail)
     with pytest.raises(
         NetworkError,
-        match=r"'soft\.onnx': unsupported op 'Softmax' \(node 'sm', position 2\); supported ops: "
+        match=r"'soft\.onnx': unsupported op 'Softmax' \(node 'sm', position 2\) is not piecewise "
+        r"linear; supported ops: "
         r".*Conv",
     ):
         load_onnx(path)

@@ -29,12 +29,33 @@ from pathlib import Path
 
 import numpy as np
 
-from polytrav.model.loaders.onnx_ops import (FLOAT_TYPES, HANDLERS, SUPPORTED_OPS,
+from polytrav.model.loaders.onnx_maxpool import max_pool_layers, max_pool_windows
+from polytrav.model.loaders.onnx_ops import (FLOAT_TYPES, HANDLERS as AFFINE_HANDLERS,
                                              UnsupportedUse, as_float64, broadcast_pad)
+from polytrav.model.loaders.onnx_shape_ops import SHAPE_HANDLERS
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError
 
-__all__ = ["load_onnx", "SUPPORTED_OPS"]
+__all__ = ["load_onnx", "SUPPORTED_OPS", "NOT_PIECEWISE_LINEAR"]
+
+HANDLERS = {**AFFINE_HANDLERS, **SHAPE_HANDLERS}
+#: Every op the loader reads (bare ONNX names, default domain), sorted: the affine handlers
+#: (:mod:`~polytrav.model.loaders.onnx_ops`, :mod:`~polytrav.model.loaders.onnx_shape_ops`),
+#: plus those the graph walk treats itself (``MaxPool`` becomes ReLU layers,
+#: :mod:`~polytrav.model.loaders.onnx_maxpool`). An op on this list can still be refused for a
+#: use that is not piecewise linear (``Mul`` of two tensors that depend on the input, ``Div``
+#: by one, ``Cast`` of one to an integer type); the error says why.
+SUPPORTED_OPS = tuple(sorted([*HANDLERS, "Constant", "ConstantOfShape", "MaxPool", "Relu",
+                              "Shape"]))
+#: Ops refused because they are not piecewise linear in their inputs (named in the error).
+NOT_PIECEWISE_LINEAR = frozenset({
+    "Sigmoid", "Softmax", "LogSoftmax", "Tanh", "Exp", "Log", "Pow", "Sqrt", "Reciprocal",
+    "Sin", "Cos", "Erf", "Gelu", "Softplus", "Elu", "Selu", "Celu", "HardSigmoid", "Floor",
+    "Ceil", "Round", "Sign", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
+    "Not", "And", "Or", "Xor", "Where", "ArgMax", "ArgMin", "TopK", "Mod", "ReduceProd",
+    "ReduceL2", "ReduceLogSumExp", "LpNormalization", "LayerNormalization",
+    "InstanceNormalization", "Einsum",
+})
 
 
 # ---------------------------------------------------------------------- the chain walk
@@ -52,6 +73,10 @@ class _Chain:
         self.graph = model.graph
         self.consts = {t.name: self.to_array(t) for t in self.graph.initializer}
         self.dead: set[str] = set()
+        #: the tensors some node reads, and the graph outputs: a node output outside this set
+        #: is dropped (one part of a Split, say) instead of counting as a loose end
+        self.used = {t for node in self.graph.node for t in node.input}
+        self.used.update(v.name for v in self.graph.output)
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
 
@@ -194,8 +219,9 @@ class _Chain:
         where = f"{name} ({op}, position {position})"
         if node.domain not in ("", "ai.onnx") or op not in SUPPORTED_OPS:
             domain = f" of domain {node.domain!r}" if node.domain not in ("", "ai.onnx") else ""
+            why = " is not piecewise linear" if op in NOT_PIECEWISE_LINEAR and not domain else ""
             raise self.fail(
-                f"unsupported op {op!r}{domain} ({name}, position {position}); "
+                f"unsupported op {op!r}{domain} ({name}, position {position}){why}; "
                 f"supported ops: {', '.join(SUPPORTED_OPS)}"
             )
         args = self.resolve(node, where)
@@ -210,6 +236,12 @@ class _Chain:
         outputs = list(node.output)
         if op == "Constant":
             self.consts[outputs[0]] = self.constant(attrs)
+        elif op == "ConstantOfShape":
+            if chain:
+                raise UnsupportedUse("its shape input depends on the inputs; it must be constant")
+            value = np.asarray(attrs.get("value", np.zeros(1, dtype=np.float32)))
+            dims = [int(d) for d in np.asarray(args[0]).reshape(-1)]
+            self.consts[outputs[0]] = np.full(dims, value.reshape(-1)[0], dtype=value.dtype)
         elif op == "Shape":
             shape = np.array(
                 self.live[names[0]][0].shape[1:] if chain else np.shape(args[0]), dtype=np.int64
@@ -222,29 +254,60 @@ class _Chain:
                 dtype = self.onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
                 self.consts[outputs[0]] = np.asarray(args[0]).astype(dtype)
             else:
-                f = HANDLERS[op](attrs, args, 0)
-                self.consts[outputs[0]] = f(np.asarray(args[0])[None], True)[0]
+                for out, f in zip(outputs, self.handler(op, attrs, args, 0, outputs)):
+                    self.consts[out] = f(np.asarray(args[0])[None], True)[0]
         else:
-            if op == "Relu":
+            results = None
+            if op in ("Relu", "MaxPool"):
                 if len(self.live) > 1:
                     raise self.fail(
-                        f"{where}: a Relu while {len(self.live)} tensors depend on the inputs "
+                        f"{where}: a {op} while {len(self.live)} tensors depend on the inputs "
                         f"({list(self.live)}); combine the inputs (Concat, Add, Sub) before "
-                        "the first Relu"
+                        f"the first {op}"
                     )
-                self.close_layer()
-                C, J = self.live[names[0]]
+                if op == "Relu":
+                    self.close_layer()
+                    results = [self.live[names[0]]]
+                else:
+                    results = [self.max_pool(attrs, names[0], outputs)]
             elif len(chain) > 1:
-                C, J = self.combine(op, attrs, args, names, where)
+                results = [self.combine(op, attrs, args, names, where)]
             else:
-                f = HANDLERS[op](attrs, args, chain[0])
                 C, J = self.live[names[0]]
-                C, J = f(C, True), f(J, False)
+                results = [(f(C, True), f(J, False))
+                           for f in self.handler(op, attrs, args, chain[0], outputs)]
             for name in names:
                 del self.live[name]
                 self.dead.add(name)
-            self.live[outputs[0]] = (C, J)
-            self.dead.update(outputs[1:])
+            for out, (C, J) in zip(outputs, results):
+                if out in self.used:
+                    self.live[out] = (C, J)
+                else:  # an output nobody reads (one part of a Split, Dropout's mask)
+                    self.dead.add(out)
+            self.dead.update(outputs[len(results):])
+
+    @staticmethod
+    def handler(op: str, attrs: dict, args: list, i: int, outputs: list[str]) -> list:
+        """The op's map per output (one for every op but ``Split``)."""
+        if op == "Split":
+            return SHAPE_HANDLERS["Split"](attrs, args, i, len(outputs))
+        return [HANDLERS[op](attrs, args, i)]
+
+    def max_pool(self, attrs: dict, name: str, outputs: list[str]):
+        """Close the current map into the ReLU layers of a ``MaxPool``; the pooled (C, J)."""
+        if len(outputs) > 1 and outputs[1] in self.used:
+            raise UnsupportedUse("its second output (Indices) is not piecewise linear")
+        C, J = self.live[name]
+        out_dims, windows = max_pool_windows(attrs, C.shape[1:])
+        n = J.shape[0]
+        layers, Vm, vc = max_pool_layers(
+            J.reshape(n, -1).T, C.reshape(-1), bool(self.weights), windows
+        )
+        for W, b in layers:
+            self.weights.append(W)
+            self.biases.append(b)
+        n = Vm.shape[1]
+        return vc.reshape(1, *out_dims), Vm.T.reshape(n, *out_dims)
 
     def run(self, name: str) -> Network:
         try:
@@ -268,6 +331,10 @@ class _Chain:
         outputs = [v.name for v in self.graph.output]
         if len(outputs) != 1:
             raise self.fail(f"expected exactly one output, found {outputs}")
+        if outputs[0] in self.consts and self.live:  # a constant output (e.g. a Shape)
+            value = as_float64(self.consts[outputs[0]]).reshape(-1)
+            n = next(iter(self.live.values()))[1].shape[0]
+            self.live = {outputs[0]: (value.reshape(1, -1), np.zeros((n, value.size)))}
         if outputs[0] not in self.live:
             ends = ", ".join(repr(v) for v in self.live)
             raise self.fail(
