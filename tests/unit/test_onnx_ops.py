@@ -161,6 +161,11 @@ CASES = {
          node("AveragePool", ["bn"], ["ap"], kernel_shape=[2, 2]),
          node("GlobalAveragePool", ["ap"], ["y"])], [("x", [1, 2, 3, 3])], 13),
     "relu": ([node("Relu", ["x"], ["y"])], [("x", [4])], 13),
+    "residual_maxpool": (  # the Conv output crosses the Relu and both max-tree layers
+        [_const("W", _r(2, 1, 2, 2)), node("Conv", ["x", "W"], ["c"], pads=[0, 0, 1, 1]),
+         node("Relu", ["c"], ["r"]),
+         node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], pads=[0, 0, 1, 1]),
+         node("Sub", ["p", "c"], ["y"])], [("x", [1, 1, 3, 3])], 13),
 }
 
 
@@ -186,6 +191,21 @@ def test_every_supported_op_is_exercised():
     assert set(SUPPORTED_OPS) <= used, f"listed but never loaded: {set(SUPPORTED_OPS) - used}"
     assert list(SUPPORTED_OPS) == sorted(set(SUPPORTED_OPS))
     assert all(op.isidentifier() and " " not in op for op in SUPPORTED_OPS)
+
+
+def test_several_outputs_and_hidden_tensors(tmp_path):
+    """Graph outputs, then requested intermediate tensors, flattened and concatenated."""
+    nodes = [_const("two", 2.0), node("Mul", ["x", "two"], ["h"]), node("Relu", ["h"], ["r"]),
+             _const("ten", 10.0), node("Add", ["x", "ten"], ["y2"]),
+             node("Add", ["r", "two"], ["y1"])]
+    inputs = [("x", [2])]
+    net = load_onnx(_save(tmp_path / "two.onnx", nodes, inputs, outputs=("y1", "y2")),
+                    extra_outputs=["h", "r"])
+    full = _save(tmp_path / "full.onnx", nodes, inputs, outputs=("y1", "y2", "h", "r"))
+    for x in rng.normal(size=(N_SAMPLES, 2)):
+        np.testing.assert_allclose(net.forward(x), _ort(full, inputs, x), rtol=ORT_RTOL)
+    with pytest.raises(NetworkError, match=r"output 'nowhere' is not produced by any node"):
+        load_onnx(tmp_path / "two.onnx", extra_outputs=["nowhere"])
 
 
 def test_shape_as_output_is_a_constant_network(tmp_path):
@@ -246,6 +266,10 @@ REFUSED = {
               r"unsupported op 'Equal' \(node 'eq', position 1\)"),
     "mul_of_two_inputs": ([node("Mul", ["x", "x"], ["y"], name="xx")],
                           r"node 'xx' \(Mul, position 0\) uses the chain tensor in 2 inputs"),
+    "div_of_two_inputs": ([_ints("s", [0]), _ints("e", [1]), node("Slice", ["x", "s", "e"], ["a"]),
+                           node("Neg", ["x"], ["b"]), node("Div", ["a", "b"], ["y"], name="q")],
+                          r"node 'q' \(Div, position 4\) combines 2 tensors that depend on the "
+                          r"inputs \(\['a', 'b'\]\) is not piecewise linear"),
     "div_by_input": ([_const("k", 1.0), node("Div", ["k", "x"], ["y"], name="inv")],
                      r"node 'inv' \(Div, position 1\): divides a constant by the chain tensor"),
     "cast_to_int64": ([node("Cast", ["x"], ["i"], to=TensorProto.INT64, name="c"),
