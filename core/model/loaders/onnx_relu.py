@@ -91,6 +91,28 @@ def max_pool_windows(attrs: dict, dims: tuple) -> tuple[tuple[int, ...], list[li
     return out_dims, windows
 
 
+class _Sparse:
+    """A matrix with at most ``k`` entries per row: column indices and coefficients."""
+
+    def __init__(self, n_rows: int, k: int):
+        self.index = np.zeros((n_rows, k), dtype=np.int64)
+        self.coef = np.zeros((n_rows, k))
+
+    def __len__(self) -> int:
+        return len(self.coef)
+
+    def set(self, row: int, columns: list[int], coefs: list[float]) -> None:
+        self.index[row, : len(columns)] = columns
+        self.coef[row, : len(coefs)] = coefs
+
+    def __matmul__(self, X: np.ndarray) -> np.ndarray:
+        """``self @ X`` for a matrix or vector ``X``."""
+        out = np.zeros((len(self),) + X.shape[1:])
+        for j in range(self.coef.shape[1]):  # one term per row at a time
+            out += self.coef[:, j].reshape((-1,) + (1,) * (X.ndim - 1)) * X[self.index[:, j]]
+        return out
+
+
 def max_pool_levels(nonneg: np.ndarray, windows: list[list[int]]):
     """The levels of the max trees of ``windows`` over a vector ``v``.
 
@@ -104,9 +126,9 @@ def max_pool_levels(nonneg: np.ndarray, windows: list[list[int]]):
     Returns
     -------
     levels : list of (R, P)
-        Per ReLU layer, the rows ``R`` ``(units, len(v))`` of its pre-activation over the
-        current ``v``, and the map ``P`` ``(len(v'), units)`` from its outputs to the next
-        ``v``. None if every window has one cell.
+        Per ReLU layer, the rows ``R`` (units by ``len(v)``, sparse) of its pre-activation
+        over the current ``v``, and the map ``P`` (``len(v')`` by units, sparse) from its
+        outputs to the next ``v``. None if every window has one cell.
     final : list of int
         Per output cell, its index in the last ``v``.
     """
@@ -139,16 +161,15 @@ def max_pool_levels(nonneg: np.ndarray, windows: list[list[int]]):
             if len(w) % 2:
                 out.append(value(("pass", w[-1]), passed(w[-1]), bool(nonneg[w[-1]])))
             next_lists.append(out)
-        R = np.zeros((len(rows), len(nonneg)))
+        R = _Sparse(len(rows), 2)
         for key, r in rows.items():
             if key[0] == "d":
-                R[r, key[1]], R[r, key[2]] = 1.0, -1.0
+                R.set(r, [key[1], key[2]], [1.0, -1.0])
             else:
-                R[r, key[1]] = 1.0 if key[0] == "p" else -1.0
-        P = np.zeros((len(exprs), len(rows)))
+                R.set(r, [key[1]], [1.0 if key[0] == "p" else -1.0])
+        P = _Sparse(len(exprs), 3)
         for v, terms in enumerate(exprs):
-            for c, r in terms:
-                P[v, r] += c
+            P.set(v, [r for _, r in terms], [c for c, _ in terms])
         levels.append((R, P))
         nonneg = np.array(new_nonneg, dtype=bool)
         lists = next_lists
@@ -223,8 +244,8 @@ def max_pool_map(live: dict, weights: list, biases: list, C, J, attrs: dict):
     )
     for R, P in levels:
         width, unit = relu_layer(live, weights, biases, R @ V, R @ v)
-        V = np.zeros((len(P), width))
-        np.add.at(V.T, unit, P.T)  # P's columns onto the op's (possibly shared) units
+        V = np.zeros((len(P), width))  # P's columns onto the op's (possibly shared) units
+        np.add.at(V, (np.arange(len(P))[:, None], unit[P.index]), P.coef)
         v = np.zeros(len(P))
     V, v = V[final], v[final]
     return v.reshape(1, *out_dims), V.T.reshape(V.shape[1], *out_dims)
