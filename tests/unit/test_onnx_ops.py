@@ -208,6 +208,14 @@ def test_several_outputs_and_hidden_tensors(tmp_path):
         load_onnx(tmp_path / "two.onnx", extra_outputs=["nowhere"])
 
 
+def test_maxpool_of_a_constant_is_folded(tmp_path):
+    k = np.arange(8.0).reshape(1, 1, 2, 4)[..., ::-1].copy()
+    nodes = [_const("k", k), node("MaxPool", ["k"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("Add", ["x", "p"], ["y"])]
+    net = load_onnx(_save(tmp_path / "kp.onnx", nodes, [("x", [1, 1, 1, 2])]))
+    np.testing.assert_array_equal(net.forward(np.zeros(2)), [7.0, 5.0])
+
+
 def test_shape_as_output_is_a_constant_network(tmp_path):
     path = _save(tmp_path / "shape.onnx", [node("Shape", ["x"], ["y"])], [("x", [2, 3])],
                  out_type=TensorProto.INT64)

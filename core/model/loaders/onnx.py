@@ -35,7 +35,7 @@ import numpy as np
 
 from polytrav.model.loaders.onnx_ops import FLOAT_TYPES, UnsupportedUse, as_float64, broadcast_pad
 from polytrav.model.loaders.onnx_registry import NOT_PIECEWISE_LINEAR, SUPPORTED_OPS, op_maps
-from polytrav.model.loaders.onnx_relu import max_pool_map, relu_map
+from polytrav.model.loaders.onnx_relu import max_pool_map, max_pool_windows, relu_map
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError
 
@@ -237,6 +237,10 @@ class _Chain:
             elif op == "Cast":
                 dtype = self.onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
                 self.consts[outputs[0]] = np.asarray(args[0]).astype(dtype)
+            elif op == "MaxPool":
+                dims, windows = max_pool_windows(attrs, np.shape(args[0]))
+                flat = np.asarray(args[0]).reshape(-1)
+                self.consts[outputs[0]] = np.array([flat[w].max() for w in windows]).reshape(dims)
             else:
                 for out, f in zip(outputs, op_maps(op, attrs, args, 0, len(outputs))):
                     self.consts[out] = f(np.asarray(args[0])[None], True)[0]
@@ -318,11 +322,12 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = ()) -> Net
         Its output is every graph output, then every extra output, each flattened in
         row-major order and concatenated. Named after the file stem, with ``input_shape``
         the model input shape without its batch dimension (a leading symbolic or size-1
-        dimension). A model with several inputs takes them as one flat vector in the graph's input order, ``input_shape`` ``(n,)``, and gets
-        ``input_names``: each one-element input's name, or ``name[k]`` for the elements of a
-        larger one. A single input gets ``input_names`` only if it has one element: a tensor
-        name such as ``input`` names no coordinate, and ``input[2]`` would say no more than
-        the default label ``x_2``.
+        dimension). A model with several inputs takes them as one flat vector in the
+        graph's input order, ``input_shape`` ``(n,)``, and gets ``input_names``: each
+        one-element input's name, or ``name[k]`` for the elements of a larger one. A single
+        input gets ``input_names`` only if it has one element: a tensor name such as
+        ``input`` names no coordinate, and ``input[2]`` would say no more than the default
+        label ``x_2``.
 
     Raises
     ------
