@@ -530,13 +530,15 @@ def test_onnx_unsupported_op_names_op_and_position(tmp_path):
     path = _dense_graph(tmp_path, "soft.onnx", tail)
     with pytest.raises(
         NetworkError,
-        match=r"'soft\.onnx': unsupported op 'Softmax' \(node 'sm', position 2\); supported ops: "
+        match=r"'soft\.onnx': unsupported op 'Softmax' \(node 'sm', position 2\) is not piecewise "
+        r"linear; supported ops: "
         r".*Conv",
     ):
         load_onnx(path)
 
 
-def test_onnx_branching_graph_is_refused(tmp_path):
+def test_onnx_skip_connection_crosses_the_relu_layer(tmp_path):
+    """A tensor read after a Relu it does not go through crosses it as relu(v) - relu(-v)."""
     pytest.importorskip("onnx")
     from onnx import helper
 
@@ -546,10 +548,11 @@ def test_onnx_branching_graph_is_refused(tmp_path):
         helper.make_node("Relu", ["h"], ["r"]),
         helper.make_node("Add", ["r", "h"], ["y"], name="skip"),
     ]
-    with pytest.raises(
-        NetworkError, match=r"node 'skip' \(Add, position 2\) reads tensor 'h'.*single chain"
-    ):
-        load_onnx(_dense_graph(tmp_path, "skip.onnx", tail))
+    path = _dense_graph(tmp_path, "skip.onnx", tail)
+    net = load_onnx(path)
+    assert [W.shape[0] for W in net.weights] == [2 + 2, 2]  # relu(h) (shared), relu(-h)
+    X = np.random.default_rng(SEED).normal(size=(16, 3)).astype(np.float32)
+    assert _max_rel_err(net.forward(X.astype(np.float64)), _ort_forward(path, net, X)) <= ORT_RTOL
     tail = [helper.make_node("Mul", ["h", "h"], ["y"], name="square")]
     with pytest.raises(
         NetworkError, match=r"node 'square' \(Mul, position 1\) uses the chain tensor in 2 inputs"
@@ -795,8 +798,9 @@ def test_onnx_several_inputs_become_one_vector_with_their_names(tmp_path):
     np.testing.assert_allclose(net.forward(X), y, rtol=1e-5, atol=1e-5)
 
 
-def test_onnx_several_inputs_refused_unless_combined_before_relu(tmp_path):
+def test_onnx_several_inputs_combined_after_relu_or_refused(tmp_path):
     pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
     from onnx import helper
 
     from polytrav.model.loaders.onnx import load_onnx
@@ -806,8 +810,10 @@ def test_onnx_several_inputs_refused_unless_combined_before_relu(tmp_path):
     late = _several_inputs(tmp_path, "late.onnx",
                            [node("Relu", ["a"], ["r"]), node("Add", ["r", "c"], ["y"])],
                            inputs, [])
-    with pytest.raises(NetworkError, match=r"a Relu while 2 tensors depend on the inputs"):
-        load_onnx(late)
+    net = load_onnx(late)  # c crosses the Relu layer unchanged
+    X = np.random.default_rng(SEED).normal(size=(9, 4)).astype(np.float32)
+    y = ort.InferenceSession(str(late)).run(None, {"a": X[:, :2], "c": X[:, 2:]})[0]
+    np.testing.assert_allclose(net.forward(X), y, rtol=1e-5, atol=1e-5)
     product = _several_inputs(tmp_path, "product.onnx", [node("Mul", ["a", "c"], ["y"])],
                               inputs, [])
     with pytest.raises(NetworkError, match=r"combines 2 tensors .* only Concat, Add and Sub"):

@@ -1,40 +1,45 @@
-"""Reader for ONNX models that are a single chain of affine ops and ReLUs.
+"""Reader for ONNX models made of affine ops, ReLUs and max pools.
 
-The graph is walked in node order from its non-constant input to its output and evaluated
-symbolically in float64. The tensor on the chain is kept as an affine function of the flattened
-layer input, ``t = J z + c``: an offset tensor ``c`` (shape ``(1, *shape)``) and one tensor per
-input coordinate, the columns of ``J`` (shape ``(n_in, *shape)``). Every supported op except
-``Relu`` is affine, so applying it to ``c`` with its constant term and to the columns of ``J``
-without it gives the exact affine map of a whole run of ops. A ``Relu`` turns the current map
-into a layer ``(W, b)`` and restarts from the identity; whatever follows the last ``Relu``
-becomes the output layer (the identity if the model ends in ``Relu``).
+The graph is walked in node order from its non-constant inputs to its outputs and evaluated
+symbolically in float64. Every tensor still needed is kept as an affine function of the
+flattened layer input, ``t = J z + c``: an offset tensor ``c`` (shape ``(1, *shape)``) and one
+tensor per input coordinate, the columns of ``J`` (shape ``(n_in, *shape)``). Every supported
+op except ``Relu`` and ``MaxPool`` is affine, so applying it to ``c`` with its constant term and
+to the columns of ``J`` without it gives the exact affine map of a whole run of ops. A ``Relu``
+(or a level of a ``MaxPool``) ends the stretch with a layer ``(W, b)``; every other tensor still
+needed (a branch, a skip connection, a second output) crosses that layer exactly as
+``relu(v) - relu(-v)`` (:mod:`polytrav.model.loaders.onnx_relu`). The output layer stacks the
+graph's outputs, flattened, in order (the identity if the model ends in ``Relu``).
 
 Shapes are ONNX shapes with the batch dimension set to 1. Constant subgraphs (``Constant``,
-``Shape`` of the chain tensor, ``Gather``, ``Concat``, ``Cast`` ...) are folded.
+``ConstantOfShape``, ``Shape`` of a tensor, ``Gather``, ``Concat``, ``Cast`` ...) are folded;
+an output that is constant gets zero weights.
 
-A model may also have several inputs (e.g. one scalar per physical quantity), as long as they
-are combined by ``Concat``, ``Add`` or ``Sub`` before the first ``Relu``: they become consecutive
-blocks of one flat input vector, in the graph's input order, and their names become the
-network's ``input_names``.
+A model may have several inputs (e.g. one scalar per physical quantity): they become
+consecutive blocks of one flat input vector, in the graph's input order, and their names
+become the network's ``input_names``.
 
 The ops themselves (each an affine map on the offset and the columns) are in
-:mod:`polytrav.model.loaders.onnx_ops`; this module walks the graph and builds the layers.
+:mod:`polytrav.model.loaders.onnx_ops` and :mod:`polytrav.model.loaders.onnx_shape_ops`,
+listed in :mod:`polytrav.model.loaders.onnx_registry`; this module walks the graph.
 """
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
 
 import numpy as np
 
-from polytrav.model.loaders.onnx_ops import (FLOAT_TYPES, HANDLERS, SUPPORTED_OPS,
-                                             UnsupportedUse, as_float64, broadcast_pad)
+from polytrav.model.loaders.onnx_ops import FLOAT_TYPES, UnsupportedUse, as_float64, broadcast_pad
+from polytrav.model.loaders.onnx_registry import NOT_PIECEWISE_LINEAR, SUPPORTED_OPS, op_maps
+from polytrav.model.loaders.onnx_relu import max_pool_map, max_pool_windows, relu_map
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError
 
-__all__ = ["load_onnx", "SUPPORTED_OPS"]
+__all__ = ["load_onnx", "SUPPORTED_OPS", "NOT_PIECEWISE_LINEAR"]
 
 
 # ---------------------------------------------------------------------- the chain walk
@@ -45,13 +50,20 @@ def _node_label(node) -> str:
 class _Chain:
     """Walks one ONNX graph and collects its layers."""
 
-    def __init__(self, onnx, model, label: str):
+    def __init__(self, onnx, model, label: str, extra_outputs=()):
         from onnx import numpy_helper
 
         self.onnx, self.to_array, self.label = onnx, numpy_helper.to_array, label
         self.graph = model.graph
         self.consts = {t.name: self.to_array(t) for t in self.graph.initializer}
-        self.dead: set[str] = set()
+        #: the network's outputs: the graph's, then the requested intermediate tensors
+        self.outputs = [v.name for v in self.graph.output] + list(extra_outputs)
+        #: per tensor, how many reads are still to come (an output counts as one): a tensor
+        #: leaves ``live`` after its last read; a node output nobody reads (one part of a
+        #: Split, Dropout's mask) is never kept
+        self.uses: dict[str, int] = {}
+        for t in [t for node in self.graph.node for t in node.input] + self.outputs:
+            self.uses[t] = self.uses.get(t, 0) + 1
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
 
@@ -107,25 +119,21 @@ class _Chain:
             self.live[name] = (np.zeros((1, *dims)), eye[:, offset:offset + size].reshape(n, *dims))
             names += [name] if size == 1 else [f"{name}[{k}]" for k in range(size)]
             offset += size
+        self.n_inputs = n
+        unused = [name for name in self.live if not self.uses.get(name)]
+        if unused:
+            raise self.fail(
+                f"tensors {unused} depend on the inputs but do not reach the outputs "
+                f"{self.outputs}; every input must flow into an output"
+            )
         if not several:
             self.input_names = tuple(names) if n == 1 else None
             return parts[0][2]
         self.input_names = tuple(names)
         return (n,)
 
-    def close_layer(self) -> None:
-        ((C, J),) = self.live.values()
-        n_in = J.shape[0]
-        self.weights.append(J.reshape(n_in, -1).T.copy())
-        self.biases.append(C.reshape(-1).copy())
-        shape = C.shape[1:]
-        n = math.prod(shape)
-        self.live = {name: (np.zeros((1, *shape)), np.eye(n).reshape(n, *shape))
-                     for name in self.live}
-
-    def combine(self, op: str, attrs: dict, args: list, names: list[str], where: str):
+    def combine(self, op: str, attrs: dict, args: list, maps: list, names: list, where: str):
         """``Concat``, ``Add`` or ``Sub`` of several tensors on the chains: the new (C, J)."""
-        maps = [self.live[name] for name in names]
         if op == "Concat":
             out = []
             for k, bias in ((0, True), (1, False)):
@@ -149,9 +157,10 @@ class _Chain:
                 X, Y = broadcast_pad(X, shape), broadcast_pad(Y, shape)
                 out.append(X + Y if op == "Add" else X - Y)
             return tuple(out)
+        why = " is not piecewise linear;" if op in ("Mul", "Div") else ""
         raise self.fail(
-            f"{where} combines {len(names)} tensors that depend on the inputs ({names}); only "
-            "Concat, Add and Sub may combine them"
+            f"{where} combines {len(names)} tensors that depend on the inputs ({names}){why} "
+            "only Concat, Add and Sub may combine them"
         )
 
     def resolve(self, node, where: str) -> list:
@@ -164,11 +173,6 @@ class _Chain:
                 args.append(self.consts[name])
             elif name in self.live:
                 args.append(...)
-            elif name in self.dead:
-                raise self.fail(
-                    f"{where} reads tensor {name!r}, which is not on the single chain from input "
-                    "to output; branches and skip connections are not supported"
-                )
             else:
                 raise self.fail(f"{where} reads tensor {name!r}, which no earlier node produces")
         return args
@@ -194,8 +198,9 @@ class _Chain:
         where = f"{name} ({op}, position {position})"
         if node.domain not in ("", "ai.onnx") or op not in SUPPORTED_OPS:
             domain = f" of domain {node.domain!r}" if node.domain not in ("", "ai.onnx") else ""
+            why = " is not piecewise linear" if op in NOT_PIECEWISE_LINEAR and not domain else ""
             raise self.fail(
-                f"unsupported op {op!r}{domain} ({name}, position {position}); "
+                f"unsupported op {op!r}{domain} ({name}, position {position}){why}; "
                 f"supported ops: {', '.join(SUPPORTED_OPS)}"
             )
         args = self.resolve(node, where)
@@ -208,11 +213,22 @@ class _Chain:
                 "non-constant input are supported"
             )
         outputs = list(node.output)
+        maps = [self.live[name] for name in names]
+        for name in names:  # the last read of a tensor removes it
+            self.uses[name] -= 1
+            if not self.uses[name]:
+                del self.live[name]
         if op == "Constant":
             self.consts[outputs[0]] = self.constant(attrs)
+        elif op == "ConstantOfShape":
+            if chain:
+                raise UnsupportedUse("its shape input depends on the inputs; it must be constant")
+            value = np.asarray(attrs.get("value", np.zeros(1, dtype=np.float32)))
+            dims = [int(d) for d in np.asarray(args[0]).reshape(-1)]
+            self.consts[outputs[0]] = np.full(dims, value.reshape(-1)[0], dtype=value.dtype)
         elif op == "Shape":
             shape = np.array(
-                self.live[names[0]][0].shape[1:] if chain else np.shape(args[0]), dtype=np.int64
+                maps[0][0].shape[1:] if chain else np.shape(args[0]), dtype=np.int64
             )
             self.consts[outputs[0]] = shape[attrs.get("start", 0) : attrs.get("end", len(shape))]
         elif not chain:  # fold a constant subgraph
@@ -221,30 +237,29 @@ class _Chain:
             elif op == "Cast":
                 dtype = self.onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
                 self.consts[outputs[0]] = np.asarray(args[0]).astype(dtype)
+            elif op == "MaxPool":
+                dims, windows = max_pool_windows(attrs, np.shape(args[0]))
+                flat = np.asarray(args[0]).reshape(-1)
+                self.consts[outputs[0]] = np.array([flat[w].max() for w in windows]).reshape(dims)
             else:
-                f = HANDLERS[op](attrs, args, 0)
-                self.consts[outputs[0]] = f(np.asarray(args[0])[None], True)[0]
+                for out, f in zip(outputs, op_maps(op, attrs, args, 0, len(outputs))):
+                    self.consts[out] = f(np.asarray(args[0])[None], True)[0]
         else:
             if op == "Relu":
-                if len(self.live) > 1:
-                    raise self.fail(
-                        f"{where}: a Relu while {len(self.live)} tensors depend on the inputs "
-                        f"({list(self.live)}); combine the inputs (Concat, Add, Sub) before "
-                        "the first Relu"
-                    )
-                self.close_layer()
-                C, J = self.live[names[0]]
+                results = [relu_map(self.live, self.weights, self.biases, *maps[0])]
+            elif op == "MaxPool":
+                if len(outputs) > 1 and self.uses.get(outputs[1]):
+                    raise UnsupportedUse("its second output (Indices) is not piecewise linear")
+                results = [max_pool_map(self.live, self.weights, self.biases, *maps[0], attrs)]
             elif len(chain) > 1:
-                C, J = self.combine(op, attrs, args, names, where)
+                results = [self.combine(op, attrs, args, maps, names, where)]
             else:
-                f = HANDLERS[op](attrs, args, chain[0])
-                C, J = self.live[names[0]]
-                C, J = f(C, True), f(J, False)
-            for name in names:
-                del self.live[name]
-                self.dead.add(name)
-            self.live[outputs[0]] = (C, J)
-            self.dead.update(outputs[1:])
+                C, J = maps[0]
+                results = [(f(C, True), f(J, False))
+                           for f in op_maps(op, attrs, args, chain[0], len(outputs))]
+            for out, (C, J) in zip(outputs, results):
+                if self.uses.get(out):
+                    self.live[out] = (C, J)
 
     def run(self, name: str) -> Network:
         try:
@@ -265,24 +280,20 @@ class _Chain:
                     ) from exc
         except MemoryError as exc:
             raise self.fail("the model is too large to convert to dense affine maps") from exc
-        outputs = [v.name for v in self.graph.output]
-        if len(outputs) != 1:
-            raise self.fail(f"expected exactly one output, found {outputs}")
-        if outputs[0] not in self.live:
-            ends = ", ".join(repr(v) for v in self.live)
-            raise self.fail(
-                f"output {outputs[0]!r} is not the end of the chain from the input (which ends at "
-                f"{ends}); the graph branches or the output does not depend on the input"
-            )
-        if len(self.live) > 1:
-            unused = [v for v in self.live if v != outputs[0]]
-            raise self.fail(
-                f"tensors {unused} depend on the inputs but do not reach output {outputs[0]!r}; "
-                "every input must flow into the output"
-            )
-        C, J = self.live[outputs[0]]
-        self.weights.append(J.reshape(J.shape[0], -1).T.copy())
-        self.biases.append(C.reshape(-1).copy())
+        n_z = len(self.biases[-1]) if self.biases else self.n_inputs
+        rows, offsets = [], []
+        for out in self.outputs:
+            if out in self.live:
+                T, t = self.live[out][1].reshape(n_z, -1).T, self.live[out][0].reshape(-1)
+            elif out in self.consts:  # a constant output (a Shape, say)
+                t = as_float64(self.consts[out]).reshape(-1)
+                T = np.zeros((len(t), n_z))
+            else:
+                raise self.fail(f"output {out!r} is not produced by any node of the graph")
+            rows.append(T)
+            offsets.append(t)
+        self.weights.append(np.vstack(rows))
+        self.biases.append(np.concatenate(offsets))
         try:
             return Network(self.weights, self.biases, input_shape=input_shape, name=name,
                            input_names=self.input_names)
@@ -290,35 +301,40 @@ class _Chain:
             raise self.fail(str(exc)) from exc
 
 
-def load_onnx(path: str | PathLike) -> Network:
-    """Load an ONNX model that is a chain of affine ops and ReLUs (needs ``polytrav[onnx]``).
+def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = ()) -> Network:
+    """Load an ONNX model of affine ops, ReLUs and max pools (needs ``polytrav[onnx]``).
 
     Every maximal run of affine ops is composed into one affine map in float64; each ``Relu``
-    ends a layer. A model that ends in ``Relu`` gets an identity output layer, so the network
-    computes exactly what the file computes.
+    ends a layer, each ``MaxPool`` adds exact ReLU layers. A model that ends in ``Relu`` gets
+    an identity output layer, so the network computes exactly what the file computes.
 
     Parameters
     ----------
     path : str or path-like
         The ``.onnx`` file.
+    extra_outputs : sequence of str, optional
+        Names of intermediate tensors to output too (VNN-LIB hidden nodes), after the graph's
+        outputs.
 
     Returns
     -------
     Network
-        Named after the file stem, with ``input_shape`` the model input shape without its
-        batch dimension (a leading symbolic or size-1 dimension). A model with several inputs
-        (combined by ``Concat``, ``Add`` or ``Sub`` before the first ``Relu``) takes them as one
-        flat vector in the graph's input order, ``input_shape`` ``(n,)``, and gets
-        ``input_names``: each one-element input's name, or ``name[k]`` for the elements of a
-        larger one. A single input gets ``input_names`` only if it has one element: a tensor
-        name such as ``input`` names no coordinate, and ``input[2]`` would say no more than
-        the default label ``x_2``.
+        Its output is every graph output, then every extra output, each flattened in
+        row-major order and concatenated. Named after the file stem, with ``input_shape``
+        the model input shape without its batch dimension (a leading symbolic or size-1
+        dimension). A model with several inputs takes them as one flat vector in the
+        graph's input order, ``input_shape`` ``(n,)``, and gets ``input_names``: each
+        one-element input's name, or ``name[k]`` for the elements of a larger one. A single
+        input gets ``input_names`` only if it has one element: a tensor name such as
+        ``input`` names no coordinate, and ``input[2]`` would say no more than the default
+        label ``x_2``.
 
     Raises
     ------
     NetworkError
         If the file is corrupt or truncated, uses an op outside :data:`SUPPORTED_OPS` (the
-        message names the op, the node and its position), or is not a single chain.
+        message names the op, the node and its position), uses one in a way that is not
+        piecewise linear (the message says which), or names an output no node produces.
     ImportError
         If the ``onnx`` package is missing.
 
@@ -358,7 +374,7 @@ def load_onnx(path: str | PathLike) -> Network:
             "corrupt, or not an ONNX model"
         ) from exc
     try:
-        chain = _Chain(onnx, model, label)
+        chain = _Chain(onnx, model, label, extra_outputs)
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise NetworkError(f"{label}: malformed initializer ({type(exc).__name__}: {exc})") from exc
     return chain.run(path.stem)

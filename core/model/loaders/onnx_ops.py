@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-__all__ = ["HANDLERS", "SUPPORTED_OPS", "FLOAT_TYPES", "UnsupportedUse", "as_float64",
+__all__ = ["HANDLERS", "FLOAT_TYPES", "UnsupportedUse", "as_float64", "resolve_pads",
            "broadcast_pad"]
 
 
@@ -69,8 +69,12 @@ def _identity(attrs, args, i):
 
 
 def _cast(attrs, args, i):
-    if attrs.get("to") not in (1, 10, 11, 16):  # float, float16, double, bfloat16
-        raise UnsupportedUse(f"casts the chain tensor to non-float type {attrs.get('to')}")
+    if attrs.get("to") not in FLOAT_TYPES:
+        raise UnsupportedUse(
+            f"casts the chain tensor to {_TYPE_NAMES.get(attrs.get('to'), attrs.get('to'))}, "
+            "not a float type; "
+            "rounding to an integer or bool is a step function, not piecewise linear"
+        )
     return _identity(attrs, args, i)
 
 
@@ -211,7 +215,7 @@ def _gemm(attrs, args, i):
 
 
 # ---------------------------------------------------------------------- convolution and pooling
-def _pads(attrs, size, kernel, strides, dilations) -> list[int]:
+def resolve_pads(attrs, size, kernel, strides, dilations) -> list[int]:
     """Begin/end padding ``[h0, w0, h1, w1]``, resolving ``auto_pad``."""
     auto = attrs.get("auto_pad", "NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
@@ -273,6 +277,13 @@ def _conv(attrs, args, i):
     if i != 0:
         raise UnsupportedUse("the chain tensor must be the data input, with constant weights")
     W = as_float64(args[1])
+    if W.ndim == 3:  # 1-D: a 2-D convolution over a height of 1
+        pads = list(attrs.get("pads", [0, 0]))
+        flat = {**attrs, "strides": [1, *attrs.get("strides", [1])],
+                "dilations": [1, *attrs.get("dilations", [1])], "pads": [0, pads[0], 0, pads[1]]}
+        flat.pop("kernel_shape", None)
+        inner = _conv(flat, [args[0], W[:, :, None, :], *args[2:]], i)
+        return lambda X, bias: inner(X[..., None, :], bias)[..., 0, :]
     B = as_float64(args[2]) if len(args) > 2 and args[2] is not None else None
     if W.ndim != 4:
         raise UnsupportedUse(f"only 2-D convolution is supported (weights shape {W.shape})")
@@ -281,7 +292,7 @@ def _conv(attrs, args, i):
 
     def f(X, bias):
         Xb = _spatial(X, "convolution")
-        pads = _pads(attrs, Xb.shape[2:], W.shape[2:], strides, dilations)
+        pads = resolve_pads(attrs, Xb.shape[2:], W.shape[2:], strides, dilations)
         Y = _conv2d(Xb, W, strides, pads, dilations, attrs.get("group", 1))
         if bias and B is not None:
             Y = Y + B[:, None, None]
@@ -300,7 +311,7 @@ def _average_pool(attrs, args, i):
 
     def f(X, bias):
         Xb = _spatial(X, "pooling")
-        pads = _pads(attrs, Xb.shape[2:], kernel, strides, dilations)
+        pads = resolve_pads(attrs, Xb.shape[2:], kernel, strides, dilations)
         if attrs.get("ceil_mode", 0):
             raise UnsupportedUse("ceil_mode=1 is not supported")
         sums = _conv2d(Xb.reshape(-1, 1, *Xb.shape[2:]), ones, strides, pads, dilations, 1)
@@ -359,8 +370,9 @@ HANDLERS = {
     "GlobalAveragePool": _global_average_pool,
     "BatchNormalization": _batch_norm,
 }
-#: Every op the loader reads: the handlers, plus those the graph walk treats itself.
-SUPPORTED_OPS = tuple(sorted([*HANDLERS, "Constant", "Relu", "Shape"]))
 
 #: ONNX element types of a float tensor: float, float16, double, bfloat16.
 FLOAT_TYPES = (1, 10, 11, 16)
+#: ONNX element type names, for messages.
+_TYPE_NAMES = {2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32", 7: "INT64",
+               9: "BOOL", 12: "UINT32", 13: "UINT64"}
