@@ -146,7 +146,8 @@ class Source:
         message = first.get("message", first.get("errorCode", "error")).rstrip(".")
         hint = first.get("hint", "")
         shown = repr(self.token_at(offset)) if found >= 0 else repr(symbol)
-        return self.error(offset, f"{message[0].lower()}{message[1:]} {shown}"
+        shown = "" if f"'{symbol}'" in message else f" {shown}"
+        return self.error(offset, f"{message[0].lower()}{message[1:]}{shown}"
                                   + (f": {hint}" if hint else ""))
 
     def _syntax(self, line: int, col0: int, token: str) -> ConfigError:

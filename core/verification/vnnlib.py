@@ -268,9 +268,9 @@ def spec_of(query: Query, n_inputs: int | None = None,
                                     f"supported")
         kind_of.append(found.pop())
     if "output" not in kind_of:
-        out = "an output Y_j" if v1 else "an output"
+        out, example = ("an output Y_j", "Y_0 Y_1") if v1 else ("an output", "<output> 0.0")
         raise query.error(None, f"no assertion constrains {out}, so the unsafe set is not "
-                                "stated; add e.g. (assert (>= Y_0 Y_1))")
+                                f"stated; add e.g. (assert (>= {example}))")
     regions: dict[tuple[int, ...], tuple] = {}
     cases: dict[tuple, tuple[tuple, dict]] = {}
     for k, clause in enumerate(query.clauses):
