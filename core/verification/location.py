@@ -93,7 +93,10 @@ class Source:
         starts = [m.start() for _, m in zip(range(ordinal + 1), _COMPARISON.finditer(quiet))]
         offset = starts[-1] if len(starts) > ordinal else 0
         for item in path:
-            offset = _items(quiet, offset)[item]
+            items = _items(quiet, offset)
+            if item >= len(items):
+                break
+            offset = items[item]
         return self.back(offset)
 
     def declaration(self, name: str, version: str) -> int | None:

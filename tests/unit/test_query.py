@@ -231,3 +231,9 @@ def test_the_v2_spelling_of_a_v1_file_gives_the_same_spec():
         np.testing.assert_array_equal(x.lower, y.lower)
         assert [(C.tolist(), d.tolist()) for C, d in x.unsafe] == \
             [(C.tolist(), d.tolist()) for C, d in y.unsafe]
+
+
+def test_isomorphic_networks_keep_their_reference():
+    q = parse(MONO.replace("(equal-to f)", "(isomorphic-to f)"))
+    assert [(n.name, n.equal_to, n.isomorphic_to) for n in q.networks] == [
+        ("f", None, None), ("g", None, "f")]
