@@ -1,16 +1,17 @@
-"""Reader for VNN-LIB 1.0 property files (the format of VNN-COMP 2021-2024).
+"""VNN-LIB properties of one network as input regions and unsafe output sets (``VnnlibSpec``).
 
-A file declares real inputs ``X_0 .. X_{n-1}`` and outputs ``Y_0 .. Y_{m-1}`` with
-``(declare-const NAME Real)`` and then states ``(assert F)`` formulas. The conjunction of all
-assertions describes the *counterexamples*: constraints on ``X`` give the input region and
-constraints on ``Y`` the **unsafe** output set, so ``sat`` means the property is violated.
+A VNN-LIB 1.0 file (VNN-COMP 2021-2024) declares real inputs ``X_0 .. X_{n-1}`` and outputs
+``Y_0 .. Y_{m-1}`` with ``(declare-const NAME Real)``; a 2.0 query declares one network with
+typed, shaped inputs and outputs. The conjunction of all assertions describes the
+*counterexamples*: constraints on the inputs give the input region and constraints on the
+outputs the **unsafe** output set, so ``sat`` means the property is violated.
 
-Supported syntax: comparisons ``<=``, ``>=``, ``<`` and ``>`` between linear terms, nested
-``and`` and ``or``, and terms built from variables, numeric literals (decimal or scientific,
-optionally signed), ``(+ t ...)``, ``(- t)``, ``(- t t ...)`` and ``(* c ... t)`` with at
-most one non-constant factor. The strict comparisons ``<`` and ``>`` are read as ``<=`` and
-``>=``: the traversal works with closed sets, which differ only on the boundary (VNN-COMP's
-own tooling does the same). ``=`` does not occur in the benchmark files and is rejected.
+The file is read into a :class:`~polytrav.verification.query.Query` (the official parser;
+1.0 through the shim). Inputs and outputs are flattened row-major (several input tensors are
+concatenated in declaration order, as are outputs). The strict comparisons ``<`` and ``>``
+are read as ``<=`` and ``>=``: the traversal works with closed sets, which differ only on the
+boundary (VNN-COMP's own tooling does the same); ``==`` gives two rows. A query over several
+networks or with hidden nodes is refused here (see :mod:`polytrav.verification.query`).
 
 The reader expands the conjunction of assertions into disjunctive normal form. Each disjunct
 splits into input constraints, which must bound every input (a box, plus optional general rows
@@ -22,8 +23,6 @@ Errors in the file raise :class:`~polytrav.vocabulary.errors.ConfigError` with `
 the offending token; an input region that is unbounded or empty raises
 :class:`~polytrav.vocabulary.errors.RegionError`.
 
-The reading of the text (S-expressions, terms, the expansion into disjunctive normal form)
-is in :mod:`polytrav.verification.vnnlib_syntax`; this module builds the cases from it.
 
 Examples
 --------
@@ -42,16 +41,14 @@ Examples
 (array([-1.]), array([1.5]), None)
 >>> [(C.tolist(), d.tolist()) for C, d in case.unsafe]
 [([[-1.0, 0.0]], [-2.5]), ([[1.0, -1.0]], [0.0])]
->>> parse_vnnlib("(declare-const X_0 Real)\\n(assert (<= X_0 X_1))",
-...              source="p.vnnlib")  # doctest: +ELLIPSIS
+>>> parse_vnnlib("(declare-const X_0 Real)\\n(declare-const Y_0 Real)\\n"
+...              "(assert (<= X_0 X_1))", source="p.vnnlib")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-polytrav.vocabulary.errors.ConfigError: p.vnnlib:2:17: undeclared variable 'X_1'; declare it ...
+polytrav.vocabulary.errors.ConfigError: p.vnnlib:3:17: undeclared variable 'X_1': ...
 """
 from __future__ import annotations
 
-import gzip
-import os
 from dataclasses import dataclass
 from os import PathLike
 
@@ -59,11 +56,12 @@ import numpy as np
 
 from polytrav.model.region import Box, Polyhedron, Region
 # MAX_DISJUNCTS and MAX_DEPTH are re-exported: the reader's limits
-from polytrav.verification.vnnlib_syntax import (MAX_DEPTH, MAX_DISJUNCTS,  # noqa: F401
-                                                 Program, read_program)
+from polytrav.verification.location import MAX_DEPTH  # noqa: F401
+from polytrav.verification.query import (MAX_DISJUNCTS, Atom, Query,  # noqa: F401
+                                         Variable, parse_query, read_query)
 from polytrav.vocabulary.errors import ConfigError, RegionError
 
-__all__ = ["VnnlibSpec", "VnnlibCase", "read_vnnlib", "parse_vnnlib"]
+__all__ = ["VnnlibSpec", "VnnlibCase", "read_vnnlib", "parse_vnnlib", "spec_of"]
 
 
 # ----------------------------------------------------------------------------- result types
@@ -131,7 +129,8 @@ class VnnlibSpec:
     Attributes
     ----------
     n_inputs, n_outputs : int
-        Number of declared ``X_i`` and ``Y_j`` variables.
+        Number of inputs and outputs (declared ``X_i`` and ``Y_j``; 2.0: elements of the
+        input and output tensors).
     cases : tuple of VnnlibCase
         One per distinct input region, in order of first appearance.
     """
@@ -146,7 +145,7 @@ class VnnlibSpec:
 
 def read_vnnlib(path: str | PathLike, *, n_inputs: int | None = None,
                 n_outputs: int | None = None) -> VnnlibSpec:
-    """Read a VNN-LIB file (``.vnnlib``, or gzip-compressed ``.vnnlib.gz``).
+    """Read a VNN-LIB file (``.vnnlib``, or gzip-compressed ``.vnnlib.gz``; 1.0 or 2.0).
 
     Parameters
     ----------
@@ -154,7 +153,7 @@ def read_vnnlib(path: str | PathLike, *, n_inputs: int | None = None,
         The file; its name prefixes every error message.
     n_inputs, n_outputs : int, optional
         The network's input and output sizes; if given, the file must declare exactly that
-        many ``X_i`` and ``Y_j``.
+        many inputs and outputs.
 
     Returns
     -------
@@ -169,14 +168,7 @@ def read_vnnlib(path: str | PathLike, *, n_inputs: int | None = None,
     OSError
         The file cannot be opened.
     """
-    source = str(os.fspath(path))
-    opener = gzip.open if source.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            text = fh.read()
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise ConfigError(f"{source}: not a VNN-LIB text file ({exc})") from exc
-    return parse_vnnlib(text, source=source, n_inputs=n_inputs, n_outputs=n_outputs)
+    return spec_of(read_query(path), n_inputs, n_outputs)
 
 
 def parse_vnnlib(text: str, *, source: str = "<string>", n_inputs: int | None = None,
@@ -201,88 +193,179 @@ def parse_vnnlib(text: str, *, source: str = "<string>", n_inputs: int | None = 
     polytrav.vocabulary.errors.ConfigError, polytrav.vocabulary.errors.RegionError
         As in :func:`read_vnnlib`.
     """
-    return _spec(read_program(text, source), n_inputs, n_outputs)
+    return spec_of(parse_query(text, source=source), n_inputs, n_outputs)
 
 
 # ----------------------------------------------------------------------------- building cases
 
 
-def _spec(program: Program, n_inputs: int | None, n_outputs: int | None) -> VnnlibSpec:
-    """The cases of a read program: its disjuncts grouped by input region."""
-    n_in = program.count_declared("X", "input", n_inputs)
-    n_out = program.count_declared("Y", "output", n_outputs)
-    if not any(a.kind == "Y" for a in program.atoms):
-        raise program.src.error(None, "no assertion constrains an output Y_j, so the unsafe "
-                                      "set is not stated; add e.g. (assert (>= Y_0 Y_1))")
+class _Layout:
+    """Where each input and output element sits in the flat vectors, and its name."""
+
+    def __init__(self, query: Query, variables: tuple[Variable, ...], what: str,
+                 expected: int | None):
+        self.query, self.variables = query, variables
+        self.offset, n = {}, 0
+        for v in variables:
+            self.offset[v.name] = n
+            n += v.size
+        self.n = n
+        if expected is not None and n != expected:
+            raise query.error(None, f"declares {n} {what}s ({self.span()}) but the network has "
+                                    f"{expected} {what}s; is this the property of another "
+                                    "network?")
+
+    def span(self) -> str:
+        if self.query.version == "1.0":
+            name = self.variables[0].name
+            return f"{name}_0 .. {name}_{self.n - 1}"
+        return ", ".join(f"{v.name} of shape {list(v.shape)}" for v in self.variables)
+
+    def locate(self, j: int) -> tuple[int | None, str]:
+        """The offset of the declaration of flat element ``j``, and the element's name."""
+        for v in self.variables:
+            k = j - self.offset[v.name]
+            if 0 <= k < v.size:
+                v1 = self.query.version == "1.0"
+                name = f"{v.name}_{k}" if v1 else v.element(_unflat(k, v.shape))
+                return self.query.source.declaration(name if v1 else v.name,
+                                                     self.query.version), name
+        raise IndexError(j)
+
+    def row(self, atom: Atom) -> np.ndarray:
+        row = np.zeros(self.n)
+        for t in atom.terms:
+            row[self.offset[t.variable] + t.flat] = t.coefficient_float
+        return row
+
+
+def spec_of(query: Query, n_inputs: int | None = None,
+            n_outputs: int | None = None) -> VnnlibSpec:
+    """The :class:`VnnlibSpec` of a one-network query without hidden nodes.
+
+    Raises
+    ------
+    polytrav.vocabulary.errors.ConfigError, polytrav.vocabulary.errors.RegionError
+        As in :func:`read_vnnlib`; also for several networks, hidden nodes, or element types
+        other than ``real`` and floating point.
+    """
+    _check_supported(query)
+    net = query.networks[0]
+    inputs = _Layout(query, net.inputs, "input", n_inputs)
+    outputs = _Layout(query, net.outputs, "output", n_outputs)
+    kinds = {v.name: v.kind for v in net.variables}
+    v1 = query.version == "1.0"
+    kind_of: list[str] = []
+    for atom in query.atoms:
+        found = {kinds[t.variable] for t in atom.terms}
+        if not found:
+            raise query.error(atom, f"comparison {query.source.show(query.where(atom))} has no "
+                                    "variable left")
+        if len(found) > 1:
+            raise query.error(atom, f"comparison {query.source.show(query.where(atom))} mixes "
+                                    f"inputs{' X_i' if v1 else ''} and outputs"
+                                    f"{' Y_j' if v1 else ''}; only constraints on one kind are "
+                                    f"supported")
+        kind_of.append(found.pop())
+    if "output" not in kind_of:
+        out, example = ("an output Y_j", "Y_0 Y_1") if v1 else ("an output", "<output> 0.0")
+        raise query.error(None, f"no assertion constrains {out}, so the unsafe set is not "
+                                f"stated; add e.g. (assert (>= {example}))")
     regions: dict[tuple[int, ...], tuple] = {}
     cases: dict[tuple, tuple[tuple, dict]] = {}
-    for k, conj in enumerate(program.disjuncts()):
-        inputs = tuple(i for i in conj if program.atoms[i].kind == "X")
-        outputs = [i for i in conj if program.atoms[i].kind == "Y"]
-        if not outputs:
-            raise program.src.error(None, f"disjunct {k} of the assertions (in disjunctive "
-                                          "normal form) constrains no output Y_j; every input "
-                                          "of its region would be a counterexample")
-        if inputs not in regions:
-            regions[inputs] = _input_region(program, inputs, n_in)
-        region = regions[inputs]
-        C, d = _output_rows(program, outputs, n_out)
+    for k, clause in enumerate(query.clauses):
+        ins = tuple(i for i in clause if kind_of[i] == "input")
+        outs = [i for i in clause if kind_of[i] == "output"]
+        if not outs:
+            raise query.error(None, f"disjunct {k} of the assertions (in disjunctive normal "
+                                    f"form) constrains no output{' Y_j' if v1 else ''}; every "
+                                    "input of its region "
+                                    "would be a counterexample")
+        if ins not in regions:
+            regions[ins] = _input_region(query, inputs, [query.atoms[i] for i in ins])
+        region = regions[ins]
+        C, d = _rows(outputs, [query.atoms[i] for i in outs])
         unsafe = cases.setdefault(_key(*region), (region, {}))[1]
         unsafe.setdefault(_key(C, d), (C, d))  # drop repeated conjunctions
-    return VnnlibSpec(n_in, n_out, tuple(
+    return VnnlibSpec(inputs.n, outputs.n, tuple(
         VnnlibCase(*region, tuple(unsafe.values())) for region, unsafe in cases.values()))
 
 
-def _input_region(program: Program, atoms: tuple[int, ...], n: int) -> tuple:
+def _check_supported(query: Query) -> None:
+    if len(query.networks) != 1:
+        raise query.error(None, f"declares {len(query.networks)} networks; read_vnnlib reads "
+                                "one-network queries only (not supported by read_vnnlib yet; "
+                                "use polytrav.verification.query.read_query)")
+    net = query.networks[0]
+    if net.hidden:
+        raise query.error(net.hidden[0], f"declares hidden node {net.hidden[0].name!r}; "
+                                         "hidden nodes are not supported by read_vnnlib yet")
+    for v in net.inputs + net.outputs:
+        if v.element_type != "real" and not v.element_type.startswith(("float", "bfloat")):
+            raise query.error(v, f"{v.kind} {v.name!r} has element type {v.element_type!r}; "
+                                 "read_vnnlib reads real and floating-point types only")
+
+
+def _signed(atom: Atom) -> list[float]:
+    """The signs turning ``atom`` into ``<=`` rows (``==``: two rows)."""
+    return {"<=": [1.0], "<": [1.0], ">=": [-1.0], ">": [-1.0], "==": [1.0, -1.0]}[atom.op]
+
+
+def _input_region(query: Query, layout: _Layout, atoms: list[Atom]) -> tuple:
     """``(lower, upper, A, b)`` of the input atoms of one disjunct (checked bounded, not empty)."""
+    n = layout.n
     lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
     rows, rhs = [], []
-    for i in atoms:
-        atom = program.atoms[i]
-        if len(atom.coefs) == 1:
-            (j, c), = atom.coefs.items()
-            bound = atom.rhs / c
-            if c > 0:
-                upper[j] = min(upper[j], bound)
+    for atom in atoms:
+        for sign in _signed(atom):
+            if len(atom.terms) == 1:
+                t = atom.terms[0]
+                j, c = layout.offset[t.variable] + t.flat, sign * t.coefficient_float
+                bound = (sign * atom.constant_float) / c
+                if c > 0:
+                    upper[j] = min(upper[j], bound)
+                else:
+                    lower[j] = max(lower[j], bound)
             else:
-                lower[j] = max(lower[j], bound)
-        else:
-            rows.append(_dense(atom.coefs, n))
-            rhs.append(atom.rhs)
-    _check_box(program, lower, upper)
-    A = _frozen(np.array(rows)) if rows else None
+                rows.append(sign * layout.row(atom))
+                rhs.append(sign * atom.constant_float)
+    _check_box(query, layout, lower, upper)
+    A = _frozen(np.array(rows) + 0.0) if rows else None
     b = _frozen(np.array(rhs) + 0.0) if rows else None
     return _frozen(lower + 0.0), _frozen(upper + 0.0), A, b
 
 
-def _check_box(program: Program, lower: np.ndarray, upper: np.ndarray) -> None:
-    for j in range(lower.shape[0]):
-        side = "lower" if lower[j] == -np.inf else "upper" if upper[j] == np.inf else None
-        if side is not None:
-            op = ">=" if side == "lower" else "<="
-            raise program.src.error(program.declared_at[("X", j)].start, (
-                f"input 'X_{j}' has no {side} bound, so the input region is unbounded; "
-                f"add (assert ({op} X_{j} <number>))"), RegionError)
-        if lower[j] > upper[j]:
-            raise program.src.error(program.declared_at[("X", j)].start, (
-                f"input 'X_{j}' has lower bound {float(lower[j])!r} above upper bound "
-                f"{float(upper[j])!r}, so the input region is empty"), RegionError)
+def _check_box(query: Query, layout: _Layout, lower: np.ndarray, upper: np.ndarray) -> None:
+    bad = np.flatnonzero(np.isinf(lower) | np.isinf(upper) | (lower > upper))
+    if not bad.size:
+        return
+    j = int(bad[0])
+    at, name = layout.locate(j)
+    side = "lower" if lower[j] == -np.inf else "upper" if upper[j] == np.inf else None
+    if side is not None:
+        op = ">=" if side == "lower" else "<="
+        raise query.source.error(at, f"input {name!r} has no {side} bound, so the input region "
+                                    f"is unbounded; add (assert ({op} {name} <number>))",
+                          RegionError)
+    raise query.source.error(at, f"input {name!r} has lower bound {float(lower[j])!r} above upper "
+                                f"bound {float(upper[j])!r}, so the input region is empty",
+                      RegionError)
 
 
-def _output_rows(program: Program, atoms: list[int], n: int) -> tuple[np.ndarray, np.ndarray]:
-    C = np.array([_dense(program.atoms[i].coefs, n) for i in atoms])
-    d = np.array([program.atoms[i].rhs for i in atoms]) + 0.0
-    return _frozen(C), _frozen(d)
+def _rows(layout: _Layout, atoms: list[Atom]) -> tuple[np.ndarray, np.ndarray]:
+    C, d = [], []
+    for atom in atoms:
+        for sign in _signed(atom):
+            C.append(sign * layout.row(atom))
+            d.append(sign * atom.constant_float)
+    return _frozen(np.array(C) + 0.0), _frozen(np.array(d) + 0.0)
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def _dense(coefs: dict[int, float], n: int) -> np.ndarray:
-    row = np.zeros(n)
-    for j, c in coefs.items():
-        row[j] = c
-    return row
+def _unflat(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
