@@ -129,6 +129,8 @@ CASES = [
                              "--target", "9"], "target"),
     ("stop at first without a label", ["attack", "{d}/tiny.nnet", *BOX, "--stop-at-first"],
      "--label"),
+    ("stop at first without a direction", ["monotonicity", "{d}/tiny.nnet", *BOX, "--feature",
+                                           "0", "--stop-at-first"], "needs a direction"),
     ("unknown solver", ["attack", "{d}/tiny.nnet", *BOX, "--solver", "higs"],
      "did you mean 'highs'"),
     ("unknown norm", ["counterfactual", "{d}/tiny.nnet", *BOX, "--x0", "0,0", "--norm", "3"],

@@ -349,8 +349,10 @@ def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver
               help="Required direction (default: either).")
 @click.option("--output", type=click.IntRange(min=0), default=0, show_default=True,
               help="The output whose slope is checked (0-based).")
+@click.option("--stop-at-first", is_flag=True,
+              help="Stop at the first confirmed violating pair (needs --direction).")
 def monotonicity(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                 export_path, feature, direction, output):
+                 export_path, feature, direction, output, stop_at_first):
     """Is one output monotone in one input over the region? Every violating polytope (paper §5.3).
 
     \b
@@ -362,6 +364,6 @@ def monotonicity(network, lower, upper, vnnlib, timeout, max_polytopes, solver, 
     from polytrav.host.manager import create_analysis
 
     analysis = create_analysis("monotonicity", feature=feature, direction=direction,
-                               output=output)
+                               output=output, stop_at_first=stop_at_first)
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
                       export_path, analysis)
