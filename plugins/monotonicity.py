@@ -309,6 +309,9 @@ class Monotonicity(Analysis):
         want = d["direction"] or "one direction"
         lines = [f"slope of output {d['output']} in x_{d['feature']} ({want}): "
                  f"{len(d['violations'])} violating polytope(s)"]
+        if d["stop_at_first"] and d["witness_pair"] is not None:
+            lines[0] += (f" (stopped at the first: slopes and counts cover the "
+                         f"{result.n_polytopes} polytope(s) visited)")
         if d["witness_pair"] is not None:
             x1, x2 = d["witness_pair"]
             lines.append(f"pair: x = {vector(x1)} and x' = {vector(x2)} "
