@@ -7,7 +7,7 @@ case runs in a fresh worker process of each side (imports untimed), one warm-up 
 and the quoted time is the median over rounds of each worker's median. Each worker also
 reports what it found (polytopes, answers, optima), which must agree between the sides.
 
-    python benchmarks/checkouts.py --before /work/venv_before/bin/python --after python \\
+    python benchmarks/checkouts.py --before ../venv_before/bin/python --after python \\
         --rounds 5 --out benchmarks/results/checkouts.json
 
 The worker (``--worker CASE``) uses only the public API that both sides share.
@@ -123,9 +123,10 @@ def run_side(python: str, case: str, repeats: int) -> dict:
 
 
 def version(python: str) -> str:
+    """The commit of the checkout ``python`` imports polytrav from."""
     code = "import polytrav, subprocess, pathlib; p = pathlib.Path(polytrav.__file__).parents[1]; " \
            "print(subprocess.run(['git', '-C', str(p), 'rev-parse', '--short', 'HEAD'], " \
-           "capture_output=True, text=True).stdout.strip(), p)"
+           "capture_output=True, text=True).stdout.strip())"
     return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
 
 
@@ -169,7 +170,8 @@ def main() -> None:
         args.out.write_text(json.dumps({
             "machine": platform.platform(), "python": platform.python_version(),
             "before": version(args.before), "after": version(args.after),
-            "command": " ".join(sys.argv), "rounds": args.rounds, "repeats": args.repeats,
+            "command": "python benchmarks/checkouts.py --before <before> --after <after> "
+                       f"--rounds {args.rounds} --repeats {args.repeats}", "rounds": args.rounds, "repeats": args.repeats,
             "rows": rows}, indent=1))
 
 

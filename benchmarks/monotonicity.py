@@ -30,8 +30,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 ONNX = ROOT.parent / "shared" / "data" / "acasxu" / "onnx"
-if not ONNX.is_dir():  # a worktree: the shared data sits beside the checkouts
-    ONNX = Path("/work/shared/data/acasxu/onnx")
 
 BOXES = {
     "wide": ([-0.3, -0.5, -0.5, -0.5, -0.5], [0.6, 0.5, 0.5, 0.5, 0.5]),
