@@ -464,6 +464,35 @@ class Network:
         return mask
 
     # ------------------------------------------------------------------ transformations
+    def with_inputs(self) -> "Network":
+        """The network of ``x -> [self(x); x]``: the outputs, then the inputs passed through.
+
+        Exact: each hidden layer carries ``[relu(x); relu(-x)]`` (``2 * n_inputs`` more
+        neurons) and the output layer reads ``x = relu(x) - relu(-x)``. Those neurons add the
+        hyperplanes ``x_i = 0`` to the partition (sound, with more polytopes). Used where a
+        property relates inputs and outputs in one comparison (VNN-LIB 2.0's ``MNC``).
+
+        Examples
+        --------
+        >>> net = Network.from_arrays([[[1.0, -1.0]], [[2.0]]], [[0.0], [1.0]])
+        >>> net.with_inputs().forward([3.0, -2.0])
+        array([11.,  3., -2.])
+        """
+        n = self.n_inputs
+        eye = np.eye(n)
+        Ws, bs = [], []
+        for k, (W, b) in enumerate(zip(self.weights, self.biases)):
+            last = k == len(self.weights) - 1
+            carry = eye if last else np.vstack([eye, -eye])  # from x (k == 0) ...
+            if k > 0:  # ... or from [relu(x); relu(-x)]
+                carry = carry @ np.hstack([eye, -eye])
+            rows = np.zeros((carry.shape[0], W.shape[1]))
+            Ws.append(np.block([[W, np.zeros((W.shape[0], carry.shape[1] if k else 0))],
+                                [rows, carry]]) if k else np.vstack([W, carry]))
+            bs.append(np.concatenate([b, np.zeros(carry.shape[0])]))
+        return Network(Ws, bs, input_shape=self.input_shape, name=self.name,
+                       input_names=self.input_names)
+
     def compose_input(self, A, c) -> "Network":
         """The network of ``z -> self(A @ z + c)``: an affine change of input coordinates.
 

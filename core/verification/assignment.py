@@ -19,7 +19,7 @@ import numpy as np
 
 from polytrav.vocabulary.errors import ConfigError
 
-__all__ = ["variables_in_order", "render_assignment", "render_number"]
+__all__ = ["INTEGER_TYPES", "variables_in_order", "render_assignment", "render_number"]
 
 #: Element types whose values are integers.
 INTEGER_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",

@@ -25,7 +25,7 @@ import numpy as np
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.model.network import Network
 from polytrav.vocabulary.results import Answer, Verdict, jsonable
-from polytrav.vocabulary.tolerances import ONNXRUNTIME_TOL
+from polytrav.vocabulary.tolerances import BOUND_TOL, ONNXRUNTIME_TOL
 
 __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
            "load_network"]
@@ -106,7 +106,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
            solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
            progress=None, executor=None, bounds: bool = True,
            order: str = "best-first", split: bool = True, bab: bool = True,
-           on_interrupt: str = "raise") -> VerificationResult:
+           on_interrupt: str = "raise", confirm=None) -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -139,6 +139,10 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     on_interrupt : {"raise", "report"}
         Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
         re-raises it; ``"report"`` returns ``unknown`` with the reason ``interrupted``.
+    confirm : callable, optional
+        ``confirm(x)`` returns None when the counterexample ``x`` is real, else the reason it
+        is not; replaces the onnxruntime check (a VNN-LIB 2.0 query checks its own way:
+        :meth:`polytrav.verification.instance.Instance.witness`).
 
     Examples
     --------
@@ -159,7 +163,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     partial: list = []  # the reports so far, for an interrupted run
     try:
         return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
-                       executor, bounds, order, split, bab, t0, partial)
+                       executor, bounds, order, split, bab, t0, partial, confirm)
     except KeyboardInterrupt:
         if on_interrupt == "raise":
             raise
@@ -170,7 +174,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
 
 
 def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
-            bounds, order, split, bab, t0, reports) -> VerificationResult:
+            bounds, order, split, bab, t0, reports, confirm=None) -> VerificationResult:
     """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
     from polytrav.verification.vnnlib import VnnlibSpec, read_vnnlib
     from polytrav.host.manager import get_plugin_manager
@@ -194,6 +198,14 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     splits = []
     pm = get_plugin_manager()  # the registry the analysis is looked up in, once per call
     for k, case in enumerate(spec.cases):
+        if np.array_equal(case.lower, case.upper):  # one input: evaluate, nothing to traverse
+            point = _point_case(network, case, confirm, onnx_path)
+            if isinstance(point, VerificationResult):
+                point.seconds = time.perf_counter() - t0
+                return point
+            if point:
+                reasons.append(f"region {k}: {point}")
+            continue
         runs = [(case.region(), None)]
         if bounds and split and case.A is None:
             plan = _split_case(network, case, bounds, solver, timeout, t0, pm)
@@ -218,7 +230,12 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             if result.verdict is Verdict.VIOLATED:
                 x = np.asarray(result.witness, float)
                 y = network.forward(x)
-                if onnx_path is not None:
+                if confirm is not None:
+                    why = confirm(x)
+                    if why is not None:
+                        reasons.append(f"region {k}: {why}")
+                        continue
+                elif onnx_path is not None:
                     ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
                     if not ok:
                         reasons.append(f"region {k}: the counterexample's onnxruntime output "
@@ -242,6 +259,30 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     answer = "timeout" if timed_out else "unknown"
     return VerificationResult(answer, None, None, *_counts(reports), seconds, "; ".join(reasons),
                               reports, _proven(reports), _split_stats(splits))
+
+
+def _point_case(network, case, confirm, onnx_path):
+    """A case whose region is one point: ``sat`` (a confirmed counterexample), ``""`` when the
+    point is proven safe (every unsafe conjunction misses by more than :data:`BOUND_TOL`
+    relative) or outside the rows ``A x <= b``, else the reason it stays undecided."""
+    x = np.asarray(case.lower, float)
+    if case.A is not None and np.any(case.A @ x > case.b + BOUND_TOL * (1 + np.abs(case.b))):
+        return ""
+    y = network.forward(x)
+    for C, d in case.unsafe:
+        gap = np.max(C @ y - d - BOUND_TOL * (1 + np.abs(d)))
+        if gap > 0:
+            continue
+        if np.all(C @ y <= d):
+            why = confirm(x) if confirm is not None else None
+            if confirm is None and onnx_path is not None:
+                ok, _ = check_with_onnxruntime(onnx_path, x, case.unsafe)
+                why = None if ok else "the point's onnxruntime output misses the unsafe set"
+            if why is None:
+                return VerificationResult("sat", x, y, 0, 0, 0.0, "the one input of the region")
+            return why
+        return "the one input of the region is on the boundary of the unsafe set"
+    return ""
 
 
 def _split_case(network, case, bounds, solver, timeout, t0, pm):

@@ -92,6 +92,10 @@ MAX_COORDINATE = 1e15
 BOUND_TOL = 1e-9
 #: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
 LP_BOUND_TOL = 1e-6
+#: VNN-LIB 2.0: how far inside the unsafe rows the second search for a witness looks
+#: (relative to ``1 + |d|``): deeper than float32 rounding of the outputs, so a strict
+#: comparison holds (:meth:`polytrav.verification.instance.Instance.tightened`).
+WITNESS_GAP = 1e-6
 #: Branch and bound: a node is empty when some neuron's lower bound exceeds its upper bound
 #: by more than this.
 EMPTY_TOL = 1e-9

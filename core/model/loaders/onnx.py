@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from typing import NamedTuple
 from os import PathLike
 from pathlib import Path
 
@@ -39,7 +40,7 @@ from polytrav.model.loaders.onnx_relu import max_pool_map, max_pool_windows, rel
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError
 
-__all__ = ["load_onnx", "SUPPORTED_OPS", "NOT_PIECEWISE_LINEAR"]
+__all__ = ["load_onnx", "onnx_signature", "Port", "SUPPORTED_OPS", "NOT_PIECEWISE_LINEAR"]
 
 
 # ---------------------------------------------------------------------- the chain walk
@@ -378,3 +379,46 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = ()) -> Net
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise NetworkError(f"{label}: malformed initializer ({type(exc).__name__}: {exc})") from exc
     return chain.run(path.stem)
+
+
+class Port(NamedTuple):
+    """A graph input or output: its tensor name, element type as VNN-LIB 2.0 spells it
+    (``float32``, ``int64``, ...) and shape (``None`` for a symbolic dimension)."""
+
+    name: str
+    element_type: str
+    shape: tuple[int | None, ...]
+
+
+#: ONNX's names of element types that VNN-LIB 2.0 spells otherwise.
+_SPELLING = {"FLOAT": "float32", "DOUBLE": "float64", "FLOAT16": "float16"}
+
+
+def onnx_signature(path: str | PathLike) -> tuple[tuple[Port, ...], tuple[Port, ...]]:
+    """The non-constant inputs and the outputs of an ONNX model, in graph order.
+
+    Raises
+    ------
+    NetworkError
+        If the file cannot be parsed as an ONNX model.
+    """
+    import onnx
+
+    try:
+        graph = onnx.load(os.fspath(path), load_external_data=False).graph
+    except OSError:
+        raise
+    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
+        raise NetworkError(f"ONNX model '{Path(path).name}': cannot parse the file "
+                           f"({type(exc).__name__}: {exc})") from exc
+    constant = {t.name for t in graph.initializer}
+
+    def port(value) -> Port:
+        tensor = value.type.tensor_type
+        kind = onnx.TensorProto.DataType.Name(tensor.elem_type)
+        dims = tuple(d.dim_value if d.HasField("dim_value") else None
+                     for d in tensor.shape.dim)
+        return Port(value.name, _SPELLING.get(kind, kind.lower()), dims)
+
+    return (tuple(port(v) for v in graph.input if v.name not in constant),
+            tuple(port(v) for v in graph.output))

@@ -1,0 +1,201 @@
+"""``polytrav-vnnlib``: chapter 5 of VNN-LIB 2.0, byte for byte (stdout), with the error
+conditions of §5.3.2 (stderr only, exit 1) and the reference solver's capability formats."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import DATA_DIR
+
+from polytrav.interface.cli.vnnlib_solver import main
+from polytrav.model.loaders.onnx import SUPPORTED_OPS
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+ACAS = DATA_DIR / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx"
+
+
+def run(capsysbinary, *argv):
+    with pytest.raises(SystemExit) as exit_:
+        main(list(argv))
+    out, err = capsysbinary.readouterr()
+    return exit_.value.code, out.decode(), err.decode()
+
+
+@pytest.fixture
+def model(tmp_path):
+    """``y = relu(x) - 0.5`` on two inputs (float32)."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Sub", ["r", "c"], ["y"])],
+        "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        [numpy_helper.from_array(np.array([0.5, 0.5], np.float32), "c")])
+    path = tmp_path / "m.onnx"
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return path
+
+
+def query(tmp_path, body, name="q.vnnlib", t="float32"):
+    path = tmp_path / name
+    path.write_text("(vnnlib-version <2.0>)\n(declare-network N (declare-input X " + t
+                    + " [1, 2]) (declare-output Y " + t + " [1, 2]))\n"
+                    "(assert (>= X[0,0] -1.0)) (assert (<= X[0,0] 1.0))\n"
+                    "(assert (== X[0,1] 0.1))\n" + body)
+    return path
+
+
+@pytest.mark.parametrize("flag,lines", [
+    ("--onnx-opset-versions", ["8", "21"]),
+    ("--onnx-element-types", ["real", "float32"]),
+    ("--vnnlib-versions", ["1.0", "2.0"]),
+    ("--hidden-node-theories", ["NH", "H"]),
+    ("--multiple-input-output-theories", ["SIO", "MIO"]),
+    ("--multiple-inputs-output-theories", ["SIO", "MIO"]),  # the standard's example spelling
+    ("--multiple-network-theories", ["SNET", "MNET", "MENET", "MINET"]),
+    ("--multiple-node-comparison-theories", ["SNC", "MNC"]),
+    ("--arithmetic-complexity-theories", ["BND", "OUTC", "LIN"]),
+    ("--optimised-disjunctive-reasoning", ["false"]),
+    ("--serialise-assignments", ["false"]),
+])
+def test_supports_prints_one_item_per_line(capsysbinary, flag, lines):
+    assert run(capsysbinary, "supports", flag) == (0, "".join(x + "\n" for x in lines), "")
+    assert run(capsysbinary, "capabilities", flag)[1] == "".join(x + "\n" for x in lines)
+
+
+def test_supported_operators_are_the_loaders_cast_with_its_type(capsysbinary):
+    code, out, _ = run(capsysbinary, "supports", "--onnx-operators")
+    lines = out.splitlines()
+    assert code == 0 and out.endswith("\n") and "Cast float32" in lines
+    assert sorted(x.split()[0] for x in lines) == sorted(SUPPORTED_OPS)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["supports"], "supports needs exactly one capability"),
+    (["supports", "--onnx-operators", "--vnnlib-versions"], "exactly one capability"),
+    (["supports", "--onnx-e"], "No such option"),  # no abbreviations
+    ([], "give --name, --version, or a command"),
+])
+def test_bad_supports_calls_exit_1_with_nothing_on_stdout(capsysbinary, argv, message):
+    code, out, err = run(capsysbinary, *argv)
+    assert (code, out) == (1, "") and message in err and err.startswith("polytrav-vnnlib: ")
+
+
+def test_name_and_version(capsysbinary):
+    assert run(capsysbinary, "--name") == (0, "polytrav\n", "")
+    code, out, _ = run(capsysbinary, "--version")
+    assert code == 0 and out.count("\n") == 1 and out[0].isdigit()
+
+
+def test_sat_prints_the_assignment_of_5_3_1(capsysbinary, tmp_path, model):
+    q = query(tmp_path, "(assert (>= Y[0,0] 0.25))")
+    code, out, err = run(capsysbinary, "verify", str(q), "--network", f"N={model}",
+                         "--timeout", "5.0")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "sat" and out.endswith("\n") and "\r" not in out
+    assert lines[1] == "X float32 [1,2]" and lines[4] == "Y float32 [1,2]" and len(lines) == 7
+    x0, x1, y0, y1 = (float(v) for v in lines[2:4] + lines[5:7])
+    assert lines[3] == "0.1"  # the constant the query fixes, exactly as written
+    assert 0.75 <= x0 <= 1.0 and y0 >= 0.25  # relu(x0) - 0.5 >= 0.25
+    assert np.float32(y0) == np.float32(max(np.float32(x0), 0) - np.float32(0.5))
+
+
+def test_unsat_and_the_first_line_only(capsysbinary, tmp_path, model):
+    q = query(tmp_path, "(assert (>= Y[0,0] 0.75))")
+    assert run(capsysbinary, "verify", str(q), "--network", f"N={model}")[:2] == (0, "unsat\n")
+
+
+def test_a_timeout_already_spent_answers_timed_out(capsysbinary, tmp_path, model):
+    q = query(tmp_path, "(assert (>= Y[0,0] 0.25))")
+    assert run(capsysbinary, "verify", str(q), "--network", f"N={model}", "--timeout", "0")[:2] \
+        == (0, "timed-out\n")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--network", "N"], "--network takes <name>=<filepath>; 'N' is not"),
+    (["--network", "N={m}", "--network", "N={m}"], "--network maps 'N' more than once"),
+    (["--network", "M={m}"], "--network maps 'M', which q.vnnlib does not declare"),
+    ([], "no model file was supplied for network 'N'"),
+    (["--network", "N={m}", "--timeout", "-1"], "--timeout must be zero or more seconds"),
+    (["--network", "N={m}", "--timeout", "soon"], "'soon' is not a valid float"),
+    (["--network", "N={m}", "--serialise-assignments", "out"], "not supported"),
+    (["--network", "N=missing.onnx"], "the model file does not exist"),
+])
+def test_errors_go_to_stderr_with_exit_1(capsysbinary, tmp_path, model, args, message):
+    q = query(tmp_path, "(assert (>= Y[0,0] 0.25))")
+    code, out, err = run(capsysbinary, "verify", str(q), *[a.format(m=model) for a in args])
+    assert (code, out) == (1, "") and message in err, err
+
+
+def test_query_and_model_errors(capsysbinary, tmp_path, model):
+    code, out, err = run(capsysbinary, "verify", str(tmp_path / "nope.vnnlib"), "--network",
+                         f"N={model}")
+    assert (code, out) == (1, "") and "query file does not exist" in err
+    bad = tmp_path / "bad.vnnlib"
+    bad.write_text("(vnnlib-version <2.0>)\n(declare-network N garbage)\n")
+    code, out, err = run(capsysbinary, "verify", str(bad), "--network", f"N={model}")
+    assert (code, out) == (1, "") and "bad.vnnlib:2:" in err
+    q = query(tmp_path, "(assert (>= Y[0,0] 0.25))", t="float64")  # §5.3.2 (2): types differ
+    code, out, err = run(capsysbinary, "verify", str(q), "--network", f"N={model}")
+    assert (code, out) == (1, "") and "declared float64 but m.onnx's input 'x' is float32" in err
+
+
+def test_a_type_polytrav_does_not_claim_is_refused_5_3_2_3(capsysbinary, tmp_path):
+    """A float64 model declared float64: types match, but polytrav claims float32 only."""
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "d",
+                              [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 2])])
+    path = tmp_path / "d.onnx"
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    q = query(tmp_path, "(assert (>= Y[0,0] 0.25))", t="float64")
+    code, out, err = run(capsysbinary, "verify", str(q), "--network", f"N={path}")
+    assert (code, out) == (1, "") and "as float64, which polytrav does not claim" in err
+    assert "Rewrite the query to use real throughout" in err
+    real = query(tmp_path, "(assert (>= Y[0,0] 0.25))", name="r.vnnlib", t="real")
+    assert run(capsysbinary, "verify", str(real), "--network", f"N={path}")[1].startswith("sat\n")
+
+
+@pytest.mark.integration
+def test_acas_monotonicity_query_through_the_console_script(tmp_path):
+    """The issue's query, end to end in a new process: sat, and the assignment is a real
+    violation (onnxruntime in float32, re-run here)."""
+    if not ACAS.exists():
+        pytest.skip(f"ACAS Xu data not found at {ACAS} (../shared/data next to the repo)")
+    exe = shutil.which("polytrav-vnnlib")
+    if exe is None:
+        pytest.skip("the console script is not installed (pip install -e . installs it)")
+    lo, hi = [-0.3, -0.5, -0.5, -0.5, -0.5], [0.6, 0.5, 0.5, 0.5, 0.5]
+    text = ["(vnnlib-version <2.0>)",
+            "(declare-network f (declare-input X_f real [1, 1, 1, 5]) "
+            "(declare-output Y_f real [1, 5]))",
+            "(declare-network g (equal-to f) (declare-input X_g real [1, 1, 1, 5]) "
+            "(declare-output Y_g real [1, 5]))"]
+    text += [f"(assert (>= X_f[0,0,0,{i}] {lo[i]})) (assert (<= X_f[0,0,0,{i}] {hi[i]}))"
+             for i in range(5)]
+    text += ["(assert (>= X_g[0,0,0,0] -0.3)) (assert (<= X_g[0,0,0,0] X_f[0,0,0,0]))"]
+    text += [f"(assert (== X_g[0,0,0,{i}] X_f[0,0,0,{i}]))" for i in range(1, 5)]
+    text += ["(assert (< Y_f[0,3] Y_g[0,3]))"]
+    q = tmp_path / "mono.vnnlib"
+    q.write_text("\n".join(text) + "\n")
+    res = subprocess.run([exe, "verify", str(q), "--network", f"f={ACAS}", "--timeout", "30"],
+                         capture_output=True, text=True, timeout=60)
+    lines = res.stdout.splitlines()
+    assert res.returncode == 0 and lines[0] == "sat", res.stderr
+    xf, yf = [float(v) for v in lines[2:7]], [float(v) for v in lines[8:13]]
+    xg, yg = [float(v) for v in lines[14:19]], [float(v) for v in lines[20:25]]
+    assert xg[1:] == xf[1:] and -0.3 <= xg[0] <= xf[0] <= 0.6 and yf[3] < yg[3]
+    import onnxruntime as ort
+
+    s = ort.InferenceSession(str(ACAS), providers=["CPUExecutionProvider"])
+    run_ = (lambda x: s.run(None, {s.get_inputs()[0].name:
+                                   np.array(x, np.float32).reshape(1, 1, 1, 5)})[0].ravel())
+    assert run_(xf)[3] < run_(xg)[3]
+    assert sys.executable  # the process ran in this interpreter's environment
