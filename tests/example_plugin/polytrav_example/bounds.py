@@ -12,7 +12,6 @@ base class implements by calling ``piece_margin``).
 """
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
 from polytrav import (Analysis, AnalysisResult, CellProblem, ConfigError, Status, Stop,
@@ -60,6 +59,8 @@ class OutputBounds(Analysis):
 
     def begin(self, context):
         self._cell = CellProblem(context.frame, context.network.n_neurons)
+        import cvxpy as cp  # imported when a run needs it: loading the plugin stays cheap
+
         self._g = cp.Parameter(context.frame.dim, name="g")
         problem = cp.Problem(cp.Maximize(self._g @ self._cell.u), self._cell.constraints)
         self._sub = Subproblem(problem, {"u": self._cell.u})
