@@ -210,8 +210,10 @@ class _Chain:
         names = [node.input[j] for j in chain]
         if len(chain) > len(set(names)):
             raise self.fail(
-                f"{where} uses the chain tensor in {len(chain)} inputs; only ops with one "
-                "non-constant input are supported"
+                f"{where} uses the chain tensor in {len(chain)} inputs"
+                + (" (a product or quotient of a tensor with itself), which is not piecewise "
+                   "linear" if op in ("Mul", "Div") else "")
+                + "; only ops with one non-constant input are supported"
             )
         outputs = list(node.output)
         maps = [self.live[name] for name in names]
