@@ -101,7 +101,7 @@ def monotone_shape(instance) -> MonotoneShape | None:
 
 
 def decide_monotone(instance, shape: MonotoneShape, timeout: float | None, confirm):
-    """``("sat" | "unsat" | "unknown" | "timeout", reason)`` by
+    """``("sat" | "unsat" | "unknown" | "timeout", reason, polytopes)`` by
     :class:`~polytrav.plugins.monotonicity.Monotonicity` with ``stop_at_first`` on network
     ``f`` over its box; a violating pair is checked by ``confirm`` (the query's own check)."""
     from polytrav.host.manager import create_analysis
@@ -129,12 +129,13 @@ def decide_monotone(instance, shape: MonotoneShape, timeout: float | None, confi
         z = instance.free_inputs({nf.inputs[0].name: xf, q.networks[shape.g].inputs[0].name: xg})
         why = confirm(z)
         if why is None:
-            return "sat", ""
-        return "unknown", f"the violating pair is not confirmed: {why}"
+            return "sat", "", res.n_polytopes
+        return "unknown", f"the violating pair is not confirmed: {why}", res.n_polytopes
     if res.verdict is Verdict.HOLDS:
-        return "unsat", ""
+        return "unsat", "", res.n_polytopes
     spent = time.perf_counter() - t0
     status = report.status.value
     if status == "time_limit" or (timeout is not None and spent >= timeout):
-        return "timeout", f"monotonicity: {status} after {res.n_polytopes} polytopes"
-    return "unknown", f"monotonicity: {res.verdict.value} ({status})"
+        return "timeout", f"monotonicity: {status} after {res.n_polytopes} polytopes", \
+            res.n_polytopes
+    return "unknown", f"monotonicity: {res.verdict.value} ({status})", res.n_polytopes

@@ -26,7 +26,7 @@ from polytrav.verification.query import Query
 from polytrav.vocabulary.errors import ConfigError
 
 __all__ = ["CAPABILITIES", "CLAIMED_TYPES", "Decision", "check_mapping", "check_soundness",
-           "decide"]
+           "decide", "needs_instance", "capability_lines"]
 
 #: Element types polytrav claims to analyse soundly (``--onnx-element-types``): ``real``
 #: (§3.5), and ``float32``: a ``sat`` assignment is onnxruntime's float32 evaluation, and an
@@ -67,12 +67,23 @@ def capability_lines(flag: str) -> list[str]:
 @dataclass(frozen=True)
 class Decision:
     """A query's result: ``answer`` (the standard's word), the witness for ``sat``, why an
-    answer is not a proof, and the seconds spent."""
+    answer is not a proof, the seconds spent, and the traversal's counts (polytopes, LPs)."""
 
     answer: str
     witness: Witness | None
     reason: str
     seconds: float
+    polytopes: int = 0
+    lps: int = 0
+
+
+def needs_instance(query: Query) -> bool:
+    """Whether ``query`` needs :func:`decide` (several networks, hidden nodes, or a comparison
+    of inputs with outputs) rather than :func:`polytrav.verification.vnnlib.spec_of`."""
+    net = query.networks[0]
+    inputs = {v.name for v in net.inputs}
+    return len(query.networks) > 1 or bool(net.hidden) or any(
+        len({t.variable in inputs for t in a.terms}) > 1 for a in query.atoms)
 
 
 def check_mapping(query: Query, networks: dict, query_name: str) -> dict:
@@ -156,10 +167,10 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                         time.perf_counter() - t0)
     shape = monotone_shape(instance)
     if shape is not None:
-        answer, reason = decide_monotone(instance, shape, left, confirm)
+        answer, reason, polytopes = decide_monotone(instance, shape, left, confirm)
         answer = {"timeout": "timed-out"}.get(answer, answer)
         return Decision(answer, found[-1] if answer == "sat" else None, reason,
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, polytopes)
     result = verify(instance.network, instance.spec, timeout=left, confirm=confirm)
     if result.answer.value == "unknown" and missed and instance.spec.cases:
         # a witness on the boundary of the unsafe set (a strict comparison met with equality,
@@ -171,9 +182,10 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
             if inside.answer.value == "sat":
                 result = inside
     answer = {"timeout": "timed-out"}.get(result.answer.value, result.answer.value)
+    counts = (result.polytopes, result.lps)
     if answer == "unsat" and instance.unbounded:
         return Decision("unknown", None, f"no counterexample with the unbounded inputs "
                         f"{', '.join(instance.unbounded)} in a box; a proof needs them bounded",
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, *counts)
     return Decision(answer, found[-1] if answer == "sat" else None, result.reason,
-                    time.perf_counter() - t0)
+                    time.perf_counter() - t0, *counts)

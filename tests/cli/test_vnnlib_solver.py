@@ -95,8 +95,9 @@ def test_name_and_version(capsysbinary):
 
 def test_sat_prints_the_assignment_of_5_3_1(capsysbinary, tmp_path, model):
     q = query(tmp_path, "(assert (>= Y[0,0] 0.25))")
+    # a float, as the suite sends it; counted from process start (this test process's)
     code, out, err = run(capsysbinary, "verify", str(q), "--network", f"N={model}",
-                         "--timeout", "5.0")
+                         "--timeout", "3600.0")
     lines = out.splitlines()
     assert code == 0 and lines[0] == "sat" and out.endswith("\n") and "\r" not in out
     assert lines[1] == "X float32 [1,2]" and lines[4] == "Y float32 [1,2]" and len(lines) == 7
@@ -199,3 +200,25 @@ def test_acas_monotonicity_query_through_the_console_script(tmp_path):
                                    np.array(x, np.float32).reshape(1, 1, 1, 5)})[0].ravel())
     assert run_(xf)[3] < run_(xg)[3]
     assert sys.executable  # the process ran in this interpreter's environment
+
+
+def test_polytrav_verify_reads_two_network_queries_the_same_way(tmp_path, model):
+    """``polytrav verify QUERY --network N=FILE`` (and ``NETWORK PROP``) share decide()."""
+    from click.testing import CliRunner
+
+    from polytrav.interface.cli import main as polytrav
+
+    q = tmp_path / "two.vnnlib"
+    q.write_text("(vnnlib-version <2.0>)\n(declare-network N (declare-input X real [1, 2]) "
+                 "(declare-output Y real [1, 2]))\n(declare-network M (equal-to N) "
+                 "(declare-input X2 real [1, 2]) (declare-output Y2 real [1, 2]))\n"
+                 "(assert (>= X[0,0] -1.0)) (assert (<= X[0,0] 1.0)) (assert (== X[0,1] 0.0))"
+                 "(assert (>= X2[0,0] -1.0)) (assert (<= X2[0,0] 1.0)) (assert (== X2[0,1] 0.0))"
+                 "(assert (>= (- Y[0,0] Y2[0,0]) 0.75))\n")
+    res = CliRunner().invoke(polytrav, ["verify", str(q), "--network", f"N={model}"])
+    assert res.exit_code == 1 and res.output.startswith("sat\nX real [1,2]\n"), res.output
+    same = CliRunner().invoke(polytrav, ["verify", str(model), str(q)])
+    assert same.exit_code == 1 and same.output.startswith("sat\n")
+    q.write_text(q.read_text().replace("0.75", "1.25"))  # relu(x) - relu(x') <= 1 on [-1, 1]
+    res = CliRunner().invoke(polytrav, ["verify", str(q), "--network", f"N={model}"])
+    assert res.exit_code == 0 and res.output.startswith("unsat\n"), res.output

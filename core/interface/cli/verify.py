@@ -59,12 +59,16 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --instances: seconds for the whole batch (instances not started by "
                    "then answer timeout).")
+@click.option("--network", "networks", multiple=True, metavar="NAME=FILE",
+              help="A VNN-LIB 2.0 query's network and its model file (repeat for several "
+                   "networks; then PROP alone names the query).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Local worker processes (instances of a batch, or parts of one traversal).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results, bounds, order, split, bab, total_timeout, workers, scheduler) -> None:
+           results, bounds, order, split, bab, total_timeout, networks, workers,
+           scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
@@ -73,6 +77,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
       polytrav verify net.onnx prop.vnnlib --json --counterexample cex.txt
       polytrav verify --instances instances.csv --results results.csv --workers 2
       polytrav verify net.onnx prop.vnnlib --scheduler tcp://10.0.0.5:8786
+      polytrav verify mono.vnnlib --network f=net.onnx   # VNN-LIB 2.0, several networks
 
     A counterexample is confirmed by a float64 forward pass and, for ONNX files, by
     onnxruntime before `sat` is printed. Ctrl-C answers `unknown` (interrupted). Exit code:
@@ -85,6 +90,13 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
                             executor, bounds=bounds, order=order, split=split, bab=bab,
                             time_limit=total_timeout))
+    if networks:
+        if prop is not None or network is None:
+            fail("with --network NAME=FILE give only the query: polytrav verify QUERY "
+                 "--network NAME=FILE ...")
+        sys.exit(_run_query(network, _mapping(networks), timeout, as_json))
+    if network and prop and _is_v2_instance(prop):
+        sys.exit(_run_query(prop, {None: network}, timeout, as_json))
     if not (network and prop):
         fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
     if results or total_timeout is not None:
@@ -108,6 +120,69 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         click.echo(f"{result.polytopes} polytopes, {result.proven} pieces proven by bounds, "
                    f"{result.lps} LPs, {result.seconds:.3f} s")
     sys.exit(result.exit_code)
+
+
+def _mapping(tokens) -> dict:
+    out = {}
+    for token in tokens:
+        name, sep, path = token.partition("=")
+        if not (sep and name and path):
+            fail(f"--network takes NAME=FILE; {token!r} is not a network name and a file path "
+                 "separated by '='")
+        if name in out:
+            fail(f"--network maps {name!r} more than once")
+        out[name] = path
+    return out
+
+
+def _is_v2_instance(prop) -> bool:
+    """Whether PROP is a VNN-LIB 2.0 query that needs the multi-network path."""
+    from polytrav.verification.query import read_query
+    from polytrav.verification.standard import needs_instance
+
+    if not Path(prop).is_file():
+        return False
+    try:
+        query = read_query(prop)
+    except PolytravError:
+        return False  # the usual path reports the error
+    return query.version == "2.0" and needs_instance(query)
+
+
+def _run_query(prop, models, timeout, as_json) -> int:
+    """A VNN-LIB 2.0 query with several networks, hidden nodes or input-output comparisons
+    (:func:`polytrav.verification.standard.decide`, as ``polytrav-vnnlib verify`` runs it):
+    the answer, for ``sat`` the assignment (VNN-LIB 2.0, §5.3.1), and the exit code."""
+    from polytrav.verification.assignment import render_assignment
+    from polytrav.verification.query import read_query
+    from polytrav.verification.standard import check_mapping, decide
+
+    query = read_query(prop)
+    if None in models:  # NETWORK PROP: the one network of the query without equal-to
+        own = [n.name for n in query.networks if n.equal_to is None]
+        if len(own) != 1:
+            fail(f"{prop} declares {len(own)} networks that need a model file "
+                 f"({', '.join(own)}); give each with --network NAME=FILE")
+        models = {own[0]: models[None]}
+    decision = decide(query, check_mapping(query, models, Path(prop).name), timeout=timeout,
+                      query_name=Path(prop).name)
+    answer = "timeout" if decision.answer == "timed-out" else decision.answer
+    if as_json:
+        click.echo(to_json({"property": prop, "answer": answer, "reason": decision.reason,
+                            "seconds": decision.seconds, "polytopes": decision.polytopes,
+                            "lps": decision.lps, "assignment": None if decision.witness is None
+                            else {k: [float(v) for v in vals] for k, vals in
+                                  decision.witness.values.items()}}))
+    else:
+        click.echo(answer)
+        if decision.witness is not None:
+            click.echo(render_assignment(query, decision.witness.values), nl=False)
+        elif decision.reason:
+            click.echo(f"why: {decision.reason}")
+        click.echo(f"{decision.polytopes} polytopes, {decision.lps} LPs, "
+                   f"{decision.seconds:.3f} s")
+    return {"unsat": EXIT_HOLDS, "sat": EXIT_VIOLATED, "unknown": EXIT_PARTIAL,
+            "timeout": EXIT_TIMEOUT}[answer]
 
 
 def _executor(workers, scheduler):
