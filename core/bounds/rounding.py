@@ -374,8 +374,15 @@ def _check_float32_inputs(path) -> None:
             )
 
 
-def float32_error(path: str | PathLike, lower, upper, *,
-                  extra_outputs: Sequence[str] = ()) -> np.ndarray:
+def _box_error(path, net: Network, lower, upper, extra_outputs) -> np.ndarray:
+    walk = RoundingWalk(net, pre_activation_bounds(net, lower, upper), lower, upper)
+    load_onnx(path, extra_outputs=extra_outputs, observer=walk)
+    assert walk.error is not None
+    return walk.error * (1.0 + BOUND_TOL)
+
+
+def float32_error(path: str | PathLike, lower, upper, *, extra_outputs: Sequence[str] = (),
+                  max_boxes: int = 1) -> np.ndarray:
     """Bound on how far a float32 evaluation of an ONNX model is from its exact function.
 
     Parameters
@@ -386,6 +393,11 @@ def float32_error(path: str | PathLike, lower, upper, *,
         The input box over the network's flattened inputs.
     extra_outputs : sequence of str, optional
         Intermediate tensors output too, as ``load_onnx`` takes them.
+    max_boxes : int, optional
+        Bound the box in up to this many parts: the part with the largest bound is halved
+        along its widest side (relative to the box) while the budget lasts, and the bound is
+        the largest over the parts. Smaller parts have fewer ReLUs whose phase is unknown,
+        so a tighter bound (worth it in low dimension); 1 (the default) bounds the box whole.
 
     Returns
     -------
@@ -399,14 +411,27 @@ def float32_error(path: str | PathLike, lower, upper, *,
     Raises
     ------
     RegionError
-        If the box does not have one finite value per input, or ``lower > upper`` somewhere.
+        If the box does not have one finite value per input, or ``lower > upper`` somewhere,
+        or ``max_boxes`` is not a positive integer.
     NetworkError
         If the model cannot be loaded, has a non-float32 input, or casts to a coarser type.
     """
     net = load_onnx(path, extra_outputs=extra_outputs)
     lower, upper = _checked_box(lower, upper, net)
+    if isinstance(max_boxes, bool) or not isinstance(max_boxes, (int, np.integer)) or max_boxes < 1:
+        raise RegionError(f"float32_error: max_boxes is {max_boxes!r}; give a positive integer")
     _check_float32_inputs(path)
-    walk = RoundingWalk(net, pre_activation_bounds(net, lower, upper), lower, upper)
-    load_onnx(path, extra_outputs=extra_outputs, observer=walk)
-    assert walk.error is not None
-    return walk.error * (1.0 + BOUND_TOL)
+    width = np.where(upper > lower, upper - lower, np.inf)
+    parts = [(lower, upper, _box_error(path, net, lower, upper, extra_outputs))]
+    while len(parts) < max_boxes:
+        worst = max(range(len(parts)), key=lambda p: float(np.max(parts[p][2], initial=0.0)))
+        lo, hi, _ = parts[worst]
+        side = int(np.argmax((hi - lo) / width))
+        if hi[side] <= lo[side]:
+            break  # a point: nothing to halve
+        middle = (lo[side] + hi[side]) / 2
+        left_hi, right_lo = hi.copy(), lo.copy()
+        left_hi[side] = right_lo[side] = middle
+        parts[worst:worst + 1] = [(l, h, _box_error(path, net, l, h, extra_outputs))
+                                  for l, h in ((lo, left_hi), (right_lo, hi))]
+    return np.max([error for _, _, error in parts], axis=0)
