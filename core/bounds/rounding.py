@@ -12,29 +12,30 @@ The error model (Higham, *Accuracy and Stability of Numerical Algorithms*, ch. 2
   ``|theta_i| <= gamma_K = K u / (1 - K u)`` when no term passes more than ``K`` roundings;
   a sum or dot product of ``n`` terms in any order (blocked, pairwise, with FMA) costs each
   term at most ``n`` roundings (:func:`roundings_per_term` counts them per op);
-* ``Relu``, ``MaxPool`` and the data-movement ops are exact and 1-Lipschitz.
+* ``Relu``, ``MaxPool`` and the data-movement ops are exact, and 1-Lipschitz.
 
-The walk of the loader (:func:`polytrav.model.loaders.onnx.load_onnx` with an observer)
-tells :class:`RoundingWalk` every op; no op semantics are repeated here: the op's linear part
-in absolute value comes from the loader's own handlers with the constants' magnitudes
-(:func:`~polytrav.model.loaders.onnx_registry.magnitude_maps`). Per tensor the walk keeps
-three bounds, over every source it depends on (a graph input, the output of a ``Relu`` or
-``MaxPool``):
+The loader's walk (:func:`~polytrav.model.loaders.onnx.load_onnx` with an observer) tells
+:class:`RoundingWalk` every op; no op semantics are repeated here: an op's linear part in
+absolute value comes from the loader's own handlers fed the constants' magnitudes
+(:func:`~polytrav.model.loaders.onnx_registry.magnitude_maps`). Between two ReLU layers every
+tensor keeps ``terms``, the sum of the magnitudes of its expanded terms (``|L| terms + |c|``
+per op, at the computed values of the layer's outputs) and ``roundings``, the most roundings
+any term has passed: the stretch rounds it by at most ``gamma_roundings * terms``. Keeping the
+expanded terms, not each intermediate tensor's magnitude, is what makes the bound hold for
+onnxruntime's rewrites: constant folding and fusions (Conv + BatchNormalization, MatMul + Add
+to Gemm, a division made a product by the reciprocal) regroup the same terms, with at most
+:data:`FUSION_ROUNDINGS` more roundings per op; folded constant subgraphs count theirs.
 
-* ``carried``: ``|L| e``, the sources' own errors ``e`` through the linear part ``L``;
-* ``terms``: ``sum |term_i|``, the magnitudes of the expanded terms, at the computed sources
-  (a source's real magnitude from the layer bounds, plus its error);
-* ``roundings``: the most roundings any term has passed (scalar).
+Each ReLU layer's units thus get a local rounding ``rho``; their total error is ``rho`` plus
+the earlier layers' ``rho`` back-substituted through the network with interval matrices (a
+ReLU passes an error with a slope in ``[0, 1]``, exactly 1 or 0 where the bounds fix its
+phase even for the computed value). Real magnitudes come from CROWN bounds of every hidden
+layer over the box (:mod:`polytrav.bounds.crown`) met with interval bounds.
 
-Its error is ``carried + gamma_roundings * terms``. Keeping the expanded terms (rather than
-the magnitude of each intermediate tensor) is what makes the bound hold for onnxruntime's
-graph rewrites: constant folding and fusions (Conv + BatchNormalization, MatMul + Add to
-Gemm, a division turned into a product by the reciprocal) regroup the same terms, with at
-most :data:`FUSION_ROUNDINGS` more roundings per op. Folded constant subgraphs count their
-roundings too.
-
-Real magnitudes of the layer inputs come from CROWN bounds of every hidden layer over the box
-(:mod:`polytrav.bounds.crown`), intersected with interval bounds.
+Assumed: a tensor read after another branch's ReLU (a skip connection) is computed before it
+and kept, i.e. onnxruntime does not fuse its producer with its consumer across that ReLU.
+Not covered: float16 / bfloat16 casts (refused), ops outside the loader's list, and
+non-CPU kernels with approximate arithmetic (TF32 matmuls, fast-math reductions).
 """
 from __future__ import annotations
 
