@@ -2,7 +2,8 @@
 
 Soundness: for ACAS Xu networks and small generated models covering the ops with roundings
 (Gemm with transB / alpha / beta, MatMul + Add, Conv with pads + BatchNormalization, pools,
-Sub / Div by constants, the shape ops, ReduceSum, a skip connection across a ReLU), every
+Sub / Div by constants, the shape ops, ReduceSum, a skip connection across a ReLU, weights
+from constant subgraphs), every
 float32 input drawn in a box (its corners included) gives ``|onnxruntime - exact| <= E``, with
 onnxruntime's graph optimisations on (fusions, constant folding) and off. Tightness: the
 bound is within a stated factor of the largest difference seen. Bad boxes are refused by name.
@@ -194,7 +195,18 @@ def _shapes(tmp_path, rng):
     return _model(tmp_path, "shapes", nodes, (1, 12), inits), (1, 12)
 
 
-MODELS = {"gemm": _gemm, "matmul_add": _matmul_add, "conv_bn": _conv, "shapes": _shapes}
+def _folded(tmp_path, rng):
+    """Weights computed by constant subgraphs (rounded in float32 by onnxruntime)."""
+    inits = {"W": _f32(rng, 10, 5), "k": np.float32([1.7]), "b": _f32(rng, 10),
+             "d": np.float32([3.0]), "W2": _f32(rng, 2, 10)}
+    nodes = [node("Mul", ["W", "k"], ["Wk"]), node("Div", ["b", "d"], ["bd"]),
+             node("Gemm", ["x", "Wk", "bd"], ["h"], transB=1), node("Relu", ["h"], ["r"]),
+             node("Transpose", ["W2"], ["W2t"]), node("MatMul", ["r", "W2t"], ["y"])]
+    return _model(tmp_path, "folded", nodes, (1, 5), inits), (1, 5)
+
+
+MODELS = {"gemm": _gemm, "matmul_add": _matmul_add, "conv_bn": _conv, "shapes": _shapes,
+          "folded": _folded}
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -218,6 +230,20 @@ def test_generated_models_bound_holds(tmp_path, name, half_width):
         assert E.max() / diff.max() < MAX_RATIO, (name, E.max(), diff.max())
 
 
+def test_the_fuzz_catches_a_bound_too_small(tmp_path, monkeypatch):
+    """Fault injection: a bound ten thousand times too small is caught (the worst case is
+    that far above typical roundings: about 500 times here)."""
+    from polytrav.bounds import rounding
+
+    rng = np.random.default_rng(SEED)
+    path, input_shape = _matmul_add(tmp_path, rng)
+    monkeypatch.setattr(rounding, "gamma", lambda k: k * rounding.FLOAT32_UNIT_ROUNDOFF / 1e4)
+    lower, upper = _float32_box(-np.ones(8), np.ones(8))
+    E = float32_error(path, lower, upper)
+    diff, _ = _differences(path, _inputs(lower, upper, rng), input_shape, OPTIMISATIONS["fused"])
+    assert np.any(diff > E)
+
+
 def test_extra_outputs_are_bounded_in_order(tmp_path):
     rng = np.random.default_rng(SEED)
     path, input_shape = _matmul_add(tmp_path, rng)
@@ -227,6 +253,39 @@ def test_extra_outputs_are_bounded_in_order(tmp_path):
     assert both.shape == (3 + 20,)
     np.testing.assert_allclose(both[:3], E)
     assert np.all(both[3:] > 0)
+
+
+# ---------------------------------------------------------------------- the walk observer
+class _Counter:
+    """A walk observer that only counts what it is told."""
+
+    def __init__(self):
+        self.calls = {"start": 0, "fold": 0, "apply": 0, "finish": 0}
+        self.layers = 0
+
+    def start(self, live):
+        self.calls["start"] += 1
+
+    def fold(self, node, attrs, args):
+        self.calls["fold"] += 1
+
+    def apply(self, node, attrs, args, chain, results, live, layers):
+        self.calls["apply"] += 1
+        self.layers += len(layers)
+
+    def finish(self, outputs, consts):
+        self.calls["finish"] += 1
+
+
+def test_the_observer_sees_every_chain_node_and_layer_and_changes_nothing(tmp_path):
+    path, _ = _conv(tmp_path, np.random.default_rng(SEED))
+    plain = load_onnx(path)
+    counter = _Counter()
+    observed = load_onnx(path, observer=counter)
+    assert counter.calls == {"start": 1, "fold": 0, "apply": 8, "finish": 1}
+    assert counter.layers == plain.n_hidden_layers
+    for a, b in zip(plain.weights + plain.biases, observed.weights + observed.biases):
+        np.testing.assert_array_equal(a, b)
 
 
 # ---------------------------------------------------------------------- the error model
