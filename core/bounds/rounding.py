@@ -79,8 +79,8 @@ _EXACT_OPS = frozenset({
     "Identity", "Dropout", "Neg", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose",
     "Gather", "Concat", "Slice", "Split", "Expand", "Relu", "MaxPool",
 })
-#: ONNX element types: float32; float16 and bfloat16.
-_FLOAT, _COARSE_FLOATS = 1, (10, 16)
+#: ONNX element types: float32, float64; float16 and bfloat16.
+_FLOAT, _DOUBLE, _COARSE_FLOATS = 1, 11, (10, 16)
 
 
 def gamma(k: int) -> float:
@@ -90,10 +90,12 @@ def gamma(k: int) -> float:
     return ku / (1.0 - ku) if ku < 1.0 else math.inf
 
 
-def roundings_per_term(op: str, attrs: dict, args: list, i: int, in_shape: tuple) -> int:
+def roundings_per_term(op: str, attrs: dict, args: list, i: int, in_shape: tuple,
+                       from_float64: bool = False) -> int:
     """The most roundings one term of ``op`` passes (before :data:`FUSION_ROUNDINGS`).
 
-    ``args``, ``i`` as for the loader's handlers; ``in_shape`` the shape of input ``i``. A
+    ``args``, ``i`` as for the loader's handlers; ``in_shape`` the shape of input ``i``;
+    ``from_float64``: input ``i`` holds float64 values (a ``Cast`` to float32 rounds them). A
     dot product of ``n`` terms (a bias counts as one) costs ``n``; ``alpha`` and ``beta`` of
     ``Gemm`` one more each; a mean one more for the division and one for the reciprocal.
     """
@@ -101,11 +103,11 @@ def roundings_per_term(op: str, attrs: dict, args: list, i: int, in_shape: tuple
         return 0
     if op in ("Add", "Sub", "Mul", "Div"):
         return 1
-    if op == "Cast":  # to float32: exact from float32, counted for a float64 source
+    if op == "Cast":  # to float32: exact from float32; to float64 or an integer type: exact
         if attrs.get("to") in _COARSE_FLOATS:
             raise NetworkError(f"Cast to element type {attrs.get('to')} (16-bit float) is "
                                "coarser than float32; float32_error does not cover it")
-        return 1 if attrs.get("to") == _FLOAT else 0  # float64; integers (constants only)
+        return int(attrs.get("to") == _FLOAT and from_float64)
     if op == "MatMul":
         K = np.shape(args[1 - i])
         return int((K[-2] if len(K) >= 2 else K[0]) if i == 0 else K[-1])
@@ -183,6 +185,8 @@ class RoundingWalk:
         self.bounds: dict[str, _Bound] = {}
         #: roundings of the constants folded from constant subgraphs (initializers: 0)
         self.const_roundings: dict[str, int] = {}
+        #: the tensors on the chain that hold float64 values (after a Cast to float64)
+        self.float64: set[str] = set()
         self.may_overflow = False
         self.error: np.ndarray | None = None
 
@@ -238,7 +242,8 @@ class RoundingWalk:
             self.bounds[name] = self._source(C, J)
 
     def fold(self, node, attrs: dict, args: list) -> None:
-        k = roundings_per_term(node.op_type, attrs, args, 0, np.shape(args[0]))
+        k = roundings_per_term(node.op_type, attrs, args, 0, np.shape(args[0]),
+                               np.asarray(args[0]).dtype == np.float64)
         for out in node.output:
             self.const_roundings[out] = self._const_roundings(node, args) + _with_fusion(k)
 
@@ -251,8 +256,12 @@ class RoundingWalk:
             return
         op = node.op_type
         inputs = [self.bounds[node.input[j]] for j in chain]
+        from_float64 = any(node.input[j] in self.float64 for j in chain)
+        if (from_float64 and op != "Cast") or (op == "Cast" and attrs.get("to") == _DOUBLE):
+            self.float64.update(node.output)  # counted with float32's u: an overestimate
         k = _with_fusion(1 if len(chain) > 1 and op != "Concat" else
-                         roundings_per_term(op, attrs, args, chain[0], inputs[0].terms.shape))
+                         roundings_per_term(op, attrs, args, chain[0], inputs[0].terms.shape,
+                                            from_float64))
         roundings = max(b.roundings for b in inputs) + k + self._const_roundings(node, args)
         underflow = UNDERFLOW_ERROR if k else 0.0
         absolute, terms = [], []
