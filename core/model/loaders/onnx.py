@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 from os import PathLike
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -40,7 +41,34 @@ from polytrav.model.loaders.onnx_relu import max_pool_map, max_pool_windows, rel
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError
 
-__all__ = ["load_onnx", "onnx_signature", "Port", "SUPPORTED_OPS", "NOT_PIECEWISE_LINEAR"]
+__all__ = ["load_onnx", "onnx_signature", "Port", "WalkObserver", "SUPPORTED_OPS",
+           "NOT_PIECEWISE_LINEAR"]
+
+
+class WalkObserver(Protocol):
+    """What the graph walk tells an observer (``load_onnx(..., observer=...)``), in order.
+
+    The walk calls nothing when no observer is given. Tensors are named as in the graph;
+    a map ``(C, J)`` is the walk's affine form of a tensor in the current layer input ``z``
+    (module docstring).
+    """
+
+    def start(self, live: dict) -> None:
+        """The graph inputs' maps (the identity on the flat input)."""
+
+    def fold(self, node, attrs: dict, args: list) -> None:
+        """A node whose inputs are all constant, folded into constants."""
+
+    def apply(self, node, attrs: dict, args: list, chain: list[int], results: list,
+              live: dict, layers: list[dict]) -> None:
+        """A node on the inputs' chain: ``args[j] is ...`` for ``j`` in ``chain`` (the node's
+        inputs ``node.input[j]``); ``results`` the map ``(C, J)`` of each output. ``layers``:
+        the ReLU layers the node added (``Relu``: one, ``MaxPool``: one per level), each
+        recorded as :func:`~polytrav.model.loaders.onnx_relu.relu_layer` says; ``live`` then
+        holds every other tensor still needed, as maps of the last one's outputs."""
+
+    def finish(self, outputs: list[str], consts: dict) -> None:
+        """The network's output tensors, in order, and every constant tensor by name."""
 
 
 # ---------------------------------------------------------------------- the chain walk
@@ -51,10 +79,13 @@ def _node_label(node) -> str:
 class _Chain:
     """Walks one ONNX graph and collects its layers."""
 
-    def __init__(self, onnx, model, label: str, extra_outputs=()):
+    def __init__(self, onnx, model, label: str, extra_outputs=(), observer=None):
         from onnx import numpy_helper
 
         self.onnx, self.to_array, self.label = onnx, numpy_helper.to_array, label
+        self.observer: WalkObserver | None = observer
+        #: the ReLU layers' records for the observer (:func:`onnx_relu.relu_layer`)
+        self.layer_record: list | None = None if observer is None else []
         self.graph = model.graph
         self.consts = {t.name: self.to_array(t) for t in self.graph.initializer}
         #: the network's outputs: the graph's, then the requested intermediate tensors
@@ -235,6 +266,8 @@ class _Chain:
             )
             self.consts[outputs[0]] = shape[attrs.get("start", 0) : attrs.get("end", len(shape))]
         elif not chain:  # fold a constant subgraph
+            if self.observer is not None:
+                self.observer.fold(node, attrs, args)
             if op == "Relu":
                 self.consts[outputs[0]] = np.maximum(args[0], 0)
             elif op == "Cast":
@@ -249,17 +282,22 @@ class _Chain:
                     self.consts[out] = f(np.asarray(args[0])[None], True)[0]
         else:
             if op == "Relu":
-                results = [relu_map(self.live, self.weights, self.biases, *maps[0])]
+                results = [relu_map(self.live, self.weights, self.biases, *maps[0],
+                                    self.layer_record)]
             elif op == "MaxPool":
                 if len(outputs) > 1 and self.uses.get(outputs[1]):
                     raise UnsupportedUse("its second output (Indices) is not piecewise linear")
-                results = [max_pool_map(self.live, self.weights, self.biases, *maps[0], attrs)]
+                results = [max_pool_map(self.live, self.weights, self.biases, *maps[0], attrs,
+                                        self.layer_record)]
             elif len(chain) > 1:
                 results = [self.combine(op, attrs, args, maps, names, where)]
             else:
                 C, J = maps[0]
                 results = [(f(C, True), f(J, False))
                            for f in op_maps(op, attrs, args, chain[0], len(outputs))]
+            if self.observer is not None:
+                layers, self.layer_record[:] = list(self.layer_record), []
+                self.observer.apply(node, attrs, args, chain, results, self.live, layers)
             for out, (C, J) in zip(outputs, results):
                 if self.uses.get(out):
                     self.live[out] = (C, J)
@@ -267,6 +305,8 @@ class _Chain:
     def run(self, name: str) -> Network:
         try:
             input_shape = self.read_input()
+            if self.observer is not None:
+                self.observer.start(dict(self.live))
             for position, node in enumerate(self.graph.node):
                 try:
                     self.step(position, node)
@@ -297,6 +337,8 @@ class _Chain:
             offsets.append(t)
         self.weights.append(np.vstack(rows))
         self.biases.append(np.concatenate(offsets))
+        if self.observer is not None:
+            self.observer.finish(list(self.outputs), self.consts)
         try:
             return Network(self.weights, self.biases, input_shape=input_shape, name=name,
                            input_names=self.input_names)
@@ -304,7 +346,8 @@ class _Chain:
             raise self.fail(str(exc)) from exc
 
 
-def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = ()) -> Network:
+def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
+              observer: WalkObserver | None = None) -> Network:
     """Load an ONNX model of affine ops, ReLUs and max pools (needs ``polytrav[onnx]``).
 
     Every maximal run of affine ops is composed into one affine map in float64; each ``Relu``
@@ -318,6 +361,10 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = ()) -> Net
     extra_outputs : sequence of str, optional
         Names of intermediate tensors to output too (VNN-LIB hidden nodes), after the graph's
         outputs.
+    observer : WalkObserver, optional
+        Told every step of the walk (:class:`WalkObserver`); the float32 rounding analysis
+        (:func:`polytrav.bounds.rounding.float32_error`) uses it. None (the default) costs
+        nothing.
 
     Returns
     -------
@@ -377,7 +424,7 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = ()) -> Net
             "corrupt, or not an ONNX model"
         ) from exc
     try:
-        chain = _Chain(onnx, model, label, extra_outputs)
+        chain = _Chain(onnx, model, label, extra_outputs, observer)
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise NetworkError(f"{label}: malformed initializer ({type(exc).__name__}: {exc})") from exc
     return chain.run(path.stem)

@@ -196,13 +196,16 @@ def _unique_rows(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(keep, dtype=np.int64), where
 
 
-def relu_layer(live: dict, weights: list, biases: list, W_op, b_op) -> tuple[int, np.ndarray]:
+def relu_layer(live: dict, weights: list, biases: list, W_op, b_op,
+               record: list | None = None) -> tuple[int, np.ndarray]:
     """Append the layer ``relu([W_op z + b_op; every live tensor])``: its width, and the unit
     of each of the op's rows.
 
     Each live tensor is rewritten as a map of the new layer's outputs (its values crossing
     the layer). Equal rows share one unit (a value crossing the layer that is also the op's
-    input, say).
+    input, say). With a ``record`` list, where each unit comes from is appended to it:
+    ``{"op": unit of each op row, "live": [(name, unit of each element, elements also
+    negated, their units)]}`` (for the rounding analysis).
     """
     nonneg_z = bool(weights)  # z is the output of a ReLU layer
     blocks_W, blocks_b, plans = [W_op], [b_op], []
@@ -219,6 +222,10 @@ def relu_layer(live: dict, weights: list, biases: list, W_op, b_op) -> tuple[int
     weights.append(W[keep])
     biases.append(b[keep])
     width = len(keep)
+    if record is not None:
+        record.append({"op": unit[: len(b_op)], "live": [
+            (name, unit[pos:pos + math.prod(shape[1:])], neg, unit[neg_pos:neg_pos + len(neg)])
+            for name, shape, pos, neg, neg_pos in plans]})
     for name, shape, pos, neg, neg_pos in plans:
         m = math.prod(shape[1:])
         P = np.zeros((m, width))
@@ -228,22 +235,28 @@ def relu_layer(live: dict, weights: list, biases: list, W_op, b_op) -> tuple[int
     return width, unit[: len(b_op)]
 
 
-def relu_map(live: dict, weights: list, biases: list, C, J):
-    """``Relu`` of the tensor ``(C, J)`` (no longer in ``live``): a layer; the new map."""
+def relu_map(live: dict, weights: list, biases: list, C, J, record: list | None = None):
+    """``Relu`` of the tensor ``(C, J)`` (no longer in ``live``): a layer; the new map.
+    ``record``: as for :func:`relu_layer`."""
     T, t = _flat(C, J)
-    width, unit = relu_layer(live, weights, biases, T, t)
+    width, unit = relu_layer(live, weights, biases, T, t, record)
     return np.zeros(C.shape), np.eye(width)[:, unit].reshape(width, *C.shape[1:])
 
 
-def max_pool_map(live: dict, weights: list, biases: list, C, J, attrs: dict):
-    """``MaxPool`` of the tensor ``(C, J)`` (no longer in ``live``): layers; the new map."""
+def max_pool_map(live: dict, weights: list, biases: list, C, J, attrs: dict,
+                 record: list | None = None):
+    """``MaxPool`` of the tensor ``(C, J)`` (no longer in ``live``): layers; the new map.
+    ``record``: as for :func:`relu_layer`, one entry per level, each with its op rows ``R``
+    (``"rows"``: sparse, ``index`` and ``coef`` per row, over the previous level's values)."""
     out_dims, windows = max_pool_windows(attrs, C.shape[1:])
     V, v = _flat(C, J)
     levels, final = max_pool_levels(
         bool(weights) & np.all(V >= 0, axis=1) & (v >= 0), windows
     )
     for R, P in levels:
-        width, unit = relu_layer(live, weights, biases, R @ V, R @ v)
+        width, unit = relu_layer(live, weights, biases, R @ V, R @ v, record)
+        if record is not None:
+            record[-1]["rows"] = R
         V = np.zeros((len(P), width))  # P's columns onto the op's (possibly shared) units
         np.add.at(V, (np.arange(len(P))[:, None], unit[P.index]), P.coef)
         v = np.zeros(len(P))
