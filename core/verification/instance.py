@@ -37,6 +37,8 @@ from polytrav.vocabulary.tolerances import WITNESS_GAP
 
 __all__ = ["Instance", "Witness", "compile_query", "is_real_query"]
 
+#: Parts of each input box the float32 rounding bound may split it into.
+FLOAT32_BOXES = 8
 #: An unbounded input is searched over ``±SEARCH_SCALE`` times the query's largest constant.
 SEARCH_SCALE = 10.0
 
@@ -81,6 +83,40 @@ class Instance:
     unbounded: tuple = ()
     #: each declared network alone, in declaration order
     parts: tuple = ()
+
+    def widened(self, max_boxes: int = FLOAT32_BOXES) -> VnnlibSpec:
+        """The spec with every unsafe row ``c y <= d`` widened to ``c y <= d + |c| E``, ``E``
+        bounding how far onnxruntime's float32 evaluation of each model is from the exact
+        function over the case's box (:func:`polytrav.bounds.rounding.float32_error`; inputs
+        passed through are exact): a proof of the widened spec holds for float32."""
+        from polytrav.bounds.rounding import float32_error
+
+        cases = []
+        for case in self.spec.cases:
+            lo, hi = self._input_box(case.lower, case.upper)
+            E = np.zeros(self.spec.n_outputs)
+            at = 0
+            for net in self.query.networks:
+                size = sum(v.size for v in net.inputs)
+                part = float32_error(self.models[net.name], lo[at:at + size], hi[at:at + size],
+                                     extra_outputs=[v.onnx_name for v in net.hidden],
+                                     max_boxes=max_boxes)
+                for v in net.outputs + net.hidden:
+                    start = self.at[v.name]
+                    E[start:start + v.size] = part[:v.size]
+                    part = part[v.size:]
+                at += size
+            cases.append(VnnlibCase(case.lower, case.upper, case.A, case.b, tuple(
+                (C, d + np.abs(C) @ E) for C, d in case.unsafe)))
+        return VnnlibSpec(self.spec.n_inputs, self.spec.n_outputs, tuple(cases))
+
+    def _input_box(self, lower: np.ndarray, upper: np.ndarray) -> tuple:
+        """Bounds of every input element over the box ``[lower, upper]`` of ``z``."""
+        N = np.array([[float(c) for c in row] for row in self.basis]).reshape(-1, len(self.free))
+        x0 = np.array([float(c) for c in self.origin])
+        lo = x0 + np.clip(N, 0, None) @ lower + np.clip(N, None, 0) @ upper
+        hi = x0 + np.clip(N, 0, None) @ upper + np.clip(N, None, 0) @ lower
+        return lo, hi
 
     def tightened(self) -> VnnlibSpec:
         """The spec with every unsafe row ``c y <= d`` moved in by :data:`WITNESS_GAP`

@@ -251,3 +251,26 @@ def test_with_inputs_passes_the_inputs_through_exactly():
         both = net.with_inputs()
         for x in rng.normal(size=(5, 3)):
             assert np.allclose(both.forward(x), np.r_[net.forward(x), x])
+
+
+def test_float32_queries_prove_only_beyond_the_rounding_bound(tmp_path):
+    """``y = w x`` with ``w = fl32(0.1)``: the exact max over ``[0, 1]`` is ``w``. A margin of
+    1e-8 proves the real query, not the float32 one (the rounding bound is wider): unknown."""
+    w = np.float32(0.1)
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["y"])], "mul",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+                              [numpy_helper.from_array(np.array([w], np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    path = str(tmp_path / "mul.onnx")
+    onnx.save(model, path)
+    for t, want in (("real", "unsat"), ("float32", "unknown")):
+        q = parse_query(HEAD + f"(declare-network N (declare-input X {t} [1]) (declare-output Y "
+                               f"{t} [1]))\n(assert (>= X[0] 0.0)) (assert (<= X[0] 1.0))\n"
+                               f"(assert (>= Y[0] {float(w) + 1e-8!r}))")
+        assert decide(q, {"N": path}).answer == want, t
+    wide = parse_query(HEAD + "(declare-network N (declare-input X float32 [1]) (declare-output "
+                              "Y float32 [1]))\n(assert (>= X[0] 0.0)) (assert (<= X[0] 1.0))\n"
+                              "(assert (>= Y[0] 0.11))")
+    assert decide(wide, {"N": path}).answer == "unsat"  # far beyond the rounding: proven

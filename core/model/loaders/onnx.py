@@ -28,10 +28,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
 from os import PathLike
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
