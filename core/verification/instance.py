@@ -73,7 +73,7 @@ class Instance:
     spec: VnnlibSpec
     models: dict          #: declared network name -> its model file (copies: the original's)
     origin: tuple         #: x0, one Fraction per input element
-    basis: tuple          #: N as rows of Fractions, one row per input element
+    basis: tuple          #: N: per input element, {free element's position: Fraction}
     free: tuple           #: the input elements that are the network's inputs z
     at: dict              #: output or hidden variable -> its first row among the outputs
     #: input regions ``(lower, upper, A, b)`` of disjuncts that constrain no output: every
@@ -112,8 +112,7 @@ class Instance:
 
     def _input_box(self, lower: np.ndarray, upper: np.ndarray) -> tuple:
         """Bounds of every input element over the box ``[lower, upper]`` of ``z``."""
-        N = np.array([[float(c) for c in row] for row in self.basis]).reshape(-1, len(self.free))
-        x0 = np.array([float(c) for c in self.origin])
+        N, x0 = _dense(self.origin, self.basis, len(self.free))
         lo = x0 + np.clip(N, 0, None) @ lower + np.clip(N, None, 0) @ upper
         hi = x0 + np.clip(N, 0, None) @ upper + np.clip(N, None, 0) @ lower
         return lo, hi
@@ -184,8 +183,8 @@ class Instance:
                 fixed = i in lower and lower[i] == upper.get(i)
                 x.append(value if fixed or value != Fraction(float(value)) else float(value))
                 continue
-            value = x0 + sum((c * zq[j] for j, c in enumerate(row) if c), Fraction(0))
-            x.append(value if not any(row) or value != Fraction(float(value)) else float(value))
+            value = x0 + sum((c * zq[j] for j, c in row.items()), Fraction(0))
+            x.append(value if not row or value != Fraction(float(value)) else float(value))
         return x
 
     def _element_bounds(self) -> tuple[dict, dict]:
@@ -244,9 +243,9 @@ def compile_query(query: Query, models: dict) -> Instance:
         network = network.with_inputs()
         y_at.update({name: n_y + at for name, at in x_at.items()})
     origin, basis, free, used = _eliminate(query, x_at, n_x)
-    N = np.array([[float(c) for c in row] for row in basis]).reshape(n_x, len(free))
-    x0 = np.array([float(c) for c in origin])
-    network = network.compose_input(N, x0) if used else network
+    if used:
+        N, x0 = _dense(origin, basis, len(free))
+        network = network.compose_input(N, x0)
     cases: dict = {}
     everywhere: list = []
     unbounded: list = []
@@ -268,8 +267,17 @@ def compile_query(query: Query, models: dict) -> Instance:
     spec = VnnlibSpec(network.n_inputs, network.n_outputs,
                       tuple(VnnlibCase(*r, tuple(u.values())) for r, u in cases.values()))
     return Instance(query, network, spec, {n: str(p) for n, p in files.items()},
-                    tuple(origin), tuple(tuple(r) for r in basis), tuple(free), y_at,
+                    tuple(origin), tuple(basis), tuple(free), y_at,
                     tuple(everywhere), tuple(unbounded), tuple(nets))
+
+
+def _dense(origin, basis, n_free: int) -> tuple[np.ndarray, np.ndarray]:
+    """``N`` and ``x0`` of ``x = x0 + N z`` as float arrays."""
+    N = np.zeros((len(basis), n_free))
+    for i, row in enumerate(basis):
+        for j, v in row.items():
+            N[i, j] = float(v)
+    return N, np.array([float(c) for c in origin])
 
 
 def _offsets(variables) -> dict:
@@ -314,19 +322,20 @@ def _check_ports(query: Query, net: QueryNetwork, path: Path) -> None:
 def _eliminate(query: Query, x_at: dict, n_x: int):
     """Solve the input equalities shared by every disjunct: ``x = x0 + N z`` exactly.
 
-    Returns ``(x0, N, free, used)``: Fractions, ``N`` as rows (one per input element, one
-    column per free element), the free elements' indices and the eliminated atoms.
+    Returns ``(x0, N, free, used)``: Fractions, ``N`` as sparse rows (one per input element,
+    ``{position among the free elements: coefficient}``), the free elements' indices and the
+    eliminated atoms.
     """
     shared = set.intersection(*(set(c) for c in query.clauses)) if query.clauses else set()
     rows, used = [], set()
     for k in sorted(shared):
         atom = query.atoms[k]
         if atom.op == "==" and len(atom.terms) > 1 and _kinds(query, atom) == {"input"}:
-            row = [Fraction(0)] * (n_x + 1)
+            row = {"c": atom.constant}
             for t in atom.terms:
-                row[x_at[t.variable] + t.flat] += t.coefficient
-            row[n_x] = atom.constant
-            rows.append(row)
+                j = x_at[t.variable] + t.flat
+                row[j] = row.get(j, Fraction(0)) + t.coefficient
+            rows.append({j: v for j, v in row.items() if v})
             used.add(k)
     for k, clause in enumerate(query.clauses):
         for i in clause:
@@ -336,35 +345,42 @@ def _eliminate(query: Query, x_at: dict, n_x: int):
                 raise query.error(atom, f"the equality {atom} between inputs holds in only "
                                         "some disjuncts of the assertions; polytrav eliminates "
                                         "equalities between inputs that every disjunct states")
-    pivots = {}  # eliminated element -> its row (reduced)
+    pivots: dict = {}  # eliminated element -> its reduced row {element: coef, "c": constant}
     for row in rows:
         for p, r in pivots.items():
-            if row[p]:
-                f = row[p] / r[p]
-                row = [a - f * b for a, b in zip(row, r)]
-        col = next((j for j in range(n_x - 1, -1, -1) if row[j]), None)
+            if row.get(p):
+                row = _combine(row, r, -row[p] / r[p])
+        col = max((j for j, v in row.items() if j != "c" and v), default=None)
         if col is None:
-            if row[n_x]:
+            if row.get("c"):
                 raise query.error(None, "the equalities between inputs contradict each other, "
                                         "so the input region is empty", RegionError)
             continue
-        row = [a / row[col] for a in row]
+        row = {j: v / row[col] for j, v in row.items()}
         for p in pivots:
-            if pivots[p][col]:
-                f = pivots[p][col]
-                pivots[p] = [a - f * b for a, b in zip(pivots[p], row)]
+            if pivots[p].get(col):
+                pivots[p] = _combine(pivots[p], row, -pivots[p][col])
         pivots[col] = row
     free = [i for i in range(n_x) if i not in pivots]
+    at = {i: j for j, i in enumerate(free)}
     origin, basis = [], []
     for i in range(n_x):
         if i in pivots:
             r = pivots[i]
-            origin.append(r[n_x])
-            basis.append([-r[j] for j in free])
+            origin.append(r.get("c", Fraction(0)))
+            basis.append({at[j]: -v for j, v in r.items() if j not in ("c", i) and v})
         else:
             origin.append(Fraction(0))
-            basis.append([Fraction(int(i == j)) for j in free])
+            basis.append({at[i]: Fraction(1)})
     return origin, basis, free, used
+
+
+def _combine(row: dict, other: dict, factor: Fraction) -> dict:
+    """``row + factor * other`` (sparse rows), zeros dropped."""
+    out = dict(row)
+    for j, v in other.items():
+        out[j] = out.get(j, Fraction(0)) + factor * v
+    return {j: v for j, v in out.items() if v}
 
 
 def _region(query, atoms, x_at, origin, basis, free, unbounded):
@@ -373,15 +389,14 @@ def _region(query, atoms, x_at, origin, basis, free, unbounded):
     lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
     rows, rhs = [], []
     for atom in atoms:
-        a = [Fraction(0)] * n
+        a: dict = {}
         c = atom.constant
         for t in atom.terms:
             i = x_at[t.variable] + t.flat
             c -= t.coefficient * origin[i]
-            for j, coef in enumerate(basis[i]):
-                if coef:
-                    a[j] += t.coefficient * coef
-        nonzero = [j for j in range(n) if a[j]]
+            for j, coef in basis[i].items():
+                a[j] = a.get(j, Fraction(0)) + t.coefficient * coef
+        nonzero = sorted(j for j, v in a.items() if v)
         if not nonzero:
             if not _HOLDS[atom.op](0, c):
                 return None
@@ -395,7 +410,9 @@ def _region(query, atoms, x_at, origin, basis, free, unbounded):
                 else:
                     lower[j] = max(lower[j], bound)
             else:
-                rows.append([float(sign * v) for v in a])
+                row = np.zeros(n)
+                row[nonzero] = [float(sign * a[j]) for j in nonzero]
+                rows.append(row)
                 rhs.append(float(sign * c))
     A = np.array(rows) if rows else None
     b = np.array(rhs) if rows else None

@@ -24,10 +24,10 @@ B1 = np.array([0.0, -0.25, 0.5])
 W2 = np.array([[1.0, -2.0, 1.0], [0.5, 0.5, -1.0]])
 
 
-def _model(path, hidden=False, in_shape=(1, 2), in_type=TensorProto.FLOAT):
-    """``y = W2 relu(W1 x + b1)`` (float32), the pre-activation as tensor ``h``."""
+def _model(path, hidden=False, in_shape=(1, 2), in_type=TensorProto.FLOAT, scale=1.0):
+    """``y = scale W2 relu(W1 x + b1)`` (float32), the pre-activation as tensor ``h``."""
     init = [numpy_helper.from_array(a.astype(np.float32), n)
-            for a, n in ((W1.T, "W1"), (B1, "b1"), (W2.T, "W2"))]
+            for a, n in ((W1.T, "W1"), (B1, "b1"), (scale * W2.T, "W2"))]
     nodes = [helper.make_node("Reshape", ["x", "s"], ["x2"]),
              helper.make_node("MatMul", ["x2", "W1"], ["m"]),
              helper.make_node("Add", ["m", "b1"], ["h"]),
@@ -274,3 +274,19 @@ def test_float32_queries_prove_only_beyond_the_rounding_bound(tmp_path):
                               "Y float32 [1]))\n(assert (>= X[0] 0.0)) (assert (<= X[0] 1.0))\n"
                               "(assert (>= Y[0] 0.11))")
     assert decide(wide, {"N": path}).answer == "unsat"  # far beyond the rounding: proven
+
+
+def test_isomorphic_networks_take_their_own_files(tmp_path):
+    """N2 is isomorphic to N1 with doubled output weights: Y1 - Y2 = -Y1 on equal inputs."""
+    one, two = _model(tmp_path / "a.onnx"), _model(tmp_path / "b.onnx", scale=2.0)
+    low = -_max([-1, 0, 0, 0])  # min of Y1[0,0] over the box (MILP)
+    text = (HEAD + "(declare-network N1 (declare-input X1 real [1, 2]) (declare-output Y1 real "
+            "[1, 2]))\n(declare-network N2 (isomorphic-to N1) (declare-input X2 real [1, 2]) "
+            "(declare-output Y2 real [1, 2]))\n" + BOX.replace("X[", "X1[")
+            + "(assert (== X2[0,0] X1[0,0])) (assert (== X2[0,1] X1[0,1]))\n")
+    for c, want in ((-low - 0.05, "sat"), (-low + 0.05, "unsat")):
+        q = parse_query(text + f"(assert (>= (- Y1[0,0] Y2[0,0]) {c:.6f}))")
+        d = decide(q, check_mapping(q, {"N1": one, "N2": two}, "q"))
+        assert d.answer == want, (c, d.reason)
+    with pytest.raises(ConfigError, match="no model file was supplied for network 'N2'"):
+        check_mapping(q, {"N1": one}, "q")

@@ -411,3 +411,33 @@ def test_every_v1_file_reads_as_the_hand_written_reader_read_it(data_dir):
     assert len(expected) == 155
     got = {name: fingerprint(read_vnnlib(data_dir / name)) for name in expected}
     assert {k for k in expected if got[k] != expected[k]} == set()
+
+
+def _models_of(data_dir) -> dict:
+    """Each 1.0 file's model, from the benchmarks' instances.csv lists."""
+    import csv
+
+    out = {}
+    for listing in sorted(data_dir.rglob("instances.csv")):
+        root = listing.parent
+        for row in csv.reader(listing.open()):
+            onnx_ = root / row[0] if (root / row[0]).exists() else root / "onnx" / row[0]
+            prop = root / row[1] if (root / row[1]).exists() else root / "vnnlib" / row[1]
+            out.setdefault(str(prop.relative_to(data_dir)), onnx_)
+    return out
+
+
+@pytest.mark.integration
+def test_every_v1_file_compiles_with_its_model_to_the_same_spec(data_dir):
+    """``polytrav-vnnlib`` and ``polytrav verify QUERY --network`` read 1.0 files through
+    ``compile_query`` (the model's network ``N``): the same cases, exact to the bit."""
+    from polytrav.verification.instance import compile_query
+    from polytrav.verification.query import read_query
+
+    expected = dict(line.split() for line in FINGERPRINTS.read_text().splitlines())
+    models = _models_of(data_dir)
+    missing = sorted(set(expected) - set(models))
+    assert not missing, f"no instances.csv row names {missing[:3]}"
+    got = {name: fingerprint(compile_query(read_query(data_dir / name),
+                                           {"N": models[name]}).spec) for name in expected}
+    assert {k for k in expected if got[k] != expected[k]} == set()
