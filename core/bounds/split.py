@@ -25,12 +25,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SplitResult", "split_box", "SPLIT_MAX_DIM", "SPLIT_BOXES"]
+__all__ = ["SplitResult", "split_box", "SPLIT_MAX_DIM", "SPLIT_BOXES", "SPLIT_MAX_BOXES",
+           "SPLIT_OPEN_CAP"]
 
 #: Input splitting is used for boxes of at most this many free inputs.
 SPLIT_MAX_DIM = 8
-#: Bounded boxes before the open ones are handed to the traversal.
+#: Bounded boxes before the open ones are handed to the traversal, unless the splitting is
+#: accelerating (:func:`split_box`'s ``extend``).
 SPLIT_BOXES = 400
+#: With ``extend``: at most this many boxes bounded, and at most this many left open (each
+#: open box costs a traversal: tens of milliseconds where a box's bound costs one).
+SPLIT_MAX_BOXES = 50_000
+SPLIT_OPEN_CAP = 2_000
 #: Bound per box: slope-optimisation steps on the unproven conjunctions (0: CROWN's slopes).
 SPLIT_STEPS = 0
 
@@ -84,12 +90,19 @@ class _Context:
 
 
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
-              time_limit: float | None = None, steps: int = SPLIT_STEPS) -> SplitResult:
+              time_limit: float | None = None, steps: int = SPLIT_STEPS,
+              extend: bool = False) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
     docstring. ``lp_chain``: LP backends;
-    ``max_boxes``: default :data:`SPLIT_BOXES`."""
+    ``max_boxes``: default :data:`SPLIT_BOXES`.
+
+    ``extend``: at ``max_boxes`` and at every doubling after it, go on while the splitting
+    accelerates: the share of the volume proven over the last doubling of the boxes is at
+    least that of the doubling before (a box's bound costs about a millisecond, a traversal
+    of an open box tens), with at most :data:`SPLIT_OPEN_CAP` boxes open and
+    :data:`SPLIT_MAX_BOXES` bounded."""
     from polytrav.bounds.dnf import dnf_bound, unsafe_distance
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
@@ -101,9 +114,20 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     result = SplitResult(None)
     heap = [(-np.inf, 0, lower, upper)]
     count = 1
+    share = {}  # proven volume share at max_boxes / 4, / 2, and each doubling from max_boxes
+    marks = sorted({max_boxes // 4, max_boxes // 2, max_boxes} - {0})
+    mark = marks.pop(0)
     while heap:
-        if result.boxes >= max_boxes or (time_limit is not None
-                                         and time.perf_counter() - t0 > time_limit):
+        if result.boxes >= mark:
+            share[mark] = result.proven_volume_share
+            if mark < max_boxes:
+                mark = marks.pop(0)
+            elif extend and _accelerating(share, mark) and len(heap) <= SPLIT_OPEN_CAP \
+                    and mark < SPLIT_MAX_BOXES:
+                mark *= 2
+            else:
+                break
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
             break
         _, _, lo, hi = heapq.heappop(heap)
         piece = _BoxPiece(lo, hi)
@@ -135,3 +159,12 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     result.open_boxes += [(lo, hi) for _, _, lo, hi in sorted(heap, key=lambda e: e[:2])]
     return result
 
+
+
+def _accelerating(share: dict, at: int) -> bool:
+    """Whether the proven share grew at least as much over ``at / 2 .. at`` as over
+    ``at / 4 .. at / 2``."""
+    half, quarter = at // 2, at // 4
+    if half not in share or quarter not in share:
+        return False
+    return share[at] - share[half] >= share[half] - share[quarter]

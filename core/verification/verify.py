@@ -307,7 +307,7 @@ def _split_case(network, case, bounds, solver, timeout, t0, pm):
         return None, [(region, start)]  # the traversal confirms it in its first polytope
     left = None if timeout is None else timeout - (time.perf_counter() - t0)
     lp_chain = backend_chains(solver, pm)["lp"]
-    result = split_box(network, lower, upper, prop.pairs, lp_chain,
+    result = split_box(network, lower, upper, prop.pairs, lp_chain, extend=True,
                        time_limit=None if left is None else left / 2)
     if result.candidate is not None:
         return result, [(region, result.candidate)]
