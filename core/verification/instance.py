@@ -23,6 +23,7 @@ strictly).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -551,7 +552,8 @@ def _run_onnx(path: str, inputs: list, hidden: list) -> list:
     import onnx
     import onnxruntime as ort
 
-    key = (path, tuple(hidden))
+    stat = os.stat(path)  # a model rewritten in place gets a new session
+    key = (path, stat.st_mtime_ns, stat.st_size, tuple(hidden))
     if key not in _SESSIONS:
         model = onnx.load(path)
         for name in hidden:
