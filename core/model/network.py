@@ -325,6 +325,15 @@ class Network:
 
         return load_torch(module, **kwargs)
 
+    @classmethod
+    def from_sklearn(cls, model) -> "Network":
+        """Convert a fitted scikit-learn ``MLPClassifier`` / ``MLPRegressor`` (ReLU), or a
+        ``Pipeline`` of scalers ending in one (needs ``polytrav[sklearn]``); classifiers give
+        logits. See :mod:`polytrav.model.loaders.sklearn`."""
+        from polytrav.model.loaders.sklearn import load_sklearn
+
+        return load_sklearn(model)
+
     # ------------------------------------------------------------------ shape facts
     @property
     def n_inputs(self) -> int:
