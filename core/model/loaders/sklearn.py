@@ -5,27 +5,22 @@ Supported: ``MLPClassifier`` and ``MLPRegressor`` with ``activation="relu"`` (or
 map), alone or as the last step of a ``Pipeline`` whose earlier steps are affine
 preprocessing: ``StandardScaler``, ``MinMaxScaler`` and ``MaxAbsScaler`` (without
 ``clip``), ``RobustScaler``, ``FunctionTransformer()`` (no function: the identity),
-``"passthrough"`` / ``None`` steps and nested ``Pipeline``\\ s. The preprocessing is folded
+``"passthrough"`` / ``None`` steps and nested ``Pipeline`` objects. The preprocessing is folded
 into the first affine map, as the ``.nnet`` normalisation is, so the network takes the raw
 features. Anything else (other estimators, ``tanh`` / ``logistic`` hidden layers, clipping
 scalers, ``ColumnTransformer``, encoders, ...) is refused with its class and step named.
 
 The network returns the output layer's *pre-activation*; the MLP's output function
-(``out_activation_``) is not applied:
+(``out_activation_``) is not applied. Output ``k`` of the network is:
 
-==========================================  ===================================================
-model                                       output ``k`` of the network
-==========================================  ===================================================
-``MLPClassifier``, two classes              one output: the logit of ``classes_[1]``;
-                                            ``predict_proba(X)[:, 1] == sigmoid(output)``
-``MLPClassifier``, ``c > 2`` classes        ``c`` outputs: the logit of ``classes_[k]``;
-                                            ``predict_proba(X) == softmax(outputs)``, the
-                                            predicted class is ``classes_[argmax]``
-``MLPClassifier``, multilabel (0/1 matrix)  the logit of label ``k``; its probability is
-                                            ``sigmoid(output k)``
-``MLPRegressor``                            target ``k`` (``predict(X)[:, k]``; one output for
-                                            one target); with ``loss="poisson"`` the log of it
-==========================================  ===================================================
+* ``MLPClassifier``, two classes: one output, the logit of ``classes_[1]``;
+  ``predict_proba(X)[:, 1] == sigmoid(output)``.
+* ``MLPClassifier``, ``c > 2`` classes: ``c`` outputs, the logit of ``classes_[k]``;
+  ``predict_proba(X) == softmax(outputs)`` and the predicted class is ``classes_[argmax]``.
+* ``MLPClassifier``, multilabel (a 0/1 target matrix): the logit of label ``k``, whose
+  probability is ``sigmoid(output k)``.
+* ``MLPRegressor``: target ``k`` (``predict(X)[:, k]``; one output for one target); with
+  ``loss="poisson"``, its log.
 
 sigmoid, softmax and exp are increasing, so thresholds on probabilities and predictions are
 thresholds on these outputs (``predict`` gives ``classes_[1]`` where the logit is ``> 0``).
