@@ -210,11 +210,15 @@ def test_refusals_name_the_estimator_and_what_is_supported(build, match):
         Network.from_sklearn(model)
 
 
-def test_mlp_before_the_last_step_is_refused():
+def test_a_pipeline_must_end_in_its_only_mlp():
     X, y = _fitted_mlp()
     mlp = _mlp(MLPClassifier).fit(X, y)
     model = Pipeline([("mlp", mlp), ("scale", StandardScaler().fit(X[:, :1]))])
     with pytest.raises(NetworkError, match=r"step 'mlp': the MLPClassifier must be the last step"):
+        Network.from_sklearn(model)
+    model = Pipeline([("scale", StandardScaler().fit(X)), ("end", "passthrough")])
+    with pytest.raises(NetworkError, match=r"Pipeline ends in StandardScaler \(step 'scale'\); "
+                                           "its last step must be an MLPClassifier"):
         Network.from_sklearn(model)
 
 

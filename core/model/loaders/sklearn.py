@@ -201,6 +201,10 @@ def load_sklearn(model) -> Network:
         if c is not None:
             shift = shift + c
     here = where(last_path)
+    if isinstance(mlp, scaler_types):
+        raise NetworkError(
+            f"scikit-learn model: this {name} ends in {type(mlp).__name__} ({here}); its last "
+            "step must be an MLPClassifier or MLPRegressor")
     if not isinstance(mlp, mlp_types):
         kind = mlp if isinstance(mlp, str) else type(mlp).__name__
         raise NetworkError(f"scikit-learn model: {here}: unsupported estimator {kind}; "
