@@ -1,6 +1,8 @@
-"""Input splitting before the traversal, for low-dimensional boxes (``verify``'s first stage).
+"""Input splitting before the traversal, for boxes of few effective inputs (``verify``'s first stage).
 
-A box of few inputs (ACAS Xu has 5) is bisected, worst bound first, into sub-boxes:
+A box whose bound depends mostly on a few inputs (:func:`effective_inputs`: ACAS Xu's 5
+inputs, 14 of a flight controller; not an image's pixels) is bisected, worst bound first,
+into sub-boxes:
 
 * a sub-box on which the bounds of :func:`polytrav.bounds.dnf.dnf_bound`
   prove that no conjunction of the unsafe set can be met is *proven* (the same sound bounds
@@ -13,7 +15,8 @@ A box of few inputs (ACAS Xu has 5) is bisected, worst bound first, into sub-box
   width are largest (weighting the width once more favours halving wide inputs).
 
 The search ends when every box is proven, a candidate is found, or the budget (boxes,
-seconds) runs out; the boxes still open are returned for the traversal. Each proven box is
+seconds) runs out; the boxes still open are returned for the traversal (with a deep search,
+possibly as the larger boxes of its frontier that contain them). Each proven box is
 a proof for its points only, so the region is accounted for as proven boxes plus the open
 boxes' traversals.
 """
@@ -25,11 +28,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SplitResult", "split_box", "SPLIT_MAX_DIM", "SPLIT_BOXES", "SPLIT_MAX_BOXES",
-           "SPLIT_OPEN_CAP"]
+__all__ = ["SplitResult", "split_box", "effective_inputs", "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
+           "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
+           "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS"]
 
-#: Input splitting is used for boxes of at most this many free inputs.
-SPLIT_MAX_DIM = 8
+#: Input splitting is used for boxes of at most this many *effective* inputs
+#: (:func:`effective_inputs`): halving each of ``k`` inputs once takes ``2^k`` boxes.
+SPLIT_MAX_EFFECTIVE = 16
+#: The share of the bound's input sensitivity that the effective inputs carry.
+EFFECTIVE_SHARE = 0.9
 #: Bounded boxes before the open ones are handed to the traversal, unless the splitting is
 #: accelerating (:func:`split_box`'s ``extend``).
 SPLIT_BOXES = 400
@@ -37,6 +44,16 @@ SPLIT_BOXES = 400
 #: open box costs a traversal: tens of milliseconds where a box's bound costs one).
 SPLIT_MAX_BOXES = 50_000
 SPLIT_OPEN_CAP = 2_000
+#: The deep search (``split_box``'s ``deep_time``) doubles while each doubling proves at least
+#: this share of the volume still unproven, up to this many boxes.
+SPLIT_DEEP_STALL = 0.1
+SPLIT_DEEP_MAX_BOXES = 400_000
+#: ``verify``'s deep search time: this share of the time left, or these seconds without a
+#: time limit.
+SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME = 0.25, 30.0
+#: ... and at most this many seconds per box of its frontier (about what traversing a small
+#: open box costs): the search never costs more than the traversals it may save.
+SPLIT_OPEN_SECONDS = 0.03
 #: Bound per box: slope-optimisation steps on the unproven conjunctions (0: CROWN's slopes).
 SPLIT_STEPS = 0
 
@@ -50,6 +67,8 @@ class SplitResult:
     proven: int = 0  #: boxes proven by bounds
     proven_volume_share: float = 0.0  #: their share of the box's volume (free inputs only)
     boxes: int = 0  #: boxes bounded
+    #: boxes open where the deep search began (0: it did not run)
+    frontier: int = 0
 
 
 class _Frame:
@@ -89,9 +108,26 @@ class _Context:
         return self._lp
 
 
+def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
+    """The fewest inputs that carry :data:`EFFECTIVE_SHARE` of the box's bound sensitivity:
+    CROWN's coefficients of the unsafe rows on each input (in the box's own coordinates, so
+    scaled by its width once), summed over the rows, times the width (the bisection's
+    score). A bisection shrinks the bound's looseness by halving these inputs: 5 or 6 of
+    the 14 inputs of VNN-COMP's ``gcas``, 2 of ACAS Xu's 5, 422 of the 784 pixels of an
+    MNIST image's L-infinity ball."""
+    from polytrav.bounds.dnf import dnf_bound
+
+    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    _, L = dnf_bound(pairs, _BoxPiece(lower, upper), _Context(network, lp_chain), steps=0)
+    score = np.sort(np.abs(L).sum(axis=0) * (upper - lower))[::-1]
+    if not score.any():
+        return int(np.sum(upper > lower))
+    return int(np.searchsorted(np.cumsum(score) / score.sum(), EFFECTIVE_SHARE) + 1)
+
+
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, steps: int = SPLIT_STEPS,
-              extend: bool = False) -> SplitResult:
+              extend: bool = False, deep_time: float | None = None) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
@@ -102,7 +138,13 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     accelerates: the share of the volume proven over the last doubling of the boxes is at
     least that of the doubling before (a box's bound costs about a millisecond, a traversal
     of an open box tens), with at most :data:`SPLIT_OPEN_CAP` boxes open and
-    :data:`SPLIT_MAX_BOXES` bounded."""
+    :data:`SPLIT_MAX_BOXES` bounded.
+
+    ``deep_time``: where that stops (the *frontier*), go on for at most this many seconds
+    more (and at most :data:`SPLIT_OPEN_SECONDS` per frontier box), doubling while each doubling proves at least :data:`SPLIT_DEEP_STALL` of the volume
+    still unproven, up to :data:`SPLIT_DEEP_MAX_BOXES`. If boxes are still open then, the
+    open boxes returned are the frontier's boxes that contain open ones, if they are fewer
+    (each is traversed whole: the deep search then cost time but never adds traversals)."""
     from polytrav.bounds.dnf import dnf_bound, unsafe_distance
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
@@ -112,24 +154,39 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     free = upper > lower
     total = float(np.prod(upper[free] - lower[free]))
     result = SplitResult(None)
-    heap = [(-np.inf, 0, lower, upper)]
+    heap = [(-np.inf, 0, lower, upper, -1)]  # (margin, order, lo, hi, frontier box or -1)
+    narrow = []  # boxes too narrow to halve, with their frontier box
     count = 1
     share = {}  # proven volume share at max_boxes / 4, / 2, and each doubling from max_boxes
     marks = sorted({max_boxes // 4, max_boxes // 2, max_boxes} - {0})
     mark = marks.pop(0)
+    frontier = None  # the boxes open where the deep search began
+    deep_start = None
     while heap:
         if result.boxes >= mark:
             share[mark] = result.proven_volume_share
             if mark < max_boxes:
                 mark = marks.pop(0)
-            elif extend and _accelerating(share, mark) and len(heap) <= SPLIT_OPEN_CAP \
-                    and mark < SPLIT_MAX_BOXES:
+            elif frontier is None and extend and _accelerating(share, mark) \
+                    and len(heap) <= SPLIT_OPEN_CAP and mark < SPLIT_MAX_BOXES:
+                mark *= 2
+            elif frontier is None and deep_time is not None and deep_time > 0:
+                frontier = [(lo, hi) for _, _, lo, hi, _ in heap] + [(lo, hi) for lo, hi, _ in narrow]
+                heap = [entry[:4] + (i,) for i, entry in enumerate(heap)]  # same order: a heap
+                narrow = [(lo, hi, len(heap) + i) for i, (lo, hi, _) in enumerate(narrow)]
+                deep_start, mark = time.perf_counter(), 2 * mark
+                deep_time = min(deep_time, SPLIT_OPEN_SECONDS * len(frontier))
+            elif frontier is not None and _deep_progress(share, mark) \
+                    and mark < SPLIT_DEEP_MAX_BOXES:
                 mark *= 2
             else:
                 break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+        now = time.perf_counter()
+        if time_limit is not None and now - t0 > time_limit:
             break
-        _, _, lo, hi = heapq.heappop(heap)
+        if deep_start is not None and now - deep_start > deep_time:
+            break
+        _, _, lo, hi, anc = heapq.heappop(heap)
         piece = _BoxPiece(lo, hi)
         points = [piece.m]
         margin, L = dnf_bound(pairs, piece, context, steps=steps, points=points)
@@ -149,16 +206,31 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
         j = int(np.argmax(score))
         mid = (lo[j] + hi[j]) / 2
         if not lo[j] < mid < hi[j]:  # too narrow to halve in floating point: traverse it
-            result.open_boxes.append((lo, hi))
+            narrow.append((lo, hi, anc))
             continue
         for a, b in ((lo[j], mid), (mid, hi[j])):
             lo2, hi2 = lo.copy(), hi.copy()
             lo2[j], hi2[j] = a, b
-            heapq.heappush(heap, (margin, count, lo2, hi2))
+            heapq.heappush(heap, (margin, count, lo2, hi2, anc))
             count += 1
-    result.open_boxes += [(lo, hi) for _, _, lo, hi in sorted(heap, key=lambda e: e[:2])]
+    leaves = [(lo, hi, anc) for _, _, lo, hi, anc in sorted(heap, key=lambda e: e[:2])] + narrow
+    result.open_boxes = [(lo, hi) for lo, hi, _ in leaves]
+    if frontier is not None:
+        result.frontier = len(frontier)
+        kept = sorted({anc for _, _, anc in leaves})
+        if len(kept) < len(leaves):
+            result.open_boxes = [frontier[i] for i in kept]
     return result
 
+
+def _deep_progress(share: dict, at: int) -> bool:
+    """Whether the doubling that ended at ``at`` boxes proved at least
+    :data:`SPLIT_DEEP_STALL` of the volume that was unproven before it."""
+    half = at // 2
+    if half not in share:
+        return True
+    left = 1.0 - share[half]
+    return left > 0 and (share[at] - share[half]) >= SPLIT_DEEP_STALL * left
 
 
 def _accelerating(share: dict, at: int) -> bool:

@@ -128,10 +128,11 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         With bounds, descend into the pieces of each level by increasing margin
         (``best-first``, default: counterexamples early) or in the paper's order.
     split : bool
-        With bounds, an input box of at most :data:`polytrav.bounds.split.SPLIT_MAX_DIM` free
-        inputs is first bisected by :func:`polytrav.bounds.split.split_box` (default True): sub-boxes
-        that bounds prove are done, a candidate counterexample is confirmed by a traversal
-        that starts at it, and the sub-boxes left open are traversed one by one.
+        With bounds, an input box of at most :data:`polytrav.bounds.split.SPLIT_MAX_EFFECTIVE`
+        effective inputs (:func:`polytrav.bounds.split.effective_inputs`) is first bisected
+        by :func:`polytrav.bounds.split.split_box` (default True): sub-boxes that bounds
+        prove are done, a candidate counterexample is confirmed by a traversal that starts at
+        it, and the sub-boxes left open are traversed one by one.
     bab : bool
         With bounds, a box of many inputs whose unsafe conjunctions are single rows is first
         given to neuron-level branch and bound (:func:`polytrav.bounds.dnf.region_bab`;
@@ -287,28 +288,30 @@ def _point_case(network, case, confirm, onnx_path):
 
 def _split_case(network, case, bounds, solver, timeout, t0, pm):
     """Input splitting on one box case (:mod:`polytrav.bounds.split`), or None where it does not
-    apply (too many free inputs). Returns the split's result (None if the start attack
+    apply (too many effective inputs). Returns the split's result (None if the start attack
     already met the unsafe set) and the ``(region, start)`` traversals that remain: the whole
     box from a counterexample candidate (its first polytope confirms it), else each open
     sub-box from its centre."""
     from polytrav.bounds.dnf import attack_start, unsafe_distance
     from polytrav.model.region import Box
     from polytrav.host.runner import backend_chains
-    from polytrav.bounds.split import SPLIT_MAX_DIM, split_box
+    from polytrav.bounds.split import (SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE,
+                                       effective_inputs, split_box)
 
     lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
-    if int(np.sum(upper > lower)) > SPLIT_MAX_DIM:
-        return None
     region = case.region()
     prop = case.property("verify", bounds=bounds, pm=pm)
     prop.validate(network, region)  # bad unsafe sets fail here, with the analysis's errors
+    lp_chain = backend_chains(solver, pm)["lp"]
+    if effective_inputs(network, lower, upper, prop.pairs, lp_chain) > SPLIT_MAX_EFFECTIVE:
+        return None
     start = attack_start(prop.pairs, network, region)
     if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:
         return None, [(region, start)]  # the traversal confirms it in its first polytope
     left = None if timeout is None else timeout - (time.perf_counter() - t0)
-    lp_chain = backend_chains(solver, pm)["lp"]
     result = split_box(network, lower, upper, prop.pairs, lp_chain, extend=True,
-                       time_limit=None if left is None else left / 2)
+                       time_limit=None if left is None else left / 2,
+                       deep_time=SPLIT_DEEP_TIME if left is None else SPLIT_DEEP_SHARE * left)
     if result.candidate is not None:
         return result, [(region, result.candidate)]
     return result, [(Box(lo, hi), (lo + hi) / 2) for lo, hi in result.open_boxes]
