@@ -49,7 +49,7 @@ class VerificationResult:
     reason: str = ""
     reports: list = field(default_factory=list, repr=False)
     proven: int = 0  #: pieces proven by bounds (their polytopes were not visited)
-    #: input splitting (low-dimensional boxes): boxes bounded, proven, left open for the
+    #: input splitting (boxes of few effective inputs): boxes bounded, proven, left open for the
     #: traversal, and the proven boxes' mean volume share per input region; None if unused
     split: dict | None = None
 

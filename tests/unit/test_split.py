@@ -1,4 +1,4 @@
-"""Input splitting (``verify``'s first stage on low-dimensional boxes) is sound and complete:
+"""Input splitting (``verify``'s first stage on boxes of few effective inputs) is sound and complete:
 its verdicts equal the full traversal's and a MILP's, and a forced-unsound bound is caught."""
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import pytest
 from milp import milp_linear_dnf_feasible
 from reference import random_net
 
-from polytrav import Box
+from polytrav import Box, Network
 from polytrav.verification.vnnlib import VnnlibCase, VnnlibSpec
 from polytrav.host.manager import get_plugin_manager
 from polytrav.bounds import dnf
 from polytrav.host.runner import backend_chains
 from polytrav.plugins.linear_property import LinearProperty
-from polytrav.bounds.split import split_box
+from polytrav.bounds.split import effective_inputs, split_box
 from polytrav.verification.verify import verify
 
 
@@ -143,3 +143,64 @@ def test_extended_splitting_proves_acas_1_1_property_3_by_boxes_alone(data_dir):
     full = split_box(net, case.lower, case.upper, prop.pairs, lp, extend=True)
     assert full.candidate is None and not full.open_boxes
     assert full.proven_volume_share == pytest.approx(1.0)
+
+
+def test_the_deep_search_goes_on_while_each_doubling_proves_a_tenth_of_what_is_left():
+    from polytrav.bounds.split import _deep_progress
+
+    assert _deep_progress({400: 0.5, 800: 0.6}, 800)        # 0.1 of 0.5 left: 20 %
+    assert not _deep_progress({400: 0.5, 800: 0.52}, 800)   # 4 %
+    assert not _deep_progress({400: 1.0, 800: 1.0}, 800)    # nothing left
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_deep_search_open_boxes_are_frontier_boxes_or_leaves_and_verdicts_hold(case):
+    """From a frontier of 4 boxes the deep search runs on; whatever it returns open (its open
+    leaves, or the frontier boxes that hold them) contains every sampled unsafe point."""
+    _, net, lo, hi, unsafe = list(instances(12))[case]
+    prop = LinearProperty(unsafe)
+    prop.validate(net, Box(lo, hi))
+    result = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0)
+    if result.candidate is not None or not result.open_boxes:
+        return
+    assert result.frontier > 0
+    X = np.random.default_rng(case).uniform(lo, hi, (4000, len(lo)))
+    Y = np.array([net.forward(x) for x in X])
+    unsafe_points = X[np.any([np.all(Y @ C.T <= d, axis=1) for C, d in prop.pairs], axis=0)]
+    for x in unsafe_points:  # proven boxes hold none: each is in a box left open
+        assert any(np.all(blo <= x) and np.all(x <= bhi) for blo, bhi in result.open_boxes)
+
+
+def test_the_deep_search_matches_the_milp(monkeypatch):
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_DEEP_STALL", 0.0)  # deep until proven
+    bad, _, _ = mismatches(12)
+    assert bad == []
+
+
+def test_effective_inputs_count_the_inputs_the_bound_depends_on():
+    """A net that reads 2 of its 10 inputs has at most 2 effective inputs; with every input
+    mattering alike the count is near all of them."""
+    rng = np.random.default_rng(3)
+    W0 = np.zeros((6, 10))
+    W0[:, :2] = rng.normal(size=(6, 2))
+    net = Network.from_arrays([W0, rng.normal(size=(1, 6))], [np.zeros(6), np.zeros(1)])
+    C, d = np.array([[-1.0]]), np.array([-5.0])
+    lo, hi = -np.ones(10), np.ones(10)
+    assert effective_inputs(net, lo, hi, [(C, d)], lp_chain()) <= 2
+    dense = Network.from_arrays([np.ones((6, 10)), np.ones((1, 6))], [np.zeros(6), np.zeros(1)])
+    assert effective_inputs(dense, lo, hi, [(C, d)], lp_chain()) == 9   # 90 % of 10 equal inputs
+
+
+@pytest.mark.integration
+def test_gcas_holds_by_boxes_alone_and_mnist_is_not_split(data_dir):
+    """VNN-COMP 2022 gcas (14 inputs, 5-6 effective; its unsafe set a conjunction of two rows):
+    every box proven, nothing traversed; an MNIST image ball (hundreds effective) is not split."""
+    rpd = data_dir / "vnncomp2022" / "reach_prob_density"
+    result = verify(rpd / "onnx" / "gcas.onnx", rpd / "vnnlib" / "gcas_3.vnnlib", timeout=60)
+    assert result.answer == "unsat" and result.polytopes == 0
+    assert result.split["open"] == 0 and result.split["proven_volume_share"] == pytest.approx(1.0)
+    mnist = data_dir / "mnistfc"
+    result = verify(mnist / "onnx" / "mnist-net_256x2.onnx", mnist / "vnnlib_2021" / "prop_2_0.03.vnnlib",
+                    timeout=60)
+    assert result.answer == "unsat" and result.split is None
