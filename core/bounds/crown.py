@@ -312,12 +312,19 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     return L, g, best
 
 
-def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0) -> LinearBounds:
+def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
+                  phases: np.ndarray | None = None) -> LinearBounds:
     hidden = layers[:-1]
     bounds = LinearBounds([], [], [], [], [], unstable=[])
+    start = 0
     for k, (W, b) in enumerate(hidden):
         n = W.shape[0]
+        known = None if phases is None or k == 0 else phases[start:start + n]
+        if known is not None and known.any():  # bound only the neurons not known stable
+            j = np.flatnonzero(known == 0)
+            W, b = W[j], b[j]
         rows, const = np.vstack([W, -W]), np.concatenate([b, -b])
+        n_rows = W.shape[0]
         if k == 0:
             bounds.first = (W @ M, W @ m)
             L, g = np.vstack([bounds.first[0], -bounds.first[0]]), np.concatenate(
@@ -325,30 +332,42 @@ def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0) -> LinearBoun
         else:
             L, g = backsubstitute(rows, const, layers, bounds, k, M, m)
         low = conc.lower(L, g)
-        unstable = np.flatnonzero((low[:n] < 0) & (low[n:] < 0))
-        pick = np.concatenate([unstable, n + unstable])
+        unstable = np.flatnonzero((low[:n_rows] < 0) & (low[n_rows:] < 0))
+        pick = np.concatenate([unstable, n_rows + unstable])
         if steps and k and len(unstable):  # tighten only what CROWN leaves unstable
             L[pick], g[pick], low[pick] = optimized_rows(rows[pick], const[pick], layers, bounds,
                                                          k, M, m, conc, steps)
-        unstable = np.flatnonzero((low[:n] < 0) & (low[n:] < 0))
-        pick = np.concatenate([unstable, n + unstable])
+        unstable = np.flatnonzero((low[:n_rows] < 0) & (low[n_rows:] < 0))
+        pick = np.concatenate([unstable, n_rows + unstable])
         if k == 0:  # affine on the piece: the LPs give its unstable neurons' exact bounds
             low[pick] = conc.refine(L[pick], g[pick], low[pick])
-        bounds.push(low[:n], np.maximum(-low[n:], low[:n]))
+        lo, hi = low[:n_rows], np.maximum(-low[n_rows:], low[:n_rows])
+        if n_rows < n:  # the known phases: any bounds of the right sign relax them exactly
+            lo_all, hi_all = np.where(known > 0, 0.0, -1.0), np.where(known > 0, 1.0, 0.0)
+            lo_all[j], hi_all[j] = lo, hi
+            lo, hi = lo_all, hi_all
+        if phases is not None:
+            phases[start:start + n] = np.where(lo >= 0.0, 1, np.where(hi <= 0.0, -1, 0))
+        bounds.push(lo, hi)
+        start += n
     return bounds
 
 
 def output_lower_bounds(layers: list[tuple[np.ndarray, np.ndarray]], M: np.ndarray,
-                        m: np.ndarray, C: np.ndarray, conc: Concretizer, steps: int = 0
+                        m: np.ndarray, C: np.ndarray, conc: Concretizer, steps: int = 0,
+                        phases: np.ndarray | None = None
                         ) -> tuple[np.ndarray, np.ndarray, LinearBounds]:
     """Affine lower bounds ``C y >= L u + g`` of linear functions of the outputs on the piece.
 
     ``layers``: the remaining layers ``(W, b)``, hidden ones then the output layer; the
     piece's input to the first of them is ``M u + m``. ``steps``: gradient steps of the
     slope optimisation (α-CROWN) for every bounded row, intermediate ones included; 0 keeps
-    CROWN's slopes. Returns ``(L, g, bounds)`` with the intermediate bounds used.
+    CROWN's slopes. ``phases``: the hidden neurons' phases known on the piece (int8, the
+    remaining hidden layers' neurons in order; +1 active, -1 inactive, 0 unknown), e.g. a
+    larger box's: neurons known stable are not bounded again; updated in place with the
+    phases these bounds prove. Returns ``(L, g, bounds)`` with the intermediate bounds used.
     """
-    bounds = _layer_bounds(layers, M, m, conc, steps)
+    bounds = _layer_bounds(layers, M, m, conc, steps, phases)
     W, b = layers[-1]
     C = np.atleast_2d(np.asarray(C, float))
     upto = len(layers) - 1

@@ -183,13 +183,14 @@ def bab_details(outcome) -> dict | None:
     return {"verdict": outcome.verdict, "nodes": outcome.nodes, "seconds": outcome.seconds}
 
 
-def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None
-              ) -> tuple[float, np.ndarray]:
+def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None,
+              phases: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """:func:`dnf_piece_margin` and the rows' affine bounds ``L`` (in ``u``, one row per row
     of the stacked ``C``). ``steps``: slope optimisation steps (default :data:`SLOPE_STEPS`).
     ``points``: if given, every unproven conjunction gets its LP and the LP's minimiser (an
     input where the relaxation comes closest to the unsafe set: a candidate counterexample)
-    is appended.
+    is appended. ``phases``: the hidden neurons' known phases on the piece, updated in place
+    (:func:`~polytrav.bounds.crown.output_lower_bounds`).
     """
     steps = SLOPE_STEPS if steps is None else steps
     net = context.network
@@ -202,7 +203,7 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
     d = np.concatenate([d for _, d in pairs])
     ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
     rows = [np.arange(end - C_k.shape[0], end) for end, (C_k, _) in zip(ends, pairs)]
-    L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
+    L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc, phases=phases)
     g = g - d
     margins = _row_margins(L, g, conc, rows)
     open_rows = np.concatenate([r for r, s in zip(rows, margins) if s <= 0] or [[]]).astype(int)
@@ -212,9 +213,15 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
         g[open_rows] -= d[open_rows]
         margins = _row_margins(L, g, conc, rows)
     margin = np.inf
+    box_only = None  # whether the piece is its frame box (no rows, no vertices)
     for r, s in sorted(zip(rows, margins), key=lambda pair: pair[1]):  # likeliest unproven first
         if s <= 0:
-            s, u = _joint_margin(L[r], g[r], piece, context)
+            if len(r) == 1 and box_only is None:
+                box_only = piece.vertices is None and not len(piece.halfspaces(box=False)[1])
+            if len(r) == 1 and box_only:  # one row over the box: s is its minimum already
+                u = -np.sign(L[r[0]])
+            else:
+                s, u = _joint_margin(L[r], g[r], piece, context)
             if points is not None and u is not None:
                 points.append(piece.frame.to_x(u))
         margin = min(margin, s)

@@ -154,7 +154,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     free = upper > lower
     total = float(np.prod(upper[free] - lower[free]))
     result = SplitResult(None)
-    heap = [(-np.inf, 0, lower, upper, -1)]  # (margin, order, lo, hi, frontier box or -1)
+    # (margin, order, lo, hi, frontier box or -1, the hidden neurons' phases known on the box)
+    heap = [(-np.inf, 0, lower, upper, -1, np.zeros(network.n_neurons, np.int8))]
     narrow = []  # boxes too narrow to halve, with their frontier box
     count = 1
     share = {}  # proven volume share at max_boxes / 4, / 2, and each doubling from max_boxes
@@ -171,8 +172,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                     and len(heap) <= SPLIT_OPEN_CAP and mark < SPLIT_MAX_BOXES:
                 mark *= 2
             elif frontier is None and deep_time is not None and deep_time > 0:
-                frontier = [(lo, hi) for _, _, lo, hi, _ in heap] + [(lo, hi) for lo, hi, _ in narrow]
-                heap = [entry[:4] + (i,) for i, entry in enumerate(heap)]  # same order: a heap
+                frontier = [e[2:4] for e in heap] + [(lo, hi) for lo, hi, _ in narrow]
+                heap = [e[:4] + (i, e[5]) for i, e in enumerate(heap)]  # same order: a heap
                 narrow = [(lo, hi, len(heap) + i) for i, (lo, hi, _) in enumerate(narrow)]
                 deep_start, mark = time.perf_counter(), 2 * mark
                 deep_time = min(deep_time, SPLIT_OPEN_SECONDS * len(frontier))
@@ -186,10 +187,10 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
             break
         if deep_start is not None and now - deep_start > deep_time:
             break
-        _, _, lo, hi, anc = heapq.heappop(heap)
+        _, _, lo, hi, anc, phases = heapq.heappop(heap)
         piece = _BoxPiece(lo, hi)
         points = [piece.m]
-        margin, L = dnf_bound(pairs, piece, context, steps=steps, points=points)
+        margin, L = dnf_bound(pairs, piece, context, steps=steps, points=points, phases=phases)
         result.boxes += 1
         if margin > 0:
             result.proven += 1
@@ -211,9 +212,9 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
         for a, b in ((lo[j], mid), (mid, hi[j])):
             lo2, hi2 = lo.copy(), hi.copy()
             lo2[j], hi2[j] = a, b
-            heapq.heappush(heap, (margin, count, lo2, hi2, anc))
+            heapq.heappush(heap, (margin, count, lo2, hi2, anc, phases.copy()))
             count += 1
-    leaves = [(lo, hi, anc) for _, _, lo, hi, anc in sorted(heap, key=lambda e: e[:2])] + narrow
+    leaves = [e[2:5] for e in sorted(heap, key=lambda e: e[:2])] + narrow
     result.open_boxes = [(lo, hi) for lo, hi, _ in leaves]
     if frontier is not None:
         result.frontier = len(frontier)

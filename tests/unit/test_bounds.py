@@ -441,3 +441,32 @@ def test_batched_restarts_return_only_points_of_the_unsafe_set():
     assert unsafe_distance(reachable, net.forward(x[None]))[0] < 0
     far = [(C, np.array([-(Y[:, 2].max() + 100.0)]))]
     assert _restarts(far, net, lo, hi, lambda x: True, np.random.default_rng(0)) is None
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bounds_with_a_larger_boxs_phases_are_sound_and_keep_those_phases(seed):
+    """Input splitting passes a box's proven phases to its sub-boxes (neurons stable on a box
+    are stable on every sub-box, and are not bounded again): the sub-box's bounds stay sound
+    by sampling, every phase proven holds at every sample, and known phases are kept."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(2, 6))
+    net = random_net(300 + seed, d, [10, 8, 6], n_out=3)
+    layers = list(zip(net.weights, net.biases))
+    C = rng.normal(size=(2, 3))
+    lo, hi = -np.ones(d), np.ones(d)
+    phases = np.zeros(net.n_neurons, np.int8)
+    output_lower_bounds(layers, np.diag((hi - lo) / 2), (lo + hi) / 2, C, Concretizer(d),
+                        phases=phases)
+    sub_lo, sub_hi = lo.copy(), hi.copy()
+    j = int(rng.integers(0, d))
+    sub_hi[j] = rng.uniform(-0.5, 0.5)
+    known = phases.copy()
+    mid, rad = (sub_lo + sub_hi) / 2, (sub_hi - sub_lo) / 2
+    L, g, _ = output_lower_bounds(layers, np.diag(rad), mid, C, Concretizer(d), phases=phases)
+    assert np.all(phases[known != 0] == known[known != 0])
+    X = rng.uniform(sub_lo, sub_hi, (3000, d))
+    hs, Y = net.trace(X)
+    Z = np.hstack(hs)
+    U = (X - mid) / rad
+    assert np.all(Y @ C.T >= U @ L.T + g - 1e-9)
+    assert np.all(Z[:, phases > 0] >= -1e-12) and np.all(Z[:, phases < 0] <= 1e-12)
