@@ -81,17 +81,23 @@ class BaBOutcome:
 
 
 def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend],
-                  time_limit: float | None = None, branching: str = "widest_early") -> BaBOutcome:
+                  time_limit: float | None = None, branching: str = "widest_early",
+                  groups: Sequence[Sequence[int]] | None = None) -> BaBOutcome:
     """Branch and bound for ``C @ network(x) - d > 0`` (every row) for ``x`` in ``[lo, hi]``.
 
     ``C`` (rows, n_outputs) and ``d`` (rows,) are folded into the output layer.
     ``lp_backends``: the LP backend chain that decides the leaves (a run's
     ``context.backends("lp")``). ``time_limit`` in seconds (None: until decided).
+    ``groups``: the rows of each conjunction of an unsafe set ``C_k y <= d_k`` in
+    disjunctive normal form; then what is proven is that in every group *some* row is
+    positive at every ``x`` (no conjunction is met), and a counterexample meets every row
+    of one group. Default: every row its own group.
     """
     C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
+    groups = _groups(groups, C.shape[0])
     Ws = list(network.weights[:-1]) + [C @ network.weights[-1]]
     bs = list(network.biases[:-1]) + [C @ network.biases[-1] - d]
-    if len(Ws) == 1:  # an affine network: one LP-free bound is exact
+    if len(Ws) == 1 and all(len(g) == 1 for g in groups):  # affine: one LP-free bound is exact
         lo_, hi_ = np.asarray(lo, float), np.asarray(hi, float)
         mid, rad = (lo_ + hi_) / 2, (hi_ - lo_) / 2
         const = Ws[0] @ mid + bs[0]
@@ -103,18 +109,30 @@ def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend]
             return BaBOutcome(BaBVerdict.VIOLATED, x, 1, 0.0)
         return BaBOutcome(BaBVerdict.UNKNOWN, None, 1, 0.0)  # within rounding of the boundary
     bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching,
-                    lp_backends=lp_backends)
+                    lp_backends=lp_backends, groups=groups)
     batch = int(np.clip(BATCH_ELEMENTS / (bab.N * max(bab.sizes)), 1, 256))
     verdict, seconds = bab.search(time_limit, batch=batch)
     return BaBOutcome(verdict, bab.counterexample if verdict is BaBVerdict.VIOLATED else None,
                       bab.stats["nodes"], seconds, dict(bab.stats))
 
 
+def _groups(groups, rows: int) -> list[np.ndarray]:
+    """The conjunctions' row indices (each row its own by default), checked."""
+    if groups is None:
+        return [np.array([r]) for r in range(rows)]
+    groups = [np.asarray(g, int) for g in groups]
+    if sorted(np.concatenate(groups).tolist()) != list(range(rows)):
+        raise ValueError(f"groups must partition the {rows} rows, got {groups}")
+    return groups
+
+
 class NeuronBaB:
-    """Branch and bound over ReLU phases for ``C (net(x)) > 0`` on ``x in [xl, xu]`` (module docstring)."""
+    """Branch and bound over ReLU phases for ``C (net(x)) > 0`` on ``x in [xl, xu]`` (module
+    docstring); with ``groups`` (conjunctions), some row of every group ``> 0``."""
 
     def __init__(self, Ws, bs, xl, xu, C, iters=10, root_iters=100, lr=0.1,
-                 branching="widest_early", int_iters=10, *, lp_backends: Sequence[SolverBackend]):
+                 branching="widest_early", int_iters=10, *, lp_backends: Sequence[SolverBackend],
+                 groups: Sequence[Sequence[int]] | None = None):
         #: the LP backend chain of the leaves (:meth:`leaf_lp`)
         self.lp_backends = list(lp_backends)
         self.Ws = [np.asarray(W, float) for W in Ws[:-1]]
@@ -131,6 +149,11 @@ class NeuronBaB:
         self.layer_of = np.concatenate([[k] * n for k, n in enumerate(self.sizes)])
         self.N = int(off[-1])
         self.R = self.C.shape[0]
+        self.groups = _groups(groups, self.R)
+        #: (groups, rows): which rows belong to each group
+        self.member = np.zeros((len(self.groups), self.R), bool)
+        for k, g in enumerate(self.groups):
+            self.member[k, g] = True
         self.xl, self.xu = np.asarray(xl, float), np.asarray(xu, float)
         self.mid, self.rad = (self.xl + self.xu) / 2, (self.xu - self.xl) / 2
         W0, b0 = self.Ws[0], self.bs[0]
@@ -326,8 +349,9 @@ class NeuronBaB:
         return np.argmax(score, axis=1)
 
     # ------------------------------------------------------------------ leaves
-    def leaf_lp(self, rel, rows):
-        """Exact decision of a node whose neurons all have a fixed phase (no unstable one).
+    def leaf_lp(self, rel, groups):
+        """Exact decision of a node whose neurons all have a fixed phase (no unstable one), for
+        the unproven ``groups`` (row indices of conjunctions).
 
         Returns (verified, x_candidate). Sound: the bound is the Lagrangian of the LP duals."""
         self.stats["lp"] += 1
@@ -347,22 +371,38 @@ class NeuronBaB:
         Fo = self.Wc @ (D[:, None] * A)
         fo = self.Wc @ (D * c) + self.bc
         G, h = np.vstack(G), np.concatenate(h)
-        verified = True
-        xcand = None
-        for r in rows:
-            res = self._solve_lp(Fo[r], -G, h, (self.xl, self.xu))
+        for grp in groups:
+            res = self._solve_group(Fo[grp], fo[grp], G, h)
             if res.status is Status.INFEASIBLE:  # the node is empty: certify it (else unknown)
                 return self._certify_empty(G, h), None
             if res.status is not Status.OPTIMAL:
                 return False, None
-            mu = np.maximum(res.duals[:len(h)], 0.0)
-            g = Fo[r] - mu @ G  # Lagrangian: Fo x + fo - mu (G x + h) <= Fo x + fo on the node
-            const = fo[r] - mu @ h + g @ self.mid
+            n_g = len(grp)
+            lam = np.ones(1) if n_g == 1 else np.maximum(res.duals[:n_g], 0.0)
+            if lam.sum() <= 0:
+                return False, None
+            lam = lam / lam.sum()  # max_i (F_i x + f_i) >= sum_i lam_i (F_i x + f_i)
+            first = 0 if n_g == 1 else n_g  # where the node's rows' duals start
+            mu = np.maximum(res.duals[first:first + len(h)], 0.0)
+            # Lagrangian: lam (F x + f) - mu (G x + h) <= max_i (F_i x + f_i) on the node
+            g = lam @ Fo[grp] - mu @ G
+            const = lam @ fo[grp] - mu @ h + g @ self.mid
             if rounded_down(const - np.abs(g) @ self.rad, const) <= 0:
-                verified = False
-                xcand = np.clip(res.x, self.xl, self.xu)
-                return False, xcand
-        return verified, xcand
+                return False, np.clip(res.x[:self.xl.shape[0]], self.xl, self.xu)
+        return True, None
+
+    def _solve_group(self, F, f, G, h) -> SolveResult:
+        """``min_x max_i (F_i x + f_i)`` over the node (``G x + h >= 0``, the box): one row
+        is ``min F x`` (duals: the node's rows); several are ``min t, F x + f <= t`` (duals:
+        the rows of ``F``, then the node's)."""
+        if len(F) == 1:
+            return self._solve_lp(F[0], -G, h, (self.xl, self.xu))
+        n = self.xl.shape[0]
+        c = np.zeros(n + 1)
+        c[-1] = 1.0
+        A = np.block([[F, -np.ones((len(F), 1))], [-G, np.zeros((len(G), 1))]])
+        b = np.concatenate([-f, h])
+        return self._solve_lp(c, A, b, (np.append(self.xl, -np.inf), np.append(self.xu, np.inf)))
 
     def _certify_empty(self, G, h):
         """Sound emptiness test of {x in box: G x + h >= 0}: the LP max_{x,t} t, t <= G x + h
@@ -396,9 +436,27 @@ class NeuronBaB:
 
         return solve_along(self.lp_backends, attempt)[0]
 
+    def worst_rows(self, done: np.ndarray, bound: np.ndarray) -> np.ndarray:
+        """Per node, the row to work on: in the unproven group whose best row's bound is
+        lowest, that best row (proving it proves the group)."""
+        best = np.where(self.member[None], bound[:, None, :], -np.inf)  # (B, groups, R)
+        group_best = best.max(axis=2)
+        group_best = np.where((done[:, None, :] & self.member[None]).any(axis=2), np.inf,
+                              group_best)
+        g = np.argmin(group_best, axis=1)
+        return np.argmax(best[np.arange(len(g)), g], axis=1)
+
+    def proven(self, done: np.ndarray) -> np.ndarray:
+        """Per node (``done``: (B, R) rows proven): every group has a proven row."""
+        return (done[:, None, :] & self.member[None]).any(axis=2).all(axis=1)
+
+    def violated(self, M: np.ndarray) -> np.ndarray:
+        """Per point (``M``: (B, R) margins): some group has every row negative."""
+        return ((M[:, None, :] < 0) | ~self.member[None]).all(axis=2).any(axis=1)
+
     def check_point(self, x):
         m = self.C @ self.net.forward(x)
-        return m.min() < 0, m
+        return bool(self.violated(m[None])[0]), m
 
     # ------------------------------------------------------------------ main loop
     def run(self, time_limit: float | None = None, batch: int = 256) -> tuple[str, float]:
@@ -488,7 +546,8 @@ class NeuronBaB:
             assert not (lo > hi + EMPTY_TOL).any(), "node with points declared empty"
             assert np.all(Zi >= lo - tol) and np.all(Zi <= hi + tol), "intermediate bound violated"
             assert np.all(Mi.min(0) >= bound[i] - tol), "final bound violated"
-            assert not np.all(Q["done"][i]) or np.all(Mi > -tol), "proven node has a violation"
+            assert not self.proven(Q["done"][i:i + 1])[0] or not self.violated(Mi + tol).any(), \
+                "proven node has a violation"
             self.stats["debug_checks"] += int(inside.sum())
 
     def _branch(self, P):
@@ -510,31 +569,29 @@ class NeuronBaB:
         if getattr(self, "debug_X", None) is not None:
             self._debug_check(Q, bound)
         done = Q["done"]
-        # cheap attack: the box corner minimising each row's linear bound
-        rowsel = np.where(done, np.inf, bound)
-        worst = np.argmin(rowsel, axis=1)
+        worst = self.worst_rows(done, bound)
         idx = np.arange(B)
-        if self.attack:
+        if self.attack:  # cheap attack: the box corner minimising the worst row's linear bound
             Lw = Lu[idx, worst]  # on u: its signs pick the box corner
             X = np.where(Lw >= 0, self.xl, self.xu)
-            Y = self.net.forward(X) @ self.C.T
-            bad = Y.min(axis=1) < 0
+            bad = self.violated(self.net.forward(X) @ self.C.T)
             if bad.any():
                 self.counterexample = X[np.argmax(bad)]
                 return None
         empty = (Q["lo"] > Q["hi"] + EMPTY_TOL).any(1)
         self.stats["empty"] += int(empty.sum())
-        alive = ~done.all(1) & ~empty
+        alive = ~self.proven(done) & ~empty
         free = rel["unst"] & (Q["split"] == 0)
         leaf = alive & ~free.any(1)
         for i in np.flatnonzero(leaf):
             self.stats["leaves"] += 1
             r_rel = {k: v[i] for k, v in rel.items()}
-            ok, xc = self.leaf_lp(r_rel, np.flatnonzero(~done[i]))
+            ok, xc = self.leaf_lp(r_rel, [g for g in self.groups if not done[i, g].any()])
             if ok and getattr(self, "debug_X", None) is not None:
                 s_ = np.where(rel["act"][i], 1, -1)
                 inside = np.all(np.where(s_ > 0, self.debug_Z >= 0, self.debug_Z <= 0), axis=1)
-                assert np.all(self.debug_M[inside] > -1e-7), "leaf LP proved a violated node"
+                assert not self.violated(self.debug_M[inside] + 1e-7).any(), \
+                    "leaf LP proved a violated node"
             if not ok:
                 if xc is not None and self.check_point(xc)[0]:
                     self.counterexample = xc

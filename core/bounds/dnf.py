@@ -150,8 +150,8 @@ def region_bab(margin, pairs, piece, context, attack):
     piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
     does not run; HOLDS makes the margin ``inf`` (the region is proven).
 
-    It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs and
-    every unsafe conjunction is one row (``c y <= d``: a robustness property). ``attack()``
+    It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs; each
+    unsafe conjunction is a group of rows, of which branch and bound proves one positive. ``attack()``
     (the analysis's start attack) runs first: a point in the unsafe set makes the search
     needless. Otherwise it gets :data:`BAB_TIME_SHARE` of the run's time left (no limit
     without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
@@ -160,8 +160,7 @@ def region_bab(margin, pairs, piece, context, attack):
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict, prove_margins
 
     fr = piece.frame
-    if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS \
-            or any(C.shape[0] != 1 for C, _ in pairs):
+    if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS:
         return margin, None
     point = attack()
     if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
@@ -169,9 +168,11 @@ def region_bab(margin, pairs, piece, context, attack):
                                   start=point)
     left = context.traversal.time_left()
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
+    ends = np.cumsum([C.shape[0] for C, _ in pairs])
     out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
                         np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
-                        time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0))
+                        time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0),
+                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)])
     out.start = out.counterexample if out.counterexample is not None else point
     return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
 

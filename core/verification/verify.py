@@ -134,8 +134,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         prove are done, a candidate counterexample is confirmed by a traversal that starts at
         it, and the sub-boxes left open are traversed one by one.
     bab : bool
-        With bounds, a box of many inputs whose unsafe conjunctions are single rows is first
-        given to neuron-level branch and bound (:func:`polytrav.bounds.dnf.region_bab`;
+        With bounds, a box of many inputs is first given to neuron-level branch and bound (:func:`polytrav.bounds.dnf.region_bab`;
         default True).
     on_interrupt : {"raise", "report"}
         Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and

@@ -112,3 +112,49 @@ def test_an_affine_network_is_violated_only_with_a_confirmed_corner():
     assert hit.verdict is BaBVerdict.VIOLATED and net.forward(hit.counterexample)[0] <= -1.5
     held = prove_margins(net, lo, hi, [[1.0]], [-2.5], lp_backends=LP)
     assert held.verdict is BaBVerdict.HOLDS
+
+
+def conjunction_instance(seed):
+    """A net, a box, and an unsafe set of conjunctions of 2-3 rows near the outputs' range."""
+    d, widths, m = CASES[seed % len(CASES)]
+    net = random_net(700 + seed, d, widths, n_out=m)
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-1, 1, d)
+    eps = rng.uniform(0.05, 0.5)
+    lo, hi = x0 - eps, x0 + eps
+    Y = np.array([net.forward(x) for x in rng.uniform(lo, hi, (300, d))])
+    pairs = []
+    for _ in range(int(rng.integers(1, 3))):
+        k = int(rng.integers(2, 4))
+        C = rng.normal(size=(k, m))
+        d_ = np.quantile(Y @ C.T, rng.uniform(0.0, 0.4), axis=0) - rng.choice([0.0, 0.05, 0.3])
+        pairs.append((C, d_))
+    return net, lo, hi, pairs
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_conjunctions_verdict_equals_the_milp(seed):
+    """Unsafe sets in disjunctive normal form with conjunctions of several rows (``groups``):
+    the verdict equals a MILP's, a counterexample meets every row of one conjunction, and
+    every node's bounds and proofs hold on samples (debug mode)."""
+    from milp import milp_linear_dnf_feasible
+
+    net, lo, hi, pairs = conjunction_instance(seed)
+    truth = milp_linear_dnf_feasible(net, pairs, lo, hi)
+    C = np.vstack([C for C, _ in pairs])
+    d = np.concatenate([d for _, d in pairs])
+    ends = np.cumsum([len(c) for c, _ in pairs])
+    groups = [np.arange(e - len(c), e) for e, (c, _) in zip(ends, pairs)]
+    out = prove_margins(net, lo, hi, C, d, time_limit=60, lp_backends=LP, groups=groups)
+    assert out.verdict == ("violated" if truth.feasible else "holds"), (out, truth)
+    if out.verdict == "violated":
+        y = net.forward(out.counterexample)
+        assert any(np.all(c @ y <= d_) for c, d_ in pairs)
+    Ws = list(net.weights[:-1]) + [C @ net.weights[-1]]
+    bs = list(net.biases[:-1]) + [C @ net.biases[-1] - d]
+    bab = NeuronBaB(Ws, bs, lo, hi, np.eye(len(C)), lp_backends=LP, groups=groups)
+    rng = np.random.default_rng(seed)
+    bab.set_debug_samples(np.vstack([rng.uniform(lo, hi, (3000, lo.size)),
+                                     np.where(rng.random((300, lo.size)) < 0.5, lo, hi)]))
+    bab.search(60)
+    assert bab.stats["debug_checks"] > 0
