@@ -31,6 +31,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "polytrav.plugins.monotonicity",
     "polytrav.plugins.linear_property",
     "polytrav.plugins.region_stats",
+    "polytrav.plugins.local_model",
 )
 
 
@@ -65,8 +66,8 @@ class _PluginManager(pluggy.PluginManager):
     Registering looks at every attribute of a plugin (a module's imports, an analysis's
     methods); few carry the marker, and pluggy's checks of each cost about a millisecond per
     run. The names that carry the marker are found once per module or class
-    (:func:`_marked_names`; an instance's own attributes are always looked at); the answers
-    are pluggy's. ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented
+    (:func:`_marked_names`; an instance's own attributes are looked at when they are
+    functions or methods, the only instance values pluggy hooks); the answers are pluggy's. ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented
     points of extension.
     """
 
@@ -79,7 +80,9 @@ class _PluginManager(pluggy.PluginManager):
         self._solvers: dict[str, type] | None = None  # solver classes of the plugin set
 
     def register(self, plugin, name: str | None = None):
-        self._looked_at = (plugin, _marked_names(plugin) | set(_own_dict(plugin)))
+        own = {k for k, v in _own_dict(plugin).items()  # pluggy hooks only functions here
+               if inspect.isfunction(v) or inspect.ismethod(v)}
+        self._looked_at = (plugin, _marked_names(plugin) | own)
         try:
             return super().register(plugin, name)
         finally:
