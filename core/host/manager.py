@@ -99,7 +99,22 @@ class _PluginManager(pluggy.PluginManager):
         held, names = self._looked_at
         if held is plugin and name not in names:
             return None
-        return super().parse_hookimpl_opts(plugin, name)
+        if inspect.ismodule(plugin) or inspect.isclass(plugin) or name in _own_dict(plugin):
+            return super().parse_hookimpl_opts(plugin, name)
+        # an instance's hook defined on its class: pluggy's answer for the class, kept per
+        # class (each run registers a new instance of the same analysis class)
+        cls = type(plugin)
+        version = tuple(len(vars(c)) for c in cls.__mro__)
+        try:
+            hit = _CLASS_OPTS.get(cls)
+        except TypeError:
+            return super().parse_hookimpl_opts(plugin, name)
+        if hit is None or hit[0] != version:
+            hit = (version, {})
+            _CLASS_OPTS[cls] = hit
+        if name not in hit[1]:
+            hit[1][name] = super().parse_hookimpl_opts(plugin, name)
+        return hit[1][name]
 
     def parse_hookspec_opts(self, module_or_class, name: str):
         if name not in _marked_names(module_or_class, "polytrav_spec"):
@@ -120,6 +135,10 @@ _MARKED: dict[str, weakref.WeakKeyDictionary] = {
     "polytrav_impl": weakref.WeakKeyDictionary(),
     "polytrav_spec": weakref.WeakKeyDictionary(),
 }
+
+
+#: class -> (sizes of its namespaces, {name: pluggy's hookimpl options of an instance's name})
+_CLASS_OPTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _own_dict(plugin) -> dict:
