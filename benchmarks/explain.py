@@ -27,6 +27,7 @@ per row, no subproblem) as the near-trivial analysis.
     python benchmarks/explain.py                   # 1000 rows, writes benchmarks/results/explain.json
     python benchmarks/explain.py --quick           # smoke run: 20 rows
     python benchmarks/explain.py --rows 200 --hidden 8 8
+    python benchmarks/explain.py --norms --out benchmarks/results/explain_fixed.json   # fixed costs only
 """
 from __future__ import annotations
 
@@ -167,7 +168,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=1000)
     ap.add_argument("--hidden", type=int, nargs="+", default=[8, 8])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--norms", nargs="+", default=list(NORMS), choices=list(NORMS))
+    ap.add_argument("--norms", nargs="*", default=list(NORMS), choices=list(NORMS),
+                    help="norms to compare with the MILP (none: only the fixed costs)")
     ap.add_argument("--milp-limit", type=float, default=120.0)
     ap.add_argument("--analyze-rows", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="smoke run: 20 rows")
