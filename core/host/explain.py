@@ -131,6 +131,8 @@ def _as_table(X, net: Network) -> tuple[np.ndarray, tuple[str, ...], list, Any]:
     if values.ndim != 2 or values.shape[1] != n:
         raise ConfigError(f"explain: X must have one column per network input ({n}), got shape "
                           f"{values.shape}")
+    if values.shape[0] == 0:
+        raise ConfigError("explain: X has no rows")
     return values, features, index, index_name
 
 

@@ -107,6 +107,10 @@ def test_a_bad_row_is_recorded_and_the_others_go_on(net, X):
 def test_wrong_width_unknown_names_and_options_are_refused_up_front(net, X):
     with pytest.raises(ConfigError, match=r"one column per network input \(3\), got shape \(6, 2\)"):
         explain(net, X[:, :2], "local_model")
+    with pytest.raises(ConfigError, match="X has no rows"):
+        explain(net, X[:0], "local_model")
+    with pytest.raises(ConfigError, match="the domain must be bounded"):
+        explain(net, X, "local_model", domain=(-np.inf, 1.0))
     with pytest.raises(ConfigError, match="unknown analysis 'counterfactuals'"):
         explain(net, X, "counterfactuals")
     with pytest.raises(ConfigError, match=r"does not take \['nrom'\]"):
