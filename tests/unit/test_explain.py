@@ -179,3 +179,20 @@ def test_a_process_pool_run_equals_the_serial_run(net3, X):
     serial = explain(net3, X, specs, domain=(LO, HI)).records()
     with get_executor(2) as pool:
         assert explain(net3, X, specs, domain=(LO, HI), executor=pool).records() == serial
+
+
+def test_a_worker_builds_its_session_once_per_call_and_runs_leave_no_analysis_registered(net, X):
+    from polytrav.host import explain as module
+
+    rows = [(i, i, x) for i, x in enumerate(X)]
+    session, job, _, _, _ = module._prepare(net, X, [("counterfactual", {"norm": 1})],
+                                           (LO, HI), None, None, None)
+    first = module._explain_chunk(job, rows[:2])
+    held = module._SESSION[job.token]
+    module._explain_chunk(job, rows[2:])
+    assert module._SESSION[job.token] is held and len(module._SESSION) == 1
+    assert all(r.ok for r in first)
+    bad = X.copy()
+    bad[0] = [5.0, 0.0, 0.0]  # outside the domain: validate fails for this row
+    module._explain_chunk(job, [(0, 0, bad[0]), (1, 1, X[1])])
+    assert not [name for name, _ in held.pm.list_name_plugin() if name.startswith("analysis:")]
