@@ -24,6 +24,7 @@ from polytrav.solve.backend import SolverBackend
 from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.solve.subproblem import Subproblem
 from polytrav.host.runner import traverse
+from polytrav.host.explain import Explanation, RowResult, explain, explain_rows
 from polytrav.traversal import PieceView, Traversal, TraversalStatus, TraversalStats
 from polytrav.verification.verify import VerificationResult, verify, verify_many
 
@@ -32,7 +33,7 @@ __version__ = "0.1.0"
 #: The built-in analyses, importable from ``polytrav`` too; loaded on first use (the core
 #: names their package only as a string, like the plugin manager's DEFAULT_PLUGINS).
 _ANALYSES = ("OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity", "LinearProperty",
-             "RegionStats")
+             "RegionStats", "LocalModel")
 
 
 def __getattr__(name: str):
@@ -50,8 +51,13 @@ __all__ = [
     "Monotonicity",
     "LinearProperty",
     "RegionStats",
+    "LocalModel",
     "traverse",
     "analyze",
+    "explain",
+    "explain_rows",
+    "Explanation",
+    "RowResult",
     "verify",
     "verify_many",
     "VerificationResult",

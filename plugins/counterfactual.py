@@ -108,6 +108,53 @@ class Counterfactual(Analysis):
     def start_point(self):
         return self._x0
 
+    # ---------------------------------------------------------------- per row
+    @classmethod
+    def for_row(cls, row, *, norm=2, target=None, immutable=(), bounds=None, direction=None,
+                search: str = "best-first"):
+        """The counterfactual of ``row.x`` inside the domain and the actionability constraints.
+
+        ``immutable``: features held at the row's values; ``bounds``: ``{feature: (lo, hi)}``
+        (``None`` leaves a side to the domain); ``direction``: ``{feature: "increase" |
+        "decrease"}`` (the feature may only move that way). Features are names or indices.
+        All of them shrink the search box (``domain ∩ bounds ∩ directions``, immutable
+        features fixed), a convex region, so the optimum is still exact.
+        """
+        who = f"analysis {cls.name!r}"
+        lo, hi = row.domain.lower.copy(), row.domain.upper.copy()
+        for j, (b_lo, b_hi) in row.per_feature(bounds or {}, who + " bounds").items():
+            lo[j] = lo[j] if b_lo is None else max(lo[j], float(b_lo))
+            hi[j] = hi[j] if b_hi is None else min(hi[j], float(b_hi))
+        for j, way in row.per_feature(direction or {}, who + " direction").items():
+            if way not in ("increase", "decrease"):
+                raise ConfigError(f"{who}: direction must be 'increase' or 'decrease', got "
+                                  f"{way!r} for feature {row.features[j]!r}")
+            if way == "increase":
+                lo[j] = max(lo[j], row.x[j])
+            else:
+                hi[j] = min(hi[j], row.x[j])
+        held = row.indices(immutable, who + " immutable") if len(immutable) else np.zeros(0, int)
+        lo[held] = hi[held] = row.x[held]
+        bad = np.flatnonzero(lo > hi)
+        if bad.size:
+            j = int(bad[0])
+            raise RegionError(f"{who}: feature {row.features[j]!r} has no allowed value "
+                              f"(lower {lo[j]} > upper {hi[j]}); check bounds and direction")
+        return cls(row.x, norm=norm, target=target, immutable=held.tolist(),
+                   search=search), Box(lo, hi)
+
+    def figures(self, result, row) -> dict:
+        """``distance`` (the infimum), ``returned_distance`` (the witness's), ``class0``,
+        ``class``, ``exact``, ``found``, and the witness as ``x.<feature>``."""
+        d = result.details
+        out = {"distance": result.value, "returned_distance": d.get("returned_distance"),
+               "class0": d.get("class0"), "class": d.get("class"), "exact": result.exact,
+               "found": result.witness is not None}
+        w = result.witness
+        for j, name in enumerate(row.features):
+            out[f"x.{name}"] = None if w is None else float(w[j])
+        return out
+
     # ---------------------------------------------------------------- checks
     def validate(self, network, region) -> None:
         who = f"analysis {self.name!r}"

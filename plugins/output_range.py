@@ -76,6 +76,16 @@ class OutputRange(Analysis):
     def problem_form(self) -> str:
         return "lp"
 
+    @classmethod
+    def for_row(cls, row, *, radius, output=None, weights=None):
+        """The range over ``Box(x - radius, x + radius) ∩ domain`` (``radius``: a number or
+        one per input)."""
+        return cls(output=output, weights=weights), row.box_around(radius, f"analysis {cls.name!r}")
+
+    def figures(self, result, row) -> dict:
+        """``min``, ``max`` and ``exact``."""
+        return {"min": result.value["min"], "max": result.value["max"], "exact": result.exact}
+
     def validate(self, network, region) -> None:
         self._g = output_functional(network, self.output, self.weights, self.name)
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Box, Region
+from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, Verdict
 from polytrav.model.cell import cell_rows
 from polytrav.vocabulary.tolerances import WITNESS_TOL
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from polytrav.model.geometry import Frame
     from polytrav.model.network import Network
     from polytrav.model.polytope import Polytope
+    from polytrav.host.row import Row
     from polytrav.host.runner import RunContext
     from polytrav.solve.subproblem import Subproblem
 
@@ -166,6 +168,35 @@ class Analysis:
     def start_point(self) -> np.ndarray | None:
         """A point the traversal should start from (a counterfactual's ``x0``), if any."""
         return None
+
+    # -------------------------------------------------------- per row (polytrav.explain)
+    @classmethod
+    def for_row(cls, row: "Row", **options) -> "tuple[Analysis, Region]":
+        """The analysis of one dataset row and the region to run it on (:func:`polytrav.explain`).
+
+        ``row`` is a :class:`~polytrav.host.row.Row` (values, domain, feature names);
+        ``options`` are the user's for this analysis. Override it to take part in
+        ``explain``; the default refuses, naming the analysis.
+        """
+        raise ConfigError(f"analysis {cls.name!r} ({cls.__name__}) cannot run per row: it does "
+                          "not implement for_row(row, **options)")
+
+    def figures(self, result: AnalysisResult, row: "Row") -> dict[str, Any]:
+        """The result as flat columns ``{figure: number, text or None}`` (one table row).
+
+        :func:`polytrav.explain` prefixes each name with the analysis's label
+        (``counterfactual.distance``). Default: the value (``value``, or one column per key
+        of a dict of numbers), the verdict if any, and ``exact``.
+        """
+        out: dict[str, Any] = {}
+        if isinstance(result.value, dict):
+            out.update({str(k): v for k, v in result.value.items() if np.ndim(v) == 0})
+        elif result.value is None or np.ndim(result.value) == 0:
+            out["value"] = result.value
+        if result.verdict is not None:
+            out["verdict"] = result.verdict.value
+        out["exact"] = result.exact
+        return out
 
     # -------------------------------------------------------- helpers for subclasses
     def solve(self, context: "RunContext", subproblem: "Subproblem", polytope: "Polytope",

@@ -31,6 +31,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "polytrav.plugins.monotonicity",
     "polytrav.plugins.linear_property",
     "polytrav.plugins.region_stats",
+    "polytrav.plugins.local_model",
 )
 
 
@@ -65,8 +66,8 @@ class _PluginManager(pluggy.PluginManager):
     Registering looks at every attribute of a plugin (a module's imports, an analysis's
     methods); few carry the marker, and pluggy's checks of each cost about a millisecond per
     run. The names that carry the marker are found once per module or class
-    (:func:`_marked_names`; an instance's own attributes are always looked at); the answers
-    are pluggy's. ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented
+    (:func:`_marked_names`; an instance's own attributes are looked at when they are
+    functions or methods, the only instance values pluggy hooks); the answers are pluggy's. ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented
     points of extension.
     """
 
@@ -79,7 +80,9 @@ class _PluginManager(pluggy.PluginManager):
         self._solvers: dict[str, type] | None = None  # solver classes of the plugin set
 
     def register(self, plugin, name: str | None = None):
-        self._looked_at = (plugin, _marked_names(plugin) | set(_own_dict(plugin)))
+        own = {k for k, v in _own_dict(plugin).items()  # pluggy hooks only functions here
+               if inspect.isfunction(v) or inspect.ismethod(v)}
+        self._looked_at = (plugin, _marked_names(plugin) | own)
         try:
             return super().register(plugin, name)
         finally:
@@ -96,7 +99,22 @@ class _PluginManager(pluggy.PluginManager):
         held, names = self._looked_at
         if held is plugin and name not in names:
             return None
-        return super().parse_hookimpl_opts(plugin, name)
+        if inspect.ismodule(plugin) or inspect.isclass(plugin) or name in _own_dict(plugin):
+            return super().parse_hookimpl_opts(plugin, name)
+        # an instance's hook defined on its class: pluggy's answer for the class, kept per
+        # class (each run registers a new instance of the same analysis class)
+        cls = type(plugin)
+        version = tuple(len(vars(c)) for c in cls.__mro__)
+        try:
+            hit = _CLASS_OPTS.get(cls)
+        except TypeError:
+            return super().parse_hookimpl_opts(plugin, name)
+        if hit is None or hit[0] != version:
+            hit = (version, {})
+            _CLASS_OPTS[cls] = hit
+        if name not in hit[1]:
+            hit[1][name] = super().parse_hookimpl_opts(plugin, name)
+        return hit[1][name]
 
     def parse_hookspec_opts(self, module_or_class, name: str):
         if name not in _marked_names(module_or_class, "polytrav_spec"):
@@ -117,6 +135,10 @@ _MARKED: dict[str, weakref.WeakKeyDictionary] = {
     "polytrav_impl": weakref.WeakKeyDictionary(),
     "polytrav_spec": weakref.WeakKeyDictionary(),
 }
+
+
+#: class -> (sizes of its namespaces, {name: pluggy's hookimpl options of an instance's name})
+_CLASS_OPTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _own_dict(plugin) -> dict:

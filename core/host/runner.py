@@ -38,7 +38,7 @@ from polytrav.solve.backend import SolverBackend, solve_along
 from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
 
 __all__ = ["analyze", "traverse", "pieces", "lp_backends", "backend_chains", "Report", "RunContext",
-           "FORMS", "SUBPROBLEM_STATS"]
+           "RunSession", "FORMS", "SUBPROBLEM_STATS"]
 
 #: The subproblem counters of ``Report.stats`` (serial runs and runs in parts alike): solves,
 #: their seconds, fallbacks taken, solves in the traversal's own LP model, box-LP certificates.
@@ -459,97 +459,147 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     (-1.0, 1.0)
     """
     t0 = time.perf_counter()
-    if not isinstance(net, Network):
-        raise ConfigError(f"analyze: net must be a polytrav.Network, got {type(net).__name__}")
-    if not isinstance(region, Region):
-        raise ConfigError(f"analyze: region must be a polytrav Region, got {type(region).__name__}")
-    if on_interrupt not in ("raise", "report"):
-        raise ConfigError(f"analyze: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
-    region = region.with_dims(net.n_inputs)
-    pm = get_plugin_manager()
-    items = _as_analyses(analyses, pm)
-    seen: dict[str, int] = {}
-    for a in items:
-        a.validate(net, region)
-        seen[a.name] = seen.get(a.name, 0) + 1
-        a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
-    chains = backend_chains(solver, pm)
-    in_parts = executor is not None or checkpoint is not None
-    if in_parts and within is not None:
-        raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
-    if in_parts and keep_polytopes:
-        raise ConfigError("analyze: keep_polytopes needs a serial run (no executor/checkpoint)")
-    _warm_up(items, chains)
-    if start is None:  # an analysis's start point: now for a run in parts (every part starts
-        def start():   # from it), else when the search needs one
-            return next((p for p in (a.start_point() for a in items) if p is not None), None)
-        if in_parts:
-            start = start()
-    if time_limit is not None:  # the budget counts from the call: set-up included
-        time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
-    if in_parts:
-        from polytrav.parallel import run_in_parts
+    return RunSession(solver).run(
+        net, region, analyses, start=start, strategy=strategy, max_polytopes=max_polytopes,
+        time_limit=time_limit, progress=progress, within=within, executor=executor,
+        checkpoint=checkpoint, resume=resume, checkpoint_every=checkpoint_every, parts=parts,
+        order=order, keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0)
 
-        return run_in_parts(net, region, items, start=start, solver=solver, chains=chains, pm=pm,
-                            strategy=strategy, max_polytopes=max_polytopes,
-                            time_limit=time_limit, executor=executor, checkpoint=checkpoint,
-                            resume=resume, checkpoint_every=checkpoint_every, parts=parts,
-                            progress=progress, order=order, on_interrupt=on_interrupt)
-    for a in items:
-        pm.register(a, name=f"analysis:{a.label}")
-    voters = Voters(pm)
-    context_ref: list = []
-    guide = (Guide(items, voters, context_ref)
-             if within is None and Guide.possible(items) else None)
-    prune = None
-    if voters.prove_pieces:
-        def prune(piece):
-            return voters.margin(piece, context_ref[0])
-    lp_chain = chains["lp"]
-    if not lp_chain:
-        raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
-    trav = traverse(net, region, start, strategy=strategy, solver=lp_chain[0],
-                    max_polytopes=max_polytopes, time_limit=time_limit,
-                    fallback=lp_chain[1:], guide=guide,
-                    vertices=any(a.uses_vertices for a in items), within=within,
-                    prune=prune, order=order)
-    context = RunContext(net, region, trav, chains, pm)
-    context_ref.append(context)
-    kept: list | None = [] if keep_polytopes else None
-    setup_time = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    interrupted = None
-    pm.hook.polytrav_begin_run(context=context)
-    try:
-        for polytope in trav:
-            if kept is not None:
-                kept.append(polytope)
-            voters.visit(polytope, context)
-            if progress is not None:
-                progress(trav)
-            if voters.all_stopped:
-                break
-    except KeyboardInterrupt as exc:
-        interrupted = exc
-    finally:
-        trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
-    if interrupted is not None and on_interrupt == "raise":
-        raise interrupted
-    results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
-               if isinstance(r, AnalysisResult)}
-    stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
-                         subproblems=context.subproblem_stats())
-    return Report(
-        results=[results[a.label] for a in items],
-        status=trav.status,
-        stats=stats,
-        time=time.perf_counter() - t1,
-        solver={form: [b.name for b in chain] for form, chain in chains.items()},
-        setup_time=setup_time,
-        polytopes=kept,
-        network=net,
-        analyses=list(items),
-    )
+
+class RunSession:
+    """What runs of analyses share: the plugin manager and the backend chains, built once.
+
+    :func:`analyze` builds a fresh session per call (a fresh plugin manager per run);
+    :func:`polytrav.explain` keeps one per worker for all its rows, so that each row pays
+    only for its own analyses, frame and traversal. Each run registers its analyses on the
+    session's manager and unregisters them at the end, so runs in one session see the same
+    plugins. ``solver`` is :func:`analyze`'s.
+    """
+
+    def __init__(self, solver=None):
+        self.solver = solver
+        self.pm = get_plugin_manager()
+        self.chains = backend_chains(solver, self.pm)
+        self._warm: set[tuple] = set()
+
+    def analyses(self, analyses) -> list[Analysis]:
+        """:class:`Analysis` instances from :func:`analyze`'s ``analyses`` argument."""
+        return _as_analyses(analyses, self.pm)
+
+    def run(self, net: Network, region: Region, analyses, *, start=None,
+            strategy: str = "hierarchical", max_polytopes: int | None = None,
+            time_limit: float | None = None, progress=None, within=None, executor=None,
+            checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
+            parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
+            on_interrupt: str = "raise", t0: float | None = None) -> Report:
+        """One run of :func:`analyze` (same arguments) on this session's manager and chains."""
+        t0 = time.perf_counter() if t0 is None else t0
+        pm, chains, solver = self.pm, self.chains, self.solver
+        if not isinstance(net, Network):
+            raise ConfigError(f"analyze: net must be a polytrav.Network, got {type(net).__name__}")
+        if not isinstance(region, Region):
+            raise ConfigError(f"analyze: region must be a polytrav Region, got {type(region).__name__}")
+        if on_interrupt not in ("raise", "report"):
+            raise ConfigError(f"analyze: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
+        region = region.with_dims(net.n_inputs)
+        items = _as_analyses(analyses, pm)
+        seen: dict[str, int] = {}
+        for a in items:
+            a.validate(net, region)
+            seen[a.name] = seen.get(a.name, 0) + 1
+            a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
+        in_parts = executor is not None or checkpoint is not None
+        if in_parts and within is not None:
+            raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
+        if in_parts and keep_polytopes:
+            raise ConfigError("analyze: keep_polytopes needs a serial run (no executor/checkpoint)")
+        forms = frozenset(a.problem_form for a in items)
+        if forms not in self._warm:  # the libraries' first imports, once per session
+            _warm_up(items, chains)
+            self._warm.add(forms)
+        if start is None:  # an analysis's start point: now for a run in parts (every part starts
+            def start():   # from it), else when the search needs one
+                return next((p for p in (a.start_point() for a in items) if p is not None), None)
+            if in_parts:
+                start = start()
+        if time_limit is not None:  # the budget counts from the call: set-up included
+            time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
+        if in_parts:
+            from polytrav.parallel import run_in_parts
+
+            return run_in_parts(net, region, items, start=start, solver=solver, chains=chains, pm=pm,
+                                strategy=strategy, max_polytopes=max_polytopes,
+                                time_limit=time_limit, executor=executor, checkpoint=checkpoint,
+                                resume=resume, checkpoint_every=checkpoint_every, parts=parts,
+                                progress=progress, order=order, on_interrupt=on_interrupt)
+        for a in items:
+            pm.register(a, name=f"analysis:{a.label}")
+        try:
+            return self._serial(net, region, items, start=start, strategy=strategy,
+                                max_polytopes=max_polytopes, time_limit=time_limit,
+                                progress=progress, within=within, order=order,
+                                keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0)
+        finally:
+            for a in items:
+                pm.unregister(a)
+
+    def _serial(self, net, region, items, *, start, strategy, max_polytopes, time_limit,
+                progress, within, order, keep_polytopes, on_interrupt, t0) -> Report:
+        """The serial run of :meth:`run`, its analyses registered on the manager."""
+        pm, chains = self.pm, self.chains
+        voters = Voters(pm)
+        context_ref: list = []
+        guide = (Guide(items, voters, context_ref)
+                 if within is None and Guide.possible(items) else None)
+        prune = None
+        if voters.prove_pieces:
+            def prune(piece):
+                return voters.margin(piece, context_ref[0])
+        lp_chain = chains["lp"]
+        if not lp_chain:
+            raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
+        trav = traverse(net, region, start, strategy=strategy, solver=lp_chain[0],
+                        max_polytopes=max_polytopes, time_limit=time_limit,
+                        fallback=lp_chain[1:], guide=guide,
+                        vertices=any(a.uses_vertices for a in items), within=within,
+                        prune=prune, order=order)
+        context = RunContext(net, region, trav, chains, pm)
+        context_ref.append(context)
+        kept: list | None = [] if keep_polytopes else None
+        setup_time = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        interrupted = None
+        pm.hook.polytrav_begin_run(context=context)
+        try:
+            for polytope in trav:
+                if kept is not None:
+                    kept.append(polytope)
+                voters.visit(polytope, context)
+                if progress is not None:
+                    progress(trav)
+                if voters.all_stopped:
+                    break
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+        finally:
+            trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
+        if interrupted is not None and on_interrupt == "raise":
+            raise interrupted
+        results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
+                   if isinstance(r, AnalysisResult)}
+        stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
+                             subproblems=context.subproblem_stats())
+        return Report(
+            results=[results[a.label] for a in items],
+            status=trav.status,
+            stats=stats,
+            time=time.perf_counter() - t1,
+            solver={form: [b.name for b in chain] for form, chain in chains.items()},
+            setup_time=setup_time,
+            polytopes=kept,
+            network=net,
+            analyses=list(items),
+        )
 
 
 def _warm_up(analyses: Sequence[Analysis], chains: dict[str, list]) -> None:

@@ -265,8 +265,15 @@ def _check_magnitude(region: Region) -> None:
             "cannot resolve the polytopes of such a box; rescale the inputs or shrink the box")
 
 
+#: Frames of the last few boxes (their bounds' bytes -> Frame): many runs on one box (the rows
+#: of :func:`polytrav.explain`, a dataset's domain) build it once. A frame is never changed
+#: after it is built (its lazy attributes depend on it alone), so runs may share it.
+_BOX_FRAMES: dict[tuple, "Frame"] = {}
+BOX_FRAMES_KEPT = 8
+
+
 def build_frame(region: Region, n: int) -> Frame:
-    """Normalised frame of ``region`` in ``n`` input dimensions.
+    """Normalised frame of ``region`` in ``n`` input dimensions (boxes: the last few kept).
 
     Raises
     ------
@@ -274,6 +281,20 @@ def build_frame(region: Region, n: int) -> Frame:
         If the region does not have ``n`` dimensions, is unbounded, or is empty.
     """
     region = region.with_dims(n)
+    if not region.is_box:
+        return _build_frame(region, n)
+    lo, hi = region.bounding_box()
+    key = (n, np.asarray(lo, float).tobytes(), np.asarray(hi, float).tobytes())
+    frame = _BOX_FRAMES.pop(key, None)
+    if frame is None:
+        frame = _build_frame(region, n)
+        while len(_BOX_FRAMES) >= BOX_FRAMES_KEPT:
+            _BOX_FRAMES.pop(next(iter(_BOX_FRAMES)))
+    _BOX_FRAMES[key] = frame  # most recent last
+    return frame
+
+
+def _build_frame(region: Region, n: int) -> Frame:
     _check_magnitude(region)
     if region.is_box:  # only the bounds matter: no dense rows (784 inputs make 1568 of them)
         lo, hi = region.bounding_box()

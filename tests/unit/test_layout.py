@@ -37,7 +37,7 @@ def test_the_analysis_classes_are_importable_from_polytrav_and_plugins():
     from polytrav.host.manager import analysis_classes
 
     names = ["OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity", "LinearProperty",
-             "RegionStats"]
+             "RegionStats", "LocalModel"]
     registered = set(analysis_classes().values())
     for name in names:
         cls = getattr(polytrav, name)

@@ -1,0 +1,211 @@
+"""explain(): L1 and L∞ counterfactuals for every row of a dataset, against a MILP per row.
+
+The data: scikit-learn's bundled breast-cancer set (569 rows, 30 features, installs offline),
+min-max scaled to ``[0, 1]`` (the domain of every counterfactual is that box); rows beyond
+569 (``--rows``) are midpoints of two dataset rows drawn with a fixed seed. The model: an
+``MLPClassifier`` (ReLU, ``--hidden`` layers, fixed seed) read by ``Network.from_sklearn``
+(one logit; class 1 iff it is ``>= 0``).
+
+For each norm (1 and inf) and each row:
+
+* polytrav: ``explain(net, rows, [("counterfactual", {"norm": p})], domain=(0, 1))``, one
+  session for all rows; the per-row time is the row's wall time in ``explain``
+  (``RowResult.time``), its fixed cost ``time - work_time`` (everything outside the run's
+  traversal and subproblems: the per-row set-up and bookkeeping);
+* the MILP of ``tests/support/milp.py`` (HiGHS through ``scipy.optimize.milp``, big-M with
+  interval bounds over the box, ``--milp-limit`` s), timed around the whole call (model
+  building included).
+
+The optima must agree on every row both decided (``|diff| <= 1e-6``, the box is of width 1);
+any disagreement is printed and the script exits 1. Fixed costs are quoted as medians: on a
+shared machine a row is now and then preempted for a scheduler tick (4 ms), which lands
+anywhere in the row and inflates the means. Also measured: the fixed cost of
+``analyze()`` called once per row (a fresh plugin manager per run) on the first
+``--analyze-rows`` rows, for comparison, and ``explain`` with ``local_model`` (one polytope
+per row, no subproblem) as the near-trivial analysis.
+
+    python benchmarks/explain.py                   # 1000 rows, writes benchmarks/results/explain.json
+    python benchmarks/explain.py --quick           # smoke run: 20 rows
+    python benchmarks/explain.py --rows 200 --hidden 8 8
+    python benchmarks/explain.py --norms --out benchmarks/results/explain_fixed.json   # fixed costs only
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from machine import machine_info  # noqa: E402
+from milp import milp_counterfactual  # noqa: E402
+
+from polytrav import Box, Counterfactual, LocalModel, Network, analyze, explain  # noqa: E402
+
+TOL = 1e-6
+NORMS = {"l1": 1, "linf": np.inf}
+
+
+def dataset(n_rows: int, hidden: tuple[int, ...], seed: int):
+    """Scaled rows, the fitted network and the model's training accuracy."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import MinMaxScaler
+
+    data = load_breast_cancer()
+    X = MinMaxScaler().fit_transform(data.data)
+    clf = MLPClassifier(hidden, max_iter=3000, random_state=seed).fit(X, data.target)
+    net = Network.from_sklearn(clf)
+    rows = X[:n_rows]
+    if n_rows > len(X):
+        rng = np.random.default_rng(seed)
+        i, j = rng.integers(0, len(X), size=(2, n_rows - len(X)))
+        rows = np.vstack([X, (X[i] + X[j]) / 2])
+    names = [str(n).replace(" ", "_") for n in data.feature_names]
+    return rows, names, net, float(clf.score(X, data.target))
+
+
+def quantiles(values) -> dict:
+    v = np.asarray(values, float)
+    return {"median": float(np.median(v)), "mean": float(v.mean()),
+            "q10": float(np.quantile(v, 0.1)), "q90": float(np.quantile(v, 0.9)),
+            "max": float(v.max())}
+
+
+def run_norm(key: str, net, rows, names, milp_limit: float) -> dict:
+    p = NORMS[key]
+    d = rows.shape[1]
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=names)
+    table = explain(net, frame, [("counterfactual", {"norm": p})], domain=(np.zeros(d), np.ones(d)))
+    poly_t = [r.time for r in table]
+    fixed_t = [r.fixed_time for r in table]
+    milp_t, diffs, disagree, unchecked, errors = [], [], [], [], []
+    for r, x in zip(table, rows):
+        if not r.ok:
+            errors.append({"row": int(r.position), "errors": r.errors})
+            continue
+        t0 = time.perf_counter()
+        ref = milp_counterfactual(net, x, p, np.zeros(d), np.ones(d), time_limit=milp_limit)
+        milp_t.append(time.perf_counter() - t0)
+        got = r.figures["counterfactual.distance"]
+        if ref.status not in ("optimal", "infeasible") or not r.figures["counterfactual.exact"]:
+            unchecked.append(int(r.position))
+            continue
+        want = None if np.isinf(ref.value) else ref.value
+        if (got is None) != (want is None) or (got is not None and abs(got - want) > TOL):
+            disagree.append({"row": int(r.position), "polytrav": got, "milp": want})
+            continue
+        diffs.append(0.0 if got is None else abs(got - want))
+    med_poly, med_milp = statistics.median(poly_t), statistics.median(milp_t) if milp_t else np.nan
+    out = {
+        "norm": key, "rows": len(rows), "checked": len(diffs), "disagree": disagree,
+        "unchecked": unchecked, "errors": errors,
+        "max_abs_diff": max(diffs) if diffs else None,
+        "polytrav_row_s": quantiles(poly_t), "milp_row_s": quantiles(milp_t) if milp_t else None,
+        "median_ratio_milp_over_polytrav": med_milp / med_poly,
+        "fixed_cost_row_s": quantiles(fixed_t),
+        "explain_wall_s": table.wall_time,
+        "amortised_fixed_cost_s": (table.wall_time - sum(r.work_time for r in table)) / len(rows),
+        "polytopes_per_row": quantiles([r.results["counterfactual"].n_polytopes for r in table
+                                        if "counterfactual" in r.results]),
+    }
+    print(f"[{key}] rows {len(rows)}: checked {len(diffs)}, disagree {len(disagree)}, "
+          f"unchecked {len(unchecked)}, errors {len(errors)}; max |diff| {out['max_abs_diff']}; "
+          f"median row polytrav {med_poly * 1e3:.2f} ms, MILP {med_milp * 1e3:.2f} ms "
+          f"(MILP / polytrav {out['median_ratio_milp_over_polytrav']:.2f}x); fixed cost per row "
+          f"median {out['fixed_cost_row_s']['median'] * 1e3:.3f} ms, mean "
+          f"{out['fixed_cost_row_s']['mean'] * 1e3:.3f} ms (amortised over the call "
+          f"{out['amortised_fixed_cost_s'] * 1e3:.3f} ms)", flush=True)
+    return out
+
+
+def fixed_costs(net, rows, n_analyze: int) -> dict:
+    """Fixed cost per row: explain with local_model over every row, and analyze() per row."""
+    d = rows.shape[1]
+    table = explain(net, rows, "local_model", domain=(np.zeros(d), np.ones(d)))
+    region = Box(np.zeros(d), np.ones(d))
+    loop_fixed = []
+    for x in rows[:n_analyze]:
+        t0 = time.perf_counter()
+        report = analyze(net, region, LocalModel(x))
+        loop_fixed.append(time.perf_counter() - t0 - report.time)
+    cf_fixed = []
+    for x in rows[:n_analyze]:
+        t0 = time.perf_counter()
+        report = analyze(net, region, Counterfactual(x, norm=np.inf))
+        cf_fixed.append(time.perf_counter() - t0 - report.time)
+    out = {
+        "explain_local_model_row_s": quantiles([r.time for r in table]),
+        "explain_local_model_fixed_s": quantiles([r.fixed_time for r in table]),
+        "explain_local_model_amortised_fixed_s":
+            (table.wall_time - sum(r.work_time for r in table)) / len(rows),
+        "analyze_loop_local_model_fixed_s": quantiles(loop_fixed),
+        "analyze_loop_counterfactual_linf_fixed_s": quantiles(cf_fixed),
+    }
+    med = {k: v["median"] * 1e3 for k, v in out.items() if isinstance(v, dict)}
+    print(f"[fixed] explain local_model: row {med['explain_local_model_row_s']:.3f} ms, fixed "
+          f"{med['explain_local_model_fixed_s']:.3f} ms (medians; mean "
+          f"{out['explain_local_model_fixed_s']['mean'] * 1e3:.3f}, amortised "
+          f"{out['explain_local_model_amortised_fixed_s'] * 1e3:.3f} ms); analyze() per row: "
+          f"fixed {med['analyze_loop_local_model_fixed_s']:.3f} ms (local_model), "
+          f"{med['analyze_loop_counterfactual_linf_fixed_s']:.3f} ms (L-inf counterfactual), "
+          "medians", flush=True)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1000)
+    ap.add_argument("--hidden", type=int, nargs="+", default=[8, 8])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--norms", nargs="*", default=list(NORMS), choices=list(NORMS),
+                    help="norms to compare with the MILP (none: only the fixed costs)")
+    ap.add_argument("--milp-limit", type=float, default=120.0)
+    ap.add_argument("--analyze-rows", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="smoke run: 20 rows")
+    ap.add_argument("--out", default="benchmarks/results/explain.json")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.rows, args.analyze_rows = 20, 20
+        if args.out == ap.get_default("out"):
+            args.out = "benchmarks/results/explain_quick.json"
+    rows, names, net, accuracy = dataset(args.rows, tuple(args.hidden), args.seed)
+    print(f"breast cancer, {rows.shape[0]} rows x {rows.shape[1]} features, {net!r}, training "
+          f"accuracy {accuracy:.3f}", flush=True)
+    explain(net, rows[:5], [("counterfactual", {"norm": 1})], domain=(0, 1))  # first imports
+    gc.collect()
+    gc.freeze()
+    result = {"command": "python benchmarks/explain.py " + " ".join(argv or sys.argv[1:]),
+              "machine": machine_info(),
+              "config": {"rows": int(rows.shape[0]), "features": int(rows.shape[1]),
+                         "hidden": list(args.hidden), "seed": args.seed,
+                         "milp_limit_s": args.milp_limit, "tolerance": TOL,
+                         "training_accuracy": accuracy},
+              "norms": {}}
+    for key in args.norms:
+        result["norms"][key] = run_norm(key, net, rows, names, args.milp_limit)
+    result["fixed"] = fixed_costs(net, rows, min(args.analyze_rows, rows.shape[0]))
+    out = ROOT / args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=float) + "\n")
+    print(f"wrote {args.out}")
+    bad = [k for k, v in result["norms"].items() if v["disagree"]]
+    if bad:
+        print(f"DISAGREEMENT with the MILP in {bad}: "
+              f"{[result['norms'][k]['disagree'][:5] for k in bad]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

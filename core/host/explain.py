@@ -1,0 +1,327 @@
+"""``explain()``: the same analyses on every row of a dataset, fixed costs paid once.
+
+For each row ``x`` of ``X``, each analysis class builds its instance and region for the row
+(:meth:`Analysis.for_row <polytrav.Analysis.for_row>`: a counterfactual of ``x`` inside the
+domain and the actionability constraints, the output range over ``x ± radius`` inside the
+domain, the local model at ``x``) and :class:`~polytrav.host.runner.RunSession` runs it. One
+session serves every row of a worker: the plugin manager, the backend chains and the first
+imports are built once, not per row as :func:`polytrav.analyze` does; what is left per row
+is the row's own work (its frame, traversal and subproblems, which the backends and the
+compiled-subproblem cache already reuse across runs).
+
+Rows are independent: an error in one (a NaN, a row outside the domain, a failed solve) is
+recorded for that row and analysis, and the others go on. With an ``executor``
+(:func:`polytrav.parallel.get_executor`: local processes or Dask), chunks of rows run in the
+workers, each worker keeping its session between chunks; :func:`explain_rows` yields the rows
+as they finish, :func:`explain` collects them into an :class:`Explanation`.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from polytrav.host.explanation import Explanation, RowResult
+from polytrav.host.manager import analysis_classes
+from polytrav.host.row import Row
+from polytrav.host.runner import RunSession
+from polytrav.model.network import Network
+from polytrav.model.region import Box
+from polytrav.vocabulary.errors import ConfigError, PolytravError
+
+__all__ = ["explain", "explain_rows", "Explanation", "RowResult", "AnalysisSpec"]
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    """One analysis of every row: its class, label (column prefix) and ``for_row`` options."""
+
+    cls: type
+    label: str
+    options: dict
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a worker needs for its rows (picklable)."""
+
+    token: str  # one per explain call: a worker's session serves one call's rows
+    net: Network
+    specs: tuple[AnalysisSpec, ...]
+    domain: Box
+    features: tuple[str, ...]
+    solver: Any
+    time_limit: float | None
+    max_polytopes: int | None
+
+
+_SESSION: dict[str, RunSession] = {}  # token -> the worker's session (the latest call only)
+
+
+def _session(job: _Job) -> RunSession:
+    if job.token not in _SESSION:
+        _SESSION.clear()
+        _SESSION[job.token] = RunSession(job.solver)
+    return _SESSION[job.token]
+
+
+def _explain_row(session: RunSession, job: _Job, position: int, label, x: np.ndarray) -> RowResult:
+    """Every analysis on one row; errors recorded per analysis."""
+    t0 = time.perf_counter()
+    out = RowResult(position=position, label=label)
+    bad = [job.features[j] for j in np.flatnonzero(~np.isfinite(x))]
+    if bad:
+        out.errors["row"] = f"row {label!r}: not a finite number in feature(s) {bad[:5]}"
+    else:
+        row = Row(x=x, domain=job.domain, features=job.features, label=label)
+        for spec in job.specs:
+            try:
+                analysis, region = spec.cls.for_row(row, **spec.options)
+                report = session.run(job.net, region, [analysis], time_limit=job.time_limit,
+                                     max_polytopes=job.max_polytopes)
+                result = report.results[0]
+                out.work_time += report.time
+                out.results[spec.label] = result
+                out.figures.update({f"{spec.label}.{k}": v
+                                    for k, v in analysis.figures(result, row).items()})
+            except Exception as exc:  # noqa: BLE001  (recorded for this row; the others go on)
+                kind = "" if isinstance(exc, PolytravError) else f"{type(exc).__name__}: "
+                out.errors[spec.label] = f"{kind}{exc}"
+    out.time = time.perf_counter() - t0
+    return out
+
+
+def _explain_chunk(job: _Job, chunk: list[tuple[int, Any, np.ndarray]]) -> list[RowResult]:
+    """A chunk of rows in one worker, on the worker's session (made once per call)."""
+    session = _session(job)
+    return [_explain_row(session, job, pos, label, x) for pos, label, x in chunk]
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _as_table(X, net: Network) -> tuple[np.ndarray, tuple[str, ...], list, Any]:
+    """``(values, feature names, index labels, index name)`` from an array or a DataFrame."""
+    n = net.n_inputs
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a pandas DataFrame
+        features = tuple(str(c) for c in X.columns)
+        index, index_name = list(X.index), X.index.name
+        try:
+            values = X.to_numpy(dtype=float)
+        except (TypeError, ValueError) as exc:
+            numeric = set(X.select_dtypes("number").columns)
+            raise ConfigError(f"explain: X has non-numeric columns "
+                              f"{[c for c in X.columns if c not in numeric][:5]}") from exc
+    else:
+        try:
+            values = np.asarray(X, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"explain: X must be numbers (an array or a DataFrame): {exc}") from exc
+        features = tuple(net.input_names) if net.input_names else tuple(f"x{j}" for j in range(n))
+        index, index_name = list(range(values.shape[0] if values.ndim else 0)), None
+    if values.ndim == 1 and values.shape[0] == n:
+        values = values[None, :]
+        index = index[:1] or [0]
+    if values.ndim != 2 or values.shape[1] != n:
+        raise ConfigError(f"explain: X must have one column per network input ({n}), got shape "
+                          f"{values.shape}")
+    if values.shape[0] == 0:
+        raise ConfigError("explain: X has no rows")
+    return values, features, index, index_name
+
+
+def _as_domain(domain, values: np.ndarray) -> Box:
+    """The data box: ``domain`` (a Box or ``(lo, hi)``), else X's per-column min and max."""
+    n = values.shape[1]
+    if domain is None:
+        finite = np.where(np.isfinite(values), values, np.nan)
+        with np.errstate(all="ignore"), _no_warnings():
+            lo, hi = np.nanmin(finite, axis=0), np.nanmax(finite, axis=0)
+        empty = np.flatnonzero(np.isnan(lo))
+        if empty.size:
+            raise ConfigError(f"explain: column(s) {empty[:5].tolist()} of X hold no finite "
+                              "value, so the default domain (X's min and max) is undefined; "
+                              "give domain=(lo, hi)")
+        return Box(lo, hi)
+    if isinstance(domain, Box):
+        box = domain.with_dims(n)
+    elif isinstance(domain, (tuple, list)) and len(domain) == 2:
+        box = Box(*domain).with_dims(n)
+    else:
+        raise ConfigError(f"explain: domain must be a Box or a (lo, hi) pair, got "
+                          f"{type(domain).__name__}")
+    if not (np.all(np.isfinite(box.lower)) and np.all(np.isfinite(box.upper))):
+        raise ConfigError("explain: the domain must be bounded (finite lo and hi)")
+    return box
+
+
+class _no_warnings:
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+
+def _as_specs(analyses, pm) -> tuple[AnalysisSpec, ...]:
+    """Specs from names, ``(name, options)`` pairs or ``{"name": ..., **options}`` dicts;
+    ``label`` in the options names the columns (default: the name, then ``name#2``...)."""
+    if isinstance(analyses, (str, dict)) or (
+            isinstance(analyses, tuple) and len(analyses) == 2 and isinstance(analyses[0], str)):
+        analyses = [analyses]
+    classes = analysis_classes(pm)
+    specs, seen = [], {}
+    for item in analyses:
+        if isinstance(item, str):
+            name, options = item, {}
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            name, options = item[0], dict(item[1])
+        elif isinstance(item, dict) and "name" in item:
+            options = dict(item)
+            name = options.pop("name")
+        else:
+            raise ConfigError("explain: an analysis is a registered name, a (name, options) "
+                              f"pair or a dict with 'name', got {item!r}")
+        if name not in classes:
+            raise ConfigError(f"explain: unknown analysis {name!r}; known: {sorted(classes)}")
+        cls = classes[name]
+        seen[name] = seen.get(name, 0) + 1
+        label = str(options.pop("label", name if seen[name] == 1 else f"{name}#{seen[name]}"))
+        sig = inspect.signature(cls.for_row)
+        takes = [p for p in list(sig.parameters)[1:]
+                 if sig.parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+            unknown = sorted(set(options) - set(takes))
+            if unknown:
+                raise ConfigError(f"explain: analysis {name!r} per row does not take {unknown}; "
+                                  f"it takes {takes}")
+        missing = [p for p in takes if p not in options
+                   and sig.parameters[p].default is inspect.Parameter.empty]
+        if missing:
+            raise ConfigError(f"explain: analysis {name!r} per row needs {missing}")
+        specs.append(AnalysisSpec(cls, label, options))
+    if not specs:
+        raise ConfigError("explain: no analyses given")
+    labels = [s.label for s in specs]
+    if len(set(labels)) != len(labels) or "row" in labels:
+        raise ConfigError(f"explain: analysis labels must be distinct and not 'row', got {labels}")
+    return tuple(specs)
+
+
+# ---------------------------------------------------------------- the API
+
+
+def _prepare(net, X, analyses, domain, solver, time_limit, max_polytopes):
+    """Checks before any row runs; ``(session, job, rows, index, index name)``."""
+    if not isinstance(net, Network):
+        raise ConfigError(f"explain: net must be a polytrav.Network, got {type(net).__name__}")
+    values, features, index, index_name = _as_table(X, net)
+    box = _as_domain(domain, values)
+    session = RunSession(solver)
+    job = _Job(uuid.uuid4().hex, net, _as_specs(analyses, session.pm), box, features, solver,
+               time_limit, max_polytopes)
+    rows = [(i, index[i], values[i]) for i in range(values.shape[0])]
+    return session, job, rows, index, index_name
+
+
+def _run(session, job, rows, executor, chunk_size) -> Iterator[RowResult]:
+    if executor is None:
+        for pos, label, x in rows:
+            yield _explain_row(session, job, pos, label, x)
+        return
+    from polytrav.parallel import finished, n_workers
+
+    workers = n_workers(executor)
+    size = chunk_size or max(1, min(64, math.ceil(len(rows) / (4 * workers))))
+    chunks = iter([rows[k:k + size] for k in range(0, len(rows), size)])
+
+    def next_task():
+        chunk = next(chunks, None)
+        return None if chunk is None else (chunk[0][0], _explain_chunk, (job, chunk))
+
+    for _, future in finished(executor, next_task, window=2 * workers):
+        yield from future.result()
+
+
+def explain_rows(net: Network, X, analyses, *, domain=None, solver=None, executor=None,
+                 chunk_size: int | None = None, time_limit: float | None = None,
+                 max_polytopes: int | None = None) -> Iterator[RowResult]:
+    """:func:`explain`'s rows, yielded as they finish (serially: in order; with an
+    executor: chunk by chunk, in the order the chunks finish). Same arguments; the checks
+    run on the first ``next()``."""
+    session, job, rows, _, _ = _prepare(net, X, analyses, domain, solver, time_limit,
+                                        max_polytopes)
+    yield from _run(session, job, rows, executor, chunk_size)
+
+
+def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=None,
+            chunk_size: int | None = None, time_limit: float | None = None,
+            max_polytopes: int | None = None) -> Explanation:
+    """Run per-row analyses on every row of ``X``, the fixed costs paid once per worker.
+
+    Parameters
+    ----------
+    net : Network
+    X : array_like, shape (n_rows, n_inputs), or pandas.DataFrame
+        The rows. A DataFrame's column names become the feature names and its index the
+        table's index; otherwise the network's ``input_names``, else ``x0, x1, ...``.
+    analyses : str, (str, dict), dict, or a list of these
+        Registered analysis names with their per-row options
+        (:meth:`Analysis.for_row <polytrav.Analysis.for_row>`), e.g.
+        ``[("counterfactual", {"norm": 1, "immutable": ["age"]}), ("output_range",
+        {"radius": 0.05}), "local_model"]``. ``label`` in the options names the columns
+        (default: the name, then ``name#2`` for a second one).
+    domain : Box or (lo, hi), optional
+        The data box every analysis stays inside. Default: X's per-column minimum and
+        maximum (finite values only).
+    solver : optional
+        As in :func:`polytrav.analyze`.
+    executor : concurrent.futures.Executor, optional
+        Run chunks of rows on it (:func:`polytrav.parallel.get_executor`); each worker
+        builds its session once. Default: serially in this process.
+    chunk_size : int, optional
+        Rows per chunk with an executor (default: about four chunks per worker, at most 64).
+    time_limit, max_polytopes : optional
+        Budgets of each analysis's run on each row (a row that hits one has
+        ``exact=False``).
+
+    Returns
+    -------
+    Explanation
+        One :class:`RowResult` per row, in X's order; ``to_pandas()`` and ``to_parquet()``.
+
+    Raises
+    ------
+    ConfigError
+        Before any row runs: X's width is not the network's, an unknown analysis or option,
+        an unbounded domain. A problem with one row (NaN, outside the domain) is that row's
+        error, not an exception.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from polytrav import Network, explain
+    >>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [-1.0]])
+    >>> X = np.array([[0.2, 0.3], [0.9, 0.8], [np.nan, 0.5]])
+    >>> table = explain(net, X, [("counterfactual", {"norm": 1})], domain=(0, 1)).to_pandas()
+    >>> table["counterfactual.distance"].round(6).tolist()[:2]
+    [0.5, 0.7]
+    >>> table["row.error"].tolist()[2]
+    "row 2: not a finite number in feature(s) ['x0']"
+    """
+    t0 = time.perf_counter()
+    session, job, rows, index, index_name = _prepare(net, X, analyses, domain, solver,
+                                                     time_limit, max_polytopes)
+    done = list(_run(session, job, rows, executor, chunk_size))
+    return Explanation(done, [s.label for s in job.specs], index, index_name=index_name,
+                       wall_time=time.perf_counter() - t0)

@@ -1,0 +1,164 @@
+"""The result of :func:`polytrav.explain`: one :class:`RowResult` per dataset row.
+
+:class:`Explanation` holds the rows in the dataset's order; :meth:`Explanation.to_pandas`
+is the table (one row per input row, the DataFrame's index kept, one column per figure named
+``<analysis>.<figure>`` plus ``<analysis>.error``), :meth:`Explanation.to_parquet` writes it
+(pandas and pyarrow: ``pip install "polytrav[export]"``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.results import AnalysisResult
+
+__all__ = ["RowResult", "Explanation"]
+
+
+@dataclass
+class RowResult:
+    """What the analyses found on one row.
+
+    ``position`` is the row's position in ``X`` and ``label`` its index label; ``figures``
+    maps ``<analysis>.<figure>`` to a number, text or None; ``errors`` maps an analysis label
+    (or ``"row"`` for the row itself) to the error's message; ``results`` holds each
+    analysis's :class:`~polytrav.AnalysisResult`. Times in seconds: ``time`` the row's wall
+    time in its worker, ``work_time`` the analyses' runs after their set-up (traversal and
+    subproblems: :attr:`Report.time <polytrav.Report.time>`), so ``time - work_time`` is
+    the row's fixed cost.
+    """
+
+    position: int
+    label: Any
+    figures: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    results: dict[str, AnalysisResult] = field(default_factory=dict, repr=False)
+    time: float = 0.0
+    work_time: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Whether every analysis of the row ran without an error."""
+        return not self.errors
+
+    @property
+    def fixed_time(self) -> float:
+        """The row's seconds outside its analyses' work (set-up, bookkeeping)."""
+        return max(self.time - self.work_time, 0.0)
+
+
+class Explanation:
+    """The rows of :func:`polytrav.explain`, in the dataset's order.
+
+    ``labels`` are the analyses' labels (column prefixes), ``index`` the dataset's index
+    labels, ``wall_time`` the seconds of the whole call. Iterate it for the
+    :class:`RowResult` objects; ``len()`` is the number of rows.
+    """
+
+    def __init__(self, rows: list[RowResult], labels: list[str], index: list, *,
+                 index_name=None, wall_time: float = 0.0):
+        self.rows = sorted(rows, key=lambda r: r.position)
+        self.labels = list(labels)
+        self.index = list(index)
+        self.index_name = index_name
+        self.wall_time = wall_time
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __getitem__(self, position: int) -> RowResult:
+        return self.rows[position]
+
+    def __repr__(self) -> str:
+        bad = sum(not r.ok for r in self.rows)
+        return (f"Explanation({len(self.rows)} rows, analyses {self.labels}, {bad} with errors, "
+                f"{self.wall_time:.3g} s)")
+
+    @property
+    def errors(self) -> dict[Any, dict[str, str]]:
+        """``{row label: {analysis label: message}}`` of the rows with errors."""
+        return {r.label: dict(r.errors) for r in self.rows if r.errors}
+
+    def columns(self) -> list[str]:
+        """The table's columns: every figure seen, grouped by analysis in the given order,
+        each group ending with ``<analysis>.error``; ``row.error`` last."""
+        seen: dict[str, None] = {}
+        for r in self.rows:
+            seen.update(dict.fromkeys(r.figures))
+        cols = []
+        for label in self.labels:
+            cols += [c for c in seen if c.startswith(label + ".")]
+            cols.append(f"{label}.error")
+        return cols + ["row.error"]
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per row over :meth:`columns` (None where a row has no value)."""
+        cols = self.columns()
+        out = []
+        for r in self.rows:
+            rec = dict.fromkeys(cols)
+            rec.update(r.figures)
+            for label, message in r.errors.items():
+                rec[f"{label}.error"] = message
+            out.append(rec)
+        return out
+
+    def to_pandas(self):
+        """The table as a ``pandas.DataFrame``: one row per input row (the dataset's index),
+        one column per figure (:meth:`columns`). Each column has one type: ``float64``,
+        nullable ``Int64`` / ``boolean``, or ``string`` (missing values are ``NA``)."""
+        _require("to_pandas", ("pandas",))
+        import pandas as pd
+
+        index = pd.Index([self.index[r.position] for r in self.rows], name=self.index_name)
+        records = self.records()
+        data = {c: pd.array([rec[c] for rec in records], dtype=_dtype(c, records))
+                for c in self.columns()}
+        return pd.DataFrame(data, index=index)
+
+    def to_parquet(self, path) -> Path:
+        """Write :meth:`to_pandas` to a Parquet file (index kept); returns the path."""
+        _require("to_parquet", ("pandas", "pyarrow"))
+        path = Path(path)
+        self.to_pandas().to_parquet(path, index=True)
+        return path
+
+    def stats(self) -> dict[str, float]:
+        """Timing over the rows: ``rows``, ``errors``, ``wall_time``, the median row time,
+        the mean work time and the mean fixed cost per row (seconds)."""
+        n = len(self.rows)
+        return {
+            "rows": n, "errors": sum(not r.ok for r in self.rows), "wall_time": self.wall_time,
+            "median_row_time": statistics.median([r.time for r in self.rows]) if n else 0.0,
+            "mean_work_time": sum(r.work_time for r in self.rows) / n if n else 0.0,
+            "mean_fixed_time": sum(r.fixed_time for r in self.rows) / n if n else 0.0,
+        }
+
+
+def _dtype(column: str, records: list[dict]) -> str:
+    """The column's pandas type from its values (None is missing)."""
+    values = [rec[column] for rec in records if rec[column] is not None]
+    if column.endswith(".error") or any(isinstance(v, str) for v in values):
+        return "string"
+    if values and all(isinstance(v, (bool, np.bool_)) for v in values):
+        return "boolean"
+    if values and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                      for v in values):
+        return "Int64"
+    return "float64"
+
+
+def _require(who: str, modules: tuple[str, ...]) -> None:
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"Explanation.{who} needs {' and '.join(missing)}: "
+                          'pip install "polytrav[export]"')

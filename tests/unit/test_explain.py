@@ -1,0 +1,198 @@
+"""polytrav.explain: per-row analyses over a dataset (issue 28).
+
+Per-row results equal separate analyze() runs; L1/L∞ counterfactual distances equal a MILP's
+(tests/support/milp.py), immutable features, bounds and directions hold in the witnesses; bad
+rows are recorded per row (NaN, outside the domain) or refused up front (width, unknown
+analysis or option); the table's columns and index; a Parquet round trip; an executor run
+equals the serial run.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from milp import milp_counterfactual
+from reference import random_net
+
+from polytrav import Box, ConfigError, analyze, explain, explain_rows
+from polytrav.parallel import SerialExecutor
+from polytrav.plugins import Counterfactual, LocalModel, OutputRange
+from polytrav.vocabulary.tolerances import WITNESS_TOL
+
+TOL = 1e-6
+N_IN = 3
+LO, HI = np.array([-1.0, -0.5, -1.0]), np.array([1.0, 1.0, 0.5])
+
+
+@pytest.fixture(scope="module")
+def net():
+    return random_net(21, N_IN, [8, 6], n_out=1)
+
+
+@pytest.fixture(scope="module")
+def net3():
+    return random_net(22, N_IN, [8, 6], n_out=3)
+
+
+@pytest.fixture(scope="module")
+def X():
+    return np.random.default_rng(5).uniform(LO, HI, size=(6, N_IN))
+
+
+def test_rows_equal_separate_analyze_runs(net, X):
+    table = explain(net, X, [("counterfactual", {"norm": 1}), ("output_range", {"radius": 0.2}),
+                             "local_model"], domain=(LO, HI))
+    assert len(table) == len(X) and all(r.ok for r in table)
+    for row, x in zip(table, X):
+        cf = analyze(net, Box(LO, HI), Counterfactual(x, norm=1))[0]
+        box = Box(np.clip(x - 0.2, LO, HI), np.clip(x + 0.2, LO, HI))
+        rng = analyze(net, box, OutputRange())[0]
+        lm = analyze(net, Box(LO, HI), LocalModel(x))[0]
+        assert row.figures["counterfactual.distance"] == pytest.approx(cf.value, abs=TOL)
+        assert row.figures["output_range.min"] == pytest.approx(rng.value["min"], abs=TOL)
+        assert row.figures["output_range.max"] == pytest.approx(rng.value["max"], abs=TOL)
+        assert row.figures["local_model.output"] == pytest.approx(lm.value["output"], abs=TOL)
+        assert row.figures["local_model.output"] == pytest.approx(net.forward(x)[0], abs=1e-9)
+
+
+@pytest.mark.parametrize("norm", [1, np.inf])
+@pytest.mark.parametrize("which", ["net", "net3"])
+def test_counterfactual_distances_equal_the_milp(which, norm, X, request):
+    model = request.getfixturevalue(which)
+    table = explain(model, X[:4], [("counterfactual", {"norm": norm, "immutable": [1]})],
+                    domain=(LO, HI))
+    for row, x in zip(table, X[:4]):
+        ref = milp_counterfactual(model, x, norm, LO, HI, immutable=[1])
+        got = row.figures["counterfactual.distance"]
+        if np.isinf(ref.value):
+            assert got is None and row.figures["counterfactual.exact"]
+        else:
+            assert got == pytest.approx(ref.value, abs=TOL), (which, norm, x)
+
+
+def test_immutable_bounds_and_directions_hold_in_every_witness(net3, X):
+    table = explain(net3, X, [("counterfactual", {
+        "norm": np.inf, "immutable": ["x0"], "direction": {"x1": "increase"},
+        "bounds": {2: (None, 0.25)}})], domain=(LO, HI))
+    found = 0
+    for row, x in zip(table, X):
+        if "counterfactual" in row.errors:  # x2 above its bound: the row is outside
+            assert x[2] > 0.25 and "outside the region" in row.errors["counterfactual"]
+            continue
+        w = row.results["counterfactual"].witness
+        if w is None:
+            continue
+        found += 1
+        assert w[0] == x[0]
+        assert w[1] >= x[1] - WITNESS_TOL and w[2] <= 0.25 + WITNESS_TOL
+        assert row.figures["counterfactual.x.x0"] == x[0]
+    assert found
+
+
+def test_a_bad_row_is_recorded_and_the_others_go_on(net, X):
+    bad = X.copy()
+    bad[1, 2] = np.nan
+    bad[3] = [5.0, 0.0, 0.0]  # outside the given domain
+    table = explain(net, bad, [("counterfactual", {"norm": 1})], domain=(LO, HI))
+    assert "not a finite number in feature(s) ['x2']" in table[1].errors["row"]
+    assert "outside the region" in table[3].errors["counterfactual"]
+    assert all(table[i].ok for i in (0, 2, 4, 5))
+    frame = table.to_pandas()
+    assert frame["row.error"].notna().tolist() == [False, True, False, False, False, False]
+    assert frame["counterfactual.error"].notna().tolist() == [False, False, False, True, False, False]
+    assert sorted(table.errors) == [1, 3]
+
+
+def test_wrong_width_unknown_names_and_options_are_refused_up_front(net, X):
+    with pytest.raises(ConfigError, match=r"one column per network input \(3\), got shape \(6, 2\)"):
+        explain(net, X[:, :2], "local_model")
+    with pytest.raises(ConfigError, match="X has no rows"):
+        explain(net, X[:0], "local_model")
+    with pytest.raises(ConfigError, match="the domain must be bounded"):
+        explain(net, X, "local_model", domain=(-np.inf, 1.0))
+    with pytest.raises(ConfigError, match="unknown analysis 'counterfactuals'"):
+        explain(net, X, "counterfactuals")
+    with pytest.raises(ConfigError, match=r"does not take \['nrom'\]"):
+        explain(net, X, [("counterfactual", {"nrom": 1})])
+    with pytest.raises(ConfigError, match=r"needs \['radius'\]"):
+        explain(net, X, "output_range")
+    row = next(explain_rows(net, X[:1], [("counterfactual", {"immutable": ["age"]})]))
+    assert "unknown feature 'age'" in row.errors["counterfactual"]
+    row = explain(net, X[:1], "region_stats")[0]
+    assert "cannot run per row" in row.errors["region_stats"]
+
+
+def test_to_pandas_keeps_the_index_and_names_columns_by_figure(net, X):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=["age", "income", "debt"],
+                         index=pd.Index([f"c{i}" for i in range(len(X))], name="customer"))
+    table = explain(net, frame, [("counterfactual", {"norm": 1, "label": "cf"}), "local_model"])
+    out = table.to_pandas()
+    assert list(out.index) == list(frame.index) and out.index.name == "customer"
+    for col in ("cf.distance", "cf.class0", "cf.x.age", "cf.error", "local_model.output",
+                "local_model.attribution.income", "local_model.gradient.debt", "row.error"):
+        assert col in out.columns, col
+    assert out["cf.class0"].dtype == "Int64" and out["cf.exact"].dtype == "boolean"
+    attributions = out[[f"local_model.attribution.{f}" for f in frame.columns]].sum(axis=1)
+    assert np.allclose(attributions + out["local_model.intercept"], net.forward(X)[:, 0])
+    # the default domain is X's per-column min and max: every witness stays inside it
+    # (within the witness tolerance: it steps just past the class boundary)
+    w = out[[f"cf.x.{f}" for f in frame.columns]].to_numpy(dtype=float)
+    ok = ~np.isnan(w).any(axis=1)
+    assert np.all(w[ok] >= X.min(0) - WITNESS_TOL) and np.all(w[ok] <= X.max(0) + WITNESS_TOL)
+
+
+def test_parquet_round_trip(net, X, tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    table = explain(net, bad, [("counterfactual", {"norm": np.inf}),
+                               ("output_range", {"radius": 0.1})], domain=(LO, HI))
+    path = table.to_parquet(tmp_path / "explain.parquet")
+    back = pd.read_parquet(path)
+    pd.testing.assert_frame_equal(back, table.to_pandas())
+
+
+def test_parquet_without_pyarrow_names_the_extra(net, X, monkeypatch, tmp_path):
+    table = explain(net, X[:1], "local_model")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    with pytest.raises(ConfigError, match=r'needs pyarrow: pip install "polytrav\[export\]"'):
+        table.to_parquet(tmp_path / "x.parquet")
+
+
+def test_an_executor_run_equals_the_serial_run(net3, X):
+    specs = [("counterfactual", {"norm": 1}), ("output_range", {"radius": 0.3, "output": 2})]
+    serial = explain(net3, X, specs, domain=(LO, HI)).records()
+    for executor in (SerialExecutor(),):
+        parted = explain(net3, X, specs, domain=(LO, HI), executor=executor, chunk_size=2)
+        assert parted.records() == serial
+
+
+def test_a_process_pool_run_equals_the_serial_run(net3, X):
+    from polytrav.parallel import get_executor
+
+    specs = [("counterfactual", {"norm": np.inf})]
+    serial = explain(net3, X, specs, domain=(LO, HI)).records()
+    with get_executor(2) as pool:
+        assert explain(net3, X, specs, domain=(LO, HI), executor=pool).records() == serial
+
+
+def test_a_worker_builds_its_session_once_per_call_and_runs_leave_no_analysis_registered(net, X):
+    from polytrav.host import explain as module
+
+    rows = [(i, i, x) for i, x in enumerate(X)]
+    session, job, _, _, _ = module._prepare(net, X, [("counterfactual", {"norm": 1})],
+                                           (LO, HI), None, None, None)
+    first = module._explain_chunk(job, rows[:2])
+    held = module._SESSION[job.token]
+    module._explain_chunk(job, rows[2:])
+    assert module._SESSION[job.token] is held and len(module._SESSION) == 1
+    assert all(r.ok for r in first)
+    bad = X.copy()
+    bad[0] = [5.0, 0.0, 0.0]  # outside the domain: validate fails for this row
+    module._explain_chunk(job, [(0, 0, bad[0]), (1, 1, X[1])])
+    assert not [name for name, _ in held.pm.list_name_plugin() if name.startswith("analysis:")]
