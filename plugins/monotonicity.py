@@ -23,7 +23,7 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
 
-__all__ = ["Monotonicity"]
+__all__ = ["Monotonicity", "derivative_step"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
@@ -31,6 +31,27 @@ SLOPE_SAMPLES = 256
 #: Rows per batched pass over the samples: small products stay on one BLAS thread (waking
 #: the threads for a product of a few hundred rows costs milliseconds on a busy machine).
 SAMPLE_CHUNK = 64
+
+
+def derivative_step(W: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds on ``W d`` for every ``d`` in ``[lo, hi]``, rigorous under float64 rounding.
+
+    Each side is computed from the weights' signs (``W+ lo + W- hi``) and moved outward by
+    :data:`~polytrav.vocabulary.tolerances.BOUND_TOL` times ``|W| (|lo| + |hi|)``, far above
+    the rounding of the sums. A side that is a sum of terms each provably ``>= 0`` (a
+    positive weight times a non-negative lower bound, a negative one times a non-positive
+    upper bound) is at least 0 exactly, so it is clamped there: a slope proven ``>= 0``
+    stays a proof (non-decreasing allows slopes of exactly 0, e.g. where every path from the
+    feature is switched off), where an allowance alone would leave it ``-1e-9``.
+    """
+    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+    slack = BOUND_TOL * (np.abs(W) @ (np.abs(lo) + np.abs(hi)))
+    new_lo = Wp @ lo + Wn @ hi - slack
+    new_hi = Wp @ hi + Wn @ lo + slack
+    pos, neg = W > 0, W < 0
+    nonneg = ~((pos & (lo < 0)) | (neg & (hi > 0))).any(axis=1)  # every term of new_lo >= 0
+    nonpos = ~((pos & (hi > 0)) | (neg & (lo < 0))).any(axis=1)  # every term of new_hi <= 0
+    return np.where(nonneg, np.maximum(new_lo, 0.0), new_lo), np.where(nonpos, np.minimum(new_hi, 0.0), new_hi)
 
 
 class Monotonicity(Analysis):
@@ -100,21 +121,25 @@ class Monotonicity(Analysis):
         each remaining hidden layer it is carried as an interval: a neuron whose
         pre-activation bounds over the piece (:func:`polytrav.bounds.crown.output_lower_bounds`)
         prove it on passes its derivative, one proven off passes 0, an unstable one the hull
-        of both; an affine layer maps the interval by centre and radius. The bound is lowered
-        by :data:`~polytrav.vocabulary.tolerances.BOUND_TOL` relative to the magnitudes
-        involved (float64 rounding), and neurons count as stable only past that allowance.
+        of both; an affine layer maps the interval by the weights' signs
+        (:func:`derivative_step`: rigorous under float64 rounding, and a side that is a sum
+        of non-negative terms stays ``>= 0`` exactly). Neurons count as stable only past
+        :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`. A margin ``>= 0`` proves the piece
+        (slopes of exactly 0 are allowed), so it is returned as the next float above.
         """
         from polytrav.bounds.crown import Concretizer, output_lower_bounds
 
         net = context.network
         lvl = piece.level
-        v = np.zeros(net.n_inputs)
-        v[self.feature] = 1.0
-        for k in range(lvl):  # the fixed layers: the derivative of their output, exactly
-            v = np.asarray(piece.code[k], float) * (net.weights[k] @ v)
+        lo_d = hi_d = np.zeros(net.n_inputs)
+        lo_d[self.feature] = 1.0
+        lo_d = hi_d = lo_d.copy()
+        for k in range(lvl):  # the fixed layers: the piece's masks
+            lo_d, hi_d = derivative_step(net.weights[k], lo_d, hi_d)
+            code = np.asarray(piece.code[k], bool)
+            lo_d, hi_d = np.where(code, lo_d, 0.0), np.where(code, hi_d, 0.0)
         layers = list(zip(net.weights[lvl:], net.biases[lvl:]))
-        lo_d = hi_d = net.weights[lvl] @ v
-        scale = np.abs(net.weights[lvl]) @ np.abs(v)
+        lo_d, hi_d = derivative_step(net.weights[lvl], lo_d, hi_d)
         if len(layers) > 1:
             halfspaces = lp = None
             if piece.vertices is None:
@@ -130,12 +155,8 @@ class Monotonicity(Analysis):
                 unstable = ~(on | off)
                 lo_d = np.where(on, lo_d, np.where(unstable, np.minimum(lo_d, 0.0), 0.0))
                 hi_d = np.where(on, hi_d, np.where(unstable, np.maximum(hi_d, 0.0), 0.0))
-                mid, rad = (lo_d + hi_d) / 2, (hi_d - lo_d) / 2
-                Wa = np.abs(W)
-                lo_d, hi_d = W @ mid - Wa @ rad, W @ mid + Wa @ rad
-                scale = Wa @ np.where(off, 0.0, scale)
-        margin = lo_d[self.output] if self.direction == "increasing" else -hi_d[self.output]
-        margin = float(margin - BOUND_TOL * (1.0 + scale[self.output]))
+                lo_d, hi_d = derivative_step(W, lo_d, hi_d)
+        margin = float(lo_d[self.output] if self.direction == "increasing" else -hi_d[self.output])
         return margin if margin < 0 else float(np.nextafter(margin, np.inf))
 
     def validate(self, network, region) -> None:
