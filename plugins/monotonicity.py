@@ -23,7 +23,7 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
 
-__all__ = ["Monotonicity", "derivative_step"]
+__all__ = ["Monotonicity", "derivative_step", "slope_bounds"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
@@ -31,6 +31,11 @@ SLOPE_SAMPLES = 256
 #: Rows per batched pass over the samples: small products stay on one BLAS thread (waking
 #: the threads for a product of a few hundred rows costs milliseconds on a busy machine).
 SAMPLE_CHUNK = 64
+#: Input splitting of a box region before the traversal (``split=None``): at most this many
+#: sub-boxes are bounded (:meth:`Monotonicity.split_search`).
+SPLIT_BOXES = 2000
+#: Random points per unproven sub-box whose local slopes are checked for the wrong sign.
+SPLIT_SAMPLES = 8
 
 
 def derivative_step(W: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -54,6 +59,61 @@ def derivative_step(W: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.n
     return np.where(nonneg, np.maximum(new_lo, 0.0), new_lo), np.where(nonpos, np.minimum(new_hi, 0.0), new_hi)
 
 
+def _masked(lo: np.ndarray, hi: np.ndarray, on: np.ndarray, off: np.ndarray):
+    """A derivative through ReLUs: passed where on, 0 where off, the hull of both else."""
+    unstable = ~(on | off)
+    return (np.where(on, lo, np.where(unstable, np.minimum(lo, 0.0), 0.0)),
+            np.where(on, hi, np.where(unstable, np.maximum(hi, 0.0), 0.0)))
+
+
+def _dot_bounds(lo_a, hi_a, lo_b, hi_b) -> tuple[float, float]:
+    """Bounds on ``a . b`` for ``a``, ``b`` in boxes, rigorous under float64 rounding (the
+    products' signs are exact, so a side whose every term is ``>= 0`` is clamped at 0)."""
+    P = np.stack([lo_a * lo_b, lo_a * hi_b, hi_a * lo_b, hi_a * hi_b])
+    low, high = P.min(axis=0), P.max(axis=0)
+    slack = BOUND_TOL * float(np.abs(P).max(axis=0).sum())
+    lo, hi = float(low.sum()) - slack, float(high.sum()) + slack
+    return (max(lo, 0.0) if (low >= 0).all() else lo), (min(hi, 0.0) if (high <= 0).all() else hi)
+
+
+def slope_bounds(weights, masks, feature: int, output: int, meet: str = "forward"
+                 ) -> tuple[float, float]:
+    """Bounds on the slope ``d f_output / d x_feature`` over every activation pattern that
+    agrees with ``masks`` (per hidden layer ``(on, off)``: neurons known on, known off; the
+    others may be either), rigorous under float64 rounding.
+
+    The slope is ``e_out^T W_L D_{L-1} W_{L-1} ... D_0 W_0 e_feature``. ``meet="forward"``
+    carries the derivative of each layer along ``e_feature`` forward as an interval
+    (:func:`derivative_step`); ``meet="all"`` also carries the output's gradient backward
+    as an interval and, at every hidden layer ``m`` (and the input), bounds the slope as
+    the product of the forward interval at ``m`` and the backward one there; the tightest
+    bound of each side is returned (each is sound, none dominates: an interval forgets
+    that its entries share the same masks, and the two directions forget different ones).
+    """
+    n_hidden = len(weights) - 1
+    fwd = []  # post-activation derivative intervals of each hidden layer
+    lo = np.zeros(weights[0].shape[1])
+    lo[feature] = 1.0
+    hi = lo.copy()
+    for k in range(n_hidden):
+        lo, hi = _masked(*derivative_step(weights[k], lo, hi), *masks[k])
+        fwd.append((lo, hi))
+    lo, hi = derivative_step(weights[-1][output:output + 1], lo, hi)
+    best_lo, best_hi = float(lo[0]), float(hi[0])
+    if meet == "forward":
+        return best_lo, best_hi
+    row = weights[-1][output].astype(float)
+    blo, bhi = row, row  # the gradient of the output in each hidden layer's output
+    for m in range(n_hidden - 1, -1, -1):
+        if m < n_hidden - 1:  # the forward-only bound already met at the last layer
+            low, high = _dot_bounds(blo, bhi, *fwd[m])
+            best_lo, best_hi = max(best_lo, low), min(best_hi, high)
+        blo, bhi = _masked(blo, bhi, *masks[m])
+        blo, bhi = derivative_step(weights[m].T, blo, bhi)
+    best_lo, best_hi = max(best_lo, float(blo[feature])), min(best_hi, float(bhi[feature]))
+    return best_lo, best_hi
+
+
 class Monotonicity(Analysis):
     """Is ``output`` monotone in input ``feature`` on the region?
 
@@ -73,6 +133,16 @@ class Monotonicity(Analysis):
         (:meth:`piece_margin`; needs a ``direction``). The verdict and the violating
         polytopes are the same, with fewer polytopes; ``value`` and ``violations`` then
         cover the visited polytopes only. Default None: on with ``stop_at_first``.
+    split : int or None
+        With ``bounds`` on a box region: before the traversal, bisect the box into at most
+        this many sub-boxes, bounding the slope on each (:meth:`split_search`). Every
+        sub-box proven proves the region (the run ends ``complete`` without a polytope); a
+        sampled point with a wrong-signed local slope becomes the start point. Default
+        None: :data:`SPLIT_BOXES`; 0 turns it off.
+    meet : {"forward", "all"}
+        How the slope is bounded on a piece (:func:`slope_bounds`): the forward interval
+        (default), or the best of it and of meeting forward and backward intervals at every
+        layer (sound, slower, and no tighter on the tabular benchmark's networks).
 
     ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes;
     ``details["violations"]`` lists each violating polytope (index, interior point, slope);
@@ -98,12 +168,15 @@ class Monotonicity(Analysis):
     name = "monotonicity"
 
     def __init__(self, feature: int, direction: str | None = None, output: int = 0,
-                 stop_at_first: bool = False, bounds: bool | None = None):
+                 stop_at_first: bool = False, bounds: bool | None = None,
+                 split: int | None = None, meet: str = "forward"):
         self.feature = feature
         self.direction = direction
         self.output = output
         self.stop_at_first = stop_at_first
         self.bounds = bounds
+        self.split = split
+        self.meet = meet
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -129,17 +202,23 @@ class Monotonicity(Analysis):
         """
         from polytrav.bounds.crown import Concretizer, output_lower_bounds
 
+        if piece.level == 0:
+            found = self.split_search()  # the run's region: proven by its sub-boxes?
+            if found is not None and found["proven"]:
+                return float(np.nextafter(0.0, 1.0))
+        return self._box_or_piece_margin(piece, context)
+
+    def _box_or_piece_margin(self, piece, context) -> float:
+        """:meth:`piece_margin` by the bound alone (no input splitting)."""
+        from polytrav.bounds.crown import Concretizer, output_lower_bounds
+
         net = context.network
-        lvl = piece.level
-        lo_d = hi_d = np.zeros(net.n_inputs)
-        lo_d[self.feature] = 1.0
-        lo_d = hi_d = lo_d.copy()
-        for k in range(lvl):  # the fixed layers: the piece's masks
-            lo_d, hi_d = derivative_step(net.weights[k], lo_d, hi_d)
+        lvl, n_hidden = piece.level, len(net.weights) - 1
+        masks = []  # per hidden layer: (on, off); unstable is neither
+        for k in range(lvl):  # the fixed layers: the piece's code
             code = np.asarray(piece.code[k], bool)
-            lo_d, hi_d = np.where(code, lo_d, 0.0), np.where(code, hi_d, 0.0)
+            masks.append((code, ~code))
         layers = list(zip(net.weights[lvl:], net.biases[lvl:]))
-        lo_d, hi_d = derivative_step(net.weights[lvl], lo_d, hi_d)
         if len(layers) > 1:
             halfspaces = lp = None
             if piece.vertices is None:
@@ -148,15 +227,13 @@ class Monotonicity(Analysis):
             e = np.zeros((1, net.n_outputs))
             e[0, self.output] = 1.0
             _, _, bounds = output_lower_bounds(layers, piece.M, piece.m, e, conc)
-            for k, (W, _) in enumerate(layers[1:]):
+            for k in range(len(layers) - 1):
                 lo, hi = bounds.lo[k], bounds.hi[k]
                 allowance = BOUND_TOL * (1.0 + np.abs(lo) + np.abs(hi))
-                on, off = lo > allowance, hi < -allowance
-                unstable = ~(on | off)
-                lo_d = np.where(on, lo_d, np.where(unstable, np.minimum(lo_d, 0.0), 0.0))
-                hi_d = np.where(on, hi_d, np.where(unstable, np.maximum(hi_d, 0.0), 0.0))
-                lo_d, hi_d = derivative_step(W, lo_d, hi_d)
-        margin = float(lo_d[self.output] if self.direction == "increasing" else -hi_d[self.output])
+                masks.append((lo > allowance, hi < -allowance))
+        lo_s, hi_s = slope_bounds(net.weights, masks, self.feature, self.output,
+                                  meet=self.meet)
+        margin = float(lo_s if self.direction == "increasing" else -hi_s)
         return margin if margin < 0 else float(np.nextafter(margin, np.inf))
 
     def validate(self, network, region) -> None:
@@ -183,11 +260,19 @@ class Monotonicity(Analysis):
             raise ConfigError(f"analysis {self.name!r}: stop_at_first=True needs a direction "
                               "('increasing' or 'decreasing'): with direction=None a violation "
                               "is the minority sign, known only after every polytope")
+        if self.split is not None and (not isinstance(self.split, (int, np.integer))
+                                       or isinstance(self.split, bool) or self.split < 0):
+            raise ConfigError(f"analysis {self.name!r}: split must be a number of boxes >= 0 "
+                              f"or None, got {self.split!r}")
+        if self.meet not in ("all", "forward"):
+            raise ConfigError(f"analysis {self.name!r}: meet must be 'all' or 'forward', "
+                              f"got {self.meet!r}")
         self._run_inputs = (network, region)
+        self._split_found = None
 
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_run_inputs", "_split_found")}
 
     def start_point(self) -> np.ndarray | None:
         """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region (and
@@ -212,7 +297,80 @@ class Monotonicity(Analysis):
             return None
         slope = np.concatenate([self._slopes_at(network, X[k:k + SAMPLE_CHUNK])
                                 for k in range(0, len(X), SAMPLE_CHUNK)])
-        return X[int(np.argmin(slope) if self.direction == "increasing" else np.argmax(slope))]
+        best = int(np.argmin(slope) if self.direction == "increasing" else np.argmax(slope))
+        if (slope[best] < 0) if self.direction == "increasing" else (slope[best] > 0):
+            return X[best]
+        found = self.split_search()  # no sample violates: split the box (proof or a point)
+        if found is not None and found["candidate"] is not None:
+            return found["candidate"]
+        return X[best]
+
+    def split_search(self) -> dict | None:
+        """Input splitting of the run's box region against the slope bound (once per run).
+
+        Sub-boxes are bisected worst bound first: one whose slope bound has the right sign
+        (:meth:`piece_margin` on the sub-box as a level-0 piece: CROWN pre-activation bounds
+        over the sub-box, the derivative carried as an interval) is proven; otherwise the
+        local slopes at its centre and :data:`SPLIT_SAMPLES` random points are checked, and
+        a wrong-signed one ends the search with that point as ``candidate`` (the traversal
+        starts there, so the first polytope visited confirms it or not); otherwise the
+        sub-box is halved along the input whose first-layer weights, over the neurons the
+        interval bounds leave unstable, times its width are largest.
+
+        Returns ``{"proven", "candidate", "boxes", "open"}`` (``proven``: every sub-box
+        proven, which proves the region), or None when the search does not apply (no
+        ``bounds``, ``split=0``, not a bounded box region, no run).
+        """
+        if getattr(self, "_split_found", None) is not None:
+            return self._split_found
+        inputs = getattr(self, "_run_inputs", None)
+        boxes = SPLIT_BOXES if self.split is None else int(self.split)
+        if inputs is None or not self.prunes_by_bound or boxes <= 0 or not inputs[1].is_box:
+            return None
+        import heapq
+
+        from polytrav.bounds.split import _BoxPiece, _Context
+
+        network, region = inputs
+        lower, upper = (np.asarray(a, float) for a in region.bounding_box())
+        if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
+            return None
+        context = _Context(network, [_NoLP()])
+        rng = np.random.default_rng(0)
+        W0 = np.abs(network.weights[0])
+        found = {"proven": False, "candidate": None, "boxes": 0, "open": 0}
+        heap, count = [(-np.inf, 0, lower, upper)], 1
+        while heap and found["boxes"] < boxes:
+            _, _, lo, hi = heapq.heappop(heap)
+            margin = self._box_or_piece_margin(_BoxPiece(lo, hi), context)
+            found["boxes"] += 1
+            if margin > 0:
+                continue
+            X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0]))])
+            slope = self._slopes_at(network, X)
+            wrong = slope < 0 if self.direction == "increasing" else slope > 0
+            if wrong.any():
+                found["candidate"] = X[int(np.argmin(slope) if self.direction == "increasing"
+                                           else np.argmax(slope))]
+                break
+            h_lo = np.minimum(network.weights[0], 0) @ (hi - lo) + network.weights[0] @ lo
+            h_hi = np.maximum(network.weights[0], 0) @ (hi - lo) + network.weights[0] @ lo
+            unstable = (h_lo + network.biases[0] < 0) & (h_hi + network.biases[0] > 0)
+            score = (W0[unstable].sum(axis=0) if unstable.any() else W0.sum(axis=0)) * (hi - lo)
+            j = int(np.argmax(score))
+            mid = (lo[j] + hi[j]) / 2
+            if not lo[j] < mid < hi[j]:
+                found["open"] += 1  # too narrow to halve: the traversal decides it
+                continue
+            for a, b in ((lo[j], mid), (mid, hi[j])):
+                lo2, hi2 = lo.copy(), hi.copy()
+                lo2[j], hi2[j] = a, b
+                heapq.heappush(heap, (margin, count, lo2, hi2))
+                count += 1
+        found["open"] += len(heap)
+        found["proven"] = found["candidate"] is None and found["open"] == 0
+        self._split_found = found
+        return found
 
     def _slopes_at(self, network, X: np.ndarray) -> np.ndarray:
         """The local slopes of the output in the feature at the points ``X`` (one forward and
@@ -362,6 +520,13 @@ class Monotonicity(Analysis):
         self.n_polytopes = sum(p.n_polytopes for p in parts)
         self.failures = [f for p in parts for f in p.failures]
         return self.finish(context)
+
+
+class _NoLP:
+    """An LP chain for bounds over a sub-box, which need no LP (its rows are its bounds)."""
+
+    def lp_session(self):
+        return None
 
 
 @hookimpl
