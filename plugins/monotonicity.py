@@ -12,6 +12,16 @@ whose slope has the wrong sign and whose pair of points is confirmed: a violatio
 polytope, a proof still needs every polytope. The traversal then starts at the sampled point
 of the region with the most violating local slope (:meth:`Monotonicity.start_point`), so a
 violation that sampling sees is confirmed in the first polytope.
+
+**Certifying global monotonicity over a box.** ``Monotonicity(j, "increasing",
+stop_at_first=True)`` on ``Box(lo, hi)`` answers ``HOLDS`` only with a proof (a complete run in
+which every piece was proven by the slope bound or every visited polytope's slope is
+``>= 0``), ``VIOLATED`` only with a confirmed pair, and ``UNKNOWN`` on an incomplete run (a
+budget, a lost LP). Pieces are proven by :meth:`Monotonicity.piece_margin` (the slope
+bounded by intervals, :func:`slope_bounds`, rigorous under float64 rounding, so a slope of
+exactly 0 is proven); before the traversal the box is bisected against the same bound
+(:meth:`Monotonicity.split_search`): every sub-box proven proves the region without a
+polytope, and a sampled point with a wrong-signed slope becomes the start point.
 """
 from __future__ import annotations
 
@@ -23,11 +33,16 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
 
-__all__ = ["Monotonicity", "derivative_step", "slope_bounds"]
+__all__ = ["Monotonicity", "SubBox", "derivative_step", "slope_bounds"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
 SLOPE_SAMPLES = 256
+#: And this many corners of the region's bounding box (every corner when there are fewer),
+#: pulled :data:`CORNER_INSET` of the way to the centre: the extremes of a piecewise linear
+#: slope sit at the box's corners as often as not (a linear program's optima do).
+SLOPE_CORNERS = 1024
+CORNER_INSET = 1e-6
 #: Rows per batched pass over the samples: small products stay on one BLAS thread (waking
 #: the threads for a product of a few hundred rows costs milliseconds on a busy machine).
 SAMPLE_CHUNK = 64
@@ -112,6 +127,19 @@ def slope_bounds(weights, masks, feature: int, output: int, meet: str = "forward
         blo, bhi = derivative_step(weights[m].T, blo, bhi)
     best_lo, best_hi = max(best_lo, float(blo[feature])), min(best_hi, float(bhi[feature]))
     return best_lo, best_hi
+
+
+def corners(lo: np.ndarray, hi: np.ndarray, count: int, rng) -> np.ndarray:
+    """Corners of the box ``[lo, hi]``, pulled :data:`CORNER_INSET` of the way to its
+    centre (inside the box): all of them when there are at most ``count``, else ``count``
+    random ones. Shape ``(k, n)``."""
+    n = lo.shape[0]
+    if n <= 30 and 2 ** n <= count:
+        signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(bool)
+    else:
+        signs = rng.random((count, n)) < 0.5
+    mid, half = (lo + hi) / 2, (hi - lo) / 2 * (1.0 - CORNER_INSET)
+    return mid + np.where(signs, half, -half)
 
 
 class Monotonicity(Analysis):
@@ -275,8 +303,9 @@ class Monotonicity(Analysis):
         return {k: v for k, v in self.__dict__.items() if k not in ("_run_inputs", "_split_found")}
 
     def start_point(self) -> np.ndarray | None:
-        """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region (and
-        its bounding box's centre), the one whose local slope is the most violating.
+        """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region, its
+        bounding box's centre and up to :data:`SLOPE_CORNERS` of its corners (:func:`corners`),
+        the one whose local slope is the most violating.
 
         Only where the traversal starts (the first polytope visited is that point's, so a
         violation sampling sees is confirmed at once); None without ``stop_at_first``, for an
@@ -289,7 +318,8 @@ class Monotonicity(Analysis):
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
             return None
         rng = np.random.default_rng(0)
-        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SLOPE_SAMPLES, lo.shape[0]))])
+        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SLOPE_SAMPLES, lo.shape[0])),
+                       corners(lo, hi, SLOPE_CORNERS, rng)])
         if not region.is_box:
             cons = region.constraints()
             X = X[[not cons.violations(x) for x in X]]
@@ -311,7 +341,8 @@ class Monotonicity(Analysis):
         Sub-boxes are bisected worst bound first: one whose slope bound has the right sign
         (:meth:`piece_margin` on the sub-box as a level-0 piece: CROWN pre-activation bounds
         over the sub-box, the derivative carried as an interval) is proven; otherwise the
-        local slopes at its centre and :data:`SPLIT_SAMPLES` random points are checked, and
+        local slopes at its centre, :data:`SPLIT_SAMPLES` random points and as many corners
+        are checked, and
         a wrong-signed one ends the search with that point as ``candidate`` (the traversal
         starts there, so the first polytope visited confirms it or not); otherwise the
         sub-box is halved along the input whose first-layer weights, over the neurons the
@@ -329,24 +360,23 @@ class Monotonicity(Analysis):
             return None
         import heapq
 
-        from polytrav.bounds.split import _BoxPiece, _Context
-
         network, region = inputs
         lower, upper = (np.asarray(a, float) for a in region.bounding_box())
         if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
             return None
-        context = _Context(network, [_NoLP()])
+        context = _BoxContext(network)
         rng = np.random.default_rng(0)
         W0 = np.abs(network.weights[0])
         found = {"proven": False, "candidate": None, "boxes": 0, "open": 0}
         heap, count = [(-np.inf, 0, lower, upper)], 1
         while heap and found["boxes"] < boxes:
             _, _, lo, hi = heapq.heappop(heap)
-            margin = self._box_or_piece_margin(_BoxPiece(lo, hi), context)
+            margin = self._box_or_piece_margin(SubBox(lo, hi), context)
             found["boxes"] += 1
             if margin > 0:
                 continue
-            X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0]))])
+            X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0])),
+                           corners(lo, hi, SPLIT_SAMPLES, rng)])
             slope = self._slopes_at(network, X)
             wrong = slope < 0 if self.direction == "increasing" else slope > 0
             if wrong.any():
@@ -522,9 +552,37 @@ class Monotonicity(Analysis):
         return self.finish(context)
 
 
-class _NoLP:
-    """An LP chain for bounds over a sub-box, which need no LP (its rows are its bounds)."""
+class SubBox:
+    """A box ``[lower, upper]`` seen as a level-0 piece (what :meth:`Monotonicity.piece_margin`
+    reads of a :class:`polytrav.traversal.PieceView`): the frame ``x = m + M u``, ``u`` in
+    ``[-1, 1]^n``, no rows beyond the box and no vertices."""
 
+    level, code, vertices = 0, (), None
+
+    def __init__(self, lower, upper):
+        lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.m, self.M = (lower + upper) / 2, np.diag((upper - lower) / 2)
+        self.frame = type("Frame", (), {"dim": lower.shape[0]})()
+
+    def halfspaces(self, box: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        n = self.frame.dim
+        if box:
+            return np.vstack([np.eye(n), -np.eye(n)]), np.ones(2 * n)
+        return np.zeros((0, n)), np.zeros(0)  # the box is the frame's [-1, 1]^n
+
+
+class _BoxContext:
+    """What the bound of a :class:`SubBox` reads of a run: the network (no LP is needed: the
+    box's rows are the frame's bounds)."""
+
+    def __init__(self, network):
+        self.network = network
+
+    def backends(self, form: str) -> list:
+        return [_NoLP()]
+
+
+class _NoLP:
     def lp_session(self):
         return None
 

@@ -12,8 +12,7 @@ import pytest
 from reference import brute_force_regions, random_net
 
 from polytrav import Box, Network, analyze
-from polytrav.bounds.split import _BoxPiece, _Context
-from polytrav.plugins.monotonicity import Monotonicity, _NoLP, derivative_step, slope_bounds
+from polytrav.plugins.monotonicity import Monotonicity, SubBox, _BoxContext, derivative_step, slope_bounds
 from polytrav.vocabulary.results import Verdict
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "monotonicity_milp.py"
@@ -124,7 +123,7 @@ def test_box_margin_never_exceeds_the_true_minimum_slope(seed):
     for direction, sign in (("increasing", 1.0), ("decreasing", -1.0)):
         for meet in ("forward", "all"):
             a = Monotonicity(feature, direction, bounds=True, meet=meet)
-            margin = a._box_or_piece_margin(_BoxPiece(lo, hi), _Context(net, [_NoLP()]))
+            margin = a._box_or_piece_margin(SubBox(lo, hi), _BoxContext(net))
             assert margin <= (sign * slopes).min() + 1e-12, (direction, meet, margin)
             if margin > 0:
                 assert (sign * slopes >= -SLOPE_EPS).all()
@@ -159,7 +158,7 @@ def test_split_search_proves_what_the_root_bound_cannot():
     box = Box([-1.0, -1.0], [1.0, 1.0])
     a = Monotonicity(0, "increasing", stop_at_first=True)
     a.validate(net, box)
-    assert a._box_or_piece_margin(_BoxPiece(box.lower, box.upper), _Context(net, [_NoLP()])) < 0
+    assert a._box_or_piece_margin(SubBox(box.lower, box.upper), _BoxContext(net)) < 0
     found = a.split_search()
     assert found["proven"] and found["boxes"] > 1
     rep = analyze(net, box, Monotonicity(0, "increasing", stop_at_first=True))
@@ -225,3 +224,22 @@ def test_milp_face_pattern_is_not_a_confirmed_violation(milp):
     assert m.pair is None
     res = analyze(net, Box([-1.0], [1.0]), Monotonicity(0, "increasing", stop_at_first=True))[0]
     assert res.verdict is Verdict.HOLDS
+
+
+@pytest.mark.slow
+def test_the_benchmark_quick_run_agrees(tmp_path):
+    """``benchmarks/tabular_monotonicity.py --quick`` (about 12 s: torch, training, six
+    questions): verdicts agree, pairs re-checked."""
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn", reason="the diabetes data: pip install scikit-learn")
+    import json
+
+    spec = importlib.util.spec_from_file_location("tabular_monotonicity",
+                                                  BENCH.parent / "tabular_monotonicity.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "quick.csv"
+    assert bench.main(["--quick", "--out", str(out)]) == 0
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert len(rows) == 6 and all(r["agree"] and r["pairs_checked"] for r in rows)
+    assert {r["milp"] for r in rows} <= {"holds", "violated"}
