@@ -157,7 +157,11 @@ def main(argv=None) -> int:
         w = csv.DictWriter(fh, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
-    command = "python benchmarks/tabular_monotonicity.py" + (" --quick" if args.quick else "")
+    given = list(sys.argv[1:] if argv is None else argv)
+    if "--out" in given:  # the command without the output path (no machine paths in files)
+        i = given.index("--out")
+        del given[i:i + 2]
+    command = " ".join(["python benchmarks/tabular_monotonicity.py", *given])
     out.with_suffix(".json").write_text(json.dumps(
         {"command": command, "args": {k: v for k, v in vars(args).items() if k != "out"},
          "training_mse": losses, "machine": machine_info(), "summary": summary, "rows": rows},
