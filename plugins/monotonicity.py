@@ -508,7 +508,8 @@ class Monotonicity(Analysis):
                      "direction": self.direction, "feature": self.feature, "output": self.output,
                      "stop_at_first": self.stop_at_first,
                      "by_sign": {"negative": self._neg, "positive": self._pos},
-                     "confirmed": self._confirmed},
+                     "confirmed": self._confirmed,
+                     "split": self._split_summary()},
         )
 
     def describe(self, result) -> list[str]:
@@ -525,7 +526,19 @@ class Monotonicity(Analysis):
             x1, x2 = d["witness_pair"]
             lines.append(f"pair: x = {vector(x1)} and x' = {vector(x2)} "
                          f"(x'[{d['feature']}] > x[{d['feature']}])")
+        split = d.get("split")
+        if split is not None and split["proven"]:
+            lines.append(f"proven by the slope bound on {split['boxes']} sub-box(es) of the "
+                         "region (input splitting), no polytope needed")
         return lines
+
+    def _split_summary(self) -> dict | None:
+        """The run's input splitting (:meth:`split_search`) as plain data, or None."""
+        found = getattr(self, "_split_found", None)
+        if found is None:
+            return None
+        return {"proven": bool(found["proven"]), "boxes": int(found["boxes"]),
+                "open": int(found["open"]), "candidate": found["candidate"] is not None}
 
     def combine(self, parts, context) -> AnalysisResult:
         """Merge the parts' slopes by sign (polytope indices offset part by part), then finish.
