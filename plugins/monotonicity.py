@@ -43,6 +43,8 @@ SLOPE_SAMPLES = 256
 #: slope sit at the box's corners as often as not (a linear program's optima do).
 SLOPE_CORNERS = 1024
 CORNER_INSET = 1e-6
+#: The input splitting of a run that does not need it (a sampled point already violates).
+NO_SPLIT: dict = {}
 #: Rows per batched pass over the samples: small products stay on one BLAS thread (waking
 #: the threads for a product of a few hundred rows costs milliseconds on a busy machine).
 SAMPLE_CHUNK = 64
@@ -65,13 +67,14 @@ def derivative_step(W: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.n
     feature is switched off), where an allowance alone would leave it ``-1e-9``.
     """
     Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
-    slack = BOUND_TOL * (np.abs(W) @ (np.abs(lo) + np.abs(hi)))
+    slack = BOUND_TOL * ((Wp - Wn) @ (np.abs(lo) + np.abs(hi)))
     new_lo = Wp @ lo + Wn @ hi - slack
     new_hi = Wp @ hi + Wn @ lo + slack
-    pos, neg = W > 0, W < 0
-    nonneg = ~((pos & (lo < 0)) | (neg & (hi > 0))).any(axis=1)  # every term of new_lo >= 0
-    nonpos = ~((pos & (hi > 0)) | (neg & (lo < 0))).any(axis=1)  # every term of new_hi <= 0
-    return np.where(nonneg, np.maximum(new_lo, 0.0), new_lo), np.where(nonpos, np.minimum(new_hi, 0.0), new_hi)
+    neg_lo, pos_hi = (lo < 0).astype(float), (hi > 0).astype(float)
+    nonneg = (Wp @ neg_lo - Wn @ pos_hi) == 0  # every term of new_lo is >= 0
+    nonpos = (Wp @ pos_hi - Wn @ neg_lo) == 0  # every term of new_hi is <= 0
+    return (np.where(nonneg, np.maximum(new_lo, 0.0), new_lo),
+            np.where(nonpos, np.minimum(new_hi, 0.0), new_hi))
 
 
 def _masked(lo: np.ndarray, hi: np.ndarray, on: np.ndarray, off: np.ndarray):
@@ -296,11 +299,11 @@ class Monotonicity(Analysis):
             raise ConfigError(f"analysis {self.name!r}: meet must be 'all' or 'forward', "
                               f"got {self.meet!r}")
         self._run_inputs = (network, region)
-        self._split_found = None
+        self._split_found = self._probed = None
 
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_run_inputs", "_split_found")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_run_inputs", "_split_found", "_probed")}
 
     def start_point(self) -> np.ndarray | None:
         """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region, its
@@ -313,6 +316,22 @@ class Monotonicity(Analysis):
         """
         if not self.stop_at_first or getattr(self, "_run_inputs", None) is None:
             return None
+        probe = self._probe()
+        if probe is None:
+            return None
+        x, violates = probe
+        if not violates:
+            found = self.split_search()  # no sample violates: split the box (proof or a point)
+            if found is not None and found["candidate"] is not None:
+                return found["candidate"]
+        return x
+
+    def _probe(self) -> tuple[np.ndarray, bool] | None:
+        """The most violating probe point of :meth:`start_point` and whether its slope has
+        the wrong sign (once per run; None when no probe lies in a bounded region)."""
+        if getattr(self, "_probed", None) is not None:
+            return self._probed or None
+        self._probed = ()
         network, region = self._run_inputs
         lo, hi = region.bounding_box()
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
@@ -328,12 +347,9 @@ class Monotonicity(Analysis):
         slope = np.concatenate([self._slopes_at(network, X[k:k + SAMPLE_CHUNK])
                                 for k in range(0, len(X), SAMPLE_CHUNK)])
         best = int(np.argmin(slope) if self.direction == "increasing" else np.argmax(slope))
-        if (slope[best] < 0) if self.direction == "increasing" else (slope[best] > 0):
-            return X[best]
-        found = self.split_search()  # no sample violates: split the box (proof or a point)
-        if found is not None and found["candidate"] is not None:
-            return found["candidate"]
-        return X[best]
+        violates = bool(slope[best] < 0 if self.direction == "increasing" else slope[best] > 0)
+        self._probed = (X[best], violates)
+        return self._probed
 
     def split_search(self) -> dict | None:
         """Input splitting of the run's box region against the slope bound (once per run).
@@ -353,7 +369,12 @@ class Monotonicity(Analysis):
         ``bounds``, ``split=0``, not a bounded box region, no run).
         """
         if getattr(self, "_split_found", None) is not None:
-            return self._split_found
+            return None if self._split_found is NO_SPLIT else self._split_found
+        if self.stop_at_first and getattr(self, "_run_inputs", None) is not None:
+            probe = self._probe()
+            if probe is not None and probe[1]:  # a violation is in sight: no proof to look for
+                self._split_found = NO_SPLIT
+                return None
         inputs = getattr(self, "_run_inputs", None)
         boxes = SPLIT_BOXES if self.split is None else int(self.split)
         if inputs is None or not self.prunes_by_bound or boxes <= 0 or not inputs[1].is_box:
@@ -535,7 +556,7 @@ class Monotonicity(Analysis):
     def _split_summary(self) -> dict | None:
         """The run's input splitting (:meth:`split_search`) as plain data, or None."""
         found = getattr(self, "_split_found", None)
-        if found is None:
+        if found is None or found is NO_SPLIT:
             return None
         return {"proven": bool(found["proven"]), "boxes": int(found["boxes"]),
                 "open": int(found["open"]), "candidate": found["candidate"] is not None}
