@@ -231,9 +231,8 @@ class Monotonicity(Analysis):
         :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`. A margin ``>= 0`` proves the piece
         (slopes of exactly 0 are allowed), so it is returned as the next float above.
         """
-        from polytrav.bounds.crown import Concretizer, output_lower_bounds
-
-        if piece.level == 0:
+        inputs = getattr(self, "_run_inputs", None)
+        if piece.level == 0 and inputs is not None and getattr(context, "region", None) is inputs[1]:
             found = self.split_search()  # the run's region: proven by its sub-boxes?
             if found is not None and found["proven"]:
                 return float(np.nextafter(0.0, 1.0))
@@ -244,7 +243,7 @@ class Monotonicity(Analysis):
         from polytrav.bounds.crown import Concretizer, output_lower_bounds
 
         net = context.network
-        lvl, n_hidden = piece.level, len(net.weights) - 1
+        lvl = piece.level
         masks = []  # per hidden layer: (on, off); unstable is neither
         for k in range(lvl):  # the fixed layers: the piece's code
             code = np.asarray(piece.code[k], bool)
@@ -303,7 +302,8 @@ class Monotonicity(Analysis):
 
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_run_inputs", "_split_found", "_probed")}
+        run_only = ("_run_inputs", "_split_found", "_probed")
+        return {k: v for k, v in self.__dict__.items() if k not in run_only}
 
     def start_point(self) -> np.ndarray | None:
         """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region, its
@@ -358,9 +358,10 @@ class Monotonicity(Analysis):
         (:meth:`piece_margin` on the sub-box as a level-0 piece: CROWN pre-activation bounds
         over the sub-box, the derivative carried as an interval) is proven; otherwise the
         local slopes at its centre, :data:`SPLIT_SAMPLES` random points and as many corners
-        are checked, and
-        a wrong-signed one ends the search with that point as ``candidate`` (the traversal
-        starts there, so the first polytope visited confirms it or not); otherwise the
+        are checked, and a wrong-signed one ends the search with that point as ``candidate``
+        (the traversal starts there, so the first polytope visited confirms it or not);
+        with ``stop_at_first`` the search is skipped when a probe of :meth:`start_point`
+        already has a wrong-signed slope. Otherwise the
         sub-box is halved along the input whose first-layer weights, over the neurons the
         interval bounds leave unstable, times its width are largest.
 
