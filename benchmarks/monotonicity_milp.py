@@ -192,7 +192,6 @@ def _encode(net, lo, hi, feature: int, output: int, sign: float):
     prev_z, prev_d, binaries = x, None, []
     for k, ((W, b), (hl, hu), (gl, gu)) in enumerate(zip(
             zip(net.weights[:-1], net.biases[:-1]), pre, der)):
-        n = W.shape[0]
         on, off = hl >= 0.0, hu <= 0.0
         uns = ~(on | off)
         iu, ia = np.flatnonzero(uns), np.flatnonzero(on)
@@ -213,14 +212,13 @@ def _encode(net, lo, hi, feature: int, output: int, sign: float):
         if k == 0:  # g is the constant W_1[:, feature]
             model.add_rows([(d[iu], I), (delta, -np.diag(gl[iu]))], np.zeros(m), np.zeros(m))
         else:
-            Wd = W
-            model.add_rows([(d[ia], np.eye(ia.size)), (prev_d, -Wd[ia])],
+            model.add_rows([(d[ia], np.eye(ia.size)), (prev_d, -W[ia])],
                            np.zeros(ia.size), np.zeros(ia.size))
             # d - g + gl (1 - delta) <= 0  ->  d - W d_prev - gl delta <= -gl
-            model.add_rows([(d[iu], I), (prev_d, -Wd[iu]), (delta, -np.diag(gl[iu]))],
+            model.add_rows([(d[iu], I), (prev_d, -W[iu]), (delta, -np.diag(gl[iu]))],
                            np.full(m, -np.inf), -gl[iu])
             # d - g + gu (1 - delta) >= 0  ->  d - W d_prev - gu delta >= -gu
-            model.add_rows([(d[iu], I), (prev_d, -Wd[iu]), (delta, -np.diag(gu[iu]))],
+            model.add_rows([(d[iu], I), (prev_d, -W[iu]), (delta, -np.diag(gu[iu]))],
                            -gu[iu], np.full(m, np.inf))
             model.add_rows([(d[iu], I), (delta, -np.diag(gl[iu]))], np.zeros(m), np.full(m, np.inf))
             model.add_rows([(d[iu], I), (delta, -np.diag(gu[iu]))], np.full(m, -np.inf), np.zeros(m))
