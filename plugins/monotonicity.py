@@ -12,6 +12,16 @@ whose slope has the wrong sign and whose pair of points is confirmed: a violatio
 polytope, a proof still needs every polytope. The traversal then starts at the sampled point
 of the region with the most violating local slope (:meth:`Monotonicity.start_point`), so a
 violation that sampling sees is confirmed in the first polytope.
+
+**Certifying global monotonicity over a box.** ``Monotonicity(j, "increasing",
+stop_at_first=True)`` on ``Box(lo, hi)`` answers ``HOLDS`` only with a proof (a complete run in
+which every piece was proven by the slope bound or every visited polytope's slope is
+``>= 0``), ``VIOLATED`` only with a confirmed pair, and ``UNKNOWN`` on an incomplete run (a
+budget, a lost LP). Pieces are proven by :meth:`Monotonicity.piece_margin` (the slope
+bounded by intervals, :func:`slope_bounds`, rigorous under float64 rounding, so a slope of
+exactly 0 is proven); before the traversal the box is bisected against the same bound
+(:meth:`Monotonicity.split_search`): every sub-box proven proves the region without a
+polytope, and a sampled point with a wrong-signed slope becomes the start point.
 """
 from __future__ import annotations
 
@@ -23,14 +33,116 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
 
-__all__ = ["Monotonicity"]
+__all__ = ["Monotonicity", "SubBox", "derivative_step", "slope_bounds"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
 SLOPE_SAMPLES = 256
+#: And this many corners of the region's bounding box (every corner when there are fewer),
+#: pulled :data:`CORNER_INSET` of the way to the centre: the extremes of a piecewise linear
+#: slope sit at the box's corners as often as not (a linear program's optima do).
+SLOPE_CORNERS = 1024
+CORNER_INSET = 1e-6
+#: The input splitting of a run that does not need it (a sampled point already violates).
+NO_SPLIT: dict = {}
 #: Rows per batched pass over the samples: small products stay on one BLAS thread (waking
 #: the threads for a product of a few hundred rows costs milliseconds on a busy machine).
 SAMPLE_CHUNK = 64
+#: Input splitting of a box region before the traversal (``split=None``): at most this many
+#: sub-boxes are bounded (:meth:`Monotonicity.split_search`).
+SPLIT_BOXES = 2000
+#: Random points per unproven sub-box whose local slopes are checked for the wrong sign.
+SPLIT_SAMPLES = 8
+
+
+def derivative_step(W: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds on ``W d`` for every ``d`` in ``[lo, hi]``, rigorous under float64 rounding.
+
+    Each side is computed from the weights' signs (``W+ lo + W- hi``) and moved outward by
+    :data:`~polytrav.vocabulary.tolerances.BOUND_TOL` times ``|W| (|lo| + |hi|)``, far above
+    the rounding of the sums. A side that is a sum of terms each provably ``>= 0`` (a
+    positive weight times a non-negative lower bound, a negative one times a non-positive
+    upper bound) is at least 0 exactly, so it is clamped there: a slope proven ``>= 0``
+    stays a proof (non-decreasing allows slopes of exactly 0, e.g. where every path from the
+    feature is switched off), where an allowance alone would leave it ``-1e-9``.
+    """
+    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+    slack = BOUND_TOL * ((Wp - Wn) @ (np.abs(lo) + np.abs(hi)))
+    new_lo = Wp @ lo + Wn @ hi - slack
+    new_hi = Wp @ hi + Wn @ lo + slack
+    neg_lo, pos_hi = (lo < 0).astype(float), (hi > 0).astype(float)
+    nonneg = (Wp @ neg_lo - Wn @ pos_hi) == 0  # every term of new_lo is >= 0
+    nonpos = (Wp @ pos_hi - Wn @ neg_lo) == 0  # every term of new_hi is <= 0
+    return (np.where(nonneg, np.maximum(new_lo, 0.0), new_lo),
+            np.where(nonpos, np.minimum(new_hi, 0.0), new_hi))
+
+
+def _masked(lo: np.ndarray, hi: np.ndarray, on: np.ndarray, off: np.ndarray):
+    """A derivative through ReLUs: passed where on, 0 where off, the hull of both else."""
+    unstable = ~(on | off)
+    return (np.where(on, lo, np.where(unstable, np.minimum(lo, 0.0), 0.0)),
+            np.where(on, hi, np.where(unstable, np.maximum(hi, 0.0), 0.0)))
+
+
+def _dot_bounds(lo_a, hi_a, lo_b, hi_b) -> tuple[float, float]:
+    """Bounds on ``a . b`` for ``a``, ``b`` in boxes, rigorous under float64 rounding (the
+    products' signs are exact, so a side whose every term is ``>= 0`` is clamped at 0)."""
+    P = np.stack([lo_a * lo_b, lo_a * hi_b, hi_a * lo_b, hi_a * hi_b])
+    low, high = P.min(axis=0), P.max(axis=0)
+    slack = BOUND_TOL * float(np.abs(P).max(axis=0).sum())
+    lo, hi = float(low.sum()) - slack, float(high.sum()) + slack
+    return (max(lo, 0.0) if (low >= 0).all() else lo), (min(hi, 0.0) if (high <= 0).all() else hi)
+
+
+def slope_bounds(weights, masks, feature: int, output: int, meet: str = "forward"
+                 ) -> tuple[float, float]:
+    """Bounds on the slope ``d f_output / d x_feature`` over every activation pattern that
+    agrees with ``masks`` (per hidden layer ``(on, off)``: neurons known on, known off; the
+    others may be either), rigorous under float64 rounding.
+
+    The slope is ``e_out^T W_L D_{L-1} W_{L-1} ... D_0 W_0 e_feature``. ``meet="forward"``
+    carries the derivative of each layer along ``e_feature`` forward as an interval
+    (:func:`derivative_step`); ``meet="all"`` also carries the output's gradient backward
+    as an interval and, at every hidden layer ``m`` (and the input), bounds the slope as
+    the product of the forward interval at ``m`` and the backward one there; the tightest
+    bound of each side is returned (each is sound, none dominates: an interval forgets
+    that its entries share the same masks, and the two directions forget different ones).
+    """
+    n_hidden = len(weights) - 1
+    fwd = []  # post-activation derivative intervals of each hidden layer
+    lo = np.zeros(weights[0].shape[1])
+    lo[feature] = 1.0
+    hi = lo.copy()
+    for k in range(n_hidden):
+        lo, hi = _masked(*derivative_step(weights[k], lo, hi), *masks[k])
+        fwd.append((lo, hi))
+    lo, hi = derivative_step(weights[-1][output:output + 1], lo, hi)
+    best_lo, best_hi = float(lo[0]), float(hi[0])
+    if meet == "forward":
+        return best_lo, best_hi
+    row = weights[-1][output].astype(float)
+    blo, bhi = row, row  # the gradient of the output in each hidden layer's output
+    for m in range(n_hidden - 1, -1, -1):
+        if m < n_hidden - 1:  # the forward-only bound already met at the last layer
+            low, high = _dot_bounds(blo, bhi, *fwd[m])
+            best_lo, best_hi = max(best_lo, low), min(best_hi, high)
+        blo, bhi = _masked(blo, bhi, *masks[m])
+        blo, bhi = derivative_step(weights[m].T, blo, bhi)
+    best_lo, best_hi = max(best_lo, float(blo[feature])), min(best_hi, float(bhi[feature]))
+    return best_lo, best_hi
+
+
+def corners(lo: np.ndarray, hi: np.ndarray, count: int, rng) -> np.ndarray:
+    """Corners of the box ``[lo, hi]``, pulled :data:`CORNER_INSET` of the way to its
+    centre (inside the box): all of them when there are at most ``count``, else ``count``
+    random ones. Shape ``(k, n)``."""
+    n = lo.shape[0]
+    if n <= 30 and 2 ** n <= count:
+        signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(bool)
+    else:
+        signs = rng.random((count, n)) < 0.5
+    mid, half = (lo + hi) / 2, (hi - lo) / 2 * (1.0 - CORNER_INSET)
+    return mid + np.where(signs, half, -half)
 
 
 class Monotonicity(Analysis):
@@ -52,6 +164,16 @@ class Monotonicity(Analysis):
         (:meth:`piece_margin`; needs a ``direction``). The verdict and the violating
         polytopes are the same, with fewer polytopes; ``value`` and ``violations`` then
         cover the visited polytopes only. Default None: on with ``stop_at_first``.
+    split : int or None
+        With ``bounds`` on a box region: before the traversal, bisect the box into at most
+        this many sub-boxes, bounding the slope on each (:meth:`split_search`). Every
+        sub-box proven proves the region (the run ends ``complete`` without a polytope); a
+        sampled point with a wrong-signed local slope becomes the start point. Default
+        None: :data:`SPLIT_BOXES`; 0 turns it off.
+    meet : {"forward", "all"}
+        How the slope is bounded on a piece (:func:`slope_bounds`): the forward interval
+        (default), or the best of it and of meeting forward and backward intervals at every
+        layer (sound, slower, and no tighter on the tabular benchmark's networks).
 
     ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes;
     ``details["violations"]`` lists each violating polytope (index, interior point, slope);
@@ -77,12 +199,15 @@ class Monotonicity(Analysis):
     name = "monotonicity"
 
     def __init__(self, feature: int, direction: str | None = None, output: int = 0,
-                 stop_at_first: bool = False, bounds: bool | None = None):
+                 stop_at_first: bool = False, bounds: bool | None = None,
+                 split: int | None = None, meet: str = "forward"):
         self.feature = feature
         self.direction = direction
         self.output = output
         self.stop_at_first = stop_at_first
         self.bounds = bounds
+        self.split = split
+        self.meet = meet
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -100,21 +225,30 @@ class Monotonicity(Analysis):
         each remaining hidden layer it is carried as an interval: a neuron whose
         pre-activation bounds over the piece (:func:`polytrav.bounds.crown.output_lower_bounds`)
         prove it on passes its derivative, one proven off passes 0, an unstable one the hull
-        of both; an affine layer maps the interval by centre and radius. The bound is lowered
-        by :data:`~polytrav.vocabulary.tolerances.BOUND_TOL` relative to the magnitudes
-        involved (float64 rounding), and neurons count as stable only past that allowance.
+        of both; an affine layer maps the interval by the weights' signs
+        (:func:`derivative_step`: rigorous under float64 rounding, and a side that is a sum
+        of non-negative terms stays ``>= 0`` exactly). Neurons count as stable only past
+        :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`. A margin ``>= 0`` proves the piece
+        (slopes of exactly 0 are allowed), so it is returned as the next float above.
         """
+        inputs = getattr(self, "_run_inputs", None)
+        if piece.level == 0 and inputs is not None and getattr(context, "region", None) is inputs[1]:
+            found = self.split_search()  # the run's region: proven by its sub-boxes?
+            if found is not None and found["proven"]:
+                return float(np.nextafter(0.0, 1.0))
+        return self._box_or_piece_margin(piece, context)
+
+    def _box_or_piece_margin(self, piece, context) -> float:
+        """:meth:`piece_margin` by the bound alone (no input splitting)."""
         from polytrav.bounds.crown import Concretizer, output_lower_bounds
 
         net = context.network
         lvl = piece.level
-        v = np.zeros(net.n_inputs)
-        v[self.feature] = 1.0
-        for k in range(lvl):  # the fixed layers: the derivative of their output, exactly
-            v = np.asarray(piece.code[k], float) * (net.weights[k] @ v)
+        masks = []  # per hidden layer: (on, off); unstable is neither
+        for k in range(lvl):  # the fixed layers: the piece's code
+            code = np.asarray(piece.code[k], bool)
+            masks.append((code, ~code))
         layers = list(zip(net.weights[lvl:], net.biases[lvl:]))
-        lo_d = hi_d = net.weights[lvl] @ v
-        scale = np.abs(net.weights[lvl]) @ np.abs(v)
         if len(layers) > 1:
             halfspaces = lp = None
             if piece.vertices is None:
@@ -123,19 +257,13 @@ class Monotonicity(Analysis):
             e = np.zeros((1, net.n_outputs))
             e[0, self.output] = 1.0
             _, _, bounds = output_lower_bounds(layers, piece.M, piece.m, e, conc)
-            for k, (W, _) in enumerate(layers[1:]):
+            for k in range(len(layers) - 1):
                 lo, hi = bounds.lo[k], bounds.hi[k]
                 allowance = BOUND_TOL * (1.0 + np.abs(lo) + np.abs(hi))
-                on, off = lo > allowance, hi < -allowance
-                unstable = ~(on | off)
-                lo_d = np.where(on, lo_d, np.where(unstable, np.minimum(lo_d, 0.0), 0.0))
-                hi_d = np.where(on, hi_d, np.where(unstable, np.maximum(hi_d, 0.0), 0.0))
-                mid, rad = (lo_d + hi_d) / 2, (hi_d - lo_d) / 2
-                Wa = np.abs(W)
-                lo_d, hi_d = W @ mid - Wa @ rad, W @ mid + Wa @ rad
-                scale = Wa @ np.where(off, 0.0, scale)
-        margin = lo_d[self.output] if self.direction == "increasing" else -hi_d[self.output]
-        margin = float(margin - BOUND_TOL * (1.0 + scale[self.output]))
+                masks.append((lo > allowance, hi < -allowance))
+        lo_s, hi_s = slope_bounds(net.weights, masks, self.feature, self.output,
+                                  meet=self.meet)
+        margin = float(lo_s if self.direction == "increasing" else -hi_s)
         return margin if margin < 0 else float(np.nextafter(margin, np.inf))
 
     def validate(self, network, region) -> None:
@@ -162,15 +290,25 @@ class Monotonicity(Analysis):
             raise ConfigError(f"analysis {self.name!r}: stop_at_first=True needs a direction "
                               "('increasing' or 'decreasing'): with direction=None a violation "
                               "is the minority sign, known only after every polytope")
+        if self.split is not None and (not isinstance(self.split, (int, np.integer))
+                                       or isinstance(self.split, bool) or self.split < 0):
+            raise ConfigError(f"analysis {self.name!r}: split must be a number of boxes >= 0 "
+                              f"or None, got {self.split!r}")
+        if self.meet not in ("all", "forward"):
+            raise ConfigError(f"analysis {self.name!r}: meet must be 'all' or 'forward', "
+                              f"got {self.meet!r}")
         self._run_inputs = (network, region)
+        self._split_found = self._probed = None
 
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
+        run_only = ("_run_inputs", "_split_found", "_probed")
+        return {k: v for k, v in self.__dict__.items() if k not in run_only}
 
     def start_point(self) -> np.ndarray | None:
-        """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region (and
-        its bounding box's centre), the one whose local slope is the most violating.
+        """With ``stop_at_first``: of :data:`SLOPE_SAMPLES` random points of the region, its
+        bounding box's centre and up to :data:`SLOPE_CORNERS` of its corners (:func:`corners`),
+        the one whose local slope is the most violating.
 
         Only where the traversal starts (the first polytope visited is that point's, so a
         violation sampling sees is confirmed at once); None without ``stop_at_first``, for an
@@ -178,12 +316,29 @@ class Monotonicity(Analysis):
         """
         if not self.stop_at_first or getattr(self, "_run_inputs", None) is None:
             return None
+        probe = self._probe()
+        if probe is None:
+            return None
+        x, violates = probe
+        if not violates:
+            found = self.split_search()  # no sample violates: split the box (proof or a point)
+            if found is not None and found["candidate"] is not None:
+                return found["candidate"]
+        return x
+
+    def _probe(self) -> tuple[np.ndarray, bool] | None:
+        """The most violating probe point of :meth:`start_point` and whether its slope has
+        the wrong sign (once per run; None when no probe lies in a bounded region)."""
+        if getattr(self, "_probed", None) is not None:
+            return self._probed or None
+        self._probed = ()
         network, region = self._run_inputs
         lo, hi = region.bounding_box()
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
             return None
         rng = np.random.default_rng(0)
-        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SLOPE_SAMPLES, lo.shape[0]))])
+        X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SLOPE_SAMPLES, lo.shape[0])),
+                       corners(lo, hi, SLOPE_CORNERS, rng)])
         if not region.is_box:
             cons = region.constraints()
             X = X[[not cons.violations(x) for x in X]]
@@ -191,7 +346,83 @@ class Monotonicity(Analysis):
             return None
         slope = np.concatenate([self._slopes_at(network, X[k:k + SAMPLE_CHUNK])
                                 for k in range(0, len(X), SAMPLE_CHUNK)])
-        return X[int(np.argmin(slope) if self.direction == "increasing" else np.argmax(slope))]
+        best = int(np.argmin(slope) if self.direction == "increasing" else np.argmax(slope))
+        violates = bool(slope[best] < 0 if self.direction == "increasing" else slope[best] > 0)
+        self._probed = (X[best], violates)
+        return self._probed
+
+    def split_search(self) -> dict | None:
+        """Input splitting of the run's box region against the slope bound (once per run).
+
+        Sub-boxes are bisected worst bound first: one whose slope bound has the right sign
+        (:meth:`piece_margin` on the sub-box as a level-0 piece: CROWN pre-activation bounds
+        over the sub-box, the derivative carried as an interval) is proven; otherwise the
+        local slopes at its centre, :data:`SPLIT_SAMPLES` random points and as many corners
+        are checked, and a wrong-signed one ends the search with that point as ``candidate``
+        (the traversal starts there, so the first polytope visited confirms it or not);
+        with ``stop_at_first`` the search is skipped when a probe of :meth:`start_point`
+        already has a wrong-signed slope. Otherwise the
+        sub-box is halved along the input whose first-layer weights, over the neurons the
+        interval bounds leave unstable, times its width are largest.
+
+        Returns ``{"proven", "candidate", "boxes", "open"}`` (``proven``: every sub-box
+        proven, which proves the region), or None when the search does not apply (no
+        ``bounds``, ``split=0``, not a bounded box region, no run).
+        """
+        if getattr(self, "_split_found", None) is not None:
+            return None if self._split_found is NO_SPLIT else self._split_found
+        if self.stop_at_first and getattr(self, "_run_inputs", None) is not None:
+            probe = self._probe()
+            if probe is not None and probe[1]:  # a violation is in sight: no proof to look for
+                self._split_found = NO_SPLIT
+                return None
+        inputs = getattr(self, "_run_inputs", None)
+        boxes = SPLIT_BOXES if self.split is None else int(self.split)
+        if inputs is None or not self.prunes_by_bound or boxes <= 0 or not inputs[1].is_box:
+            return None
+        import heapq
+
+        network, region = inputs
+        lower, upper = (np.asarray(a, float) for a in region.bounding_box())
+        if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
+            return None
+        context = _BoxContext(network)
+        rng = np.random.default_rng(0)
+        W0 = np.abs(network.weights[0])
+        found = {"proven": False, "candidate": None, "boxes": 0, "open": 0}
+        heap, count = [(-np.inf, 0, lower, upper)], 1
+        while heap and found["boxes"] < boxes:
+            _, _, lo, hi = heapq.heappop(heap)
+            margin = self._box_or_piece_margin(SubBox(lo, hi), context)
+            found["boxes"] += 1
+            if margin > 0:
+                continue
+            X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0])),
+                           corners(lo, hi, SPLIT_SAMPLES, rng)])
+            slope = self._slopes_at(network, X)
+            wrong = slope < 0 if self.direction == "increasing" else slope > 0
+            if wrong.any():
+                found["candidate"] = X[int(np.argmin(slope) if self.direction == "increasing"
+                                           else np.argmax(slope))]
+                break
+            h_lo = np.minimum(network.weights[0], 0) @ (hi - lo) + network.weights[0] @ lo
+            h_hi = np.maximum(network.weights[0], 0) @ (hi - lo) + network.weights[0] @ lo
+            unstable = (h_lo + network.biases[0] < 0) & (h_hi + network.biases[0] > 0)
+            score = (W0[unstable].sum(axis=0) if unstable.any() else W0.sum(axis=0)) * (hi - lo)
+            j = int(np.argmax(score))
+            mid = (lo[j] + hi[j]) / 2
+            if not lo[j] < mid < hi[j]:
+                found["open"] += 1  # too narrow to halve: the traversal decides it
+                continue
+            for a, b in ((lo[j], mid), (mid, hi[j])):
+                lo2, hi2 = lo.copy(), hi.copy()
+                lo2[j], hi2[j] = a, b
+                heapq.heappush(heap, (margin, count, lo2, hi2))
+                count += 1
+        found["open"] += len(heap)
+        found["proven"] = found["candidate"] is None and found["open"] == 0
+        self._split_found = found
+        return found
 
     def _slopes_at(self, network, X: np.ndarray) -> np.ndarray:
         """The local slopes of the output in the feature at the points ``X`` (one forward and
@@ -299,7 +530,8 @@ class Monotonicity(Analysis):
                      "direction": self.direction, "feature": self.feature, "output": self.output,
                      "stop_at_first": self.stop_at_first,
                      "by_sign": {"negative": self._neg, "positive": self._pos},
-                     "confirmed": self._confirmed},
+                     "confirmed": self._confirmed,
+                     "split": self._split_summary()},
         )
 
     def describe(self, result) -> list[str]:
@@ -316,7 +548,19 @@ class Monotonicity(Analysis):
             x1, x2 = d["witness_pair"]
             lines.append(f"pair: x = {vector(x1)} and x' = {vector(x2)} "
                          f"(x'[{d['feature']}] > x[{d['feature']}])")
+        split = d.get("split")
+        if split is not None and split["proven"]:
+            lines.append(f"proven by the slope bound on {split['boxes']} sub-box(es) of the "
+                         "region (input splitting), no polytope needed")
         return lines
+
+    def _split_summary(self) -> dict | None:
+        """The run's input splitting (:meth:`split_search`) as plain data, or None."""
+        found = getattr(self, "_split_found", None)
+        if found is None or found is NO_SPLIT:
+            return None
+        return {"proven": bool(found["proven"]), "boxes": int(found["boxes"]),
+                "open": int(found["open"]), "candidate": found["candidate"] is not None}
 
     def combine(self, parts, context) -> AnalysisResult:
         """Merge the parts' slopes by sign (polytope indices offset part by part), then finish.
@@ -341,6 +585,41 @@ class Monotonicity(Analysis):
         self.n_polytopes = sum(p.n_polytopes for p in parts)
         self.failures = [f for p in parts for f in p.failures]
         return self.finish(context)
+
+
+class SubBox:
+    """A box ``[lower, upper]`` seen as a level-0 piece (what :meth:`Monotonicity.piece_margin`
+    reads of a :class:`polytrav.traversal.PieceView`): the frame ``x = m + M u``, ``u`` in
+    ``[-1, 1]^n``, no rows beyond the box and no vertices."""
+
+    level, code, vertices = 0, (), None
+
+    def __init__(self, lower, upper):
+        lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.m, self.M = (lower + upper) / 2, np.diag((upper - lower) / 2)
+        self.frame = type("Frame", (), {"dim": lower.shape[0]})()
+
+    def halfspaces(self, box: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        n = self.frame.dim
+        if box:
+            return np.vstack([np.eye(n), -np.eye(n)]), np.ones(2 * n)
+        return np.zeros((0, n)), np.zeros(0)  # the box is the frame's [-1, 1]^n
+
+
+class _BoxContext:
+    """What the bound of a :class:`SubBox` reads of a run: the network (no LP is needed: the
+    box's rows are the frame's bounds)."""
+
+    def __init__(self, network):
+        self.network = network
+
+    def backends(self, form: str) -> list:
+        return [_NoLP()]
+
+
+class _NoLP:
+    def lp_session(self):
+        return None
 
 
 @hookimpl
