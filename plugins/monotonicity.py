@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from polytrav.bounds.split import BoxPiece
 from polytrav.host.analysis import Analysis, Stop, check_witness
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
 
-__all__ = ["Monotonicity", "SubBox", "derivative_step", "slope_bounds"]
+__all__ = ["Monotonicity", "derivative_step", "slope_bounds"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
@@ -393,7 +394,7 @@ class Monotonicity(Analysis):
         heap, count = [(-np.inf, 0, lower, upper)], 1
         while heap and found["boxes"] < boxes:
             _, _, lo, hi = heapq.heappop(heap)
-            margin = self._box_or_piece_margin(SubBox(lo, hi), context)
+            margin = self._box_or_piece_margin(BoxPiece(lo, hi), context)
             found["boxes"] += 1
             if margin > 0:
                 continue
@@ -587,28 +588,9 @@ class Monotonicity(Analysis):
         return self.finish(context)
 
 
-class SubBox:
-    """A box ``[lower, upper]`` seen as a level-0 piece (what :meth:`Monotonicity.piece_margin`
-    reads of a :class:`polytrav.traversal.PieceView`): the frame ``x = m + M u``, ``u`` in
-    ``[-1, 1]^n``, no rows beyond the box and no vertices."""
-
-    level, code, vertices = 0, (), None
-
-    def __init__(self, lower, upper):
-        lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-        self.m, self.M = (lower + upper) / 2, np.diag((upper - lower) / 2)
-        self.frame = type("Frame", (), {"dim": lower.shape[0]})()
-
-    def halfspaces(self, box: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        n = self.frame.dim
-        if box:
-            return np.vstack([np.eye(n), -np.eye(n)]), np.ones(2 * n)
-        return np.zeros((0, n)), np.zeros(0)  # the box is the frame's [-1, 1]^n
-
-
 class _BoxContext:
-    """What the bound of a :class:`SubBox` reads of a run: the network (no LP is needed: the
-    box's rows are the frame's bounds)."""
+    """What the bound of a :class:`~polytrav.bounds.split.BoxPiece` reads of a run: the
+    network (no LP is needed: the box's rows are the frame's bounds)."""
 
     def __init__(self, network):
         self.network = network

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SplitResult", "split_box", "effective_inputs", "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
+__all__ = ["BoxPiece", "SplitResult", "split_box", "effective_inputs", "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
            "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS"]
 
@@ -82,10 +82,12 @@ class _Frame:
         return self.m + self.h * u
 
 
-class _BoxPiece:
-    """A sub-box seen as a level-0 piece (see :class:`polytrav.traversal.PieceView`)."""
+class BoxPiece:
+    """A box ``[lower, upper]`` seen as a level-0 piece (what bounds read of a
+    :class:`polytrav.traversal.PieceView`): the frame ``x = m + M u``, ``u`` in
+    ``[-1, 1]^n``, no rows beyond the box, no vertices, no fixed layers."""
 
-    level, vertices = 0, None
+    level, code, vertices = 0, (), None
 
     def __init__(self, lower: np.ndarray, upper: np.ndarray):
         self.frame = _Frame(lower, upper)
@@ -118,7 +120,7 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
     from polytrav.bounds.dnf import dnf_bound
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-    _, L = dnf_bound(pairs, _BoxPiece(lower, upper), _Context(network, lp_chain), steps=0)
+    _, L = dnf_bound(pairs, BoxPiece(lower, upper), _Context(network, lp_chain), steps=0)
     score = np.sort(np.abs(L).sum(axis=0) * (upper - lower))[::-1]
     if not score.any():
         return int(np.sum(upper > lower))
@@ -188,7 +190,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
         if deep_start is not None and now - deep_start > deep_time:
             break
         _, _, lo, hi, anc, phases = heapq.heappop(heap)
-        piece = _BoxPiece(lo, hi)
+        piece = BoxPiece(lo, hi)
         points = [piece.m]
         margin, L = dnf_bound(pairs, piece, context, steps=steps, points=points, phases=phases)
         result.boxes += 1
