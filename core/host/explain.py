@@ -17,7 +17,6 @@ as they finish, :func:`explain` collects them into an :class:`Explanation`.
 """
 from __future__ import annotations
 
-import inspect
 import math
 import time
 import uuid
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from polytrav.host.explanation import Explanation, RowResult
-from polytrav.host.manager import analysis_classes
+from polytrav.host.manager import analysis_classes, check_options
 from polytrav.host.row import Row
 from polytrav.host.runner import RunSession
 from polytrav.model.network import Network
@@ -197,18 +196,7 @@ def _as_specs(analyses, pm) -> tuple[AnalysisSpec, ...]:
         cls = classes[name]
         seen[name] = seen.get(name, 0) + 1
         label = str(options.pop("label", name if seen[name] == 1 else f"{name}#{seen[name]}"))
-        sig = inspect.signature(cls.for_row)
-        takes = [p for p in list(sig.parameters)[1:]
-                 if sig.parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-            unknown = sorted(set(options) - set(takes))
-            if unknown:
-                raise ConfigError(f"explain: analysis {name!r} per row does not take {unknown}; "
-                                  f"it takes {takes}")
-        missing = [p for p in takes if p not in options
-                   and sig.parameters[p].default is inspect.Parameter.empty]
-        if missing:
-            raise ConfigError(f"explain: analysis {name!r} per row needs {missing}")
+        check_options(cls.for_row, options, f"explain: analysis {name!r} per row")
         specs.append(AnalysisSpec(cls, label, options))
     if not specs:
         raise ConfigError("explain: no analyses given")

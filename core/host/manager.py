@@ -269,6 +269,26 @@ def analysis_classes(pm: pluggy.PluginManager | None = None) -> dict[str, type]:
     return out
 
 
+def check_options(fn, options: dict, what: str) -> list[str]:
+    """Check ``options`` against the parameters of ``fn`` (a method: its first is skipped):
+    a :class:`ConfigError` names ``what`` and the options it does not take (with a
+    did-you-mean) or the required ones missing. Returns the parameters it takes."""
+    sig = inspect.signature(fn)
+    takes = [p for p in list(sig.parameters)[1:]
+             if sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                               inspect.Parameter.VAR_KEYWORD)]
+    unknown = sorted(set(options) - set(takes))
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        hint = did_you_mean(unknown[0], takes) if len(unknown) == 1 else ""
+        raise ConfigError(f"{what} does not take parameter(s) {unknown}{hint}; "
+                          f"it takes {takes}")
+    missing = [p for p in takes if p not in options
+               and sig.parameters[p].default is inspect.Parameter.empty]
+    if missing:
+        raise ConfigError(f"{what} needs parameter(s) {missing} (it takes {takes})")
+    return takes
+
+
 def create_analysis(name: str, *, pm: pluggy.PluginManager | None = None, **params):
     """An analysis instance from its registered name and parameters.
 
@@ -280,19 +300,7 @@ def create_analysis(name: str, *, pm: pluggy.PluginManager | None = None, **para
         raise ConfigError(f"unknown analysis {name!r}{did_you_mean(name, classes)}; "
                           f"known analyses: {sorted(classes)}")
     cls = classes[name]
-    sig = inspect.signature(cls.__init__)
-    takes = [p for p in list(sig.parameters)[1:]
-             if sig.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                               inspect.Parameter.VAR_KEYWORD)]
-    unknown = sorted(set(params) - set(takes))
-    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-        hint = did_you_mean(unknown[0], takes) if len(unknown) == 1 else ""
-        raise ConfigError(f"analysis {name!r} does not take parameter(s) {unknown}{hint}; "
-                          f"it takes {takes}")
-    missing = [p for p in takes if p not in params
-               and sig.parameters[p].default is inspect.Parameter.empty]
-    if missing:
-        raise ConfigError(f"analysis {name!r} needs parameter(s) {missing} (it takes {takes})")
+    check_options(cls.__init__, params, f"analysis {name!r}")
     try:
         return cls(**params)
     except TypeError as exc:

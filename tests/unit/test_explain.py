@@ -113,9 +113,9 @@ def test_wrong_width_unknown_names_and_options_are_refused_up_front(net, X):
         explain(net, X, "local_model", domain=(-np.inf, 1.0))
     with pytest.raises(ConfigError, match="unknown analysis 'counterfactuals'"):
         explain(net, X, "counterfactuals")
-    with pytest.raises(ConfigError, match=r"does not take \['nrom'\]"):
+    with pytest.raises(ConfigError, match=r"per row does not take parameter\(s\) \['nrom'\]"):
         explain(net, X, [("counterfactual", {"nrom": 1})])
-    with pytest.raises(ConfigError, match=r"needs \['radius'\]"):
+    with pytest.raises(ConfigError, match=r"per row needs parameter\(s\) \['radius'\]"):
         explain(net, X, "output_range")
     row = next(explain_rows(net, X[:1], [("counterfactual", {"immutable": ["age"]})]))
     assert "unknown feature 'age'" in row.errors["counterfactual"]
