@@ -32,7 +32,7 @@ from polytrav.host.analysis import Analysis, Stop, check_witness
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
-from polytrav.vocabulary.tolerances import BOUND_TOL, SAME_VALUE_TOL, SLOPE_TOL
+from polytrav.vocabulary.tolerances import BOUND_TOL, CORNER_INSET, SAME_VALUE_TOL, SLOPE_TOL
 
 __all__ = ["Monotonicity", "derivative_step", "slope_bounds"]
 
@@ -40,10 +40,10 @@ DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
 SLOPE_SAMPLES = 256
 #: And this many corners of the region's bounding box (every corner when there are fewer),
-#: pulled :data:`CORNER_INSET` of the way to the centre: the extremes of a piecewise linear
-#: slope sit at the box's corners as often as not (a linear program's optima do).
+#: pulled :data:`~polytrav.vocabulary.tolerances.CORNER_INSET` of the way to the centre: the
+#: extremes of a piecewise linear slope sit at the box's corners as often as not (a linear
+#: program's optima do).
 SLOPE_CORNERS = 1024
-CORNER_INSET = 1e-6
 #: The input splitting of a run that does not need it (a sampled point already violates).
 NO_SPLIT: dict = {}
 #: Rows per batched pass over the samples: small products stay on one BLAS thread (waking

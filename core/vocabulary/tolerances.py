@@ -111,3 +111,6 @@ ACTIVE_TOL = 1e-7
 #: below ``-REACH_TOL`` there (unit-norm rows; the LP's tolerance, so the skip is never a
 #: rounding artefact).
 REACH_TOL = 1e-7
+#: Sampled corners of a box are pulled this share of the way to its centre (so a point is
+#: strictly inside the box: the start points of ``Monotonicity``).
+CORNER_INSET = 1e-6
