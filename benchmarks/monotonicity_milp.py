@@ -52,8 +52,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from milp import _Model as _MilpModel  # noqa: E402  (the tests' MILP: one model builder)
+from milp import interval_bounds as pre_activation_bounds  # noqa: E402
 
 __all__ = ["SlopeMilpResult", "confirm_pair", "derivative_bounds", "pre_activation_bounds",
            "slope_milp"]
@@ -94,17 +101,6 @@ class SlopeMilpResult:
     n_binaries: int
 
 
-def pre_activation_bounds(net, lo, hi) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Interval bounds ``(l, u)`` on every hidden layer's pre-activation over the box."""
-    out, zl, zu = [], np.asarray(lo, float), np.asarray(hi, float)
-    for W, b in zip(net.weights[:-1], net.biases[:-1]):
-        Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
-        hl, hu = Wp @ zl + Wn @ zu + b, Wp @ zu + Wn @ zl + b
-        out.append((hl, hu))
-        zl, zu = np.maximum(hl, 0.0), np.maximum(hu, 0.0)
-    return out
-
-
 def derivative_bounds(net, feature: int, pre) -> list[tuple[np.ndarray, np.ndarray]]:
     """Interval bounds ``(gl, gu)`` on every hidden layer's pre-activation derivative along
     ``e_feature``, given the pre-activation bounds ``pre`` (a neuron with ``l >= 0`` passes
@@ -122,39 +118,8 @@ def derivative_bounds(net, feature: int, pre) -> list[tuple[np.ndarray, np.ndarr
     return out
 
 
-class _Model:
-    """Columns with bounds and integrality, rows ``rlo <= A v <= rhi`` (sparse triplets)."""
-
-    def __init__(self):
-        self.lb, self.ub, self.integ = [], [], []
-        self.rows, self.cols, self.vals, self.rlo, self.rhi = [], [], [], [], []
-        self.n = self.m = 0
-
-    def add_vars(self, lb, ub, integer: bool = False) -> np.ndarray:
-        lb = np.atleast_1d(np.asarray(lb, float))
-        ub = np.broadcast_to(np.asarray(ub, float), lb.shape)
-        idx = np.arange(self.n, self.n + lb.size)
-        self.lb.append(lb)
-        self.ub.append(np.array(ub))
-        self.integ.append(np.full(lb.size, integer))
-        self.n += lb.size
-        return idx
-
-    def add_rows(self, terms, lo, hi) -> None:
-        """Rows ``lo <= sum_k M_k @ v[cols_k] <= hi`` for ``terms = [(cols, M_k), ...]``."""
-        lo = np.atleast_1d(np.asarray(lo, float))
-        hi = np.broadcast_to(np.asarray(hi, float), lo.shape)
-        if not lo.size:
-            return
-        for cols, M in terms:
-            M = np.asarray(M, float).reshape(lo.size, len(cols))
-            r, c = np.nonzero(M)
-            self.rows.append(self.m + r)
-            self.cols.append(np.asarray(cols)[c])
-            self.vals.append(M[r, c])
-        self.rlo.append(lo)
-        self.rhi.append(np.array(hi))
-        self.m += lo.size
+class _Model(_MilpModel):
+    """The tests' MILP model (columns, sparse rows) handed to highspy directly."""
 
     def highs(self, cost: np.ndarray, options: dict):
         import highspy
@@ -168,7 +133,8 @@ class _Model:
         cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
         lp.row_lower_ = np.nan_to_num(cat(self.rlo), neginf=-inf)
         lp.row_upper_ = np.nan_to_num(cat(self.rhi), posinf=inf)
-        A = sp.csc_array((cat(self.vals), (cat(self.rows).astype(int), cat(self.cols).astype(int))),
+        rows, cols, vals = ([blk[k] for blk in self.blocks] for k in range(3))
+        A = sp.csc_array((cat(vals), (cat(rows).astype(int), cat(cols).astype(int))),
                          shape=(self.m, self.n))
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
