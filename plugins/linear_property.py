@@ -42,8 +42,8 @@ class LinearProperty(Analysis):
         answer is the same, with far fewer polytopes. Default True.
     bab : bool
         With ``bounds``: when the bounds do not prove the whole region, run neuron-level
-        branch and bound on it first (:func:`~polytrav.bounds.dnf.region_bab`; boxes of many inputs, one-row
-        conjunctions). Default True.
+        branch and bound on it first (:func:`~polytrav.bounds.dnf.region_bab`; boxes of many
+        inputs). Default True.
 
     ``verdict``: VIOLATED (confirmed witness), HOLDS (complete, every LP decided) or
     UNKNOWN; ``value`` is the largest margin ``t`` found (>= 0 means violated).
