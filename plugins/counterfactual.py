@@ -12,7 +12,8 @@ features are equality constraints ``x_j = x0_j``.
 
 Search (``search=``): ``"shrink"`` is the paper's: it solves on every polytope it visits, and
 once a counterfactual at distance ``d*`` is known, the traversal region shrinks to the L∞ box
-of radius ``d*`` around ``x0`` (it contains the ``p``-ball); ``"best-first"`` (default) also
+of radius ``d*`` around ``x0`` (it contains the ``p``-ball), and neighbours beyond hyperplanes
+whose far side misses the ``p``-ball are skipped without an LP (``Restrict``'s ``ball``); ``"best-first"`` (default) also
 orders the level-1 pieces by a lower bound of their distance to ``x0`` (the farthest of their
 halfspaces, in the dual norm), skips polytopes and targets whose bound cannot beat ``d*``, and
 stops when no unvisited piece can; ``"full"`` visits every polytope of the region (no
@@ -36,7 +37,7 @@ from polytrav.host.analysis import Analysis, CellProblem, Restrict, cell_values,
 from polytrav.model.cell import LayerPlanes
 from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.host.hookspecs import hookimpl
-from polytrav.model.region import Box
+from polytrav.model.region import Ball, Box
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import AnalysisResult, Status
 from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP, REACH_TOL
@@ -374,7 +375,7 @@ class Counterfactual(Analysis):
                 improved = True
         if improved and self.search != "full" and np.isfinite(self._best[0]):
             r = self._best[0]
-            return Restrict(Box(self._x0 - r, self._x0 + r))
+            return Restrict(Box(self._x0 - r, self._x0 + r), ball=Ball(self._x0, r, self._p))
         return None
 
     def _projection(self, fr, values, G, g, K, h):

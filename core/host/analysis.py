@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from polytrav.host.hookspecs import hookimpl
-from polytrav.model.region import Box, Region
+from polytrav.model.region import Ball, Box, Region
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, Verdict
 from polytrav.model.cell import cell_rows
@@ -65,9 +65,12 @@ class Stop(Directive):
 
 @dataclass(frozen=True)
 class Restrict(Directive):
-    """Only polytopes meeting ``box`` (which must contain the start point) still matter."""
+    """Only polytopes meeting ``box`` (and ``ball``, if given) still matter; both must contain
+    the start point. The box shrinks the region; the ball lets the traversal skip, without an
+    LP, every neighbour across a hyperplane whose far side misses the ball."""
 
     box: Box
+    ball: Ball | None = None
 
 
 # ---------------------------------------------------------------- the base class

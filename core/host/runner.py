@@ -327,8 +327,12 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         True when nothing with that bound is needed (the traversal then ends: every later
         piece has a key at least as large); ``restriction() -> Box | None``, a box (always
         containing ``start``, only ever shrinking) outside which nothing is needed, applied
-        between level-1 pieces. Sound for any caller whose needed set is convex and contains
-        ``start``: the pieces meeting it are connected through pieces meeting it.
+        between level-1 pieces and, mid-level, in the levels entered at ``start``;
+        optionally ``balls() -> tuple[Ball, ...] | None``, balls (each containing ``start``,
+        only ever shrinking) such that nothing is needed outside all of them: a neighbour
+        across a hyperplane whose far side misses every ball is skipped without an LP.
+        Sound for any caller whose needed set is convex and contains ``start``: the pieces
+        meeting it are connected through pieces meeting it.
     vertices : bool
         Compute every polytope's vertices (``Polytope.vertices``) where the traversal can
         (polyhedral regions of at most ``VERTEX_MAX_DIM`` dimensions), not only where they

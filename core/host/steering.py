@@ -7,9 +7,12 @@ return value is attributed to its plugin and honoured as the hookspecs say:
 
 * ``Stop(reason)``: the voter needs no more polytopes; the run stops after the polytope at
   which the last voter stopped.
-* ``Restrict(box)``: the voter needs only polytopes meeting ``box`` (which must contain the
-  start point); on a guided run (:class:`Guide`: every analysis is ``prunable``), once every
-  voter has asked, the region shrinks to the bounding box of their boxes.
+* ``Restrict(box, ball=None)``: the voter needs only polytopes meeting ``box`` (and
+  ``ball``), which must contain the start point; on a guided run (:class:`Guide`: every
+  analysis is ``prunable``), once every voter has asked, the region shrinks to the bounding
+  box of their boxes, and once every voter gave a ball, a neighbour whose new halfspace
+  misses every ball is skipped without an LP. A voter's ball only narrows: one that is not
+  provably inside its earlier ball leaves the earlier in force.
 * ``polytrav_piece_margin``: a positive margin proves that the voter needs none of the
   piece's polytopes; a piece is skipped when every voter proves it (:meth:`Voters.margin`).
 
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from polytrav.host.analysis import Analysis, Directive, Restrict, Stop
-from polytrav.model.region import Box
+from polytrav.model.region import Ball, Box
 from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.vocabulary.tolerances import CONTAINS_TOL
 
@@ -71,6 +74,7 @@ class Voters:
         self._margins = [margins[name] for name in self.names] if self.prove_pieces else []
         self.stopped: dict[str, str] = {}  # voter -> the reason it gave
         self.boxes: dict[str, Box] = {}  # voter -> its last Restrict box
+        self.balls: dict[str, Ball | None] = {}  # voter -> its last Restrict ball
 
     @property
     def all_stopped(self) -> bool:
@@ -87,16 +91,32 @@ class Voters:
             if isinstance(directive, Stop):
                 self.stopped.setdefault(name, directive.reason)
             elif isinstance(directive, Restrict):
-                start = context.start
-                if start is not None and not directive.box.contains(start, tol=CONTAINS_TOL):
-                    raise ConfigError(
-                        f"plugin {name!r}: Restrict(box) must contain the start point "
-                        f"{np.round(start, 6).tolist()}")
-                self.boxes[name] = directive.box
+                self._restrict(name, directive, context.start)
             else:
                 raise PluginError(
                     f"plugin {name!r}: polytrav_visit_polytope returned {directive!r}; "
                     f"expected None or a Directive (Stop, Restrict)", plugin=name)
+
+    def _restrict(self, name: str, directive: Restrict, start: np.ndarray | None) -> None:
+        """Record a voter's ``Restrict``: its box, and its ball if that fits inside its earlier
+        one (a flip skipped for missing a ball is never decided again, so a voter's ball only
+        narrows: a larger one, or none, leaves the earlier in force)."""
+        ball = directive.ball
+        if ball is not None and not isinstance(ball, Ball):
+            raise PluginError(f"plugin {name!r}: Restrict(box, ball=...) takes a polytrav.Ball, "
+                              f"got {type(ball).__name__}", plugin=name)
+        if ball is not None and start is not None and ball.n_dims != start.shape[0]:
+            raise PluginError(f"plugin {name!r}: Restrict's ball has {ball.n_dims} coordinates, "
+                              f"the network {start.shape[0]} inputs", plugin=name)
+        for what, where in (("box", directive.box), ("ball", ball)):
+            if where is not None and start is not None \
+                    and not where.contains(start, tol=CONTAINS_TOL):
+                raise ConfigError(f"plugin {name!r}: Restrict's {what} must contain the start "
+                                  f"point {np.round(start, 6).tolist()}")
+        self.boxes[name] = directive.box
+        old = self.balls.get(name)
+        if old is None or (ball is not None and _inside(ball, old)):
+            self.balls[name] = ball
 
     def margin(self, piece, context: "RunContext") -> float:
         """The smallest voter margin over ``piece`` (a voter returning None proves nothing)."""
@@ -118,6 +138,18 @@ class Voters:
         boxes = [self.boxes[n] for n in self.names]
         return Box(np.min([b.lower for b in boxes], axis=0), np.max([b.upper for b in boxes], axis=0))
 
+    def restriction_balls(self) -> tuple[Ball, ...] | None:
+        """Every voter's ball, once each voter has given one (a polytope matters if it meets
+        one of them); None while some voter gave none."""
+        balls = tuple(self.balls.get(n) for n in self.names)
+        return None if not balls or any(b is None for b in balls) else balls
+
+
+def _inside(inner: Ball, outer: Ball) -> bool:
+    """Whether ``inner`` provably lies in ``outer`` (same norm: centre distance + radius)."""
+    gap = np.linalg.norm(inner.center - outer.center, ord=outer.norm)
+    return inner.norm == outer.norm and gap + inner.radius <= outer.radius
+
 
 class Guide:
     """The traversal guide of a run whose analyses are all ``prunable``.
@@ -136,6 +168,7 @@ class Guide:
         self._others = [n for n in voters.names if n not in labels]  # voters that are plugins
         self._box = None
         self._boxes: tuple = ()
+        self._balls = None
 
     @staticmethod
     def possible(analyses: Sequence[Analysis]) -> bool:
@@ -158,3 +191,11 @@ class Guide:
             self._boxes = boxes   # re-applies a box only when it is a new one)
             self._box = self.voters.restriction()
         return self._box
+
+    def balls(self) -> tuple[Ball, ...] | None:
+        """The voters' balls (see :meth:`Voters.restriction_balls`), the same tuple object
+        while none changed."""
+        balls = self.voters.restriction_balls()
+        if balls != self._balls:
+            self._balls = balls
+        return self._balls

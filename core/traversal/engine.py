@@ -197,7 +197,8 @@ class Traversal(Iterator[Polytope]):
                 yield from search.subtrees(self.within, region_cell[0], region_cell[1])
             else:
                 yield from search.level(Enclosure(0, None, self.frame.origin, region_cell[1],
-                                                  region_cell[0], None, ()), u0, None)
+                                                  region_cell[0], None, ()), u0, None,
+                                        at_start=self.start_u is not None)
             self.status = (TraversalStatus.SOLVER_FAILURE if self.stats.failures
                            else TraversalStatus.COMPLETE)
         except RunEnded as stop:

@@ -24,7 +24,7 @@ from polytrav.traversal.piece import PieceView
 from polytrav.traversal.screen import LevelRows
 from polytrav.traversal.status import TraversalStats
 from polytrav.vocabulary.text import code_string
-from polytrav.vocabulary.tolerances import SLIVER_TOL
+from polytrav.vocabulary.tolerances import BALL_MISS_TOL, SLIVER_TOL
 
 __all__ = ["Frontier", "Guidance", "Pruner", "Queued", "volume"]
 
@@ -83,6 +83,9 @@ class Guidance:
         self.net, self.frame, self.cells, self.stats = net, frame, cells, stats
         self.box = None  # the guide's restriction last applied
         self.version = 0
+        self.balls = None  # the guide's balls last applied
+        self.ball_version = 0
+        self._pinv = None  # pseudo-inverse of the frame's U (x-space rows of the LP rows)
 
     def steer(self, model: ChebyshevModel, rows: LevelRows, key, item: Queued, n_left: int):
         """Apply the guide before expanding a level-1 piece.
@@ -93,28 +96,68 @@ class Guidance:
         None; re-solved if the region shrank since it was found).
         """
         st = self.stats
-        signs, u, t, version = item.signs, item.u, item.t, item.version
+        self.update(model)
+        if self.guide.prune(key):
+            st.pruned += 1 + n_left
+            return None
+        if item.version is None:  # a flip queued unsolved
+            model.set_signs(rows.lp_signs(item.signs))
+            st.flips_solved += 1
+            cell = self.cells.solve(model, ("flip", 0))
+            return (0.0, None) if cell is None else cell
+        return self.refresh(model, rows, item, 0)
+
+    def update(self, model: ChebyshevModel) -> None:
+        """Apply the guide's restriction (box and balls) if it is a new one."""
         box = self.guide.restriction()
         if box is not None and box is not self.box:
             self.box = box
             self.restrict(model, box)
-        if self.guide.prune(key):
-            st.pruned += 1 + n_left
+        balls = self.guide.balls() if hasattr(self.guide, "balls") else None
+        if balls is not self.balls:
+            self.balls = balls
+            self.ball_version += 1
+
+    def far_sides(self, rows: LevelRows, cache: dict) -> tuple[np.ndarray, np.ndarray] | None:
+        """Which flips of the level's rows lead where no ball reaches: ``(to_on, to_off)``,
+        True where the new halfspace (``a·u + b >= 0``, resp. ``<= 0``) misses every ball
+        (None without balls). Per ball ``||x - c||_p <= r``: with ``x = origin + U u``, the
+        row's range over the ball is ``a·u0 + b ± r' ||pinv(U)^T a||_q`` (``q`` the dual
+        norm; ``u0`` the frame point nearest ``c``, ``r'`` the radius plus their distance),
+        so a miss is certain up to :data:`BALL_MISS_TOL`. ``cache`` keeps the answer for
+        the ball version it was computed for."""
+        if self.balls is None:
             return None
-        if version is None:  # a flip queued unsolved
-            model.set_signs(rows.lp_signs(signs))
-            st.flips_solved += 1
-            cell = self.cells.solve(model, ("flip", 0))
-            return (0.0, None) if cell is None else cell
-        if version != self.version:
-            model.set_signs(rows.lp_signs(signs))
-            cell = self.cells.solve(model, ("restrict", 0))
-            if cell is not None:
-                if cell[0] <= SLIVER_TOL:
-                    st.pruned += 1
-                    return 0.0, None
-                return cell
-        return t, u
+        if cache.get("version") != self.ball_version:
+            fr, n = self.frame, rows.cand_idx.size
+            if self._pinv is None:
+                self._pinv = np.linalg.pinv(fr.U)
+            A, b = rows.A_lp[:n], rows.b_lp[:n]
+            Ax = A @ self._pinv
+            to_on, to_off = np.ones(n, bool), np.ones(n, bool)
+            for ball in self.balls:
+                u0 = fr.to_u(ball.center)
+                r = ball.radius + np.linalg.norm(fr.to_x(u0) - ball.center, ord=ball.norm)
+                dual = {1: np.inf, 2: 2, np.inf: 1}[ball.norm]
+                mid, half = A @ u0 + b, r * np.linalg.norm(Ax, ord=dual, axis=1)
+                to_on &= mid + half < -BALL_MISS_TOL
+                to_off &= mid - half > BALL_MISS_TOL
+            cache.update(version=self.ball_version, sides=(to_on, to_off))
+        return cache["sides"]
+
+    def refresh(self, model: ChebyshevModel, rows: LevelRows, item: Queued, level: int):
+        """A queued cell's ``(t, u)`` in the region as restricted now: re-solved if the region
+        shrank since it was found (``(0, None)``: it no longer meets the region)."""
+        if item.version == self.version:
+            return item.t, item.u
+        model.set_signs(rows.lp_signs(item.signs))
+        cell = self.cells.solve(model, ("restrict", level))
+        if cell is None:
+            return item.t, item.u
+        if cell[0] <= SLIVER_TOL:
+            self.stats.pruned += 1
+            return 0.0, None
+        return cell
 
     def restrict(self, model: ChebyshevModel, box: Box) -> None:
         """Add ``box``'s rows (those that cut the frame box) to the model as region rows."""

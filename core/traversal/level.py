@@ -62,6 +62,10 @@ class _Level:
     frontier: Frontier
     checked: set  #: packed signs of every cell an LP decided (or is queued to decide)
     u_descend: np.ndarray | None  #: where the first descent starts (the start point)
+    #: The first cell's closure holds the run's start point, and so does every enclosing
+    #: level's: a restriction may then shrink the region mid-level (:meth:`LevelSearch.level`).
+    at_start: bool
+    far: dict  #: the guidance's far sides of the level's rows (:meth:`Guidance.far_sides`)
 
 
 class LevelSearch:
@@ -75,13 +79,22 @@ class LevelSearch:
         self.pieces_only, self.best_first = parts.pieces_only, parts.best_first
 
     # ---------------------------------------------------------------- one level
-    def level(self, piece: Enclosure, u_start: np.ndarray, via: int | None) -> Iterator:
+    def level(self, piece: Enclosure, u_start: np.ndarray, via: int | None,
+              at_start: bool = False) -> Iterator:
         """Traverse level ``piece.level + 1`` (0-based layer ``piece.level``) inside ``piece``.
 
         The first cell contains (or is near) ``u_start``; ``via`` is the index of the polytope
-        the piece was found from (the parent of the first polytope emitted in it).
+        the piece was found from (the parent of the first polytope emitted in it);
+        ``at_start``: ``u_start`` is the run's start point and every enclosing level's first
+        cell touches it.
+
+        A guide's restriction shrinks the region at level 1 and, mid-level, only in levels
+        whose first cell touches the start point (``_Level.at_start``): the cells meeting the
+        restricted region (convex, holding the start point) are then connected through such
+        cells to that first cell, expanded first, so re-solving the queued cells in the new
+        region loses none. A level begun elsewhere keeps its region until it ends.
         """
-        lv = self._open(piece, u_start, via)
+        lv = self._open(piece, u_start, via, at_start)
         if lv is None:
             return
         model = self.model
@@ -97,6 +110,11 @@ class LevelSearch:
                     t, u = cell
                     if t <= SLIVER_TOL:
                         continue
+                elif self.guidance.guide is not None and lv.at_start:
+                    self.guidance.update(model)
+                    t, u = self.guidance.refresh(model, lv.rows, item, lv.piece.level)
+                    if t <= SLIVER_TOL:
+                        continue
                 todo = self._unchecked_flips(lv, item.signs)
                 V = item.V
                 if V is None and self.emitter.use_vertices(len(todo), lv.last):
@@ -110,7 +128,8 @@ class LevelSearch:
             self.frontiers.pop()
             model.pop()
 
-    def _open(self, piece: Enclosure, u_start: np.ndarray, via: int | None) -> _Level | None:
+    def _open(self, piece: Enclosure, u_start: np.ndarray, via: int | None,
+              at_start: bool) -> _Level | None:
         """Screen the layer, push its rows, find the first cell and queue it (None: none found)."""
         k = piece.level
         last = k == self.net.n_hidden_layers - 1
@@ -118,18 +137,20 @@ class LevelSearch:
         start = self._start_cell(rows, piece, u_start)
         if start is None:
             return None
-        signs0, u0, t0 = start
+        signs0, u0, t0, touches = start
         pieces_only = self.pieces_only and k == 0
         guide = self.guidance.guide if k == 0 else None
         ranked = self.best_first and not last and not pieces_only and guide is None
         lv = _Level(piece, rows, last, pieces_only, guide, ranked, Frontier(guide, ranked),
-                    {np.packbits(signs0).tobytes()}, u_start)
+                    {np.packbits(signs0).tobytes()}, u_start, at_start and touches, {})
         self.frontiers.append(lv.frontier)
         self._push(lv, signs0, u0, t0, via)
         return lv
 
     def _start_cell(self, rows: LevelRows, piece: Enclosure, u_start: np.ndarray):
-        """Push the level's rows and find a first cell containing (or near) ``u_start``."""
+        """Push the level's rows and find a first cell containing (or near) ``u_start``:
+        ``(signs, u, t, touches)``, ``touches`` if its closure holds ``u_start`` (its signs
+        are ``u_start``'s)."""
         model, k = self.model, piece.level
         A_lp, b_lp, n_rep = rows.A_lp, rows.b_lp, rows.cand_idx.size
         rng = np.random.default_rng(k)
@@ -142,7 +163,7 @@ class LevelSearch:
                 model.set_signs(rows.lp_signs(signs))
             cell = self.cells.solve(model, ("start", k))
             if cell is not None and cell[0] > SLIVER_TOL:
-                return signs, cell[1], cell[0]
+                return signs, cell[1], cell[0], attempt == 0
             # the point lies on a hyperplane: try random points near it (so that the start
             # cell touches it, which a guide relies on), then in the piece's inscribed ball
             direction = rng.standard_normal(point.shape[0])
@@ -220,7 +241,8 @@ class LevelSearch:
                     model.set_signs(rows.lp_signs(signs))
                     first = st.polytopes
                     yield from self.level(Enclosure(k + 1, Mn, mn, u, t, V, code),
-                                          u if lv.u_descend is None else lv.u_descend, parent)
+                                          u if lv.u_descend is None else lv.u_descend, parent,
+                                          lv.at_start and lv.u_descend is not None)
                     own = first if st.polytopes > first else parent
         else:
             st.slivers += 1
@@ -229,11 +251,15 @@ class LevelSearch:
     def _decide_flips(self, lv: _Level, todo: list, own: int | None) -> None:
         """Decide each flip by an LP and queue the cells found (guided: queue it unsolved)."""
         model, st, rows = self.model, self.stats, lv.rows
+        far = self.guidance.far_sides(rows, lv.far) if self.guidance.guide is not None else None
         for g, flipped, key in todo:
             self.clock.check()
             # hashed once an LP decides it; flips ruled out by vertices are not kept
             # (the rule-out is cheaper to repeat than the memory: one key per flip)
             lv.checked.add(key)
+            if far is not None and far[0 if flipped[g] else 1][g]:
+                st.flips_far += 1  # beyond every ball: balls only shrink, so hashed too
+                continue
             if lv.guide is not None:  # the guide ranks the flip by its bits: its LP
                 lv.frontier.push(Queued(flipped, None, None, own, None, None, None),
                                  rows.full_bits, flipped)  # waits until the guide wants the cell

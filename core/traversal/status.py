@@ -43,6 +43,7 @@ class TraversalStats:
     flips_solved: int = 0  #: flips decided by an LP
     screen_lps: int = 0  #: LPs spent screening hyperplanes against a piece
     flips_vertex: int = 0  #: flips ruled out by a cell's vertices (no LP)
+    flips_far: int = 0  #: flips whose new halfspace misses every Restrict ball (no LP)
     vertex_sets: int = 0  #: cells whose vertices were computed
     candidates: int = 0  #: hyperplanes that survived screening, summed over pieces
     pieces: list[int] = field(default_factory=list)  #: cells per level (last = polytopes)

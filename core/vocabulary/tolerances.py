@@ -16,6 +16,9 @@ LP_FEASIBILITY_TOL = 1e-9
 RADIUS_TOL = 1e-7
 #: Cells with radius in (SLIVER_TOL, RADIUS_TOL] are crossed but not emitted.
 SLIVER_TOL = 1e-9
+#: A neighbour's new halfspace misses a Restrict ball when the row's range over the ball
+#: clears zero by more than this (normalised units; the traversal then skips its LP).
+BALL_MISS_TOL = 1e-9
 #: Unit-normal hyperplanes whose normals and offsets agree within this are one hyperplane.
 DUPLICATE_TOL = 1e-9
 #: Accept an L2-ball cutting-plane solution once the LP and the certificate agree this well.

@@ -117,3 +117,22 @@ def test_mnist_counterfactual_near_an_image_equals_the_milp(data_dir):
         assert result.value is None and result.exact
     else:
         assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_counterfactual_restricted_mid_level_equals_the_milp(seed):
+    """Deep nets, start points anywhere: the region shrinks inside the levels entered at the
+    start point and balls skip flips without losing the optimum."""
+    n_in = 3 + seed % 2
+    net = random_net(40 + seed, n_in, [7, 6, 6, 5] if seed % 2 else [9, 8, 7])
+    lo, hi = -np.ones(n_in), np.ones(n_in)
+    rng = np.random.default_rng(seed)
+    for norm in (1, np.inf):
+        for _ in range(2):
+            x0 = rng.uniform(lo, hi)
+            truth = milp_counterfactual(net, x0, norm, lo, hi)
+            result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=norm))[0]
+            if not np.isfinite(truth.value):
+                assert result.value is None
+                continue
+            assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from reference import random_net
 
-from polytrav import (Box, ConfigError, PluginError, Restrict, Stop, TraversalStatus, Verdict,
-                      analyze, hookimpl)
+from polytrav import (Ball, Box, ConfigError, PluginError, Restrict, Stop, TraversalStatus,
+                      Verdict, analyze, hookimpl)
 
 BOX = Box([-1.0, -1.0], [1.0, 1.0])
 
@@ -146,6 +146,58 @@ def test_restrict_is_honoured_once_every_voter_asked(install):
         assert (both.stats["restrictions"] > 0) is shrinks
         assert both[0].value == pytest.approx(alone[0].value, abs=1e-7)
         assert len(watcher.seen) == both.stats["polytopes"] >= alone.stats["polytopes"]
+
+
+def _codes(net, points):
+    return {b"".join(np.packbits(layer).tobytes() for layer in net.activation_code(x))
+            for x in points}
+
+
+def _ball_points(ball, n, seed):
+    """``n`` random points of ``ball`` (some on its boundary)."""
+    rng = np.random.default_rng(seed)
+    d = ball.center.size
+    if ball.norm == np.inf:
+        steps = rng.uniform(-1.0, 1.0, (n, d))
+    else:
+        steps = rng.standard_normal((n, d)) if ball.norm == 2 else rng.laplace(size=(n, d))
+        steps /= np.linalg.norm(steps, ord=ball.norm, axis=1)[:, None]
+        steps *= rng.uniform(0.0, 1.0, (n, 1)) ** (1.0 / d)
+    steps[: n // 10] /= np.linalg.norm(steps[: n // 10], ord=ball.norm, axis=1)[:, None]
+    return ball.center + ball.radius * steps
+
+
+@pytest.mark.parametrize("norm", [1, 2, np.inf])
+def test_a_restrict_ball_keeps_every_polytope_that_meets_it(install, norm):
+    """Balls let the traversal skip neighbours without an LP (``flips_far``): every polytope
+    meeting a voter's ball is still visited, in every layer of a 3-layer network."""
+    net = random_net(11, 2, [10, 10, 8])
+    start = np.array([0.3, -0.2])
+    ball = Ball(start + [0.05, 0.02], 0.3, norm)
+    box = Box(*ball.bounding_box())
+    cf = {"name": "counterfactual", "x0": start, "norm": norm}
+    codes_seen = set()
+
+    class Codes:
+        @hookimpl
+        def polytrav_visit_polytope(self, polytope):
+            codes_seen.add(b"".join(np.packbits(c).tobytes() for c in polytope.code))
+            return Restrict(box, ball=ball)
+
+    alone = analyze(net, BOX, cf, start=start)
+    install(Codes())
+    report = analyze(net, BOX, cf, start=start)
+    assert report[0].value == pytest.approx(alone[0].value, abs=1e-7)
+    if norm != np.inf:  # an L-inf ball is its box: the box's rows already screen the rows
+        assert report.stats["flips_far"] > 0
+    missing = _codes(net, _ball_points(ball, 4000, 0)) - codes_seen
+    assert not missing, f"{len(missing)} activation codes met in the ball were not visited"
+
+
+def test_a_restrict_ball_must_contain_the_start_point(install):
+    install(Watcher(lambda index: Restrict(BOX, ball=Ball([0.8, 0.8], 0.1))))
+    with pytest.raises(ConfigError, match="plugin 'watcher': Restrict's ball.*start point"):
+        analyze(_net(), BOX, {"name": "counterfactual", "x0": [0.0, 0.0]}, start=[0.0, 0.0])
 
 
 def test_a_plugin_that_needs_every_polytope_gets_every_polytope(install):
