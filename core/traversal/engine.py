@@ -89,9 +89,12 @@ class Traversal(Iterator[Polytope]):
                                     proven=[0] * net.n_hidden_layers)
         cells = CellSolver(self.frame, solver, self.fallbacks, self.stats)
         guidance = Guidance(guide, net, self.frame, cells, self.stats)
+        screen = Screen(net, self.frame, self.strategy, cells, self.stats)
+        if guide is not None:
+            screen.misses = guidance.misses
         self._parts = Parts(
             net=net, frame=self.frame, stats=self.stats, clock=Clock(time_limit), cells=cells,
-            screen=Screen(net, self.frame, self.strategy, cells, self.stats),
+            screen=screen,
             emitter=Emitter(net, self.region, self.frame, self.strategy, self.stats, guidance,
                             max_polytopes=max_polytopes, vertices=vertices),
             pruner=Pruner(prune, self.stats, self.proven_pieces), guidance=guidance,

@@ -129,21 +129,28 @@ class Guidance:
         if self.balls is None:
             return None
         if cache.get("version") != self.ball_version:
-            fr, n = self.frame, rows.cand_idx.size
-            if self._pinv is None:
-                self._pinv = np.linalg.pinv(fr.U)
-            A, b = rows.A_lp[:n], rows.b_lp[:n]
-            Ax = A @ self._pinv
-            to_on, to_off = np.ones(n, bool), np.ones(n, bool)
-            for ball in self.balls:
-                u0 = fr.to_u(ball.center)
-                r = ball.radius + np.linalg.norm(fr.to_x(u0) - ball.center, ord=ball.norm)
-                dual = {1: np.inf, 2: 2, np.inf: 1}[ball.norm]
-                mid, half = A @ u0 + b, r * np.linalg.norm(Ax, ord=dual, axis=1)
-                to_on &= mid + half < -BALL_MISS_TOL
-                to_off &= mid - half > BALL_MISS_TOL
-            cache.update(version=self.ball_version, sides=(to_on, to_off))
+            n = rows.cand_idx.size
+            cache.update(version=self.ball_version, sides=self.misses(rows.A_lp[:n], rows.b_lp[:n]))
         return cache["sides"]
+
+    def misses(self, A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(to_on, to_off)`` of rows ``a·u + b`` (see :meth:`far_sides`), for the balls
+        applied last (None without balls; balls only shrink, so older ones are sound)."""
+        if self.balls is None:
+            return None
+        fr, n = self.frame, A.shape[0]
+        if self._pinv is None:
+            self._pinv = np.linalg.pinv(fr.U)
+        Ax = A @ self._pinv
+        to_on, to_off = np.ones(n, bool), np.ones(n, bool)
+        for ball in self.balls:
+            u0 = fr.to_u(ball.center)
+            r = ball.radius + np.linalg.norm(fr.to_x(u0) - ball.center, ord=ball.norm)
+            dual = {1: np.inf, 2: 2, np.inf: 1}[ball.norm]
+            mid, half = A @ u0 + b, r * np.linalg.norm(Ax, ord=dual, axis=1)
+            to_on &= mid + half < -BALL_MISS_TOL
+            to_off &= mid - half > BALL_MISS_TOL
+        return to_on, to_off
 
     def refresh(self, model: ChebyshevModel, rows: LevelRows, item: Queued, level: int):
         """A queued cell's ``(t, u)`` in the region as restricted now: re-solved if the region

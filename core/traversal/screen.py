@@ -61,6 +61,8 @@ class Screen:
     def __init__(self, net, frame, strategy: Strategy, cells: CellSolver, stats: TraversalStats):
         self.net, self.frame, self.strategy = net, frame, strategy
         self.cells, self.stats = cells, stats
+        #: ``misses(A, b) -> (to_on, to_off) | None``: the guide's balls (set by the engine).
+        self.misses = None
 
     def level_rows(self, model: ChebyshevModel, piece: Enclosure) -> LevelRows:
         """Layer ``piece.level``'s hyperplanes on ``piece``: screened, grouped, ready to push."""
@@ -96,8 +98,11 @@ class Screen:
         first level of a box region), then, for deeper levels, a hyperplane passing through
         the piece's inscribed ball cuts it, the piece's vertices (when known) decide the rest
         up to a margin, and any other survivor gets one LP: does the piece extend to the side
-        of the hyperplane its centre is not on? ``lp``: the paper's
-        Algorithm 2, two LPs per hyperplane, no closed-form tests.
+        of the hyperplane its centre is not on? Unless that side misses every ball of a
+        guide's restriction (``misses``, :meth:`Guidance.misses`): the row is then kept
+        without an LP, since a flip into that side is skipped anyway (a kept row that does
+        not cut only adds a row to the level's LP). ``lp``: the paper's Algorithm 2, two LPs
+        per hyperplane, no closed-form tests.
         """
         k, piece_u, piece_t, piece_V = piece.level, piece.u, piece.t, piece.V
         l1 = np.abs(rows.H).sum(axis=1)
@@ -112,7 +117,14 @@ class Screen:
                 lo, hi = vals.min(axis=1), vals.max(axis=1)
                 maybe &= (lo < VERTEX_MARGIN) & (hi > -VERTEX_MARGIN)
                 sure |= maybe & (lo < -VERTEX_MARGIN) & (hi > VERTEX_MARGIN)
-            sides = [(i, [value[i] < 0]) for i in np.flatnonzero(maybe & ~sure)]
+            idx = np.flatnonzero(maybe & ~sure)
+            far = self.misses(rows.A[idx], rows.beta[idx]) if self.misses and idx.size else None
+            if far is not None:  # the side to test misses every ball: kept, no LP
+                skip = np.where(value[idx] < 0, far[0], far[1])
+                sure[idx[skip]] = True
+                self.stats.screen_far += int(skip.sum())
+                idx = idx[~skip]
+            sides = [(i, [value[i] < 0]) for i in idx]
         else:
             sure = np.zeros_like(maybe)
             sides = [(i, [True, False]) for i in np.flatnonzero(~rows.zero)]

@@ -42,6 +42,7 @@ class TraversalStats:
     flips_hashed: int = 0  #: flips skipped because the code was already checked
     flips_solved: int = 0  #: flips decided by an LP
     screen_lps: int = 0  #: LPs spent screening hyperplanes against a piece
+    screen_far: int = 0  #: hyperplanes kept unscreened: the side to test misses every ball
     flips_vertex: int = 0  #: flips ruled out by a cell's vertices (no LP)
     flips_far: int = 0  #: flips whose new halfspace misses every Restrict ball (no LP)
     vertex_sets: int = 0  #: cells whose vertices were computed

@@ -136,3 +136,19 @@ def test_counterfactual_restricted_mid_level_equals_the_milp(seed):
                 assert result.value is None
                 continue
             assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)
+
+
+def test_counterfactual_with_unscreened_rows_equals_the_milp():
+    """In 8 dimensions (no vertices), deeper levels keep the rows whose side to test misses
+    the ball unscreened (``screen_far``, no LP); the optimum is the MILP's."""
+    net = random_net(5, 8, [10, 8])
+    lo, hi = -np.ones(8), np.ones(8)
+    rng = np.random.default_rng(3)
+    kept = 0
+    for norm in (1, np.inf):
+        x0 = rng.uniform(lo, hi)
+        truth = milp_counterfactual(net, x0, norm, lo, hi)
+        report = analyze(net, Box(lo, hi), Counterfactual(x0, norm=norm))
+        kept += report.stats["screen_far"]
+        assert report[0].exact and report[0].value == pytest.approx(truth.value, abs=TOL)
+    assert kept > 0
