@@ -146,6 +146,21 @@ def test_dask_batch_of_instances_equals_serial(dask_client, tmp_path):
     assert {serial[i].answer for i in serial} == {"sat", "unsat"}
 
 
+def test_dask_explain_equals_the_serial_run(dask_client):
+    """``explain`` over a dataset on a Dask cluster: chunks of rows on two worker processes,
+    each with its own session, give the serial table."""
+    from polytrav import explain
+
+    X = np.random.default_rng(4).uniform(-0.9, 0.9, (12, 3))
+    specs = [("counterfactual", {"norm": 1, "immutable": [2]}), "local_model",
+             ("output_range", {"radius": 0.2, "output": 1})]
+    serial = explain(NET, X, specs, domain=REGION)
+    parted = explain(NET, X, specs, domain=REGION, executor=dask_client.get_executor(),
+                     chunk_size=3)
+    assert parted.records() == serial.records()
+    assert all(r.ok for r in parted) and len(parted.records()) == 12
+
+
 def test_a_batch_time_limit_answers_timeout_for_what_did_not_start(tmp_path):
     from polytrav.verification.vnnlib import parse_vnnlib
     from polytrav.verification.verify import verify_many
