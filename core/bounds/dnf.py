@@ -37,6 +37,10 @@ ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.1
 #: If those do not reach the unsafe set: batched descents from this many random points, with
 #: a first step of this fraction of the box's width.
 RESTARTS, RESTART_STEP = 200, 0.25
+#: Then sequential linear programming (:func:`_slp`) from this many of the best samples, each
+#: for at most this many LPs, with a first trust region of this fraction of the box's width,
+#: halved when a step does not improve, down to the last.
+SLP_STARTS, SLP_STEPS, SLP_RADIUS, SLP_MIN_RADIUS = 5, 30, 0.25, 0.01
 
 
 def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
@@ -47,9 +51,10 @@ def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
 def attack_start(pairs, network, region) -> np.ndarray | None:
     """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
     cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
-    descents from the best few, until one is inside the unsafe set; if none is, a batch of
-    :data:`RESTARTS` descents from random points with large steps (:func:`_restarts`),
-    whose point is taken only if it is inside the unsafe set. It only chooses where a
+    descents from the best few, until one is inside the unsafe set; if none is, sequential
+    linear programming from the best few (:func:`_slp`), then a batch of :data:`RESTARTS`
+    descents from random points with large steps (:func:`_restarts`), whose points are taken
+    only if inside the unsafe set. It only chooses where a
     traversal starts; None for an unbounded region."""
     lo, hi = region.bounding_box()
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
@@ -82,10 +87,55 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
             x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
             step *= 0.95
     if best_score >= 0:
+        for x in X[np.argsort(score)[:SLP_STARTS]]:
+            found = _slp(pairs, network, lo, hi, x)
+            if found is not None and inside(found):
+                return found
         found = _restarts(pairs, network, lo, hi, inside, rng)
         if found is not None:
             return found
     return best
+
+
+def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
+    """A point of the unsafe set found by sequential linear programming from ``x``, or None.
+
+    Each step takes the local affine model ``y = W x + c`` at ``x`` and, per conjunction
+    ``(C, d)``, solves ``min t  s.t.  C (W x' + c) - d <= t`` over the box intersected with
+    an L∞ trust region around ``x`` (one LP, every row at once: a conjunction's rows pull
+    against each other, which a signed-gradient step on the worst row zig-zags over); the
+    best new point by a forward pass is taken, else the trust region halves. Stops inside
+    the unsafe set, or after :data:`SLP_STEPS` LPs.
+    """
+    from scipy.optimize import linprog
+
+    span, radius = hi - lo, SLP_RADIUS
+    best = float(unsafe_distance(pairs, network.forward(x)[None, :])[0])
+    n = x.shape[0]
+    cost = np.zeros(n + 1)
+    cost[n] = 1.0
+    steps = 0
+    while steps < SLP_STEPS and radius > SLP_MIN_RADIUS:
+        if best < 0:
+            return x
+        W, c = network.local_model(network.activation_code(x))
+        bounds = list(zip(np.maximum(lo, x - radius * span), np.minimum(hi, x + radius * span)))
+        moved = None
+        for C, d in pairs:
+            steps += 1
+            res = linprog(cost, A_ub=np.hstack([C @ W, -np.ones((C.shape[0], 1))]),
+                          b_ub=d - C @ c, bounds=bounds + [(None, None)], method="highs")
+            if res.status != 0:
+                continue
+            cand = np.clip(res.x[:n], lo, hi)
+            value = float(unsafe_distance(pairs, network.forward(cand)[None, :])[0])
+            if value < best:
+                best, moved = value, cand
+        if moved is None:
+            radius /= 2
+        else:
+            x = moved
+    return x if best < 0 else None
 
 
 def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:

@@ -247,3 +247,43 @@ def test_ctrl_c_in_verify_re_raises_unless_a_report_is_asked_for(acas):
     assert result.answer == "unknown" and "interrupted" in result.reason
     assert result.exit_code == 2
     assert result.polytopes >= 3  # the interrupted run's polytopes, which the callback saw
+
+
+@pytest.mark.parametrize("k", [0, 10, 11])
+def test_the_start_attack_reaches_the_robot_counterexamples(data_dir, k):
+    """reach_prob_density's robot_0/10/11 (sat): the unsafe set is a conjunction of five rows
+    (two outputs in a band, a third above a level) met only near faces of the box; the
+    signed-gradient descents and restarts miss it, sequential linear programming on the local
+    models reaches it, and ``verify`` answers ``sat`` with a counterexample onnxruntime
+    confirms."""
+    import polytrav.bounds.dnf as dnf
+    from polytrav import Box
+
+    root = data_dir / "vnncomp2022" / "reach_prob_density"
+    onnx, query = root / "onnx" / "robot.onnx", root / "vnnlib" / f"robot_{k}.vnnlib"
+    net, case = Network.from_onnx(onnx), read_vnnlib(query).cases[0]
+    pairs = [(C / np.linalg.norm(C, axis=1)[:, None], d / np.linalg.norm(C, axis=1))
+             for C, d in case.unsafe]
+    region = Box(case.lower, case.upper)
+    x = dnf.attack_start(pairs, net, region)
+    assert dnf.unsafe_distance(pairs, net.forward(x)[None, :])[0] < 0
+    result = verify(onnx, query, timeout=60)
+    assert result.answer == "sat"
+    ok, _ = check_with_onnxruntime(onnx, result.counterexample, case.unsafe, tol=0.0)
+    assert ok
+
+
+def test_the_start_attack_without_its_linear_programs_misses_robot_0(data_dir, monkeypatch):
+    """The same attack with :data:`SLP_STARTS` = 0 (as before) ends outside the unsafe set:
+    the test above checks the linear programs, not luck."""
+    import polytrav.bounds.dnf as dnf
+    from polytrav import Box
+
+    root = data_dir / "vnncomp2022" / "reach_prob_density"
+    net = Network.from_onnx(root / "onnx" / "robot.onnx")
+    case = read_vnnlib(root / "vnnlib" / "robot_0.vnnlib").cases[0]
+    pairs = [(C / np.linalg.norm(C, axis=1)[:, None], d / np.linalg.norm(C, axis=1))
+             for C, d in case.unsafe]
+    monkeypatch.setattr(dnf, "SLP_STARTS", 0)
+    x = dnf.attack_start(pairs, net, Box(case.lower, case.upper))
+    assert dnf.unsafe_distance(pairs, net.forward(x)[None, :])[0] > 0
