@@ -65,7 +65,11 @@ class LinearProperty(Analysis):
     def piece_margin(self, piece, context) -> float:
         """Lower bound of the distance into the unsafe set over the piece
         (:func:`~polytrav.bounds.dnf.decision_margin`); positive proves the piece holds no
-        counterexample."""
+        counterexample. Once the start attack has met the unsafe set (a forward pass says
+        so), no bound is computed: the run stops at the first polytope (:meth:`visit`
+        confirms the attack's point there)."""
+        if self._attack is not None and self._attack[1] is not None:
+            return -np.inf
         margin, bab = decision_margin(self._pairs, piece, context, self.start_point, self.bab)
         self._bab = bab or self._bab
         return margin
@@ -103,6 +107,7 @@ class LinearProperty(Analysis):
             raise ConfigError(f"analysis {self.name!r}: unsafe is empty (nothing to check)")
         self._pairs = pairs
         self._run_inputs = (network, region)
+        self._attack = None
 
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
@@ -126,7 +131,14 @@ class LinearProperty(Analysis):
             return None
         if getattr(self, "_bab", None) is not None:  # this run's attack already ran
             return self._bab.start
-        return attack_start(self._pairs, *self._run_inputs)
+        if self._attack is None:  # (point, the disjunct a forward pass says it meets, or None)
+            network, region = self._run_inputs
+            point = attack_start(self._pairs, network, region)
+            hit = None if point is None else next(
+                (k for k in range(len(self._pairs))
+                 if check_witness(network, region, point, self._violates(k))), None)
+            self._attack = (point, hit)
+        return self._attack[0]
 
     def begin(self, context) -> None:
         from polytrav.solve.subproblem import compiled
@@ -159,6 +171,13 @@ class LinearProperty(Analysis):
         return lambda y: bool(np.all(C @ y <= d + WITNESS_TOL * (1 + np.abs(d))))
 
     def visit(self, polytope, context):
+        if self._attack is not None and self._attack[1] is not None and self._confirmed is None:
+            x, k = self._attack  # the start attack's point meets disjunct k: no LP needed
+            C, d = self._pairs[k]
+            t = float(np.min(d - C @ context.network.forward(x)))
+            self._best = self._confirmed = (t, x, k)
+            if self.mode == "verify":
+                return Stop(f"disjunct {k} met at the start attack's point (margin {t:.3g})")
         Wu, cu = local_model_u(polytope, context.frame)
         values = None
         for k, (C, d) in enumerate(self._pairs):

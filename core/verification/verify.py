@@ -207,8 +207,18 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                 reasons.append(f"region {k}: {point}")
             continue
         runs = [(case.region(), None)]
+        start = None
+        if bounds:
+            prop = case.property("verify", bounds=bounds, pm=pm)
+            prop.validate(network, case.region())  # bad unsafe sets fail here, named
+            start, hit = _attack(network, case, prop.pairs, confirm, onnx_path)
+            if hit is not None:  # the start attack met the unsafe set: no traversal needed
+                return VerificationResult("sat", start, hit, *_counts(reports),
+                                          time.perf_counter() - t0,
+                                          f"input region {k} (start attack)", reports,
+                                          _proven(reports), _split_stats(splits))
         if bounds and split and case.A is None:
-            plan = _split_case(network, case, bounds, solver, timeout, t0, pm)
+            plan = _split_case(network, case, prop, start, solver, timeout, t0, pm)
             if plan is not None:
                 split_result, runs = plan
                 if split_result is not None:
@@ -230,17 +240,10 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             if result.verdict is Verdict.VIOLATED:
                 x = np.asarray(result.witness, float)
                 y = network.forward(x)
-                if confirm is not None:
-                    why = confirm(x)
-                    if why is not None:
-                        reasons.append(f"region {k}: {why}")
-                        continue
-                elif onnx_path is not None:
-                    ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
-                    if not ok:
-                        reasons.append(f"region {k}: the counterexample's onnxruntime output "
-                                       f"{np.round(y_rt, 6).tolist()} misses the unsafe set")
-                        continue
+                why = _refuted(x, case, confirm, onnx_path)
+                if why is not None:
+                    reasons.append(f"region {k}: {why}")
+                    continue
                 return VerificationResult("sat", x, y, *_counts(reports),
                                           time.perf_counter() - t0, f"input region {k}",
                                           reports, _proven(reports), _split_stats(splits))
@@ -259,6 +262,37 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     answer = "timeout" if timed_out else "unknown"
     return VerificationResult(answer, None, None, *_counts(reports), seconds, "; ".join(reasons),
                               reports, _proven(reports), _split_stats(splits))
+
+
+def _refuted(x, case, confirm, onnx_path) -> str | None:
+    """Why the counterexample ``x`` (a forward pass puts it in the unsafe set) does not
+    stand, or None: ``confirm`` (the caller's check) if given, else onnxruntime on the model
+    file, as the competition's scorer runs it."""
+    if confirm is not None:
+        return confirm(x)
+    if onnx_path is not None:
+        ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
+        if not ok:
+            return (f"the counterexample's onnxruntime output {np.round(y_rt, 6).tolist()} "
+                    f"misses the unsafe set")
+    return None
+
+
+def _attack(network, case, pairs, confirm, onnx_path):
+    """``(x, y)``: the start attack's point (:func:`polytrav.bounds.dnf.attack_start`, None
+    for an unbounded region) and, when a forward pass puts it in the region and the unsafe
+    set and :func:`_refuted` finds nothing against it, its output (a counterexample found
+    without a traversal); else ``y`` is None (the traversal starts from ``x``)."""
+    from polytrav.bounds.dnf import attack_start
+
+    region = case.region()
+    x = attack_start(pairs, network, region)
+    if x is None or region.violations(x):
+        return x, None
+    y = network.forward(x)
+    if not any(np.all(C @ y <= d) for C, d in case.unsafe):
+        return x, None
+    return x, (None if _refuted(x, case, confirm, onnx_path) is not None else y)
 
 
 def _point_case(network, case, confirm, onnx_path):
@@ -285,13 +319,14 @@ def _point_case(network, case, confirm, onnx_path):
     return ""
 
 
-def _split_case(network, case, bounds, solver, timeout, t0, pm):
+def _split_case(network, case, prop, start, solver, timeout, t0, pm):
     """Input splitting on one box case (:mod:`polytrav.bounds.split`), or None where it does not
-    apply (too many effective inputs). Returns the split's result (None if the start attack
-    already met the unsafe set) and the ``(region, start)`` traversals that remain: the whole
-    box from a counterexample candidate (its first polytope confirms it), else each open
-    sub-box from its centre."""
-    from polytrav.bounds.dnf import attack_start, unsafe_distance
+    apply (too many effective inputs). ``prop``: the case's validated property; ``start``: the
+    start attack's point. Returns the split's result (None if the start attack already met
+    the unsafe set) and the ``(region, start)`` traversals that remain: the whole box from a
+    counterexample candidate (its first polytope confirms it), else each open sub-box from
+    its centre."""
+    from polytrav.bounds.dnf import unsafe_distance
     from polytrav.model.region import Box
     from polytrav.host.runner import backend_chains
     from polytrav.bounds.split import (SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE,
@@ -299,12 +334,9 @@ def _split_case(network, case, bounds, solver, timeout, t0, pm):
 
     lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
     region = case.region()
-    prop = case.property("verify", bounds=bounds, pm=pm)
-    prop.validate(network, region)  # bad unsafe sets fail here, with the analysis's errors
     lp_chain = backend_chains(solver, pm)["lp"]
     if effective_inputs(network, lower, upper, prop.pairs, lp_chain) > SPLIT_MAX_EFFECTIVE:
         return None
-    start = attack_start(prop.pairs, network, region)
     if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:
         return None, [(region, start)]  # the traversal confirms it in its first polytope
     left = None if timeout is None else timeout - (time.perf_counter() - t0)

@@ -28,11 +28,29 @@ def acas(data_dir):
     return onnx, prop, truth
 
 
-def test_property_3_on_1_7_is_violated_in_the_first_polytope(acas):
+def _refuse_once():
+    """A ``confirm`` for :func:`verify` that refuses its first counterexample only."""
+    seen = []
+
+    def confirm(x):
+        seen.append(x)
+        return "refused by the test" if len(seen) == 1 else None
+
+    return confirm
+
+
+def test_property_3_on_1_7_is_violated_at_the_start_attack(acas):
+    """The start attack's point is a counterexample (forward pass and onnxruntime): ``sat``
+    without a traversal; with the attack's answer refused, the traversal confirms the same
+    kind of point in its first polytope."""
     onnx, prop, truth = acas
     assert truth[("1_7", "3")] == "sat"
     result = verify(onnx("1_7"), prop(3), timeout=60)
-    assert result.answer == "sat" and result.polytopes == 1
+    assert result.answer == "sat" and result.polytopes == 0
+    assert result.reason == "input region 0 (start attack)"
+    traversed = verify(onnx("1_7"), prop(3), timeout=60,
+                       confirm=_refuse_once())
+    assert traversed.answer == "sat" and traversed.polytopes == 1
     spec = read_vnnlib(prop(3))
     case = spec.cases[0]
     x = result.counterexample
@@ -91,13 +109,15 @@ def test_the_property_must_fit_the_network(acas, data_dir):
 
 def test_mnistfc_counterexample_found_only_by_the_random_restarts(data_dir):
     """2021 256x2 prop_9_0.05 is violated; the descents from the best samples stop at a
-    distance of 0.94, the batched restarts from random points reach the unsafe set."""
+    distance of 0.94, the batched restarts from random points reach the unsafe set, and
+    ``verify`` answers from the attack's point without a traversal."""
     from polytrav.bounds import dnf as lp
 
     net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_9_0.05.vnnlib"
     result = verify(net_path, prop, timeout=60)
-    assert result.answer == "sat" and result.polytopes == 1
+    assert result.answer == "sat" and result.polytopes == 0
+    assert result.reason.endswith("(start attack)")
     case = read_vnnlib(prop).cases[0]
     ok, _ = check_with_onnxruntime(net_path, result.counterexample, case.unsafe, tol=0.0)
     assert ok
