@@ -52,7 +52,8 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
     """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
     cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
     descents from the best few, until one is inside the unsafe set; if none is, sequential
-    linear programming from the best few (:func:`_slp`), then a batch of :data:`RESTARTS`
+    linear programming from the best few (:func:`_slp`; conjunctions of several rows only),
+    then a batch of :data:`RESTARTS`
     descents from random points with large steps (:func:`_restarts`), whose points are taken
     only if inside the unsafe set. It only chooses where a
     traversal starts; None for an unbounded region."""
@@ -86,7 +87,7 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
             W, _ = network.local_model(network.activation_code(x))
             x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
             step *= 0.95
-    if best_score >= 0:
+    if best_score >= 0 and any(C.shape[0] > 1 for C, _ in pairs):
         for x in X[np.argsort(score)[:SLP_STARTS]]:
             found = _slp(pairs, network, lo, hi, x)
             if found is not None and inside(found):
@@ -103,8 +104,9 @@ def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
     Each step takes the local affine model ``y = W x + c`` at ``x`` and, per conjunction
     ``(C, d)``, solves ``min t  s.t.  C (W x' + c) - d <= t`` over the box intersected with
     an L∞ trust region around ``x`` (one LP, every row at once: a conjunction's rows pull
-    against each other, which a signed-gradient step on the worst row zig-zags over); the
-    best new point by a forward pass is taken, else the trust region halves. Stops inside
+    against each other, which a signed-gradient step on the worst row zig-zags over; a
+    one-row conjunction is left to those steps, whose corner is its LP's optimum); the best
+    new point by a forward pass is taken, else the trust region halves. Stops inside
     the unsafe set, or after :data:`SLP_STEPS` LPs.
     """
     from scipy.optimize import linprog
@@ -122,6 +124,8 @@ def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
         bounds = list(zip(np.maximum(lo, x - radius * span), np.minimum(hi, x + radius * span)))
         moved = None
         for C, d in pairs:
+            if C.shape[0] == 1:  # one row: its LP's optimum is the signed-gradient corner
+                continue
             steps += 1
             res = linprog(cost, A_ub=np.hstack([C @ W, -np.ones((C.shape[0], 1))]),
                           b_ub=d - C @ c, bounds=bounds + [(None, None)], method="highs")

@@ -109,15 +109,15 @@ def test_the_property_must_fit_the_network(acas, data_dir):
 
 def test_mnistfc_counterexample_found_only_by_the_random_restarts(data_dir):
     """2021 256x2 prop_9_0.05 is violated; the descents from the best samples stop at a
-    distance of 0.94, the batched restarts from random points reach the unsafe set, and
-    ``verify`` answers from the attack's point without a traversal."""
+    distance of 0.94, the batched restarts from random points reach the unsafe set (their
+    point is within float32 rounding of its boundary: onnxruntime may refuse it, and the
+    first polytope then gives one strictly inside)."""
     from polytrav.bounds import dnf as lp
 
     net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_9_0.05.vnnlib"
     result = verify(net_path, prop, timeout=60)
-    assert result.answer == "sat" and result.polytopes == 0
-    assert result.reason.endswith("(start attack)")
+    assert result.answer == "sat" and result.polytopes <= 1
     case = read_vnnlib(prop).cases[0]
     ok, _ = check_with_onnxruntime(net_path, result.counterexample, case.unsafe, tol=0.0)
     assert ok
