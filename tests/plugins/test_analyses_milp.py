@@ -50,11 +50,9 @@ def test_softmax_margin_equals_the_milp(case):
     assert result.verdict is (Verdict.VIOLATED if truth.value > 1e-7 else Verdict.HOLDS)
 
 
-@pytest.mark.parametrize("norm", [1, np.inf])
-def test_counterfactual_distance_equals_the_milp(case, norm):
-    net, lo, hi = case
-    rng = np.random.default_rng(7)
-    for _ in range(2):
+def assert_counterfactuals_equal_the_milp(net, lo, hi, norm, rng, n=2):
+    """``n`` random ``x0`` in the box: the counterfactual's distance is the MILP's."""
+    for _ in range(n):
         x0 = rng.uniform(lo, hi)
         truth = milp_counterfactual(net, x0, norm, lo, hi)
         result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=norm))[0]
@@ -62,6 +60,12 @@ def test_counterfactual_distance_equals_the_milp(case, norm):
             assert result.value is None
             continue
         assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)
+
+
+@pytest.mark.parametrize("norm", [1, np.inf])
+def test_counterfactual_distance_equals_the_milp(case, norm):
+    net, lo, hi = case
+    assert_counterfactuals_equal_the_milp(net, lo, hi, norm, np.random.default_rng(7))
 
 
 def test_counterfactual_target_and_immutable_equal_the_milp(case):
@@ -128,14 +132,7 @@ def test_counterfactual_restricted_mid_level_equals_the_milp(seed):
     lo, hi = -np.ones(n_in), np.ones(n_in)
     rng = np.random.default_rng(seed)
     for norm in (1, np.inf):
-        for _ in range(2):
-            x0 = rng.uniform(lo, hi)
-            truth = milp_counterfactual(net, x0, norm, lo, hi)
-            result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=norm))[0]
-            if not np.isfinite(truth.value):
-                assert result.value is None
-                continue
-            assert result.exact and result.value == pytest.approx(truth.value, abs=TOL)
+        assert_counterfactuals_equal_the_milp(net, lo, hi, norm, rng)
 
 
 def test_counterfactual_with_unscreened_rows_equals_the_milp():
