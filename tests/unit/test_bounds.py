@@ -338,7 +338,17 @@ def mismatches(n: int) -> tuple[list, int, int]:
     return bad, pruned_any, violated
 
 
-def test_pruned_verdicts_equal_full_traversal_and_milp():
+def _without_the_attack(monkeypatch):
+    """No start attack: a violated instance is then found by the traversal, through the
+    pieces the bounds did not prune (with it, most are answered at the attack's point, which
+    tests the attack, not the bounds)."""
+    monkeypatch.setattr("polytrav.plugins.linear_property.attack_start", lambda *args: None)
+
+
+@pytest.mark.parametrize("attack", [True, False])
+def test_pruned_verdicts_equal_full_traversal_and_milp(monkeypatch, attack):
+    if not attack:
+        _without_the_attack(monkeypatch)
     bad, pruned_any, violated = mismatches(24)
     assert bad == []
     assert 0 < violated < 24 and pruned_any > 10  # both answers occur, and pruning happened
@@ -346,6 +356,7 @@ def test_pruned_verdicts_equal_full_traversal_and_milp():
 
 def test_a_forced_unsound_margin_is_caught(monkeypatch):
     """Fault injection: margins shifted up by 1 prune violated pieces; the comparison sees it."""
+    _without_the_attack(monkeypatch)
     real = LinearProperty.piece_margin
     monkeypatch.setattr(LinearProperty, "piece_margin",
                         lambda self, piece, context: real(self, piece, context) + 1.0)
