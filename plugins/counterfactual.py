@@ -13,11 +13,12 @@ features are equality constraints ``x_j = x0_j``.
 Search (``search=``): ``"shrink"`` is the paper's: it solves on every polytope it visits, and
 once a counterfactual at distance ``d*`` is known, the traversal region shrinks to the L∞ box
 of radius ``d*`` around ``x0`` (it contains the ``p``-ball), and neighbours beyond hyperplanes
-whose far side misses the ``p``-ball are skipped without an LP (``Restrict``'s ``ball``); ``"best-first"`` (default) also
-orders the level-1 pieces by a lower bound of their distance to ``x0`` (the farthest of their
-halfspaces, in the dual norm), skips polytopes and targets whose bound cannot beat ``d*``, and
-stops when no unvisited piece can; ``"full"`` visits every polytope of the region (no
-shrinking, no order: it runs in parts) with the same per-polytope skips.
+whose far side misses the ``p``-ball are skipped without an LP (``Restrict``'s ``ball``);
+``"best-first"`` (default) also orders the level-1 pieces by a lower bound of their distance
+to ``x0`` (the farthest of their halfspaces, in the dual norm), skips polytopes and targets
+whose bound cannot beat ``d*``, and stops when no unvisited piece can; ``"full"`` visits
+every polytope of the region (no shrinking, no order: it runs in parts) with the same
+per-polytope skips.
 
 Direct L∞ path: on a box region (in frame coordinates ``[-1, 1]^d``, coordinates scaled by
 ``sigma``), the L∞ subproblem is also solved without the ``2 d`` rows ``|x - x0| <= r`` that

@@ -131,14 +131,19 @@ class LinearProperty(Analysis):
             return None
         if getattr(self, "_bab", None) is not None:  # this run's attack already ran
             return self._bab.start
-        if self._attack is None:  # (point, the disjunct a forward pass says it meets, or None)
+        if self._attack is None:  # (point, the disjunct it meets, or None)
             network, region = self._run_inputs
             point = attack_start(self._pairs, network, region)
-            hit = None if point is None else next(
-                (k for k in range(len(self._pairs))
-                 if check_witness(network, region, point, self._violates(k))), None)
-            self._attack = (point, hit)
+            self._attack = (point, None if point is None else self._met(network, region, point))
         return self._attack[0]
+
+    def _met(self, network, region, x) -> int | None:
+        """The first disjunct ``x`` meets as :meth:`visit` confirms a witness (margin ``t >=
+        0`` by a forward pass, then :func:`check_witness`), or None."""
+        y = network.forward(x)
+        return next((k for k, (C, d) in enumerate(self._pairs)
+                     if np.min(d - C @ y) >= 0
+                     and check_witness(network, region, x, self._violates(k))), None)
 
     def begin(self, context) -> None:
         from polytrav.solve.subproblem import compiled
@@ -175,9 +180,8 @@ class LinearProperty(Analysis):
             x, k = self._attack  # the start attack's point meets disjunct k: no LP needed
             C, d = self._pairs[k]
             t = float(np.min(d - C @ context.network.forward(x)))
-            self._best = self._confirmed = (t, x, k)
-            if self.mode == "verify":
-                return Stop(f"disjunct {k} met at the start attack's point (margin {t:.3g})")
+            self._best = self._confirmed = (t, x, k)  # (the attack runs in verify mode only)
+            return Stop(f"disjunct {k} met at the start attack's point (margin {t:.3g})")
         Wu, cu = local_model_u(polytope, context.frame)
         values = None
         for k, (C, d) in enumerate(self._pairs):

@@ -53,10 +53,10 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
     cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
     descents from the best few, until one is inside the unsafe set; if none is, sequential
     linear programming from the best few (:func:`_slp`; conjunctions of several rows only),
-    then a batch of :data:`RESTARTS`
-    descents from random points with large steps (:func:`_restarts`), whose points are taken
-    only if inside the unsafe set. It only chooses where a
-    traversal starts; None for an unbounded region."""
+    then a batch of :data:`RESTARTS` descents from random points with large steps
+    (:func:`_restarts`), whose points are taken only if inside the unsafe set. It chooses
+    where a traversal starts (``verify`` answers from it when it is a confirmed
+    counterexample); None for an unbounded region."""
     lo, hi = region.bounding_box()
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         return None
@@ -107,7 +107,7 @@ def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
     against each other, which a signed-gradient step on the worst row zig-zags over; a
     one-row conjunction is left to those steps, whose corner is its LP's optimum); the best
     new point by a forward pass is taken, else the trust region halves. Stops inside
-    the unsafe set, or after :data:`SLP_STEPS` LPs.
+    the unsafe set, after :data:`SLP_STEPS` LPs, or below :data:`SLP_MIN_RADIUS`.
     """
     from scipy.optimize import linprog
 

@@ -90,8 +90,7 @@ class Traversal(Iterator[Polytope]):
         cells = CellSolver(self.frame, solver, self.fallbacks, self.stats)
         guidance = Guidance(guide, net, self.frame, cells, self.stats)
         screen = Screen(net, self.frame, self.strategy, cells, self.stats)
-        if guide is not None:
-            screen.misses = guidance.misses
+        screen.misses = guidance.misses  # None until a guide gives balls
         self._parts = Parts(
             net=net, frame=self.frame, stats=self.stats, clock=Clock(time_limit), cells=cells,
             screen=screen,

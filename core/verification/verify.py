@@ -284,15 +284,14 @@ def _attack(network, case, pairs, confirm, onnx_path):
     set and :func:`_refuted` finds nothing against it, its output (a counterexample found
     without a traversal); else ``y`` is None (the traversal starts from ``x``)."""
     from polytrav.bounds.dnf import attack_start
+    from polytrav.host.analysis import check_witness
 
     region = case.region()
     x = attack_start(pairs, network, region)
-    if x is None or region.violations(x):
+    unsafe = lambda y: any(np.all(C @ y <= d) for C, d in case.unsafe)  # noqa: E731
+    if x is None or not check_witness(network, region, x, unsafe, tol=0.0):
         return x, None
-    y = network.forward(x)
-    if not any(np.all(C @ y <= d) for C, d in case.unsafe):
-        return x, None
-    return x, (None if _refuted(x, case, confirm, onnx_path) is not None else y)
+    return x, (None if _refuted(x, case, confirm, onnx_path) is not None else network.forward(x))
 
 
 def _point_case(network, case, confirm, onnx_path):

@@ -245,3 +245,31 @@ def test_the_example_pruning_property_skips_pieces_with_the_same_verdict(example
         assert pruned.stats["polytopes"] < full.stats["polytopes"]
     else:
         assert net.forward(pruned[0].witness)[0] > upper
+
+
+def test_a_voters_ball_only_narrows():
+    """A flip skipped for missing a ball is never decided again, so a ball that is not
+    provably inside the voter's earlier one (larger, moved, another norm, or none) leaves
+    the earlier in force; a ball inside it replaces it."""
+    from polytrav.host.manager import get_plugin_manager
+    from polytrav.host.steering import Voters
+
+    voters = Voters(get_plugin_manager())
+    start = np.zeros(2)
+    first = Ball([0.1, 0.0], 0.5, 2)
+    voters._restrict("cf", Restrict(BOX, ball=first), start)
+    for later in (Ball([0.1, 0.0], 0.6, 2), Ball([-0.3, 0.0], 0.4, 2),
+                  Ball([0.1, 0.0], 0.3, 1), None):
+        voters._restrict("cf", Restrict(BOX, ball=later), start)
+        assert voters.balls["cf"] is first
+    inner = Ball([0.05, 0.0], 0.3, 2)  # 0.05 + 0.3 <= 0.5: provably inside
+    voters._restrict("cf", Restrict(BOX, ball=inner), start)
+    assert voters.balls["cf"] is inner
+
+
+def test_a_restrict_ball_of_the_wrong_type_or_size_names_the_plugin(install):
+    for ball, message in (("ball", "takes a polytrav.Ball, got str"),
+                          (Ball([0.0, 0.0, 0.0], 1.0), "ball has 3 coordinates, the network 2")):
+        install(Watcher(lambda index, ball=ball: Restrict(BOX, ball=ball)))
+        with pytest.raises(PluginError, match=f"plugin 'watcher': Restrict.*{message}"):
+            analyze(_net(), BOX, {"name": "counterfactual", "x0": [0.0, 0.0]}, start=[0.0, 0.0])

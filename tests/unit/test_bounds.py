@@ -481,3 +481,32 @@ def test_bounds_with_a_larger_boxs_phases_are_sound_and_keep_those_phases(seed):
     U = (X - mid) / rad
     assert np.all(Y @ C.T >= U @ L.T + g - 1e-9)
     assert np.all(Z[:, phases > 0] >= -1e-12) and np.all(Z[:, phases < 0] <= 1e-12)
+
+
+def test_an_attack_that_meets_the_unsafe_set_ends_the_run_at_the_first_polytope(monkeypatch):
+    """Once the start attack's point meets the unsafe set (margin >= 0 by a forward pass),
+    no piece below the region is bounded and the first polytope confirms that point; the
+    verdict equals the full traversal's and the MILP's, and the witness is checked here by
+    a forward pass of its own."""
+    import polytrav.plugins.linear_property as module
+
+    net = random_net(5, 3, [10, 10, 8], n_out=2)
+    region = Box(-np.ones(3), np.ones(3))
+    y = np.array([net.forward(x) for x in np.random.default_rng(1).uniform(-1, 1, (2000, 3))])
+    C, d = np.array([[-1.0, 0.0]]), np.array([-np.quantile(y[:, 0], 0.9)])  # y0 in its top 10 %
+    unsafe = [(C, d)]
+    assert milp_linear_dnf_feasible(net, unsafe, region.lower, region.upper).feasible
+    full = analyze(net, region, LinearProperty(unsafe, bounds=False))
+    bounded = []
+    real = module.decision_margin
+    monkeypatch.setattr(module, "decision_margin",
+                        lambda pairs, piece, *a: bounded.append(piece.level) or real(pairs, piece, *a))
+    hit = analyze(net, region, LinearProperty(unsafe))
+    assert hit[0].verdict == full[0].verdict and hit[0].verdict.value == "violated"
+    assert np.all(C @ net.forward(hit[0].witness) <= d) and region.contains(hit[0].witness)
+    assert hit.stats["polytopes"] == 1 and bounded == [0]  # the region's bound, before the attack
+    # without the shortcut the same run bounds the start's piece at every level
+    bounded.clear()
+    monkeypatch.setattr(LinearProperty, "_met", lambda self, *args: None)
+    slow = analyze(net, region, LinearProperty(unsafe))
+    assert slow[0].verdict.value == "violated" and bounded == [0, 1, 2]
