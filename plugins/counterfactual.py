@@ -32,6 +32,8 @@ subproblem; the tests check that both give the same optima.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from polytrav.host.analysis import Analysis, CellProblem, Restrict, cell_values, check_witness
@@ -62,6 +64,12 @@ def halfspace_distance(G: np.ndarray, g: np.ndarray, x0: np.ndarray, dual: float
     dist = np.divide(gap, norms, out=np.zeros_like(gap), where=(gap > 0) & (norms > 0))
     dist[(norms == 0) & (gap > 0)] = np.inf
     return dist
+
+
+@functools.lru_cache(maxsize=8)
+def _witness_columns(features: tuple[str, ...]) -> tuple[str, ...]:
+    """``x.<feature>`` per feature (made once per dataset, not per row)."""
+    return tuple(f"x.{name}" for name in features)
 
 
 class Counterfactual(Analysis):
@@ -153,8 +161,8 @@ class Counterfactual(Analysis):
                "class0": d.get("class0"), "class": d.get("class"), "exact": result.exact,
                "found": result.witness is not None}
         w = result.witness
-        for j, name in enumerate(row.features):
-            out[f"x.{name}"] = None if w is None else float(w[j])
+        out.update(zip(_witness_columns(row.features),
+                       [None] * len(row.features) if w is None else w.tolist()))
         return out
 
     # ---------------------------------------------------------------- checks

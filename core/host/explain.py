@@ -17,6 +17,7 @@ as they finish, :func:`explain` collects them into an :class:`Explanation`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 import uuid
@@ -74,8 +75,9 @@ def _explain_row(session: RunSession, job: _Job, position: int, label, x: np.nda
     """Every analysis on one row; errors recorded per analysis."""
     t0 = time.perf_counter()
     out = RowResult(position=position, label=label)
-    bad = [job.features[j] for j in np.flatnonzero(~np.isfinite(x))]
-    if bad:
+    finite = np.isfinite(x)
+    if not finite.all():
+        bad = [job.features[j] for j in np.flatnonzero(~finite)]
         out.errors["row"] = f"row {label!r}: not a finite number in feature(s) {bad[:5]}"
     else:
         row = Row(x=x, domain=job.domain, features=job.features, label=label)
@@ -87,13 +89,19 @@ def _explain_row(session: RunSession, job: _Job, position: int, label, x: np.nda
                 result = report.results[0]
                 out.work_time += report.time
                 out.results[spec.label] = result
-                out.figures.update({f"{spec.label}.{k}": v
-                                    for k, v in analysis.figures(result, row).items()})
+                figures = analysis.figures(result, row)
+                out.figures.update(zip(_columns(spec.label, tuple(figures)), figures.values()))
             except Exception as exc:  # noqa: BLE001  (recorded for this row; the others go on)
                 kind = "" if isinstance(exc, PolytravError) else f"{type(exc).__name__}: "
                 out.errors[spec.label] = f"{kind}{exc}"
     out.time = time.perf_counter() - t0
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _columns(label: str, figures: tuple[str, ...]) -> tuple[str, ...]:
+    """``<label>.<figure>`` per figure (the names repeat from row to row)."""
+    return tuple(f"{label}.{k}" for k in figures)
 
 
 def _explain_chunk(job: _Job, chunk: list[tuple[int, Any, np.ndarray]]) -> list[RowResult]:

@@ -7,6 +7,7 @@ implemented hook exists. Nothing happens at import time.
 """
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.metadata
 import inspect
@@ -67,8 +68,12 @@ class _PluginManager(pluggy.PluginManager):
     methods); few carry the marker, and pluggy's checks of each cost about a millisecond per
     run. The names that carry the marker are found once per module or class
     (:func:`_marked_names`; an instance's own attributes are looked at when they are
-    functions or methods, the only instance values pluggy hooks); the answers are pluggy's. ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented
-    points of extension.
+    functions or methods, the only instance values pluggy hooks); the answers are pluggy's.
+    ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented points of
+    extension. A further instance of a class registered before takes pluggy's answer for the
+    earlier one (:meth:`_register_like_before`): this one step uses pluggy's internals
+    (``_name2plugin``, ``HookCaller._add_hookimpl``), stable since pluggy 1.0, and
+    ``tests/unit/test_manager.py`` compares its result with pluggy's own.
     """
 
     _looked_at = (None, frozenset())  # (plugin being registered, names worth pluggy's look)
@@ -82,12 +87,49 @@ class _PluginManager(pluggy.PluginManager):
     def register(self, plugin, name: str | None = None):
         own = {k for k, v in _own_dict(plugin).items()  # pluggy hooks only functions here
                if inspect.isfunction(v) or inspect.ismethod(v)}
-        self._looked_at = (plugin, _marked_names(plugin) | own)
         try:
-            return super().register(plugin, name)
+            if not own and self._register_like_before(plugin, name):
+                return name
+            self._looked_at = (plugin, _marked_names(plugin) | own)
+            try:
+                out = super().register(plugin, name)
+            finally:
+                self._looked_at = (None, frozenset())
+            if not own and out is not None:
+                _remember_impls(self, plugin)
+            return out
         finally:
-            self._looked_at = (None, frozenset())
             self._solvers = None
+
+    def _register_like_before(self, plugin, name: str | None) -> bool:
+        """Register an instance as pluggy registered the last instance of its class, if it
+        did and nothing changed since (see :func:`_remember_impls`); False to let pluggy do it.
+
+        Each run of a session registers a new instance of the same analysis classes
+        (:func:`polytrav.explain`: one per row), and pluggy's look at every attribute of
+        each costs more than the rest of a row's set-up. Its answer for an instance without
+        own functions depends only on the class: the same hooks, options and argument
+        names, the methods bound to the new instance.
+        """
+        if name is None or inspect.ismodule(plugin) or inspect.isclass(plugin):
+            return False
+        try:
+            seen = _CLASS_IMPLS.get(type(plugin))
+        except TypeError:
+            return False
+        if seen is None or seen[0] != _class_version(type(plugin)) or name in self._name2plugin \
+                or any(p is plugin for p in self._name2plugin.values()):
+            return False
+        callers = [getattr(self.hook, hook, None) for hook, _ in seen[1]]
+        if any(c is None or c.is_historic() or not c.has_spec() for c in callers):
+            return False
+        self._name2plugin[name] = plugin
+        for caller, (_, template) in zip(callers, seen[1]):
+            impl = copy.copy(template)
+            impl.plugin, impl.plugin_name = plugin, name
+            impl.function = template.function.__get__(plugin, type(plugin))
+            caller._add_hookimpl(impl)
+        return True
 
     def unregister(self, plugin=None, name: str | None = None):
         try:
@@ -104,7 +146,7 @@ class _PluginManager(pluggy.PluginManager):
         # an instance's hook defined on its class: pluggy's answer for the class, kept per
         # class (each run registers a new instance of the same analysis class)
         cls = type(plugin)
-        version = tuple(len(vars(c)) for c in cls.__mro__)
+        version = _class_version(cls)
         try:
             hit = _CLASS_OPTS.get(cls)
         except TypeError:
@@ -139,6 +181,37 @@ _MARKED: dict[str, weakref.WeakKeyDictionary] = {
 
 #: class -> (sizes of its namespaces, {name: pluggy's hookimpl options of an instance's name})
 _CLASS_OPTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: class -> (sizes of its namespaces, ((hook name, pluggy's HookImpl of an instance, with the
+#: plain function and no plugin), ...)), for :meth:`_PluginManager._register_like_before`.
+_CLASS_IMPLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _class_version(cls) -> tuple:
+    return tuple(len(vars(c)) for c in cls.__mro__)
+
+
+def _remember_impls(pm, plugin) -> None:
+    """Keep pluggy's hook implementations of a just-registered instance for its class, if
+    every one is a method of the class (bound to the instance) and no hook is historic."""
+    if inspect.ismodule(plugin) or inspect.isclass(plugin):
+        return
+    cls = type(plugin)
+    impls = []
+    for caller in pm.get_hookcallers(plugin) or ():
+        mine = [i for i in caller.get_hookimpls() if i.plugin is plugin]
+        fn = mine[0].function if len(mine) == 1 else None
+        if caller.is_historic() or not inspect.ismethod(fn) or fn.__self__ is not plugin \
+                or getattr(cls, fn.__name__, None) is not fn.__func__:
+            return
+        template = copy.copy(mine[0])  # holds neither the instance nor its bound method
+        template.plugin = template.plugin_name = None
+        template.function = fn.__func__
+        impls.append((caller.name, template))
+    try:
+        _CLASS_IMPLS[cls] = (_class_version(cls), tuple(impls))
+    except TypeError:  # not weakly referable: not remembered
+        pass
 
 
 def _own_dict(plugin) -> dict:

@@ -484,6 +484,7 @@ class RunSession:
         self.solver = solver
         self.pm = get_plugin_manager()
         self.chains = backend_chains(solver, self.pm)
+        self._names = {form: tuple(b.name for b in chain) for form, chain in self.chains.items()}
         self._warm: set[tuple] = set()
 
     def analyses(self, analyses) -> list[Analysis]:
@@ -562,11 +563,11 @@ class RunSession:
         lp_chain = chains["lp"]
         if not lp_chain:
             raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
-        trav = traverse(net, region, start, strategy=strategy, solver=lp_chain[0],
-                        max_polytopes=max_polytopes, time_limit=time_limit,
-                        fallback=lp_chain[1:], guide=guide,
-                        vertices=any(a.uses_vertices for a in items), within=within,
-                        prune=prune, order=order)
+        trav = Traversal(net, region, start, strategy=strategy, solver=lp_chain[0],
+                         max_polytopes=max_polytopes, time_limit=time_limit,
+                         fallback=lp_chain[1:], guide=guide,
+                         vertices=any(a.uses_vertices for a in items), within=within,
+                         prune=prune, order=order)
         context = RunContext(net, region, trav, chains, pm)
         context_ref.append(context)
         kept: list | None = [] if keep_polytopes else None
@@ -598,7 +599,7 @@ class RunSession:
             status=trav.status,
             stats=stats,
             time=time.perf_counter() - t1,
-            solver={form: [b.name for b in chain] for form, chain in chains.items()},
+            solver={form: list(names) for form, names in self._names.items()},
             setup_time=setup_time,
             polytopes=kept,
             network=net,

@@ -171,7 +171,7 @@ class Box(Region):
                 "the same length"
             )
         n = lo.shape[0] if lo.ndim == 1 else (hi.shape[0] if hi.ndim == 1 else None)
-        if n is not None:
+        if n is not None and lo.ndim + hi.ndim < 2:  # a scalar side broadcasts (own copies)
             lo, hi = np.broadcast_to(lo, (n,)).copy(), np.broadcast_to(hi, (n,)).copy()
         bad = np.flatnonzero(np.atleast_1d(lo > hi))
         if bad.size:

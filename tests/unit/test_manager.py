@@ -64,6 +64,100 @@ def test_hooks_added_later_and_on_instances_are_found():
         assert ("polytrav_add_solvers", "late") in _impls(ours, plugin)
 
 
+def _full(pm, plugin) -> list[tuple]:
+    """Every hook implementation of ``plugin`` as pluggy holds it, with its place in the call
+    order of its hook."""
+    out = []
+    for caller in pm.get_hookcallers(plugin) or ():
+        for place, impl in enumerate(caller.get_hookimpls()):
+            if impl.plugin is plugin:
+                out.append((caller.name, place, impl.plugin_name, impl.function.__func__,
+                            impl.function.__self__ is plugin, impl.argnames, impl.kwargnames,
+                            impl.opts, impl.tryfirst, impl.trylast))
+    return sorted(out, key=lambda t: t[:2])
+
+
+class _Late(Counterfactual):
+    """A subclass whose hooks carry pluggy options (order, spec name)."""
+
+    @hookimpl(tryfirst=True)
+    def polytrav_begin_run(self, context):
+        return super().polytrav_begin_run(context)
+
+    @hookimpl(specname="polytrav_add_solvers", trylast=True)
+    def more_solvers(self):
+        return []
+
+
+class _Twice(Counterfactual):
+    """Two implementations of one hook (pluggy's own registration every time)."""
+
+    @hookimpl(specname="polytrav_end_run", trylast=True)
+    def finish_up(self, context):
+        return None
+
+
+def test_a_further_instance_is_registered_as_pluggy_would(monkeypatch):
+    """The second and later instances of a class take the first one's hook implementations
+    (one look per class): the same hooks, options, argument names and call order as pluggy's
+    own manager gives them, bound to the new instance; unregistering removes them."""
+    ours = get_plugin_manager(load_entrypoints=False)
+    looks = []
+    original = pluggy.PluginManager.register
+    monkeypatch.setattr(pluggy.PluginManager, "register",
+                        lambda self, plugin, name=None: looks.append(self is ours and
+                                                                     type(plugin))
+                        or original(self, plugin, name))
+    plain = pluggy.PluginManager("polytrav")
+    plain.add_hookspecs(hookspecs)
+    for dotted, module in ours.list_name_plugin():
+        plain.register(module, name=dotted)
+    for cls in (Counterfactual, _Late, _Twice, Counterfactual, _Late, _Twice):
+        a = cls(np.zeros(2))
+        for pm in (ours, plain):
+            assert pm.register(a, name="analysis:a") == "analysis:a"
+        assert _full(ours, a) == _full(plain, a) and _full(ours, a)
+        for pm in (ours, plain):
+            pm.unregister(a)
+        assert not ours.get_hookcallers(a) and ours.get_plugin("analysis:a") is None
+    assert looks.count(Counterfactual) <= 1 and looks.count(_Late) == 1  # once per class
+    assert looks.count(_Twice) == 2
+
+
+def test_a_further_instance_still_gets_pluggys_checks():
+    """What pluggy refuses it still refuses the second time: a taken name, the same plugin
+    twice; and what changed since (a hook added to the class, a hook on the instance) is
+    looked at again."""
+    import pytest
+
+    pm = get_plugin_manager(load_entrypoints=False)
+    first, second = Counterfactual(np.zeros(2)), Counterfactual(np.zeros(2))
+    pm.register(first, name="a")
+    with pytest.raises(ValueError):
+        pm.register(second, name="a")
+    pm.register(second, name="b")
+    with pytest.raises(ValueError):
+        pm.register(second, name="c")
+
+    class Grows(Counterfactual):
+        pass
+
+    pm.register(Grows(np.zeros(2)), name="g1")
+
+    @hookimpl(specname="polytrav_add_solvers")
+    def added(self):
+        return []
+
+    Grows.added = added
+    grown = Grows(np.zeros(2))
+    pm.register(grown, name="g2")
+    assert ("polytrav_add_solvers", "added") in _impls(pm, grown)
+    own = Counterfactual(np.zeros(2))
+    own.extra = types.MethodType(added, own)
+    pm.register(own, name="own")
+    assert ("polytrav_add_solvers", "added") in _impls(pm, own)
+
+
 def test_solver_classes_follow_registrations():
     """The manager's solver classes are asked again when its plugins change."""
     from polytrav.host.manager import solver_classes
