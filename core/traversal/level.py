@@ -116,6 +116,15 @@ class LevelSearch:
                     if t <= SLIVER_TOL:
                         continue
                 todo = self._unchecked_flips(lv, item.signs)
+                if self._beyond_balls(lv, item.signs):  # nothing in the cell is needed
+                    self.stats.cells_far += 1
+                    if lv.at_start:  # ... nor is a way through it (see _beyond_balls)
+                        for _, _, flip_key in todo:
+                            lv.checked.add(flip_key)
+                        self.stats.flips_far += len(todo)
+                        continue
+                    self._decide_flips(lv, todo, item.parent)
+                    continue
                 V = item.V
                 if V is None and self.emitter.use_vertices(len(todo), lv.last):
                     V = self.emitter.vertices(model, lv.rows.lp_signs(item.signs), u, t)
@@ -203,6 +212,20 @@ class LevelSearch:
             else:
                 todo.append((g, flipped, key))
         return todo
+
+    def _beyond_balls(self, lv: _Level, signs: np.ndarray) -> bool:
+        """Whether one of the cell's sides in this level misses every guide's ball (then so
+        does the cell, and nothing in it is needed).
+
+        Its neighbours then need no LP either when the level began at the start point
+        (``lv.at_start``: the first cell's closure holds it, and every ball contains it):
+        the cells meeting a ball (convex) are connected through cells meeting it, to the
+        first cell, so none is reached only through a cell that misses every ball. A level
+        begun elsewhere may start in such a cell, and keeps its flips."""
+        if self.guidance.guide is None or lv.u_descend is not None:
+            return False
+        far = self.guidance.far_sides(lv.rows, lv.far)
+        return far is not None and bool(np.any(np.where(signs, far[0], far[1])))
 
     def _rule_out(self, lv: _Level, signs: np.ndarray, V: np.ndarray, todo: list) -> list:
         """``todo`` without the flips whose hyperplane stays clear of the cell's vertices

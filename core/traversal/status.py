@@ -45,6 +45,7 @@ class TraversalStats:
     screen_far: int = 0  #: hyperplanes kept unscreened: the side to test misses every ball
     flips_vertex: int = 0  #: flips ruled out by a cell's vertices (no LP)
     flips_far: int = 0  #: flips whose new halfspace misses every Restrict ball (no LP)
+    cells_far: int = 0  #: cells with a side missing every ball (not emitted or descended into)
     vertex_sets: int = 0  #: cells whose vertices were computed
     candidates: int = 0  #: hyperplanes that survived screening, summed over pieces
     pieces: list[int] = field(default_factory=list)  #: cells per level (last = polytopes)
