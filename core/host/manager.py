@@ -121,7 +121,9 @@ class _PluginManager(pluggy.PluginManager):
                 or any(p is plugin for p in self._name2plugin.values()):
             return False
         callers = [getattr(self.hook, hook, None) for hook, _ in seen[1]]
-        if any(c is None or c.is_historic() or not c.has_spec() for c in callers):
+        if any(c is None or c.is_historic() or not c.has_spec() for c in callers) or any(
+                getattr(type(plugin), t.function.__name__, None) is not t.function
+                for _, t in seen[1]):  # a hook method replaced on the class since
             return False
         self._name2plugin[name] = plugin
         for caller, (_, template) in zip(callers, seen[1]):

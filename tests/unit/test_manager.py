@@ -152,6 +152,18 @@ def test_a_further_instance_still_gets_pluggys_checks():
     grown = Grows(np.zeros(2))
     pm.register(grown, name="g2")
     assert ("polytrav_add_solvers", "added") in _impls(pm, grown)
+    def replaced(self, context):
+        return None
+
+    def again(self, context):
+        return None
+
+    Grows.polytrav_begin_run = hookimpl(replaced)
+    pm.register(Grows(np.zeros(2)), name="g3")
+    Grows.polytrav_begin_run = hookimpl(again)  # the class's namespaces keep their sizes
+    swapped = Grows(np.zeros(2))
+    pm.register(swapped, name="g4")
+    assert ("polytrav_begin_run", "again") in _impls(pm, swapped)
     own = Counterfactual(np.zeros(2))
     own.extra = types.MethodType(added, own)
     pm.register(own, name="own")
