@@ -152,18 +152,19 @@ def test_a_further_instance_still_gets_pluggys_checks():
     grown = Grows(np.zeros(2))
     pm.register(grown, name="g2")
     assert ("polytrav_add_solvers", "added") in _impls(pm, grown)
-    def replaced(self, context):
-        return None
+    def begin_run(tag):
+        def polytrav_begin_run(self, context):
+            return tag
+        return hookimpl(polytrav_begin_run)
 
-    def again(self, context):
-        return None
-
-    Grows.polytrav_begin_run = hookimpl(replaced)
+    Grows.polytrav_begin_run = first_begin = begin_run("first")
     pm.register(Grows(np.zeros(2)), name="g3")
-    Grows.polytrav_begin_run = hookimpl(again)  # the class's namespaces keep their sizes
+    Grows.polytrav_begin_run = second_begin = begin_run("second")  # same namespace sizes
     swapped = Grows(np.zeros(2))
     pm.register(swapped, name="g4")
-    assert ("polytrav_begin_run", "again") in _impls(pm, swapped)
+    functions = {i.function.__func__ for i in pm.hook.polytrav_begin_run.get_hookimpls()
+                 if i.plugin is swapped}
+    assert functions == {second_begin} and first_begin is not second_begin
     own = Counterfactual(np.zeros(2))
     own.extra = types.MethodType(added, own)
     pm.register(own, name="own")
