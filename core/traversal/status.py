@@ -54,7 +54,8 @@ class TraversalStats:
     pruned: int = 0  #: level-1 pieces the guide showed unneeded (not expanded)
     restrictions: int = 0  #: times the guide shrank the region
     proven: list[int] = field(default_factory=list)  #: pieces proven by a bound, per level 0..L-1
-    proven_volume_share: float = 0.0  #: their share of the region's volume (where computable)
+    proven_volume_share: float = 0.0  #: their share of the region's volume (where computed)
+    proven_volumes: int = 0  #: proven pieces whose volume was computed (see ``PROVEN_VOLUMES``)
     bound_calls: int = 0  #: pieces a bound was computed for
     bound_time: float = 0.0  #: seconds spent in bounds
     failures: list[str] = field(default_factory=list)  #: LPs no backend could decide

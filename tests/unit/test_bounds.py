@@ -385,6 +385,26 @@ def test_proven_pieces_are_recorded_with_their_volume_shares():
     assert 0 < sum(shares) <= 1 + 1e-9
 
 
+def test_only_the_first_proven_pieces_get_a_volume_share(monkeypatch):
+    """Volume shares are a statistic: past ``PROVEN_VOLUMES`` pieces none is computed, and the
+    verdict and counts do not change."""
+    from polytrav.plugins.output_range import OutputRange
+    from polytrav.traversal import frontier
+
+    net = random_net(3, 2, [10, 10, 8], n_out=2)
+    region = Box(-np.ones(2), np.ones(2))
+    top = analyze(net, region, OutputRange(0))[0].value["max"]
+    prop = [(np.array([[-1.0, 0.0]]), np.array([-(top + 0.05)]))]
+    every = analyze(net, region, LinearProperty(prop))
+    monkeypatch.setattr(frontier, "PROVEN_VOLUMES", 2)
+    capped = analyze(net, region, LinearProperty(prop))
+    shares = [s for _, _, s in capped.stats["proven_pieces"]]
+    assert len(shares) > 2 and capped.stats["proven_volumes"] == 2
+    assert all(s is not None for s in shares[:2]) and all(s is None for s in shares[2:])
+    assert capped[0].verdict == every[0].verdict and capped.stats["proven"] == every.stats["proven"]
+    assert capped.stats["proven_volume_share"] == pytest.approx(sum(shares[:2]))
+
+
 def test_piece_view_of_the_whole_region_is_level_zero():
     net = random_net(3, 2, [4, 4], n_out=1)
     seen = []
