@@ -294,7 +294,7 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
              solver=None, max_polytopes: int | None = None,
              time_limit: float | None = None, fallback="auto", guide=None,
              vertices: bool = False, within=None, prune=None,
-             order: str = "bfs") -> "Traversal":
+             order: str = "bfs", volume_shares: bool = True) -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -351,6 +351,10 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         The order in which the cells of a level are descended into: as found (the paper's
         breadth-first order), or, with ``prune``, all cells of the level first and then by
         increasing margin, so that likely violations are reached early.
+    volume_shares : bool
+        Give each piece ``prune`` proves its share of the region's volume (qhull, about a
+        millisecond a piece; the first :data:`~polytrav.traversal.frontier.PROVEN_VOLUMES`
+        pieces, in regions of at most 6 dimensions). False: a statistic skipped.
 
     Returns
     -------
@@ -369,7 +373,8 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     backend, fallbacks = lp_backends(solver, fallback, strategy)
     return Traversal(net, region, start, strategy=strategy, solver=backend,
                      max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallbacks,
-                     guide=guide, vertices=vertices, within=within, prune=prune, order=order)
+                     guide=guide, vertices=vertices, within=within, prune=prune, order=order,
+                     volume_shares=volume_shares)
 
 
 def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
@@ -403,7 +408,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
             time_limit: float | None = None, progress=None, within=None, executor=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
             parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
-            on_interrupt: str = "raise") -> Report:
+            on_interrupt: str = "raise", volume_shares: bool = True) -> Report:
     """Run analyses over every polytope of ``net`` inside ``region``.
 
     Parameters
@@ -449,6 +454,9 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         What Ctrl-C (``KeyboardInterrupt``) does: ``"raise"`` (default) closes the run and
         re-raises it; ``"report"`` returns the partial report, with status ``interrupted``
         (in parts: the parts finished so far; a checkpoint is saved either way).
+    volume_shares : bool
+        Record the volume share of each piece the bounds prove (``stats["proven_pieces"]``,
+        ``stats["proven_volume_share"]``; see :func:`polytrav.traverse`). Serial runs.
 
     Returns
     -------
@@ -467,7 +475,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         net, region, analyses, start=start, strategy=strategy, max_polytopes=max_polytopes,
         time_limit=time_limit, progress=progress, within=within, executor=executor,
         checkpoint=checkpoint, resume=resume, checkpoint_every=checkpoint_every, parts=parts,
-        order=order, keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0)
+        order=order, keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
+        volume_shares=volume_shares)
 
 
 class RunSession:
@@ -496,7 +505,8 @@ class RunSession:
             time_limit: float | None = None, progress=None, within=None, executor=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
             parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
-            on_interrupt: str = "raise", t0: float | None = None) -> Report:
+            on_interrupt: str = "raise", t0: float | None = None,
+            volume_shares: bool = True) -> Report:
         """One run of :func:`analyze` (same arguments) on this session's manager and chains."""
         t0 = time.perf_counter() if t0 is None else t0
         pm, chains, solver = self.pm, self.chains, self.solver
@@ -543,13 +553,15 @@ class RunSession:
             return self._serial(net, region, items, start=start, strategy=strategy,
                                 max_polytopes=max_polytopes, time_limit=time_limit,
                                 progress=progress, within=within, order=order,
-                                keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0)
+                                keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
+                                volume_shares=volume_shares)
         finally:
             for a in items:
                 pm.unregister(a)
 
     def _serial(self, net, region, items, *, start, strategy, max_polytopes, time_limit,
-                progress, within, order, keep_polytopes, on_interrupt, t0) -> Report:
+                progress, within, order, keep_polytopes, on_interrupt, t0,
+                volume_shares=True) -> Report:
         """The serial run of :meth:`run`, its analyses registered on the manager."""
         pm, chains = self.pm, self.chains
         voters = Voters(pm)
@@ -567,7 +579,7 @@ class RunSession:
                          max_polytopes=max_polytopes, time_limit=time_limit,
                          fallback=lp_chain[1:], guide=guide,
                          vertices=any(a.uses_vertices for a in items), within=within,
-                         prune=prune, order=order)
+                         prune=prune, order=order, volume_shares=volume_shares)
         context = RunContext(net, region, trav, chains, pm)
         context_ref.append(context)
         kept: list | None = [] if keep_polytopes else None

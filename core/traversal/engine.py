@@ -47,7 +47,8 @@ class Traversal(Iterator[Polytope]):
     def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
                  solver: SolverBackend | None = None, max_polytopes=None, time_limit=None,
                  fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
-                 within=None, prune=None, order="bfs", pieces_only: bool = False):
+                 within=None, prune=None, order="bfs", pieces_only: bool = False,
+                 volume_shares: bool = True):
         if not isinstance(net, Network):
             raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
         if not isinstance(region, Region):
@@ -74,6 +75,7 @@ class Traversal(Iterator[Polytope]):
         if within is not None and guide is not None:
             raise ConfigError("traverse: a guide cannot steer a traversal 'within' given pieces")
         self.within = None if within is None else list(within)
+        self.volume_shares = volume_shares
         if order not in ("bfs", "best-first"):
             raise ConfigError(f"traverse: order must be 'bfs' or 'best-first', got {order!r}")
         self.prune = prune
@@ -224,7 +226,7 @@ class Traversal(Iterator[Polytope]):
         pruner proves the whole region."""
         emitter, pruner, (t, u) = self._parts.emitter, self._parts.pruner, region_cell
         V = emitter.vertices(model, np.zeros(0, bool), u, t) if emitter.use_vertices(1, False) else None
-        if V is not None and not (self.frame.l1_balls or self.frame.l2_balls):
+        if V is not None and self.volume_shares and not (self.frame.l1_balls or self.frame.l2_balls):
             pruner.region_volume = volume(V)
         if self.within is None and pruner.margin(PieceView(
                 0, (), self.frame.U, self.frame.origin, u, t, V, model, None, self.frame)) > 0:

@@ -232,7 +232,8 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab, pm=pm),
                              start=start, solver=solver, strategy=strategy,
                              max_polytopes=max_polytopes, time_limit=left, progress=progress,
-                             executor=executor, order=order, on_interrupt="report")
+                             executor=executor, order=order, on_interrupt="report",
+                             volume_shares=False)  # a statistic verify does not report
             reports.append(report)
             if report.status is TraversalStatus.INTERRUPTED:
                 raise KeyboardInterrupt  # verify's caller decides (its counts include this run)

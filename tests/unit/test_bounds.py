@@ -386,8 +386,8 @@ def test_proven_pieces_are_recorded_with_their_volume_shares():
 
 
 def test_only_the_first_proven_pieces_get_a_volume_share(monkeypatch):
-    """Volume shares are a statistic: past ``PROVEN_VOLUMES`` pieces none is computed, and the
-    verdict and counts do not change."""
+    """Volume shares are a statistic: past ``PROVEN_VOLUMES`` pieces, or with
+    ``volume_shares=False``, none is computed, and the verdict and counts do not change."""
     from polytrav.plugins.output_range import OutputRange
     from polytrav.traversal import frontier
 
@@ -403,6 +403,9 @@ def test_only_the_first_proven_pieces_get_a_volume_share(monkeypatch):
     assert all(s is not None for s in shares[:2]) and all(s is None for s in shares[2:])
     assert capped[0].verdict == every[0].verdict and capped.stats["proven"] == every.stats["proven"]
     assert capped.stats["proven_volume_share"] == pytest.approx(sum(shares[:2]))
+    skipped = analyze(net, region, LinearProperty(prop), volume_shares=False)
+    assert [s for _, _, s in skipped.stats["proven_pieces"]] == [None] * len(shares)
+    assert skipped.stats["proven"] == every.stats["proven"] and skipped.stats["proven_volumes"] == 0
 
 
 def test_piece_view_of_the_whole_region_is_level_zero():
