@@ -561,7 +561,7 @@ class RunSession:
 
     def _serial(self, net, region, items, *, start, strategy, max_polytopes, time_limit,
                 progress, within, order, keep_polytopes, on_interrupt, t0,
-                volume_shares=True) -> Report:
+                volume_shares) -> Report:
         """The serial run of :meth:`run`, its analyses registered on the manager."""
         pm, chains = self.pm, self.chains
         voters = Voters(pm)
