@@ -237,7 +237,7 @@ def _slope_gradient(dL, layers, bounds: LinearBounds, M, m, slopes, tape) -> lis
 def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBounds, upto: int,
                    M: np.ndarray, m: np.ndarray, conc: Concretizer, steps: int,
                    slopes: list[np.ndarray] | None = None, beta: list[np.ndarray] | None = None,
-                   lr: float | None = None, tape: list | None = None
+                   lr: float | None = None, tape: list | None = None, stop=None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`backsubstitute` with the unstable neurons' lower slopes optimised per row.
 
@@ -245,8 +245,11 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     each row; every iterate is a sound bound, and each row keeps its best. ``slopes``: per
     layer, the slopes to start from (default CROWN's), updated in place to each row's best;
     ``beta``: per layer, multipliers of the known phases, optimised (``>= 0``) and updated
-    in place the same way (None: none). Returns ``(L, g, low)``: the affine bounds and their
-    values; ``tape``, if given, receives the back-substitution of that iterate.
+    in place the same way (None: none). ``stop(low, g)``: for one piece (``Lam`` of two
+    axes), called after each step with the rows' best values and constant terms; the ascent
+    ends early when it returns True (e.g. once they prove what the caller needs). Returns
+    ``(L, g, low)``: the affine bounds and their values; ``tape``, if given, receives the
+    back-substitution of that iterate.
     """
     lr = SLOPE_STEP if lr is None else lr
     shape = np.shape(Lam)[:-1]
@@ -296,6 +299,8 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
         if track:
             best_L[better], best_g[better] = L[better], g[better]
         current = bool(better.all())
+        if stop is not None and track and stop(best, best_g):
+            break
     if not current:  # some row's best is an earlier iterate: back to it
         flat[...] = kept
         if tape is not None or not track:
@@ -355,7 +360,7 @@ def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
 
 def output_lower_bounds(layers: list[tuple[np.ndarray, np.ndarray]], M: np.ndarray,
                         m: np.ndarray, C: np.ndarray, conc: Concretizer, steps: int = 0,
-                        phases: np.ndarray | None = None
+                        phases: np.ndarray | None = None, stop=None
                         ) -> tuple[np.ndarray, np.ndarray, LinearBounds]:
     """Affine lower bounds ``C y >= L u + g`` of linear functions of the outputs on the piece.
 
@@ -365,14 +370,16 @@ def output_lower_bounds(layers: list[tuple[np.ndarray, np.ndarray]], M: np.ndarr
     CROWN's slopes. ``phases``: the hidden neurons' phases known on the piece (int8, the
     remaining hidden layers' neurons in order; +1 active, -1 inactive, 0 unknown), e.g. a
     larger box's: neurons known stable are not bounded again; updated in place with the
-    phases these bounds prove. Returns ``(L, g, bounds)`` with the intermediate bounds used.
+    phases these bounds prove. ``stop``: ends the output rows' slope ascent early
+    (:func:`optimized_rows`). Returns ``(L, g, bounds)`` with the intermediate bounds used.
     """
     bounds = _layer_bounds(layers, M, m, conc, steps, phases)
     W, b = layers[-1]
     C = np.atleast_2d(np.asarray(C, float))
     upto = len(layers) - 1
     if steps and upto:
-        L, g, _ = optimized_rows(C @ W, C @ b, layers, bounds, upto, M, m, conc, steps)
+        L, g, _ = optimized_rows(C @ W, C @ b, layers, bounds, upto, M, m, conc, steps,
+                                 stop=stop)
     else:
         L, g = backsubstitute(C @ W, C @ b, layers, bounds, upto, M, m)
     return L, g, bounds

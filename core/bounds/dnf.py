@@ -261,10 +261,12 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
     L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc, phases=phases)
     g = g - d
     margins = _row_margins(L, g, conc, rows)
-    open_rows = np.concatenate([r for r, s in zip(rows, margins) if s <= 0] or [[]]).astype(int)
-    if steps and len(open_rows) and len(layers) > 1:
+    groups = [r for r, s in zip(rows, margins) if s <= 0]
+    if steps and groups and len(layers) > 1:  # the ascent ends once these are proven
+        open_rows = np.concatenate(groups)
         L[open_rows], g[open_rows], _ = output_lower_bounds(
-            layers, piece.M, piece.m, C[open_rows], conc, steps=steps)
+            layers, piece.M, piece.m, C[open_rows], conc, steps=steps,
+            stop=_proven(np.cumsum([0] + [len(r) for r in groups]), d[open_rows]))
         g[open_rows] -= d[open_rows]
         margins = _row_margins(L, g, conc, rows)
     margin = np.inf
@@ -283,6 +285,16 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
         if margin <= 0 and points is None:  # nothing proven: enough to rank the piece
             break
     return margin, L
+
+
+def _proven(ends: np.ndarray, d: np.ndarray):
+    """``stop(low, g)`` for :func:`~polytrav.bounds.crown.optimized_rows` on the rows of
+    some conjunctions (conjunction ``i``: rows ``ends[i]:ends[i + 1]``, right-hand sides
+    ``d``): True once each has a row proven ``> 0`` as :func:`_row_margins` proves it."""
+    def stop(low: np.ndarray, g: np.ndarray) -> bool:
+        proven = rounded_down(low - d, g - d) > 0
+        return bool(np.logical_or.reduceat(proven, ends[:-1]).all())
+    return stop
 
 
 def _row_margins(L, g, conc, rows) -> list[float]:

@@ -177,6 +177,31 @@ def test_optimised_slopes_are_never_looser_and_usually_tighter():
     assert tighter >= 4
 
 
+def test_the_slope_ascent_ends_once_stop_says_so_with_the_best_bound_so_far():
+    """``stop`` sees each step's best values; the ascent ends at the first True, and what it
+    returns is that best (never looser than CROWN's), sound at sampled points."""
+    net = random_net(2, 3, [10, 10, 10], n_out=3)
+    layers = list(zip(net.weights, net.biases))
+    conc = Concretizer(3)
+    C = np.random.default_rng(2).standard_normal((3, 3))
+    crown = conc.lower(*output_lower_bounds(layers, np.eye(3), np.zeros(3), C, conc)[:2])
+    full = conc.lower(*output_lower_bounds(layers, np.eye(3), np.zeros(3), C, conc, steps=20)[:2])
+    target = (crown + full) / 2  # reached part-way up
+    assert (full > crown + 1e-6).any()
+    seen = []
+
+    def stop(low, g):
+        seen.append(low.copy())
+        return bool((low >= target).all())
+
+    L, g, _ = output_lower_bounds(layers, np.eye(3), np.zeros(3), C, conc, steps=20, stop=stop)
+    low = conc.lower(L, g)
+    assert 1 <= len(seen) < 20
+    assert np.allclose(low, seen[-1]) and (low >= target).all() and (low >= crown - 1e-9).all()
+    X = np.random.default_rng(0).uniform(-1, 1, (2000, 3))
+    assert (net.forward(X) @ C.T >= X @ L.T + g - 1e-9).all()
+
+
 def test_slopes_outside_zero_one_are_caught(monkeypatch):
     """Fault injection: slopes allowed up to 2 instead of 1 break soundness."""
     monkeypatch.setattr(bounds_module, "SOUND_SLOPES", (0.0, 2.0))
