@@ -242,10 +242,10 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
               phases: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """:func:`dnf_piece_margin` and the rows' affine bounds ``L`` (in ``u``, one row per row
     of the stacked ``C``). ``steps``: slope optimisation steps (default :data:`SLOPE_STEPS`).
-    ``points``: if given (a box of the input split), the rows of every unproven conjunction
-    append their minimisers over the frame box (candidate counterexamples) and the margin is
-    the rows' alone: the conjunction's LP never proved a split box of ACAS Xu (0 of 50 112
-    on 3_3 and 4_2 property 2) and was a third of the split's time. ``phases``: the hidden neurons' known phases on the piece, updated in place
+    ``points``: if given, the candidate counterexamples of every unproven conjunction are
+    appended: its LP's minimiser (an input where the relaxation comes closest to the unsafe
+    set), or, where the LP cannot prove it, its rows' minimisers over the frame box.
+    ``phases``: the hidden neurons' known phases on the piece, updated in place
     (:func:`~polytrav.bounds.crown.output_lower_bounds`).
     """
     steps = SLOPE_STEPS if steps is None else steps
@@ -273,17 +273,28 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
     margin = np.inf
     box_only = None  # whether the piece is its frame box (no rows, no vertices)
     for r, s in sorted(zip(rows, margins), key=lambda pair: pair[1]):  # likeliest unproven first
-        if s <= 0 and points is not None:  # each row's minimiser over the frame box
-            points.extend(piece.frame.to_x(-np.sign(L[i])) for i in r)
-        elif s <= 0:
-            if len(r) == 1 and box_only is None:
+        if s <= 0:
+            if box_only is None:
                 box_only = piece.vertices is None and not len(piece.halfspaces(box=False)[1])
-            if not (len(r) == 1 and box_only):  # one row over the box: s is its minimum
-                s = _joint_margin(L[r], g[r], piece, context)
+            found = -np.sign(L[r])  # each row's minimiser over the frame box
+            # one row over the box: s is its minimum already. Else the conjunction's LP,
+            # unless the piece is its box and one of those corners meets every row's bound
+            # (the LP's minimum is then <= 0: it cannot prove the conjunction; on ACAS Xu
+            # property 2's split boxes it never did, and was a third of the split's time)
+            if not (box_only and (len(r) == 1 or _corner_meets(L[r], g[r], found))):
+                s, u = _joint_margin(L[r], g[r], piece, context)
+                found = [] if u is None else [u]
+            if points is not None:
+                points.extend(piece.frame.to_x(u) for u in found)
         margin = min(margin, s)
         if margin <= 0 and points is None:  # nothing proven: enough to rank the piece
             break
     return margin, L
+
+
+def _corner_meets(L: np.ndarray, g: np.ndarray, corners: np.ndarray) -> bool:
+    """Whether at one of ``corners`` (points ``u``) every bound ``L_i u + g_i`` is ``<= 0``."""
+    return bool(((corners @ L.T + g).max(axis=1) <= 0).any())
 
 
 def _proven(ends: np.ndarray, d: np.ndarray):
@@ -303,9 +314,9 @@ def _row_margins(L, g, conc, rows) -> list[float]:
     return [float(low[r].max()) for r in rows]
 
 
-def _joint_margin(L, g, piece, context) -> float:
+def _joint_margin(L, g, piece, context) -> tuple[float, np.ndarray | None]:
     """``min s  s.t.  s >= L u + g`` over the piece (an LP), lowered by its rounding
-    allowance; ``-inf`` if it is not solved."""
+    allowance, and its minimiser ``u``; ``(-inf, None)`` if it is not solved."""
     A, b = piece.halfspaces(box=False)  # the box is the variables' bounds
     d = L.shape[1]
     n = A.shape[0]
@@ -318,5 +329,5 @@ def _joint_margin(L, g, piece, context) -> float:
     res, _ = solve_along(context.backends("lp"),
                          lambda backend: backend.solve_lp(c, A_ub, b_ub, bounds=(lo, hi)))
     if res.status is Status.OPTIMAL:
-        return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max())
-    return -np.inf  # not solved, or an empty piece (which should not happen): no proof
+        return float(res.objective) - LP_BOUND_TOL * (1.0 + np.abs(g).max()), res.x[:d]
+    return -np.inf, None  # not solved, or an empty piece (which should not happen): no proof

@@ -7,9 +7,11 @@ into sub-boxes:
 * a sub-box on which the bounds of :func:`polytrav.bounds.dnf.dnf_bound`
   prove that no conjunction of the unsafe set can be met is *proven* (the same sound bounds
   that prune pieces inside the traversal; the box's own rows are its variables' bounds);
-* otherwise the box's corners that minimise the bounds of the unproven conjunctions' rows
-  and its centre are tried by a forward pass: a point in the unsafe set is a candidate
-  counterexample (the caller confirms it);
+* otherwise the LP minimisers of the unproven conjunctions (where the relaxation comes
+  closest to the unsafe set; where a box corner that minimises one of a conjunction's rows
+  meets all of them, that LP cannot prove it and the corners stand in) and the box's centre
+  are tried by a forward pass: a point in the unsafe set is a candidate counterexample (the
+  caller confirms it);
 * otherwise the box is halved along the input whose bound coefficients (in the box's own
   ``[-1, 1]`` coordinates, so already scaled by its width), summed over the rows, times its
   width are largest (weighting the width once more favours halving wide inputs).

@@ -204,3 +204,32 @@ def test_gcas_holds_by_boxes_alone_and_mnist_is_not_split(data_dir):
     result = verify(mnist / "onnx" / "mnist-net_256x2.onnx", mnist / "vnnlib_2021" / "prop_2_0.03.vnnlib",
                     timeout=60)
     assert result.answer == "unsat" and result.split is None
+
+
+def test_a_box_skips_its_conjunctions_lp_only_where_the_lp_could_not_prove_it(monkeypatch):
+    """Where a corner minimising one row of a conjunction meets every row's bound, the LP's
+    minimum is <= 0: skipping it proves exactly the same boxes (the LP forced every time
+    gives the same verdict per box), and some boxes of two-row conjunctions skip it."""
+    from polytrav.bounds.split import BoxPiece, _Context
+
+    rng = np.random.default_rng(5)
+    skipped = compared = 0
+    for case, net, lo, hi, unsafe in instances(24):
+        pairs = [(C, d) for C, d in unsafe if len(C) == 2]
+        if not pairs:
+            continue
+        for _ in range(25):
+            a, b = np.sort(rng.uniform(lo, hi, (2, len(lo))), axis=0)
+            piece, context = BoxPiece(a, b), _Context(net, lp_chain())
+            with monkeypatch.context() as m:
+                calls = []
+                original = dnf._joint_margin
+                m.setattr(dnf, "_joint_margin", lambda *args: calls.append(1) or original(*args))
+                margin, _ = dnf.dnf_bound(pairs, piece, context, steps=0, points=[])
+                lps = len(calls)
+                m.setattr(dnf, "_corner_meets", lambda *args: False)
+                forced, _ = dnf.dnf_bound(pairs, piece, context, steps=0, points=[])
+            assert (margin > 0) == (forced > 0), case
+            skipped += lps == 0 and forced <= 0
+            compared += 1
+    assert compared >= 50 and skipped >= 5
