@@ -40,7 +40,8 @@ import numpy as np
 from polytrav.vocabulary.tolerances import BOUND_TOL
 
 __all__ = ["BOUND_TOL", "Concretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
-           "output_lower_bounds", "interval_bounds", "optimized_rows", "rounded_down"]
+           "output_lower_bounds", "box_output_bounds", "interval_bounds", "optimized_rows",
+           "rounded_down"]
 
 
 #: Adam's step size on the slopes (which live in [0, 1]) and its moment decays.
@@ -392,3 +393,66 @@ def interval_bounds(layers, M, m, conc: Concretizer) -> tuple[np.ndarray, np.nda
     L, g, _ = output_lower_bounds(layers, M, m, E, conc)
     low = conc.lower(L, g)
     return low[:n_out], -low[n_out:]
+
+
+def box_output_bounds(layers: list[tuple[np.ndarray, np.ndarray]], mid: np.ndarray,
+                      rad: np.ndarray, C: np.ndarray, phases: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`output_lower_bounds` with CROWN's slopes on a batch of boxes at once.
+
+    Box ``b`` is ``x = mid[b] + rad[b] * u``, ``u`` in ``[-1, 1]^d`` (a piece with no rows
+    and no vertices: its own frame). Returns ``(L, g)``, ``(boxes, rows, d)`` and ``(boxes,
+    rows)``, with ``C y >= L[b] u + g[b]`` on box ``b``: the same bounds as
+    :func:`output_lower_bounds` on each box alone, which bounds only the neurons whose
+    phase is unknown. Here a layer's rows are those of the neurons unknown on some box of
+    the batch; a phase known on a box (``phases``, ``(boxes, neurons)``, int8, updated in
+    place with the phases these bounds prove) clamps that box's bounds to its sign, which
+    gives the relaxation the lone box gets (identity or zero).
+    """
+    W0 = layers[0][0]
+    B = mid.shape[0]
+    first = (W0[None] * rad[:, None, :], mid @ W0.T)  # (B, n_0, d), (B, n_0)
+    ls, us, ui = [], [], []  # per hidden layer: (B, n_k) relaxations
+
+    def back(Lam, const, upto):
+        """``Lam @ a_{upto-1} + const >= L u + g`` per box (``Lam`` shared, ``(rows, n)``)."""
+        Lam = np.asarray(Lam, float)
+        for k in range(upto - 1, -1, -1):
+            pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
+            Lz = pos * ls[k][:, None, :] + neg * us[k][:, None, :]  # (B, rows, n_k)
+            const = const + (neg * ui[k][:, None, :]).sum(-1) + Lz @ layers[k][1]
+            if k == 0:
+                return Lz @ first[0], const + np.einsum("brn,bn->br", Lz, first[1])
+            Lam = Lz @ layers[k][0]
+        raise AssertionError("upto >= 1")
+
+    start = 0
+    for k, (W, b) in enumerate(layers[:-1]):
+        n = W.shape[0]
+        known = None if phases is None else phases[:, start:start + n]
+        if k == 0:  # exact over each box
+            c = first[1] + b
+            r = np.abs(first[0]).sum(-1)
+            lo, hi = c - r, c + r
+        else:
+            j = np.arange(n) if known is None else np.flatnonzero((known == 0).any(axis=0))
+            lo, hi = np.full((B, n), -1.0), np.full((B, n), 1.0)  # clamped below if known
+            if len(j):
+                L, g = back(np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]]), k)
+                low = g - np.abs(L).sum(-1)
+                lo[:, j], hi[:, j] = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
+        if known is not None and k:
+            lo = np.where(known > 0, np.maximum(lo, 0.0), lo)
+            hi = np.where(known < 0, np.minimum(hi, 0.0), hi)
+        if known is not None:
+            known[...] = np.where(lo >= 0.0, 1, np.where(hi <= 0.0, -1, 0))
+        a, u, t = relax(lo, hi)
+        ls.append(a)
+        us.append(u)
+        ui.append(t)
+        start += n
+    W, b = layers[-1]
+    C = np.atleast_2d(np.asarray(C, float))
+    if len(layers) == 1:  # affine: C y = C (W_0 M u + W_0 m + b_0)
+        return np.einsum("rn,bnd->brd", C, first[0]), (first[1] + b) @ C.T
+    return back(C @ W, C @ b, len(layers) - 1)

@@ -18,7 +18,8 @@ from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
 __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
-           "decision_margin", "dnf_piece_margin", "region_bab", "unsafe_distance"]
+           "decision_margin", "dnf_box_margin", "dnf_piece_margin", "region_bab", "stacked",
+           "unsafe_distance"]
 
 # Margins from bounds evaluated in closed form are lowered by BOUND_TOL (relative; the one
 # rounding allowance, polytrav.bounds.crown.rounded_down) before a piece counts as proven.
@@ -255,10 +256,7 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
     if piece.vertices is None:  # unstable neurons' bounds by LPs over the piece's rows
         halfspaces, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
     conc = Concretizer(piece.frame.dim, piece.vertices, halfspaces, lp)
-    C = np.vstack([C for C, _ in pairs])
-    d = np.concatenate([d for _, d in pairs])
-    ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
-    rows = [np.arange(end - C_k.shape[0], end) for end, (C_k, _) in zip(ends, pairs)]
+    C, d, rows = stacked(pairs)
     L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc, phases=phases)
     g = g - d
     margins = _row_margins(L, g, conc, rows)
@@ -270,6 +268,29 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
             stop=_proven(np.cumsum([0] + [len(r) for r in groups]), d[open_rows]))
         g[open_rows] -= d[open_rows]
         margins = _row_margins(L, g, conc, rows)
+    return _conjunctions_margin(L, g, rows, margins, piece, context, points), L
+
+
+def stacked(pairs) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The conjunctions ``(C_k, d_k)`` stacked: ``C``, ``d`` and each one's rows."""
+    ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
+    return (np.vstack([C for C, _ in pairs]), np.concatenate([d for _, d in pairs]),
+            [np.arange(end - C_k.shape[0], end) for end, (C_k, _) in zip(ends, pairs)])
+
+
+def dnf_box_margin(pairs, L, g, piece, context, points: list | None = None) -> float:
+    """:func:`dnf_bound`'s margin (CROWN's slopes) on a box of the input split, from the
+    bounds ``C y >= L u + g`` of the stacked rows (:func:`stacked`) that
+    :func:`~polytrav.bounds.crown.box_output_bounds` computed for a batch of boxes."""
+    _, d, rows = stacked(pairs)
+    g = g - d
+    margins = _row_margins(L, g, Concretizer(piece.frame.dim), rows)
+    return _conjunctions_margin(L, g, rows, margins, piece, context, points)
+
+
+def _conjunctions_margin(L, g, rows, margins, piece, context, points) -> float:
+    """The piece's margin from its rows' bounds ``L u + g`` (``d`` subtracted) and their
+    closed-form ``margins`` per conjunction (:func:`dnf_bound`)."""
     margin = np.inf
     box_only = None  # whether the piece is its frame box (no rows, no vertices)
     for r, s in sorted(zip(rows, margins), key=lambda pair: pair[1]):  # likeliest unproven first
@@ -289,7 +310,7 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
         margin = min(margin, s)
         if margin <= 0 and points is None:  # nothing proven: enough to rank the piece
             break
-    return margin, L
+    return margin
 
 
 def _corner_meets(L: np.ndarray, g: np.ndarray, corners: np.ndarray) -> bool:

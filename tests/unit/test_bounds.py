@@ -558,3 +558,33 @@ def test_an_attack_that_meets_the_unsafe_set_ends_the_run_at_the_first_polytope(
     monkeypatch.setattr(LinearProperty, "_met", lambda self, *args: None)
     slow = analyze(net, region, LinearProperty(unsafe))
     assert slow[0].verdict.value == "violated" and bounded == [0, 1, 2]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_batch_of_boxes_gets_each_boxs_own_bounds_and_phases(seed):
+    """``box_output_bounds`` on a batch equals ``output_lower_bounds`` on each box alone (a
+    zero-width input included), with and without phases known from a first pass, and both
+    hold at sampled points."""
+    from polytrav.bounds.crown import box_output_bounds
+
+    net = random_net(seed, 4, [9, 8, 7], n_out=3)
+    layers = list(zip(net.weights, net.biases))
+    rng = np.random.default_rng(seed)
+    mid, rad = rng.uniform(-1, 1, (7, 4)), rng.uniform(0, 0.6, (7, 4))
+    rad[0, 1] = 0.0
+    C = rng.standard_normal((2, 3))
+    phases = np.zeros((7, net.n_neurons), np.int8)
+    first = box_output_bounds(layers, mid, rad, C, phases=phases)
+    known = phases.copy()
+    again = box_output_bounds(layers, mid, rad, C, phases=known)
+    assert (known == phases).all() and (phases != 0).any()
+    for i in range(7):
+        for start, (L_b, g_b) in ((np.zeros(net.n_neurons, np.int8), first),
+                                  (phases[i].copy(), again)):
+            L, g, _ = output_lower_bounds(layers, np.diag(rad[i]), mid[i], C, Concretizer(4),
+                                          phases=start)
+            assert np.allclose(L, L_b[i]) and np.allclose(g, g_b[i])
+            assert (start == phases[i]).all()
+        U = rng.uniform(-1, 1, (500, 4))
+        Y = net.forward(mid[i] + rad[i] * U)
+        assert (Y @ C.T >= U @ first[0][i].T + first[1][i] - 1e-9).all()
