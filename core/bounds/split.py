@@ -35,7 +35,7 @@ import numpy as np
 __all__ = ["BoxPiece", "SplitResult", "split_box", "effective_inputs", "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
            "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS", "SPLIT_LEAVES_PER_BOX",
-           "SPLIT_BATCH"]
+           "SPLIT_BATCH", "SPLIT_BATCH_SHARE"]
 
 #: Input splitting is used for boxes of at most this many *effective* inputs
 #: (:func:`effective_inputs`): halving each of ``k`` inputs once takes ``2^k`` boxes.
