@@ -179,6 +179,7 @@ class _Job:
     solver: Any
     strategy: str
     order: str = "bfs"
+    volume_shares: bool = True
 
 
 @dataclass
@@ -199,7 +200,8 @@ def _run_part(job: _Job, chunk: list[Piece], max_polytopes, time_limit) -> _Part
     analyses = pickle.loads(job.analyses)
     report = analyze(job.net, job.region, analyses, start=job.start, solver=job.solver,
                      strategy=job.strategy, max_polytopes=max_polytopes,
-                     time_limit=time_limit, within=chunk, order=job.order)
+                     time_limit=time_limit, within=chunk, order=job.order,
+                     volume_shares=job.volume_shares)
     return _PartResult([p.key for p in chunk], report.results, report.status, report.stats,
                        [a.decided for a in analyses], time.perf_counter() - t0)
 
@@ -284,7 +286,7 @@ def _chunks(todo: list[Piece], n_parts: int) -> list[list[Piece]]:
 def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: str,
                  max_polytopes, time_limit, executor: Executor | None, checkpoint,
                  resume: bool, checkpoint_every: float, parts: int | None, progress,
-                 order: str = "bfs", on_interrupt: str = "raise"):
+                 order: str = "bfs", on_interrupt: str = "raise", volume_shares: bool = True):
     """:func:`polytrav.analyze` in parts (see the module doc); returns its Report."""
     from polytrav.host.runner import SUBPROBLEM_STATS, Report, RunContext
 
@@ -312,7 +314,7 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
         state = _State(fp, found, enumeration=listing.stats.to_dict())
     enum_status = TraversalStatus.COMPLETE if listing is None else listing.status
     job = _Job(net, region, pickle.dumps(analyses), start, _picklable_solver(solver), strategy,
-               order)
+               order, volume_shares)
     todo = [p for p in state.pieces if p.key not in state.done]
     queue = _chunks(todo, parts or 8 * workers)
     status = enum_status if enum_status is not TraversalStatus.COMPLETE else None

@@ -22,8 +22,9 @@ ascent (Adam) on the concretised bound, keeping each row's best iterate, only ti
 The gradient is written out by hand (:func:`gradients`): the bound is piecewise linear in
 the slopes.
 
-This is the one back-substitution of polytrav. Neuron-level branch and bound
-(:mod:`polytrav.bounds.branch_and_bound`) runs it on a batch of nodes at once: the arrays of
+This is the one back-substitution of polytrav. The input split runs it on a batch of boxes
+(:func:`box_output_bounds`), neuron-level branch and bound
+(:mod:`polytrav.bounds.branch_and_bound`) on a batch of nodes: the arrays of
 :class:`LinearBounds` then carry a leading node axis, and a node's known phases (its splits
 and the neurons stable by bounds) enter with multipliers ``beta >= 0`` (β-CROWN,
 ``phase_sign``), optimised with the slopes. A bound computed here proves ``> 0`` only after
@@ -129,7 +130,8 @@ class LinearBounds:
     upper_slope: list[np.ndarray]
     upper_intercept: list[np.ndarray]
     #: ``(W_0 M, W_0 m)``: the first remaining layer's weights on the piece's coordinates
-    #: (so that back-substitution never multiplies by the ``d x d`` matrix ``M``).
+    #: (so that back-substitution never multiplies by the ``d x d`` matrix ``M``); for a
+    #: batch of boxes, one per box (:func:`box_output_bounds`).
     first: tuple[np.ndarray, np.ndarray] | None = None
     #: Known phases as constraints with multipliers ``beta >= 0`` (β-CROWN): per layer, -1
     #: where ``z >= 0`` is known (the term ``-beta z`` is <= 0 there), +1 where ``z <= 0``,
@@ -201,8 +203,8 @@ def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.nda
         if tape is not None:
             tape.append((k, Lam, lower, upper, t))
         if k == 0 and bounds.first is not None:
-            WM, Wm = bounds.first
-            return Lz @ WM, const + Lz @ Wm
+            WM, Wm = bounds.first  # Wm per box of a batch of boxes: (boxes, n_0)
+            return Lz @ WM, const + np.einsum("...rn,...n->...r", Lz, Wm)
         Lam = Lz @ W  # on a_{k-1}, or on the piece's input a = M u + m when k == 0
     return Lam @ M, const + Lam @ m
 
@@ -407,38 +409,26 @@ def box_output_bounds(layers: list[tuple[np.ndarray, np.ndarray]], mid: np.ndarr
     phase is unknown. Here a layer's rows are those of the neurons unknown on some box of
     the batch; a phase known on a box (``phases``, ``(boxes, neurons)``, int8, updated in
     place with the phases these bounds prove) clamps that box's bounds to its sign, which
-    gives the relaxation the lone box gets (identity or zero).
+    gives the relaxation the lone box gets (identity or zero). The back-substitution is
+    :func:`backsubstitute`'s, with the batch as the leading axis of the bounds.
     """
     W0 = layers[0][0]
     B = mid.shape[0]
-    first = (W0[None] * rad[:, None, :], mid @ W0.T)  # (B, n_0, d), (B, n_0)
-    ls, us, ui = [], [], []  # per hidden layer: (B, n_k) relaxations
-
-    def back(Lam, const, upto):
-        """``Lam @ a_{upto-1} + const >= L u + g`` per box (``Lam`` shared, ``(rows, n)``)."""
-        Lam = np.asarray(Lam, float)
-        for k in range(upto - 1, -1, -1):
-            pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
-            Lz = pos * ls[k][:, None, :] + neg * us[k][:, None, :]  # (B, rows, n_k)
-            const = const + (neg * ui[k][:, None, :]).sum(-1) + Lz @ layers[k][1]
-            if k == 0:
-                return Lz @ first[0], const + np.einsum("brn,bn->br", Lz, first[1])
-            Lam = Lz @ layers[k][0]
-        raise AssertionError("upto >= 1")
-
+    bounds = LinearBounds([], [], [], [], [], first=(W0[None] * rad[:, None, :], mid @ W0.T))
     start = 0
     for k, (W, b) in enumerate(layers[:-1]):
         n = W.shape[0]
         known = None if phases is None else phases[:, start:start + n]
         if k == 0:  # exact over each box
-            c = first[1] + b
-            r = np.abs(first[0]).sum(-1)
+            c = bounds.first[1] + b
+            r = np.abs(bounds.first[0]).sum(-1)
             lo, hi = c - r, c + r
         else:
             j = np.arange(n) if known is None else np.flatnonzero((known == 0).any(axis=0))
             lo, hi = np.full((B, n), -1.0), np.full((B, n), 1.0)  # clamped below if known
             if len(j):
-                L, g = back(np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]]), k)
+                L, g = backsubstitute(np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]]),
+                                      layers, bounds, k, None, None)
                 low = g - np.abs(L).sum(-1)
                 lo[:, j], hi[:, j] = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
         if known is not None and k:
@@ -446,13 +436,10 @@ def box_output_bounds(layers: list[tuple[np.ndarray, np.ndarray]], mid: np.ndarr
             hi = np.where(known < 0, np.minimum(hi, 0.0), hi)
         if known is not None:
             known[...] = np.where(lo >= 0.0, 1, np.where(hi <= 0.0, -1, 0))
-        a, u, t = relax(lo, hi)
-        ls.append(a)
-        us.append(u)
-        ui.append(t)
+        bounds.push(lo[:, None, :], hi[:, None, :])  # the rows' axis, as a batch's bounds have
         start += n
     W, b = layers[-1]
     C = np.atleast_2d(np.asarray(C, float))
     if len(layers) == 1:  # affine: C y = C (W_0 M u + W_0 m + b_0)
-        return np.einsum("rn,bnd->brd", C, first[0]), (first[1] + b) @ C.T
-    return back(C @ W, C @ b, len(layers) - 1)
+        return np.einsum("rn,bnd->brd", C, bounds.first[0]), (bounds.first[1] + b) @ C.T
+    return backsubstitute(C @ W, C @ b, layers, bounds, len(layers) - 1, None, None)

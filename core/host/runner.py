@@ -456,7 +456,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         (in parts: the parts finished so far; a checkpoint is saved either way).
     volume_shares : bool
         Record the volume share of each piece the bounds prove (``stats["proven_pieces"]``,
-        ``stats["proven_volume_share"]``; see :func:`polytrav.traverse`). Serial runs.
+        ``stats["proven_volume_share"]``; see :func:`polytrav.traverse`), in parts too.
 
     Returns
     -------
@@ -546,7 +546,8 @@ class RunSession:
                                 strategy=strategy, max_polytopes=max_polytopes,
                                 time_limit=time_limit, executor=executor, checkpoint=checkpoint,
                                 resume=resume, checkpoint_every=checkpoint_every, parts=parts,
-                                progress=progress, order=order, on_interrupt=on_interrupt)
+                                progress=progress, order=order, on_interrupt=on_interrupt,
+                                volume_shares=volume_shares)
         for a in items:
             pm.register(a, name=f"analysis:{a.label}")
         try:

@@ -421,6 +421,13 @@ def test_only_the_first_proven_pieces_get_a_volume_share(monkeypatch):
     top = analyze(net, region, OutputRange(0))[0].value["max"]
     prop = [(np.array([[-1.0, 0.0]]), np.array([-(top + 0.05)]))]
     every = analyze(net, region, LinearProperty(prop))
+    from polytrav.parallel import SerialExecutor
+
+    for flag in (True, False):  # a run in parts passes the flag to every part
+        parted = analyze(net, region, LinearProperty(prop), volume_shares=flag, parts=3,
+                         executor=SerialExecutor())
+        shared = [s is not None for _, _, s in parted.stats["proven_pieces"]]
+        assert len(shared) == len(every.stats["proven_pieces"]) and any(shared) == flag
     monkeypatch.setattr(frontier, "PROVEN_VOLUMES", 2)
     capped = analyze(net, region, LinearProperty(prop))
     shares = [s for _, _, s in capped.stats["proven_pieces"]]
