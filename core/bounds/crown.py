@@ -41,6 +41,7 @@ import numpy as np
 from polytrav.vocabulary.tolerances import BOUND_TOL
 
 __all__ = ["BOUND_TOL", "Concretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
+           "layer_bounds",
            "output_lower_bounds", "box_output_bounds", "interval_bounds", "optimized_rows",
            "rounded_down"]
 
@@ -320,8 +321,12 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     return L, g, best
 
 
-def _layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
-                  phases: np.ndarray | None = None) -> LinearBounds:
+def layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
+                 phases: np.ndarray | None = None) -> LinearBounds:
+    """Every remaining hidden layer's pre-activation bounds on the piece (input ``M u + m``),
+    by back-substitution (CROWN), ``steps`` slope-optimisation steps on the neurons it leaves
+    unstable, and LPs over the piece's rows for the first layer (``conc``); ``phases`` as
+    in :func:`output_lower_bounds`."""
     hidden = layers[:-1]
     bounds = LinearBounds([], [], [], [], [], unstable=[])
     start = 0
@@ -376,7 +381,7 @@ def output_lower_bounds(layers: list[tuple[np.ndarray, np.ndarray]], M: np.ndarr
     phases these bounds prove. ``stop``: ends the output rows' slope ascent early
     (:func:`optimized_rows`). Returns ``(L, g, bounds)`` with the intermediate bounds used.
     """
-    bounds = _layer_bounds(layers, M, m, conc, steps, phases)
+    bounds = layer_bounds(layers, M, m, conc, steps, phases)
     W, b = layers[-1]
     C = np.atleast_2d(np.asarray(C, float))
     upto = len(layers) - 1

@@ -31,6 +31,11 @@ SLOPE_STEPS = 10
 BAB_MIN_INPUTS = 9
 #: Share of the run's time left that the region's branch and bound may use.
 BAB_TIME_SHARE = 0.5
+#: Where the box leaves few unstable neurons (at most
+#: :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES`): branch and bound first with this share
+#: (it finds shallow counterexamples in seconds), then the region's MILP with this share
+#: (:class:`~polytrav.bounds.milp.RegionMilp`), then branch and bound again.
+BAB_PROBE_SHARE, MILP_TIME_SHARE = 0.1, 0.8
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
@@ -208,11 +213,15 @@ def region_bab(margin, pairs, piece, context, attack):
     It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs; each
     unsafe conjunction is a group of rows, of which branch and bound proves one positive. ``attack()``
     (the analysis's start attack) runs first: a point in the unsafe set makes the search
-    needless. Otherwise it gets :data:`BAB_TIME_SHARE` of the run's time left (no limit
-    without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
+    needless. Where the box leaves at most :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES`
+    unstable neurons, branch and bound runs for :data:`BAB_PROBE_SHARE` of the time left,
+    then one MILP per conjunction (:class:`~polytrav.bounds.milp.RegionMilp`) for
+    :data:`MILP_TIME_SHARE`. Otherwise, or if neither decides, branch and bound gets
+    :data:`BAB_TIME_SHARE` of the run's time left (no limit without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
     attack's point) is where the traversal should start.
     """
-    from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict, prove_margins
+    from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
+    from polytrav.bounds.milp import MILP_MAX_BINARIES, RegionMilp
 
     fr = piece.frame
     if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS:
@@ -221,22 +230,64 @@ def region_bab(margin, pairs, piece, context, attack):
     if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
         return margin, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0, {"found_by": "attack"},
                                   start=point)
-    left = context.traversal.time_left()
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
-    ends = np.cumsum([C.shape[0] for C, _ in pairs])
-    out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
-                        np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
-                        time_limit=None if left is None else BAB_TIME_SHARE * max(left, 0.0),
-                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)])
-    out.start = out.counterexample if out.counterexample is not None else point
+    milp = RegionMilp(context.network, lo, hi)
+    if milp.binaries <= MILP_MAX_BINARIES and context.backends("milp"):
+        out = _bab(pairs, context, lo, hi, BAB_PROBE_SHARE, point)
+        if out.verdict is not BaBVerdict.HOLDS and out.verdict is not BaBVerdict.VIOLATED:
+            out = _milp(milp, pairs, context, point) or out
+        if out.verdict is BaBVerdict.HOLDS or out.verdict is BaBVerdict.VIOLATED:
+            return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
+    out = _bab(pairs, context, lo, hi, BAB_TIME_SHARE, point)
     return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
 
 
+def _bab(pairs, context, lo, hi, share, point):
+    """:func:`~polytrav.bounds.branch_and_bound.prove_margins` on the region with ``share``
+    of the time left; its ``start``: the counterexample, else the attack's ``point``."""
+    from polytrav.bounds.branch_and_bound import prove_margins
+
+    left = context.traversal.time_left()
+    ends = np.cumsum([C.shape[0] for C, _ in pairs])
+    out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
+                        np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
+                        time_limit=None if left is None else share * max(left, 0.0),
+                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)])
+    out.start = out.counterexample if out.counterexample is not None else point
+    return out
+
+
+def _milp(milp, pairs, context, point):
+    """The region decided by ``milp`` (a :class:`~polytrav.bounds.milp.RegionMilp`) in
+    :data:`MILP_TIME_SHARE` of the time left, as a :class:`BaBOutcome` (0 nodes; its stats
+    say ``method: milp``), or None where it decides nothing."""
+    from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
+
+    net = context.network
+    left = context.traversal.time_left()
+    out = milp.prove(pairs, context.backends("milp"),
+                     time_limit=None if left is None else MILP_TIME_SHARE * max(left, 0.0),
+                     unsafe=lambda x: unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0)
+    if out.verdict == "unknown":
+        return None
+    stats = {"method": "milp", "binaries": out.binaries, "solves": out.solves}
+    if out.verdict == "holds":
+        return BaBOutcome(BaBVerdict.HOLDS, None, 0, out.seconds, stats, start=point)
+    return BaBOutcome(BaBVerdict.VIOLATED, out.point, 0, out.seconds, stats, start=out.point)
+
+
 def bab_details(outcome) -> dict | None:
-    """The ``details["bab"]`` entry of a decision analysis's result."""
+    """The ``details["bab"]`` entry of a decision analysis's result: how the region was
+    decided (``method``: ``branch_and_bound``, ``milp`` or ``attack``), the verdict, nodes
+    and seconds, and the MILP's binaries where it ran."""
     if outcome is None:
         return None
-    return {"verdict": outcome.verdict, "nodes": outcome.nodes, "seconds": outcome.seconds}
+    st = outcome.stats
+    out = {"method": "attack" if "found_by" in st else st.get("method", "branch_and_bound"),
+           "verdict": outcome.verdict, "nodes": outcome.nodes, "seconds": outcome.seconds}
+    if "binaries" in st:
+        out["binaries"] = st["binaries"]
+    return out
 
 
 def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None,

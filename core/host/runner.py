@@ -46,7 +46,7 @@ SUBPROBLEM_STATS = ("subproblem_solves", "subproblem_time", "subproblem_fallback
                     "subproblem_in_traversal_model", "subproblem_box_lp")
 
 #: Problem forms, each served by a chain of backends.
-FORMS = ("lp", "qp", "socp")
+FORMS = ("lp", "qp", "socp", "milp")
 
 
 @dataclass
@@ -422,7 +422,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         Start point; defaults to the first point an analysis asks for (a counterfactual's
         ``x0``), else the region's Chebyshev centre.
     solver : str, SolverBackend, list or dict, optional
-        The LP backend (also the traversal's), or ``{"lp": ..., "qp": ..., "socp": ...}``.
+        The LP backend (also the traversal's), or ``{"lp": ..., "qp": ..., "socp": ...,
+        "milp": ...}``.
         A name is tried first and every other installed backend of the form follows as a
         fallback; a list is the exact chain (no automatic fallbacks).
     strategy, max_polytopes, time_limit

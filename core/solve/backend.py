@@ -48,7 +48,7 @@ class SolverBackend:
 
     #: Registry key.
     name: ClassVar[str] = ""
-    #: Problem forms served: subset of {"lp", "qp", "socp"}.
+    #: Problem forms served: subset of {"lp", "qp", "socp", "milp"}.
     forms: ClassVar[frozenset[str]] = frozenset()
     #: Modules that must be importable for the backend to work.
     required_modules: ClassVar[tuple[str, ...]] = ()
@@ -93,6 +93,21 @@ class SolverBackend:
         raise NotImplementedError(
             f"solver {self.name!r} does not solve QPs (its forms: {sorted(self.forms)}); "
             "pick one from polytrav.available_solvers('qp')"
+        )
+
+    def solve_milp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None, integer=None,
+                   time_limit: float | None = None, cutoff: float | None = None) -> SolveResult:
+        """Minimise ``c @ x`` subject to the constraints of :meth:`solve_lp` with the columns
+        where ``integer`` is True integral (a mixed-integer LP), for at most ``time_limit``
+        seconds (default: the backend's own limit). INFEASIBLE is the solver's proof that no
+        point exists, to its feasibility tolerances. With ``cutoff``, only points with
+        ``c @ x < cutoff`` are sought: OPTIMAL returns the first one found (not necessarily
+        the minimiser), INFEASIBLE proves there is none. Backends without the ``milp`` form
+        raise ``NotImplementedError``.
+        """
+        raise NotImplementedError(
+            f"solver {self.name!r} does not solve MILPs (its forms: {sorted(self.forms)}); "
+            "pick one from polytrav.available_solvers('milp')"
         )
 
     def lp_session(self):

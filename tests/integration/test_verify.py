@@ -228,6 +228,18 @@ def test_mnistfc_counterexample_found_by_neuron_branch_and_bound(data_dir):
     assert without.exit_code == 3 and without.output.startswith("timeout"), without.output
 
 
+def test_mnistfc_proven_by_the_region_milp(data_dir):
+    """2021 256x2 prop_3_0.03 holds (five tools proved it in 2021); the bounds leave 84
+    neurons unstable over its box, branch and bound alone did not decide it in 120 s, and
+    one MILP per conjunction (``polytrav.bounds.milp``) proves it in about 30 s."""
+    net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
+    prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_3_0.03.vnnlib"
+    result = verify(net_path, prop, timeout=120)
+    assert result.answer == "unsat", result.reason
+    bab = result.reports[0][0].details["bab"]
+    assert bab["method"] == "milp" and bab["verdict"] == "holds" and bab["binaries"] == 84
+
+
 def test_deep_mnist_image_proven_robust_by_neuron_branch_and_bound(data_dir):
     """mnist10x10, test image 7 at eps 0.01: robust (a MILP proves it in about 40 s,
     docs/case_studies.md); layer-by-layer pieces never finish, neuron branching does.

@@ -182,8 +182,10 @@ def test_availability_check_imports_no_solver():
 
 
 def test_lp_only_backend_refuses_qp_by_name():
-    with pytest.raises(NotImplementedError, match=r"'highs' does not solve QPs.*\['lp'\]"):
+    with pytest.raises(NotImplementedError, match=r"'highs' does not solve QPs.*\['lp', 'milp'\]"):
         get_solver("highs").solve_qp(np.eye(1), [0.0])
+    with pytest.raises(NotImplementedError, match=r"'scipy' does not solve MILPs.*\['lp'\]"):
+        get_solver("scipy").solve_milp([0.0], None, None)
 
 
 @pytest.mark.parametrize("name", [n for n in LP_SOLVERS if n not in ("highs", "scipy")])

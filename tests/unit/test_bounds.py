@@ -126,8 +126,8 @@ def test_lp_refinement_tightens_the_box_bounds_of_a_piece():
         layers = list(zip(net.weights[1:], net.biases[1:]))
         box = Concretizer(6)
         piece = Concretizer(6, None, piece_rows(net, x0, 1), HighsBackend().lp_session())
-        plain = bounds_module._layer_bounds(layers, M, m, box)
-        refined = bounds_module._layer_bounds(layers, M, m, piece)
+        plain = bounds_module.layer_bounds(layers, M, m, box)
+        refined = bounds_module.layer_bounds(layers, M, m, piece)
         assert (refined.lo[0] >= plain.lo[0] - 1e-9).all()
         assert (refined.hi[0] <= plain.hi[0] + 1e-9).all()
         tighter += int((refined.lo[0] > plain.lo[0] + 1e-6).any())
@@ -136,14 +136,14 @@ def test_lp_refinement_tightens_the_box_bounds_of_a_piece():
 
 @pytest.mark.parametrize("use_vertices", [False, True])
 def test_the_slope_gradient_equals_finite_differences(use_vertices):
-    from polytrav.bounds.crown import _layer_bounds, _slope_gradient, backsubstitute
+    from polytrav.bounds.crown import layer_bounds, _slope_gradient, backsubstitute
 
     rng = np.random.default_rng(1)
     net = random_net(3, 3, [9, 9, 9], n_out=4)
     layers = list(zip(net.weights, net.biases))
     M, m = np.eye(3), np.zeros(3)
     conc = Concretizer(3, rng.uniform(-1, 1, (30, 3)) if use_vertices else None)
-    bounds = _layer_bounds(layers, M, m, conc)
+    bounds = layer_bounds(layers, M, m, conc)
     C = rng.standard_normal((4, 4))
     Lam, const = C @ layers[-1][0], C @ layers[-1][1]
     slopes = [np.where((bounds.lo[k] < 0) & (bounds.hi[k] > 0), rng.uniform(0, 1, (4, 9)),
@@ -268,7 +268,7 @@ def test_batched_bounds_with_known_phases_hold_on_samples(seed):
     d, n_nodes = 3, 4
     layers = list(zip(net.weights, net.biases))
     M, m, conc = np.eye(d), np.zeros(d), Concretizer(d)
-    base = bounds_module._layer_bounds(layers, M, m, conc)
+    base = bounds_module.layer_bounds(layers, M, m, conc)
     nodes, splits = split_nodes(net, base, rng, n_nodes)
     upto = len(layers) - 1
     C = rng.standard_normal((2, net.n_outputs))
@@ -310,7 +310,7 @@ def test_a_wrong_sign_of_a_known_phase_is_caught():
         net = random_net(40 + seed, 3, [8, 8, 6], n_out=3)
         layers = list(zip(net.weights, net.biases))
         M, m = np.eye(3), np.zeros(3)
-        nodes, splits = split_nodes(net, bounds_module._layer_bounds(layers, M, m, Concretizer(3)),
+        nodes, splits = split_nodes(net, bounds_module.layer_bounds(layers, M, m, Concretizer(3)),
                                     rng, 1)
         nodes.phase_sign = [-s for s in nodes.phase_sign]
         C = rng.standard_normal((2, net.n_outputs))

@@ -116,7 +116,7 @@ def test_plugins_and_solvers_commands():
     names = {a for row in json.loads(res.stdout) for a in row["analyses"]}
     assert {"output_range", "counterfactual", "linear_property"} <= names
     res = CliRunner().invoke(main, ["solvers"])
-    assert res.exit_code == 0 and "highs: lp, installed" in res.output
+    assert res.exit_code == 0 and "highs: lp/milp, installed" in res.output
     res = CliRunner().invoke(main, ["solvers", "--json"])
     assert any(r["name"] == "osqp" and not r["certifies_optimality"] for r in json.loads(res.stdout))
 

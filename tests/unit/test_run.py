@@ -117,9 +117,11 @@ def test_solver_configuration_errors(net):
     with pytest.raises(ConfigError, match="unknown solver 'glpk'"):
         analyze(net, BOX, "output_range", solver="glpk")
     with pytest.raises(ConfigError, match="solver keys must be problem forms"):
-        analyze(net, BOX, "output_range", solver={"milp": "highs"})
+        analyze(net, BOX, "output_range", solver={"sdp": "highs"})
     with pytest.raises(ConfigError, match="does not serve 'qp' problems"):
         analyze(net, BOX, "output_range", solver={"qp": "highs"})
+    with pytest.raises(ConfigError, match="does not serve 'milp' problems"):
+        analyze(net, BOX, "output_range", solver={"milp": "scipy"})
 
 
 # ---------------------------------------------------------------- failures and fallbacks

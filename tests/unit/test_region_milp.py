@@ -1,0 +1,101 @@
+"""The region's MILP (:mod:`polytrav.bounds.milp`) against the reference MILP of
+``tests/support/milp.py`` (its own big-M encoding with interval bounds, through SciPy), and
+HiGHS's MILP form."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from milp import milp_linear_dnf_feasible
+from reference import random_net
+
+from polytrav.bounds import milp as region_milp
+from polytrav.bounds.milp import RegionMilp
+from polytrav.solvers.highs import HighsBackend
+from polytrav.vocabulary.results import Status
+
+MILP = [HighsBackend()]
+CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (6, [8, 8, 8, 8], 4),
+         (10, [12, 12], 4)]
+
+
+def instance(seed):
+    """A net, a box, and conjunctions of 1-3 rows near the outputs' range (either verdict)."""
+    d, widths, m = CASES[seed % len(CASES)]
+    net = random_net(500 + seed, d, widths, n_out=m)
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-1, 1, d)
+    eps = rng.uniform(0.05, 0.5)
+    lo, hi = x0 - eps, x0 + eps
+    Y = np.array([net.forward(x) for x in rng.uniform(lo, hi, (300, d))])
+    pairs = []
+    for _ in range(int(rng.integers(1, 4))):
+        k = int(rng.integers(1, 4))
+        C = rng.normal(size=(k, m))
+        C /= np.linalg.norm(C, axis=1)[:, None]
+        d_ = np.quantile(Y @ C.T, rng.uniform(0.0, 0.3), axis=0) - rng.choice([0.0, 1.0, 3.0])
+        pairs.append((C, d_))
+    return net, lo, hi, pairs
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_verdict_equals_the_reference_milp(seed):
+    """Both verdicts occur (4 of the 20 hold); a counterexample lies in the box and meets every row of one
+    conjunction by a forward pass."""
+    net, lo, hi, pairs = instance(seed)
+    truth = milp_linear_dnf_feasible(net, pairs, lo, hi)
+    if abs(truth.value) < 1e-5:
+        pytest.skip("the unsafe set's boundary is within the MILPs' tolerances")
+    out = RegionMilp(net, lo, hi).prove(pairs, MILP, time_limit=60)
+    assert out.verdict == ("violated" if truth.feasible else "holds"), (out, truth.value)
+    if out.verdict == "violated":
+        x = out.point
+        assert np.all(x >= lo) and np.all(x <= hi)
+        assert any(np.all(C @ net.forward(x) <= d) for C, d in pairs)
+
+
+def test_the_encoding_holds_every_point_of_the_box():
+    """Every hidden neuron's bounds contain its value at sampled points and corners, and the
+    unstable ones are the binaries."""
+    net, lo, hi, _ = instance(4)
+    milp = RegionMilp(net, lo, hi)
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.uniform(lo, hi, (3000, lo.size)),
+                   np.where(rng.random((500, lo.size)) < 0.5, lo, hi)])
+    for H, (l, u) in zip(net.pre_activations(X), milp.bounds):
+        assert np.all(H >= l) and np.all(H <= u)
+    assert milp.binaries == sum(int(((l < 0) & (u > 0)).sum()) for l, u in milp.bounds) > 0
+
+
+def test_refusals_say_why(monkeypatch):
+    net, lo, hi, pairs = instance(0)
+    milp = RegionMilp(net, lo, hi)
+    assert milp.prove(pairs, []).reason == "no MILP backend is installed"
+    monkeypatch.setattr(region_milp, "MILP_MAX_BINARIES", milp.binaries - 1)
+    out = milp.prove(pairs, MILP)
+    assert out.verdict == "unknown" and "unstable neurons" in out.reason and out.solves == 0
+
+
+def test_a_point_the_forward_pass_refuses_is_unknown():
+    """A feasible MILP point that ``unsafe`` does not confirm decides nothing."""
+    net, lo, hi, pairs = next(inst for inst in map(instance, range(20))
+                              if milp_linear_dnf_feasible(net := inst[0], inst[3], inst[1],
+                                                          inst[2]).value > 1e-3)
+    out = RegionMilp(net, lo, hi).prove(pairs, MILP, unsafe=lambda x: False)
+    assert out.verdict == "unknown" and "not confirmed" in out.reason
+
+
+def test_highs_milp_form_and_cutoff():
+    """``solve_milp``: the integer optimum, and with a cutoff the first point below it or a
+    proof that none is."""
+    h = HighsBackend()
+    c, A, b = np.array([-1.0, -1.0]), np.array([[2.0, 2.0]]), np.array([3.0])
+    bounds = (np.zeros(2), np.full(2, 5.0))
+    res = h.solve_milp(c, A, b, bounds=bounds, integer=np.array([True, True]))
+    assert res.status is Status.OPTIMAL and res.objective == pytest.approx(-1.0)
+    relaxed = h.solve_milp(c, A, b, bounds=bounds)
+    assert relaxed.objective == pytest.approx(-1.5)
+    below = h.solve_milp(c, A, b, bounds=bounds, integer=np.array([True, True]), cutoff=-0.5)
+    assert below.status is Status.OPTIMAL and c @ below.x < -0.5
+    none = h.solve_milp(c, A, b, bounds=bounds, integer=np.array([True, True]), cutoff=-1.5)
+    assert none.status is Status.INFEASIBLE and none.x is None
+    assert "milp" in HighsBackend.forms
