@@ -14,6 +14,7 @@ import numpy as np
 
 from polytrav.bounds.crown import Concretizer, output_lower_bounds, rounded_down
 from polytrav.solve.backend import solve_along
+from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
@@ -31,10 +32,10 @@ SLOPE_STEPS = 10
 BAB_MIN_INPUTS = 9
 #: Share of the run's time left that the region's branch and bound may use.
 BAB_TIME_SHARE = 0.5
-#: Where the box leaves few unstable neurons (at most
-#: :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES`): branch and bound first with this share
-#: (it finds shallow counterexamples in seconds), then the region's MILP with this share
-#: (:class:`~polytrav.bounds.milp.RegionMilp`), then branch and bound again.
+#: With a MILP backend: branch and bound first with this share (it decides shallow cases in
+#: a few nodes), then, where the box leaves at most
+#: :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES` unstable neurons, the region's MILP with
+#: this share (:class:`~polytrav.bounds.milp.RegionMilp`), then branch and bound again.
 BAB_PROBE_SHARE, MILP_TIME_SHARE = 0.1, 0.8
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
@@ -213,12 +214,15 @@ def region_bab(margin, pairs, piece, context, attack):
     It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs; each
     unsafe conjunction is a group of rows, of which branch and bound proves one positive. ``attack()``
     (the analysis's start attack) runs first: a point in the unsafe set makes the search
-    needless. Where the box leaves at most :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES`
-    unstable neurons, branch and bound runs for :data:`BAB_PROBE_SHARE` of the time left,
-    then one MILP per conjunction (:class:`~polytrav.bounds.milp.RegionMilp`) for
+    needless. Where a backend serves the ``milp`` form, branch and bound runs for
+    :data:`BAB_PROBE_SHARE` of the time left (it decides shallow cases in a few nodes), then,
+    if the box leaves at most :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES` unstable
+    neurons, one MILP per conjunction (:class:`~polytrav.bounds.milp.RegionMilp`) for
     :data:`MILP_TIME_SHARE`. Otherwise, or if neither decides, branch and bound gets
-    :data:`BAB_TIME_SHARE` of the run's time left (no limit without one). The outcome's ``start`` (a counterexample, forward-pass checked, else the
-    attack's point) is where the traversal should start.
+    :data:`BAB_TIME_SHARE` of the run's time left (no limit without one; its stats then say
+    why the MILP did not decide, under ``milp``). The
+    outcome's ``start`` (a counterexample, forward-pass checked, else the attack's point) is
+    where the traversal should start.
     """
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
     from polytrav.bounds.milp import MILP_MAX_BINARIES, RegionMilp
@@ -231,15 +235,29 @@ def region_bab(margin, pairs, piece, context, attack):
         return margin, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0, {"found_by": "attack"},
                                   start=point)
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
-    milp = RegionMilp(context.network, lo, hi)
-    if milp.binaries <= MILP_MAX_BINARIES and context.backends("milp"):
+    decided = (BaBVerdict.HOLDS, BaBVerdict.VIOLATED)
+    why_not = "no backend serves the 'milp' form"
+    if _chain(context, "milp"):
         out = _bab(pairs, context, lo, hi, BAB_PROBE_SHARE, point)
-        if out.verdict is not BaBVerdict.HOLDS and out.verdict is not BaBVerdict.VIOLATED:
-            out = _milp(milp, pairs, context, point) or out
-        if out.verdict is BaBVerdict.HOLDS or out.verdict is BaBVerdict.VIOLATED:
+        if out.verdict in decided:
             return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
+        milp = RegionMilp(context.network, lo, hi)
+        why_not = f"{milp.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
+        if milp.binaries <= MILP_MAX_BINARIES:
+            out, why_not = _milp(milp, pairs, context, point, out)
+            if out.verdict in decided:
+                return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
     out = _bab(pairs, context, lo, hi, BAB_TIME_SHARE, point)
+    out.stats["milp"] = why_not
     return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
+
+
+def _chain(context, form: str) -> list:
+    """The run's backend chain of ``form``, empty if none serves it."""
+    try:
+        return context.backends(form)
+    except ConfigError:
+        return []
 
 
 def _bab(pairs, context, lo, hi, share, point):
@@ -257,10 +275,11 @@ def _bab(pairs, context, lo, hi, share, point):
     return out
 
 
-def _milp(milp, pairs, context, point):
-    """The region decided by ``milp`` (a :class:`~polytrav.bounds.milp.RegionMilp`) in
-    :data:`MILP_TIME_SHARE` of the time left, as a :class:`BaBOutcome` (0 nodes; its stats
-    say ``method: milp``), or None where it decides nothing."""
+def _milp(milp, pairs, context, point, before):
+    """``(outcome, reason)``: the region decided by ``milp`` (a
+    :class:`~polytrav.bounds.milp.RegionMilp`) in :data:`MILP_TIME_SHARE` of the time left,
+    as a :class:`BaBOutcome` (0 nodes; its stats say ``method: milp``), or, where it decides
+    nothing, ``before`` and why not."""
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
 
     net = context.network
@@ -269,24 +288,27 @@ def _milp(milp, pairs, context, point):
                      time_limit=None if left is None else MILP_TIME_SHARE * max(left, 0.0),
                      unsafe=lambda x: unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0)
     if out.verdict == "unknown":
-        return None
+        return before, out.reason
     stats = {"method": "milp", "binaries": out.binaries, "solves": out.solves}
     if out.verdict == "holds":
-        return BaBOutcome(BaBVerdict.HOLDS, None, 0, out.seconds, stats, start=point)
-    return BaBOutcome(BaBVerdict.VIOLATED, out.point, 0, out.seconds, stats, start=out.point)
+        return BaBOutcome(BaBVerdict.HOLDS, None, 0, out.seconds, stats, start=point), ""
+    return BaBOutcome(BaBVerdict.VIOLATED, out.point, 0, out.seconds, stats,
+                      start=out.point), ""
 
 
 def bab_details(outcome) -> dict | None:
     """The ``details["bab"]`` entry of a decision analysis's result: how the region was
     decided (``method``: ``branch_and_bound``, ``milp`` or ``attack``), the verdict, nodes
-    and seconds, and the MILP's binaries where it ran."""
+    and seconds, the MILP's binaries where it decided, and why it did not where branch and
+    bound had the last word (``milp``)."""
     if outcome is None:
         return None
     st = outcome.stats
     out = {"method": "attack" if "found_by" in st else st.get("method", "branch_and_bound"),
            "verdict": outcome.verdict, "nodes": outcome.nodes, "seconds": outcome.seconds}
-    if "binaries" in st:
-        out["binaries"] = st["binaries"]
+    for key in ("binaries", "milp"):  # the MILP's size, or why it did not decide
+        if key in st:
+            out[key] = st[key]
     return out
 
 

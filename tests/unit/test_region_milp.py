@@ -99,3 +99,40 @@ def test_highs_milp_form_and_cutoff():
     none = h.solve_milp(c, A, b, bounds=bounds, integer=np.array([True, True]), cutoff=-1.5)
     assert none.status is Status.INFEASIBLE and none.x is None
     assert "milp" in HighsBackend.forms
+
+
+def robust_instance():
+    """A 10-input 12-12 net and an L∞ box on which the top class cannot lose (the region's
+    bound does not prove it: branch and bound or the MILP must)."""
+    net = random_net(77, 10, [12, 12], n_out=4)
+    x0 = np.random.default_rng(1).uniform(-1, 1, 10)
+    c = int(np.argmax(net.forward(x0)))
+    pairs = [((np.eye(4)[[c]] - np.eye(4)[[j]]) / np.sqrt(2), np.zeros(1))
+             for j in range(4) if j != c]
+    assert not milp_linear_dnf_feasible(net, pairs, x0 - 0.3, x0 + 0.3).feasible
+    return net, x0 - 0.3, x0 + 0.3, pairs
+
+
+def test_verify_mode_proves_the_region_by_milp(monkeypatch):
+    """With no time for the branch-and-bound probe, the region's MILP proves it."""
+    from polytrav import Box, LinearProperty, Verdict, analyze
+    from polytrav.bounds import dnf
+
+    monkeypatch.setattr(dnf, "BAB_PROBE_SHARE", 0.0)
+    net, lo, hi, pairs = robust_instance()
+    report = analyze(net, Box(lo, hi), LinearProperty(pairs), time_limit=60)
+    bab = report[0].details["bab"]
+    assert report[0].verdict is Verdict.HOLDS and report.stats["polytopes"] == 0
+    assert bab["method"] == "milp" and bab["binaries"] > 0, bab
+
+
+def test_verify_mode_says_why_the_milp_did_not_decide():
+    """A run whose ``milp`` chain is empty decides the region by branch and bound, and its
+    ``details["bab"]`` says why the MILP did not run."""
+    from polytrav import Box, LinearProperty, analyze
+
+    net, lo, hi, pairs = robust_instance()
+    report = analyze(net, Box(lo, hi), LinearProperty(pairs), solver={"milp": []},
+                     time_limit=60)
+    bab = report[0].details["bab"]
+    assert bab["method"] == "branch_and_bound" and bab["milp"] == "no backend serves the 'milp' form"
