@@ -96,11 +96,12 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
             W, _ = network.local_model(network.activation_code(x))
             x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
             step *= 0.95
-    if best_score >= 0 and any(C.shape[0] > 1 for C, _ in pairs):
-        for x in X[np.argsort(score)[:SLP_STARTS]]:
-            found = _slp(pairs, network, lo, hi, x)
-            if found is not None and inside(found):
-                return found
+    if best_score >= 0:
+        if any(C.shape[0] > 1 for C, _ in pairs):
+            for x in X[np.argsort(score)[:SLP_STARTS]]:
+                found = _slp(pairs, network, lo, hi, x)
+                if found is not None and inside(found):
+                    return found
         found = _restarts(pairs, network, lo, hi, inside, rng)
         if found is not None:
             return found

@@ -127,6 +127,10 @@ def test_mnistfc_counterexample_found_only_by_the_random_restarts(data_dir):
     pairs = [(C / np.linalg.norm(C, axis=1)[:, None], d) for C, d in case.unsafe]
     lo, hi = case.lower, case.upper
     assert lp._restarts(pairs, net, lo, hi, lambda x: True, np.random.default_rng(0)) is not None
+    # the start attack runs them for conjunctions of one row too (only its linear programs
+    # are for several rows): its point is in the unsafe set
+    x = lp.attack_start(pairs, net, case.region())
+    assert lp.unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0
 
 
 # ---------------------------------------------------------------- the command line
