@@ -6,12 +6,13 @@ encoded with one binary per neuron that the box's bounds leave unstable (Tjeng e
 pre-activation ``h = W z + b`` in ``[l, u]``, ``l < 0 < u``, the post-activation ``a``
 satisfies ``a >= h``, ``a >= 0``, ``a <= h - l (1 - q)``, ``a <= u q``, ``q`` in ``{0, 1}``;
 stable neurons are exact equalities (or zero). The bounds ``l``, ``u`` are CROWN's with
-optimised slopes over the box (:func:`polytrav.bounds.crown.layer_bounds`, :data:`SLOPE_STEPS`), widened by
-:data:`~polytrav.vocabulary.tolerances.BOUND_TOL`, so the encoding holds every point of the
-box.
+optimised slopes over the box (:func:`polytrav.bounds.crown.layer_bounds`,
+:data:`SLOPE_STEPS`), widened by :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`, so the
+encoding holds every point of the box.
 
-A conjunction is asked as a feasibility problem, ``C y <= d + LP_BOUND_TOL (1 + |d|)``:
-"infeasible" from the MILP solver proves the conjunction unmet by at least that allowance
+A conjunction is asked as ``C y <= d + LP_BOUND_TOL (1 + |d|)`` (``min t`` over
+``t >= C_i y - d_i`` with the cutoff ``t < 0``): "infeasible" from the MILP solver (no point
+under the cutoff) proves the conjunction unmet by at least that allowance
 (the solver's feasibility tolerance, as for every LP margin); a feasible point is a
 candidate counterexample that the caller confirms by a forward pass. The number of binaries
 decides the cost, so :meth:`RegionMilp.prove` refuses boxes with more than

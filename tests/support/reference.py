@@ -101,6 +101,28 @@ def random_net(seed: int, n_in: int, widths: list[int], n_out: int = 1, scale: f
     return Network.from_arrays(Ws, bs)
 
 
+def dnf_instance(net_seed: int, seed: int, shape, conjunctions=(1, 3), rows=(2, 4),
+                 quantile: float = 0.4, shifts=(0.0, 0.05, 0.3)):
+    """A random net of ``shape`` ``(n_in, widths, n_out)``, an L∞ box around a random point,
+    and an unsafe set in DNF near the outputs' range: ``conjunctions`` and ``rows`` are the
+    half-open ranges of their counts, each row's bound a sampled ``quantile`` (up to) of its
+    values over the box, lowered by one of ``shifts`` (either verdict occurs)."""
+    d, widths, m = shape
+    net = random_net(net_seed, d, widths, n_out=m)
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-1, 1, d)
+    eps = rng.uniform(0.05, 0.5)
+    lo, hi = x0 - eps, x0 + eps
+    Y = np.array([net.forward(x) for x in rng.uniform(lo, hi, (300, d))])
+    pairs = []
+    for _ in range(int(rng.integers(*conjunctions))):
+        k = int(rng.integers(*rows))
+        C = rng.normal(size=(k, m))
+        d_ = np.quantile(Y @ C.T, rng.uniform(0.0, quantile), axis=0) - rng.choice(shifts)
+        pairs.append((C, d_))
+    return net, lo, hi, pairs
+
+
 def grid_dataset(n: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The paper's grid dataset in [-1, 1]^2: a checkerboard of 4x4 squares, labels 0/1."""
     g = np.linspace(-1, 1, n)

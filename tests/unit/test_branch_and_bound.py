@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from milp import milp_max_linear
-from reference import random_net
+from reference import dnf_instance, random_net
 
 from polytrav.bounds.branch_and_bound import NeuronBaB, prove_margins
 from polytrav.solvers.highs import HighsBackend
@@ -116,20 +116,7 @@ def test_an_affine_network_is_violated_only_with_a_confirmed_corner():
 
 def conjunction_instance(seed):
     """A net, a box, and an unsafe set of conjunctions of 2-3 rows near the outputs' range."""
-    d, widths, m = CASES[seed % len(CASES)]
-    net = random_net(700 + seed, d, widths, n_out=m)
-    rng = np.random.default_rng(seed)
-    x0 = rng.uniform(-1, 1, d)
-    eps = rng.uniform(0.05, 0.5)
-    lo, hi = x0 - eps, x0 + eps
-    Y = np.array([net.forward(x) for x in rng.uniform(lo, hi, (300, d))])
-    pairs = []
-    for _ in range(int(rng.integers(1, 3))):
-        k = int(rng.integers(2, 4))
-        C = rng.normal(size=(k, m))
-        d_ = np.quantile(Y @ C.T, rng.uniform(0.0, 0.4), axis=0) - rng.choice([0.0, 0.05, 0.3])
-        pairs.append((C, d_))
-    return net, lo, hi, pairs
+    return dnf_instance(700 + seed, seed, CASES[seed % len(CASES)])
 
 
 @pytest.mark.parametrize("seed", range(16))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from milp import milp_linear_dnf_feasible
-from reference import random_net
+from reference import dnf_instance, random_net
 
 from polytrav.bounds import milp as region_milp
 from polytrav.bounds.milp import RegionMilp
@@ -19,28 +19,18 @@ CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (6, [8, 8, 8, 8
 
 
 def instance(seed):
-    """A net, a box, and conjunctions of 1-3 rows near the outputs' range (either verdict)."""
-    d, widths, m = CASES[seed % len(CASES)]
-    net = random_net(500 + seed, d, widths, n_out=m)
-    rng = np.random.default_rng(seed)
-    x0 = rng.uniform(-1, 1, d)
-    eps = rng.uniform(0.05, 0.5)
-    lo, hi = x0 - eps, x0 + eps
-    Y = np.array([net.forward(x) for x in rng.uniform(lo, hi, (300, d))])
-    pairs = []
-    for _ in range(int(rng.integers(1, 4))):
-        k = int(rng.integers(1, 4))
-        C = rng.normal(size=(k, m))
-        C /= np.linalg.norm(C, axis=1)[:, None]
-        d_ = np.quantile(Y @ C.T, rng.uniform(0.0, 0.3), axis=0) - rng.choice([0.0, 1.0, 3.0])
-        pairs.append((C, d_))
-    return net, lo, hi, pairs
+    """A net, a box, and conjunctions of 1-3 rows (unit norm) near the outputs' range."""
+    net, lo, hi, pairs = dnf_instance(500 + seed, seed, CASES[seed % len(CASES)],
+                                      conjunctions=(1, 4), rows=(1, 4), quantile=0.3,
+                                      shifts=(0.0, 3.0, 6.0))
+    norms = [np.linalg.norm(C, axis=1) for C, _ in pairs]
+    return net, lo, hi, [(C / n[:, None], d / n) for (C, d), n in zip(pairs, norms)]
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_verdict_equals_the_reference_milp(seed):
-    """Both verdicts occur (4 of the 20 hold); a counterexample lies in the box and meets every row of one
-    conjunction by a forward pass."""
+    """Both verdicts occur (7 of the 20 hold); a counterexample lies in the box and meets
+    every row of one conjunction by a forward pass."""
     net, lo, hi, pairs = instance(seed)
     truth = milp_linear_dnf_feasible(net, pairs, lo, hi)
     if abs(truth.value) < 1e-5:
@@ -135,4 +125,5 @@ def test_verify_mode_says_why_the_milp_did_not_decide():
     report = analyze(net, Box(lo, hi), LinearProperty(pairs), solver={"milp": []},
                      time_limit=60)
     bab = report[0].details["bab"]
-    assert bab["method"] == "branch_and_bound" and bab["milp"] == "no backend serves the 'milp' form"
+    assert bab["method"] == "branch_and_bound"
+    assert bab["milp"] == "no backend serves the 'milp' form"
