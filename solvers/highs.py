@@ -103,9 +103,11 @@ class HighsBackend(SolverBackend):
                 )
         return h
 
-    def run(self, h) -> None:
-        """``h.run()`` with this backend's time limit counted from now (module docstring)."""
-        limit = {**self.DEFAULT_OPTIONS, **self.options}.get("time_limit", np.inf)
+    def run(self, h, limit: float | None = None) -> None:
+        """``h.run()`` with ``limit`` seconds (default: this backend's time limit) counted
+        from now (module docstring)."""
+        if limit is None:
+            limit = {**self.DEFAULT_OPTIONS, **self.options}.get("time_limit", np.inf)
         h.setOptionValue("time_limit", h.getRunTime() + float(limit))
         try:
             h.run()
@@ -163,11 +165,7 @@ class HighsBackend(SolverBackend):
         if cutoff is not None:  # prune nodes bounded below by it; stop at the first point under
             h.setOptionValue("objective_bound", float(cutoff))
             h.setOptionValue("mip_max_improving_sols", 1)
-        if time_limit is not None:
-            h.setOptionValue("time_limit", h.getRunTime() + float(time_limit))
-            h.run()
-        else:
-            self.run(h)
+        self.run(h, time_limit)
         M = highspy.HighsModelStatus
         ms = h.getModelStatus()
         status = _status_map().get(ms, Status.ERROR)

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from polytrav.vocabulary.results import Status
+from polytrav.solve.backend import solve_along
+from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
 __all__ = ["MILP_MAX_BINARIES", "MilpOutcome", "RegionMilp"]
@@ -77,12 +78,14 @@ class RegionMilp:
               unsafe=None) -> MilpOutcome:
         """Whether some ``x`` of the box meets one of the conjunctions ``pairs`` (``(C, d)``,
         unsafe where ``C y <= d``): one MILP per conjunction, each backend of
-        ``milp_backends`` in turn until one decides it; ``time_limit``: seconds for all of
-        them, each conjunction getting an equal share of what is left (a MILP that cannot
-        settle one in its share gives the time back to the caller early: on MNIST
-        784-256x4-10, 188 binaries, the first conjunction alone ran past three minutes);
-        ``unsafe(x) -> bool`` confirms a feasible point (default: a forward pass
-        meets every row of its conjunction). Refused (``unknown``) above
+        ``milp_backends`` in turn until one decides it
+        (:func:`~polytrav.solve.backend.solve_along`: an exception is one failed try).
+
+        ``time_limit``: seconds for all of them, each conjunction getting an equal share of
+        what is left (a MILP that cannot settle one in its share gives the time back to the
+        caller early: on MNIST 784-256x4-10, 188 binaries, the first conjunction alone ran
+        past three minutes); ``unsafe(x) -> bool`` confirms a feasible point (default: a
+        forward pass meets every row of its conjunction). Refused (``unknown``) above
         :data:`MILP_MAX_BINARIES` binaries."""
         t0 = time.perf_counter()
         out = MilpOutcome("unknown", binaries=self.binaries)
@@ -95,19 +98,17 @@ class RegionMilp:
         if self._enc is None:
             self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
         for k, (C, d) in enumerate(pairs):
-            res = None
-            for backend in milp_backends:
+            loose = d + LP_BOUND_TOL * (1 + np.abs(d))
+
+            def attempt(backend, k=k, C=C, loose=loose):
                 left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
                 if left is not None and left <= 0:
-                    break
+                    return SolveResult(Status.LIMIT, message="time limit")
                 share = None if left is None else left / (len(pairs) - k)
-                res = self._enc.solve(backend, C, d + LP_BOUND_TOL * (1 + np.abs(d)), share)
-                out.solves += 1
-                if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
-                    break
-            if res is None:
-                out.reason = "time limit"
-                break
+                return self._enc.solve(backend, C, loose, share)
+
+            res, tried = solve_along(milp_backends, attempt)
+            out.solves += tried
             if res.status is Status.INFEASIBLE:
                 continue
             if res.status is Status.OPTIMAL:

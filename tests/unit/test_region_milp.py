@@ -65,6 +65,23 @@ def test_refusals_say_why(monkeypatch):
     assert out.verdict == "unknown" and "unstable neurons" in out.reason and out.solves == 0
 
 
+def test_a_backend_that_fails_is_one_failed_try():
+    """A backend raising on every MILP: alone it leaves the region undecided, saying why;
+    before HiGHS in the chain, HiGHS decides."""
+
+    class Broken(HighsBackend):
+        name = "broken"
+
+        def solve_milp(self, *args, **kwargs):
+            raise RuntimeError("native crash")
+
+    net, lo, hi, pairs = robust_instance()
+    milp = RegionMilp(net, lo, hi)
+    alone = milp.prove(pairs, [Broken()])
+    assert alone.verdict == "unknown" and "native crash" in alone.reason
+    assert milp.prove(pairs, [Broken(), HighsBackend()]).verdict == "holds"
+
+
 def test_a_point_the_forward_pass_refuses_is_unknown():
     """A feasible MILP point that ``unsafe`` does not confirm decides nothing."""
     net, lo, hi, pairs = next(inst for inst in map(instance, range(20))
