@@ -247,8 +247,8 @@ def region_bab(margin, pairs, piece, context, attack):
         if milp.binaries <= MILP_MAX_BINARIES:
             out = _bab(pairs, context, lo, hi, BAB_PROBE_SHARE, point)
             if out.verdict not in decided:
-                out, why_not = _milp(milp, pairs, context, point, out)
-            if out.verdict in decided:
+                out, why_not = _milp(milp, pairs, context, point)
+            if out is not None:
                 return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
     out = _bab(pairs, context, lo, hi, BAB_TIME_SHARE, point)
     out.stats["milp"] = why_not
@@ -278,11 +278,11 @@ def _bab(pairs, context, lo, hi, share, point):
     return out
 
 
-def _milp(milp, pairs, context, point, before):
+def _milp(milp, pairs, context, point):
     """``(outcome, reason)``: the region decided by ``milp`` (a
     :class:`~polytrav.bounds.milp.RegionMilp`) in :data:`MILP_TIME_SHARE` of the time left,
     as a :class:`BaBOutcome` (0 nodes; its stats say ``method: milp``), or, where it decides
-    nothing, ``before`` and why not."""
+    nothing, None and why not."""
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
 
     net = context.network
@@ -291,7 +291,7 @@ def _milp(milp, pairs, context, point, before):
                      time_limit=None if left is None else MILP_TIME_SHARE * max(left, 0.0),
                      unsafe=lambda x: unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0)
     if out.verdict == "unknown":
-        return before, out.reason
+        return None, out.reason
     stats = {"method": "milp", "binaries": out.binaries, "solves": out.solves}
     if out.verdict == "holds":
         return BaBOutcome(BaBVerdict.HOLDS, None, 0, out.seconds, stats, start=point), ""

@@ -129,25 +129,24 @@ class RegionMilp:
 
 
 class _Encoding:
-    """The big-M rows of the network over the box: columns ``x``, then per hidden layer its
-    post-activations ``a`` and its unstable neurons' binaries ``q``."""
+    """The big-M rows of the network over the box, built once: columns ``x``, then per
+    hidden layer its post-activations ``a`` and its unstable neurons' binaries ``q``, then
+    the objective's ``t``; ``A_ub v <= b_ub`` and ``A_eq v == b_eq`` (the active neurons)."""
 
     def __init__(self, network, lo, hi, bounds):
         n0 = lo.shape[0]
         col_lo, col_hi, integer = [lo], [hi], [np.zeros(n0, bool)]
-        blocks, rlo, rhi = [], [], []  # (row offset, rows, cols, values)
-        self.n_rows = 0
+        ub, eq = ([], []), ([], [])  # per kind: blocks (rows, cols, values), right-hand sides
         prev = np.arange(n0)
         n = n0
 
-        def rows(entries, low, high):  # entries: (cols, dense block) pairs
-            m = low.shape[0]
+        def rows(kind, entries, rhs):  # entries: (cols, dense block) pairs
+            blocks, right = kind
+            start = sum(r.shape[0] for r in right)
             for cols, M in entries:
                 r, c = np.nonzero(M)
-                blocks.append((self.n_rows + r, cols[c], M[r, c]))
-            rlo.append(low)
-            rhi.append(high)
-            self.n_rows += m
+                blocks.append((start + r, cols[c], M[r, c]))
+            right.append(rhs)
 
         for (W, b), (l, u) in zip(zip(network.weights[:-1], network.biases[:-1]), bounds):
             k = W.shape[0]
@@ -157,9 +156,9 @@ class _Encoding:
             col_hi.append(np.maximum(u, 0.0))
             integer.append(np.zeros(k, bool))
             act, unst = l >= 0, (l < 0) & (u > 0)
-            if act.any():
+            if act.any():  # a = h
                 i = np.flatnonzero(act)
-                rows([(prev, W[i]), (a[i], -np.eye(i.size))], -b[i], -b[i])
+                rows(eq, [(prev, W[i]), (a[i], -np.eye(i.size))], -b[i])
             if unst.any():
                 i = np.flatnonzero(unst)
                 m = i.size
@@ -169,39 +168,39 @@ class _Encoding:
                 col_hi.append(np.ones(m))
                 integer.append(np.ones(m, bool))
                 I = np.eye(m)
-                rows([(a[i], I), (prev, -W[i])], b[i], np.full(m, np.inf))  # a >= h
-                rows([(a[i], I), (prev, -W[i]), (q, -np.diag(l[i]))],       # a <= h - l (1 - q)
-                     np.full(m, -np.inf), b[i] - l[i])
-                rows([(a[i], I), (q, -np.diag(u[i]))], np.full(m, -np.inf), np.zeros(m))
+                # a >= h;  a <= h - l (1 - q);  a <= u q
+                rows(ub, [(a[i], -I), (prev, W[i])], -b[i])
+                rows(ub, [(a[i], I), (prev, -W[i]), (q, -np.diag(l[i]))], b[i] - l[i])
+                rows(ub, [(a[i], I), (q, -np.diag(u[i]))], np.zeros(m))
             prev = a
-        self.last, self.n = prev, n
+        self.last, self.t = prev, n  # the last column is t
         self.W, self.b = network.weights[-1], network.biases[-1]
-        self.bounds = (np.concatenate(col_lo), np.concatenate(col_hi))
-        self.integer = np.concatenate(integer)
-        r = np.concatenate([blk[0] for blk in blocks])
-        c = np.concatenate([blk[1] for blk in blocks])
-        v = np.concatenate([blk[2] for blk in blocks])
-        self.A = sp.csr_matrix((v, (r, c)), shape=(self.n_rows, n))
-        self.rlo, self.rhi = np.concatenate(rlo), np.concatenate(rhi)
+        self.bounds = (np.concatenate(col_lo + [[-np.inf]]), np.concatenate(col_hi + [[np.inf]]))
+        self.integer = np.concatenate(integer + [[False]])
+        self.A_ub, self.b_ub = _matrix(ub, n + 1)
+        self.A_eq, self.b_eq = _matrix(eq, n + 1)
 
     def solve(self, backend, C, d, time_limit):
         """Is ``C y <= d`` met? ``min t`` with ``t >= C_i y - d_i`` and the cutoff ``t < 0``:
         the first point under it ends the search, and no node whose bound is above it is
         explored. (One MILP per conjunction: a single MILP for a disjunction of nine, with a
         binary choosing the conjunction, took more than 200 s where nine took 110 s.)"""
-        k, n = C.shape[0], self.n
-        Cy = np.zeros((k, n + 1))
+        Cy = np.zeros((C.shape[0], self.t + 1))
         Cy[:, self.last] = C @ self.W
-        Cy[:, -1] = -1.0
-        A = sp.hstack([self.A, sp.csr_matrix((self.n_rows, 1))], format="csr")
-        eq = self.rlo == self.rhi
-        up, down = ~eq & np.isfinite(self.rhi), ~eq & np.isfinite(self.rlo)
-        A_ub = sp.vstack([A[up], -A[down], sp.csr_matrix(Cy)], format="csr")
-        b_ub = np.concatenate([self.rhi[up], -self.rlo[down], d - C @ self.b])
-        c = np.zeros(n + 1)
-        c[-1] = 1.0
-        lo, hi = self.bounds
-        return backend.solve_milp(c, A_ub, b_ub, A[eq], self.rhi[eq],
-                                  bounds=(np.append(lo, -np.inf), np.append(hi, np.inf)),
-                                  integer=np.append(self.integer, False),
-                                  time_limit=time_limit, cutoff=0.0)
+        Cy[:, self.t] = -1.0
+        c = np.zeros(self.t + 1)
+        c[self.t] = 1.0
+        return backend.solve_milp(c, sp.vstack([self.A_ub, sp.csr_matrix(Cy)], format="csr"),
+                                  np.concatenate([self.b_ub, d - C @ self.b]),
+                                  self.A_eq, self.b_eq, bounds=self.bounds,
+                                  integer=self.integer, time_limit=time_limit, cutoff=0.0)
+
+
+def _matrix(kind, n_cols: int):
+    """The sparse rows and right-hand side of one kind of :class:`_Encoding`'s rows."""
+    blocks, right = kind
+    rhs = np.concatenate(right) if right else np.zeros(0)
+    if not blocks:
+        return sp.csr_matrix((0, n_cols)), rhs
+    r, c, v = (np.concatenate([blk[j] for blk in blocks]) for j in range(3))
+    return sp.csr_matrix((v, (r, c)), shape=(rhs.shape[0], n_cols)), rhs
