@@ -29,21 +29,33 @@ s``. With ``R`` the current best distance (or, before one, the farthest side of 
 ``s >= 1 / R``; a side at distance ``a`` from ``x0`` then needs a row ``|e_j| <= a s`` only
 if it is nearer than the farthest side (the others hold already). An undecided direct LP falls back to the compiled
 subproblem; the tests check that both give the same optima.
+
+The MILP (``milp_after``): on wide networks the polytopes near ``x0`` are too many to visit
+(a 30-32-32 MLP: thousands in the start's level-1 piece alone). A best-first search of an
+L1 or L∞ counterfactual on a box region that has run ``milp_after`` seconds without
+finishing hands the rest to a MILP, where a backend serves the ``milp`` form:
+:meth:`polytrav.bounds.milp.RegionMilp.closest` over the box of the best distance so far
+(CROWN's bounds there, one binary per neuron they leave unstable), one conjunction per
+target class. Its bound is the proof (``exact``) when it reaches the best distance, which
+the MILP's point may have lowered; the traversal then stops. Otherwise the traversal goes
+on with what is left of the time. ``details["milp"]`` says what the MILP did.
 """
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis, CellProblem, Restrict, cell_values, check_witness
+from polytrav.host.analysis import (Analysis, CellProblem, Restrict, Stop, cell_values,
+                                    check_witness)
 from polytrav.model.cell import LayerPlanes
 from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Ball, Box
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import AnalysisResult, Status
-from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP, REACH_TOL
+from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP, LP_BOUND_TOL, REACH_TOL
 
 __all__ = ["Counterfactual", "halfspace_distance"]
 
@@ -51,6 +63,11 @@ SEARCHES = ("best-first", "shrink", "full")
 #: Upper bound of the direct L∞ LP's scaled variable ``s' = R / r``: distances below
 #: ``R / DIRECT_S_MAX`` count as 0 (``x0`` on the class boundary).
 DIRECT_S_MAX = 1e9
+#: Seconds a best-first search runs before the MILP (module docstring) is tried: the rows
+#: of a 30-8-8 MLP finish in 20 ms, where the MILP takes about 0.1 s.
+MILP_AFTER = 0.5
+#: The MILP's share of the run's time left (the traversal keeps the rest).
+MILP_TIME_SHARE = 0.8
 _NONE = np.zeros(0)  # "nothing better here" from the direct LP
 _NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np.inf,
           "linf": np.inf}
@@ -85,6 +102,9 @@ class Counterfactual(Analysis):
     immutable : sequence of int
         Features held at ``x0``'s values.
     search : {"best-first", "shrink", "full"}
+    milp_after : float or None
+        Seconds of best-first search before a MILP settles the rest (L1, L∞ on a box
+        region; module docstring); None: never.
 
     ``value`` is the infimum distance (``None`` if no point of the region changes class);
     ``witness`` a point past the boundary whose class a forward pass confirms; ``details``
@@ -100,12 +120,13 @@ class Counterfactual(Analysis):
     closed_form = True
 
     def __init__(self, x0, norm=2, target: int | None = None, immutable=(),
-                 search: str = "best-first"):
+                 search: str = "best-first", milp_after: float | None = MILP_AFTER):
         self.x0 = x0
         self.norm = norm
         self.target = target
         self.immutable = immutable
         self.search = search
+        self.milp_after = milp_after
 
     @property
     def prunable(self) -> bool:
@@ -121,7 +142,7 @@ class Counterfactual(Analysis):
     # ---------------------------------------------------------------- per row
     @classmethod
     def for_row(cls, row, *, norm=2, target=None, immutable=(), bounds=None, direction=None,
-                search: str = "best-first"):
+                search: str = "best-first", milp_after: float | None = MILP_AFTER):
         """The counterfactual of ``row.x`` inside the domain and the actionability constraints.
 
         ``immutable``: features held at the row's values; ``bounds``: ``{feature: (lo, hi)}``
@@ -151,7 +172,7 @@ class Counterfactual(Analysis):
             raise RegionError(f"{who}: feature {row.features[j]!r} has no allowed value "
                               f"(lower {lo[j]} > upper {hi[j]}); check bounds and direction")
         return cls(row.x, norm=norm, target=target, immutable=held.tolist(),
-                   search=search), Box(lo, hi)
+                   search=search, milp_after=milp_after), Box(lo, hi)
 
     def figures(self, result, row) -> dict:
         """``distance`` (the infimum), ``returned_distance`` (the witness's), ``class0``,
@@ -183,6 +204,10 @@ class Counterfactual(Analysis):
             raise ConfigError(f"{who}: norm must be 1, 2 or inf, got {self.norm!r}")
         if self.search not in SEARCHES:
             raise ConfigError(f"{who}: search must be one of {SEARCHES}, got {self.search!r}")
+        if self.milp_after is not None and not (isinstance(self.milp_after, (int, float))
+                                                and self.milp_after >= 0):
+            raise ConfigError(f"{who}: milp_after must be seconds >= 0 or None, got "
+                              f"{self.milp_after!r}")
         imm = np.asarray(self.immutable, dtype=int).reshape(-1)
         if imm.size and (imm.min() < 0 or imm.max() >= n or len(set(imm)) != imm.size):
             raise ConfigError(f"{who}: immutable must be distinct input indices in [0, {n}), got "
@@ -224,6 +249,8 @@ class Counterfactual(Analysis):
         self._planes = LayerPlanes(  # see _cell_bound
             lambda W, b: (W @ self._x0 + b, np.linalg.norm(W, ord=self._dual, axis=1)))
         self.skipped = self.n_projections = 0
+        self._milp_info, self._milp_why_not, self._proved = None, None, False
+        self._milp = self._milp_plan(context)  # None, or the time it is due
         # coordinates a closed-form minimiser may move (free in the frame, not immutable)
         self._movable = None
         if self.closed_form and fr.free is not None:
@@ -281,8 +308,70 @@ class Counterfactual(Analysis):
                                    center - cell.u <= delta] + self._immutable(cell)
         return Subproblem(cp.Problem(cp.Maximize(t), cons), {"u": cell.u})
 
+    # ---------------------------------------------------------------- the MILP
+    def _milp_plan(self, context) -> float | None:
+        """When the MILP is due (``perf_counter`` time), or None if it will not run (the
+        reason, where the user asked for it, goes to ``details["milp"]``)."""
+        if self.milp_after is None or self.search != "best-first":
+            return None
+        why = None
+        if self._p not in (1, np.inf):
+            why = "an L2 distance is not a MILP (L1 and L∞ are)"
+        elif not isinstance(context.region, Box):
+            why = f"the region is a {type(context.region).__name__}, not a Box"
+        elif context.traversal.within is not None:
+            why = "a run in parts"
+        elif not context.chains.get("milp"):
+            why = "no backend serves the 'milp' form"
+        if why is not None:
+            self._milp_why_not = why
+            return None
+        return time.perf_counter() + self.milp_after
+
+    def _maybe_milp(self, context) -> None:
+        """Run the MILP once, when it is due."""
+        if self._milp is not None and time.perf_counter() >= self._milp:
+            self._milp = None
+            self._run_milp(context)
+
+    def _pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per target class, the outputs' conjunction ``C y <= 0`` that reaches it (closed)."""
+        if self._binary:
+            return [(np.array([[-1.0 if q == 1 else 1.0]]), np.zeros(1)) for q in self._targets]
+        eye = np.eye(self._n_out)
+        return [(eye[[i for i in range(self._n_out) if i != q]] - eye[[q]], np.zeros(self._n_out - 1))
+                for q in self._targets]
+
+    def _run_milp(self, context) -> None:
+        """:meth:`~polytrav.bounds.milp.RegionMilp.closest` over the region's box within the
+        best distance so far; a nearer point becomes the best, and a bound that reaches the
+        best distance proves it."""
+        from polytrav.bounds.milp import RegionMilp
+
+        r = self._best[0]
+        lo, hi = context.region.lower.copy(), context.region.upper.copy()
+        if np.isfinite(r):
+            lo, hi = np.maximum(lo, self._x0 - r), np.minimum(hi, self._x0 + r)
+        lo[self._imm] = hi[self._imm] = self._x0[self._imm]
+        left = context.traversal.time_left()
+        milp = RegionMilp(context.network, lo, hi)
+        out = milp.closest(self._x0, self._p, self._pairs(), context.chains["milp"], radius=r,
+                           time_limit=None if left is None else MILP_TIME_SHARE * left)
+        self.n_solves += out.solves
+        if out.point is not None and out.distance < self._best[0]:
+            self._best = (out.distance, out.point, self._targets[out.conjunction], None)
+        best = self._best[0]
+        self._proved = out.bound is not None and best <= out.bound + LP_BOUND_TOL * (1 + best)
+        self._milp_info = {"binaries": out.binaries, "seconds": out.seconds,
+                           "bound": out.bound, "proved": self._proved}
+        if out.reason:
+            self._milp_info["reason"] = out.reason
+
     # ---------------------------------------------------------------- pruning protocol
     def piece_bound(self, bits, context) -> float:
+        self._maybe_milp(context)
+        if self._proved:
+            return np.inf  # the MILP proved the best distance: no piece can beat it
         s = np.where(bits, 1.0, -1.0)
         gap = -s * self._h1
         ok = (gap > 0) & (self._n1 > 0)
@@ -345,13 +434,17 @@ class Counterfactual(Analysis):
         return float(np.max(gap[ok] / norms[ok], initial=0.0))
 
     def visit(self, polytope, context):
+        before = self._best[0]
+        self._maybe_milp(context)
+        if self._proved:
+            return Stop("the MILP proved the best distance")
         fr, prune = context.frame, self.search != "shrink"
         cell_lb = self._cell_bound(polytope) if prune else 0.0
         if cell_lb >= self._best[0]:
             self.skipped += len(self._targets)
             return None
         values = None
-        improved = False
+        improved = self._best[0] < before  # the MILP's point
         class_lb, in_reach = self._class_screen(polytope, fr)
         for q, lb, reach in zip(self._targets, class_lb, in_reach):
             if (prune and max(cell_lb, lb) >= self._best[0]) or not reach:
@@ -472,12 +565,15 @@ class Counterfactual(Analysis):
             return (lambda y: y[0] > 0) if q == 1 else (lambda y: y[0] < 0)
         return lambda y: bool(np.all(np.delete(y, q) < y[q]))
 
-    def _realise(self, context, q, values, K, h, u_star):
-        """A point near the boundary point ``u_star`` whose class a forward pass confirms
-        (:meth:`_beyond_on_ray`, else :meth:`_beyond_by_lp`); run once, for the best
-        boundary point (``values``, ``K``, ``h`` are its polytope's)."""
-        x = self._beyond_on_ray(context, q, u_star)
-        return x if x is not None else self._beyond_by_lp(context, q, values, K, h, u_star)
+    def _realise(self, context, q, x_star, cell):
+        """A point near the boundary point ``x_star`` whose class a forward pass confirms
+        (:meth:`_beyond_on_ray`, else :meth:`_beyond_by_lp` in its polytope, ``cell`` =
+        ``(values, K, h, u)``; None for the MILP's point); run once, for the best."""
+        x = self._beyond_on_ray(context, q, context.frame.to_u(x_star))
+        if x is not None or cell is None:
+            return x
+        values, K, h, u_star = cell
+        return self._beyond_by_lp(context, q, values, K, h, u_star)
 
     def _beyond_on_ray(self, context, q, u_star):
         """The first point a relative ``delta`` beyond the boundary point on the ray from
@@ -509,13 +605,19 @@ class Counterfactual(Analysis):
                 return cand
         return None
 
+    def exact(self, context) -> bool:
+        """A complete traversal without failed solves, or the MILP's proof."""
+        return self._proved or super().exact(context)
+
     def finish(self, context) -> AnalysisResult:
         dist, x, q, cell = self._best
-        witness = None if cell is None else self._realise(context, q, *cell)
+        witness = None if x is None else self._realise(context, q, x, cell)
         details = {"norm": self._p, "x0": self._x0, "class0": self._class0, "class": q,
                    "boundary_point": x,
                    "search": self.search, "skipped_by_bound": self.skipped,
                    "closed_form": self.n_projections}
+        if (self._milp_info or self._milp_why_not) is not None:
+            details["milp"] = self._milp_info or self._milp_why_not
         if witness is not None:
             details["returned_distance"] = float(np.linalg.norm(witness - self._x0, ord=self._p))
         elif x is not None:

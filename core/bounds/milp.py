@@ -17,6 +17,12 @@ under the cutoff) proves the conjunction unmet by at least that allowance
 candidate counterexample that the caller confirms by a forward pass. The number of binaries
 decides the cost, so :meth:`RegionMilp.prove` refuses boxes with more than
 :data:`MILP_MAX_BINARIES` of them.
+
+The nearest point of the box to ``x0`` (L1 or L∞) that meets one of the conjunctions
+(:meth:`RegionMilp.closest`, a counterfactual's question) is one MILP per conjunction
+minimising the distance, within a radius. Its proof is the solver's certificate as above:
+"infeasible" (nothing within the radius) or the dual bound of an optimum, with the same
+allowance ``LP_BOUND_TOL (1 + |bound|)``.
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
-__all__ = ["MILP_MAX_BINARIES", "MilpOutcome", "RegionMilp"]
+__all__ = ["MILP_MAX_BINARIES", "ClosestOutcome", "MilpOutcome", "RegionMilp"]
 
 #: Unstable neurons (binaries) above which :meth:`RegionMilp.prove` does not try: on MNIST's
 #: 784-256-256-10 network at eps 0.03 the box leaves 84-142 unstable and HiGHS settles each
@@ -49,6 +55,23 @@ class MilpOutcome:
 
     verdict: str
     point: np.ndarray | None = None
+    binaries: int = 0
+    solves: int = 0
+    seconds: float = 0.0
+    reason: str = ""
+
+
+@dataclass
+class ClosestOutcome:
+    """What :meth:`RegionMilp.closest` found: ``point`` (the nearest point the MILP found,
+    ``None`` if none within the radius), its ``distance`` and ``conjunction`` (index), and
+    ``bound``, a proven lower bound of the distance of every point that meets a conjunction
+    (``None`` where some MILP did not settle: ``reason`` says why)."""
+
+    point: np.ndarray | None = None
+    distance: float = np.inf
+    conjunction: int | None = None
+    bound: float | None = None
     binaries: int = 0
     solves: int = 0
     seconds: float = 0.0
@@ -127,6 +150,53 @@ class RegionMilp:
         out.seconds = time.perf_counter() - t0
         return out
 
+    def closest(self, x0, norm, pairs, milp_backends, *, radius: float,
+                time_limit: float | None = None) -> ClosestOutcome:
+        """The point of the box nearest to ``x0`` (``norm`` 1 or ``inf``) within ``radius``
+        that meets one of the conjunctions ``pairs`` (``(C, d)``: ``C y <= d``, closed): one
+        MILP per conjunction minimising the distance, the best so far its radius
+        (``time_limit`` shared as in :meth:`prove`). ``bound`` is the smallest lower bound
+        the solver proves (an optimum's dual bound, or ``radius`` where nothing lies within
+        it), to its tolerances: a caller allows ``LP_BOUND_TOL (1 + |bound|)`` as for every
+        margin; ``None`` if a MILP did not settle."""
+        t0 = time.perf_counter()
+        out = ClosestOutcome(binaries=self.binaries)
+        if not milp_backends:
+            out.reason = "no MILP backend is installed"
+            return out
+        if self._enc is None:
+            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
+        x0 = np.asarray(x0, float)
+        bound = np.inf
+        for k, (C, d) in enumerate(pairs):
+            r = min(radius, out.distance)
+
+            def attempt(backend, k=k, C=C, d=d, r=r):
+                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                if left is not None and left <= 0:
+                    return SolveResult(Status.LIMIT, message="time limit")
+                share = None if left is None else left / (len(pairs) - k)
+                return self._enc.nearest(backend, x0, norm, C, d, r, share)
+
+            res, tried = solve_along(milp_backends, attempt)
+            out.solves += tried
+            if res.status is Status.INFEASIBLE:
+                found = r
+            elif res.status is Status.OPTIMAL and "bound" in res.extras:
+                found = float(res.extras["bound"])
+                x = np.clip(res.x[:self.lo.shape[0]], self.lo, self.hi)
+                dist = float(np.linalg.norm(x - x0, ord=norm))
+                if dist < out.distance:
+                    out.point, out.distance, out.conjunction = x, dist, k
+            else:
+                out.reason = f"MILP {res.status.value}: {res.message}"
+                bound = None
+                break
+            bound = min(bound, found)
+        out.bound = bound
+        out.seconds = time.perf_counter() - t0
+        return out
+
 
 class _Encoding:
     """The big-M rows of the network over the box, built once: columns ``x``, then per
@@ -173,27 +243,64 @@ class _Encoding:
                 rows(ub, [(a[i], I), (prev, -W[i]), (q, -np.diag(l[i]))], b[i] - l[i])
                 rows(ub, [(a[i], I), (q, -np.diag(u[i]))], np.zeros(m))
             prev = a
-        self.last, self.t = prev, n  # the last column is t
+        self.last, self.n = prev, n  # the columns a query adds come after the first n
         self.W, self.b = network.weights[-1], network.biases[-1]
-        self.bounds = (np.concatenate(col_lo + [[-np.inf]]), np.concatenate(col_hi + [[np.inf]]))
-        self.integer = np.concatenate(integer + [[False]])
-        self.A_ub, self.b_ub = _matrix(ub, n + 1)
-        self.A_eq, self.b_eq = _matrix(eq, n + 1)
+        self.bounds = (np.concatenate(col_lo), np.concatenate(col_hi))
+        self.integer = np.concatenate(integer)
+        self.A_ub, self.b_ub = _matrix(ub, n)
+        self.A_eq, self.b_eq = _matrix(eq, n)
+
+    def _solve(self, backend, extra_lo, extra_hi, rows, rhs, cost, time_limit, cutoff=None):
+        """The encoding with columns ``[extra_lo, extra_hi]`` appended (continuous), the rows
+        ``rows v <= rhs`` added and ``cost`` (on the added columns) minimised."""
+        k = len(extra_lo)
+        A_ub = sp.vstack([sp.hstack([self.A_ub, sp.csr_matrix((self.A_ub.shape[0], k))]),
+                          sp.csr_matrix(rows)], format="csr")
+        A_eq = sp.hstack([self.A_eq, sp.csr_matrix((self.A_eq.shape[0], k))], format="csr")
+        c = np.concatenate([np.zeros(self.n), cost])
+        bounds = (np.concatenate([self.bounds[0], extra_lo]),
+                  np.concatenate([self.bounds[1], extra_hi]))
+        integer = np.concatenate([self.integer, np.zeros(k, bool)])
+        return backend.solve_milp(c, A_ub, np.concatenate([self.b_ub, rhs]), A_eq, self.b_eq,
+                                  bounds=bounds, integer=integer, time_limit=time_limit,
+                                  cutoff=cutoff)
+
+    def _output_rows(self, C, n_cols):
+        """``C y`` as rows over ``n_cols`` columns (the last hidden layer's ``a``), less ``C b``."""
+        Cy = np.zeros((C.shape[0], n_cols))
+        Cy[:, self.last] = C @ self.W
+        return Cy, C @ self.b
 
     def solve(self, backend, C, d, time_limit):
         """Is ``C y <= d`` met? ``min t`` with ``t >= C_i y - d_i`` and the cutoff ``t < 0``:
         the first point under it ends the search, and no node whose bound is above it is
         explored. (One MILP per conjunction: a single MILP for a disjunction of nine, with a
         binary choosing the conjunction, took more than 200 s where nine took 110 s.)"""
-        Cy = np.zeros((C.shape[0], self.t + 1))
-        Cy[:, self.last] = C @ self.W
-        Cy[:, self.t] = -1.0
-        c = np.zeros(self.t + 1)
-        c[self.t] = 1.0
-        return backend.solve_milp(c, sp.vstack([self.A_ub, sp.csr_matrix(Cy)], format="csr"),
-                                  np.concatenate([self.b_ub, d - C @ self.b]),
-                                  self.A_eq, self.b_eq, bounds=self.bounds,
-                                  integer=self.integer, time_limit=time_limit, cutoff=0.0)
+        Cy, Cb = self._output_rows(C, self.n + 1)
+        Cy[:, self.n] = -1.0  # the added column t
+        return self._solve(backend, [-np.inf], [np.inf], Cy, d - Cb, [1.0], time_limit,
+                           cutoff=0.0)
+
+    def nearest(self, backend, x0, norm, C, d, radius, time_limit):
+        """``min ||x - x0||`` (1 or inf) with ``C y <= d`` and the distance at most
+        ``radius``: L∞ adds a column ``t`` (``|x_j - x0_j| <= t``), L1 a column ``s_j`` per
+        input (``|x_j - x0_j| <= s_j``) and the row ``sum s <= radius``."""
+        n0 = x0.shape[0]
+        k = 1 if norm == np.inf else n0
+        Cy, Cb = self._output_rows(C, self.n + k)
+        eye = np.eye(n0)
+        dev = np.zeros((2 * n0, self.n + k))  # x - x0 <= dev and x0 - x <= dev
+        dev[:, :n0] = np.vstack([eye, -eye])
+        dev[:, self.n:] = -1.0 if k == 1 else -np.vstack([eye, eye])
+        rows, rhs = [Cy, dev], [d - Cb, np.concatenate([x0, -x0])]
+        hi = np.full(k, float(radius))
+        if k > 1:
+            total = np.zeros((1, self.n + k))
+            total[0, self.n:] = 1.0
+            rows.append(total)
+            rhs.append([float(radius)])
+        return self._solve(backend, np.zeros(k), hi, np.vstack(rows), np.concatenate(rhs),
+                           np.ones(k), time_limit)
 
 
 def _matrix(kind, n_cols: int):

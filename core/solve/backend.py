@@ -102,7 +102,9 @@ class SolverBackend:
         seconds (default: the backend's own limit). INFEASIBLE is the solver's proof that no
         point exists, to its feasibility tolerances. With ``cutoff``, only points with
         ``c @ x < cutoff`` are sought: OPTIMAL returns the first one found (not necessarily
-        the minimiser), INFEASIBLE proves there is none. Backends without the ``milp`` form
+        the minimiser), INFEASIBLE proves there is none. Without it, OPTIMAL is the minimiser
+        and ``extras["bound"]`` the solver's proven lower bound of the minimum (its dual bound;
+        a backend that cannot certify one leaves it out). Backends without the ``milp`` form
         raise ``NotImplementedError``.
         """
         raise NotImplementedError(

@@ -165,3 +165,66 @@ def test_counterfactual_without_cells_beyond_the_ball_equals_the_milp(seed):
     assert report.stats["cells_far"] > 0
     assert report[0].exact and report[0].value == pytest.approx(truth.value, abs=TOL)
     assert full[0].value == pytest.approx(truth.value, abs=TOL)
+
+
+def counterfactual_case(net, lo, hi, seed):
+    """``x0`` in the box, and x0's class and a target (every other class on odd seeds)."""
+    x0 = np.random.default_rng(seed).uniform(lo, hi)
+    y0 = net.forward(x0)
+    cls0 = int(y0[0] >= 0) if net.n_outputs == 1 else int(np.argmax(y0))
+    target = None if seed % 2 else (1 - cls0 if net.n_outputs == 1 else (cls0 + 1) % net.n_outputs)
+    return x0, cls0, target
+
+
+@pytest.mark.parametrize("norm", [1, np.inf])
+@pytest.mark.parametrize("seed", range(3))
+def test_counterfactual_settled_by_the_milp_equals_the_reference(case, norm, seed):
+    """With ``milp_after=0`` the MILP runs at the first polytope and proves the optimum: the
+    reference MILP's distance, ``exact``, a confirmed witness of the class, the immutable
+    feature held, and the traversal stopped there."""
+    net, lo, hi = case
+    x0, cls0, target = counterfactual_case(net, lo, hi, seed)
+    immutable = [1] if seed == 2 else []
+    truth = milp_counterfactual(net, x0, norm, lo, hi, target=target, immutable=immutable)
+    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=norm, target=target,
+                                                      immutable=immutable, milp_after=0.0))[0]
+    milp = result.details["milp"]
+    assert milp["proved"] and result.exact, milp
+    if not np.isfinite(truth.value):
+        assert result.value is None and result.witness is None
+        return
+    assert result.value == pytest.approx(truth.value, abs=TOL)
+    assert milp["bound"] <= result.value + TOL
+    y = net.forward(result.witness)
+    cls = int(y[0] >= 0) if net.n_outputs == 1 else int(np.argmax(y))
+    assert cls != cls0 and (target is None or cls == target)
+    assert np.all(result.witness[immutable] == x0[immutable])
+    assert result.n_polytopes <= 1
+
+
+def test_counterfactual_milp_that_does_not_settle_leaves_the_traversal(case, monkeypatch):
+    """A MILP that ends at its limit proves nothing: the traversal finishes the search and
+    its answer is the reference's, ``details["milp"]`` saying why."""
+    from polytrav.solvers.highs import HighsBackend
+    from polytrav.vocabulary.results import SolveResult, Status
+
+    monkeypatch.setattr(HighsBackend, "solve_milp",
+                        lambda self, *a, **k: SolveResult(Status.LIMIT, message="time limit"))
+    net, lo, hi = case
+    x0, _, _ = counterfactual_case(net, lo, hi, 1)
+    truth = milp_counterfactual(net, x0, 1, lo, hi)
+    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=1, milp_after=0.0))[0]
+    milp = result.details["milp"]
+    assert not milp["proved"] and milp["bound"] is None and "time limit" in milp["reason"]
+    assert result.exact
+    if np.isfinite(truth.value):
+        assert result.value == pytest.approx(truth.value, abs=TOL)
+
+
+def test_counterfactual_says_why_the_milp_does_not_run(case):
+    net, lo, hi = case
+    x0, _, _ = counterfactual_case(net, lo, hi, 1)
+    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=2, milp_after=0.0))[0]
+    assert result.details["milp"] == "an L2 distance is not a MILP (L1 and L∞ are)"
+    never = analyze(net, Box(lo, hi), Counterfactual(x0, norm=1, milp_after=None))[0]
+    assert "milp" not in never.details

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import milp_linear_dnf_feasible
+from milp import milp_counterfactual, milp_linear_dnf_feasible
 from reference import dnf_instance, random_net
 
 from polytrav.bounds import milp as region_milp
@@ -91,6 +91,40 @@ def test_a_point_the_forward_pass_refuses_is_unknown():
     assert out.verdict == "unknown" and "not confirmed" in out.reason
 
 
+def class_pairs(net, x0):
+    """A counterfactual's conjunctions as ``C y <= 0``: every other class at least as high."""
+    y0 = net.forward(x0)
+    if net.n_outputs == 1:
+        return [(np.array([[1.0 if y0[0] >= 0 else -1.0]]), np.zeros(1))]
+    c0, m = int(np.argmax(y0)), net.n_outputs
+    return [(np.eye(m)[[i for i in range(m) if i != q]] - np.eye(m)[[q]], np.zeros(m - 1))
+            for q in range(m) if q != c0]
+
+
+@pytest.mark.parametrize("norm", [1, np.inf])
+@pytest.mark.parametrize("seed", range(8))
+def test_closest_equals_the_reference_counterfactual_milp(seed, norm):
+    """The nearest point with another class: the same distance as the reference MILP, a
+    proven bound within the allowance of it, and the point in the box at that distance;
+    within a radius below the optimum, nothing, and the radius is the bound."""
+    n_in, widths, n_out = [(4, [8, 8], 1), (5, [10, 10], 3), (3, [12], 2), (6, [8, 8, 8], 4)][seed % 4]
+    net = random_net(900 + seed, n_in, widths, n_out=n_out)
+    lo, hi = -np.ones(n_in), np.ones(n_in)
+    x0 = np.random.default_rng(seed).uniform(-0.5, 0.5, n_in)
+    truth = milp_counterfactual(net, x0, norm, lo, hi)
+    out = RegionMilp(net, lo, hi).closest(x0, norm, class_pairs(net, x0), MILP, radius=np.inf)
+    if not np.isfinite(truth.value):
+        assert out.point is None and out.bound == np.inf
+        return
+    assert out.distance == pytest.approx(truth.value, abs=1e-6)
+    assert truth.value - 1e-5 <= out.bound <= out.distance
+    assert np.all(out.point >= lo) and np.all(out.point <= hi)
+    assert np.linalg.norm(out.point - x0, ord=norm) == pytest.approx(out.distance)
+    short = 0.9 * truth.value
+    none = RegionMilp(net, lo, hi).closest(x0, norm, class_pairs(net, x0), MILP, radius=short)
+    assert none.point is None and none.bound == short
+
+
 def test_highs_milp_form_and_cutoff():
     """``solve_milp``: the integer optimum, and with a cutoff the first point below it or a
     proof that none is."""
@@ -99,6 +133,7 @@ def test_highs_milp_form_and_cutoff():
     bounds = (np.zeros(2), np.full(2, 5.0))
     res = h.solve_milp(c, A, b, bounds=bounds, integer=np.array([True, True]))
     assert res.status is Status.OPTIMAL and res.objective == pytest.approx(-1.0)
+    assert res.extras["bound"] == pytest.approx(-1.0)  # the proven lower bound
     relaxed = h.solve_milp(c, A, b, bounds=bounds)
     assert relaxed.objective == pytest.approx(-1.5)
     below = h.solve_milp(c, A, b, bounds=bounds, integer=np.array([True, True]), cutoff=-0.5)
