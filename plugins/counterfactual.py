@@ -32,8 +32,8 @@ subproblem; the tests check that both give the same optima.
 
 The MILP (``milp_after``): on wide networks the polytopes near ``x0`` are too many to visit
 (a 30-32-32 MLP: thousands in the start's level-1 piece alone). A best-first search of an
-L1 or L∞ counterfactual on a box region that has run ``milp_after`` seconds without
-finishing hands the rest to a MILP, where a backend serves the ``milp`` form:
+L1 or L∞ counterfactual on a box region that has handled ``milp_after`` polytopes and
+level-1 pieces without finishing hands the rest to a MILP, where a backend serves the ``milp`` form:
 :meth:`polytrav.bounds.milp.RegionMilp.closest` over the box of the best distance so far
 (CROWN's bounds there, one binary per neuron they leave unstable), one conjunction per
 target class. Its bound is the proof (``exact``) when it reaches the best distance, which
@@ -43,13 +43,13 @@ on with what is left of the time. ``details["milp"]`` says what the MILP did.
 from __future__ import annotations
 
 import functools
-import time
 
 import numpy as np
 
 from polytrav.host.analysis import (Analysis, CellProblem, Restrict, Stop, cell_values,
                                     check_witness)
 from polytrav.model.cell import LayerPlanes
+from polytrav.model.polytope import Polytope
 from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Ball, Box
@@ -63,9 +63,10 @@ SEARCHES = ("best-first", "shrink", "full")
 #: Upper bound of the direct L∞ LP's scaled variable ``s' = R / r``: distances below
 #: ``R / DIRECT_S_MAX`` count as 0 (``x0`` on the class boundary).
 DIRECT_S_MAX = 1e9
-#: Seconds a best-first search runs before the MILP (module docstring) is tried: the rows
-#: of a 30-8-8 MLP finish in 20 ms, where the MILP takes about 0.1 s.
-MILP_AFTER = 0.5
+#: Polytopes and level-1 pieces a best-first search handles before the MILP (module
+#: docstring) is tried: a count, not seconds, so that the path to an answer does not depend on
+#: the machine's load. The L1 rows of a 30-8-8 MLP need at most 220 (median 20), L∞ 97.
+MILP_AFTER = 500
 #: The MILP's share of the run's time left (the traversal keeps the rest).
 MILP_TIME_SHARE = 0.8
 _NONE = np.zeros(0)  # "nothing better here" from the direct LP
@@ -102,9 +103,9 @@ class Counterfactual(Analysis):
     immutable : sequence of int
         Features held at ``x0``'s values.
     search : {"best-first", "shrink", "full"}
-    milp_after : float or None
-        Seconds of best-first search before a MILP settles the rest (L1, L∞ on a box
-        region; module docstring); None: never.
+    milp_after : int or None
+        Polytopes and level-1 pieces of best-first search before a MILP settles the rest
+        (L1, L∞ on a box region; module docstring); None: never.
 
     ``value`` is the infimum distance (``None`` if no point of the region changes class);
     ``witness`` a point past the boundary whose class a forward pass confirms; ``details``
@@ -120,7 +121,7 @@ class Counterfactual(Analysis):
     closed_form = True
 
     def __init__(self, x0, norm=2, target: int | None = None, immutable=(),
-                 search: str = "best-first", milp_after: float | None = MILP_AFTER):
+                 search: str = "best-first", milp_after: int | None = MILP_AFTER):
         self.x0 = x0
         self.norm = norm
         self.target = target
@@ -142,7 +143,7 @@ class Counterfactual(Analysis):
     # ---------------------------------------------------------------- per row
     @classmethod
     def for_row(cls, row, *, norm=2, target=None, immutable=(), bounds=None, direction=None,
-                search: str = "best-first", milp_after: float | None = MILP_AFTER):
+                search: str = "best-first", milp_after: int | None = MILP_AFTER):
         """The counterfactual of ``row.x`` inside the domain and the actionability constraints.
 
         ``immutable``: features held at the row's values; ``bounds``: ``{feature: (lo, hi)}``
@@ -176,11 +177,15 @@ class Counterfactual(Analysis):
 
     def figures(self, result, row) -> dict:
         """``distance`` (the infimum), ``returned_distance`` (the witness's), ``class0``,
-        ``class``, ``exact``, ``found``, and the witness as ``x.<feature>``."""
+        ``class``, ``exact``, ``proof`` (``"traversal"``, ``"milp"`` or None where the
+        answer is not exact), ``found``, and the witness as ``x.<feature>``."""
         d = result.details
+        milp = d.get("milp")
+        proof = None if not result.exact else (
+            "milp" if isinstance(milp, dict) and milp["proved"] else "traversal")
         out = {"distance": result.value, "returned_distance": d.get("returned_distance"),
                "class0": d.get("class0"), "class": d.get("class"), "exact": result.exact,
-               "found": result.witness is not None}
+               "proof": proof, "found": result.witness is not None}
         w = result.witness
         out.update(zip(_witness_columns(row.features),
                        [None] * len(row.features) if w is None else w.tolist()))
@@ -204,10 +209,10 @@ class Counterfactual(Analysis):
             raise ConfigError(f"{who}: norm must be 1, 2 or inf, got {self.norm!r}")
         if self.search not in SEARCHES:
             raise ConfigError(f"{who}: search must be one of {SEARCHES}, got {self.search!r}")
-        if self.milp_after is not None and not (isinstance(self.milp_after, (int, float))
-                                                and self.milp_after >= 0):
-            raise ConfigError(f"{who}: milp_after must be seconds >= 0 or None, got "
-                              f"{self.milp_after!r}")
+        if self.milp_after is not None and not (
+                isinstance(self.milp_after, (int, np.integer)) and self.milp_after >= 0):
+            raise ConfigError(f"{who}: milp_after must be a count >= 0 (polytopes and pieces) "
+                              f"or None, got {self.milp_after!r}")
         imm = np.asarray(self.immutable, dtype=int).reshape(-1)
         if imm.size and (imm.min() < 0 or imm.max() >= n or len(set(imm)) != imm.size):
             raise ConfigError(f"{who}: immutable must be distinct input indices in [0, {n}), got "
@@ -250,7 +255,7 @@ class Counterfactual(Analysis):
             lambda W, b: (W @ self._x0 + b, np.linalg.norm(W, ord=self._dual, axis=1)))
         self.skipped = self.n_projections = 0
         self._milp_info, self._milp_why_not, self._proved = None, None, False
-        self._milp = self._milp_plan(context)  # None, or the time it is due
+        self._milp = self._milp_plan(context)  # None, or the count at which it is due
         # coordinates a closed-form minimiser may move (free in the frame, not immutable)
         self._movable = None
         if self.closed_form and fr.free is not None:
@@ -309,9 +314,9 @@ class Counterfactual(Analysis):
         return Subproblem(cp.Problem(cp.Maximize(t), cons), {"u": cell.u})
 
     # ---------------------------------------------------------------- the MILP
-    def _milp_plan(self, context) -> float | None:
-        """When the MILP is due (``perf_counter`` time), or None if it will not run (the
-        reason, where the user asked for it, goes to ``details["milp"]``)."""
+    def _milp_plan(self, context) -> int | None:
+        """When the MILP is due (polytopes and pieces handled), or None if it will not run
+        (the reason, where the user asked for it, goes to ``details["milp"]``)."""
         if self.milp_after is None or self.search != "best-first":
             return None
         why = None
@@ -326,13 +331,16 @@ class Counterfactual(Analysis):
         if why is not None:
             self._milp_why_not = why
             return None
-        return time.perf_counter() + self.milp_after
+        return self.milp_after
 
     def _maybe_milp(self, context) -> None:
-        """Run the MILP once, when it is due."""
-        if self._milp is not None and time.perf_counter() >= self._milp:
-            self._milp = None
-            self._run_milp(context)
+        """Count a polytope or piece; run the MILP once, when it is due."""
+        if self._milp is not None:
+            if self._milp <= 0:
+                self._milp = None
+                self._run_milp(context)
+            else:
+                self._milp -= 1
 
     def _pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per target class, the outputs' conjunction ``C y <= 0`` that reaches it (closed)."""
@@ -359,7 +367,13 @@ class Counterfactual(Analysis):
                            time_limit=None if left is None else MILP_TIME_SHARE * left)
         self.n_solves += out.solves
         if out.point is not None and out.distance < self._best[0]:
-            self._best = (out.distance, out.point, self._targets[out.conjunction], None)
+            # the exact optimum on the point's polytope, with the cell its witness needs
+            code = context.network.activation_code(out.point)
+            self._fold(Polytope(code, out.point, 0.0, -1, None, context.network,
+                                context.region), context)
+            if out.distance < self._best[0] - LP_BOUND_TOL * (1 + out.distance):
+                # the point met its cell's rows to the MILP's tolerance only: it is the best
+                self._best = (out.distance, out.point, self._targets[out.conjunction], None)
         best = self._best[0]
         self._proved = out.bound is not None and best <= out.bound + LP_BOUND_TOL * (1 + best)
         self._milp_info = {"binaries": out.binaries, "seconds": out.seconds,
@@ -438,13 +452,22 @@ class Counterfactual(Analysis):
         self._maybe_milp(context)
         if self._proved:
             return Stop("the MILP proved the best distance")
+        improved = self._fold(polytope, context) or self._best[0] < before  # or the MILP's
+        if improved and self.search != "full" and np.isfinite(self._best[0]):
+            r = self._best[0]
+            return Restrict(Box(self._x0 - r, self._x0 + r), ball=Ball(self._x0, r, self._p))
+        return None
+
+    def _fold(self, polytope, context) -> bool:
+        """Fold the polytope's nearest point of each target class into the best; whether
+        it improved."""
         fr, prune = context.frame, self.search != "shrink"
         cell_lb = self._cell_bound(polytope) if prune else 0.0
         if cell_lb >= self._best[0]:
             self.skipped += len(self._targets)
-            return None
+            return False
         values = None
-        improved = self._best[0] < before  # the MILP's point
+        improved = False
         class_lb, in_reach = self._class_screen(polytope, fr)
         for q, lb, reach in zip(self._targets, class_lb, in_reach):
             if (prune and max(cell_lb, lb) >= self._best[0]) or not reach:
@@ -475,10 +498,7 @@ class Counterfactual(Analysis):
             if dist < self._best[0]:
                 self._best = (dist, x, q, (values, K, h, u))
                 improved = True
-        if improved and self.search != "full" and np.isfinite(self._best[0]):
-            r = self._best[0]
-            return Restrict(Box(self._x0 - r, self._x0 + r), ball=Ball(self._x0, r, self._p))
-        return None
+        return improved
 
     def _projection(self, fr, values, G, g, K, h):
         """The nearest point to ``x0`` of the class row farthest from it, if it lies in the

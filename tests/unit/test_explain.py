@@ -56,15 +56,20 @@ def test_rows_equal_separate_analyze_runs(net, X):
         assert row.figures["local_model.output"] == pytest.approx(net.forward(x)[0], abs=1e-9)
 
 
+@pytest.mark.parametrize("milp_after", [500, 0])
 @pytest.mark.parametrize("norm", [1, np.inf])
 @pytest.mark.parametrize("which", ["net", "net3"])
-def test_counterfactual_distances_equal_the_milp(which, norm, X, request):
+def test_counterfactual_distances_equal_the_milp(which, norm, milp_after, X, request):
+    """By the traversal (these rows take milliseconds), or by the MILP from the first
+    polytope (``milp_after=0``): the reference MILP's distance, and ``proof`` says which."""
     model = request.getfixturevalue(which)
-    table = explain(model, X[:4], [("counterfactual", {"norm": norm, "immutable": [1]})],
+    table = explain(model, X[:4], [("counterfactual", {"norm": norm, "immutable": [1],
+                                                       "milp_after": milp_after})],
                     domain=(LO, HI))
     for row, x in zip(table, X[:4]):
         ref = milp_counterfactual(model, x, norm, LO, HI, immutable=[1])
         got = row.figures["counterfactual.distance"]
+        assert row.figures["counterfactual.proof"] == ("milp" if milp_after == 0 else "traversal")
         if np.isinf(ref.value):
             assert got is None and row.figures["counterfactual.exact"]
         else:
