@@ -37,8 +37,11 @@ BAB_TIME_SHARE = 0.5
 #: nodes), then the region's MILP with this share (:class:`~polytrav.bounds.milp.RegionMilp`),
 #: then branch and bound again. With more, branch and bound alone, as before the MILP: a
 #: probe that restarts would cost the instances it decides late (256x6 prop_5_0.03 was
-#: decided at 134 s, with 150 s for branch and bound).
-BAB_PROBE_SHARE, MILP_TIME_SHARE = 0.1, 0.8
+#: decided at 134 s, with 150 s for branch and bound). The probe's share is 0.3: MNIST
+#: 256x4 prop_10_0.05 (188 binaries) takes branch and bound 75 s and the MILP 231 s (a
+#: timeout at 300 s in a run with a 0.1 probe on a loaded machine), while the MILP's
+#: instances of 256x2 (120 s) still have 66 s for it after the probe (they need 16-50 s).
+BAB_PROBE_SHARE, MILP_TIME_SHARE = 0.3, 0.8
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
