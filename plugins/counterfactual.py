@@ -209,8 +209,9 @@ class Counterfactual(Analysis):
             raise ConfigError(f"{who}: norm must be 1, 2 or inf, got {self.norm!r}")
         if self.search not in SEARCHES:
             raise ConfigError(f"{who}: search must be one of {SEARCHES}, got {self.search!r}")
-        if self.milp_after is not None and not (
-                isinstance(self.milp_after, (int, np.integer)) and self.milp_after >= 0):
+        if self.milp_after is not None and (
+                isinstance(self.milp_after, bool)
+                or not isinstance(self.milp_after, (int, np.integer)) or self.milp_after < 0):
             raise ConfigError(f"{who}: milp_after must be a count >= 0 (polytopes and pieces) "
                               f"or None, got {self.milp_after!r}")
         imm = np.asarray(self.immutable, dtype=int).reshape(-1)
@@ -669,6 +670,10 @@ class Counterfactual(Analysis):
                          f"{fmt(d['returned_distance'])}, whose class is confirmed")
         elif "note" in d:
             lines.append(d["note"])
+        milp = d.get("milp")
+        if isinstance(milp, dict) and milp["proved"]:
+            lines.append(f"proven minimal by a MILP ({milp['binaries']} binaries, lower bound "
+                         f"{fmt(milp['bound'])})")
         return lines
 
     def combine(self, parts, context) -> AnalysisResult:

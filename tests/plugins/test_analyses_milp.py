@@ -200,6 +200,7 @@ def test_counterfactual_settled_by_the_milp_equals_the_reference(case, norm, see
     assert cls != cls0 and (target is None or cls == target)
     assert result.witness[immutable] == pytest.approx(x0[immutable], abs=1e-12)
     assert result.n_polytopes <= 1
+    assert "proven minimal by a MILP" in "\n".join(Counterfactual(x0).describe(result))
 
 
 def test_counterfactual_milp_that_does_not_settle_leaves_the_traversal(case, monkeypatch):
@@ -228,3 +229,12 @@ def test_counterfactual_says_why_the_milp_does_not_run(case):
     assert result.details["milp"] == "an L2 distance is not a MILP (L1 and L∞ are)"
     never = analyze(net, Box(lo, hi), Counterfactual(x0, norm=1, milp_after=None))[0]
     assert "milp" not in never.details
+
+
+@pytest.mark.parametrize("bad", [-1, 0.5, True, "500"])
+def test_counterfactual_refuses_a_bad_milp_after(case, bad):
+    from polytrav import ConfigError
+
+    net, lo, hi = case
+    with pytest.raises(ConfigError, match="milp_after must be a count"):
+        analyze(net, Box(lo, hi), Counterfactual((lo + hi) / 2, norm=1, milp_after=bad))
