@@ -40,7 +40,7 @@ from polytrav.vocabulary.errors import ConfigError, SolverError
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.solve.backend import SolverBackend
 from polytrav.solve.chebyshev import ChebyshevModel
-from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
+from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL, MILP_GAP
 
 __all__ = ["HighsBackend"]
 
@@ -82,8 +82,8 @@ class HighsBackend(SolverBackend):
     #: settled to a relative and absolute gap of ``1e-7`` (HiGHS: ``1e-4`` and ``1e-6``), so
     #: its dual bound (``extras["bound"]``) is a proof of the optimum, not of a nearby value.
     MILP_OPTIONS = {
-        "mip_rel_gap": 1e-7,
-        "mip_abs_gap": 1e-7,
+        "mip_rel_gap": MILP_GAP,
+        "mip_abs_gap": MILP_GAP,
         "mip_heuristic_effort": 0.0,
         "mip_heuristic_run_rins": False,
         "mip_heuristic_run_rens": False,

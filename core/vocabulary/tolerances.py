@@ -95,6 +95,9 @@ MAX_COORDINATE = 1e15
 BOUND_TOL = 1e-9
 #: Margins from an LP are lowered by this (relative): the LP's feasibility tolerance.
 LP_BOUND_TOL = 1e-6
+#: A MILP's optimum is settled to this relative and absolute gap (HiGHS's defaults, 1e-4 and
+#: 1e-6, would leave a counterfactual's proven bound short of its distance).
+MILP_GAP = 1e-7
 #: VNN-LIB 2.0: how far inside the unsafe rows the second search for a witness looks
 #: (relative to ``1 + |d|``): deeper than float32 rounding of the outputs, so a strict
 #: comparison holds (:meth:`polytrav.verification.instance.Instance.tightened`).
