@@ -189,7 +189,10 @@ class RegionMilp:
                 if dist < out.distance:
                     out.point, out.distance, out.conjunction = x, dist, k
             else:
-                out.reason = f"MILP {res.status.value}: {res.message}"
+                out.reason = (f"MILP {res.status.value}: {res.message}"
+                              if res.status is not Status.OPTIMAL else
+                              f"{res.solver or 'the backend'} gave an optimum without a proven "
+                              "bound (extras['bound'])")
                 bound = None
                 break
             bound = min(bound, found)

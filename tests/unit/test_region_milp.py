@@ -125,6 +125,24 @@ def test_closest_equals_the_reference_counterfactual_milp(seed, norm):
     assert none.point is None and none.bound == short
 
 
+def test_closest_without_a_proven_bound_proves_nothing():
+    """A backend whose optimum carries no dual bound: no bound, and the reason says so."""
+
+    class NoBound(HighsBackend):
+        name = "nobound"
+
+        def solve_milp(self, *args, **kwargs):
+            res = super().solve_milp(*args, **kwargs)
+            res.extras.pop("bound", None)
+            return res
+
+    net = random_net(901, 5, [10, 10], n_out=3)
+    x0 = np.zeros(5)
+    out = RegionMilp(net, -np.ones(5), np.ones(5)).closest(x0, 1, class_pairs(net, x0),
+                                                           [NoBound()], radius=np.inf)
+    assert out.bound is None and "without a proven bound" in out.reason, out
+
+
 def test_highs_milp_form_and_cutoff():
     """``solve_milp``: the integer optimum, and with a cutoff the first point below it or a
     proof that none is."""
