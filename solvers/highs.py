@@ -110,11 +110,18 @@ class HighsBackend(SolverBackend):
     def run(self, h, limit: float | None = None) -> None:
         """``h.run()`` with ``limit`` seconds (default: this backend's time limit) counted
         from now (module docstring)."""
+        import highspy
+
         if limit is None:
             limit = {**self.DEFAULT_OPTIONS, **self.options}.get("time_limit", np.inf)
         h.setOptionValue("time_limit", h.getRunTime() + float(limit))
         try:
-            h.run()
+            if h.run() == highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kNotset:
+                # HiGHS's thread scheduler is global: a Highs of the process that ran a MIP
+                # with its default threads (the user's own highspy) made it refuse this one's
+                # ``threads=1`` before starting; it says to reset the scheduler
+                highspy.Highs.resetGlobalScheduler(True)
+                h.run()
         except Exception as exc:  # pragma: no cover - native crash
             raise SolverError(f"solver 'highs' crashed: {exc}") from exc
 

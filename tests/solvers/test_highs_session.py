@@ -107,3 +107,24 @@ def test_a_pooled_highs_object_forgets_its_model_and_options():
     assert again is h and h.getNumCol() == 0
     assert h.getOptionValue("primal_feasibility_tolerance")[1] == pytest.approx(1e-9)
     assert h.getOptionValue("presolve")[1] == "choose"
+
+
+def test_a_milp_after_the_users_own_highs_mip_with_other_threads():
+    """HiGHS's thread scheduler is global to the process: once a ``Highs`` with 2 threads has
+    run a MIP (the user's own highspy), HiGHS refused the backend's ``threads=1`` model before
+    starting (status "Not Set": an error, the MILP lost); the backend resets the scheduler."""
+    import highspy
+
+    highspy.Highs.resetGlobalScheduler(True)
+    theirs = highspy.Highs()
+    theirs.setOptionValue("output_flag", False)
+    theirs.setOptionValue("threads", 2)
+    theirs.addVars(2, np.zeros(2), np.full(2, 3.0))
+    theirs.changeColsIntegrality(1, np.array([0], dtype=np.int32),
+                                 np.array([highspy.HighsVarType.kInteger]))
+    theirs.run()
+    assert theirs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    res = get_solver("highs").solve_milp(np.ones(2), sp.csr_matrix([[-1.0, -1.0]]), np.array([-1.5]),
+                                         bounds=(np.zeros(2), np.full(2, 3.0)),
+                                         integer=np.array([True, False]), time_limit=10)
+    assert res.status is Status.OPTIMAL and res.objective == pytest.approx(1.5), res.message
