@@ -67,8 +67,6 @@ DIRECT_S_MAX = 1e9
 #: docstring) is tried: a count, not seconds, so that the path to an answer does not depend on
 #: the machine's load. The L1 rows of a 30-8-8 MLP need at most 220 (median 20), L∞ 97.
 MILP_AFTER = 500
-#: The MILP's share of the run's time left (the traversal keeps the rest).
-MILP_TIME_SHARE = 0.8
 _NONE = np.zeros(0)  # "nothing better here" from the direct LP
 _NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np.inf,
           "linf": np.inf}
@@ -355,7 +353,7 @@ class Counterfactual(Analysis):
         """:meth:`~polytrav.bounds.milp.RegionMilp.closest` over the region's box within the
         best distance so far; a nearer point becomes the best, and a bound that reaches the
         best distance proves it."""
-        from polytrav.bounds.milp import RegionMilp
+        from polytrav.bounds.milp import MILP_TIME_SHARE, RegionMilp
 
         r = self._best[0]
         lo, hi = context.region.lower.copy(), context.region.upper.copy()

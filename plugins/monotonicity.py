@@ -21,12 +21,17 @@ budget, a lost LP). Pieces are proven by :meth:`Monotonicity.piece_margin` (the 
 bounded by intervals, :func:`slope_bounds`, rigorous under float64 rounding, so a slope of
 exactly 0 is proven); before the traversal the box is bisected against the same bound
 (:meth:`Monotonicity.split_search`): every sub-box proven proves the region without a
-polytope, and a sampled point with a wrong-signed slope becomes the start point.
+polytope, and a sampled point with a wrong-signed slope becomes the start point. Where both
+leave the box open and no sampled point violates, a MILP
+(:meth:`polytrav.bounds.milp.RegionMilp.monotone`, ``milp=True``) proves the region, or finds
+an activation pattern with a wrong-signed slope, whose cell's centre is where the traversal
+starts (the first polytope then confirms the pair).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from polytrav.bounds.slope import derivative_step, slope_bounds
 from polytrav.bounds.split import BoxPiece
 from polytrav.host.analysis import Analysis, Stop, check_witness
 from polytrav.vocabulary.errors import ConfigError
@@ -34,7 +39,7 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import BOUND_TOL, CORNER_INSET, SAME_VALUE_TOL, SLOPE_TOL
 
-__all__ = ["Monotonicity", "derivative_step", "slope_bounds"]
+__all__ = ["Monotonicity", "derivative_step", "slope_bounds"]  # the last two: polytrav.bounds.slope
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
@@ -54,83 +59,9 @@ SAMPLE_CHUNK = 64
 SPLIT_BOXES = 2000
 #: Random points per unproven sub-box whose local slopes are checked for the wrong sign.
 SPLIT_SAMPLES = 8
-
-
-def derivative_step(W: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds on ``W d`` for every ``d`` in ``[lo, hi]``, rigorous under float64 rounding.
-
-    Each side is computed from the weights' signs (``W+ lo + W- hi``) and moved outward by
-    :data:`~polytrav.vocabulary.tolerances.BOUND_TOL` times ``|W| (|lo| + |hi|)``, far above
-    the rounding of the sums. A side that is a sum of terms each provably ``>= 0`` (a
-    positive weight times a non-negative lower bound, a negative one times a non-positive
-    upper bound) is at least 0 exactly, so it is clamped there: a slope proven ``>= 0``
-    stays a proof (non-decreasing allows slopes of exactly 0, e.g. where every path from the
-    feature is switched off), where an allowance alone would leave it ``-1e-9``.
-    """
-    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
-    slack = BOUND_TOL * ((Wp - Wn) @ (np.abs(lo) + np.abs(hi)))
-    new_lo = Wp @ lo + Wn @ hi - slack
-    new_hi = Wp @ hi + Wn @ lo + slack
-    neg_lo, pos_hi = (lo < 0).astype(float), (hi > 0).astype(float)
-    nonneg = (Wp @ neg_lo - Wn @ pos_hi) == 0  # every term of new_lo is >= 0
-    nonpos = (Wp @ pos_hi - Wn @ neg_lo) == 0  # every term of new_hi is <= 0
-    return (np.where(nonneg, np.maximum(new_lo, 0.0), new_lo),
-            np.where(nonpos, np.minimum(new_hi, 0.0), new_hi))
-
-
-def _masked(lo: np.ndarray, hi: np.ndarray, on: np.ndarray, off: np.ndarray):
-    """A derivative through ReLUs: passed where on, 0 where off, the hull of both else."""
-    unstable = ~(on | off)
-    return (np.where(on, lo, np.where(unstable, np.minimum(lo, 0.0), 0.0)),
-            np.where(on, hi, np.where(unstable, np.maximum(hi, 0.0), 0.0)))
-
-
-def _dot_bounds(lo_a, hi_a, lo_b, hi_b) -> tuple[float, float]:
-    """Bounds on ``a . b`` for ``a``, ``b`` in boxes, rigorous under float64 rounding (the
-    products' signs are exact, so a side whose every term is ``>= 0`` is clamped at 0)."""
-    P = np.stack([lo_a * lo_b, lo_a * hi_b, hi_a * lo_b, hi_a * hi_b])
-    low, high = P.min(axis=0), P.max(axis=0)
-    slack = BOUND_TOL * float(np.abs(P).max(axis=0).sum())
-    lo, hi = float(low.sum()) - slack, float(high.sum()) + slack
-    return (max(lo, 0.0) if (low >= 0).all() else lo), (min(hi, 0.0) if (high <= 0).all() else hi)
-
-
-def slope_bounds(weights, masks, feature: int, output: int, meet: str = "forward"
-                 ) -> tuple[float, float]:
-    """Bounds on the slope ``d f_output / d x_feature`` over every activation pattern that
-    agrees with ``masks`` (per hidden layer ``(on, off)``: neurons known on, known off; the
-    others may be either), rigorous under float64 rounding.
-
-    The slope is ``e_out^T W_L D_{L-1} W_{L-1} ... D_0 W_0 e_feature``. ``meet="forward"``
-    carries the derivative of each layer along ``e_feature`` forward as an interval
-    (:func:`derivative_step`); ``meet="all"`` also carries the output's gradient backward
-    as an interval and, at every hidden layer ``m`` (and the input), bounds the slope as
-    the product of the forward interval at ``m`` and the backward one there; the tightest
-    bound of each side is returned (each is sound, none dominates: an interval forgets
-    that its entries share the same masks, and the two directions forget different ones).
-    """
-    n_hidden = len(weights) - 1
-    fwd = []  # post-activation derivative intervals of each hidden layer
-    lo = np.zeros(weights[0].shape[1])
-    lo[feature] = 1.0
-    hi = lo.copy()
-    for k in range(n_hidden):
-        lo, hi = _masked(*derivative_step(weights[k], lo, hi), *masks[k])
-        fwd.append((lo, hi))
-    lo, hi = derivative_step(weights[-1][output:output + 1], lo, hi)
-    best_lo, best_hi = float(lo[0]), float(hi[0])
-    if meet == "forward":
-        return best_lo, best_hi
-    row = weights[-1][output].astype(float)
-    blo, bhi = row, row  # the gradient of the output in each hidden layer's output
-    for m in range(n_hidden - 1, -1, -1):
-        if m < n_hidden - 1:  # the forward-only bound already met at the last layer
-            low, high = _dot_bounds(blo, bhi, *fwd[m])
-            best_lo, best_hi = max(best_lo, low), min(best_hi, high)
-        blo, bhi = _masked(blo, bhi, *masks[m])
-        blo, bhi = derivative_step(weights[m].T, blo, bhi)
-    best_lo, best_hi = max(best_lo, float(blo[feature])), min(best_hi, float(bhi[feature]))
-    return best_lo, best_hi
+#: The input splitting's sub-boxes where the MILP (``milp=True``) takes over what they leave
+#: open (``split=None``).
+MILP_SPLIT_BOXES = 200
 
 
 def corners(lo: np.ndarray, hi: np.ndarray, count: int, rng) -> np.ndarray:
@@ -175,6 +106,15 @@ class Monotonicity(Analysis):
         How the slope is bounded on a piece (:func:`slope_bounds`): the forward interval
         (default), or the best of it and of meeting forward and backward intervals at every
         layer (sound, slower, and no tighter on the tabular benchmark's networks).
+    milp : bool
+        Where the bound and the input splitting leave a box region open (no sub-box with a
+        wrong-signed sample), hand the question to a MILP before any polytope
+        (:meth:`polytrav.bounds.milp.RegionMilp.monotone`, with
+        :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left): its certificate
+        proves the region, or its point (a pattern with a wrong-signed slope) is where the
+        traversal starts, to confirm a pair there. Default True; it runs in a serial run on a
+        ``Box`` with a backend of the ``milp`` form (``details["milp"]`` says what it did, or
+        why it did not run).
 
     ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes;
     ``details["violations"]`` lists each violating polytope (index, interior point, slope);
@@ -201,7 +141,7 @@ class Monotonicity(Analysis):
 
     def __init__(self, feature: int, direction: str | None = None, output: int = 0,
                  stop_at_first: bool = False, bounds: bool | None = None,
-                 split: int | None = None, meet: str = "forward"):
+                 split: int | None = None, meet: str = "forward", milp: bool = True):
         self.feature = feature
         self.direction = direction
         self.output = output
@@ -209,6 +149,7 @@ class Monotonicity(Analysis):
         self.bounds = bounds
         self.split = split
         self.meet = meet
+        self.milp = milp
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -231,13 +172,65 @@ class Monotonicity(Analysis):
         of non-negative terms stays ``>= 0`` exactly). Neurons count as stable only past
         :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`. A margin ``>= 0`` proves the piece
         (slopes of exactly 0 are allowed), so it is returned as the next float above.
+
+        The run's region (level 0), if the bound leaves it open, goes on to the input
+        splitting (:meth:`split_search`) and then, with no violation in sight, to the MILP
+        (``milp``; the splitting then stops at :data:`MILP_SPLIT_BOXES` sub-boxes).
         """
+        margin = self._box_or_piece_margin(piece, context)
         inputs = getattr(self, "_run_inputs", None)
-        if piece.level == 0 and inputs is not None and getattr(context, "region", None) is inputs[1]:
+        if (margin <= 0 and piece.level == 0 and inputs is not None
+                and getattr(context, "region", None) is inputs[1]):
+            why_not = self._milp_why_not(context)
+            if why_not is None and self.split is None and getattr(self, "_split_found", None) is None:
+                self._split_cap = MILP_SPLIT_BOXES  # the MILP is the better half of the search
             found = self.split_search()  # the run's region: proven by its sub-boxes?
             if found is not None and found["proven"]:
                 return float(np.nextafter(0.0, 1.0))
-        return self._box_or_piece_margin(piece, context)
+            in_sight = (found is not None and found["candidate"] is not None
+                        or bool(getattr(self, "_probed", None)) and self._probed[1])
+            if not in_sight and self._run_milp(context, why_not):  # no violation in sight
+                return float(np.nextafter(0.0, 1.0))
+        return margin
+
+    def _milp_why_not(self, context) -> str | None:
+        """Why the MILP of :meth:`_run_milp` cannot run in this run, or None if it can."""
+        from polytrav.model.region import Box
+
+        if not self.milp:
+            return "milp=False"
+        if not isinstance(context.region, Box):
+            return f"the region is a {type(context.region).__name__}, not a Box"
+        if context.traversal.within is not None:
+            return "a run in parts"
+        if not context.chains.get("milp"):
+            return "no backend serves the 'milp' form"
+        return None
+
+    def _run_milp(self, context, why_not: str | None) -> bool:
+        """The region (left open by the bound and the splitting) to
+        :meth:`~polytrav.bounds.milp.RegionMilp.monotone`, once: True if it proves it; a
+        candidate point (the centre of its pattern's cell) becomes the start point. ``details["milp"]``
+        says what it did, or ``why_not`` it did not run."""
+        from polytrav.bounds.milp import MILP_TIME_SHARE, RegionMilp
+
+        if self._milp_info is not None:
+            return False
+        if why_not is not None:
+            self._milp_info = {"ran": False, "reason": why_not}
+            return False
+        network, region = self._run_inputs
+        lo, hi = (np.asarray(a, float) for a in region.bounding_box())
+        left = context.traversal.time_left()
+        out = RegionMilp(network, lo, hi).monotone(
+            self.feature, self.output, 1.0 if self.direction == "increasing" else -1.0,
+            context.chains["milp"], time_limit=None if left is None else MILP_TIME_SHARE * left)
+        self._milp_info = {"ran": True, "verdict": out.verdict, "binaries": out.binaries,
+                           "seconds": out.seconds, "reason": out.reason}
+        if out.verdict == "candidate":
+            self._milp_point = out.point
+            self._milp_info["slope"] = out.slope
+        return out.verdict == "holds"
 
     def _box_or_piece_margin(self, piece, context) -> float:
         """:meth:`piece_margin` by the bound alone (no input splitting)."""
@@ -298,12 +291,17 @@ class Monotonicity(Analysis):
         if self.meet not in ("all", "forward"):
             raise ConfigError(f"analysis {self.name!r}: meet must be 'all' or 'forward', "
                               f"got {self.meet!r}")
+        if not isinstance(self.milp, (bool, np.bool_)):
+            raise ConfigError(f"analysis {self.name!r}: milp must be True or False, "
+                              f"got {self.milp!r}")
         self._run_inputs = (network, region)
-        self._split_found = self._probed = None
+        self._split_found = self._probed = self._milp_info = self._milp_point = None
+        self._split_cap = None
 
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
-        run_only = ("_run_inputs", "_split_found", "_probed")
+        run_only = ("_run_inputs", "_split_found", "_probed", "_milp_info", "_milp_point",
+                    "_split_cap")
         return {k: v for k, v in self.__dict__.items() if k not in run_only}
 
     def start_point(self) -> np.ndarray | None:
@@ -325,6 +323,8 @@ class Monotonicity(Analysis):
             found = self.split_search()  # no sample violates: split the box (proof or a point)
             if found is not None and found["candidate"] is not None:
                 return found["candidate"]
+            if getattr(self, "_milp_point", None) is not None:
+                return self._milp_point  # the MILP's (it ran in the region's bound, before)
         return x
 
     def _probe(self) -> tuple[np.ndarray, bool] | None:
@@ -378,7 +378,7 @@ class Monotonicity(Analysis):
                 self._split_found = NO_SPLIT
                 return None
         inputs = getattr(self, "_run_inputs", None)
-        boxes = SPLIT_BOXES if self.split is None else int(self.split)
+        boxes = (getattr(self, "_split_cap", None) or SPLIT_BOXES) if self.split is None else int(self.split)
         if inputs is None or not self.prunes_by_bound or boxes <= 0 or not inputs[1].is_box:
             return None
         import heapq
@@ -532,7 +532,8 @@ class Monotonicity(Analysis):
                      "stop_at_first": self.stop_at_first,
                      "by_sign": {"negative": self._neg, "positive": self._pos},
                      "confirmed": self._confirmed,
-                     "split": self._split_summary()},
+                     "split": self._split_summary(),
+                     "milp": getattr(self, "_milp_info", None)},
         )
 
     def describe(self, result) -> list[str]:
@@ -553,6 +554,10 @@ class Monotonicity(Analysis):
         if split is not None and split["proven"]:
             lines.append(f"proven by the slope bound on {split['boxes']} sub-box(es) of the "
                          "region (input splitting), no polytope needed")
+        milp = d.get("milp")
+        if milp is not None and milp.get("verdict") == "holds":
+            lines.append(f"proven by a MILP over the region ({milp['binaries']} binaries, "
+                         f"{fmt(milp['seconds'])} s), no polytope needed")
         return lines
 
     def _split_summary(self) -> dict | None:

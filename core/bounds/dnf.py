@@ -41,7 +41,7 @@ BAB_TIME_SHARE = 0.5
 #: 256x4 prop_10_0.05 (188 binaries) takes branch and bound 75 s and the MILP 231 s (a
 #: timeout at 300 s in a run with a 0.1 probe on a loaded machine), while the MILP's
 #: instances of 256x2 (120 s) still have 66 s for it after the probe (they need 16-50 s).
-BAB_PROBE_SHARE, MILP_TIME_SHARE = 0.3, 0.8
+BAB_PROBE_SHARE = 0.3
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
@@ -225,7 +225,7 @@ def region_bab(margin, pairs, piece, context, attack):
     bounds: 0.1-1.8 s on MNIST's networks), branch and bound runs for
     :data:`BAB_PROBE_SHARE` of the time left (it decides shallow cases in a few nodes), then
     one MILP per conjunction (:class:`~polytrav.bounds.milp.RegionMilp`) for
-    :data:`MILP_TIME_SHARE`. Otherwise, or if neither decides, branch and bound gets
+    :data:`~polytrav.bounds.milp.MILP_TIME_SHARE`. Otherwise, or if neither decides, branch and bound gets
     :data:`BAB_TIME_SHARE` of the run's time left (no limit without one; its stats then say
     why the MILP did not decide, under ``milp``). The
     outcome's ``start`` (a counterexample, forward-pass checked, else the attack's point) is
@@ -283,10 +283,12 @@ def _bab(pairs, context, lo, hi, share, point):
 
 def _milp(milp, pairs, context, point):
     """``(outcome, reason)``: the region decided by ``milp`` (a
-    :class:`~polytrav.bounds.milp.RegionMilp`) in :data:`MILP_TIME_SHARE` of the time left,
+    :class:`~polytrav.bounds.milp.RegionMilp`) in
+    :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left,
     as a :class:`BaBOutcome` (0 nodes; its stats say ``method: milp``), or, where it decides
     nothing, None and why not."""
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
+    from polytrav.bounds.milp import MILP_TIME_SHARE
 
     net = context.network
     left = context.traversal.time_left()

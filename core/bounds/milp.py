@@ -23,6 +23,14 @@ The nearest point of the box to ``x0`` (L1 or L∞) that meets one of the conjun
 minimising the distance, within a radius. Its proof is the solver's certificate as above:
 "infeasible" (nothing within the radius) or the dual bound of an optimum, with the same
 allowance ``LP_BOUND_TOL (1 + |bound|)``.
+
+Whether an output is monotone in a feature over the box (:meth:`RegionMilp.monotone`, the
+monotonicity analysis's question) adds the slope along the feature through the *same*
+binaries (``d = q g`` on an unstable neuron, exact under big-M rows with interval bounds on
+``g`` from :func:`polytrav.bounds.slope.derivative_step`); its proof is "infeasible" for a
+signed slope at or below ``+LP_BOUND_TOL (1 + scale)``, ``scale`` the slope's path-sum bound
+(:func:`~polytrav.bounds.slope.slope_scale`): every activation pattern some point of the box
+realises, the measure-zero ones included, has a slope above that allowance.
 """
 from __future__ import annotations
 
@@ -36,12 +44,16 @@ from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
-__all__ = ["MILP_MAX_BINARIES", "ClosestOutcome", "MilpOutcome", "RegionMilp"]
+__all__ = ["MILP_MAX_BINARIES", "MILP_TIME_SHARE", "ClosestOutcome", "MilpOutcome", "RegionMilp",
+           "SlopeOutcome"]
 
 #: Unstable neurons (binaries) above which :meth:`RegionMilp.prove` does not try: on MNIST's
 #: 784-256-256-10 network at eps 0.03 the box leaves 84-142 unstable and HiGHS settles each
 #: conjunction in 1-9 s; at 362 (784-256x4-10) a minute is not enough.
 MILP_MAX_BINARIES = 200
+#: The MILP's share of a run's time left where an analysis hands a question over to it (the
+#: traversal, or branch and bound, keeps the rest).
+MILP_TIME_SHARE = 0.8
 #: Slope-optimisation steps for the intermediate bounds (α-CROWN): on that network they
 #: leave 102 of the second layer's neurons unstable where CROWN's slopes leave 138.
 SLOPE_STEPS = 10
@@ -72,6 +84,23 @@ class ClosestOutcome:
     distance: float = np.inf
     conjunction: int | None = None
     bound: float | None = None
+    binaries: int = 0
+    solves: int = 0
+    seconds: float = 0.0
+    reason: str = ""
+
+
+@dataclass
+class SlopeOutcome:
+    """What :meth:`RegionMilp.monotone` found: ``verdict`` "holds" (proven), "candidate"
+    (``point``, the Chebyshev centre of the cell of an activation pattern whose signed
+    ``slope`` is below ``-LP_BOUND_TOL (1 + scale)``, or the MILP's own point where that cell
+    has no interior: not yet confirmed by a forward pass) or "unknown" (``reason`` says
+    why)."""
+
+    verdict: str
+    point: np.ndarray | None = None
+    slope: float | None = None
     binaries: int = 0
     solves: int = 0
     seconds: float = 0.0
@@ -201,6 +230,67 @@ class RegionMilp:
         return out
 
 
+    def monotone(self, feature: int, output: int, sign: float, milp_backends, *,
+                 time_limit: float | None = None) -> SlopeOutcome:
+        """Is ``sign`` times the slope of ``output`` in ``feature`` at least 0 over the box?
+        Two MILPs over the encoding with the slope added (module docstring), each backend of
+        ``milp_backends`` in turn: the first looks for a pattern whose signed slope is below
+        ``-LP_BOUND_TOL (1 + scale)`` (a ``candidate``); without one, the second proves that
+        none is at or below ``+LP_BOUND_TOL (1 + scale)`` (``holds``), or finds one within
+        that allowance of 0, which decides nothing (a slope of exactly 0 is allowed; the
+        slope bound proves those). The allowance on both sides is the solver's: HiGHS takes
+        a point of slope 0 as under a cutoff of ``-1e-12``. ``time_limit`` is for both."""
+        from polytrav.bounds.slope import slope_scale
+
+        t0 = time.perf_counter()
+        out = SlopeOutcome("unknown", binaries=self.binaries)
+        if self.binaries > MILP_MAX_BINARIES:
+            out.reason = f"{self.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
+            return out
+        if not milp_backends:
+            out.reason = "no MILP backend is installed"
+            return out
+        if self._enc is None:
+            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
+        scale = 1.0 + slope_scale(self.network.weights, feature, output)
+        if len(self.network.weights) == 1:  # no hidden layer: one slope
+            slope = sign * float(self.network.weights[0][output, feature])
+            out.verdict = ("holds" if slope > LP_BOUND_TOL * scale else
+                           "candidate" if slope < -LP_BOUND_TOL * scale else "unknown")
+            out.point, out.slope = (self.lo + self.hi) / 2, slope
+            out.reason = "" if out.verdict != "unknown" else "the slope is 0 within the allowance"
+            return out
+        for cutoff in (-LP_BOUND_TOL * scale, LP_BOUND_TOL * scale):
+            def attempt(backend, cutoff=cutoff):
+                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                if left is not None and left <= 0:
+                    return SolveResult(Status.LIMIT, message="time limit")
+                return self._enc.slope_below(backend, feature, output, sign, cutoff, left)
+
+            res, tried = solve_along(milp_backends, attempt)
+            out.solves += tried
+            if res.status is Status.INFEASIBLE:
+                continue
+            if res.status is Status.OPTIMAL and cutoff < 0:
+                out.verdict = "candidate"
+                out.point = np.clip(res.x[:self.lo.shape[0]], self.lo, self.hi)
+                out.slope = float(res.objective)
+                centre = _cell_centre(self.network, self.lo, self.hi, self._enc.pattern(res.x),
+                                      milp_backends[0])
+                if centre is not None:  # the MILP's point may lie on a face of that cell
+                    out.point = centre
+            elif res.status is Status.OPTIMAL:
+                out.reason = (f"a pattern's signed slope, {res.objective:.3g}, is within the "
+                              "allowance of 0")
+            else:
+                out.reason = f"MILP {res.status.value}: {res.message}"
+            break
+        else:
+            out.verdict = "holds"
+        out.seconds = time.perf_counter() - t0
+        return out
+
+
 class _Encoding:
     """The big-M rows of the network over the box, built once: columns ``x``, then per
     hidden layer its post-activations ``a`` and its unstable neurons' binaries ``q``, then
@@ -212,6 +302,8 @@ class _Encoding:
         ub, eq = ([], []), ([], [])  # per kind: blocks (rows, cols, values), right-hand sides
         prev = np.arange(n0)
         n = n0
+        self.network = network
+        self.layers = []  # per hidden layer: active and unstable masks, the binaries' columns
 
         def rows(kind, entries, rhs):  # entries: (cols, dense block) pairs
             blocks, right = kind
@@ -229,6 +321,7 @@ class _Encoding:
             col_hi.append(np.maximum(u, 0.0))
             integer.append(np.zeros(k, bool))
             act, unst = l >= 0, (l < 0) & (u > 0)
+            q = np.zeros(0, int)
             if act.any():  # a = h
                 i = np.flatnonzero(act)
                 rows(eq, [(prev, W[i]), (a[i], -np.eye(i.size))], -b[i])
@@ -245,6 +338,7 @@ class _Encoding:
                 rows(ub, [(a[i], -I), (prev, W[i])], -b[i])
                 rows(ub, [(a[i], I), (prev, -W[i]), (q, -np.diag(l[i]))], b[i] - l[i])
                 rows(ub, [(a[i], I), (q, -np.diag(u[i]))], np.zeros(m))
+            self.layers.append((act, unst, q))
             prev = a
         self.last, self.n = prev, n  # the columns a query adds come after the first n
         self.W, self.b = network.weights[-1], network.biases[-1]
@@ -304,6 +398,104 @@ class _Encoding:
             rhs.append([float(radius)])
         return self._solve(backend, np.zeros(k), hi, np.vstack(rows), np.concatenate(rhs),
                            np.ones(k), time_limit)
+
+
+    def pattern(self, v) -> tuple:
+        """The activation code of a solution ``v``: per hidden layer, on where the bounds
+        prove it active or its binary is 1."""
+        code = []
+        for act, unst, q in self.layers:
+            on = act.copy()
+            on[np.flatnonzero(unst)] = v[q] > 0.5
+            code.append(on)
+        return tuple(code)
+
+    def slope_below(self, backend, feature, output, sign, cutoff, time_limit):
+        """Is there a point of the box with a consistent pattern whose ``sign`` times the
+        slope of ``output`` in ``feature`` is below ``cutoff``? Added: per hidden layer a
+        column ``d`` per neuron, the derivative of its post-activation along the feature:
+        ``g = W d_prev`` (``W[:, feature]`` for the first layer), ``d = g`` on an active
+        neuron, 0 on an inactive one, ``d = q g`` on an unstable one, by the rows
+        ``g - gu (1 - q) <= d <= g - gl (1 - q)`` and ``gl q <= d <= gu q`` with ``[gl, gu]``
+        bounding ``g`` (:func:`~polytrav.bounds.slope.derivative_step`; the first layer's
+        ``g`` is a constant, so ``d = g q`` there). The cutoff ends the search at the first
+        point under it."""
+        from polytrav.bounds.slope import derivative_step, masked
+
+        weights = self.network.weights
+        cols_lo, cols_hi, rows, rhs, prev = [], [], [], [], None
+        start = self.n  # the first added column
+        g = weights[0][:, feature].astype(float)
+        gl = gu = g
+        for k, (act, unst, q) in enumerate(self.layers):
+            off = ~(act | unst)
+            dl, du = masked(gl, gu, act, off)
+            cols = np.arange(start, start + act.size)
+            start += act.size
+            cols_lo.append(dl)
+            cols_hi.append(du)
+            iu, ia = np.flatnonzero(unst), np.flatnonzero(act)
+            W = weights[k]
+
+            def row(entries, right):  # entries: (columns, dense block) pairs
+                R = {}
+                for c, M in entries:
+                    for j in range(M.shape[1]):
+                        R[c[j]] = R.get(c[j], 0.0) + M[:, j]
+                rows.append(R)
+                rhs.append(right)
+
+            if k == 0:  # d = g q on the unstable neurons (the active ones: fixed by the bounds)
+                if iu.size:
+                    row([(cols[iu], np.eye(iu.size)), (q, -np.diag(g[iu]))], np.zeros(iu.size))
+                    row([(cols[iu], -np.eye(iu.size)), (q, np.diag(g[iu]))], np.zeros(iu.size))
+            else:
+                if ia.size:  # d = W d_prev
+                    row([(cols[ia], np.eye(ia.size)), (prev, -W[ia])], np.zeros(ia.size))
+                    row([(cols[ia], -np.eye(ia.size)), (prev, W[ia])], np.zeros(ia.size))
+                if iu.size:
+                    I, Gl, Gu = np.eye(iu.size), np.diag(gl[iu]), np.diag(gu[iu])
+                    row([(cols[iu], I), (prev, -W[iu]), (q, -Gl)], -gl[iu])
+                    row([(cols[iu], -I), (prev, W[iu]), (q, Gu)], gu[iu])
+                    row([(cols[iu], -I), (q, Gl)], np.zeros(iu.size))
+                    row([(cols[iu], I), (q, -Gu)], np.zeros(iu.size))
+            prev = cols
+            if k + 1 < len(self.layers):
+                gl, gu = derivative_step(weights[k + 1], dl, du)
+        n_cols = start
+        A = np.zeros((sum(r.shape[0] for r in rhs), n_cols))
+        at = 0
+        for R, right in zip(rows, rhs):
+            for c, v in R.items():
+                A[at:at + right.shape[0], c] = v
+            at += right.shape[0]
+        cost = np.zeros(n_cols - self.n)
+        cost[prev - self.n] = sign * weights[-1][output]
+        return self._solve(backend, np.concatenate(cols_lo), np.concatenate(cols_hi), A,
+                           np.concatenate(rhs), cost, time_limit, cutoff=cutoff)
+
+
+def _cell_centre(network, lo, hi, code, backend) -> np.ndarray | None:
+    """The Chebyshev centre of the cell of ``code`` (:meth:`Network.hyperplanes
+    <polytrav.model.network.Network.hyperplanes>`) in the box, by an LP through ``backend``'s
+    ``solve_milp`` (no integer column), or None when the cell has no interior or the LP
+    fails."""
+    rows, rhs = [], []
+    for (Wh, bh), on in zip(network.hyperplanes(code), code):
+        s = np.where(on, 1.0, -1.0)  # s (Wh x + bh) >= t |Wh|
+        rows.append(np.hstack([-s[:, None] * Wh, np.linalg.norm(Wh, axis=1)[:, None]]))
+        rhs.append(s * bh)
+    n = lo.shape[0]
+    eye = np.eye(n)
+    rows += [np.hstack([eye, np.ones((n, 1))]), np.hstack([-eye, np.ones((n, 1))])]
+    rhs += [hi, -lo]
+    c = np.zeros(n + 1)
+    c[n] = -1.0
+    res = backend.solve_milp(c, sp.csr_matrix(np.vstack(rows)), np.concatenate(rhs),
+                             bounds=(np.append(lo, -np.inf), np.append(hi, 1.0)))
+    if res.status is not Status.OPTIMAL or not -res.objective > 0:
+        return None
+    return np.clip(res.x[:n], lo, hi)
 
 
 def _matrix(kind, n_cols: int):
