@@ -341,13 +341,16 @@ class Counterfactual(Analysis):
             else:
                 self._milp -= 1
 
+    def _reach(self, q: int) -> np.ndarray:
+        """``C``: the class is ``q`` iff ``C y <= 0`` (closed), over the outputs ``y``."""
+        if self._binary:
+            return np.array([[-1.0 if q == 1 else 1.0]])
+        eye = np.eye(self._n_out)
+        return eye[[i for i in range(self._n_out) if i != q]] - eye[[q]]
+
     def _pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per target class, the outputs' conjunction ``C y <= 0`` that reaches it (closed)."""
-        if self._binary:
-            return [(np.array([[-1.0 if q == 1 else 1.0]]), np.zeros(1)) for q in self._targets]
-        eye = np.eye(self._n_out)
-        return [(eye[[i for i in range(self._n_out) if i != q]] - eye[[q]], np.zeros(self._n_out - 1))
-                for q in self._targets]
+        return [(C, np.zeros(C.shape[0])) for C in map(self._reach, self._targets)]
 
     def _run_milp(self, context) -> None:
         """:meth:`~polytrav.bounds.milp.RegionMilp.closest` over the region's box within the
@@ -395,13 +398,11 @@ class Counterfactual(Analysis):
 
     # ---------------------------------------------------------------- per polytope
     def _class_rows(self, polytope, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """``G x + g >= 0`` on the polytope iff the class is ``q`` (closed)."""
+        """``G x + g >= 0`` on the polytope iff the class is ``q`` (closed): ``-C (W x + c)``
+        with :meth:`_reach`'s ``C``."""
         W, c = polytope.local_model
-        if self._binary:
-            s = 1.0 if q == 1 else -1.0
-            return s * W[:1], s * c[:1]
-        others = [i for i in range(W.shape[0]) if i != q]
-        return W[q] - W[others], c[q] - c[others]
+        C = self._reach(q)
+        return -C @ W[:C.shape[1]], -C @ c[:C.shape[1]]
 
     def _class_screen(self, polytope, frame) -> tuple[np.ndarray, np.ndarray]:
         """For every target class at once, from its :meth:`_class_rows` ``G x + g >= 0``:
