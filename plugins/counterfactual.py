@@ -364,7 +364,8 @@ class Counterfactual(Analysis):
             lo, hi = np.maximum(lo, self._x0 - r), np.minimum(hi, self._x0 + r)
         lo[self._imm] = hi[self._imm] = self._x0[self._imm]
         left = context.traversal.time_left()
-        milp = RegionMilp(context.network, lo, hi)
+        ball = (self._x0, r) if self._p == 1 and np.isfinite(r) else None  # bounds in the L1 ball
+        milp = RegionMilp(context.network, lo, hi, l1_ball=ball)
         out = milp.closest(self._x0, self._p, self._pairs(), context.chains["milp"], radius=r,
                            time_limit=None if left is None else MILP_TIME_SHARE * left)
         self.n_solves += out.solves

@@ -40,7 +40,7 @@ import numpy as np
 
 from polytrav.vocabulary.tolerances import BOUND_TOL
 
-__all__ = ["BOUND_TOL", "Concretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
+__all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
            "layer_bounds",
            "output_lower_bounds", "box_output_bounds", "interval_bounds", "optimized_rows",
            "rounded_down"]
@@ -104,6 +104,38 @@ class Concretizer:
                 Y[i] = np.maximum(res.duals[:len(b)], 0.0)
         lagrangian = g - Y @ b - np.abs(L + Y @ A).sum(axis=1)
         return np.maximum(low, lagrangian)
+
+
+class L1BallConcretizer(Concretizer):
+    """Exact lower bounds of ``L u + g`` over the frame box ``[-1, 1]^d`` intersected with
+    the L1 ball ``sum_j half_j |u_j - u0_j| <= radius`` (in input coordinates ``x = half u +
+    mid``: the ball of ``radius`` around ``x0``, ``u0 = (x0 - mid) / half``). The minimum of a
+    linear function there is a fractional knapsack: from ``u0``, each coordinate moves
+    against the sign of its ``L`` towards the box's side, the largest ``|L_j| / half_j``
+    first, until the radius is spent. A coordinate with ``half_j = 0`` is fixed."""
+
+    def __init__(self, half: np.ndarray, u0: np.ndarray, radius: float):
+        super().__init__(half.shape[0])
+        self.half, self.u0, self.radius = np.asarray(half, float), np.asarray(u0, float), float(radius)
+
+    def lower(self, L: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return self.lower_and_gradient(L, g)[0]
+
+    def lower_and_gradient(self, L: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The minimum and its minimiser ``u*`` (the gradient in ``L``)."""
+        shape, d = L.shape, self.dim
+        L2 = L.reshape(-1, d)
+        free = self.half > 0
+        unit = np.broadcast_to(np.where(free, self.half, 1.0), L2.shape)
+        room = np.where(L2 > 0, self.u0 + 1.0, 1.0 - self.u0) * free  # how far each may move
+        order = np.argsort(-np.abs(L2) / unit * free, axis=1)  # gain per unit of radius
+        cost = np.take_along_axis(room * unit, order, axis=1)  # radius to move it all
+        spent = np.clip(self.radius - (np.cumsum(cost, axis=1) - cost), 0.0, cost)
+        moved = np.zeros_like(L2)
+        np.put_along_axis(moved, order, spent / np.take_along_axis(unit, order, axis=1), axis=1)
+        u = self.u0 - np.sign(L2) * moved
+        return (np.einsum("ij,ij->i", L2, u).reshape(shape[:-1]) + g,
+                u.reshape(shape))
 
 
 def rounded_down(low: np.ndarray, g: np.ndarray) -> np.ndarray:

@@ -110,21 +110,36 @@ class SlopeOutcome:
 class RegionMilp:
     """The network over the box ``[lo, hi]`` as a MILP (module docstring): ``binaries`` is
     the count of unstable neurons (known after the bounds, before any encoding);
-    :meth:`prove` decides conjunctions."""
+    :meth:`prove` decides conjunctions.
 
-    def __init__(self, network, lo, hi):
-        from polytrav.bounds.crown import Concretizer, layer_bounds
+    ``l1_ball=(x0, radius)``: the bounds hold over the box intersected with that L1 ball only
+    (:class:`~polytrav.bounds.crown.L1BallConcretizer`: in 14 inputs its linear ranges are a
+    fraction of the box's), so every question must stay inside it: :meth:`closest` with
+    ``norm=1`` around ``x0`` within ``radius``."""
+
+    def __init__(self, network, lo, hi, *, l1_ball: tuple | None = None):
+        from polytrav.bounds.crown import Concretizer, L1BallConcretizer, layer_bounds
 
         self.network = network
         self.lo, self.hi = np.asarray(lo, float), np.asarray(hi, float)
+        self.l1_ball = l1_ball
         layers = list(zip(network.weights, network.biases))
         mid, half = (self.lo + self.hi) / 2, (self.hi - self.lo) / 2
-        bounds = layer_bounds(layers, np.diag(half), mid, Concretizer(self.lo.shape[0]),
-                              steps=SLOPE_STEPS)
+        conc = Concretizer(self.lo.shape[0])
+        if l1_ball is not None:
+            x0, radius = np.asarray(l1_ball[0], float), float(l1_ball[1])
+            u0 = np.where(half > 0, (x0 - mid) / np.where(half > 0, half, 1.0), 0.0)
+            conc = L1BallConcretizer(half, np.clip(u0, -1.0, 1.0), radius)
+        bounds = layer_bounds(layers, np.diag(half), mid, conc, steps=SLOPE_STEPS)
         self.bounds = [(l - BOUND_TOL * (1 + np.abs(l)), u + BOUND_TOL * (1 + np.abs(u)))
                        for l, u in zip(bounds.lo, bounds.hi)]
         self.binaries = int(sum(((l < 0) & (u > 0)).sum() for l, u in self.bounds))
         self._enc = None
+
+    def _whole_box(self, who: str) -> None:
+        if self.l1_ball is not None:
+            raise ValueError(f"RegionMilp.{who} asks over the whole box, but the bounds hold in "
+                             "the L1 ball of l1_ball only")
 
     def prove(self, pairs, milp_backends, *, time_limit: float | None = None,
               unsafe=None) -> MilpOutcome:
@@ -139,6 +154,7 @@ class RegionMilp:
         past three minutes); ``unsafe(x) -> bool`` confirms a feasible point (default: a
         forward pass meets every row of its conjunction). Refused (``unknown``) above
         :data:`MILP_MAX_BINARIES` binaries."""
+        self._whole_box("prove")
         t0 = time.perf_counter()
         out = MilpOutcome("unknown", binaries=self.binaries)
         if self.binaries > MILP_MAX_BINARIES:
@@ -188,6 +204,10 @@ class RegionMilp:
         the solver proves (an optimum's dual bound, or ``radius`` where nothing lies within
         it), to its tolerances: a caller allows ``LP_BOUND_TOL (1 + |bound|)`` as for every
         margin; ``None`` if a MILP did not settle."""
+        if self.l1_ball is not None and (norm != 1 or radius > self.l1_ball[1]
+                                         or not np.array_equal(x0, self.l1_ball[0])):
+            raise ValueError("RegionMilp.closest: its bounds hold in the L1 ball of radius "
+                             f"{self.l1_ball[1]} only (l1_ball); asked norm {norm}, radius {radius}")
         t0 = time.perf_counter()
         out = ClosestOutcome(binaries=self.binaries)
         if not milp_backends:
@@ -242,6 +262,7 @@ class RegionMilp:
         a point of slope 0 as under a cutoff of ``-1e-12``. ``time_limit`` is for both."""
         from polytrav.bounds.slope import slope_scale
 
+        self._whole_box("monotone")
         t0 = time.perf_counter()
         out = SlopeOutcome("unknown", binaries=self.binaries)
         if self.binaries > MILP_MAX_BINARIES:

@@ -125,6 +125,36 @@ def test_closest_equals_the_reference_counterfactual_milp(seed, norm):
     assert none.point is None and none.bound == short
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_closest_in_an_l1_ball_equals_the_reference(seed):
+    """With ``l1_ball=(x0, r)`` the bounds hold in the ball only (tighter: fewer binaries
+    than over the box ``x0 +- r``); they contain every sampled point of it, and the nearest
+    point within ``r`` is the reference MILP's."""
+    n_in, widths, n_out = [(4, [8, 8], 1), (5, [10, 10], 3), (3, [12], 2), (6, [8, 8, 8], 4)][seed % 4]
+    net = random_net(900 + seed, n_in, widths, n_out=n_out)
+    x0 = np.random.default_rng(seed).uniform(-0.5, 0.5, n_in)
+    truth = milp_counterfactual(net, x0, 1, -np.ones(n_in), np.ones(n_in))
+    if not np.isfinite(truth.value):
+        return
+    r = 1.3 * truth.value
+    lo, hi = np.maximum(-1.0, x0 - r), np.minimum(1.0, x0 + r)
+    ball = RegionMilp(net, lo, hi, l1_ball=(x0, r))
+    assert ball.binaries <= RegionMilp(net, lo, hi).binaries
+    rng = np.random.default_rng(1)
+    steps = rng.laplace(size=(4000, n_in))
+    steps *= (r * rng.random(4000) ** (1 / n_in) / np.abs(steps).sum(axis=1))[:, None]
+    X = np.clip(x0 + steps, lo, hi)
+    for H, (l, u) in zip(net.pre_activations(X), ball.bounds):
+        assert np.all(H >= l) and np.all(H <= u)
+    out = ball.closest(x0, 1, class_pairs(net, x0), MILP, radius=r)
+    assert out.distance == pytest.approx(truth.value, abs=1e-6)
+    assert truth.value - 1e-5 <= out.bound <= out.distance
+    with pytest.raises(ValueError, match="L1 ball"):
+        ball.closest(x0, np.inf, class_pairs(net, x0), MILP, radius=r)
+    with pytest.raises(ValueError, match="L1 ball"):
+        ball.prove(class_pairs(net, x0), MILP)
+
+
 def test_closest_without_a_proven_bound_proves_nothing():
     """A backend whose optimum carries no dual bound: no bound, and the reason says so."""
 
