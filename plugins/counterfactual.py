@@ -33,7 +33,8 @@ subproblem; the tests check that both give the same optima.
 The MILP (``milp_after``): on wide networks the polytopes near ``x0`` are too many to visit
 (a 30-32-32 MLP: thousands in the start's level-1 piece alone). A best-first search of an
 L1 or L∞ counterfactual on a box region that has handled ``milp_after`` polytopes and
-level-1 pieces without finishing hands the rest to a MILP, where a backend serves the ``milp`` form:
+level-1 pieces without finishing (or :data:`MILP_EARLY` of them, where the MILP would be
+small) hands the rest to a MILP, where a backend serves the ``milp`` form:
 :meth:`polytrav.bounds.milp.RegionMilp.closest` over the box of the best distance so far
 (CROWN's bounds there, one binary per neuron they leave unstable), one conjunction per
 target class. Its bound is the proof (``exact``) when it reaches the best distance, which
@@ -67,6 +68,12 @@ DIRECT_S_MAX = 1e9
 #: docstring) is tried: a count, not seconds, so that the path to an answer does not depend on
 #: the machine's load. The L1 rows of a 30-8-8 MLP need at most 220 (median 20), L∞ 97.
 MILP_AFTER = 500
+#: Earlier, at these counts, the MILP runs if the box of the best distance so far leaves at
+#: most :data:`MILP_EARLY_BINARIES` unstable neurons (CROWN's bounds there, about 15 ms on a
+#: 14-64-64 MLP): a MILP of 10-60 binaries settles in well under a second, one of 95 takes
+#: 5-30 s, which the traversal's next polytopes often save by shrinking the box.
+MILP_EARLY = (100, 200, 400)
+MILP_EARLY_BINARIES = 60
 _NONE = np.zeros(0)  # "nothing better here" from the direct LP
 _NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np.inf,
           "linf": np.inf}
@@ -103,7 +110,8 @@ class Counterfactual(Analysis):
     search : {"best-first", "shrink", "full"}
     milp_after : int or None
         Polytopes and level-1 pieces of best-first search before a MILP settles the rest
-        (L1, L∞ on a box region; module docstring); None: never.
+        (L1, L∞ on a box region; module docstring), or fewer (:data:`MILP_EARLY`) where the
+        MILP is small; None: never.
 
     ``value`` is the infimum distance (``None`` if no point of the region changes class);
     ``witness`` a point past the boundary whose class a forward pass confirms; ``details``
@@ -255,6 +263,7 @@ class Counterfactual(Analysis):
         self.skipped = self.n_projections = 0
         self._milp_info, self._milp_why_not, self._proved = None, None, False
         self._milp = self._milp_plan(context)  # None, or the count at which it is due
+        self._steps = 0  # polytopes and pieces handled, for the MILP
         # coordinates a closed-form minimiser may move (free in the frame, not immutable)
         self._movable = None
         if self.closed_form and fr.free is not None:
@@ -333,13 +342,15 @@ class Counterfactual(Analysis):
         return self.milp_after
 
     def _maybe_milp(self, context) -> None:
-        """Count a polytope or piece; run the MILP once, when it is due."""
-        if self._milp is not None:
-            if self._milp <= 0:
-                self._milp = None
-                self._run_milp(context)
-            else:
-                self._milp -= 1
+        """Count a polytope or piece; run the MILP once: when it is due, or at an earlier
+        count of :data:`MILP_EARLY` where its box is small (:meth:`_run_milp`)."""
+        if self._milp is None:
+            return
+        steps, self._steps = self._steps, self._steps + 1
+        if steps >= self._milp:
+            self._run_milp(context)
+        elif steps in MILP_EARLY and np.isfinite(self._best[0]):
+            self._run_milp(context, max_binaries=MILP_EARLY_BINARIES)
 
     def _reach(self, q: int) -> np.ndarray:
         """``C``: the class is ``q`` iff ``C y <= 0`` (closed), over the outputs ``y``."""
@@ -352,10 +363,11 @@ class Counterfactual(Analysis):
         """Per target class, the outputs' conjunction ``C y <= 0`` that reaches it (closed)."""
         return [(C, np.zeros(C.shape[0])) for C in map(self._reach, self._targets)]
 
-    def _run_milp(self, context) -> None:
+    def _run_milp(self, context, max_binaries: int | None = None) -> None:
         """:meth:`~polytrav.bounds.milp.RegionMilp.closest` over the region's box within the
         best distance so far; a nearer point becomes the best, and a bound that reaches the
-        best distance proves it."""
+        best distance proves it. With ``max_binaries``, only if the box leaves at most that
+        many unstable neurons (else it is not run, and stays due)."""
         from polytrav.bounds.milp import MILP_TIME_SHARE, RegionMilp
 
         r = self._best[0]
@@ -366,6 +378,9 @@ class Counterfactual(Analysis):
         left = context.traversal.time_left()
         ball = (self._x0, r) if self._p == 1 and np.isfinite(r) else None  # bounds in the L1 ball
         milp = RegionMilp(context.network, lo, hi, l1_ball=ball)
+        if max_binaries is not None and milp.binaries > max_binaries:
+            return
+        self._milp = None  # once
         out = milp.closest(self._x0, self._p, self._pairs(), context.chains["milp"], radius=r,
                            time_limit=None if left is None else MILP_TIME_SHARE * left)
         self.n_solves += out.solves
@@ -380,7 +395,7 @@ class Counterfactual(Analysis):
         best = self._best[0]
         self._proved = out.bound is not None and best <= out.bound + LP_BOUND_TOL * (1 + best)
         self._milp_info = {"binaries": out.binaries, "seconds": out.seconds,
-                           "bound": out.bound, "proved": self._proved}
+                           "bound": out.bound, "proved": self._proved, "after": self._steps - 1}
         if out.reason:
             self._milp_info["reason"] = out.reason
 
