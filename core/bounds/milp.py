@@ -136,6 +136,17 @@ class RegionMilp:
         self.binaries = int(sum(((l < 0) & (u > 0)).sum() for l, u in self.bounds))
         self._enc = None
 
+    def _refusal(self, milp_backends, cap: bool = True) -> str:
+        """Why no question can be asked (more than :data:`MILP_MAX_BINARIES` binaries where
+        ``cap``, no backend), or "" once the encoding is built."""
+        if cap and self.binaries > MILP_MAX_BINARIES:
+            return f"{self.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
+        if not milp_backends:
+            return "no MILP backend is installed"
+        if self._enc is None:
+            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
+        return ""
+
     def _whole_box(self, who: str) -> None:
         if self.l1_ball is not None:
             raise ValueError(f"RegionMilp.{who} asks over the whole box, but the bounds hold in "
@@ -157,14 +168,9 @@ class RegionMilp:
         self._whole_box("prove")
         t0 = time.perf_counter()
         out = MilpOutcome("unknown", binaries=self.binaries)
-        if self.binaries > MILP_MAX_BINARIES:
-            out.reason = f"{self.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
+        out.reason = self._refusal(milp_backends)
+        if out.reason:
             return out
-        if not milp_backends:
-            out.reason = "no MILP backend is installed"
-            return out
-        if self._enc is None:
-            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
         for k, (C, d) in enumerate(pairs):
             loose = d + LP_BOUND_TOL * (1 + np.abs(d))
 
@@ -210,11 +216,9 @@ class RegionMilp:
                              f"{self.l1_ball[1]} only (l1_ball); asked norm {norm}, radius {radius}")
         t0 = time.perf_counter()
         out = ClosestOutcome(binaries=self.binaries)
-        if not milp_backends:
-            out.reason = "no MILP backend is installed"
+        out.reason = self._refusal(milp_backends, cap=False)
+        if out.reason:
             return out
-        if self._enc is None:
-            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
         x0 = np.asarray(x0, float)
         bound = np.inf
         for k, (C, d) in enumerate(pairs):
@@ -265,14 +269,9 @@ class RegionMilp:
         self._whole_box("monotone")
         t0 = time.perf_counter()
         out = SlopeOutcome("unknown", binaries=self.binaries)
-        if self.binaries > MILP_MAX_BINARIES:
-            out.reason = f"{self.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
+        out.reason = self._refusal(milp_backends)
+        if out.reason:
             return out
-        if not milp_backends:
-            out.reason = "no MILP backend is installed"
-            return out
-        if self._enc is None:
-            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
         scale = 1.0 + slope_scale(self.network.weights, feature, output)
         if len(self.network.weights) == 1:  # no hidden layer: one slope
             slope = sign * float(self.network.weights[0][output, feature])
