@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.bounds.slope import derivative_step, slope_bounds
+from polytrav.bounds.slope import slope_bounds
 from polytrav.bounds.split import BoxPiece
 from polytrav.host.analysis import Analysis, Stop, check_witness
 from polytrav.vocabulary.errors import ConfigError
@@ -39,7 +39,7 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import BOUND_TOL, CORNER_INSET, SAME_VALUE_TOL, SLOPE_TOL
 
-__all__ = ["Monotonicity", "derivative_step", "slope_bounds"]  # the last two: polytrav.bounds.slope
+__all__ = ["Monotonicity"]
 
 DIRECTIONS = ("increasing", "decreasing", None)
 #: Random points of the region whose local slopes choose the start point with ``stop_at_first``.
@@ -168,8 +168,8 @@ class Monotonicity(Analysis):
         pre-activation bounds over the piece (:func:`polytrav.bounds.crown.output_lower_bounds`)
         prove it on passes its derivative, one proven off passes 0, an unstable one the hull
         of both; an affine layer maps the interval by the weights' signs
-        (:func:`derivative_step`: rigorous under float64 rounding, and a side that is a sum
-        of non-negative terms stays ``>= 0`` exactly). Neurons count as stable only past
+        (:func:`~polytrav.bounds.slope.derivative_step`: rigorous under float64 rounding,
+        and a side that is a sum of non-negative terms stays ``>= 0`` exactly). Neurons count as stable only past
         :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`. A margin ``>= 0`` proves the piece
         (slopes of exactly 0 are allowed), so it is returned as the next float above.
 

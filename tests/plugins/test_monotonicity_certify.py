@@ -13,7 +13,8 @@ from reference import brute_force_regions, random_net
 
 from polytrav import Box, Network, analyze
 from polytrav.bounds.split import BoxPiece
-from polytrav.plugins.monotonicity import Monotonicity, _BoxContext, derivative_step, slope_bounds
+from polytrav.bounds.slope import derivative_step, slope_bounds
+from polytrav.plugins.monotonicity import Monotonicity, _BoxContext
 from polytrav.vocabulary.results import Verdict
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "monotonicity_milp.py"
