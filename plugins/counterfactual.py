@@ -40,6 +40,15 @@ small) hands the rest to a MILP, where a backend serves the ``milp`` form:
 target class. Its bound is the proof (``exact``) when it reaches the best distance, which
 the MILP's point may have lowered; the traversal then stops. Otherwise the traversal goes
 on with what is left of the time. ``details["milp"]`` says what the MILP did.
+
+Discrete features (``integer``, ``one_hot``; L1 or L∞ on a box): every cell's subproblem is
+a MILP over the frame point, a step count per grid input and a 0/1 column per one-hot input
+(:meth:`Counterfactual._discrete_rows`), the distance capped at the best so far; the
+continuous problem's lower bounds (pieces, cells, targets) and the ball restriction stay
+sound, the region's MILP gets the same integer columns
+(:class:`~polytrav.model.integrality.Integrality`), and the witness keeps its discrete
+inputs valid (:meth:`Counterfactual._discrete_witness`). The closed-form and direct L∞
+paths, whose points need not be valid, are off.
 """
 from __future__ import annotations
 
@@ -112,6 +121,14 @@ class Counterfactual(Analysis):
         Polytopes and level-1 pieces of best-first search before a MILP settles the rest
         (L1, L∞ on a box region; module docstring), or fewer (:data:`MILP_EARLY`) where the
         MILP is small; None: never.
+    integer : sequence of int, or dict
+        Features that move in whole steps from ``x0`` (``{feature: step}``; a sequence means
+        step 1): the answer is the nearest point on that grid.
+    one_hot : sequence of sequences of int
+        Groups of features that encode one category (``x0``'s values one-hot): the answer
+        keeps each a valid encoding. With ``integer`` or ``one_hot`` (L1 or L∞, a box
+        region) every cell's subproblem is a MILP, and the answer is exact over the valid
+        points (module docstring, "Discrete features").
 
     ``value`` is the infimum distance (``None`` if no point of the region changes class);
     ``witness`` a point past the boundary whose class a forward pass confirms; ``details``
@@ -127,13 +144,16 @@ class Counterfactual(Analysis):
     closed_form = True
 
     def __init__(self, x0, norm=2, target: int | None = None, immutable=(),
-                 search: str = "best-first", milp_after: int | None = MILP_AFTER):
+                 search: str = "best-first", milp_after: int | None = MILP_AFTER,
+                 integer=(), one_hot=()):
         self.x0 = x0
         self.norm = norm
         self.target = target
         self.immutable = immutable
         self.search = search
         self.milp_after = milp_after
+        self.integer = integer
+        self.one_hot = one_hot
 
     @property
     def prunable(self) -> bool:
@@ -149,14 +169,17 @@ class Counterfactual(Analysis):
     # ---------------------------------------------------------------- per row
     @classmethod
     def for_row(cls, row, *, norm=2, target=None, immutable=(), bounds=None, direction=None,
-                search: str = "best-first", milp_after: int | None = MILP_AFTER):
+                search: str = "best-first", milp_after: int | None = MILP_AFTER,
+                integer=(), one_hot=()):
         """The counterfactual of ``row.x`` inside the domain and the actionability constraints.
 
         ``immutable``: features held at the row's values; ``bounds``: ``{feature: (lo, hi)}``
         (``None`` leaves a side to the domain); ``direction``: ``{feature: "increase" |
         "decrease"}`` (the feature may only move that way). Features are names or indices.
         All of them shrink the search box (``domain ∩ bounds ∩ directions``, immutable
-        features fixed), a convex region, so the optimum is still exact.
+        features fixed), a convex region, so the optimum is still exact. ``integer``
+        (features, step 1, or ``{feature: step}``) and ``one_hot`` (lists of features) are
+        the discrete features: the answer is exact over their valid values.
         """
         who = f"analysis {cls.name!r}"
         lo, hi = row.domain.lower.copy(), row.domain.upper.copy()
@@ -178,8 +201,15 @@ class Counterfactual(Analysis):
             j = int(bad[0])
             raise RegionError(f"{who}: feature {row.features[j]!r} has no allowed value "
                               f"(lower {lo[j]} > upper {hi[j]}); check bounds and direction")
+        if isinstance(integer, dict):
+            steps = row.per_feature(integer, who + " integer")
+        else:
+            steps = {int(j): 1.0 for j in (row.indices(integer, who + " integer")
+                                           if len(integer) else ())}
+        groups = [row.indices(g, who + " one_hot").tolist() for g in one_hot]
         return cls(row.x, norm=norm, target=target, immutable=held.tolist(),
-                   search=search, milp_after=milp_after), Box(lo, hi)
+                   search=search, milp_after=milp_after, integer=steps,
+                   one_hot=groups), Box(lo, hi)
 
     def figures(self, result, row) -> dict:
         """``distance`` (the infimum), ``returned_distance`` (the witness's), ``class0``,
@@ -234,9 +264,61 @@ class Counterfactual(Analysis):
             if self.target == self._class0:
                 raise ConfigError(f"{who}: target {self.target} is x0's own class")
         self._x0, self._p, self._imm = x0, _NORMS[key], imm
+        self._integrality = self._discrete(region)
         self._n_out = m
         self._targets = ([self.target] if self.target is not None
                          else [q for q in range(n_classes) if q != self._class0])
+
+    def _discrete(self, region):
+        """The :class:`Integrality` of ``integer`` and ``one_hot`` (None if both are empty),
+        checked: distinct features, positive steps, ``x0`` one-hot in each group, an L1 or
+        L∞ distance on a box region."""
+        from polytrav.model.integrality import Integrality
+        from polytrav.vocabulary.tolerances import GRID_TOL
+
+        who, n, x0 = f"analysis {self.name!r}", self._x0.shape[0], self._x0
+        items = (self.integer.items() if isinstance(self.integer, dict)
+                 else ((j, 1.0) for j in self.integer))
+        step = np.zeros(n)
+        seen: set[int] = set()
+
+        def index(j, what):
+            if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or not 0 <= j < n:
+                raise ConfigError(f"{who}: {what} must be input indices in [0, {n}), got {j!r}")
+            if int(j) in seen:
+                raise ConfigError(f"{who}: input {int(j)} is named twice in integer/one_hot")
+            seen.add(int(j))
+            return int(j)
+
+        for j, h in items:
+            j = index(j, "integer")
+            if isinstance(h, bool) or not isinstance(h, (int, float, np.number)) \
+                    or not np.isfinite(h) or h <= 0:
+                raise ConfigError(f"{who}: integer step of input {j} must be a number > 0, "
+                                  f"got {h!r}")
+            step[j] = float(h)
+        groups = []
+        for group in self.one_hot:
+            g = np.asarray([index(j, "one_hot groups") for j in group], dtype=int)
+            if g.size < 2:
+                raise ConfigError(f"{who}: a one_hot group needs at least two inputs, got "
+                                  f"{list(group)} (a single 0/1 input is integer)")
+            v = x0[g]
+            if np.any(np.minimum(np.abs(v), np.abs(v - 1)) > GRID_TOL) \
+                    or abs(v.sum() - 1) > GRID_TOL:
+                raise ConfigError(f"{who}: x0 is not one-hot in the group {g.tolist()} "
+                                  f"(values {v.tolist()})")
+            groups.append(g)
+        if not seen:
+            return None
+        if self._p not in (1, np.inf):
+            raise ConfigError(f"{who}: integer features and one-hot groups make the search a "
+                              "mixed-integer problem; L1 and L∞ give MILPs, L2 a mixed-integer "
+                              "QP, which no backend here solves: use norm 1 or inf")
+        if not isinstance(region, Box):
+            raise ConfigError(f"{who}: integer features and one-hot groups need a Box region, "
+                              f"got a {type(region).__name__}")
+        return Integrality(x0.copy(), step, tuple(groups))
 
     # ---------------------------------------------------------------- set-up
     def begin(self, context) -> None:
@@ -266,12 +348,16 @@ class Counterfactual(Analysis):
         self._steps = 0  # polytopes and pieces handled, for the MILP
         # coordinates a closed-form minimiser may move (free in the frame, not immutable)
         self._movable = None
-        if self.closed_form and fr.free is not None:
+        discrete = self._integrality is not None
+        if discrete and not context.chains.get("milp"):
+            raise ConfigError(f"analysis {self.name!r}: integer features and one-hot groups need "
+                              "a backend of the 'milp' form (HiGHS: pip install highspy)")
+        if self.closed_form and fr.free is not None and not discrete:
             self._movable = np.zeros(net.n_inputs)
             self._movable[fr.free] = 1.0
             self._movable[self._imm] = 0.0
         self._direct = (self.direct_linf and self._p == np.inf and fr.is_box
-                        and fr.free is not None)
+                        and fr.free is not None and not discrete)
         if self._direct:
             sigma = fr.scale
             u0 = fr.to_u(self._x0)
@@ -377,7 +463,7 @@ class Counterfactual(Analysis):
         lo[self._imm] = hi[self._imm] = self._x0[self._imm]
         left = context.traversal.time_left()
         ball = (self._x0, r) if self._p == 1 and np.isfinite(r) else None  # bounds in the L1 ball
-        milp = RegionMilp(context.network, lo, hi, l1_ball=ball)
+        milp = RegionMilp(context.network, lo, hi, l1_ball=ball, integrality=self._integrality)
         if max_binaries is not None and milp.binaries > max_binaries:
             return
         self._milp = None  # once
@@ -498,7 +584,12 @@ class Counterfactual(Analysis):
                 self.skipped += 1  # class q cannot even beat x0's class on this cell
                 continue
             values = values or cell_values(polytope, fr)
-            u = self._projection(fr, values, G, g, K, h)
+            if self._integrality is not None:
+                u = self._discrete_optimum(context, polytope, values, K, h)
+                if u is None:
+                    continue
+            else:
+                u = self._projection(fr, values, G, g, K, h)
             if u is None and self._direct:
                 u = self._direct_linf(context, values, K, h)
             if u is None:
@@ -596,6 +687,153 @@ class Counterfactual(Analysis):
             return _NONE
         return None
 
+    # ---------------------------------------------------------------- discrete features
+    def _discrete_rows(self, fr, values, K, h):
+        """The cell of the class as rows over the columns ``[u | k | z]``: the frame point,
+        a step count per grid input (``x_j = x0_j + k_j step_j``) and a 0/1 column per
+        one-hot input (``x_g = z_g``, ``sum z_g = 1``); immutable inputs at ``x0``.
+        ``(A_ub, b_ub, A_eq, b_eq, lo, hi, integer)``, ``k``'s range from the region."""
+        spec, U, o, x0 = self._integrality, fr.U, fr.origin, self._x0
+        dim = fr.dim
+        grid = spec.grid
+        hot = np.concatenate(spec.one_hot) if spec.one_hot else np.zeros(0, int)
+        n_col = dim + grid.size + hot.size
+        reach = np.abs(U).sum(axis=1)  # the region's box is o ± reach
+        k_lo, k_hi = spec.step_range(o - reach, o + reach)
+        eq, rhs = [], []
+        if grid.size:  # U_j u - step_j k_j = x0_j - o_j
+            M = np.zeros((grid.size, n_col))
+            M[:, :dim] = U[grid]
+            M[np.arange(grid.size), dim + np.arange(grid.size)] = -spec.step[grid]
+            eq.append(M)
+            rhs.append(x0[grid] - o[grid])
+        if hot.size:  # U_g u - z_g = -o_g, and per group sum z = 1
+            M = np.zeros((hot.size, n_col))
+            M[:, :dim] = U[hot]
+            M[np.arange(hot.size), dim + grid.size + np.arange(hot.size)] = -1.0
+            S = np.zeros((len(spec.one_hot), n_col))
+            start = dim + grid.size
+            for i, group in enumerate(spec.one_hot):
+                S[i, start:start + group.size] = 1.0
+                start += group.size
+            eq += [M, S]
+            rhs += [-o[hot], np.ones(len(spec.one_hot))]
+        held = [j for j in self._imm if np.abs(U[j]).max() > 0]
+        if held:
+            M = np.zeros((len(held), n_col))
+            M[:, :dim] = U[held]
+            eq.append(M)
+            rhs.append(x0[held] - o[held])
+        A = np.zeros((values["A"].shape[0] + K.shape[0], n_col))
+        A[:, :dim] = np.vstack([values["A"], -K])
+        lo = np.concatenate([-np.ones(dim), k_lo, np.zeros(hot.size)])
+        hi = np.concatenate([np.ones(dim), k_hi, np.ones(hot.size)])
+        integer = np.arange(n_col) >= dim
+        A_eq = np.vstack(eq) if eq else np.zeros((0, n_col))
+        b_eq = np.concatenate(rhs) if rhs else np.zeros(0)
+        return A, np.concatenate([values["b"], h]), A_eq, b_eq, lo, hi, integer
+
+    def _discrete_optimum(self, context, polytope, values, K, h):
+        """The cell's nearest valid point of the class (rows ``K u + h >= 0``) nearer than
+        the best distance, as a MILP (:meth:`_discrete_rows` and the distance's columns):
+        its frame point ``u``, :data:`_NONE` if none is nearer (proven), or None if the MILP
+        is undecided (recorded as a failure: the result is then inexact)."""
+        fr, x0 = context.frame, self._x0
+        A, b, A_eq, b_eq, lo, hi, integer = self._discrete_rows(fr, values, K, h)
+        U, o, n_col = fr.U, fr.origin, A.shape[1]
+        move = np.flatnonzero(np.abs(U).max(axis=1) > 0)
+        k = move.size if self._p == 1 else 1
+        # U_j u - e_j <= x0_j - o_j and -U_j u - e_j <= o_j - x0_j, e the distance columns
+        D = np.zeros((2 * move.size, n_col + k))
+        D[:, :fr.dim] = np.vstack([U[move], -U[move]])
+        D[:, n_col:] = -np.vstack([np.eye(k), np.eye(k)]) if k > 1 else -1.0
+        rows = [np.hstack([A, np.zeros((A.shape[0], k))]), D]
+        rhs = [b, np.concatenate([x0[move] - o[move], o[move] - x0[move]])]
+        best = self._best[0]
+        if np.isfinite(best) and k > 1:  # nothing at or beyond the best distance is wanted
+            total = np.zeros((1, n_col + k))
+            total[0, n_col:] = 1.0
+            rows.append(total)
+            rhs.append([best])
+        cost = np.concatenate([np.zeros(n_col), np.ones(k)])
+        bounds = (np.concatenate([lo, np.zeros(k)]),
+                  np.concatenate([hi, np.full(k, best if k == 1 else np.inf)]))
+        left = context.traversal.time_left()
+
+        def attempt(backend):
+            return backend.solve_milp(cost, np.vstack(rows), np.concatenate(rhs),
+                                      np.hstack([A_eq, np.zeros((A_eq.shape[0], k))]), b_eq,
+                                      bounds=bounds,
+                                      integer=np.concatenate([integer, np.zeros(k, bool)]),
+                                      time_limit=left)
+
+        res, tried = solve_along(context.backends("milp"), attempt)
+        self.n_solves += tried
+        if res.status is Status.INFEASIBLE:
+            return _NONE
+        if res.status is not Status.OPTIMAL:
+            self.failures.append(f"polytope #{polytope.index} (code {context.code_str(polytope)}): "
+                                 f"{res.status} from {res.solver} ({res.message})")
+            return None
+        return res.x[:fr.dim]
+
+    def _discrete_witness(self, context, q, x_star, cell):
+        """A valid point near ``x_star`` whose class a forward pass confirms: ``x_star`` with
+        its discrete inputs snapped to their values, then its continuous inputs a relative
+        ``delta`` further from ``x0``; else ``maximise t`` over the cell (``K u + h >= t``,
+        ``t <= 1``) with the discrete inputs held and the others within ``delta`` (L∞, frame
+        units) of ``x_star``, for growing ``delta``."""
+        spec, x0, net, region = self._integrality, self._x0, context.network, context.region
+        wanted = self._is_class(q)
+        x = spec.snap(x_star)
+        free = np.ones(x0.shape[0], bool)
+        free[spec.discrete] = False
+        free[self._imm] = False
+        for delta in np.concatenate([[0.0], COUNTERFACTUAL_STEP * 10.0 ** np.arange(0, 5)]):
+            cand = x.copy()
+            cand[free] = x0[free] + (1.0 + delta) * (x[free] - x0[free])
+            if check_witness(net, region, cand, wanted):
+                return cand
+        if cell is None:
+            return None
+        fr = context.frame
+        values, K, h, _ = cell
+        A, b, A_eq, b_eq, lo, hi, _ = self._discrete_rows(fr, values, K, h)
+        dim, n_col = fr.dim, A.shape[1]
+        held = self._discrete_rows_at(fr, x)  # the snapped point's k and z columns
+        u_star = fr.to_u(x_star)
+        lo, hi = lo.copy(), hi.copy()
+        lo[dim:], hi[dim:] = held, held
+        rows = np.hstack([A, np.zeros((A.shape[0], 1))])
+        rows[A.shape[0] - K.shape[0]:, n_col] = 1.0  # -K u + t <= h
+        cost = np.zeros(n_col + 1)
+        cost[n_col] = -1.0
+        for delta in COUNTERFACTUAL_STEP * 10.0 ** np.arange(0, 5):
+            box_lo, box_hi = lo.copy(), hi.copy()
+            box_lo[:dim] = np.maximum(lo[:dim], u_star - delta)
+            box_hi[:dim] = np.minimum(hi[:dim], u_star + delta)
+
+            def attempt(backend, box_lo=box_lo, box_hi=box_hi):
+                return backend.solve_lp(cost, rows, b, np.hstack([A_eq, np.zeros((A_eq.shape[0], 1))]),
+                                        b_eq, bounds=(np.append(box_lo, -np.inf),
+                                                      np.append(box_hi, 1.0)))
+
+            res, _ = solve_along(context.backends("lp"), attempt)
+            if res.status is not Status.OPTIMAL or -res.objective <= 0:
+                continue
+            cand = spec.snap(fr.to_x(res.x[:dim]))
+            if check_witness(net, region, cand, wanted):
+                return cand
+        return None
+
+    def _discrete_rows_at(self, fr, x) -> np.ndarray:
+        """The ``k`` and ``z`` columns of :meth:`_discrete_rows` at a valid point ``x``."""
+        spec = self._integrality
+        grid = spec.grid
+        k = np.round((x[grid] - spec.origin[grid]) / spec.step[grid])
+        hot = np.concatenate(spec.one_hot) if spec.one_hot else np.zeros(0, int)
+        return np.concatenate([k, x[hot]])
+
     def _is_class(self, q: int):
         if self._binary:
             return (lambda y: y[0] > 0) if q == 1 else (lambda y: y[0] < 0)
@@ -605,6 +843,8 @@ class Counterfactual(Analysis):
         """A point near the boundary point ``x_star`` whose class a forward pass confirms
         (:meth:`_beyond_on_ray`, else :meth:`_beyond_by_lp` in its polytope, ``cell`` =
         ``(values, K, h, u)``; None for the MILP's point); run once, for the best."""
+        if self._integrality is not None:
+            return self._discrete_witness(context, q, x_star, cell)
         x = self._beyond_on_ray(context, q, context.frame.to_u(x_star))
         if x is not None or cell is None:
             return x

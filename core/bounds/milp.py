@@ -115,14 +115,20 @@ class RegionMilp:
     ``l1_ball=(x0, radius)``: the bounds hold over the box intersected with that L1 ball only
     (:class:`~polytrav.bounds.crown.L1BallConcretizer`: in 14 inputs its linear ranges are a
     fraction of the box's), so every question must stay inside it: :meth:`closest` with
-    ``norm=1`` around ``x0`` within ``radius``."""
+    ``norm=1`` around ``x0`` within ``radius``.
 
-    def __init__(self, network, lo, hi, *, l1_ball: tuple | None = None):
+    ``integrality`` (:class:`~polytrav.model.integrality.Integrality`): its grid inputs get
+    an integer column each (``x_j = origin_j + k_j step_j``) and its one-hot groups integral
+    columns summing to 1, so every question ranges over the valid points of the box only;
+    the bounds, over the whole box, stay sound."""
+
+    def __init__(self, network, lo, hi, *, l1_ball: tuple | None = None, integrality=None):
         from polytrav.bounds.crown import Concretizer, L1BallConcretizer, layer_bounds
 
         self.network = network
         self.lo, self.hi = np.asarray(lo, float), np.asarray(hi, float)
         self.l1_ball = l1_ball
+        self.integrality = integrality
         layers = list(zip(network.weights, network.biases))
         mid, half = (self.lo + self.hi) / 2, (self.hi - self.lo) / 2
         conc = Concretizer(self.lo.shape[0])
@@ -144,7 +150,7 @@ class RegionMilp:
         if not milp_backends:
             return "no MILP backend is installed"
         if self._enc is None:
-            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds)
+            self._enc = _Encoding(self.network, self.lo, self.hi, self.bounds, self.integrality)
         return ""
 
     def _whole_box(self, who: str) -> None:
@@ -314,9 +320,10 @@ class RegionMilp:
 class _Encoding:
     """The big-M rows of the network over the box, built once: columns ``x``, then per
     hidden layer its post-activations ``a`` and its unstable neurons' binaries ``q``, then
-    the objective's ``t``; ``A_ub v <= b_ub`` and ``A_eq v == b_eq`` (the active neurons)."""
+    the objective's ``t``; ``A_ub v <= b_ub`` and ``A_eq v == b_eq`` (the active neurons,
+    and the grid and one-hot rows of ``integrality``, whose step columns come last)."""
 
-    def __init__(self, network, lo, hi, bounds):
+    def __init__(self, network, lo, hi, bounds, integrality=None):
         n0 = lo.shape[0]
         col_lo, col_hi, integer = [lo], [hi], [np.zeros(n0, bool)]
         ub, eq = ([], []), ([], [])  # per kind: blocks (rows, cols, values), right-hand sides
@@ -360,6 +367,27 @@ class _Encoding:
                 rows(ub, [(a[i], I), (q, -np.diag(u[i]))], np.zeros(m))
             self.layers.append((act, unst, q))
             prev = a
+        if integrality is not None:
+            g = integrality.grid
+            if g.size:  # x_j - step_j k_j = origin_j, k_j integral
+                k_lo, k_hi = integrality.step_range(lo, hi)
+                if np.any(k_lo > k_hi):
+                    j = int(g[np.argmax(k_lo > k_hi)])
+                    raise ValueError(f"RegionMilp: no grid value of input {j} in the box")
+                k = np.arange(n, n + g.size)
+                n += g.size
+                col_lo.append(k_lo)
+                col_hi.append(k_hi)
+                integer.append(np.ones(g.size, bool))
+                rows(eq, [(g, np.eye(g.size)), (k, -np.diag(integrality.step[g]))],
+                     integrality.origin[g])
+            for group in integrality.one_hot:  # integral columns in [0, 1] summing to 1
+                integer[0][group] = True
+                col_lo[0] = col_lo[0].copy()
+                col_hi[0] = col_hi[0].copy()
+                col_lo[0][group] = np.maximum(col_lo[0][group], 0.0)
+                col_hi[0][group] = np.minimum(col_hi[0][group], 1.0)
+                rows(eq, [(group, np.ones((1, group.size)))], np.ones(1))
         self.last, self.n = prev, n  # the columns a query adds come after the first n
         self.W, self.b = network.weights[-1], network.biases[-1]
         self.bounds = (np.concatenate(col_lo), np.concatenate(col_hi))

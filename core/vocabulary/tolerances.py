@@ -120,3 +120,6 @@ REACH_TOL = 1e-7
 #: Sampled corners of a box are pulled this share of the way to its centre (so a point is
 #: strictly inside the box: the start points of ``Monotonicity``).
 CORNER_INSET = 1e-6
+#: A value within this share of a step from a grid point is on it (``Integrality``: the
+#: step range a box allows, and a one-hot row's own values).
+GRID_TOL = 1e-9

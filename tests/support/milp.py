@@ -485,7 +485,7 @@ def _norm_kind(norm) -> str:
 def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin: float = 0.0,
                         A=None, b=None, immutable=(), E=None, e=None,
                         time_limit: float = 60.0, rtol: float = RTOL,
-                        bounds: str = "interval") -> MilpResult:
+                        bounds: str = "interval", grid=None, one_hot=()) -> MilpResult:
     """Minimal ``||x - x0||_norm`` (norm 1 or inf) over the region with a changed class.
 
     Binary nets (one output, class 1 iff ``f >= 0``): the counterfactual needs ``f <= -margin``
@@ -494,6 +494,8 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
     ``j`` other than x0's class (one MILP each; ``time_limit`` is per MILP). Constraints are
     closed, so the value is the infimum. Coordinates in ``immutable`` are fixed to x0.
     ``cls`` is the target class reached; ``value`` is ``inf`` when no counterfactual exists.
+    ``grid`` (``{j: step}``): ``x_j - x0_j`` is an integer multiple of ``step``; ``one_hot``
+    (index lists): those inputs are 0 or 1 and sum to 1.
     """
     kind = _norm_kind(norm)
     x0 = np.asarray(x0, float).reshape(-1)
@@ -519,6 +521,16 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
 
     enc = _encode(net, lo, hi, A, b, E, e, bounds)
     n = net.n_inputs
+    for j, step in (grid or {}).items():  # x_j = x0_j + step k
+        k = enc.model.add_vars([np.ceil((lo[j] - x0[j]) / step - 1e-9)],
+                               [np.floor((hi[j] - x0[j]) / step + 1e-9)], integer=True)
+        enc.model.add_rows([(enc.x[[j]], [[1.0]]), (k, [[-step]])], [x0[j]], [x0[j]])
+    for group in one_hot:  # x_g = z_g in {0, 1}, sum z = 1
+        group = list(group)
+        z = enc.model.add_vars(np.zeros(len(group)), np.ones(len(group)), integer=True)
+        enc.model.add_rows([(enc.x[group], np.eye(len(group))), (z, -np.eye(len(group)))],
+                           np.zeros(len(group)), np.zeros(len(group)))
+        enc.model.add_rows([(z, np.ones((1, len(group))))], [1.0], [1.0])
     reach = np.maximum(np.abs(lo - x0), np.abs(hi - x0))
     I = np.eye(n)
     if kind == "l1":
