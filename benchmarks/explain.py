@@ -37,6 +37,11 @@ per row, no subproblem) as the near-trivial analysis.
     python benchmarks/explain.py --dataset credit --hidden 64 64 --rows 40 --analyze-rows 0 \
         --out benchmarks/results/explain_credit_64x64.json     # wide: the MILP after 500 steps
 
+With ``--integer`` (credit) every feature is an integer in its raw units (months, DM,
+levels, counts, indicators: the grid of step ``1 / (max - min)`` in the scaled data), both
+for polytrav (``integer=``, exact over the grid) and for the MILP (integer columns; the class
+reached by the same margin, ``DISCRETE_MARGIN``).
+
 Each norm's summary counts the rows by ``proof`` (the traversal, or the counterfactual's MILP
 on rows the traversal did not finish in ``milp_after`` steps).
 """
@@ -61,6 +66,7 @@ from machine import machine_info  # noqa: E402
 from milp import milp_counterfactual  # noqa: E402
 
 from polytrav import Box, Counterfactual, LocalModel, Network, analyze, explain  # noqa: E402
+from polytrav.vocabulary.tolerances import DISCRETE_MARGIN  # noqa: E402
 
 TOL = 1e-6
 NORMS = {"l1": 1, "linf": np.inf}
@@ -104,15 +110,18 @@ def quantiles(values) -> dict:
 
 
 def run_norm(key: str, net, rows, names, milp_limit: float, time_limit=None,
-             check=None) -> dict:
+             check=None, steps=None) -> dict:
     """polytrav on every row, then the reference MILP on the rows ``check`` (positions;
-    None: all); the time ratio is of medians over the rows the MILP ran on."""
+    None: all); the time ratio is of medians over the rows the MILP ran on. ``steps``
+    (``{feature: step}``): those features are integer (``--integer``), in both."""
     p = NORMS[key]
     d = rows.shape[1]
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=names)
-    table = explain(net, frame, [("counterfactual", {"norm": p})], domain=(np.zeros(d), np.ones(d)),
+    options = {"norm": p} if steps is None else {"norm": p, "integer": steps}
+    grid = None if steps is None else {names.index(k): v for k, v in steps.items()}
+    table = explain(net, frame, [("counterfactual", options)], domain=(np.zeros(d), np.ones(d)),
                     time_limit=time_limit)
     poly_t = [r.time for r in table]
     fixed_t = [r.fixed_time for r in table]
@@ -124,7 +133,8 @@ def run_norm(key: str, net, rows, names, milp_limit: float, time_limit=None,
             errors.append({"row": int(r.position), "errors": r.errors})
             continue
         t0 = time.perf_counter()
-        ref = milp_counterfactual(net, x, p, np.zeros(d), np.ones(d), time_limit=milp_limit)
+        ref = milp_counterfactual(net, x, p, np.zeros(d), np.ones(d), time_limit=milp_limit,
+                                  grid=grid, margin=0.0 if grid is None else DISCRETE_MARGIN)
         milp_t.append(time.perf_counter() - t0)
         poly_same.append(r.time)
         got = r.figures["counterfactual.distance"]
@@ -215,6 +225,9 @@ def main(argv=None) -> int:
     ap.add_argument("--analyze-rows", type=int, default=200,
                     help="rows of the fixed-cost comparison (0: skip it)")
     ap.add_argument("--time-limit", type=float, default=None, help="polytrav's seconds per row")
+    ap.add_argument("--integer", action="store_true",
+                    help="credit only: every feature is an integer in its raw units (step "
+                         "1 / (max - min) scaled), in polytrav and the MILP")
     ap.add_argument("--quick", action="store_true", help="smoke run: 20 rows")
     ap.add_argument("--out", default="benchmarks/results/explain.json")
     args = ap.parse_args(argv)
@@ -238,6 +251,15 @@ def main(argv=None) -> int:
                          "accuracy": accuracy,
                          "accuracy_of": "held-out" if args.dataset == "credit" else "training"},
               "norms": {}}
+    steps = None
+    if args.integer:
+        if args.dataset != "credit":
+            ap.error("--integer needs --dataset credit")
+        from credit import load_credit
+
+        _, _, lo, hi = load_credit()
+        steps = {name: 1.0 / (b - a) for name, a, b in zip(names, lo, hi)}
+    result["config"]["integer_steps"] = steps
     check = None
     if args.check_rows is not None and args.check_rows < rows.shape[0]:
         rng = np.random.default_rng(args.seed)
@@ -245,7 +267,7 @@ def main(argv=None) -> int:
     result["config"]["check_rows"] = check
     for key in args.norms:
         result["norms"][key] = run_norm(key, net, rows, names, args.milp_limit, args.time_limit,
-                                        check)
+                                        check, steps)
     if args.analyze_rows:
         result["fixed"] = fixed_costs(net, rows, min(args.analyze_rows, rows.shape[0]))
     out = ROOT / args.out

@@ -47,8 +47,12 @@ a MILP over the frame point, a step count per grid input and a 0/1 column per on
 continuous problem's lower bounds (pieces, cells, targets) and the ball restriction stay
 sound, the region's MILP gets the same integer columns
 (:class:`~polytrav.model.integrality.Integrality`), and the witness keeps its discrete
-inputs valid (:meth:`Counterfactual._discrete_witness`). The closed-form and direct L∞
-paths, whose points need not be valid, are off.
+inputs valid (:meth:`Counterfactual._discrete_witness`). The class must be reached by
+:data:`~polytrav.vocabulary.tolerances.DISCRETE_MARGIN` in the outputs: on a grid the
+minimum is attained, and every point a MILP returns within its feasibility tolerance must be
+one a forward pass confirms. Each cell first gets its continuous optimum (the usual paths): a
+lower bound that skips the cell's MILP when it cannot beat the best, and, snapped to the
+valid points and confirmed, an early incumbent.
 """
 from __future__ import annotations
 
@@ -65,7 +69,8 @@ from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Ball, Box
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import AnalysisResult, Status
-from polytrav.vocabulary.tolerances import COUNTERFACTUAL_STEP, LP_BOUND_TOL, REACH_TOL
+from polytrav.vocabulary.tolerances import (COUNTERFACTUAL_STEP, DISCRETE_MARGIN, LP_BOUND_TOL,
+                                            REACH_TOL)
 
 __all__ = ["Counterfactual", "halfspace_distance"]
 
@@ -348,16 +353,15 @@ class Counterfactual(Analysis):
         self._steps = 0  # polytopes and pieces handled, for the MILP
         # coordinates a closed-form minimiser may move (free in the frame, not immutable)
         self._movable = None
-        discrete = self._integrality is not None
-        if discrete and not context.chains.get("milp"):
+        if self._integrality is not None and not context.chains.get("milp"):
             raise ConfigError(f"analysis {self.name!r}: integer features and one-hot groups need "
                               "a backend of the 'milp' form (HiGHS: pip install highspy)")
-        if self.closed_form and fr.free is not None and not discrete:
+        if self.closed_form and fr.free is not None:
             self._movable = np.zeros(net.n_inputs)
             self._movable[fr.free] = 1.0
             self._movable[self._imm] = 0.0
         self._direct = (self.direct_linf and self._p == np.inf and fr.is_box
-                        and fr.free is not None and not discrete)
+                        and fr.free is not None)
         if self._direct:
             sigma = fr.scale
             u0 = fr.to_u(self._x0)
@@ -447,7 +451,8 @@ class Counterfactual(Analysis):
 
     def _pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per target class, the outputs' conjunction ``C y <= 0`` that reaches it (closed)."""
-        return [(C, np.zeros(C.shape[0])) for C in map(self._reach, self._targets)]
+        margin = 0.0 if self._integrality is None else DISCRETE_MARGIN
+        return [(C, np.full(C.shape[0], -margin)) for C in map(self._reach, self._targets)]
 
     def _run_milp(self, context, max_binaries: int | None = None) -> None:
         """:meth:`~polytrav.bounds.milp.RegionMilp.closest` over the region's box within the
@@ -584,12 +589,7 @@ class Counterfactual(Analysis):
                 self.skipped += 1  # class q cannot even beat x0's class on this cell
                 continue
             values = values or cell_values(polytope, fr)
-            if self._integrality is not None:
-                u = self._discrete_optimum(context, polytope, values, K, h)
-                if u is None:
-                    continue
-            else:
-                u = self._projection(fr, values, G, g, K, h)
+            u = self._projection(fr, values, G, g, K, h)
             if u is None and self._direct:
                 u = self._direct_linf(context, values, K, h)
             if u is None:
@@ -600,6 +600,10 @@ class Counterfactual(Analysis):
                 u = res.x
             elif u is _NONE:  # the direct LP proved nothing better than d* here
                 continue
+            if self._integrality is not None:  # u is the relaxation's optimum
+                u = self._discrete_step(context, polytope, values, K, h, norms, u, q)
+                if u is None:
+                    continue
             x = fr.to_x(u)
             dist = float(np.linalg.norm(x - self._x0, ord=self._p))
             if dist < self._best[0]:
@@ -732,6 +736,27 @@ class Counterfactual(Analysis):
         A_eq = np.vstack(eq) if eq else np.zeros((0, n_col))
         b_eq = np.concatenate(rhs) if rhs else np.zeros(0)
         return A, np.concatenate([values["b"], h]), A_eq, b_eq, lo, hi, integer
+
+    def _discrete_step(self, context, polytope, values, K, h, norms, u, q):
+        """The cell's part with discrete features, given its relaxed optimum ``u``: None if
+        that is not nearer than the best (then no valid point of the cell is); else the
+        relaxed point snapped to the valid points (nearest, and outward from ``x0``) becomes
+        the best if a forward pass gives it class ``q`` by :data:`DISCRETE_MARGIN` and it is
+        nearer (an early incumbent),
+        and the cell's MILP (:meth:`_discrete_optimum`, the margin on the rows ``K u + h``
+        normalised by ``norms``) returns the cell's nearest valid point ``u``, or None."""
+        x0 = self._x0
+        x = context.frame.to_x(u)
+        if np.linalg.norm(x - x0, ord=self._p) >= self._best[0]:
+            return None
+        for outward in (False, True):  # its nearest valid point, then the one beyond
+            snapped = self._integrality.snap(x, outward)
+            dist = float(np.linalg.norm(snapped - x0, ord=self._p))
+            if dist < self._best[0] and context.region.contains(snapped) and np.all(
+                    -self._reach(q) @ context.network.forward(snapped) >= DISCRETE_MARGIN):
+                self._best = (dist, snapped, q, None)
+        u = self._discrete_optimum(context, polytope, values, K, h - DISCRETE_MARGIN / norms)
+        return None if u is None or u is _NONE else u
 
     def _discrete_optimum(self, context, polytope, values, K, h):
         """The cell's nearest valid point of the class (rows ``K u + h >= 0``) nearer than

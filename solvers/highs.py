@@ -81,6 +81,9 @@ class HighsBackend(SolverBackend):
     #: point exists (MNIST 784-256-256-10, nine conjunctions: 110 -> 45 s). An optimum is
     #: settled to a relative and absolute gap of ``1e-7`` (HiGHS: ``1e-4`` and ``1e-6``), so
     #: its dual bound (``extras["bound"]``) is a proof of the optimum, not of a nearby value.
+    #: With ``heuristics=True`` (no feasible point known) the heuristics keep HiGHS's
+    #: defaults: the nearest valid point of a German-credit applicant over the whole box (95
+    #: binaries, 14 integer inputs) took 13 s with them, more than 84 s without.
     MILP_OPTIONS = {
         "mip_rel_gap": MILP_GAP,
         "mip_abs_gap": MILP_GAP,
@@ -157,14 +160,15 @@ class HighsBackend(SolverBackend):
         return res
 
     def solve_milp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None, integer=None,
-                   time_limit: float | None = None, cutoff: float | None = None) -> SolveResult:
+                   time_limit: float | None = None, cutoff: float | None = None,
+                   heuristics: bool = False) -> SolveResult:
         import highspy
 
         t0 = time.perf_counter()
         lp = _LpData(c, A_ub, b_ub, A_eq, b_eq, bounds)
         h = self.new_highs()
         for key, value in self.MILP_OPTIONS.items():
-            if key not in self.options:
+            if key not in self.options and not (heuristics and key.startswith("mip_heuristic")):
                 h.setOptionValue(key, value)
         h.addVars(lp.n, _inf(lp.lo), _inf(lp.hi))
         h.changeColsCost(lp.n, np.arange(lp.n, dtype=np.int32), lp.c)

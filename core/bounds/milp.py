@@ -395,7 +395,8 @@ class _Encoding:
         self.A_ub, self.b_ub = _matrix(ub, n)
         self.A_eq, self.b_eq = _matrix(eq, n)
 
-    def _solve(self, backend, extra_lo, extra_hi, rows, rhs, cost, time_limit, cutoff=None):
+    def _solve(self, backend, extra_lo, extra_hi, rows, rhs, cost, time_limit, cutoff=None,
+               heuristics=False):
         """The encoding with columns ``[extra_lo, extra_hi]`` appended (continuous), the rows
         ``rows v <= rhs`` added and ``cost`` (on the added columns) minimised."""
         k = len(extra_lo)
@@ -408,7 +409,7 @@ class _Encoding:
         integer = np.concatenate([self.integer, np.zeros(k, bool)])
         return backend.solve_milp(c, A_ub, np.concatenate([self.b_ub, rhs]), A_eq, self.b_eq,
                                   bounds=bounds, integer=integer, time_limit=time_limit,
-                                  cutoff=cutoff)
+                                  cutoff=cutoff, heuristics=heuristics)
 
     def _output_rows(self, C, n_cols):
         """``C y`` as rows over ``n_cols`` columns (the last hidden layer's ``a``), less ``C b``."""
@@ -429,7 +430,8 @@ class _Encoding:
     def nearest(self, backend, x0, norm, C, d, radius, time_limit):
         """``min ||x - x0||`` (1 or inf) with ``C y <= d`` and the distance at most
         ``radius``: L∞ adds a column ``t`` (``|x_j - x0_j| <= t``), L1 a column ``s_j`` per
-        input (``|x_j - x0_j| <= s_j``) and the row ``sum s <= radius``."""
+        input (``|x_j - x0_j| <= s_j``) and the row ``sum s <= radius``. Without a finite
+        radius no point is known yet: the solver is asked to spend effort on heuristics."""
         n0 = x0.shape[0]
         k = 1 if norm == np.inf else n0
         Cy, Cb = self._output_rows(C, self.n + k)
@@ -445,7 +447,7 @@ class _Encoding:
             rows.append(total)
             rhs.append([float(radius)])
         return self._solve(backend, np.zeros(k), hi, np.vstack(rows), np.concatenate(rhs),
-                           np.ones(k), time_limit)
+                           np.ones(k), time_limit, heuristics=not np.isfinite(radius))
 
 
     def pattern(self, v) -> tuple:

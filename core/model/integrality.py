@@ -44,12 +44,16 @@ class Integrality:
         s, o = self.step[g], self.origin[g]
         return np.ceil((lo[g] - o) / s - GRID_TOL), np.floor((hi[g] - o) / s + GRID_TOL)
 
-    def snap(self, x: np.ndarray) -> np.ndarray:
-        """``x`` with each grid input on its nearest grid value and each one-hot group set to
-        its largest column."""
+    def snap(self, x: np.ndarray, outward: bool = False) -> np.ndarray:
+        """``x`` with each grid input on its nearest grid value (``outward``: the next one
+        away from ``origin``, where ``x`` is more than :data:`GRID_TOL` of a step off the
+        grid) and each one-hot group set to its largest column."""
         x = np.array(x, dtype=float)
         g = self.grid
-        x[g] = self.origin[g] + self.step[g] * np.round((x[g] - self.origin[g]) / self.step[g])
+        k = (x[g] - self.origin[g]) / self.step[g]
+        if outward:
+            k = np.sign(k) * np.ceil(np.abs(k) - GRID_TOL)
+        x[g] = self.origin[g] + self.step[g] * np.round(k)
         for group in self.one_hot:
             top = group[int(np.argmax(x[group]))]
             x[group] = 0.0

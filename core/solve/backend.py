@@ -96,7 +96,8 @@ class SolverBackend:
         )
 
     def solve_milp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None, integer=None,
-                   time_limit: float | None = None, cutoff: float | None = None) -> SolveResult:
+                   time_limit: float | None = None, cutoff: float | None = None,
+                   heuristics: bool = False) -> SolveResult:
         """Minimise ``c @ x`` subject to the constraints of :meth:`solve_lp` with the columns
         where ``integer`` is True integral (a mixed-integer LP), for at most ``time_limit``
         seconds (default: the backend's own limit). INFEASIBLE is the solver's proof that no
@@ -104,8 +105,9 @@ class SolverBackend:
         ``c @ x < cutoff`` are sought: OPTIMAL returns the first one found (not necessarily
         the minimiser), INFEASIBLE proves there is none. Without it, OPTIMAL is the minimiser
         and ``extras["bound"]`` the solver's proven lower bound of the minimum (its dual bound;
-        a backend that cannot certify one leaves it out). Backends without the ``milp`` form
-        raise ``NotImplementedError``.
+        a backend that cannot certify one leaves it out). ``heuristics``: the caller knows
+        no feasible point, so effort on primal heuristics pays (a backend may ignore it).
+        Backends without the ``milp`` form raise ``NotImplementedError``.
         """
         raise NotImplementedError(
             f"solver {self.name!r} does not solve MILPs (its forms: {sorted(self.forms)}); "

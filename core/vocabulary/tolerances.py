@@ -123,3 +123,8 @@ CORNER_INSET = 1e-6
 #: A value within this share of a step from a grid point is on it (``Integrality``: the
 #: step range a box allows, and a one-hot row's own values).
 GRID_TOL = 1e-9
+#: With discrete features, a counterfactual's class must be reached by this margin in the
+#: outputs (``y_q - y_i >= DISCRETE_MARGIN``; one logit: ``|y| >= DISCRETE_MARGIN`` on the
+#: far side), so that every point a MILP returns, within its feasibility tolerance, is
+#: confirmed by a forward pass: on a grid the minimum is attained, not an infimum.
+DISCRETE_MARGIN = 1e-6

@@ -13,6 +13,7 @@ from reference import random_net
 
 from polytrav import Ball, Box, ConfigError, analyze, explain
 from polytrav.plugins.counterfactual import Counterfactual
+from polytrav.vocabulary.tolerances import DISCRETE_MARGIN
 
 TOL = 1e-6
 
@@ -28,15 +29,16 @@ def _on_grid(w, x0, grid, groups) -> bool:
 @pytest.mark.parametrize("norm", [1, np.inf])
 def test_integer_grid_against_every_grid_point(seed, norm):
     """Three integer inputs, every point of the grid enumerated: the same minimum distance to
-    the nearest point of another class (closed, as the analysis states it), and a valid
-    witness of that class."""
+    the nearest point of another class (by :data:`DISCRETE_MARGIN`, as the analysis states
+    it), and a valid witness of that class."""
     net = random_net(seed, 3, [8, 8], n_out=3)
     lo, hi = np.zeros(3), np.array([5.0, 5.0, 2.0])
     pts = np.array(list(itertools.product(range(6), range(6), range(3))), float)
     x0 = pts[np.random.default_rng(seed).integers(len(pts))]
     Y = np.array([net.forward(p) for p in pts])
     c0 = int(np.argmax(net.forward(x0)))
-    other = np.array([any(np.all(np.delete(y, q) <= y[q]) for q in range(3) if q != c0) for y in Y])
+    other = np.array([any(np.all(np.delete(y, q) <= y[q] - DISCRETE_MARGIN)
+                          for q in range(3) if q != c0) for y in Y])
     res = analyze(net, Box(lo, hi), Counterfactual(x0, norm=norm, integer=[0, 1, 2])).results[0]
     assert res.exact
     if not other.any():
@@ -71,7 +73,8 @@ def test_mixed_features_against_the_reference_milp(seed, norm):
     the relaxation is never farther."""
     net = random_net(seed, 7, [10, 10], n_out=3)
     x0 = _mixed_row(np.random.default_rng(100 + seed))
-    ref = milp_counterfactual(net, x0, norm, LO, HI, grid=GRID, one_hot=GROUPS)
+    ref = milp_counterfactual(net, x0, norm, LO, HI, grid=GRID, one_hot=GROUPS,
+                              margin=DISCRETE_MARGIN)
     assert ref.status in ("optimal", "infeasible")
     want = None if np.isinf(ref.value) else ref.value
     relaxed = analyze(net, Box(LO, HI), Counterfactual(x0, norm=norm)).results[0]
@@ -88,7 +91,7 @@ def test_mixed_features_against_the_reference_milp(seed, norm):
         w = res.witness
         assert w is not None and _on_grid(w, x0, GRID, GROUPS)
         assert int(np.argmax(net.forward(w))) != c0
-        assert np.all(w >= LO) and np.all(w <= HI)
+        assert np.all(w >= LO - 1e-9) and np.all(w <= HI + 1e-9)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
