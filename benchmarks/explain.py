@@ -38,7 +38,9 @@ per row, no subproblem) as the near-trivial analysis.
         --out benchmarks/results/explain_credit_64x64.json     # wide: the MILP after 500 steps
 
 With ``--integer`` (credit) every feature is an integer in its raw units (months, DM,
-levels, counts, indicators: the grid of step ``1 / (max - min)`` in the scaled data), both
+levels, counts, indicators: the grid of step ``1 / (max - min)`` in the scaled data), and the
+two checking-account indicators are one category whose baseline was dropped (at most one of
+them is 1: ``one_hot=[["checking_negative", "no_checking_account", None]]``), both
 for polytrav (``integer=``, exact over the grid) and for the MILP (integer columns; the class
 reached by the same margin, ``DISCRETE_MARGIN``).
 
@@ -110,17 +112,19 @@ def quantiles(values) -> dict:
 
 
 def run_norm(key: str, net, rows, names, milp_limit: float, time_limit=None,
-             check=None, steps=None) -> dict:
+             check=None, steps=None, groups=()) -> dict:
     """polytrav on every row, then the reference MILP on the rows ``check`` (positions;
     None: all); the time ratio is of medians over the rows the MILP ran on. ``steps``
-    (``{feature: step}``): those features are integer (``--integer``), in both."""
+    (``{feature: step}``) and ``groups`` (one-hot, ``None`` for a dropped baseline): the
+    discrete features (``--integer``), in both."""
     p = NORMS[key]
     d = rows.shape[1]
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=names)
-    options = {"norm": p} if steps is None else {"norm": p, "integer": steps}
+    options = {"norm": p} if steps is None else {"norm": p, "integer": steps, "one_hot": groups}
     grid = None if steps is None else {names.index(k): v for k, v in steps.items()}
+    hot = [[None if k is None else names.index(k) for k in g] for g in groups]
     table = explain(net, frame, [("counterfactual", options)], domain=(np.zeros(d), np.ones(d)),
                     time_limit=time_limit)
     poly_t = [r.time for r in table]
@@ -134,7 +138,8 @@ def run_norm(key: str, net, rows, names, milp_limit: float, time_limit=None,
             continue
         t0 = time.perf_counter()
         ref = milp_counterfactual(net, x, p, np.zeros(d), np.ones(d), time_limit=milp_limit,
-                                  grid=grid, margin=0.0 if grid is None else DISCRETE_MARGIN)
+                                  grid=grid, one_hot=hot,
+                                  margin=0.0 if grid is None else DISCRETE_MARGIN)
         milp_t.append(time.perf_counter() - t0)
         poly_same.append(r.time)
         got = r.figures["counterfactual.distance"]
@@ -227,7 +232,8 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="polytrav's seconds per row")
     ap.add_argument("--integer", action="store_true",
                     help="credit only: every feature is an integer in its raw units (step "
-                         "1 / (max - min) scaled), in polytrav and the MILP")
+                         "1 / (max - min) scaled), the two checking-account indicators one "
+                         "category with a baseline, in polytrav and the MILP")
     ap.add_argument("--quick", action="store_true", help="smoke run: 20 rows")
     ap.add_argument("--out", default="benchmarks/results/explain.json")
     args = ap.parse_args(argv)
@@ -251,15 +257,18 @@ def main(argv=None) -> int:
                          "accuracy": accuracy,
                          "accuracy_of": "held-out" if args.dataset == "credit" else "training"},
               "norms": {}}
-    steps = None
+    steps, groups = None, ()
     if args.integer:
         if args.dataset != "credit":
             ap.error("--integer needs --dataset credit")
         from credit import load_credit
 
         _, _, lo, hi = load_credit()
-        steps = {name: 1.0 / (b - a) for name, a, b in zip(names, lo, hi)}
+        groups = [["checking_negative", "no_checking_account", None]]
+        steps = {name: 1.0 / (b - a) for name, a, b in zip(names, lo, hi)
+                 if name not in groups[0]}
     result["config"]["integer_steps"] = steps
+    result["config"]["one_hot"] = groups
     check = None
     if args.check_rows is not None and args.check_rows < rows.shape[0]:
         rng = np.random.default_rng(args.seed)
@@ -267,7 +276,7 @@ def main(argv=None) -> int:
     result["config"]["check_rows"] = check
     for key in args.norms:
         result["norms"][key] = run_norm(key, net, rows, names, args.milp_limit, args.time_limit,
-                                        check, steps)
+                                        check, steps, groups)
     if args.analyze_rows:
         result["fixed"] = fixed_costs(net, rows, min(args.analyze_rows, rows.shape[0]))
     out = ROOT / args.out

@@ -131,7 +131,8 @@ class Counterfactual(Analysis):
         step 1): the answer is the nearest point on that grid.
     one_hot : sequence of sequences of int
         Groups of features that encode one category (``x0``'s values one-hot): the answer
-        keeps each a valid encoding. With ``integer`` or ``one_hot`` (L1 or L∞, a box
+        keeps each a valid encoding. ``None`` in a group stands for a baseline column that
+        was dropped (``OneHotEncoder(drop="first")``): the group may then be all 0. With ``integer`` or ``one_hot`` (L1 or L∞, a box
         region) every cell's subproblem is a MILP, and the answer is exact over the valid
         points (module docstring, "Discrete features").
 
@@ -211,7 +212,8 @@ class Counterfactual(Analysis):
         else:
             steps = {int(j): 1.0 for j in (row.indices(integer, who + " integer")
                                            if len(integer) else ())}
-        groups = [row.indices(g, who + " one_hot").tolist() for g in one_hot]
+        groups = [row.indices([j for j in g if j is not None], who + " one_hot").tolist()
+                  + [None] * (None in list(g)) for g in one_hot]
         return cls(row.x, norm=norm, target=target, immutable=held.tolist(),
                    search=search, milp_after=milp_after, integer=steps,
                    one_hot=groups), Box(lo, hi)
@@ -302,18 +304,21 @@ class Counterfactual(Analysis):
                 raise ConfigError(f"{who}: integer step of input {j} must be a number > 0, "
                                   f"got {h!r}")
             step[j] = float(h)
-        groups = []
+        groups, dropped = [], []
         for group in self.one_hot:
-            g = np.asarray([index(j, "one_hot groups") for j in group], dtype=int)
-            if g.size < 2:
+            group = list(group)
+            g = np.asarray([index(j, "one_hot groups") for j in group if j is not None], int)
+            if g.size + (None in group) < 2:
                 raise ConfigError(f"{who}: a one_hot group needs at least two inputs, got "
-                                  f"{list(group)} (a single 0/1 input is integer)")
+                                  f"{group} (a single 0/1 input is integer)")
             v = x0[g]
+            total = 1.0 if None not in group else min(round(v.sum()), 1.0)
             if np.any(np.minimum(np.abs(v), np.abs(v - 1)) > GRID_TOL) \
-                    or abs(v.sum() - 1) > GRID_TOL:
-                raise ConfigError(f"{who}: x0 is not one-hot in the group {g.tolist()} "
+                    or abs(v.sum() - total) > GRID_TOL:
+                raise ConfigError(f"{who}: x0 is not one-hot in the group {group} "
                                   f"(values {v.tolist()})")
             groups.append(g)
+            dropped.append(None in group)
         if not seen:
             return None
         if self._p not in (1, np.inf):
@@ -323,7 +328,7 @@ class Counterfactual(Analysis):
         if not isinstance(region, Box):
             raise ConfigError(f"{who}: integer features and one-hot groups need a Box region, "
                               f"got a {type(region).__name__}")
-        return Integrality(x0.copy(), step, tuple(groups))
+        return Integrality(x0.copy(), step, tuple(groups), tuple(dropped))
 
     # ---------------------------------------------------------------- set-up
     def begin(self, context) -> None:
@@ -695,8 +700,9 @@ class Counterfactual(Analysis):
     def _discrete_rows(self, fr, values, K, h):
         """The cell of the class as rows over the columns ``[u | k | z]``: the frame point,
         a step count per grid input (``x_j = x0_j + k_j step_j``) and a 0/1 column per
-        one-hot input (``x_g = z_g``, ``sum z_g = 1``); immutable inputs at ``x0``.
-        ``(A_ub, b_ub, A_eq, b_eq, lo, hi, integer)``, ``k``'s range from the region."""
+        one-hot input (``x_g = z_g``, ``sum z_g = 1``, ``<= 1`` where the baseline was
+        dropped); immutable inputs at ``x0``. ``(A_ub, b_ub, A_eq, b_eq, lo, hi, integer)``,
+        ``k``'s range from the region; the class rows ``-K u <= h`` are the last of ``A_ub``."""
         spec, U, o, x0 = self._integrality, fr.U, fr.origin, self._x0
         dim = fr.dim
         grid = spec.grid
@@ -705,6 +711,7 @@ class Counterfactual(Analysis):
         reach = np.abs(U).sum(axis=1)  # the region's box is o ± reach
         k_lo, k_hi = spec.step_range(o - reach, o + reach)
         eq, rhs = [], []
+        below = np.zeros((0, n_col))
         if grid.size:  # U_j u - step_j k_j = x0_j - o_j
             M = np.zeros((grid.size, n_col))
             M[:, :dim] = U[grid]
@@ -720,22 +727,28 @@ class Counterfactual(Analysis):
             for i, group in enumerate(spec.one_hot):
                 S[i, start:start + group.size] = 1.0
                 start += group.size
-            eq += [M, S]
-            rhs += [-o[hot], np.ones(len(spec.one_hot))]
+            drop = np.array([spec.is_dropped(i) for i in range(len(spec.one_hot))])
+            eq += [M, S[~drop]]
+            rhs += [-o[hot], np.ones(int((~drop).sum()))]
+            below = S[drop]  # sum z <= 1 where the baseline was dropped
         held = [j for j in self._imm if np.abs(U[j]).max() > 0]
         if held:
             M = np.zeros((len(held), n_col))
             M[:, :dim] = U[held]
             eq.append(M)
             rhs.append(x0[held] - o[held])
-        A = np.zeros((values["A"].shape[0] + K.shape[0], n_col))
-        A[:, :dim] = np.vstack([values["A"], -K])
+        cell = np.zeros((values["A"].shape[0], n_col))
+        cell[:, :dim] = values["A"]
+        cls = np.zeros((K.shape[0], n_col))
+        cls[:, :dim] = -K
+        A = np.vstack([cell, below, cls])
         lo = np.concatenate([-np.ones(dim), k_lo, np.zeros(hot.size)])
         hi = np.concatenate([np.ones(dim), k_hi, np.ones(hot.size)])
         integer = np.arange(n_col) >= dim
         A_eq = np.vstack(eq) if eq else np.zeros((0, n_col))
         b_eq = np.concatenate(rhs) if rhs else np.zeros(0)
-        return A, np.concatenate([values["b"], h]), A_eq, b_eq, lo, hi, integer
+        b = np.concatenate([values["b"], np.ones(below.shape[0]), h])
+        return A, b, A_eq, b_eq, lo, hi, integer
 
     def _discrete_step(self, context, polytope, values, K, h, norms, u, q):
         """The cell's part with discrete features, given its relaxed optimum ``u``: None if

@@ -381,13 +381,13 @@ class _Encoding:
                 integer.append(np.ones(g.size, bool))
                 rows(eq, [(g, np.eye(g.size)), (k, -np.diag(integrality.step[g]))],
                      integrality.origin[g])
-            for group in integrality.one_hot:  # integral columns in [0, 1] summing to 1
+            col_lo[0], col_hi[0] = col_lo[0].copy(), col_hi[0].copy()
+            for i, group in enumerate(integrality.one_hot):  # integral, in [0, 1], sum 1
                 integer[0][group] = True
-                col_lo[0] = col_lo[0].copy()
-                col_hi[0] = col_hi[0].copy()
                 col_lo[0][group] = np.maximum(col_lo[0][group], 0.0)
                 col_hi[0][group] = np.minimum(col_hi[0][group], 1.0)
-                rows(eq, [(group, np.ones((1, group.size)))], np.ones(1))
+                rows(ub if integrality.is_dropped(i) else eq,
+                     [(group, np.ones((1, group.size)))], np.ones(1))  # <= 1 if dropped
         self.last, self.n = prev, n  # the columns a query adds come after the first n
         self.W, self.b = network.weights[-1], network.biases[-1]
         self.bounds = (np.concatenate(col_lo), np.concatenate(col_hi))

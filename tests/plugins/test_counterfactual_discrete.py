@@ -21,8 +21,12 @@ TOL = 1e-6
 def _on_grid(w, x0, grid, groups) -> bool:
     steps_ok = all(abs((w[j] - x0[j]) / s - round((w[j] - x0[j]) / s)) < 1e-7
                    for j, s in grid.items())
-    return steps_ok and all(sorted(w[g].tolist()) == [0.0] * (len(g) - 1) + [1.0]
-                            for g in map(list, groups))
+    def valid(group):
+        cols = [j for j in group if j is not None]
+        values = sorted(w[cols].tolist())
+        return values == [0.0] * (len(cols) - 1) + [1.0] or (None in group and not any(values))
+
+    return steps_ok and all(valid(list(g)) for g in groups)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -94,6 +98,28 @@ def test_mixed_features_against_the_reference_milp(seed, norm):
         assert np.all(w >= LO - 1e-9) and np.all(w <= HI + 1e-9)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 3])
+@pytest.mark.parametrize("norm", [1, np.inf])
+def test_a_group_with_a_dropped_baseline_against_the_reference_milp(seed, norm):
+    """A one-hot group whose baseline column was dropped (``None`` in the group: all 0 is
+    the baseline category): the same optimum as the reference MILP with ``sum <= 1``, in the
+    traversal and with the MILP at once, and a valid witness."""
+    net = random_net(seed, 7, [10, 10], n_out=3)
+    x0 = _mixed_row(np.random.default_rng(200 + seed))
+    groups = [[4, 5, None]]
+    ref = milp_counterfactual(net, x0, norm, LO, HI, grid=GRID, one_hot=groups,
+                              margin=DISCRETE_MARGIN)
+    want = None if np.isinf(ref.value) else ref.value
+    for after in (500, 0):
+        res = analyze(net, Box(LO, HI), Counterfactual(x0, norm=norm, integer=GRID,
+                                                       one_hot=groups, milp_after=after)).results[0]
+        assert res.exact, res.failures
+        assert (res.value is None) == (want is None)
+        if want is not None:
+            assert res.value == pytest.approx(want, abs=TOL * (1 + want))
+            assert _on_grid(res.witness, x0, GRID, groups)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_discrete_features_change_the_answer(seed):
     """On these rows the relaxation's optimum is not a valid point: the discrete answer is
@@ -130,8 +156,8 @@ def test_explain_takes_discrete_features_by_name():
             assert got == pytest.approx(want, abs=TOL)
             w = np.array([r.figures[f"counterfactual.x.{n}"] for n in names])
             assert _on_grid(w, x, GRID, GROUPS) and w[1] == x[1]
-    steps = explain(net, frame.iloc[:1], [("counterfactual", {"norm": np.inf,
-                                                              "integer": ["months"]})],
+    steps = explain(net, frame.iloc[:1], [("counterfactual", {
+        "norm": np.inf, "integer": ["months"], "one_hot": [["red", "green", None]]})],
                     domain=(LO, HI))
     assert all(r.ok for r in steps)
 
@@ -142,6 +168,7 @@ def test_explain_takes_discrete_features_by_name():
     ({"integer": [2], "one_hot": [[2, 4]]}, "named twice"),
     ({"one_hot": [[4]]}, "at least two inputs"),
     ({"one_hot": [[0, 1]]}, "not one-hot"),
+    ({"one_hot": [[4, 2, None]]}, "not one-hot"),
     ({"integer": [9]}, "input indices"),
 ])
 def test_discrete_features_refused_by_name(kwargs, message):

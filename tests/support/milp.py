@@ -495,7 +495,7 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
     closed, so the value is the infimum. Coordinates in ``immutable`` are fixed to x0.
     ``cls`` is the target class reached; ``value`` is ``inf`` when no counterfactual exists.
     ``grid`` (``{j: step}``): ``x_j - x0_j`` is an integer multiple of ``step``; ``one_hot``
-    (index lists): those inputs are 0 or 1 and sum to 1.
+    (index lists): those inputs are 0 or 1 and sum to 1 (at most 1 if the list holds None).
     """
     kind = _norm_kind(norm)
     x0 = np.asarray(x0, float).reshape(-1)
@@ -525,12 +525,13 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
         k = enc.model.add_vars([np.ceil((lo[j] - x0[j]) / step - 1e-9)],
                                [np.floor((hi[j] - x0[j]) / step + 1e-9)], integer=True)
         enc.model.add_rows([(enc.x[[j]], [[1.0]]), (k, [[-step]])], [x0[j]], [x0[j]])
-    for group in one_hot:  # x_g = z_g in {0, 1}, sum z = 1
-        group = list(group)
+    for group in one_hot:  # x_g = z_g in {0, 1}, sum z = 1 (None in the group: <= 1)
+        dropped = None in list(group)
+        group = [j for j in group if j is not None]
         z = enc.model.add_vars(np.zeros(len(group)), np.ones(len(group)), integer=True)
         enc.model.add_rows([(enc.x[group], np.eye(len(group))), (z, -np.eye(len(group)))],
                            np.zeros(len(group)), np.zeros(len(group)))
-        enc.model.add_rows([(z, np.ones((1, len(group))))], [1.0], [1.0])
+        enc.model.add_rows([(z, np.ones((1, len(group))))], [0.0 if dropped else 1.0], [1.0])
     reach = np.maximum(np.abs(lo - x0), np.abs(hi - x0))
     I = np.eye(n)
     if kind == "l1":
