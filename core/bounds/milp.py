@@ -119,7 +119,8 @@ class RegionMilp:
 
     ``integrality`` (:class:`~polytrav.model.integrality.Integrality`): its grid inputs get
     an integer column each (``x_j = origin_j + k_j step_j``) and its one-hot groups integral
-    columns summing to 1, so every question ranges over the valid points of the box only;
+    columns summing to 1 (at most 1 where the baseline was dropped), so every question
+    ranges over the valid points of the box only;
     the bounds, over the whole box, stay sound."""
 
     def __init__(self, network, lo, hi, *, l1_ball: tuple | None = None, integrality=None):
