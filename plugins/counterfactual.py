@@ -810,8 +810,7 @@ class Counterfactual(Analysis):
         if res.status is Status.INFEASIBLE:
             return _NONE
         if res.status is not Status.OPTIMAL:
-            self.failures.append(f"polytope #{polytope.index} (code {context.code_str(polytope)}): "
-                                 f"{res.status} from {res.solver} ({res.message})")
+            self.record_failure(context, polytope, res)
             return None
         return res.x[:fr.dim]
 

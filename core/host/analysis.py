@@ -212,11 +212,14 @@ class Analysis:
         res = context.solve(subproblem, **values)
         self.n_solves += 1
         if res.status not in DECIDED:
-            self.failures.append(
-                f"polytope #{polytope.index} (code {context.code_str(polytope)}): "
-                f"{res.status} from {res.solver} ({res.message})"
-            )
+            self.record_failure(context, polytope, res)
         return res
+
+    def record_failure(self, context: "RunContext", polytope: "Polytope",
+                       res: SolveResult) -> None:
+        """Record an undecided solve on ``polytope`` (the result is then inexact)."""
+        self.failures.append(f"polytope #{polytope.index} (code {context.code_str(polytope)}): "
+                             f"{res.status} from {res.solver} ({res.message})")
 
     def maximize_linear(self, context: "RunContext", polytope: "Polytope",
                         g: np.ndarray, beat: float | None = None) -> SolveResult | None:
