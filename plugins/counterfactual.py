@@ -187,6 +187,9 @@ class Counterfactual(Analysis):
         (features, step 1, or ``{feature: step}``) and ``one_hot`` (lists of features) are
         the discrete features: the answer is exact over their valid values.
         """
+        if not (bounds or direction or len(immutable) or len(integer) or len(one_hot)):
+            return cls(row.x, norm=norm, target=target, search=search,
+                       milp_after=milp_after), row.domain
         who = f"analysis {cls.name!r}"
         lo, hi = row.domain.lower.copy(), row.domain.upper.copy()
         for j, (b_lo, b_hi) in row.per_feature(bounds or {}, who + " bounds").items():
@@ -280,6 +283,8 @@ class Counterfactual(Analysis):
         """The :class:`Integrality` of ``integer`` and ``one_hot`` (None if both are empty),
         checked: distinct features, positive steps, ``x0`` one-hot in each group, an L1 or
         L∞ distance on a box region."""
+        if not (len(self.integer) or len(self.one_hot)):
+            return None
         from polytrav.model.integrality import Integrality
         from polytrav.vocabulary.tolerances import GRID_TOL
 

@@ -13,6 +13,7 @@ import importlib.metadata
 import inspect
 import os
 import sys
+import types
 import weakref
 
 import pluggy
@@ -83,10 +84,17 @@ class _PluginManager(pluggy.PluginManager):
         #: plugin name -> (distribution, version) of each plugin loaded from an entry point
         self.polytrav_distributions: dict[str, tuple[str, str]] = {}
         self._solvers: dict[str, type] | None = None  # solver classes of the plugin set
+        #: id -> (instance, name, hook callers) of each instance registered like before
+        self._like_before: dict[int, tuple] = {}
+        #: class -> (its _CLASS_IMPLS entry, the hook implementations of its last instance
+        #: registered like before, since unregistered), rebound for its next instance
+        self._spare: dict[type, tuple] = {}
+        #: class -> (its _CLASS_IMPLS entry, the hook callers its instances join)
+        self._callers: dict[type, tuple] = {}
 
     def register(self, plugin, name: str | None = None):
         own = {k for k, v in _own_dict(plugin).items()  # pluggy hooks only functions here
-               if inspect.isfunction(v) or inspect.ismethod(v)}
+               if isinstance(v, _FUNCTIONS)}
         try:
             if not own and self._register_like_before(plugin, name):
                 return name
@@ -120,19 +128,50 @@ class _PluginManager(pluggy.PluginManager):
         if seen is None or seen[0] != _class_version(type(plugin)) or name in self._name2plugin \
                 or any(p is plugin for p in self._name2plugin.values()):
             return False
-        callers = [getattr(self.hook, hook, None) for hook, _ in seen[1]]
-        if any(c is None or c.is_historic() or not c.has_spec() for c in callers) or any(
-                getattr(type(plugin), t.function.__name__, None) is not t.function
-                for _, t in seen[1]):  # a hook method replaced on the class since
+        if any(getattr(type(plugin), t.function.__name__, None) is not t.function
+               for _, t in seen[1]):  # a hook method replaced on the class since
             return False
+        known = self._callers.get(type(plugin))
+        if known is not None and known[0] is seen:
+            callers = known[1]
+        else:  # a spec, once there, stays, and so does its being historic or not
+            callers = [getattr(self.hook, hook, None) for hook, _ in seen[1]]
+            if any(c is None or c.is_historic() or not c.has_spec() for c in callers):
+                return False
+            self._callers[type(plugin)] = (seen, callers)
+        spare = self._spare.pop(type(plugin), None)
+        if spare is not None and spare[0] is seen:  # the last instance's, unregistered
+            impls = spare[1]
+            for impl, (_, template) in zip(impls, seen[1]):
+                impl.plugin, impl.plugin_name = plugin, name
+                impl.function = template.function.__get__(plugin, type(plugin))
+        else:
+            impls = [_bound_copy(template, plugin, name) for _, template in seen[1]]
         self._name2plugin[name] = plugin
-        for caller, (_, template) in zip(callers, seen[1]):
-            caller._add_hookimpl(_bound_copy(template, plugin, name))
+        for caller, impl in zip(callers, impls):
+            caller._add_hookimpl(impl)
+        self._like_before[id(plugin)] = (plugin, name, callers, seen, impls)
         return True
 
     def unregister(self, plugin=None, name: str | None = None):
+        """pluggy's ``unregister``; an instance registered like before
+        (:meth:`_register_like_before`) leaves the hook callers it was added to, without
+        pluggy's look through every hook for them, and its hook implementations are kept
+        (emptied) for the next instance of its class."""
         try:
-            return super().unregister(plugin, name)
+            if plugin is None and name is not None:
+                plugin = self._name2plugin.get(name)
+            held = self._like_before.pop(id(plugin), None)
+            if held is None or held[0] is not plugin or name not in (None, held[1]) \
+                    or self._name2plugin.get(held[1]) is not plugin:
+                return super().unregister(plugin, name)
+            for caller in held[2]:
+                caller._remove_plugin(plugin)
+            del self._name2plugin[held[1]]
+            for impl in held[4]:  # kept for the class's next instance, holding nothing
+                impl.plugin = impl.function = None
+            self._spare[type(plugin)] = (held[3], held[4])
+            return plugin
         finally:
             self._solvers = None
 
@@ -184,6 +223,9 @@ _CLASS_OPTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: class -> (sizes of its namespaces, ((hook name, pluggy's HookImpl of an instance, with the
 #: plain function and no plugin), ...)), for :meth:`_PluginManager._register_like_before`.
 _CLASS_IMPLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+_FUNCTIONS = (types.FunctionType, types.MethodType)  # what inspect.isfunction/ismethod test
 
 
 def _class_version(cls) -> tuple:

@@ -1,5 +1,7 @@
 """The plugin manager finds exactly the hook implementations pluggy's own manager finds."""
+import gc
 import types
+import weakref
 
 import numpy as np
 import pluggy
@@ -112,16 +114,29 @@ def test_a_further_instance_is_registered_as_pluggy_would(monkeypatch):
     plain.add_hookspecs(hookspecs)
     for dotted, module in ours.list_name_plugin():
         plain.register(module, name=dotted)
-    for cls in (Counterfactual, _Late, _Twice, Counterfactual, _Late, _Twice):
+    for k, cls in enumerate((Counterfactual, _Late, _Twice, Counterfactual, _Late, _Twice,
+                             Counterfactual, _Late)):
         a = cls(np.zeros(2))
         for pm in (ours, plain):
             assert pm.register(a, name="analysis:a") == "analysis:a"
         assert _full(ours, a) == _full(plain, a) and _full(ours, a)
-        for pm in (ours, plain):
-            pm.unregister(a)
+        for pm in (ours, plain):  # by the instance, or by its name
+            assert (pm.unregister(a) if k % 2 else pm.unregister(name="analysis:a")) is a
         assert not ours.get_hookcallers(a) and ours.get_plugin("analysis:a") is None
+        assert _order(ours) == _order(plain)
     assert looks.count(Counterfactual) <= 1 and looks.count(_Late) == 1  # once per class
     assert looks.count(_Twice) == 2
+    assert not ours._like_before  # nothing held after the instances left
+    gone = weakref.ref(a)
+    del a
+    gc.collect()
+    assert gone() is None  # the kept hook implementations hold no instance
+
+
+def _order(pm) -> dict:
+    """Every hook's implementations by plugin name, in call order."""
+    return {name: [i.plugin_name for i in caller.get_hookimpls()]
+            for name, caller in vars(pm.hook).items()}
 
 
 def test_a_further_instance_still_gets_pluggys_checks():
