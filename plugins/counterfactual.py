@@ -820,12 +820,18 @@ class Counterfactual(Analysis):
         return res.x[:fr.dim]
 
     def _discrete_witness(self, context, q, x_star, cell):
-        """A valid point near ``x_star`` whose class a forward pass confirms: ``x_star`` with
-        its discrete inputs snapped to their values, then its continuous inputs a relative
-        ``delta`` further from ``x0``; else ``maximise t`` over the cell (``K u + h >= t``,
-        ``t <= 1``) with the discrete inputs held and the others within ``delta`` (L∞, frame
-        units) of ``x_star``, for growing ``delta``."""
-        spec, x0, net, region = self._integrality, self._x0, context.network, context.region
+        """A valid point near ``x_star`` whose class a forward pass confirms
+        (:meth:`_snapped_witness`, else :meth:`_witness_by_lp` in the cell, ``(values, K, h,
+        u)``; None for the MILP's point)."""
+        x = self._snapped_witness(context, q, x_star)
+        if x is not None or cell is None:
+            return x
+        return self._witness_by_lp(context, q, x_star, cell)
+
+    def _snapped_witness(self, context, q, x_star):
+        """``x_star`` with its discrete inputs snapped to their values, then its continuous
+        inputs a relative ``delta`` further from ``x0``, if a forward pass confirms it."""
+        spec, x0 = self._integrality, self._x0
         wanted = self._is_class(q)
         x = spec.snap(x_star)
         free = np.ones(x0.shape[0], bool)
@@ -834,10 +840,17 @@ class Counterfactual(Analysis):
         for delta in np.concatenate([[0.0], COUNTERFACTUAL_STEP * 10.0 ** np.arange(0, 5)]):
             cand = x.copy()
             cand[free] = x0[free] + (1.0 + delta) * (x[free] - x0[free])
-            if check_witness(net, region, cand, wanted):
+            if check_witness(context.network, context.region, cand, wanted):
                 return cand
-        if cell is None:
-            return None
+        return None
+
+    def _witness_by_lp(self, context, q, x_star, cell):
+        """``maximise t`` over the cell (``K u + h >= t``, ``t <= 1``) with the discrete
+        inputs held at ``x_star``'s snapped values and the others within ``delta`` (L∞, frame
+        units) of ``x_star``, for growing ``delta``; the first point a forward pass confirms."""
+        spec, net, region = self._integrality, context.network, context.region
+        wanted = self._is_class(q)
+        x = spec.snap(x_star)
         fr = context.frame
         values, K, h, _ = cell
         A, b, A_eq, b_eq, lo, hi, _ = self._discrete_rows(fr, values, K, h)

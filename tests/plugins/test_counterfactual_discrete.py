@@ -184,3 +184,35 @@ def test_discrete_features_need_a_box_region():
     x0 = np.array([0.5, 0.5, 2.0, 1.0, 1.0, 0.0, 0.0])
     with pytest.raises(ConfigError, match="Box region"):
         analyze(net, Ball(x0, 1.0, 1), Counterfactual(x0, norm=1, integer=[2]))
+
+
+@pytest.mark.parametrize(("seed", "norm"), [(0, 1), (1, 1), (2, 1), (2, np.inf)])
+def test_the_witness_by_lp_when_snapping_is_refused(seed, norm, monkeypatch):
+    """Where the optimum's point, snapped and stepped outward, is not confirmed (numerical
+    trouble at the boundary), the witness comes from the LP in its cell: the discrete inputs
+    held, the class margin maximised near the optimum. Here the first way is refused
+    outright: the same distance, and a valid witness of another class from the LP (the
+    traversal to the end, on rows whose optimum is a cell MILP's point, so it has a cell)."""
+    net = random_net(seed, 7, [10, 10], n_out=3)
+    x0 = _mixed_row(np.random.default_rng(100 + seed))
+    want = analyze(net, Box(LO, HI), Counterfactual(x0, norm=norm, integer=GRID,
+                                                    one_hot=GROUPS, milp_after=None)).results[0]
+    assert want.value is not None
+    found = []
+    by_lp = Counterfactual._witness_by_lp
+
+    def spy(self, *args):
+        found.append(by_lp(self, *args))
+        return found[-1]
+
+    monkeypatch.setattr(Counterfactual, "_snapped_witness", lambda self, *args: None)
+    monkeypatch.setattr(Counterfactual, "_witness_by_lp", spy)
+    res = analyze(net, Box(LO, HI), Counterfactual(x0, norm=norm, integer=GRID,
+                                                   one_hot=GROUPS, milp_after=None)).results[0]
+    assert found and found[-1] is not None
+    assert res.exact and res.value == pytest.approx(want.value, abs=TOL)
+    w = res.witness
+    assert w is not None and np.array_equal(w, found[-1]) and _on_grid(w, x0, GRID, GROUPS)
+    assert int(np.argmax(net.forward(w))) != int(np.argmax(net.forward(x0)))
+    assert np.all(w >= LO - 1e-9) and np.all(w <= HI + 1e-9)
+    assert np.linalg.norm(w - x0, ord=norm) <= want.value + 1e-3
