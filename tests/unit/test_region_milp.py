@@ -125,6 +125,47 @@ def test_closest_equals_the_reference_counterfactual_milp(seed, norm):
     assert none.point is None and none.bound == short
 
 
+class _Kept(HighsBackend):
+    """HiGHS as it is, with the heuristics options of each ``Highs`` object as it starts a
+    solve (the objects are recycled after)."""
+
+    def __init__(self):
+        super().__init__()
+        self.models = []
+
+    def run(self, h, limit=None):
+        self.models.append(_heuristics(h))
+        return super().run(h, limit)
+
+
+def _heuristics(model) -> tuple:
+    return tuple(model.getOptionValue(k)[1] for k in (
+        "mip_heuristic_effort", "mip_heuristic_run_rins", "mip_heuristic_run_rens",
+        "mip_heuristic_run_root_reduced_cost"))
+
+
+@pytest.mark.parametrize("norm", [1, np.inf])
+def test_heuristics_only_while_no_point_is_known(norm):
+    """The nearest point's first MILP (no radius: no point known) keeps HiGHS's primal
+    heuristics at HiGHS's defaults; once a point bounds the distance, or with a finite
+    radius from the start, they are off, as for every other MILP. Read from the ``Highs``
+    objects as they start."""
+    net = random_net(901, 5, [10, 10], n_out=3)
+    lo, hi = -np.ones(5), np.ones(5)
+    x0 = np.random.default_rng(1).uniform(-0.5, 0.5, 5)
+    defaults = _heuristics(HighsBackend().new_highs())
+    off = (0.0, False, False, False)
+    assert defaults[0] > 0 and defaults != off
+    kept = _Kept()
+    out = RegionMilp(net, lo, hi).closest(x0, norm, class_pairs(net, x0), [kept], radius=np.inf)
+    assert out.point is not None and len(kept.models) == 2
+    assert kept.models == [defaults, off]
+    kept.models.clear()
+    RegionMilp(net, lo, hi).closest(x0, norm, class_pairs(net, x0), [kept],
+                                    radius=2 * out.distance)
+    assert kept.models == [off, off]
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_closest_in_an_l1_ball_equals_the_reference(seed):
     """With ``l1_ball=(x0, r)`` the bounds hold in the ball only (tighter: fewer binaries
