@@ -84,7 +84,8 @@ class _PluginManager(pluggy.PluginManager):
         #: plugin name -> (distribution, version) of each plugin loaded from an entry point
         self.polytrav_distributions: dict[str, tuple[str, str]] = {}
         self._solvers: dict[str, type] | None = None  # solver classes of the plugin set
-        #: id -> (instance, name, hook callers) of each instance registered like before
+        #: id -> (instance, name, hook callers, its class's _CLASS_IMPLS entry, hook
+        #: implementations) of each instance registered like before
         self._like_before: dict[int, tuple] = {}
         #: class -> (its _CLASS_IMPLS entry, the hook implementations of its last instance
         #: registered like before, since unregistered), rebound for its next instance
