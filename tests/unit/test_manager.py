@@ -102,7 +102,9 @@ class _Twice(Counterfactual):
 def test_a_further_instance_is_registered_as_pluggy_would(monkeypatch):
     """The second and later instances of a class take the first one's hook implementations
     (one look per class): the same hooks, options, argument names and call order as pluggy's
-    own manager gives them, bound to the new instance; unregistering removes them."""
+    own manager gives them, bound to the new instance (the third and later reuse the emptied
+    objects of the one before); unregistering, by the instance or by its name, removes them
+    and leaves every hook's call order as pluggy's, holding no instance."""
     ours = get_plugin_manager(load_entrypoints=False)
     looks = []
     original = pluggy.PluginManager.register
