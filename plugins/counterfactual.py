@@ -324,8 +324,6 @@ class Counterfactual(Analysis):
                                   f"(values {v.tolist()})")
             groups.append(g)
             dropped.append(None in group)
-        if not seen:
-            return None
         if self._p not in (1, np.inf):
             raise ConfigError(f"{who}: integer features and one-hot groups make the search a "
                               "mixed-integer problem; L1 and L∞ give MILPs, L2 a mixed-integer "
