@@ -27,7 +27,11 @@ hookimpl = pluggy.HookimplMarker("polytrav")
 
 @hookspec
 def polytrav_add_solvers() -> list[type]:
-    """Called once when a plugin manager is built, to collect solver backends.
+    """Collects solver backends when polytrav first reads a plugin manager's solver registry.
+
+    A manager keeps the answer until a plugin is registered on it or unregistered; every
+    :func:`polytrav.analyze` call, and ``available_solvers``/``get_solver`` without a manager,
+    build a fresh manager, so the hook runs again (see docs/hooks.md): do no work in it.
 
     :returns: a list of :class:`polytrav.SolverBackend` subclasses; the registry keeps them
         in registration order, which is the order of preference per problem form.
@@ -36,7 +40,10 @@ def polytrav_add_solvers() -> list[type]:
 
 @hookspec
 def polytrav_add_analyses() -> list[type]:
-    """Called once when a plugin manager is built, to collect analyses.
+    """Collects analyses each time polytrav reads the analysis registry (not cached).
+
+    Read by :func:`polytrav.analyze` with analyses given by name, ``create_analysis``, job
+    files and :func:`polytrav.explain`: return the same list every time and do no work.
 
     :returns: a list of :class:`polytrav.Analysis` subclasses, each with a unique ``name``.
     """
