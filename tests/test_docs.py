@@ -1,8 +1,10 @@
 """The docs stay true to the code: hook signatures, snippet includes, analyses, examples."""
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,6 +134,45 @@ def test_readme_python_examples_run(monkeypatch, data_dir):
     assert len(blocks) >= 2
     for k, block in enumerate(blocks):
         exec(compile(block, f"README.md (python block {k + 1})", "exec"), {"__name__": "readme"})
+
+
+def _readme_outputs():
+    """examples/readme_outputs.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "examples" / "readme_outputs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+README_OUTPUTS = _readme_outputs()
+README_EXAMPLES = README_OUTPUTS.examples((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+def test_the_readme_examples_with_output_are_found():
+    """The 10-line example's last line, the print(report) block and the verify command."""
+    kinds = [(ex.lang, ex.last_line_only, ex.exit_code) for ex in README_EXAMPLES]
+    assert kinds == [("python", True, None), ("python", False, None), ("bash", False, 1)], (
+        f"examples/readme_outputs.py found {[ex.name for ex in README_EXAMPLES]} in README.md")
+
+
+@pytest.mark.parametrize("example", README_EXAMPLES, ids=lambda ex: ex.name)
+def test_the_readme_shows_what_its_examples_print(example, request):
+    """Each output README.md shows is what its example prints now (times masked)."""
+    if example.needs_data:
+        request.getfixturevalue("data_dir")
+    diff = example.differences(*example.run())
+    assert not diff, (
+        f"{example.name}: the output README.md shows is not what the example prints now "
+        f"(times masked as <time>):\n{diff}"
+        f"Regenerate every README output with: {README_OUTPUTS.WRITE}")
+
+
+def test_readme_outputs_masks_times_only():
+    normalised = README_OUTPUTS.normalised
+    assert normalised("7 polytopes, 7 LPs, 0 subproblems; 0.004 s (+0.6 s set-up); complete") == (
+        "7 polytopes, 7 LPs, 0 subproblems; <time> s (+<time> s set-up); complete\n")
+    assert normalised("6 LPs, 12 s\n") == normalised("6 LPs, 0.630 s") != normalised("7 LPs, 0.630 s")
 
 
 def test_the_documentation_site_builds_strictly(tmp_path):
