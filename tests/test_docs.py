@@ -86,6 +86,37 @@ def test_the_voting_hooks_are_the_ones_the_docs_call_voting():
     assert set(re.findall(r"polytrav_\w+", said)) == set(VOTING_HOOKS)
 
 
+def test_the_registration_hooks_run_when_the_docs_say(example_plugin, monkeypatch, tiny_net):
+    """docs/hooks.md and the hookspecs: ``polytrav_add_solvers`` once per manager (until its
+    plugin set changes) and so once per ``analyze()``; ``polytrav_add_analyses`` at every read
+    of the analysis registry, and not by a run given analysis instances."""
+    from polytrav import Box, analyze, hookimpl
+    from polytrav.host.manager import solver_classes
+    from polytrav.plugins import OutputRange
+
+    monkeypatch.setenv("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "0")  # the suite's default is 1
+    calls = {"polytrav_add_solvers": 0, "polytrav_add_analyses": 0}
+    for name in calls:
+        def counted(name=name, hook=getattr(example_plugin, name)):
+            calls[name] += 1
+            return hook()
+        monkeypatch.setattr(example_plugin, name, hookimpl(counted))
+    pm = get_plugin_manager()
+    assert calls == {"polytrav_add_solvers": 0, "polytrav_add_analyses": 0}  # not when built
+    for _ in range(2):
+        solver_classes(pm)
+        analysis_classes(pm)
+    assert calls == {"polytrav_add_solvers": 1, "polytrav_add_analyses": 2}
+    pm.register(object(), name="another plugin")  # a changed plugin set asks again
+    solver_classes(pm)
+    assert calls == {"polytrav_add_solvers": 2, "polytrav_add_analyses": 2}
+    box = Box([-1, -1], [1, 1])
+    analyze(tiny_net, box, ["output_range"])
+    assert calls == {"polytrav_add_solvers": 3, "polytrav_add_analyses": 3}
+    analyze(tiny_net, box, [OutputRange()])
+    assert calls == {"polytrav_add_solvers": 4, "polytrav_add_analyses": 3}
+
+
 def _snippets() -> list[tuple[str, str]]:
     out = []
     for doc in sorted(DOCS.glob("*.md")):
