@@ -9,8 +9,9 @@ would run it:
 * a ``python`` block whose last line is ``print(...)  # OUTPUT``: OUTPUT is the last line it
   prints.
 
-Times (``0.004 s``) depend on the machine: they are compared as ``<time> s`` and written as
-this run measured them. The examples that read ``../shared/data`` need it beside the repo.
+Times (``0.004 s``) depend on the machine: they are compared as ``<time> s``; ``--write``
+rewrites only the outputs that differ otherwise, with this run's times. The examples that read
+``../shared/data`` need it beside the repo; ``tests/test_docs.py`` runs the check.
 
     python examples/readme_outputs.py           # check: a diff per stale output, exit code 1
     python examples/readme_outputs.py --write   # write this run's outputs into README.md
