@@ -9,8 +9,8 @@ would run it:
 * a ``python`` block whose last line is ``print(...)  # OUTPUT``: OUTPUT is the last line it
   prints.
 
-Times (``0.004 s``) depend on the machine: they are compared as ``<time> s``; ``--write``
-rewrites only the outputs that differ otherwise, with this run's times. The examples that read
+Times (``0.004 s``) depend on the machine: they are compared as ``<time> s``, and ``--write``
+takes this run's times only on the lines that differ otherwise. The examples that read
 ``../shared/data`` need it beside the repo; ``tests/test_docs.py`` runs the check.
 
     python examples/readme_outputs.py           # check: a diff per stale output, exit code 1
@@ -89,6 +89,17 @@ def normalised(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merged(shown: str, printed: str) -> str:
+    """``printed``, but a line that agrees with ``shown``'s (times masked) keeps its times."""
+    old, new = shown.rstrip("\n").split("\n"), printed.rstrip("\n").split("\n")
+    matcher = difflib.SequenceMatcher(None, [normalised(x) for x in old], [normalised(x) for x in new],
+                                      autojunk=False)
+    out = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        out += old[i1:i2] if tag == "equal" else new[j1:j2]
+    return "\n".join(out)
+
+
 def _first_command(block: str) -> str:
     lines = []
     for line in block.splitlines():
@@ -150,7 +161,8 @@ def main() -> int:
             continue
         stale += 1
         if args.write:
-            edits.append((ex.start, ex.end, printed.rstrip("\n") + ("" if ex.last_line_only else "\n")))
+            edits.append((ex.start, ex.end, merged(ex.shown, printed)
+                          + ("" if ex.last_line_only else "\n")))
             if ex.exit_span is not None:
                 edits.append((*ex.exit_span, str(exit_code)))
         else:

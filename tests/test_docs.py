@@ -199,8 +199,11 @@ def test_the_readme_shows_what_its_examples_print(example, request):
         f"Regenerate every README output with: {README_OUTPUTS.WRITE}")
 
 
-def test_readme_outputs_masks_times_only():
-    normalised = README_OUTPUTS.normalised
+def test_readme_outputs_masks_times_only_and_keeps_the_times_of_unchanged_lines():
+    normalised, merged = README_OUTPUTS.normalised, README_OUTPUTS.merged
+    assert merged("sat\n1 polytopes, 6 LPs, 0.630 s\n7 LPs, 0.004 s\n",
+                  "sat\n0 polytopes, 0 LPs, 1.181 s\n7 LPs, 0.090 s\n") == (
+        "sat\n0 polytopes, 0 LPs, 1.181 s\n7 LPs, 0.004 s")
     assert normalised("7 polytopes, 7 LPs, 0 subproblems; 0.004 s (+0.6 s set-up); complete") == (
         "7 polytopes, 7 LPs, 0 subproblems; <time> s (+<time> s set-up); complete\n")
     assert normalised("6 LPs, 12 s\n") == normalised("6 LPs, 0.630 s") != normalised("7 LPs, 0.630 s")
