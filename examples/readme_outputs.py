@@ -92,8 +92,8 @@ def normalised(text: str) -> str:
 def merged(shown: str, printed: str) -> str:
     """``printed``, but a line that agrees with ``shown``'s (times masked) keeps its times."""
     old, new = shown.rstrip("\n").split("\n"), printed.rstrip("\n").split("\n")
-    matcher = difflib.SequenceMatcher(None, [normalised(x) for x in old], [normalised(x) for x in new],
-                                      autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [normalised(x) for x in old],
+                                      [normalised(x) for x in new], autojunk=False)
     out = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         out += old[i1:i2] if tag == "equal" else new[j1:j2]
