@@ -354,7 +354,7 @@ def _check_outputs(job: Job, root: Path, path, inputs: dict | None = None) -> No
     """The output files can be written: each key its own file, none of them an input file
     (``inputs``: path -> what it is) or a folder, known export format and its packages,
     folders exist."""
-    from polytrav.interface.export import check_export_path
+    from polytrav.interface.export import check_export_path, check_writable
 
     out, where = job.output, f"job file {str(path)!r}"
     if out is None:
@@ -377,9 +377,8 @@ def _check_outputs(job: Job, root: Path, path, inputs: dict | None = None) -> No
                               f"in it, e.g. {str(example)!r}")
         named[file] = key
     for key, name in (("json", out.json_path), ("csv", out.csv)):
-        if name is not None and not (root / name).parent.is_dir():
-            raise ConfigError(f"{where}: output.{key}: no folder "
-                              f"{str((root / name).parent)!r} to write {Path(name).name!r} in")
+        if name is not None:
+            check_writable(root / name, f"{where}: output.{key}")
     if out.export is not None:
         try:
             check_export_path(root / out.export)

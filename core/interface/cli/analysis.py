@@ -160,6 +160,10 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     _check_export(export_path)
     if not plot and (dims is not None or labels is not None):
         fail("--dims and --labels only shape the picture: give --plot FILE too")
+    if plot:
+        from polytrav.interface.plot import check_figure_path
+
+        check_figure_path(plot)
     net = load_network(network)
     region = _region_from(net, lower, upper, vnnlib)
     names = None if labels is None else [v.strip() for v in labels.split(",")]
@@ -167,10 +171,9 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
         fail(f"--labels has an empty name ({labels!r}); give one name per input, "
               "comma-separated")
     if plot:
-        from polytrav.interface.plot import check_figure_path, check_plane
+        from polytrav.interface.plot import check_plane
 
-        check_figure_path(plot)
-        check_plane(net, dims, names)
+        _check_flat_plane(region, check_plane(net, dims, names))
     bar = Progress("regions", sys.stderr.isatty())
     run = traverse(net, region, max_polytopes=max_polytopes, time_limit=timeout)
     polytopes = []
@@ -217,6 +220,17 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     elif plot:
         click.echo("picture not saved: the run was interrupted", err=True)
     sys.exit(EXIT_HOLDS if run.complete else EXIT_PARTIAL)
+
+
+def _check_flat_plane(region, plane) -> None:
+    """A picture's two inputs both have width in the region (a flat axis draws nothing)."""
+    lo, hi = region.bounding_box()
+    flat = [i for i in plane if not hi[i] > lo[i]]
+    if flat:
+        i = flat[0]
+        fail(f"--plot: input {i} has zero width in the region (lower = upper = {lo[i]:g}), so "
+             "the picture would be empty; give it a positive width, or draw two other inputs "
+             "with --dims I J")
 
 
 def _region_from(net, lower, upper, vnnlib):

@@ -83,6 +83,15 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
     onnxruntime before `sat` is printed. Ctrl-C answers `unknown` (interrupted). Exit code:
     0 unsat, 1 sat, 2 unknown, 3 timeout, 4 bad input.
     """
+    if counterexample is not None:
+        from polytrav.interface.export import check_writable
+
+        if instances is not None or networks:
+            fail("--counterexample FILE is for one instance NETWORK PROP (a batch's results "
+                 "CSV has a counterexample column)" if instances is not None else
+                 "--counterexample FILE is for NETWORK PROP; a query with --network prints "
+                 "its assignment")
+        check_writable(counterexample, "--counterexample")
     if instances is not None:
         if network or prop:
             fail("give either NETWORK PROP or --instances, not both")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
 
+from polytrav.interface.export import check_writable
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError
 
@@ -62,7 +63,7 @@ def check_figure_path(path: str | PathLike) -> Path:
     ------
     ConfigError
         If the name has no suffix or one matplotlib cannot write (the message lists those it
-        can), if it names a folder, or if its folder does not exist.
+        can), if it names a folder, or if it cannot be written (a missing folder, no permission).
 
     Examples
     --------
@@ -85,9 +86,7 @@ def check_figure_path(path: str | PathLike) -> Path:
     if path.is_dir():
         raise ConfigError(f"figure '{path}' is a folder; give a file name such as "
                           f"'{path / 'partition.png'}'")
-    if not path.parent.is_dir():
-        raise ConfigError(f"figure '{path}': folder '{path.parent}' does not exist; create it "
-                          "first")
+    check_writable(path, "figure")
     return path
 
 
