@@ -99,7 +99,8 @@ def run(job, as_json, export_path) -> None:
 
 
 def _vector(text: str | None, what: str):
-    """Comma-separated numbers (``inf`` allowed: a side left open; NaN refused)."""
+    """Comma-separated numbers (NaN refused; ``inf`` is read, callers that need finite
+    values refuse it)."""
     if text is None:
         return None
     try:
@@ -240,13 +241,26 @@ def _region_from(net, lower, upper, vnnlib):
     if vnnlib:
         if lower is not None or upper is not None:
             fail("give the box with --lower and --upper, or --vnnlib FILE, not both")
-        from polytrav.verification.vnnlib import read_vnnlib
+        from polytrav.verification.query import read_query
+        from polytrav.verification.vnnlib import spec_of
 
-        region = read_vnnlib(vnnlib, n_inputs=net.n_inputs, n_outputs=net.n_outputs).cases[0].region()
+        query = read_query(vnnlib)
+        several, hidden = len(query.networks) != 1, query.networks[0].hidden
+        if several or hidden:
+            what = (f"declares {len(query.networks)} networks" if several else
+                    f"declares hidden node {hidden[0].name!r}")
+            fail(f"{vnnlib} {what}; --vnnlib takes the input box of a one-network file "
+                 "without hidden nodes: decide this query with polytrav verify QUERY --network "
+                 "NAME=FILE (one --network per network it declares)")
+        region = spec_of(query, net.n_inputs, net.n_outputs).cases[0].region()
     elif lower is None or upper is None:
         fail("give the box with --lower and --upper (e.g. --lower -1 --upper 1), or --vnnlib FILE")
     else:
         lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
+        open_ = [(w, v) for w, v in (("--lower", lo), ("--upper", hi)) if not np.isfinite(v).all()]
+        if open_:
+            fail(f"{open_[0][0]} must be finite numbers, got {open_[0][1].tolist()}; polytrav "
+                 "traverses bounded boxes: give every input a finite lower and upper bound")
         region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
     return region.with_dims(net.n_inputs)
 
@@ -270,12 +284,16 @@ def _region_options(f):
 
 
 def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis) -> None:
+                      export_path, analysis, check=None) -> None:
+    """Run one analysis; ``check(net)`` refuses, in the CLI's words, what the analysis's own
+    validation would refuse in Python's."""
     from polytrav.host.runner import analyze
     from polytrav.verification.verify import load_network
 
     _check_export(export_path)
     net = load_network(network)
+    if check is not None:
+        check(net)
     region = _region_from(net, lower, upper, vnnlib)
     bar = Progress(analysis.name, sys.stderr.isatty())
     try:
@@ -322,8 +340,14 @@ def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_jso
     analysis = (create_analysis("softmax_attack", label=label,
                                 mode="verify" if stop_at_first else "worst")
                 if label is not None else create_analysis("output_range", output=output))
+
+    def classes(net) -> None:
+        if label is not None and net.n_outputs < 2:
+            fail(f"--label needs a network of at least 2 outputs (classes); {network} has 1: "
+                 "for one output drop --label, and attack gives its min and max (--output 0)")
+
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis)
+                      export_path, analysis, check=classes)
 
 
 @click.command()

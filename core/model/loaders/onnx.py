@@ -105,8 +105,11 @@ class _Chain:
         """The input's ONNX shape with the batch dimension set to 1, and its sample shape."""
         tensor = value.type.tensor_type
         if tensor.elem_type not in FLOAT_TYPES:
+            kind = self.onnx.TensorProto.DataType.Name(tensor.elem_type).lower()
             raise self.fail(
-                f"input {value.name!r} has element type {tensor.elem_type}; need a float tensor"
+                f"input {value.name!r} holds {kind} numbers (ONNX element type "
+                f"{tensor.elem_type}); polytrav analyses networks of real-valued inputs: "
+                "export the model with a float32 or float64 input"
             )
         if not tensor.HasField("shape"):
             raise self.fail(f"input {value.name!r} has no declared shape")
@@ -302,6 +305,10 @@ class _Chain:
                     self.live[out] = (C, J)
 
     def run(self, name: str) -> Network:
+        with np.errstate(all="ignore"):  # a non-finite weight: the Network check names it
+            return self._run(name)
+
+    def _run(self, name: str) -> Network:
         try:
             input_shape = self.read_input()
             if self.observer is not None:
@@ -413,6 +420,9 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
         ) from exc
     path = Path(path)
     label = f"ONNX model '{path.name}'"
+    if path.is_file() and path.stat().st_size == 0:
+        raise NetworkError(f"{label}: the file is empty (0 bytes); give the model file itself "
+                           "(an interrupted download or copy leaves an empty file)")
     try:
         model = onnx.load(os.fspath(path))
     except OSError:
@@ -422,6 +432,9 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
             f"{label}: cannot parse the file ({type(exc).__name__}: {exc}); it is truncated, "
             "corrupt, or not an ONNX model"
         ) from exc
+    if not model.graph.node and not model.graph.input:
+        raise NetworkError(f"{label}: holds no graph (no inputs, no nodes); it is not an ONNX "
+                           "model, or an empty one: give the model file itself")
     try:
         chain = _Chain(onnx, model, label, extra_outputs, observer)
     except (ValueError, TypeError, IndexError, KeyError) as exc:
