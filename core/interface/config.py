@@ -29,10 +29,12 @@ fine), unknown keys, wrong types, a missing file (network, VNN-LIB), the region'
 (``A``'s rows, bounds against the network's inputs, finite box bounds), ``start`` inside
 the region, solver names, an unknown analysis name (the error lists the installed ones), a
 parameter an analysis does not take or needs (the error lists the ones it takes), parameter
-types (from the constructor's annotations), each analysis's own ``validate`` against the
+types (from the constructor's annotations; no quoted numbers or ``true`` where numbers
+belong, also in unannotated ones), each analysis's own ``validate`` against the
 network and region (a value it cannot use is reported under its key, not as the
 exception), and the outputs (an ``export`` suffix that is not a known format, its optional
-packages, a missing folder, two keys naming one file, an output naming an input). Errors
+packages, a file that cannot be written, two keys naming one file, an output naming an
+input). Errors
 are :class:`~polytrav.ConfigError` naming the file and the key (``analysis[2].norm``), one
 line each (see docs/config.md).
 
@@ -202,7 +204,30 @@ def _mistyped(cls, params: dict) -> tuple[str, str] | None:
         kinds = [t for t in (typing.get_args(hint) if union else (hint,)) if t is not type(None)]
         if kinds and all(t in _TYPE_WORDS for t in kinds) and not _fits(value, kinds):
             return key, "must be " + " or ".join(_TYPE_WORDS[t] for t in kinds)
+        if bool not in kinds and _holds(value, lambda v: isinstance(v, bool)):
+            return key, "must be numbers, not true or false"
+        if str not in kinds and _holds(value, _quoted_number):
+            return key, "must be numbers, not text (write numbers without quotes)"
     return None
+
+
+def _holds(value, test) -> bool:
+    """Whether ``value`` or an item of its lists, or a value of its tables, passes ``test``."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds(v, test) for v in value)
+    if isinstance(value, dict):
+        return any(_holds(v, test) for v in value.values())
+    return test(value)
+
+
+def _quoted_number(value) -> bool:
+    """A number written in quotes (``"2"``, ``"0.5"``); ``"inf"`` is a word some take."""
+    import math
+
+    try:
+        return isinstance(value, str) and math.isfinite(float(value))
+    except ValueError:
+        return False
 
 
 def _plain(exc: BaseException) -> str:
