@@ -56,6 +56,9 @@ def files(tmp_path_factory):
     save("int64.onnx", "Relu", n_in=2, kind=TensorProto.INT64)
     save("inf.onnx", "Relu", n_in=2, weight=np.inf)
     (root / "empty.onnx").write_bytes(b"")
+    (root / "renamed.nnet").write_bytes((root / "net5.onnx").read_bytes())
+    (root / "renamed.onnx").write_text(TINY_NNET)
+    (root / "self.csv").write_text("tiny.nnet,two_inputs.vnnlib,60\n")
     (root / "two_networks.vnnlib").write_text(
         "(vnnlib-version <2.0>)\n"
         "(declare-network f (declare-input X_f real [2]) (declare-output Y_f real [1]))\n"
@@ -202,6 +205,24 @@ CASES = [
     ("a picture of a flat box", ["regions", "{d}/tiny.nnet", "--lower", "0.5,-1", "--upper",
                                  "0.5,1", "--plot", "{d}/flat.png"],
      "input 0 has zero width in the region"),
+    ("a network as the property", ["verify", "{d}/tiny.nnet", "{d}/tiny.nnet"],
+     "PROP '{d}/tiny.nnet' is a network file (.nnet), not a VNN-LIB property"),
+    ("network and property swapped", ["verify", "{d}/two_inputs.vnnlib", "{d}/tiny.nnet"],
+     "verify takes NETWORK then PROP"),
+    ("a network as --vnnlib", ["regions", "{d}/tiny.nnet", "--vnnlib", "{d}/tiny.nnet"],
+     "--vnnlib '{d}/tiny.nnet' is a network file"),
+    ("more bounds than inputs", ["regions", "{d}/tiny.nnet", "--lower", "1,2,3", "--upper", "1"],
+     "--lower has 3 values but the network takes 2 inputs"),
+    ("an ONNX model named .nnet", ["regions", "{d}/renamed.nnet", *BOX],
+     "is it an ONNX model named .nnet? (then rename it to .onnx)"),
+    ("a .nnet named .onnx", ["regions", "{d}/renamed.onnx", *BOX],
+     "it is a text file, not an ONNX model (a .nnet network must be named .nnet)"),
+    ("the results over the instance list", ["verify", "--instances", "{d}/self.csv",
+                                            "--results", "{d}/self.csv"],
+     "is the instance list itself"),
+    ("a counterexample file for a batch", ["verify", "--instances", "{d}/self.csv",
+                                           "--counterexample", "{d}/cex.txt"],
+     "--counterexample FILE is for one instance"),
 ]
 
 
@@ -211,7 +232,7 @@ def test_bad_input_is_one_line_and_exit_4(files, case, args, words):
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 4, (res.stdout, res.stderr)
     assert len(lines) == 1 and lines[0].startswith("polytrav: error: "), res.stderr
-    assert words in lines[0], lines[0]
+    assert words.format(d=files) in lines[0], lines[0]
     assert "Traceback" not in res.stderr + res.stdout
     for internal in ("Unable to extract tag", "list[float]", "[Errno", "discriminator",
                      "polytrav.", "Box(", "use output_range"):  # no Python-API advice

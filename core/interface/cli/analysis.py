@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
-                                           fail)
+                                           check_property_path, fail)
 from polytrav.vocabulary.results import Verdict, to_json
 
 __all__ = ["regions", "attack", "counterfactual", "monotonicity", "run"]
@@ -244,6 +244,7 @@ def _region_from(net, lower, upper, vnnlib):
         from polytrav.verification.query import read_query
         from polytrav.verification.vnnlib import spec_of
 
+        check_property_path(vnnlib, "--vnnlib")
         query = read_query(vnnlib)
         several, hidden = len(query.networks) != 1, query.networks[0].hidden
         if several or hidden:
@@ -257,10 +258,20 @@ def _region_from(net, lower, upper, vnnlib):
         fail("give the box with --lower and --upper (e.g. --lower -1 --upper 1), or --vnnlib FILE")
     else:
         lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
+        n = net.n_inputs
+        for what, v in (("--lower", lo), ("--upper", hi)):
+            if v.size not in (1, n):
+                fail(f"{what} has {v.size} values but the network takes {n} inputs ({n} are "
+                     "needed, comma-separated, or one value for every input)")
         open_ = [(w, v) for w, v in (("--lower", lo), ("--upper", hi)) if not np.isfinite(v).all()]
         if open_:
             fail(f"{open_[0][0]} must be finite numbers, got {open_[0][1].tolist()}; polytrav "
                  "traverses bounded boxes: give every input a finite lower and upper bound")
+        crossed = np.flatnonzero(np.broadcast_to(lo, (n,)) > np.broadcast_to(hi, (n,)))
+        if crossed.size:
+            j = int(crossed[0])
+            fail(f"--lower is above --upper at input {j} ({lo[min(j, lo.size - 1)]:g} > "
+                 f"{hi[min(j, hi.size - 1)]:g}); swap them")
         region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
     return region.with_dims(net.n_inputs)
 

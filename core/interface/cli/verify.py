@@ -16,8 +16,9 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_PARTIAL,
-                                           EXIT_TIMEOUT, EXIT_VIOLATED, Progress,
-                                           error_message, fail)
+                                           EXIT_TIMEOUT, EXIT_VIOLATED, NETWORK_SUFFIXES,
+                                           Progress, check_property_path, error_message,
+                                           fail)
 from polytrav.vocabulary.errors import PolytravError
 from polytrav.vocabulary.results import to_json
 
@@ -105,6 +106,12 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             fail("with --network NAME=FILE give only the query: polytrav verify QUERY "
                  "--network NAME=FILE ...")
         sys.exit(_run_query(network, _mapping(networks), timeout, as_json))
+    if network and prop:
+        if (Path(network).suffix.lower() == ".vnnlib"
+                and Path(prop).suffix.lower() in NETWORK_SUFFIXES):
+            fail(f"verify takes NETWORK then PROP; {network!r} is a property and {prop!r} a "
+                 "network: swap them")
+        check_property_path(prop, "PROP")
     if network and prop and _is_v2_instance(prop):
         sys.exit(_run_query(prop, {None: network}, timeout, as_json))
     if not (network and prop):

@@ -428,10 +428,7 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
     except OSError:
         raise
     except Exception as exc:  # protobuf and onnx raise many types on corrupt input
-        raise NetworkError(
-            f"{label}: cannot parse the file ({type(exc).__name__}: {exc}); it is truncated, "
-            "corrupt, or not an ONNX model"
-        ) from exc
+        raise NetworkError(f"{label}: cannot parse the file as ONNX; {_not_onnx(path)}") from exc
     if not model.graph.node and not model.graph.input:
         raise NetworkError(f"{label}: holds no graph (no inputs, no nodes); it is not an ONNX "
                            "model, or an empty one: give the model file itself")
@@ -440,6 +437,19 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise NetworkError(f"{label}: malformed initializer ({type(exc).__name__}: {exc})") from exc
     return chain.run(path.stem)
+
+
+def _not_onnx(path: Path) -> str:
+    """What a file that does not parse as ONNX may be instead."""
+    head = path.read_bytes()[:4096]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is truncated, corrupt, or not an ONNX model: give the model file itself"
+    if text.lstrip().startswith(("(", ";")):
+        return "it is text that looks like VNN-LIB: give the network's .onnx file here"
+    return ("it is a text file, not an ONNX model (a .nnet network must be named .nnet): "
+            "give the model file itself")
 
 
 class Port(NamedTuple):
