@@ -85,17 +85,36 @@ def _region(spec, root: Path, net, where: str = "job file"):
     if isinstance(spec, PolyhedronRegion):
         region = Polyhedron(np.asarray(spec.A), np.asarray(spec.b))
         return region & box(spec.within) if spec.within else region
-    from polytrav.verification.vnnlib import read_vnnlib
-
     file = _input_file(root, spec.file, "region.file", where, "a .vnnlib file")
     try:
-        parsed = read_vnnlib(file, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+        return vnnlib_region(file, net)
     except ConfigError as exc:
         if isinstance(exc.__cause__, UnicodeDecodeError):
             raise ConfigError(f"{where}: region.file: {spec.file!r} is not a VNN-LIB text file "
                               "(it is binary or not UTF-8); give a .vnnlib file") from exc
         raise
-    return parsed.cases[0].region()
+
+
+def vnnlib_region(path, net):
+    """The first input region of a one-network VNN-LIB file (``polytrav regions --vnnlib``,
+    a job's ``kind = "vnnlib"`` region); a network file or a query of several networks or
+    hidden nodes is a :class:`ConfigError` saying what to run instead."""
+    from polytrav.verification.query import read_query
+    from polytrav.verification.vnnlib import spec_of
+
+    suffix = Path(path).suffix.lower()
+    if suffix in (".onnx", ".nnet"):
+        raise ConfigError(f"{str(path)!r} is a network file ({suffix}), not a VNN-LIB property; "
+                          "give the .vnnlib file there")
+    query = read_query(path)
+    several, hidden = len(query.networks) != 1, query.networks[0].hidden
+    if several or hidden:
+        what = (f"declares {len(query.networks)} networks" if several else
+                f"declares hidden node {hidden[0].name!r}")
+        raise ConfigError(f"{path} {what}; a region is the input box of a one-network file "
+                          "without hidden nodes: decide this query with polytrav verify QUERY "
+                          "--network NAME=FILE (one --network per network it declares)")
+    return spec_of(query, net.n_inputs, net.n_outputs).cases[0].region()
 
 
 def _checked_region(job: Job, root: Path, net, where: str):

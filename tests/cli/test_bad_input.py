@@ -90,6 +90,9 @@ def files(tmp_path_factory):
     (root / "type.toml").write_text(job.replace("lower = -1", 'lower = [-1, "a"]'))
     (root / "kind.toml").write_text(job.replace('kind = "box"', 'kind = "cube"'))
     (root / "export.toml").write_text(job + '[output]\nexport = "out.xyz"\n')
+    (root / "two_networks.toml").write_text(
+        job.replace("tiny.nnet", "one_output.onnx").replace(
+            'kind = "box"\nlower = -1\nupper = 1', 'kind = "vnnlib"\nfile = "two_networks.vnnlib"'))
     (root / "proc.toml").write_text(job + '[output]\ncsv = "/proc/version"\n')
     return root
 
@@ -198,6 +201,9 @@ CASES = [
     ("two-network VNN-LIB as a region", ["regions", "{d}/one_output.onnx", "--vnnlib",
                                          "{d}/two_networks.vnnlib"],
      "decide this query with polytrav verify QUERY --network NAME=FILE"),
+    ("two-network VNN-LIB as a job's region", ["run", "{d}/two_networks.toml"],
+     "region: {d}/two_networks.vnnlib declares 2 networks; a region is the input box of a "
+     "one-network file"),
     ("a label on one output", ["attack", "{d}/one_output.onnx", *BOX, "--label", "0"],
      "for one output drop --label"),
     ("an infinite bound", ["regions", "{d}/tiny.nnet", "--lower=-inf", "--upper", "1"],
@@ -210,7 +216,7 @@ CASES = [
     ("network and property swapped", ["verify", "{d}/two_inputs.vnnlib", "{d}/tiny.nnet"],
      "verify takes NETWORK then PROP"),
     ("a network as --vnnlib", ["regions", "{d}/tiny.nnet", "--vnnlib", "{d}/tiny.nnet"],
-     "--vnnlib '{d}/tiny.nnet' is a network file"),
+     "'{d}/tiny.nnet' is a network file (.nnet), not a VNN-LIB property"),
     ("more bounds than inputs", ["regions", "{d}/tiny.nnet", "--lower", "1,2,3", "--upper", "1"],
      "--lower has 3 values but the network takes 2 inputs"),
     ("an ONNX model named .nnet", ["regions", "{d}/renamed.nnet", *BOX],

@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
-                                           check_property_path, fail)
+                                           fail)
 from polytrav.vocabulary.results import Verdict, to_json
 
 __all__ = ["regions", "attack", "counterfactual", "monotonicity", "run"]
@@ -241,19 +241,9 @@ def _region_from(net, lower, upper, vnnlib):
     if vnnlib:
         if lower is not None or upper is not None:
             fail("give the box with --lower and --upper, or --vnnlib FILE, not both")
-        from polytrav.verification.query import read_query
-        from polytrav.verification.vnnlib import spec_of
+        from polytrav.interface.config import vnnlib_region
 
-        check_property_path(vnnlib, "--vnnlib")
-        query = read_query(vnnlib)
-        several, hidden = len(query.networks) != 1, query.networks[0].hidden
-        if several or hidden:
-            what = (f"declares {len(query.networks)} networks" if several else
-                    f"declares hidden node {hidden[0].name!r}")
-            fail(f"{vnnlib} {what}; --vnnlib takes the input box of a one-network file "
-                 "without hidden nodes: decide this query with polytrav verify QUERY --network "
-                 "NAME=FILE (one --network per network it declares)")
-        region = spec_of(query, net.n_inputs, net.n_outputs).cases[0].region()
+        region = vnnlib_region(vnnlib, net)
     elif lower is None or upper is None:
         fail("give the box with --lower and --upper (e.g. --lower -1 --upper 1), or --vnnlib FILE")
     else:

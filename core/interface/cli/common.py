@@ -84,7 +84,7 @@ def error_message(exc: BaseException) -> str:
         return f"{str(name)!r}: permission denied"
     if isinstance(exc, OSError) and name:
         return f"{str(name)!r}: {exc.strerror or exc}"
-    if isinstance(exc, OSError):  # no file named: say what kind of failure it was
+    if type(exc) is OSError and exc.strerror:  # no file named (EIO): what kind of failure
         return (f"a file could not be read or written: {exc.strerror or exc}; check the paths "
                 "given and the free space")
     return str(exc)

@@ -480,8 +480,8 @@ def onnx_signature(path: str | PathLike) -> tuple[tuple[Port, ...], tuple[Port, 
     except OSError:
         raise
     except Exception as exc:  # protobuf and onnx raise many types on corrupt input
-        raise NetworkError(f"ONNX model '{Path(path).name}': cannot parse the file "
-                           f"({type(exc).__name__}: {exc})") from exc
+        raise NetworkError(f"ONNX model '{Path(path).name}': cannot parse the file as ONNX; "
+                           f"{_not_onnx(Path(path))}") from exc
     constant = {t.name for t in graph.initializer}
 
     def port(value) -> Port:
