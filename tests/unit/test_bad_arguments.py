@@ -96,3 +96,13 @@ def test_check_writable_names_the_path_and_why(tmp_path):
     if __import__("os").path.isdir("/proc/self"):  # Linux: a folder that takes no new files
         with pytest.raises(ConfigError, match="'/proc/x.csv' cannot be written .*takes no new"):
             check_writable("/proc/x.csv", "export")
+
+
+def test_a_picture_of_a_flat_axis_is_refused_before_drawing(tmp_path):
+    pytest.importorskip("matplotlib")
+    from polytrav.interface.plot import save_partition
+
+    with pytest.raises(ConfigError, match=r"input 0 has zero width in the region \(lower = "
+                                          r"upper = 0.5\), so the picture would be empty"):
+        save_partition(NET, Box([0.5, -1], [0.5, 1]), tmp_path / "flat.png")
+    assert not (tmp_path / "flat.png").exists()

@@ -174,7 +174,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     if plot:
         from polytrav.interface.plot import check_plane
 
-        _check_flat_plane(region, check_plane(net, dims, names))
+        check_plane(net, dims, names, region)
     bar = Progress("regions", sys.stderr.isatty())
     run = traverse(net, region, max_polytopes=max_polytopes, time_limit=timeout)
     polytopes = []
@@ -221,17 +221,6 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     elif plot:
         click.echo("picture not saved: the run was interrupted", err=True)
     sys.exit(EXIT_HOLDS if run.complete else EXIT_PARTIAL)
-
-
-def _check_flat_plane(region, plane) -> None:
-    """A picture's two inputs both have width in the region (a flat axis draws nothing)."""
-    lo, hi = region.bounding_box()
-    flat = [i for i in plane if not hi[i] > lo[i]]
-    if flat:
-        i = flat[0]
-        fail(f"--plot: input {i} has zero width in the region (lower = upper = {lo[i]:g}), so "
-             "the picture would be empty; give it a positive width, or draw two other inputs "
-             "with --dims I J")
 
 
 def _region_from(net, lower, upper, vnnlib):
