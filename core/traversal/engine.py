@@ -182,7 +182,8 @@ class Traversal(Iterator[Polytope]):
             raise RegionError(f"traverse: start point contains {x[~np.isfinite(x)][0]}")
         bad = self.region.violations(x)
         if bad:
-            raise RegionError(f"traverse: start point is outside the region: {'; '.join(bad[:3])}")
+            raise RegionError(f"traverse: start point is outside the region: {'; '.join(bad[:3])}"
+                              "; give a point inside it, or leave start out")
         return self.frame.to_u(x)
 
     # ---------------------------------------------------------------- the run

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from numbers import Real
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -191,8 +192,10 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
         raise ConfigError(
             f"verify: the property has {spec.n_inputs} inputs and {spec.n_outputs} outputs but "
             f"the network has {network.n_inputs} and {network.n_outputs}")
-    if timeout is not None and not timeout > 0:
-        raise ConfigError(f"verify: timeout must be positive seconds, got {timeout!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, Real)
+                                or not timeout > 0):
+        raise ConfigError(f"verify: timeout must be a number greater than 0 (seconds; leave it "
+                          f"out for no limit), got {timeout!r}")
     reasons = []
     timed_out = False
     splits = []

@@ -106,3 +106,26 @@ def test_a_picture_of_a_flat_axis_is_refused_before_drawing(tmp_path):
                                           r"upper = 0.5\), so the picture would be empty"):
         save_partition(NET, Box([0.5, -1], [0.5, 1]), tmp_path / "flat.png")
     assert not (tmp_path / "flat.png").exists()
+
+
+@pytest.mark.parametrize("timeout", ["5", True, 0, [5]])
+def test_verify_refuses_a_timeout_that_is_not_positive_seconds(timeout, tmp_path):
+    from reference import TINY_NNET
+
+    from polytrav.verification.verify import verify
+
+    (tmp_path / "tiny.nnet").write_text(TINY_NNET)
+    (tmp_path / "p.vnnlib").write_text(
+        "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+        "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n"
+        "(assert (<= X_1 1))\n(assert (>= Y_0 1000))\n")
+    with pytest.raises(ConfigError, match="verify: timeout must be a number greater than 0"):
+        verify(tmp_path / "tiny.nnet", tmp_path / "p.vnnlib", timeout=timeout)
+
+
+def test_a_start_outside_the_region_says_what_to_do():
+    from polytrav.vocabulary.errors import RegionError
+
+    with pytest.raises(RegionError, match="outside the region: .*; give a point inside it, or "
+                                          "leave start out"):
+        list(traverse(NET, BOX, start=[5, 5]))
