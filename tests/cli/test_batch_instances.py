@@ -90,6 +90,9 @@ def test_a_header_row_is_skipped_and_a_sat_row_holds_its_counterexample(folder):
     x = np.array(json.loads(sat["counterexample"]))
     assert x.shape == (2,) and np.all(np.abs(x) <= 1)
     assert load_network(folder / "tiny.nnet").forward(x)[0] >= -1000
+    (folder / "two_columns.csv").write_text("onnx,vnnlib\ntiny.nnet,unsat.vnnlib\n")
+    res = polytrav("verify", "--instances", "two_columns.csv", cwd=folder)
+    assert res.returncode == 0 and "tiny.nnet unsat.vnnlib: unsat" in res.stdout, res.stderr
 
 
 def test_every_rows_files_are_checked_before_any_run(folder):

@@ -261,12 +261,16 @@ def _batch_rows(instances: Path, timeout_override):
 
 
 def _is_header(row) -> bool:
-    """A first row naming columns, not files: no model suffix and no number of seconds."""
-    try:
-        float(row[2]) if len(row) > 2 else None
-        return False
-    except ValueError:
-        return not row[0].strip().lower().endswith((".onnx", ".nnet", ".onnx.gz"))
+    """A first row naming columns (``onnx,vnnlib[,timeout]``), not files: no model or
+    VNN-LIB suffix, and no number of seconds."""
+    if len(row) > 2 and row[2].strip():
+        try:
+            float(row[2])
+            return False
+        except ValueError:
+            pass
+    return (not row[0].strip().lower().endswith((".onnx", ".nnet", ".onnx.gz"))
+            and not row[1].strip().lower().endswith((".vnnlib", ".vnnlib.gz")))
 
 
 def _check_instance_files(instances: Path, lines, rows, jobs) -> None:
