@@ -420,15 +420,7 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
         ) from exc
     path = Path(path)
     label = f"ONNX model '{path.name}'"
-    if path.is_file() and path.stat().st_size == 0:
-        raise NetworkError(f"{label}: the file is empty (0 bytes); give the model file itself "
-                           "(an interrupted download or copy leaves an empty file)")
-    try:
-        model = onnx.load(os.fspath(path))
-    except OSError:
-        raise
-    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
-        raise NetworkError(f"{label}: cannot parse the file as ONNX; {_not_onnx(path)}") from exc
+    model = _read_model(onnx, path)
     if not model.graph.node and not model.graph.input:
         raise NetworkError(f"{label}: holds no graph (no inputs, no nodes); it is not an ONNX "
                            "model, or an empty one: give the model file itself")
@@ -437,6 +429,21 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise NetworkError(f"{label}: malformed initializer ({type(exc).__name__}: {exc})") from exc
     return chain.run(path.stem)
+
+
+def _read_model(onnx, path: Path, **options):
+    """``onnx.load(path, **options)``; an empty or unparsable file is a :class:`NetworkError`
+    saying what it is instead (an ``OSError`` passes)."""
+    label = f"ONNX model '{path.name}'"
+    if path.is_file() and path.stat().st_size == 0:
+        raise NetworkError(f"{label}: the file is empty (0 bytes); give the model file itself "
+                           "(an interrupted download or copy leaves an empty file)")
+    try:
+        return onnx.load(os.fspath(path), **options)
+    except OSError:
+        raise
+    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
+        raise NetworkError(f"{label}: cannot parse the file as ONNX; {_not_onnx(path)}") from exc
 
 
 def _not_onnx(path: Path) -> str:
@@ -475,13 +482,7 @@ def onnx_signature(path: str | PathLike) -> tuple[tuple[Port, ...], tuple[Port, 
     """
     import onnx
 
-    try:
-        graph = onnx.load(os.fspath(path), load_external_data=False).graph
-    except OSError:
-        raise
-    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
-        raise NetworkError(f"ONNX model '{Path(path).name}': cannot parse the file as ONNX; "
-                           f"{_not_onnx(Path(path))}") from exc
+    graph = _read_model(onnx, Path(path), load_external_data=False).graph
     constant = {t.name for t in graph.initializer}
 
     def port(value) -> Port:
