@@ -282,8 +282,8 @@ def _check_instance_files(instances: Path, lines, rows, jobs) -> None:
             if not path.is_file():
                 state = "is a folder" if path.is_dir() else "not found"
                 problems.append(f"{instances}:{k}: {what} file {name!r} {state} (looked in "
-                                f"{str(instances.parent)!r} and its {folder}/ folder)")
-        if net.is_file() and net.suffix.lower() not in (".onnx", ".nnet"):
+                                f"{str(instances.parent.resolve())!r} and its {folder}/ folder)")
+        if net.is_file() and net.suffix.lower() not in NETWORK_SUFFIXES:
             problems.append(f"{instances}:{k}: network file {row[0].strip()!r} has unknown "
                             f"format {net.suffix!r}; polytrav reads .onnx and .nnet files")
     if problems:
