@@ -32,6 +32,7 @@ from polytrav.host.stats import report_stats
 from polytrav.host.steering import Guide, Voters
 from polytrav.model.network import Network
 from polytrav.model.region import Region
+from polytrav.traversal.engine import check_budgets
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, solve_along
@@ -204,10 +205,18 @@ class RunContext:
         return code_string(polytope.code)
 
 
+#: What one of :func:`analyze`'s ``analyses`` may be, for its errors.
+_ANALYSIS_IS = ("an Analysis instance, a registered name (e.g. 'output_range'), a (name, "
+                "params) pair or a dict with 'name'")
+
+
 def _as_analyses(analyses, pm) -> list[Analysis]:
     if isinstance(analyses, (Analysis, str, dict)) or (
             isinstance(analyses, tuple) and len(analyses) == 2 and isinstance(analyses[0], str)):
         analyses = [analyses]
+    if not isinstance(analyses, (list, tuple)):
+        raise ConfigError(f"analyze: analyses must be {_ANALYSIS_IS}, or a list of these; got "
+                          f"{type(analyses).__name__} {analyses!r}")
     out = []
     for spec in analyses:
         if isinstance(spec, Analysis):
@@ -222,10 +231,8 @@ def _as_analyses(analyses, pm) -> list[Analysis]:
                 raise ConfigError(f"analysis given as a dict needs a 'name' key, got {sorted(params)}")
             out.append(create_analysis(params.pop("name"), pm=pm, **params))
         else:
-            raise ConfigError(
-                f"analyze: an analysis must be an Analysis instance, a registered name, a "
-                f"(name, params) pair or a dict with 'name'; got {type(spec).__name__}"
-            )
+            raise ConfigError(f"analyze: each analysis must be {_ANALYSIS_IS}; got "
+                              f"{type(spec).__name__} {spec!r}")
     if not out:
         raise ConfigError("analyze: no analyses given")
     if len({id(a) for a in out}) != len(out):
@@ -517,6 +524,7 @@ class RunSession:
             raise ConfigError(f"analyze: region must be a polytrav Region, got {type(region).__name__}")
         if on_interrupt not in ("raise", "report"):
             raise ConfigError(f"analyze: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
+        check_budgets(max_polytopes, time_limit, "analyze")
         region = region.with_dims(net.n_inputs)
         items = _as_analyses(analyses, pm)
         seen: dict[str, int] = {}

@@ -29,10 +29,12 @@ fine), unknown keys, wrong types, a missing file (network, VNN-LIB), the region'
 (``A``'s rows, bounds against the network's inputs, finite box bounds), ``start`` inside
 the region, solver names, an unknown analysis name (the error lists the installed ones), a
 parameter an analysis does not take or needs (the error lists the ones it takes), parameter
-types (from the constructor's annotations), each analysis's own ``validate`` against the
+types (from the constructor's annotations; no quoted numbers or ``true`` where numbers
+belong, also in unannotated ones), each analysis's own ``validate`` against the
 network and region (a value it cannot use is reported under its key, not as the
 exception), and the outputs (an ``export`` suffix that is not a known format, its optional
-packages, a missing folder, two keys naming one file, an output naming an input). Errors
+packages, a file that cannot be written, two keys naming one file, an output naming an
+input). Errors
 are :class:`~polytrav.ConfigError` naming the file and the key (``analysis[2].norm``), one
 line each (see docs/config.md).
 
@@ -83,17 +85,36 @@ def _region(spec, root: Path, net, where: str = "job file"):
     if isinstance(spec, PolyhedronRegion):
         region = Polyhedron(np.asarray(spec.A), np.asarray(spec.b))
         return region & box(spec.within) if spec.within else region
-    from polytrav.verification.vnnlib import read_vnnlib
-
     file = _input_file(root, spec.file, "region.file", where, "a .vnnlib file")
     try:
-        parsed = read_vnnlib(file, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+        return vnnlib_region(file, net)
     except ConfigError as exc:
         if isinstance(exc.__cause__, UnicodeDecodeError):
             raise ConfigError(f"{where}: region.file: {spec.file!r} is not a VNN-LIB text file "
                               "(it is binary or not UTF-8); give a .vnnlib file") from exc
         raise
-    return parsed.cases[0].region()
+
+
+def vnnlib_region(path, net):
+    """The first input region of a one-network VNN-LIB file (``polytrav regions --vnnlib``,
+    a job's ``kind = "vnnlib"`` region); a network file or a query of several networks or
+    hidden nodes is a :class:`ConfigError` saying what to run instead."""
+    from polytrav.verification.query import read_query
+    from polytrav.verification.vnnlib import spec_of
+
+    suffix = Path(path).suffix.lower()
+    if suffix in (".onnx", ".nnet"):
+        raise ConfigError(f"{str(path)!r} is a network file ({suffix}), not a VNN-LIB property; "
+                          "give the .vnnlib file there")
+    query = read_query(path)
+    several, hidden = len(query.networks) != 1, query.networks[0].hidden
+    if several or hidden:
+        what = (f"declares {len(query.networks)} networks" if several else
+                f"declares hidden node {hidden[0].name!r}")
+        raise ConfigError(f"{path} {what}; a region is the input box of a one-network file "
+                          "without hidden nodes: decide this query with polytrav verify QUERY "
+                          "--network NAME=FILE (one --network per network it declares)")
+    return spec_of(query, net.n_inputs, net.n_outputs).cases[0].region()
 
 
 def _checked_region(job: Job, root: Path, net, where: str):
@@ -202,7 +223,30 @@ def _mistyped(cls, params: dict) -> tuple[str, str] | None:
         kinds = [t for t in (typing.get_args(hint) if union else (hint,)) if t is not type(None)]
         if kinds and all(t in _TYPE_WORDS for t in kinds) and not _fits(value, kinds):
             return key, "must be " + " or ".join(_TYPE_WORDS[t] for t in kinds)
+        if bool not in kinds and _holds(value, lambda v: isinstance(v, bool)):
+            return key, "must be numbers, not true or false"
+        if str not in kinds and _holds(value, _quoted_number):
+            return key, "must be numbers, not text (write numbers without quotes)"
     return None
+
+
+def _holds(value, test) -> bool:
+    """Whether ``value`` or an item of its lists, or a value of its tables, passes ``test``."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds(v, test) for v in value)
+    if isinstance(value, dict):
+        return any(_holds(v, test) for v in value.values())
+    return test(value)
+
+
+def _quoted_number(value) -> bool:
+    """A number written in quotes (``"2"``, ``"0.5"``); ``"inf"`` is a word some take."""
+    import math
+
+    try:
+        return isinstance(value, str) and math.isfinite(float(value))
+    except ValueError:
+        return False
 
 
 def _plain(exc: BaseException) -> str:
@@ -354,7 +398,7 @@ def _check_outputs(job: Job, root: Path, path, inputs: dict | None = None) -> No
     """The output files can be written: each key its own file, none of them an input file
     (``inputs``: path -> what it is) or a folder, known export format and its packages,
     folders exist."""
-    from polytrav.interface.export import check_export_path
+    from polytrav.interface.export import check_export_path, check_writable
 
     out, where = job.output, f"job file {str(path)!r}"
     if out is None:
@@ -377,9 +421,8 @@ def _check_outputs(job: Job, root: Path, path, inputs: dict | None = None) -> No
                               f"in it, e.g. {str(example)!r}")
         named[file] = key
     for key, name in (("json", out.json_path), ("csv", out.csv)):
-        if name is not None and not (root / name).parent.is_dir():
-            raise ConfigError(f"{where}: output.{key}: no folder "
-                              f"{str((root / name).parent)!r} to write {Path(name).name!r} in")
+        if name is not None:
+            check_writable(root / name, f"{where}: output.{key}")
     if out.export is not None:
         try:
             check_export_path(root / out.export)

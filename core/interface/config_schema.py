@@ -29,7 +29,10 @@ Vector = Union[float, list[float]]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
+    """Unknown keys refused; numbers only where numbers belong (no "60", no true, no 3.5 for
+    a count): TOML already gives typed values, so nothing is coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class BoxRegion(_Strict):
@@ -44,6 +47,13 @@ class BallRegion(_Strict):
     radius: float = Field(gt=0)
     norm: Literal[1, 2, "inf"] = "inf"
     within: BoxRegion | None = None  #: intersect with this box (e.g. pixel range [0, 1])
+
+    @field_validator("norm", mode="before")
+    @classmethod
+    def _not_a_flag(cls, value):
+        if isinstance(value, bool):  # true == 1 to Python: not a norm
+            raise ValueError(f"must be 1, 2 or 'inf', not true or false, got {value!r}")
+        return value
 
 
 class PolyhedronRegion(_Strict):

@@ -61,7 +61,7 @@ import numpy as np
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.errors import ConfigError
 
-__all__ = ["EXPORT_FORMATS", "export", "check_export_path", "code_string", "parse_code",
+__all__ = ["EXPORT_FORMATS", "export", "check_export_path", "check_writable", "code_string", "parse_code",
            "one_flip_pairs", "adjacency_graph", "polytope_graph", "polytope_records",
            "report_records", "write_records", "write_report", "write_graph"]
 
@@ -266,16 +266,52 @@ def check_export_path(path: str | Path) -> Path:
     A :class:`~polytrav.ConfigError` when the suffix is not one of :data:`EXPORT_FORMATS`
     (the message names it and the supported ones), when the format's optional packages are
     not installed (``polytrav[export]`` for Parquet, ``polytrav[graph]`` for GraphML), or
-    when the folder does not exist.
+    when the file cannot be written (:func:`check_writable`).
     """
     path = Path(path)
     suffix = _format(path)
     _require(suffix)
-    if path.is_dir():
-        raise ConfigError(f"export: {str(path)!r} is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise ConfigError(f"export: no folder {str(path.parent)!r} to write {path.name!r} in")
+    check_writable(path, "export")
     return path
+
+
+def check_writable(path: str | Path, what: str) -> None:
+    """Check, before any work, that a file can be written at ``path`` (``what`` names it in
+    the message: ``"export"``, ``"--counterexample"``, ``"job file 'j.toml': output.csv"``).
+
+    An existing file is opened for appending (nothing written); a new one is created and
+    removed again. A :class:`~polytrav.ConfigError` names the path, why it cannot be written
+    and what to do: a missing folder, a folder given as the file, a folder that takes no
+    new files (``/proc``), no permission, a file that refuses writes (``/proc/version``).
+
+    >>> check_writable("/proc/version", "export")
+    Traceback (most recent call last):
+    ...
+    polytrav.vocabulary.errors.ConfigError: export: '/proc/version' cannot be written (it refuses writes: Invalid argument); give a path in a folder you can write to
+    """
+    import errno
+    import os
+
+    path = Path(path)
+    name, fix = str(path), "give a path in a folder you can write to"
+    if path.is_dir():
+        raise ConfigError(f"{what}: {name!r} is a folder; give a file name in it, e.g. "
+                          f"{str(path / ('out' + (path.suffix or '.csv')))!r}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{what}: no folder {str(path.parent)!r} to write {path.name!r} in; "
+                          f"create it first, or {fix}")
+    existed = path.exists()
+    try:
+        with open(path, "ab" if existed else "xb"):
+            pass
+    except OSError as exc:
+        why = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.EROFS: "the file system is read-only",
+               errno.ENOENT: f"the folder {str(path.parent)!r} takes no new files"}.get(
+            exc.errno, f"it refuses writes: {exc.strerror or exc}")
+        raise ConfigError(f"{what}: {name!r} cannot be written ({why}); {fix}") from None
+    if not existed:
+        os.remove(path)
 
 
 def export(path: str | Path, *, polytopes: Iterable | None, report=None,

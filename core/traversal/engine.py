@@ -38,7 +38,24 @@ from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.vocabulary.results import SolveResult
 from polytrav.vocabulary.tolerances import EQUALITY_TOL, RADIUS_TOL
 
-__all__ = ["Traversal"]
+__all__ = ["Traversal", "check_budgets"]
+
+
+def check_budgets(max_polytopes, time_limit, who: str = "traverse") -> None:
+    """``max_polytopes`` a whole number >= 1 and ``time_limit`` a number > 0 (or None), in
+    the words of a job file's errors (docs/config.md); ``who`` starts the message."""
+    import numbers
+
+    if max_polytopes is not None and (
+            isinstance(max_polytopes, bool) or not isinstance(max_polytopes, numbers.Integral)
+            or max_polytopes < 1):
+        raise ConfigError(f"{who}: max_polytopes must be a whole number, at least 1 (leave "
+                          f"it out for no limit), got {max_polytopes!r}")
+    if time_limit is not None and (
+            isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
+            or not time_limit > 0):
+        raise ConfigError(f"{who}: time_limit must be a number greater than 0 (seconds; "
+                          f"leave it out for no limit), got {time_limit!r}")
 
 
 class Traversal(Iterator[Polytope]):
@@ -55,10 +72,7 @@ class Traversal(Iterator[Polytope]):
             raise ConfigError(f"traverse: region must be a polytrav Region, got {type(region).__name__}")
         if strategy not in STRATEGIES:
             raise ConfigError(f"traverse: unknown strategy {strategy!r}; known: {sorted(STRATEGIES)}")
-        if max_polytopes is not None and (int(max_polytopes) != max_polytopes or max_polytopes < 0):
-            raise ConfigError(f"traverse: max_polytopes must be a non-negative integer, got {max_polytopes!r}")
-        if time_limit is not None and not time_limit > 0:
-            raise ConfigError(f"traverse: time_limit must be positive seconds, got {time_limit!r}")
+        check_budgets(max_polytopes, time_limit)
         for b in (solver, *fallback):
             if not isinstance(b, SolverBackend):
                 raise ConfigError(
@@ -168,7 +182,8 @@ class Traversal(Iterator[Polytope]):
             raise RegionError(f"traverse: start point contains {x[~np.isfinite(x)][0]}")
         bad = self.region.violations(x)
         if bad:
-            raise RegionError(f"traverse: start point is outside the region: {'; '.join(bad[:3])}")
+            raise RegionError(f"traverse: start point is outside the region: {'; '.join(bad[:3])}"
+                              "; give a point inside it, or leave start out")
         return self.frame.to_u(x)
 
     # ---------------------------------------------------------------- the run

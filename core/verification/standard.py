@@ -106,8 +106,12 @@ def check_mapping(query: Query, networks: dict, query_name: str) -> dict:
                               f"{query_name} declares; give --network {n.name}=<filepath> once "
                               "for each declared network not declared equal to another")
     for name, path in networks.items():
+        if Path(path).is_dir():
+            raise ConfigError(f"--network {name}={path}: it is a folder; give the network's "
+                              ".onnx file")
         if not Path(path).is_file():
-            raise ConfigError(f"--network {name}={path}: the model file does not exist")
+            where = "" if Path(path).is_absolute() else f" (relative paths start at {Path.cwd()})"
+            raise ConfigError(f"--network {name}={path}: the model file does not exist{where}")
     return dict(networks)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from numbers import Real
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from polytrav.vocabulary.results import Answer, Verdict, jsonable
 from polytrav.vocabulary.tolerances import BOUND_TOL, ONNXRUNTIME_TOL
 
 __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
-           "load_network"]
+           "load_network", "INTERRUPTED"]
 
 
 @dataclass
@@ -191,8 +192,10 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
         raise ConfigError(
             f"verify: the property has {spec.n_inputs} inputs and {spec.n_outputs} outputs but "
             f"the network has {network.n_inputs} and {network.n_outputs}")
-    if timeout is not None and not timeout > 0:
-        raise ConfigError(f"verify: timeout must be positive seconds, got {timeout!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, Real)
+                                or not timeout > 0):
+        raise ConfigError(f"verify: timeout must be a number greater than 0 (seconds; leave it "
+                          f"out for no limit), got {timeout!r}")
     reasons = []
     timed_out = False
     splits = []
@@ -379,7 +382,12 @@ def _verify_one(network, spec, timeout, options) -> VerificationResult:
                                   f"{type(exc).__name__}: {exc}")
 
 
-def verify_many(instances, *, executor=None, time_limit: float | None = None, **options):
+#: The reason of a batch instance that Ctrl-C stopped while it ran (:func:`verify_many`).
+INTERRUPTED = "interrupted (Ctrl-C) before it finished"
+
+
+def verify_many(instances, *, executor=None, time_limit: float | None = None, on_start=None,
+                **options):
     """Verify a batch of ``(network, spec, timeout)`` instances, yielding as they finish.
 
     Yields ``(i, result)`` pairs (``i`` indexes ``instances``) in completion order, so a
@@ -390,12 +398,22 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, **
     instance gets at most what is left when it starts, and instances not started when it is
     spent answer ``timeout`` with that reason. An instance whose input is bad (a malformed
     or missing file) answers ``error`` with the error as its reason; one whose worker died
-    answers ``unknown``, saying so. ``options`` go to :func:`verify`.
+    answers ``unknown``, saying so. On Ctrl-C each instance that was running answers
+    ``unknown`` (reason ``interrupted (Ctrl-C) before it finished``), then the
+    ``KeyboardInterrupt`` goes on to the caller; ``on_start(i)``, if given, is called as
+    instance ``i`` starts (is handed to a worker), after which Ctrl-C gives it that row.
+    ``options`` go to :func:`verify`.
     """
     from polytrav.parallel import SerialExecutor, finished, n_workers
 
     t0 = time.perf_counter()
     items = list(enumerate(instances))
+    running: dict[int, float] = {}  # started, not yet yielded: when it started
+
+    def interrupted(i):
+        return VerificationResult("unknown", None, None, 0, 0,
+                                  time.perf_counter() - running.pop(i),
+                                  INTERRUPTED)
 
     def budget(timeout):
         if time_limit is None:
@@ -409,8 +427,18 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, **
 
     if executor is None or isinstance(executor, SerialExecutor):  # lazily, one at a time
         for i, (net, spec, timeout) in items:
-            limit, ok = budget(timeout)
-            yield i, _verify_one(net, spec, limit, options) if ok else skipped()
+            try:
+                running[i] = time.perf_counter()
+                if on_start is not None:
+                    on_start(i)
+                limit, ok = budget(timeout)
+                result = _verify_one(net, spec, limit, options) if ok else skipped()
+            except KeyboardInterrupt:
+                if i in running:
+                    yield i, interrupted(i)
+                raise
+            del running[i]
+            yield i, result
         return
     unstarted: list[int] = []
 
@@ -419,17 +447,26 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, **
             i, (net, spec, timeout) = items.pop(0)
             limit, ok = budget(timeout)
             if ok:
+                running[i] = time.perf_counter()
+                if on_start is not None:
+                    on_start(i)
                 return i, _verify_one, (net, spec, limit, options)
             unstarted.append(i)
         return None
 
-    for i, fut in finished(executor, next_instance, 2 * n_workers(executor)):
-        try:
-            result = fut.result()
-        except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
-            result = VerificationResult(
-                "unknown", None, None, 0, 0, 0.0,
-                f"the worker running it was lost: {type(exc).__name__}: {exc}")
-        yield i, result
+    try:
+        for i, fut in finished(executor, next_instance, 2 * n_workers(executor)):
+            try:
+                result = fut.result()
+            except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
+                result = VerificationResult(
+                    "unknown", None, None, 0, 0, 0.0,
+                    f"the worker running it was lost: {type(exc).__name__}: {exc}")
+            running.pop(i, None)
+            yield i, result
+    except KeyboardInterrupt:
+        for i in sorted(running):
+            yield i, interrupted(i)
+        raise
     for i in unstarted:
         yield i, skipped()

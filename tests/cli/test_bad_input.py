@@ -34,22 +34,39 @@ def files(tmp_path_factory):
     (root / "tiny.nnet").write_text(TINY_NNET)
     rng = np.random.default_rng(0)
 
-    def save(name, act):
-        W1, W2 = rng.normal(size=(6, 5)), rng.normal(size=(3, 6))
+    def save(name, act, n_in=5, n_out=3, kind=TensorProto.FLOAT, weight=None):
+        W1, W2 = rng.normal(size=(6, n_in)), rng.normal(size=(n_out, 6))
+        if weight is not None:
+            W1[0, 0] = weight
         inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in
-                 (("W1", W1), ("b1", np.zeros(6)), ("W2", W2), ("b2", np.zeros(3)))]
+                 (("W1", W1), ("b1", np.zeros(6)), ("W2", W2), ("b2", np.zeros(n_out)))]
         nodes = [helper.make_node("Gemm", ["input", "W1", "b1"], ["h"], transB=1),
                  helper.make_node(act, ["h"], ["r"]),
                  helper.make_node("Gemm", ["r", "W2", "b2"], ["output"], transB=1)]
         graph = helper.make_graph(
-            nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 5])],
-            [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3])], inits)
+            nodes, name, [helper.make_tensor_value_info("input", kind, [1, n_in])],
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, n_out])], inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
         model.ir_version = 8
         onnx.save(model, str(root / name))
 
     save("net5.onnx", "Relu")
     save("sigmoid.onnx", "Sigmoid")
+    save("one_output.onnx", "Relu", n_in=2, n_out=1)
+    save("int64.onnx", "Relu", n_in=2, kind=TensorProto.INT64)
+    save("inf.onnx", "Relu", n_in=2, weight=np.inf)
+    (root / "empty.onnx").write_bytes(b"")
+    (root / "renamed.nnet").write_bytes((root / "net5.onnx").read_bytes())
+    (root / "renamed.onnx").write_text(TINY_NNET)
+    (root / "self.csv").write_text("tiny.nnet,two_inputs.vnnlib,60\n")
+    (root / "two_networks.vnnlib").write_text(
+        "(vnnlib-version <2.0>)\n"
+        "(declare-network f (declare-input X_f real [2]) (declare-output Y_f real [1]))\n"
+        "(declare-network g (equal-to f) (declare-input X_g real [2]) "
+        "(declare-output Y_g real [1]))\n"
+        "(assert (and (>= X_f[0] -1.0) (<= X_f[0] 1.0) (>= X_f[1] -1.0) (<= X_f[1] 1.0)))\n"
+        "(assert (and (>= X_g[0] -1.0) (<= X_g[0] 1.0) (>= X_g[1] -1.0) (<= X_g[1] 1.0)))\n"
+        "(assert (> Y_g[0] Y_f[0]))\n")
     (root / "garbage.onnx").write_bytes(rng.bytes(200))
     (root / "short.nnet").write_text("\n".join(TINY_NNET.splitlines()[:6]))
     (root / "net.txt").write_text("1 2 3")
@@ -73,6 +90,10 @@ def files(tmp_path_factory):
     (root / "type.toml").write_text(job.replace("lower = -1", 'lower = [-1, "a"]'))
     (root / "kind.toml").write_text(job.replace('kind = "box"', 'kind = "cube"'))
     (root / "export.toml").write_text(job + '[output]\nexport = "out.xyz"\n')
+    (root / "two_networks.toml").write_text(
+        job.replace("tiny.nnet", "one_output.onnx").replace(
+            'kind = "box"\nlower = -1\nupper = 1', 'kind = "vnnlib"\nfile = "two_networks.vnnlib"'))
+    (root / "proc.toml").write_text(job + '[output]\ncsv = "/proc/version"\n')
     return root
 
 
@@ -162,6 +183,56 @@ CASES = [
     ("wrong value type", ["run", "{d}/type.toml"], "region.lower"),
     ("unknown region kind", ["run", "{d}/kind.toml"], "cube"),
     ("unknown export format in a job", ["run", "{d}/export.toml"], "xyz"),
+    ("export where no file can be made", ["regions", "{d}/tiny.nnet", *BOX, "--export",
+                                          "/proc/version.csv"],
+     "'/proc/version.csv' cannot be written (the folder '/proc' takes no new files)"),
+    ("picture where no file can be made", ["regions", "{d}/tiny.nnet", *BOX, "--plot",
+                                           "/proc/p.png"],
+     "'/proc/p.png' cannot be written (the folder '/proc' takes no new files)"),
+    ("counterexample in a missing folder", ["verify", "{d}/tiny.nnet", "{d}/two_inputs.vnnlib",
+                                            "--counterexample", "/nonexistent/dir/cex.txt"],
+     "--counterexample: no folder '/nonexistent/dir' to write 'cex.txt' in; create it first"),
+    ("job output that refuses writes", ["run", "{d}/proc.toml"],
+     "output.csv: '/proc/version' cannot be written (it refuses writes"),
+    ("empty ONNX file", ["regions", "{d}/empty.onnx", *BOX], "the file is empty (0 bytes)"),
+    ("integer ONNX input", ["regions", "{d}/int64.onnx", *BOX],
+     "input 'input' holds int64 numbers"),
+    ("infinite weight", ["regions", "{d}/inf.onnx", *BOX], "contains inf at index (0, 0)"),
+    ("two-network VNN-LIB as a region", ["regions", "{d}/one_output.onnx", "--vnnlib",
+                                         "{d}/two_networks.vnnlib"],
+     "decide this query with polytrav verify QUERY --network NAME=FILE"),
+    ("two-network VNN-LIB as a job's region", ["run", "{d}/two_networks.toml"],
+     "region: {d}/two_networks.vnnlib declares 2 networks; a region is the input box of a "
+     "one-network file"),
+    ("a label on one output", ["attack", "{d}/one_output.onnx", *BOX, "--label", "0"],
+     "for one output drop --label"),
+    ("an infinite bound", ["regions", "{d}/tiny.nnet", "--lower=-inf", "--upper", "1"],
+     "give every input a finite lower and upper bound"),
+    ("a picture of a flat box", ["regions", "{d}/tiny.nnet", "--lower", "0.5,-1", "--upper",
+                                 "0.5,1", "--plot", "{d}/flat.png"],
+     "input 0 has zero width in the region"),
+    ("an empty model file of a query", ["verify", "{d}/two_networks.vnnlib", "--network",
+                                        "f={d}/empty.onnx"], "the file is empty (0 bytes)"),
+    ("a folder as a query's model", ["verify", "{d}/two_networks.vnnlib", "--network",
+                                     "f={d}/folder.onnx"], "it is a folder; give the network's"),
+    ("a network as the property", ["verify", "{d}/tiny.nnet", "{d}/tiny.nnet"],
+     "PROP '{d}/tiny.nnet' is a network file (.nnet), not a VNN-LIB property"),
+    ("network and property swapped", ["verify", "{d}/two_inputs.vnnlib", "{d}/tiny.nnet"],
+     "verify takes NETWORK then PROP"),
+    ("a network as --vnnlib", ["regions", "{d}/tiny.nnet", "--vnnlib", "{d}/tiny.nnet"],
+     "'{d}/tiny.nnet' is a network file (.nnet), not a VNN-LIB property"),
+    ("more bounds than inputs", ["regions", "{d}/tiny.nnet", "--lower", "1,2,3", "--upper", "1"],
+     "--lower has 3 values but the network takes 2 inputs"),
+    ("an ONNX model named .nnet", ["regions", "{d}/renamed.nnet", *BOX],
+     "is it an ONNX model named .nnet? (then rename it to .onnx)"),
+    ("a .nnet named .onnx", ["regions", "{d}/renamed.onnx", *BOX],
+     "it is a text file, not an ONNX model (a .nnet network must be named .nnet)"),
+    ("the results over the instance list", ["verify", "--instances", "{d}/self.csv",
+                                            "--results", "{d}/self.csv"],
+     "is the instance list itself"),
+    ("a counterexample file for a batch", ["verify", "--instances", "{d}/self.csv",
+                                           "--counterexample", "{d}/cex.txt"],
+     "--counterexample FILE is for one instance"),
 ]
 
 
@@ -171,9 +242,10 @@ def test_bad_input_is_one_line_and_exit_4(files, case, args, words):
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 4, (res.stdout, res.stderr)
     assert len(lines) == 1 and lines[0].startswith("polytrav: error: "), res.stderr
-    assert words in lines[0], lines[0]
+    assert words.format(d=files) in lines[0], lines[0]
     assert "Traceback" not in res.stderr + res.stdout
-    for internal in ("Unable to extract tag", "list[float]", "[Errno", "discriminator"):
+    for internal in ("Unable to extract tag", "list[float]", "[Errno", "discriminator",
+                     "polytrav.", "Box(", "use output_range"):  # no Python-API advice
         assert internal not in lines[0], lines[0]
 
 

@@ -195,7 +195,7 @@ def test_labels_from_input_names_and_the_labels_argument(tmp_path):
 @pytest.mark.parametrize("name,match", [
     ("out.xyz", r"matplotlib cannot write '\.xyz' files; use one of .*\.pdf.*\.png.*\.svg"),
     ("out", "no file suffix"),
-    ("missing/out.png", "folder .*missing' does not exist"),
+    ("missing/out.png", "no folder .*missing' to write 'out.png' in"),
 ])
 def test_bad_figure_paths_fail_before_any_traversal(tmp_path, monkeypatch, name, match):
     def no_traversal(*args, **kwargs):

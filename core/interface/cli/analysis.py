@@ -99,7 +99,8 @@ def run(job, as_json, export_path) -> None:
 
 
 def _vector(text: str | None, what: str):
-    """Comma-separated numbers (``inf`` allowed: a side left open; NaN refused)."""
+    """Comma-separated numbers (NaN refused; ``inf`` is read, callers that need finite
+    values refuse it)."""
     if text is None:
         return None
     try:
@@ -160,6 +161,10 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     _check_export(export_path)
     if not plot and (dims is not None or labels is not None):
         fail("--dims and --labels only shape the picture: give --plot FILE too")
+    if plot:
+        from polytrav.interface.plot import check_figure_path
+
+        check_figure_path(plot)
     net = load_network(network)
     region = _region_from(net, lower, upper, vnnlib)
     names = None if labels is None else [v.strip() for v in labels.split(",")]
@@ -167,10 +172,9 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
         fail(f"--labels has an empty name ({labels!r}); give one name per input, "
               "comma-separated")
     if plot:
-        from polytrav.interface.plot import check_figure_path, check_plane
+        from polytrav.interface.plot import check_plane
 
-        check_figure_path(plot)
-        check_plane(net, dims, names)
+        check_plane(net, dims, names, region)
     bar = Progress("regions", sys.stderr.isatty())
     run = traverse(net, region, max_polytopes=max_polytopes, time_limit=timeout)
     polytopes = []
@@ -226,13 +230,27 @@ def _region_from(net, lower, upper, vnnlib):
     if vnnlib:
         if lower is not None or upper is not None:
             fail("give the box with --lower and --upper, or --vnnlib FILE, not both")
-        from polytrav.verification.vnnlib import read_vnnlib
+        from polytrav.interface.config import vnnlib_region
 
-        region = read_vnnlib(vnnlib, n_inputs=net.n_inputs, n_outputs=net.n_outputs).cases[0].region()
+        region = vnnlib_region(vnnlib, net)
     elif lower is None or upper is None:
         fail("give the box with --lower and --upper (e.g. --lower -1 --upper 1), or --vnnlib FILE")
     else:
         lo, hi = _vector(lower, "--lower"), _vector(upper, "--upper")
+        n = net.n_inputs
+        for what, v in (("--lower", lo), ("--upper", hi)):
+            if v.size not in (1, n):
+                fail(f"{what} has {v.size} values but the network takes {n} inputs ({n} are "
+                     "needed, comma-separated, or one value for every input)")
+        open_ = [(w, v) for w, v in (("--lower", lo), ("--upper", hi)) if not np.isfinite(v).all()]
+        if open_:
+            fail(f"{open_[0][0]} must be finite numbers, got {open_[0][1].tolist()}; polytrav "
+                 "traverses bounded boxes: give every input a finite lower and upper bound")
+        crossed = np.flatnonzero(np.broadcast_to(lo, (n,)) > np.broadcast_to(hi, (n,)))
+        if crossed.size:
+            j = int(crossed[0])
+            fail(f"--lower is above --upper at input {j} ({lo[min(j, lo.size - 1)]:g} > "
+                 f"{hi[min(j, hi.size - 1)]:g}); swap them")
         region = Box(lo if lo.size > 1 else lo[0], hi if hi.size > 1 else hi[0])
     return region.with_dims(net.n_inputs)
 
@@ -256,12 +274,16 @@ def _region_options(f):
 
 
 def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis) -> None:
+                      export_path, analysis, check=None) -> None:
+    """Run one analysis; ``check(net)`` refuses, in the CLI's words, what the analysis's own
+    validation would refuse in Python's."""
     from polytrav.host.runner import analyze
     from polytrav.verification.verify import load_network
 
     _check_export(export_path)
     net = load_network(network)
+    if check is not None:
+        check(net)
     region = _region_from(net, lower, upper, vnnlib)
     bar = Progress(analysis.name, sys.stderr.isatty())
     try:
@@ -308,8 +330,14 @@ def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_jso
     analysis = (create_analysis("softmax_attack", label=label,
                                 mode="verify" if stop_at_first else "worst")
                 if label is not None else create_analysis("output_range", output=output))
+
+    def classes(net) -> None:
+        if label is not None and net.n_outputs < 2:
+            fail(f"--label needs a network of at least 2 outputs (classes); {network} has 1: "
+                 "for one output drop --label, and attack gives its min and max (--output 0)")
+
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis)
+                      export_path, analysis, check=classes)
 
 
 @click.command()

@@ -15,7 +15,8 @@ from pathlib import Path
 import click
 
 __all__ = ["EXIT_HOLDS", "EXIT_VIOLATED", "EXIT_PARTIAL", "EXIT_TIMEOUT", "EXIT_BAD_INPUT",
-           "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message"]
+           "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message",
+           "check_property_path"]
 
 #: Exit codes: holds/complete, violated, unknown or partial, timeout, bad input, a bug.
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_PARTIAL, EXIT_TIMEOUT, EXIT_BAD_INPUT, EXIT_INTERNAL = range(6)
@@ -58,6 +59,19 @@ def fail(message: str):
     sys.exit(EXIT_BAD_INPUT)
 
 
+#: Suffixes of network files (a property given in their place is refused by name).
+NETWORK_SUFFIXES = (".onnx", ".nnet")
+
+
+def check_property_path(path, what: str) -> None:
+    """Refuse a network file given where a VNN-LIB property belongs (``what``: ``PROP``,
+    ``--vnnlib``), before its text is parsed as VNN-LIB."""
+    suffix = Path(path).suffix.lower()
+    if suffix in NETWORK_SUFFIXES:
+        fail(f"{what} {str(path)!r} is a network file ({suffix}), not a VNN-LIB property; "
+             "give the .vnnlib file there")
+
+
 def error_message(exc: BaseException) -> str:
     """One line for a bad-input exception (file errors without raw ``[Errno N]`` text)."""
     name = getattr(exc, "filename", None)
@@ -70,4 +84,7 @@ def error_message(exc: BaseException) -> str:
         return f"{str(name)!r}: permission denied"
     if isinstance(exc, OSError) and name:
         return f"{str(name)!r}: {exc.strerror or exc}"
+    if type(exc) is OSError and exc.strerror:  # no file named (EIO): what kind of failure
+        return (f"a file could not be read or written: {exc.strerror or exc}; check the paths "
+                "given and the free space")
     return str(exc)

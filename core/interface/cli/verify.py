@@ -8,6 +8,7 @@ occurs (else 0).
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -15,8 +16,9 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_PARTIAL,
-                                           EXIT_TIMEOUT, EXIT_VIOLATED, Progress,
-                                           error_message, fail)
+                                           EXIT_TIMEOUT, EXIT_VIOLATED, NETWORK_SUFFIXES,
+                                           Progress, check_property_path, error_message,
+                                           fail)
 from polytrav.vocabulary.errors import PolytravError
 from polytrav.vocabulary.results import to_json
 
@@ -83,6 +85,15 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
     onnxruntime before `sat` is printed. Ctrl-C answers `unknown` (interrupted). Exit code:
     0 unsat, 1 sat, 2 unknown, 3 timeout, 4 bad input.
     """
+    if counterexample is not None:
+        from polytrav.interface.export import check_writable
+
+        if instances is not None or networks:
+            fail("--counterexample FILE is for one instance NETWORK PROP (a batch's results "
+                 "CSV has a counterexample column)" if instances is not None else
+                 "--counterexample FILE is for NETWORK PROP; a query with --network prints "
+                 "its assignment")
+        check_writable(counterexample, "--counterexample")
     if instances is not None:
         if network or prop:
             fail("give either NETWORK PROP or --instances, not both")
@@ -95,6 +106,12 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             fail("with --network NAME=FILE give only the query: polytrav verify QUERY "
                  "--network NAME=FILE ...")
         sys.exit(_run_query(network, _mapping(networks), timeout, as_json))
+    if network and prop:
+        if (Path(network).suffix.lower() == ".vnnlib"
+                and Path(prop).suffix.lower() in NETWORK_SUFFIXES):
+            fail(f"verify takes NETWORK then PROP; {network!r} is a property and {prop!r} a "
+                 "network: swap them")
+        check_property_path(prop, "PROP")
     if network and prop and _is_v2_instance(prop):
         sys.exit(_run_query(prop, {None: network}, timeout, as_json))
     if not (network and prop):
@@ -213,28 +230,66 @@ def _instance_path(root: Path, name: str, folder: str) -> Path:
 
 
 def _batch_rows(instances: Path, timeout_override):
-    """The instances of a VNN-COMP list, checked before any run (line numbers in errors)."""
+    """The instances of a VNN-COMP list, checked before any run (line numbers in errors):
+    a header row (``onnx,vnnlib,timeout``) is skipped; every row's files must exist."""
     root = instances.parent
-    rows, jobs = [], []
+    rows, jobs, lines = [], [], []
     for k, row in enumerate(csv.reader(instances.open()), start=1):
         if not row or not row[0].strip() or row[0].startswith("#"):
             continue
         if len(row) < 2:
             fail(f"{instances}:{k}: expected onnx,vnnlib[,timeout], got {','.join(row)!r}")
+        if not rows and _is_header(row):
+            continue
         timeout = None
         if len(row) > 2 and row[2].strip():
             try:
                 timeout = float(row[2])
             except ValueError:
-                fail(f"{instances}:{k}: the timeout {row[2]!r} is not a number of seconds")
+                fail(f"{instances}:{k}: the timeout {row[2]!r} is not a number of seconds "
+                     "(rows are onnx,vnnlib,timeout; a header row may come first)")
             if not timeout > 0 or not np.isfinite(timeout):
                 fail(f"{instances}:{k}: the timeout must be positive seconds, got {row[2]!r}")
         rows.append(row)
+        lines.append(k)
         jobs.append((_instance_path(root, row[0].strip(), "onnx"),
                      _instance_path(root, row[1].strip(), "vnnlib"), timeout_override or timeout))
     if not jobs:
         fail(f"{instances} lists no instances (rows: onnx,vnnlib[,timeout])")
+    _check_instance_files(instances, lines, rows, jobs)
     return rows, jobs
+
+
+def _is_header(row) -> bool:
+    """A first row naming columns (``onnx,vnnlib[,timeout]``), not files: no model or
+    VNN-LIB suffix, and no number of seconds."""
+    if len(row) > 2 and row[2].strip():
+        try:
+            float(row[2])
+            return False
+        except ValueError:
+            pass
+    return (not row[0].strip().lower().endswith((".onnx", ".nnet", ".onnx.gz"))
+            and not row[1].strip().lower().endswith((".vnnlib", ".vnnlib.gz")))
+
+
+def _check_instance_files(instances: Path, lines, rows, jobs) -> None:
+    """Every row's network and property file exist (all rows, before any run)."""
+    problems = []
+    for k, row, (net, prop, _) in zip(lines, rows, jobs):
+        for path, name, what, folder in ((net, row[0].strip(), "network", "onnx"),
+                                         (prop, row[1].strip(), "property", "vnnlib")):
+            if not path.is_file():
+                state = "is a folder" if path.is_dir() else "not found"
+                problems.append(f"{instances}:{k}: {what} file {name!r} {state} (looked in "
+                                f"{str(instances.parent.resolve())!r} and its {folder}/ folder)")
+        if net.is_file() and net.suffix.lower() not in NETWORK_SUFFIXES:
+            problems.append(f"{instances}:{k}: network file {row[0].strip()!r} has unknown "
+                            f"format {net.suffix!r}; polytrav reads .onnx and .nnet files")
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        fail(problems[0] + more + "; fix the paths in the list (relative to its folder) and "
+             "run again")
 
 
 #: A batch's exit code: the first of these answers that occurs (else 0: every one unsat).
@@ -246,23 +301,39 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
            executor, **options) -> int:
     """Run every row of ``instances`` (paths relative to its folder, or to its ``onnx/`` and
     ``vnnlib/`` subfolders), writing each result as it finishes."""
-    from polytrav.verification.verify import verify_many
+    from polytrav.verification.verify import INTERRUPTED, verify_many
 
+    if results:
+        from polytrav.interface.export import check_writable
+
+        if Path(results).resolve() == instances.resolve():
+            fail(f"--results {results!r} is the instance list itself, which writing the "
+                 "results would overwrite; give another file name")
+        check_writable(results, "--results")
     rows, jobs = _batch_rows(instances, timeout_override)
-    names = ["network", "property", "answer", "polytopes", "lps", "seconds", "reason"]
+    names = ["network", "property", "answer", "polytopes", "lps", "seconds", "reason",
+             "counterexample"]
     out = open(results, "w", newline="") if results else None
     writer = csv.writer(out) if out else None
     if writer:
         writer.writerow(names)
     seen: set[str] = set()
-    done = 0
+    done = cut = 0
     try:
-        for k, res in verify_many(jobs, executor=executor, solver=solver,
+        def started(k: int) -> None:
+            click.echo(f"running {k + 1} of {len(jobs)}: {rows[k][0]} {rows[k][1]}", err=True)
+
+        for k, res in verify_many(jobs, executor=executor, solver=solver, on_start=started,
                                   max_polytopes=max_polytopes, **options):
             seen.add(str(res.answer))
-            done += 1
+            if res.reason == INTERRUPTED:
+                cut += 1
+            else:
+                done += 1
+            cex = "" if res.counterexample is None else json.dumps(
+                np.asarray(res.counterexample, float).tolist())
             rec = [rows[k][0], rows[k][1], res.answer, res.polytopes, res.lps,
-                   f"{res.seconds:.3f}", res.reason]
+                   f"{res.seconds:.3f}", res.reason, cex]
             if writer:
                 writer.writerow(rec)
                 out.flush()
@@ -274,6 +345,7 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
                 click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s){why}")
     except KeyboardInterrupt:
         click.echo(f"PARTIAL: interrupted after {done} of {len(jobs)} instances"
+                   + (f" ({cut} interrupted while running: answer unknown)" if cut else "")
                    + (f"; {results} holds those" if results else ""), err=True)
         return EXIT_PARTIAL
     finally:

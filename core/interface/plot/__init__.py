@@ -357,7 +357,7 @@ def save_partition(net: Network, region, path: str | PathLike, *, polytopes=None
     True
     """
     path = check_figure_path(path)
-    dims = check_plane(net, dims, labels)
+    dims = check_plane(net, dims, labels, region)
     plt = import_pyplot()
     if net.n_inputs == 2 and dims == (0, 1):
         ax = partition(net, region, polytopes=polytopes, labels=labels, report=report,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
 
+from polytrav.interface.export import check_writable
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError
 
@@ -62,7 +63,7 @@ def check_figure_path(path: str | PathLike) -> Path:
     ------
     ConfigError
         If the name has no suffix or one matplotlib cannot write (the message lists those it
-        can), if it names a folder, or if its folder does not exist.
+        can), if it names a folder, or if it cannot be written (a missing folder, no permission).
 
     Examples
     --------
@@ -85,9 +86,7 @@ def check_figure_path(path: str | PathLike) -> Path:
     if path.is_dir():
         raise ConfigError(f"figure '{path}' is a folder; give a file name such as "
                           f"'{path / 'partition.png'}'")
-    if not path.parent.is_dir():
-        raise ConfigError(f"figure '{path}': folder '{path.parent}' does not exist; create it "
-                          "first")
+    check_writable(path, "figure")
     return path
 
 
@@ -165,16 +164,19 @@ def plane_labels(net: Network, dims: tuple[int, int],
     return full, (full[dims[0]], full[dims[1]])
 
 
-def check_plane(net: Network, dims=None, labels: Sequence[str] | None = None) -> tuple[int, int]:
+def check_plane(net: Network, dims=None, labels: Sequence[str] | None = None,
+                region=None) -> tuple[int, int]:
     """Check the plane and the labels of a picture of ``net`` before any work; return the plane.
 
     ``dims`` is two different 0-based input indices (``None`` for a network of two inputs:
-    ``(0, 1)``); ``labels`` one per input, or two (the plane's axes) for a network of more.
+    ``(0, 1)``); ``labels`` one per input, or two (the plane's axes) for a network of more;
+    ``region``, if given, must give both of the plane's inputs a positive width.
 
     Raises
     ------
     ConfigError
-        Naming the valid index range, or the number of labels expected.
+        Naming the valid index range, the number of labels expected, or the input of zero
+        width (its picture would be empty).
 
     >>> net = Network.from_arrays([[[1.0, 1.0, 1.0, 1.0, 1.0]]], [[0.0]])
     >>> check_plane(net, (2, 4))
@@ -186,4 +188,12 @@ def check_plane(net: Network, dims=None, labels: Sequence[str] | None = None) ->
     """
     dims = plane_dims(net.n_inputs, dims)
     plane_labels(net, dims, labels)
+    if region is not None:
+        lo, hi = region.with_dims(net.n_inputs).bounding_box()
+        flat = [i for i in dims if not hi[i] > lo[i]]
+        if flat:
+            i = flat[0]
+            raise ConfigError(f"input {i} has zero width in the region (lower = upper = "
+                              f"{lo[i]:g}), so the picture would be empty; give it a positive "
+                              "width, or draw two other inputs (dims, --dims I J)")
     return dims

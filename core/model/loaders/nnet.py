@@ -186,7 +186,9 @@ def load_nnet(path: str | PathLike, *, normalization: str = "fold") -> Network:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise NetworkError(f"{label}: not a text file ({exc}); is it really .nnet?") from exc
+        raise NetworkError(f"{label}: not a text file (binary data at byte {exc.start}); a "
+                           ".nnet network is text: is it an ONNX model named .nnet? (then "
+                           "rename it to .onnx)") from exc
     reader = _Reader(label, text)
     sizes, norm = _read_header(reader)
     weights, biases = [], []

@@ -105,8 +105,11 @@ class _Chain:
         """The input's ONNX shape with the batch dimension set to 1, and its sample shape."""
         tensor = value.type.tensor_type
         if tensor.elem_type not in FLOAT_TYPES:
+            kind = self.onnx.TensorProto.DataType.Name(tensor.elem_type).lower()
             raise self.fail(
-                f"input {value.name!r} has element type {tensor.elem_type}; need a float tensor"
+                f"input {value.name!r} holds {kind} numbers (ONNX element type "
+                f"{tensor.elem_type}); polytrav analyses networks of real-valued inputs: "
+                "export the model with a float32 or float64 input"
             )
         if not tensor.HasField("shape"):
             raise self.fail(f"input {value.name!r} has no declared shape")
@@ -302,6 +305,10 @@ class _Chain:
                     self.live[out] = (C, J)
 
     def run(self, name: str) -> Network:
+        with np.errstate(all="ignore"):  # a non-finite weight: the Network check names it
+            return self._run(name)
+
+    def _run(self, name: str) -> Network:
         try:
             input_shape = self.read_input()
             if self.observer is not None:
@@ -413,20 +420,43 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
         ) from exc
     path = Path(path)
     label = f"ONNX model '{path.name}'"
-    try:
-        model = onnx.load(os.fspath(path))
-    except OSError:
-        raise
-    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
-        raise NetworkError(
-            f"{label}: cannot parse the file ({type(exc).__name__}: {exc}); it is truncated, "
-            "corrupt, or not an ONNX model"
-        ) from exc
+    model = _read_model(onnx, path)
+    if not model.graph.node and not model.graph.input:
+        raise NetworkError(f"{label}: holds no graph (no inputs, no nodes); it is not an ONNX "
+                           "model, or an empty one: give the model file itself")
     try:
         chain = _Chain(onnx, model, label, extra_outputs, observer)
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise NetworkError(f"{label}: malformed initializer ({type(exc).__name__}: {exc})") from exc
     return chain.run(path.stem)
+
+
+def _read_model(onnx, path: Path, **options):
+    """``onnx.load(path, **options)``; an empty or unparsable file is a :class:`NetworkError`
+    saying what it is instead (an ``OSError`` passes)."""
+    label = f"ONNX model '{path.name}'"
+    if path.is_file() and path.stat().st_size == 0:
+        raise NetworkError(f"{label}: the file is empty (0 bytes); give the model file itself "
+                           "(an interrupted download or copy leaves an empty file)")
+    try:
+        return onnx.load(os.fspath(path), **options)
+    except OSError:
+        raise
+    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
+        raise NetworkError(f"{label}: cannot parse the file as ONNX; {_not_onnx(path)}") from exc
+
+
+def _not_onnx(path: Path) -> str:
+    """What a file that does not parse as ONNX may be instead."""
+    head = path.read_bytes()[:4096]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is truncated, corrupt, or not an ONNX model: give the model file itself"
+    if text.lstrip().startswith(("(", ";")):
+        return "it is text that looks like VNN-LIB: give the network's .onnx file here"
+    return ("it is a text file, not an ONNX model (a .nnet network must be named .nnet): "
+            "give the model file itself")
 
 
 class Port(NamedTuple):
@@ -452,13 +482,7 @@ def onnx_signature(path: str | PathLike) -> tuple[tuple[Port, ...], tuple[Port, 
     """
     import onnx
 
-    try:
-        graph = onnx.load(os.fspath(path), load_external_data=False).graph
-    except OSError:
-        raise
-    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
-        raise NetworkError(f"ONNX model '{Path(path).name}': cannot parse the file "
-                           f"({type(exc).__name__}: {exc})") from exc
+    graph = _read_model(onnx, Path(path), load_external_data=False).graph
     constant = {t.name for t in graph.initializer}
 
     def port(value) -> Port:
