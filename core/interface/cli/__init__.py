@@ -25,6 +25,7 @@ import sys
 
 import click
 
+from polytrav.interface.console import answered, working
 from polytrav.interface.cli.analysis import attack, counterfactual, monotonicity, regions, run
 # the exit codes and vnncomp_counterexample are re-exported: they stay reachable here
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
@@ -41,14 +42,25 @@ class _Cli(click.Group):
     """The command group; every way a command can end maps to one line and an exit code."""
 
     def invoke(self, ctx):
+        working()  # Ctrl-C from here on: KeyboardInterrupt, the command's partial answer
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # where the command does not catch it (loading, set-up)
+            sys.stdout.flush()
+            click.echo("polytrav: interrupted before the command finished", err=True)
+            sys.exit(EXIT_PARTIAL)
         except BrokenPipeError:  # the reader left (``| head``): stop quietly, as shells expect
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(EXIT_BROKEN_PIPE)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            self._main(args, prog_name, complete_var, **extra)
+        finally:
+            answered()  # Ctrl-C from here on is ignored: the answer and its exit code stand
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             rv = super().main(args, prog_name or "polytrav", complete_var,
                               standalone_mode=False, **extra)
@@ -60,7 +72,7 @@ class _Cli(click.Group):
             fail(exc.format_message().rstrip(".") + where)
         except click.ClickException as exc:
             fail(exc.format_message())
-        except click.Abort:  # Ctrl-C where no command catches it (loading, set-up)
+        except click.Abort:  # Ctrl-C while parsing, in a process whose SIGINT is not ours
             click.echo("polytrav: interrupted before any result", err=True)
             sys.exit(EXIT_PARTIAL)
         except (PolytravError, OSError) as exc:

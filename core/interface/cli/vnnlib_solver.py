@@ -15,7 +15,9 @@ accepted: test harnesses send ``5.0``). ``supports`` prints one item per line (s
 Errors go to stderr as ``polytrav-vnnlib: message`` with nothing on stdout. Exit codes (the
 standard defines none; these follow its reference solver): 0 a result was printed (whatever
 it is), 1 a usage error or a query, mapping or model the standard says to refuse (§5.3.2) or
-polytrav cannot read, 2 an internal error (a bug: the traceback follows the message).
+polytrav cannot read, 2 an internal error (a bug: the traceback follows the message), 130
+Ctrl-C before the answer (128 + SIGINT, as shells report it; one line on stderr, nothing on
+stdout); a Ctrl-C once the answer is being printed is ignored.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import click
 
+from polytrav.interface.console import answered
 from polytrav.verification.standard import CAPABILITIES, capability_lines
 
 __all__ = ["main", "cli"]
@@ -38,6 +41,8 @@ _RESERVE = 0.3
 #: Share of ``--timeout`` kept back as well (process start-up varies on a loaded machine).
 _RESERVE_SHARE = 0.05
 EXIT_ANSWERED, EXIT_REFUSED, EXIT_INTERNAL = 0, 1, 2
+#: Exit code of Ctrl-C before the answer (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 
 
 def _age() -> float:
@@ -53,11 +58,12 @@ def _age() -> float:
 
 
 def _out(lines: list[str]) -> None:
+    answered()  # the answer goes out whole: Ctrl-C is ignored from here on
     sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode())
     sys.stdout.flush()
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["--help"]})
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--name", "show_name", is_flag=True, help="Print the solver's name.")
 @click.option("--version", "show_version", is_flag=True, help="Print the solver's version.")
 @click.pass_context
@@ -118,6 +124,7 @@ def verify(query, networks, timeout, serialise) -> None:
     from polytrav.verification.assignment import render_assignment
 
     text = render_assignment(parsed, decision.witness.values)
+    answered()
     sys.stdout.buffer.write(("sat\n" + text).encode())
     sys.stdout.flush()
 
@@ -158,9 +165,9 @@ def main(argv=None) -> None:
         cli.main(args=argv, prog_name="polytrav-vnnlib", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("polytrav-vnnlib: interrupted", err=True)
-        sys.exit(EXIT_REFUSED)
+    except click.exceptions.Abort:  # Ctrl-C in a process whose SIGINT is not the console's
+        click.echo("polytrav-vnnlib: interrupted before any answer", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         click.echo(f"polytrav-vnnlib: {exc.format_message()}", err=True)
         sys.exit(EXIT_REFUSED)

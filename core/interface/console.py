@@ -1,0 +1,105 @@
+"""The console scripts ``polytrav`` and ``polytrav-vnnlib``: Ctrl-C from the first instant.
+
+Importing this module takes SIGINT over before anything heavy loads (numpy, SciPy, click and
+the commands load after it; ``import polytrav`` alone loads nothing). Ctrl-C then ends a run
+in one of three ways, by phase:
+
+* **starting** (imports, parsing the command line, ``--help``): one line on stderr and the
+  process ends at once with :func:`os._exit`, so that nothing half imported is torn down (a
+  native library interrupted mid-import can crash in the interpreter's clean-up);
+* **working** (:func:`working`, once a command runs): ``KeyboardInterrupt`` as usual, so the
+  command prints the part done so far; it is held back while an import is in progress and
+  raised as soon as that import ends;
+* **answered** (:func:`answered`, once the answer is printed or the process exits): ignored,
+  so the answer and its exit code stand.
+
+Before this module runs there is only the interpreter's own start-up (docs/cli.md measures
+it): there a Ctrl-C ends the process by the signal, or with Python's own ``KeyboardInterrupt``
+report when it falls in the few imports that lead here.
+"""
+import os
+import signal
+import sys
+
+#: The line and exit code of a Ctrl-C while starting, per console script (the codes are
+#: ``cli.common.EXIT_PARTIAL`` and ``cli.vnnlib_solver.EXIT_INTERRUPTED``, not imported here:
+#: this module loads nothing heavy).
+STARTING = {"polytrav": ("polytrav: interrupted before any result", 2),
+            "polytrav-vnnlib": ("polytrav-vnnlib: interrupted before any answer", 130)}
+_said = STARTING["polytrav"]
+_taken = False  # whether this process's SIGINT is ours (a console script, not a library call)
+_held = False  # a Ctrl-C is held back until the current import ends
+
+
+def _while_starting(signum, frame) -> None:
+    os.write(2, (_said[0] + "\n").encode())
+    os._exit(_said[1])
+
+
+def _importing(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _while_working(signum, frame) -> None:
+    global _held
+    if _importing(frame):
+        if not _held:  # ask again shortly: the import will be over
+            import threading
+
+            _held = True
+            again = threading.Timer(0.02, _again)
+            again.daemon = True
+            again.start()
+        return
+    raise KeyboardInterrupt
+
+
+def _again() -> None:
+    global _held
+    import _thread
+
+    _held = False
+    _thread.interrupt_main(signal.SIGINT)  # runs the handler in force now (nothing if ignored)
+
+
+def _take(program: str) -> None:
+    global _taken, _said
+    _taken, _said = True, STARTING[program]
+    signal.signal(signal.SIGINT, _while_starting)
+
+
+if os.path.basename(sys.argv[0]) in STARTING:  # started as a console script: from now on
+    _take(os.path.basename(sys.argv[0]))
+
+
+def working() -> None:
+    """From now on Ctrl-C raises ``KeyboardInterrupt`` (held back during imports); a no-op
+    unless a console script of this module started the process."""
+    if _taken:
+        signal.signal(signal.SIGINT, _while_working)
+
+
+def answered() -> None:
+    """From now on Ctrl-C is ignored (the answer is out; the process is ending)."""
+    if _taken:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def polytrav() -> None:
+    """The ``polytrav`` console script (:func:`polytrav.interface.cli.main`)."""
+    _take("polytrav")
+    from polytrav.interface.cli import main
+
+    main()
+
+
+def polytrav_vnnlib() -> None:
+    """The ``polytrav-vnnlib`` console script (:func:`polytrav.interface.cli.vnnlib_solver.main`)."""
+    _take("polytrav-vnnlib")
+    from polytrav.interface.cli.vnnlib_solver import main
+
+    main()
