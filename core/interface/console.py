@@ -20,6 +20,9 @@ report when it falls in the few imports that lead here.
 import os
 import signal
 import sys
+import time
+
+_LOADED = time.perf_counter()
 
 #: The line and exit code of a Ctrl-C while starting, per console script (the codes are
 #: ``cli.common.EXIT_PARTIAL`` and ``cli.vnnlib_solver.EXIT_INTERRUPTED``, not imported here:
@@ -87,6 +90,22 @@ def answered() -> None:
     """From now on Ctrl-C is ignored (the answer is out; the process is ending)."""
     if _taken:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def since_start() -> float:
+    """Seconds since the process of a console script started, the clock of VNN-COMP's
+    ``--timeout`` (Linux: from /proc; elsewhere since this module loaded, which the scripts
+    do first); 0.0 inside another program (tests, notebooks), where the clock is the call's."""
+    if not _taken:
+        return 0.0
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(uptime - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _LOADED
 
 
 def polytrav() -> None:

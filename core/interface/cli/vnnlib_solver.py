@@ -22,20 +22,17 @@ stdout); a Ctrl-C once the answer is being printed is ignored.
 from __future__ import annotations
 
 import math
-import os
 import sys
-import time
 import traceback
 from pathlib import Path
 
 import click
 
-from polytrav.interface.console import answered
+from polytrav.interface.console import answered, since_start
 from polytrav.verification.standard import CAPABILITIES, capability_lines
 
 __all__ = ["main", "cli"]
 
-_STARTED = time.perf_counter()
 #: Seconds kept back from ``--timeout`` for printing, the witness check and exit.
 _RESERVE = 0.3
 #: Share of ``--timeout`` kept back as well (process start-up varies on a loaded machine).
@@ -43,18 +40,6 @@ _RESERVE_SHARE = 0.05
 EXIT_ANSWERED, EXIT_REFUSED, EXIT_INTERNAL = 0, 1, 2
 #: Exit code of Ctrl-C before the answer (128 + SIGINT).
 EXIT_INTERRUPTED = 130
-
-
-def _age() -> float:
-    """Seconds since this process started (Linux: from /proc; else since this import)."""
-    try:
-        with open("/proc/self/stat") as fh:
-            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-        return max(uptime - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError):
-        return time.perf_counter() - _STARTED
 
 
 def _out(lines: list[str]) -> None:
@@ -82,7 +67,7 @@ def cli(ctx, show_name, show_version) -> None:
 @click.option("--network", "networks", multiple=True, metavar="NAME=FILE",
               help="The model file of a declared network (once per network not equal-to "
                    "another).")
-@click.option("--timeout", type=float, default=None, help="Seconds (from process start).")
+@click.option("--timeout", type=float, default=None, help="Seconds from the process start (VNN-COMP's convention).")
 @click.option("--serialise-assignments", "--assignments", "serialise", default=None,
               hidden=True, help="Not supported (supports --serialise-assignments: false).")
 def verify(query, networks, timeout, serialise) -> None:
@@ -111,7 +96,7 @@ def verify(query, networks, timeout, serialise) -> None:
     parsed = read_query(query)
     name = Path(query).name
     models = check_mapping(parsed, mapping, name)
-    left = None if timeout is None else timeout * (1 - _RESERVE_SHARE) - _RESERVE - _age()
+    left = None if timeout is None else timeout * (1 - _RESERVE_SHARE) - _RESERVE - since_start()
     if left is not None and left <= 0:
         _out(["timed-out"])
         return
