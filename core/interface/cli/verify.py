@@ -94,7 +94,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
     if timeout is not None:  # VNN-COMP's convention: seconds from the process start
         from polytrav.interface.console import since_start
 
-        timeout = max(timeout - since_start(), 1e-6)
+        timeout = max(timeout - since_start(), sys.float_info.min)  # spent: answers timeout
     if networks:
         if prop is not None or network is None:
             fail("with --network NAME=FILE give only the query: polytrav verify QUERY "
