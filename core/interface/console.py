@@ -20,9 +20,6 @@ report when it falls in the few imports that lead here.
 import os
 import signal
 import sys
-import time
-
-_LOADED = time.perf_counter()
 
 #: The line and exit code of a Ctrl-C while starting, per console script (the codes are
 #: ``cli.common.EXIT_PARTIAL`` and ``cli.vnnlib_solver.EXIT_INTERRUPTED``, not imported here:
@@ -39,6 +36,23 @@ def _while_starting(signum, frame) -> None:
     os._exit(_said[1])
 
 
+def _take(program: str) -> None:
+    global _taken, _said
+    _taken, _said = True, STARTING[program]
+    signal.signal(signal.SIGINT, _while_starting)
+
+
+if os.path.basename(sys.argv[0]) in STARTING:  # started as a console script: from now on
+    _take(os.path.basename(sys.argv[0]))
+
+# only after the take-over: nothing that can wait comes before it
+import _thread  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+_LOADED = time.perf_counter()
+
+
 def _importing(frame) -> bool:
     while frame is not None:
         if frame.f_code.co_filename.startswith("<frozen importlib"):
@@ -51,8 +65,6 @@ def _while_working(signum, frame) -> None:
     global _held
     if _importing(frame):
         if not _held:  # ask again shortly: the import will be over
-            import threading
-
             _held = True
             again = threading.Timer(0.02, _again)
             again.daemon = True
@@ -63,20 +75,8 @@ def _while_working(signum, frame) -> None:
 
 def _again() -> None:
     global _held
-    import _thread
-
     _held = False
     _thread.interrupt_main(signal.SIGINT)  # runs the handler in force now (nothing if ignored)
-
-
-def _take(program: str) -> None:
-    global _taken, _said
-    _taken, _said = True, STARTING[program]
-    signal.signal(signal.SIGINT, _while_starting)
-
-
-if os.path.basename(sys.argv[0]) in STARTING:  # started as a console script: from now on
-    _take(os.path.basename(sys.argv[0]))
 
 
 def working() -> None:

@@ -14,6 +14,7 @@ import collections
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -98,3 +99,24 @@ def test_ctrl_c_at_many_moments_ends_as_documented(big):
     """Every command at 80 moments from 0 to 2 s (about 1 100 runs)."""
     ways = sweep(big, sorted(COMMANDS), MANY)
     assert sum(ways.values()) == len(COMMANDS) * len(MANY)
+
+
+def test_the_take_over_comes_before_anything_heavy():
+    """The console module, and the package above it, load none of numpy, SciPy or click."""
+    code = ("import sys, polytrav.interface.console\n"
+            "print([m for m in ('numpy', 'scipy', 'click') if m in sys.modules])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=HANG)
+    assert res.stdout == "[]\n", (res.stdout, res.stderr)
+
+
+def test_the_lines_and_exit_codes_are_the_commands_own():
+    from polytrav.interface.cli.common import EXIT_PARTIAL
+    from polytrav.interface.cli.vnnlib_solver import EXIT_INTERRUPTED
+    from polytrav.interface.console import STARTING, since_start
+
+    assert STARTING == {"polytrav": BEFORE_ANY_RESULT["polytrav"],
+                        "polytrav-vnnlib": BEFORE_ANY_RESULT["polytrav-vnnlib"]}
+    assert (STARTING["polytrav"][1], STARTING["polytrav-vnnlib"][1]) == (EXIT_PARTIAL,
+                                                                        EXIT_INTERRUPTED)
+    assert since_start() == 0.0  # inside another program (this test): the call's clock
