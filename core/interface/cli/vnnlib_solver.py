@@ -56,7 +56,8 @@ def cli(ctx, show_name, show_version) -> None:
     """polytrav as a VNN-LIB 2.0 solver (chapter 5 of the standard)."""
     if ctx.invoked_subcommand is None:
         if show_name == show_version:
-            raise click.UsageError("give --name, --version, or a command (verify, supports)")
+            raise click.UsageError("give --name, --version, or a command (verify, supports); -h "
+                                   "shows the help")
         from importlib.metadata import version
 
         _out(["polytrav" if show_name else version("polytrav")])
