@@ -117,7 +117,8 @@ def polytrav() -> None:
 
 
 def polytrav_vnnlib() -> None:
-    """The ``polytrav-vnnlib`` console script (:func:`polytrav.interface.cli.vnnlib_solver.main`)."""
+    """The ``polytrav-vnnlib`` console script
+    (:func:`polytrav.interface.cli.vnnlib_solver.main`)."""
     _take("polytrav-vnnlib")
     from polytrav.interface.cli.vnnlib_solver import main
 

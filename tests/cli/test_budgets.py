@@ -48,8 +48,8 @@ def test_time_limit_in_python_counts_from_the_end_of_the_first_imports(big):
     """analyze() in a new interpreter: its first call imports the solver libraries (its
     ``setup_time``), and still has the whole ``time_limit`` for the work."""
     code = ("import polytrav\n"
-            f"r = polytrav.analyze(polytrav.Network.from_onnx('big.onnx'), polytrav.Box(-1, 1), 'output_range', "
-            f"time_limit={BUDGET})\n"
+            "r = polytrav.analyze(polytrav.Network.from_onnx('big.onnx'), polytrav.Box(-1, 1), "
+            f"'output_range', time_limit={BUDGET})\n"
             "print(r.status.value, r.time, r.setup_time)\n")
     res = subprocess.run([sys.executable, "-c", code], cwd=big, capture_output=True, text=True,
                          timeout=HANG)

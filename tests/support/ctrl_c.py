@@ -81,22 +81,22 @@ def _take_over_line() -> int:
 def in_interpreter_start_up(code: int, err: str) -> bool:
     """Whether SIGINT came before any code of polytrav's could run, in the interpreter's own
     start-up (docs/cli.md): before Python has a handler (death by the signal, nothing said),
-    while ``site`` runs (Python's fatal ``init_import_site`` report, exit 1), or in the
-    imports that lead to console.py's take-over (a KeyboardInterrupt traceback none of whose
-    frames is in polytrav's code but the package's two ``__init__`` files and console.py's
-    module code up to the take-over). A crash (SIGSEGV, SIGABRT) is never one of these."""
+    while Python sets up its streams or runs ``site`` (its fatal ``init_...`` report, exit 1),
+    or in the imports that lead to console.py's take-over (Python's KeyboardInterrupt
+    traceback, death by the signal). In the last two, no frame is in polytrav's code but the
+    package's two ``__init__`` files and console.py's module code up to the take-over. A crash
+    (SIGSEGV, SIGABRT) is never one of these."""
     if code == -2 and err == "":
         return True
-    if code == 1 and err.startswith("Fatal Python error: init_import_site"):
-        return True
-    if code != -2 or not err.rstrip().endswith("KeyboardInterrupt"):
+    fatal = code == 1 and re.match(r"Fatal Python error: init_\w+: ", err)
+    if not (fatal or code == -2) or not err.rstrip().endswith("KeyboardInterrupt"):
         return False
     root = CONSOLE.parents[2]
     for file, line, where in re.findall(r'File "([^"]+)", line (\d+), in (\S+)', err):
         path = Path(file)
         if root not in path.parents:
             continue  # the console script, importlib, site, the standard library
-        if path == root / "core" / "__init__.py" or path == root / "core" / "interface" / "__init__.py":
+        if path in (root / "core" / "__init__.py", root / "core" / "interface" / "__init__.py"):
             continue
         if path == CONSOLE and where == "<module>" and int(line) <= _take_over_line():
             continue

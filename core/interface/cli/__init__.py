@@ -12,11 +12,12 @@ input (one line on stderr naming the problem), 5 internal error (a bug; ``POLYTR
 shows the traceback). JSON output never holds ``NaN`` or ``Infinity`` (they become null).
 
 This module holds the command group (every way a command can end maps to one line and an
-exit code); the commands live beside it by family: ``verify`` (``verify``, one instance
-or a batch), ``analysis`` (``regions``, ``attack``, ``counterfactual``,
-``monotonicity``, ``run``) and ``listing`` (``plugins``, ``solvers``), with what they
-share in ``common``. A new command goes in one of those (or a new module of this package) and
-is added to the group below.
+exit code; the console script enters through :mod:`polytrav.interface.console`, which
+handles Ctrl-C before this module loads); the commands live beside it by family: ``verify``
+(``verify``, one instance or a batch), ``analysis`` (``regions``, ``attack``,
+``counterfactual``, ``monotonicity``, ``run``) and ``listing`` (``plugins``, ``solvers``),
+with what they share in ``common``. A new command goes in one of those (or a new module of
+this package) and is added to the group below.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ import sys
 
 import click
 
-from polytrav.interface.console import answered, working
 from polytrav.interface.cli.analysis import attack, counterfactual, monotonicity, regions, run
 # the exit codes and vnncomp_counterexample are re-exported: they stay reachable here
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
@@ -33,6 +33,7 @@ from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # 
                                            EXIT_VIOLATED, error_message, fail)
 from polytrav.interface.cli.listing import plugins, solvers
 from polytrav.interface.cli.verify import verify, vnncomp_counterexample  # noqa: F401
+from polytrav.interface.console import answered, working
 from polytrav.vocabulary.errors import PolytravError
 
 __all__ = ["main"]

@@ -68,7 +68,8 @@ def cli(ctx, show_name, show_version) -> None:
 @click.option("--network", "networks", multiple=True, metavar="NAME=FILE",
               help="The model file of a declared network (once per network not equal-to "
                    "another).")
-@click.option("--timeout", type=float, default=None, help="Seconds from the process start (VNN-COMP's convention).")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds from the process start (VNN-COMP's convention).")
 @click.option("--serialise-assignments", "--assignments", "serialise", default=None,
               hidden=True, help="Not supported (supports --serialise-assignments: false).")
 def verify(query, networks, timeout, serialise) -> None:
