@@ -9,7 +9,8 @@ in one of three ways, by phase:
   native library interrupted mid-import can crash in the interpreter's clean-up);
 * **working** (:func:`working`, once a command runs): ``KeyboardInterrupt`` as usual, so the
   command prints the part done so far; it is held back while an import is in progress and
-  raised as soon as that import ends;
+  raised as soon as that import ends, and raised again where Python had to drop it (in a
+  finaliser or a callback from C: :data:`sys.unraisablehook`), so that it is never lost;
 * **answered** (:func:`answered`, once the answer is printed or the process exits): ignored,
   so the answer and its exit code stand.
 
@@ -62,15 +63,27 @@ def _importing(frame) -> bool:
 
 
 def _while_working(signum, frame) -> None:
-    global _held
     if _importing(frame):
-        if not _held:  # ask again shortly: the import will be over
-            _held = True
-            again = threading.Timer(0.02, _again)
-            again.daemon = True
-            again.start()
+        _hold()
         return
     raise KeyboardInterrupt
+
+
+def _hold() -> None:
+    """Deliver the Ctrl-C again shortly (once the import, or the finaliser, is over)."""
+    global _held
+    if not _held:
+        _held = True
+        again = threading.Timer(0.02, _again)
+        again.daemon = True
+        again.start()
+
+
+def _unraisable(unraisable) -> None:
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        _hold()  # Python dropped it (raised in a finaliser or a callback from C)
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 def _again() -> None:
@@ -83,6 +96,7 @@ def working() -> None:
     """From now on Ctrl-C raises ``KeyboardInterrupt`` (held back during imports); a no-op
     unless a console script of this module started the process."""
     if _taken:
+        sys.unraisablehook = _unraisable
         signal.signal(signal.SIGINT, _while_working)
 
 
