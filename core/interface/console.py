@@ -12,7 +12,8 @@ in one of three ways, by phase:
   raised as soon as that import ends, and raised again where Python had to drop it (in a
   finaliser or a callback from C: :data:`sys.unraisablehook`), so that it is never lost;
 * **answered** (:func:`answered`, once the answer is printed or the process exits): ignored,
-  so the answer and its exit code stand.
+  so the answer and its exit code stand (and the interpreter's clean-up, which would restore
+  the default action of SIGINT for a handler written in Python, is never killed by it).
 
 Before this module runs there is only the interpreter's own start-up (docs/cli.md measures
 it): there a Ctrl-C ends the process by the signal, or with Python's own ``KeyboardInterrupt``
@@ -127,7 +128,10 @@ def polytrav() -> None:
     _take("polytrav")
     from polytrav.interface.cli import main
 
-    main()
+    try:
+        main()
+    finally:
+        answered()
 
 
 def polytrav_vnnlib() -> None:
@@ -136,4 +140,7 @@ def polytrav_vnnlib() -> None:
     _take("polytrav-vnnlib")
     from polytrav.interface.cli.vnnlib_solver import main
 
-    main()
+    try:
+        main()
+    finally:
+        answered()  # also on the way out of a refusal: Python's clean-up has no handler
