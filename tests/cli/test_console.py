@@ -58,3 +58,22 @@ def test_a_ctrl_c_during_an_import_comes_once_the_import_is_whole(tmp_path):
             print(sys.modules["slow_module"].DONE)
     """)
     assert (res.returncode, res.stdout, res.stderr) == (0, "True\n", ""), res
+
+
+def test_a_ctrl_c_while_highs_silences_its_banner_waits_until_stdout_is_back():
+    """The first HiGHS model is made with stdout on the null device; a KeyboardInterrupt in
+    that window left it there, and the partial report then went nowhere (exit 2, no output)."""
+    res = run("""
+        import os
+        from polytrav.solvers.highs import _ctrl_c_waits
+        saved = os.dup(1)
+        def quiet():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C while stdout is away
+            os.dup2(saved, 1)
+        try:
+            _ctrl_c_waits(quiet)
+        except KeyboardInterrupt:
+            print("stdout is back")
+    """)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "stdout is back\n", ""), res
