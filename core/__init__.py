@@ -1,47 +1,58 @@
 """polytrav: exact traversal of the local polytopes of ReLU networks.
 
 The public API is exactly the names in ``__all__``; anything else may change without notice.
+Each name is imported on first use (``import polytrav`` alone loads nothing heavy: the
+command line takes over Ctrl-C before numpy and SciPy load, see docs/cli.md).
 """
-from polytrav.vocabulary.errors import (
-    CheckpointError,
-    ConfigError,
-    NetworkError,
-    PluginError,
-    PolytravError,
-    RegionError,
-    SolverError,
-    SolverNotAvailable,
-)
-from polytrav.host.analysis import Analysis, CellProblem, Directive, Restrict, Stop, check_witness
-from polytrav.host.hookspecs import hookimpl
-from polytrav.host.manager import available_solvers, get_plugin_manager, list_plugins
-from polytrav.model.network import Network
-from polytrav.model.polytope import Polytope
-from polytrav.model.region import Ball, Box, Intersection, Polyhedron, Region
-from polytrav.vocabulary.results import AnalysisResult, SolveResult, Status, Verdict
-from polytrav.host.runner import Report, RunContext, analyze
-from polytrav.solve.backend import SolverBackend
-from polytrav.solve.chebyshev import ChebyshevModel
-from polytrav.solve.subproblem import Subproblem
-from polytrav.host.runner import traverse
-from polytrav.host.explain import Explanation, RowResult, explain, explain_rows
-from polytrav.traversal import PieceView, Traversal, TraversalStatus, TraversalStats
-from polytrav.verification.verify import VerificationResult, verify, verify_many
+import importlib
 
 __version__ = "0.1.0"
 
-#: The built-in analyses, importable from ``polytrav`` too; loaded on first use (the core
-#: names their package only as a string, like the plugin manager's DEFAULT_PLUGINS).
-_ANALYSES = ("OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity", "LinearProperty",
-             "RegionStats", "LocalModel")
+#: Where each public name lives, by module; the built-in analyses come from
+#: ``polytrav.plugins`` (the core names that package only as a string, like the plugin
+#: manager's DEFAULT_PLUGINS).
+_HOMES = {
+    "polytrav.vocabulary.errors": ("CheckpointError", "ConfigError", "NetworkError", "PluginError",
+                                   "PolytravError", "RegionError", "SolverError",
+                                   "SolverNotAvailable"),
+    "polytrav.host.analysis": ("Analysis", "CellProblem", "Directive", "Restrict", "Stop",
+                               "check_witness"),
+    "polytrav.host.hookspecs": ("hookimpl",),
+    "polytrav.host.manager": ("available_solvers", "get_plugin_manager", "list_plugins"),
+    "polytrav.model.network": ("Network",),
+    "polytrav.model.polytope": ("Polytope",),
+    "polytrav.model.region": ("Ball", "Box", "Intersection", "Polyhedron", "Region"),
+    "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict"),
+    "polytrav.host.runner": ("Report", "RunContext", "analyze", "traverse"),
+    "polytrav.solve.backend": ("SolverBackend",),
+    "polytrav.solve.chebyshev": ("ChebyshevModel",),
+    "polytrav.solve.subproblem": ("Subproblem",),
+    "polytrav.host.explain": ("Explanation", "RowResult", "explain", "explain_rows"),
+    "polytrav.traversal": ("PieceView", "Traversal", "TraversalStatus", "TraversalStats"),
+    "polytrav.verification.verify": ("VerificationResult", "verify", "verify_many"),
+    "polytrav.plugins": ("OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity",
+                         "LinearProperty", "RegionStats", "LocalModel"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
 
 def __getattr__(name: str):
-    if name in _ANALYSES:
-        import importlib
-
-        return getattr(importlib.import_module("polytrav.plugins"), name)
+    """A public name, imported on first use (and kept); a subpackage, as ``import`` would."""
+    if name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name]), name)
+        globals()[name] = value
+        return value
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
     raise AttributeError(f"module 'polytrav' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "hookimpl",

@@ -229,10 +229,31 @@ def _owned(owner, h):
     return h
 
 
+def _ctrl_c_waits(block):
+    """``block()``, a Ctrl-C during it raised only after it (a ``KeyboardInterrupt`` inside
+    would leave it half done); in the main thread, the only one Python's handler runs in."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is None):  # None: not set from Python
+        return block()
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        return block()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)  # now, to the handler it was meant for
+
+
 def _first_highs():
     """The process's first ``highspy.Highs``, made with the C-level standard output sent to
     the null device (then None): highspy prints its banner there once per process, before any
-    option can switch it off, which would corrupt ``polytrav verify --json`` output."""
+    option can switch it off, which would corrupt ``polytrav verify --json`` output. A Ctrl-C
+    waits until the standard output is back (else the partial report went to the null
+    device)."""
     import os
     import sys
 
@@ -246,13 +267,17 @@ def _first_highs():
         saved = os.dup(1)
     except OSError:  # no file descriptor 1 (an embedded interpreter): nothing to protect
         return highspy.Highs()
-    try:
+
+    def quiet():
         with open(os.devnull, "w") as null:
             os.dup2(null.fileno(), 1)
             try:
                 return highspy.Highs()
             finally:
                 os.dup2(saved, 1)
+
+    try:
+        return _ctrl_c_waits(quiet)
     finally:
         os.close(saved)
 

@@ -59,8 +59,9 @@ class Report:
     ``complete`` whether every needed polytope was visited, ``decided`` whether the run
     stopped early because every analysis had its answer (a confirmed violation), ``partial``
     whether it is neither (a budget, a lost LP, Ctrl-C: no result is a proof). ``time`` is the
-    run's seconds after set-up; ``setup_time`` the set-up's (plugin manager, checks, backend
-    chains, first imports of the solver libraries). ``polytopes`` lists the visited
+    run's seconds of work, which ``time_limit`` counts (the traversal's set-up and the
+    traversal); ``setup_time`` the one-time set-up's before it (plugin manager, checks,
+    backend chains, first imports of the solver libraries). ``polytopes`` lists the visited
     :class:`~polytrav.Polytope` objects when ``analyze(..., keep_polytopes=True)``, else None.
     ``print(report)`` shows a table; ``to_dict()`` is JSON-safe.
     """
@@ -415,7 +416,8 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
             time_limit: float | None = None, progress=None, within=None, executor=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
             parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
-            on_interrupt: str = "raise", volume_shares: bool = True) -> Report:
+            on_interrupt: str = "raise", volume_shares: bool = True,
+            deadline: float | None = None) -> Report:
     """Run analyses over every polytope of ``net`` inside ``region``.
 
     Parameters
@@ -433,8 +435,16 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         "milp": ...}``.
         A name is tried first and every other installed backend of the form follows as a
         fallback; a list is the exact chain (no automatic fallbacks).
-    strategy, max_polytopes, time_limit
+    strategy, max_polytopes
         As in :func:`polytrav.traverse`.
+    time_limit : float, optional
+        Seconds of work (``Report.time``): counted once the one-time set-up is done (the
+        plugin manager, the solver libraries' first imports: ``Report.setup_time``), so that
+        a budget is the same on the first call of a process and the next.
+    deadline : float, optional
+        A :func:`time.perf_counter` value the run ends by, its set-up included: the
+        wall-clock convention of :func:`polytrav.verify` and ``polytrav-vnnlib``. With
+        ``time_limit`` too, the earlier end wins.
     progress : callable, optional
         Called as ``progress(traversal)`` after every polytope (``traversal.stats`` holds the
         counts so far); progress bars hang here. A run in parts calls it after every part.
@@ -484,7 +494,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         time_limit=time_limit, progress=progress, within=within, executor=executor,
         checkpoint=checkpoint, resume=resume, checkpoint_every=checkpoint_every, parts=parts,
         order=order, keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
-        volume_shares=volume_shares)
+        volume_shares=volume_shares, deadline=deadline)
 
 
 class RunSession:
@@ -514,7 +524,7 @@ class RunSession:
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
             parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
             on_interrupt: str = "raise", t0: float | None = None,
-            volume_shares: bool = True) -> Report:
+            volume_shares: bool = True, deadline: float | None = None) -> Report:
         """One run of :func:`analyze` (same arguments) on this session's manager and chains."""
         t0 = time.perf_counter() if t0 is None else t0
         pm, chains, solver = self.pm, self.chains, self.solver
@@ -541,13 +551,15 @@ class RunSession:
         if forms not in self._warm:  # the libraries' first imports, once per session
             _warm_up(items, chains)
             self._warm.add(forms)
+        t1 = time.perf_counter()  # the work starts: time_limit counts from here (Report.time)
+        if deadline is not None:  # what is left until the deadline, counted from here too
+            left = max(deadline - t1, 1e-6)
+            time_limit = left if time_limit is None else min(time_limit, left)
         if start is None:  # an analysis's start point: now for a run in parts (every part starts
             def start():   # from it), else when the search needs one
                 return next((p for p in (a.start_point() for a in items) if p is not None), None)
             if in_parts:
                 start = start()
-        if time_limit is not None:  # the budget counts from the call: set-up included
-            time_limit = max(time_limit - (time.perf_counter() - t0), 1e-6)
         if in_parts:
             from polytrav.parallel import run_in_parts
 
@@ -564,13 +576,13 @@ class RunSession:
                                 max_polytopes=max_polytopes, time_limit=time_limit,
                                 progress=progress, within=within, order=order,
                                 keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
-                                volume_shares=volume_shares)
+                                t1=t1, volume_shares=volume_shares)
         finally:
             for a in items:
                 pm.unregister(a)
 
     def _serial(self, net, region, items, *, start, strategy, max_polytopes, time_limit,
-                progress, within, order, keep_polytopes, on_interrupt, t0,
+                progress, within, order, keep_polytopes, on_interrupt, t0, t1,
                 volume_shares) -> Report:
         """The serial run of :meth:`run`, its analyses registered on the manager."""
         pm, chains = self.pm, self.chains
@@ -585,6 +597,8 @@ class RunSession:
         lp_chain = chains["lp"]
         if not lp_chain:
             raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
+        if time_limit is not None:  # what the traversal's set-up left of the budget
+            time_limit = max(time_limit - (time.perf_counter() - t1), 1e-6)
         trav = Traversal(net, region, start, strategy=strategy, solver=lp_chain[0],
                          max_polytopes=max_polytopes, time_limit=time_limit,
                          fallback=lp_chain[1:], guide=guide,
@@ -593,8 +607,6 @@ class RunSession:
         context = RunContext(net, region, trav, chains, pm)
         context_ref.append(context)
         kept: list | None = [] if keep_polytopes else None
-        setup_time = time.perf_counter() - t0
-        t1 = time.perf_counter()
         interrupted = None
         pm.hook.polytrav_begin_run(context=context)
         try:
@@ -622,7 +634,7 @@ class RunSession:
             stats=stats,
             time=time.perf_counter() - t1,
             solver={form: list(names) for form, names in self._names.items()},
-            setup_time=setup_time,
+            setup_time=t1 - t0,
             polytopes=kept,
             network=net,
             analyses=list(items),

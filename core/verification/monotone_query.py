@@ -120,7 +120,8 @@ def decide_monotone(instance, shape: MonotoneShape, timeout: float | None, confi
             (lo if atom.op == ">=" else hi)[atom.terms[0].flat] = atom.constant_float
     analysis = create_analysis("monotonicity", feature=shape.feature, direction=shape.direction,
                                output=shape.output, stop_at_first=True)
-    report = analyze(net, Box(lo, hi), analysis, time_limit=timeout)
+    report = analyze(net, Box(lo, hi), analysis,
+                     deadline=None if timeout is None else t0 + timeout)
     res = report[0]
     if res.verdict is Verdict.VIOLATED:
         x_small, x_large = res.details["witness_pair"]  # x_large[feature] > x_small[feature]

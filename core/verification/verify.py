@@ -234,7 +234,8 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                 break
             report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab, pm=pm),
                              start=start, solver=solver, strategy=strategy,
-                             max_polytopes=max_polytopes, time_limit=left, progress=progress,
+                             max_polytopes=max_polytopes, progress=progress,
+                             deadline=None if timeout is None else t0 + timeout,
                              executor=executor, order=order, on_interrupt="report",
                              volume_shares=False)  # a statistic verify does not report
             reports.append(report)

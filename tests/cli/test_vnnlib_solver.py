@@ -93,6 +93,13 @@ def test_name_and_version(capsysbinary):
     assert code == 0 and out.count("\n") == 1 and out[0].isdigit()
 
 
+@pytest.mark.parametrize("argv", [["-h"], ["--help"], ["verify", "-h"], ["supports", "-h"]])
+def test_help_with_h_or_help(capsysbinary, argv):
+    code, out, err = run(capsysbinary, *argv)
+    assert (code, err) == (0, "") and out.startswith("Usage: polytrav-vnnlib"), (out, err)
+    assert ("verify" in out and "supports" in out) if len(argv) == 1 else argv[0] in out
+
+
 def test_sat_prints_the_assignment_of_5_3_1(capsysbinary, tmp_path, model):
     q = query(tmp_path, "(assert (>= Y[0,0] 0.25))")
     # a float, as the suite sends it; counted from process start (this test process's)

@@ -12,11 +12,12 @@ input (one line on stderr naming the problem), 5 internal error (a bug; ``POLYTR
 shows the traceback). JSON output never holds ``NaN`` or ``Infinity`` (they become null).
 
 This module holds the command group (every way a command can end maps to one line and an
-exit code); the commands live beside it by family: ``verify`` (``verify``, one instance
-or a batch), ``analysis`` (``regions``, ``attack``, ``counterfactual``,
-``monotonicity``, ``run``) and ``listing`` (``plugins``, ``solvers``), with what they
-share in ``common``. A new command goes in one of those (or a new module of this package) and
-is added to the group below.
+exit code; the console script enters through :mod:`polytrav.interface.console`, which
+handles Ctrl-C before this module loads); the commands live beside it by family: ``verify``
+(``verify``, one instance or a batch), ``analysis`` (``regions``, ``attack``,
+``counterfactual``, ``monotonicity``, ``run``) and ``listing`` (``plugins``, ``solvers``),
+with what they share in ``common``. A new command goes in one of those (or a new module of
+this package) and is added to the group below.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # 
                                            EXIT_VIOLATED, error_message, fail)
 from polytrav.interface.cli.listing import plugins, solvers
 from polytrav.interface.cli.verify import verify, vnncomp_counterexample  # noqa: F401
+from polytrav.interface.console import answered, working
 from polytrav.vocabulary.errors import PolytravError
 
 __all__ = ["main"]
@@ -41,14 +43,25 @@ class _Cli(click.Group):
     """The command group; every way a command can end maps to one line and an exit code."""
 
     def invoke(self, ctx):
+        working()  # Ctrl-C from here on: KeyboardInterrupt, the command's partial answer
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # where the command does not catch it (loading, set-up)
+            sys.stdout.flush()
+            click.echo("polytrav: interrupted before the command finished", err=True)
+            sys.exit(EXIT_PARTIAL)
         except BrokenPipeError:  # the reader left (``| head``): stop quietly, as shells expect
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(EXIT_BROKEN_PIPE)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            self._main(args, prog_name, complete_var, **extra)
+        finally:
+            answered()  # Ctrl-C from here on is ignored: the answer and its exit code stand
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             rv = super().main(args, prog_name or "polytrav", complete_var,
                               standalone_mode=False, **extra)
@@ -60,7 +73,7 @@ class _Cli(click.Group):
             fail(exc.format_message().rstrip(".") + where)
         except click.ClickException as exc:
             fail(exc.format_message())
-        except click.Abort:  # Ctrl-C where no command catches it (loading, set-up)
+        except click.Abort:  # Ctrl-C while parsing, in a process whose SIGINT is not ours
             click.echo("polytrav: interrupted before any result", err=True)
             sys.exit(EXIT_PARTIAL)
         except (PolytravError, OSError) as exc:

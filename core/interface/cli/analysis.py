@@ -135,7 +135,8 @@ def _finite(values, what: str):
                    "the model's input names, else x_0, x_1, ...).")
 @click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds (an incomplete count is marked as such).")
+              help="Seconds of traversal, after the one-time imports (an incomplete count "
+                   "is marked as such).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_export_option
 def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_polytopes, timeout,
@@ -262,7 +263,8 @@ def _region_options(f):
         click.option("--vnnlib", type=click.Path(dir_okay=False),
                      help="Take the region from a VNN-LIB file's (first) input box instead."),
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="Seconds (an incomplete run is partial)."),
+                     help="Seconds of work, after the one-time imports (an incomplete run "
+                          "is partial)."),
         click.option("--max-polytopes", type=click.IntRange(min=1), default=None,
                      help="Polytope budget (a run cut short is partial)."),
         click.option("--solver", default=None, help="LP backend (see `polytrav solvers`)."),

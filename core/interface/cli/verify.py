@@ -37,7 +37,8 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
 @click.argument("network", required=False, type=click.Path(dir_okay=False))
 @click.argument("prop", required=False, type=click.Path(dir_okay=False))
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds for the instance (positive).")
+              help="Seconds for the instance, from the process start (VNN-COMP's "
+                   "convention); in a batch, from the row's start.")
 @click.option("--solver", default=None, help="LP backend (see `polytrav solvers`).")
 @click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per instance).")
@@ -101,6 +102,10 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
                             executor, bounds=bounds, order=order, split=split, bab=bab,
                             time_limit=total_timeout))
+    if timeout is not None:  # VNN-COMP's convention: seconds from the process start
+        from polytrav.interface.console import since_start
+
+        timeout = max(timeout - since_start(), sys.float_info.min)  # spent: answers timeout
     if networks:
         if prop is not None or network is None:
             fail("with --network NAME=FILE give only the query: polytrav verify QUERY "

@@ -15,49 +15,40 @@ accepted: test harnesses send ``5.0``). ``supports`` prints one item per line (s
 Errors go to stderr as ``polytrav-vnnlib: message`` with nothing on stdout. Exit codes (the
 standard defines none; these follow its reference solver): 0 a result was printed (whatever
 it is), 1 a usage error or a query, mapping or model the standard says to refuse (§5.3.2) or
-polytrav cannot read, 2 an internal error (a bug: the traceback follows the message).
+polytrav cannot read, 2 an internal error (a bug: the traceback follows the message), 130
+Ctrl-C before the answer (128 + SIGINT, as shells report it; one line on stderr, nothing on
+stdout); a Ctrl-C once the answer is being printed is ignored.
 """
 from __future__ import annotations
 
 import math
-import os
 import sys
-import time
 import traceback
 from pathlib import Path
 
 import click
 
+from polytrav.interface.console import answered, since_start
 from polytrav.verification.standard import CAPABILITIES, capability_lines
 
 __all__ = ["main", "cli"]
 
-_STARTED = time.perf_counter()
 #: Seconds kept back from ``--timeout`` for printing, the witness check and exit.
 _RESERVE = 0.3
 #: Share of ``--timeout`` kept back as well (process start-up varies on a loaded machine).
 _RESERVE_SHARE = 0.05
 EXIT_ANSWERED, EXIT_REFUSED, EXIT_INTERNAL = 0, 1, 2
-
-
-def _age() -> float:
-    """Seconds since this process started (Linux: from /proc; else since this import)."""
-    try:
-        with open("/proc/self/stat") as fh:
-            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-        return max(uptime - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError):
-        return time.perf_counter() - _STARTED
+#: Exit code of Ctrl-C before the answer (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 
 
 def _out(lines: list[str]) -> None:
+    answered()  # the answer goes out whole: Ctrl-C is ignored from here on
     sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode())
     sys.stdout.flush()
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["--help"]})
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--name", "show_name", is_flag=True, help="Print the solver's name.")
 @click.option("--version", "show_version", is_flag=True, help="Print the solver's version.")
 @click.pass_context
@@ -65,7 +56,8 @@ def cli(ctx, show_name, show_version) -> None:
     """polytrav as a VNN-LIB 2.0 solver (chapter 5 of the standard)."""
     if ctx.invoked_subcommand is None:
         if show_name == show_version:
-            raise click.UsageError("give --name, --version, or a command (verify, supports)")
+            raise click.UsageError("give --name, --version, or a command (verify, supports); -h "
+                                   "shows the help")
         from importlib.metadata import version
 
         _out(["polytrav" if show_name else version("polytrav")])
@@ -76,7 +68,8 @@ def cli(ctx, show_name, show_version) -> None:
 @click.option("--network", "networks", multiple=True, metavar="NAME=FILE",
               help="The model file of a declared network (once per network not equal-to "
                    "another).")
-@click.option("--timeout", type=float, default=None, help="Seconds (from process start).")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds from the process start (VNN-COMP's convention).")
 @click.option("--serialise-assignments", "--assignments", "serialise", default=None,
               hidden=True, help="Not supported (supports --serialise-assignments: false).")
 def verify(query, networks, timeout, serialise) -> None:
@@ -105,7 +98,7 @@ def verify(query, networks, timeout, serialise) -> None:
     parsed = read_query(query)
     name = Path(query).name
     models = check_mapping(parsed, mapping, name)
-    left = None if timeout is None else timeout * (1 - _RESERVE_SHARE) - _RESERVE - _age()
+    left = None if timeout is None else timeout * (1 - _RESERVE_SHARE) - _RESERVE - since_start()
     if left is not None and left <= 0:
         _out(["timed-out"])
         return
@@ -118,6 +111,7 @@ def verify(query, networks, timeout, serialise) -> None:
     from polytrav.verification.assignment import render_assignment
 
     text = render_assignment(parsed, decision.witness.values)
+    answered()
     sys.stdout.buffer.write(("sat\n" + text).encode())
     sys.stdout.flush()
 
@@ -158,9 +152,9 @@ def main(argv=None) -> None:
         cli.main(args=argv, prog_name="polytrav-vnnlib", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("polytrav-vnnlib: interrupted", err=True)
-        sys.exit(EXIT_REFUSED)
+    except click.exceptions.Abort:  # Ctrl-C in a process whose SIGINT is not the console's
+        click.echo("polytrav-vnnlib: interrupted before any answer", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         click.echo(f"polytrav-vnnlib: {exc.format_message()}", err=True)
         sys.exit(EXIT_REFUSED)

@@ -1,0 +1,79 @@
+"""The console scripts' Ctrl-C while a command works: a real SIGINT in a new process whose
+SIGINT the console module took over (as ``polytrav`` does), at the two places where Python
+alone would lose it or leave a half-imported module."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+#: Seconds to wait for the child: a hang guard only.
+HANG = 300
+
+PROLOGUE = textwrap.dedent("""
+    import signal, sys
+    sys.argv[0] = "polytrav"  # as the console script starts
+    from polytrav.interface import console
+    console.working()
+""")
+
+
+def run(body: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", PROLOGUE + textwrap.dedent(body)],
+                          capture_output=True, text=True, timeout=HANG)
+
+
+def test_a_ctrl_c_python_drops_in_a_finaliser_is_raised_again():
+    res = run("""
+        import gc, weakref
+        class Owner: pass
+        def finaliser():
+            signal.raise_signal(signal.SIGINT)  # its KeyboardInterrupt is dropped by Python
+        owner = Owner()
+        weakref.finalize(owner, finaliser)
+        try:
+            del owner
+            gc.collect()
+            while True:  # the work goes on: the Ctrl-C must still end it
+                pass
+        except KeyboardInterrupt:
+            print("interrupted")
+    """)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "interrupted\n", ""), res
+
+
+def test_a_ctrl_c_during_an_import_comes_once_the_import_is_whole(tmp_path):
+    (tmp_path / "slow_module.py").write_text(textwrap.dedent("""
+        import signal
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C in the middle of this import
+        DONE = True
+    """))
+    res = run(f"""
+        sys.path.insert(0, {str(tmp_path)!r})
+        try:
+            import slow_module
+            while True:  # the KeyboardInterrupt comes right after the import
+                pass
+        except KeyboardInterrupt:
+            print(sys.modules["slow_module"].DONE)
+    """)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "True\n", ""), res
+
+
+def test_a_ctrl_c_while_highs_silences_its_banner_waits_until_stdout_is_back():
+    """The first HiGHS model is made with stdout on the null device; a KeyboardInterrupt in
+    that window left it there, and the partial report then went nowhere (exit 2, no output)."""
+    res = run("""
+        import os
+        from polytrav.solvers.highs import _ctrl_c_waits
+        saved = os.dup(1)
+        def quiet():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C while stdout is away
+            os.dup2(saved, 1)
+        try:
+            _ctrl_c_waits(quiet)
+        except KeyboardInterrupt:
+            print("stdout is back")
+    """)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "stdout is back\n", ""), res

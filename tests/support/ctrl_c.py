@@ -1,0 +1,104 @@
+"""What the Ctrl-C tests share: a network with far more polytopes than a test waits for, the
+installed console scripts, and how a run that got SIGINT may end."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+#: The one line on stderr of a Ctrl-C that found no command running yet, per console script,
+#: with its exit code (docs/cli.md, docs/vnnlib.md).
+BEFORE_ANY_RESULT = {"polytrav": ("polytrav: interrupted before any result", 2),
+                     "polytrav-vnnlib": ("polytrav-vnnlib: interrupted before any answer", 130)}
+#: The one line of a Ctrl-C that a command did not catch itself (loading, set-up).
+BEFORE_THE_END = ("polytrav: interrupted before the command finished", 2)
+CONSOLE = Path(__file__).resolve().parents[2] / "core" / "interface" / "console.py"
+
+
+def console_script(name: str) -> str:
+    """The installed console script ``name`` of this interpreter's environment."""
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.skip(f"the console script {name} is not installed next to {sys.executable} "
+                    "(pip install -e . installs it)")
+    return str(path)
+
+
+def write_big(root: Path) -> Path:
+    """A 4-input net with three ReLU layers of 40 (``big.onnx``): far more polytopes in
+    [-1, 1]^4 than a test waits for; a VNN-LIB 1.0 property only a full traversal decides
+    (``far.vnnlib``), the same as a 2.0 query (``far2.vnnlib``), and a job file."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    sizes = [4, 40, 40, 40, 3]
+    nodes, inits, prev = [], [], "input"
+    for k, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
+        b = rng.normal(size=n)
+        if n == 3:
+            b[2] = -1e4  # class 2 never wins: a counterfactual towards it visits everything
+        inits += [numpy_helper.from_array(rng.normal(size=(n, m)).astype(np.float32), f"W{k}"),
+                  numpy_helper.from_array(b.astype(np.float32), f"b{k}")]
+        last = k == len(sizes) - 2
+        nodes.append(helper.make_node("Gemm", [prev, f"W{k}", f"b{k}"],
+                                      ["output" if last else f"h{k}"], transB=1))
+        if not last:
+            nodes.append(helper.make_node("Relu", [f"h{k}"], [f"r{k}"]))
+            prev = f"r{k}"
+    graph = helper.make_graph(
+        nodes, "big", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(root / "big.onnx"))
+    lines = ["(declare-const X_%d Real)" % i for i in range(4)]
+    lines += ["(declare-const Y_%d Real)" % j for j in range(3)]
+    lines += [f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(4)]
+    lines += ["(assert (>= Y_0 1000000))"]  # unreachable: only a full traversal says unsat
+    (root / "far.vnnlib").write_text("\n".join(lines) + "\n")
+    (root / "far2.vnnlib").write_text(
+        "(vnnlib-version <2.0>)\n(declare-network N (declare-input X float32 [1, 4]) "
+        "(declare-output Y float32 [1, 3]))\n"
+        + "".join(f"(assert (>= X[0,{i}] -1.0)) (assert (<= X[0,{i}] 1.0))\n" for i in range(4))
+        + "(assert (>= Y[0,0] 1000000.0))\n")
+    (root / "job.toml").write_text('network = "big.onnx"\n[region]\nkind = "box"\nlower = -1\n'
+                                   'upper = 1\n[[analysis]]\nname = "output_range"\n')
+    return root
+
+
+def _take_over_line() -> int:
+    """The line of console.py where the console script takes SIGINT over."""
+    for k, line in enumerate(CONSOLE.read_text().splitlines(), 1):
+        if line.startswith("if ") and "in STARTING" in line:
+            return k
+    raise AssertionError("console.py no longer takes SIGINT over at import")
+
+
+def in_interpreter_start_up(code: int, err: str) -> bool:
+    """Whether SIGINT came before any code of polytrav's could run, in the interpreter's own
+    start-up (docs/cli.md): before Python has a handler (death by the signal, nothing said),
+    while Python sets up its streams or runs ``site`` (its fatal ``init_...`` report, exit 1),
+    or in the imports that lead to console.py's take-over (Python's KeyboardInterrupt
+    traceback, death by the signal). In the last two, no frame is in polytrav's code but the
+    package's two ``__init__`` files and console.py's module code up to the take-over. A crash
+    (SIGSEGV, SIGABRT) is never one of these."""
+    if code == -2 and err == "":
+        return True
+    fatal = code == 1 and re.match(r"Fatal Python error: init_\w+: ", err)
+    if not (fatal or code == -2) or not err.rstrip().endswith("KeyboardInterrupt"):
+        return False
+    root = CONSOLE.parents[2]
+    for file, line, where in re.findall(r'File "([^"]+)", line (\d+), in (\S+)', err):
+        path = Path(file)
+        if root not in path.parents:
+            continue  # the console script, importlib, site, the standard library
+        if path in (root / "core" / "__init__.py", root / "core" / "interface" / "__init__.py"):
+            continue
+        if path == CONSOLE and where == "<module>" and int(line) <= _take_over_line():
+            continue
+        return False
+    return True
