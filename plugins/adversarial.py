@@ -229,7 +229,8 @@ class SoftmaxAttack(Analysis):
             others = np.delete(np.arange(y.shape[0]), self.label_class)
             cls = int(others[np.argmax(y[others])])
             value = float(y[cls] - y[self.label_class])
-            details.update(logits=y, probabilities=softmax(y), **{"class": cls})
+            details.update(logits=y, probabilities=softmax(y))
+            details["class"] = cls
         return AnalysisResult(
             analysis=self.label, verdict=verdict, value=value, witness=x, exact=exact,
             scope=scope, n_polytopes=self.n_polytopes, n_solves=self.n_solves,
@@ -245,21 +246,23 @@ class SoftmaxAttack(Analysis):
         c, q = d["class"], d["label"]
         margin = f"logit[{c}] - logit[{q}] = {fmt(result.value)}"
         wins = result.value > 0
+        beats = f"class {c} beats the label {q}"
         if result.scope is Scope.REGION:
-            head = (f"worst margin over the region {margin}, at the witness: "
-                    + (f"class {c} beats the label {q}" if wins
-                       else f"the label {q} wins everywhere in the region"))
+            head = (f"worst margin over the region: {margin} at the witness; "
+                    + (beats if wins else f"the label {q} wins everywhere in the region"))
         elif result.scope is Scope.WITNESS:
-            head = (f"at the witness (the first adversarial point found, not the worst): "
-                    f"{margin}, class {c} beats the label {q}")
+            head = (f"at the witness (the first adversarial input found, not the worst): "
+                    f"{margin}; {beats}")
         else:
             why = ("verify mode skips what cannot beat the label" if d["mode"] == "verify"
-                   else "the run did not finish")
-            head = (f"largest margin found {margin}, at the witness ({why}: the worst over the "
-                    f"region may be larger): " + (f"class {c} beats the label {q}" if wins else
-                                                   f"the label {q} wins everywhere in the region (proven)"
-                                                   if result.verdict is Verdict.HOLDS else
-                                                   f"the label {q} wins on the polytopes visited"))
+                   else "some LPs were undecided" if result.failures else
+                   "the run did not finish")
+            head = (f"largest margin found: {margin} at the witness ({why}; the worst over the "
+                    "region may be larger); " + (
+                        beats if wins else
+                        f"the label {q} wins everywhere in the region (proven)"
+                        if result.verdict is Verdict.HOLDS else
+                        f"the label {q} wins on the polytopes visited"))
         lines = [head]
         if "logits" in d:
             lines.append(f"logits there = {vector(d['logits'])}; probabilities "
