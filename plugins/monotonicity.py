@@ -565,6 +565,10 @@ class Monotonicity(Analysis):
         if milp is not None and milp.get("verdict") == "holds":
             lines.append(f"proven by a MILP over the region ({milp['binaries']} binaries, "
                          f"{fmt(milp['seconds'])} s), no polytope needed")
+        elif result.verdict is Verdict.HOLDS and not result.exact and not (
+                split is not None and split["proven"]):
+            lines.append("proven: the slope bound proved every piece whose polytopes were not "
+                         "visited")
         return lines
 
     def _split_summary(self) -> dict | None:
