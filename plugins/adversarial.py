@@ -30,7 +30,7 @@ from polytrav.model.cell import local_model_u
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.bounds.dnf import attack_start, bab_details, decision_margin
-from polytrav.vocabulary.results import AnalysisResult, Status, Verdict
+from polytrav.vocabulary.results import AnalysisResult, Scope, Status, Verdict
 
 __all__ = ["SoftmaxAttack", "softmax"]
 
@@ -62,9 +62,14 @@ class SoftmaxAttack(Analysis):
         neuron-level branch and bound on it first
         (:func:`~polytrav.bounds.dnf.region_bab`). Default True.
 
-    ``verdict`` is HOLDS (robust: every margin is negative), VIOLATED (a point where another
-    class wins, confirmed by a forward pass) or UNKNOWN; ``value`` is the worst margin,
-    ``witness`` the point attaining it, ``details`` its class and softmax probabilities.
+    ``verdict`` is HOLDS (robust: every margin is negative, proven), VIOLATED (a point where
+    another class wins, confirmed by a forward pass) or UNKNOWN. ``witness`` is the point of
+    the largest margin found (``verify``: the first confirmed adversarial point); ``value``
+    and ``details["class"]`` are the margin ``max_{i != label} logit_i - logit_label`` and
+    the class attaining it there, by a forward pass; ``details`` also hold the logits and
+    softmax probabilities there. The value is ``exact`` (the worst margin over the region)
+    only in ``worst`` mode after a complete run with every LP decided; otherwise ``scope``
+    says what it covers (the polytopes visited, or the witness).
     """
 
     name = "softmax_attack"
@@ -195,30 +200,40 @@ class SoftmaxAttack(Analysis):
             self._consider(margin, x, int(i), context)
 
     def finish(self, context) -> AnalysisResult:
-        margin, x, cls = self._best
-        exact = self.exact(context)
+        margin, x, _ = self._best
+        proven = self.exact(context)
         if self._confirmed is not None:
             verdict = Verdict.VIOLATED
             if self.mode == "verify":
-                margin, x, cls = self._confirmed
+                margin, x, _ = self._confirmed
         elif margin > 0:
             verdict = Verdict.VIOLATED_UNCONFIRMED
         else:
-            verdict = Verdict.HOLDS if exact else Verdict.UNKNOWN
+            verdict = Verdict.HOLDS if proven else Verdict.UNKNOWN
+        # verify mode skips what cannot beat 0 (and stops at a first violation): its value is
+        # the witness's, or the largest seen, never the worst over the region
+        exact = proven and self.mode == "worst"
+        scope = (Scope.REGION if exact else
+                 Scope.WITNESS if self.mode == "verify" and verdict is Verdict.VIOLATED
+                 else Scope.VISITED)
         details = {
-            "label": self.label_class, "mode": self.mode, "class": cls,
+            "label": self.label_class, "mode": self.mode, "class": None,
             "objective": "max over x of logit_i(x) - logit_label(x), exact per polytope (LP); "
-                         "probabilities are evaluated at that point, not maximised",
+                         "value, class and probabilities are recomputed by a forward pass at "
+                         "the witness (probabilities are not maximised)",
             "skipped_by_bound": self.skipped, "bab": bab_details(self._bab),
         }
-        if x is not None:
+        value = None
+        if x is not None:  # the margin and class at the witness, by a forward pass
             y = context.network.forward(x)
+            others = np.delete(np.arange(y.shape[0]), self.label_class)
+            cls = int(others[np.argmax(y[others])])
+            value = float(y[cls] - y[self.label_class])
             details.update(logits=y, probabilities=softmax(y))
+            details["class"] = cls
         return AnalysisResult(
-            analysis=self.label, verdict=verdict,
-            value=float(margin) if np.isfinite(margin) else None,
-            witness=x, exact=exact or verdict is Verdict.VIOLATED,
-            n_polytopes=self.n_polytopes, n_solves=self.n_solves,
+            analysis=self.label, verdict=verdict, value=value, witness=x, exact=exact,
+            scope=scope, n_polytopes=self.n_polytopes, n_solves=self.n_solves,
             failures=tuple(self.failures), details=details,
         )
 
@@ -228,9 +243,27 @@ class SoftmaxAttack(Analysis):
         d = result.details
         if result.value is None:
             return [f"no margin was computed: no polytope was visited (label {d['label']})"]
-        lines = [f"worst margin logit[{d['class']}] - logit[{d['label']}] = {fmt(result.value)}: "
-                 + (f"class {d['class']} beats the label {d['label']}" if result.value > 0
-                    else f"the label {d['label']} wins everywhere visited")]
+        c, q = d["class"], d["label"]
+        margin = f"logit[{c}] - logit[{q}] = {fmt(result.value)}"
+        wins = result.value > 0
+        beats = f"class {c} beats the label {q}"
+        if result.scope is Scope.REGION:
+            head = (f"worst margin over the region: {margin} at the witness; "
+                    + (beats if wins else f"the label {q} wins everywhere in the region"))
+        elif result.scope is Scope.WITNESS:
+            head = (f"at the witness (the first adversarial input found, not the worst): "
+                    f"{margin}; {beats}")
+        else:
+            why = ("verify mode skips what cannot beat the label" if d["mode"] == "verify"
+                   else "some LPs were undecided" if result.failures else
+                   "the run did not finish")
+            head = (f"largest margin found: {margin} at the witness ({why}; the worst over the "
+                    "region may be larger); " + (
+                        beats if wins else
+                        f"the label {q} wins everywhere in the region (proven)"
+                        if result.verdict is Verdict.HOLDS else
+                        f"the label {q} wins on the polytopes visited"))
+        lines = [head]
         if "logits" in d:
             lines.append(f"logits there = {vector(d['logits'])}; probabilities "
                          f"{vector(d['probabilities'])}")

@@ -5,10 +5,11 @@ conjunctions ``C_k y <= d_k`` over the outputs ``y`` (VNN-LIB's ``assert`` descr
 this set: ``sat`` means a counterexample exists). Per polytope, where ``y = W x + c``, each
 conjunction is the LP ``maximise t  s.t.  x in polytope ∩ region, C_k (W x + c) + t <= d_k``
 (rows of ``C_k`` scaled to unit norm, ``t <= 1``): ``t* >= 0`` gives a point of the unsafe set.
-The witness is confirmed by a forward pass before the verdict is VIOLATED. A conjunction is
-skipped without an LP when one of its rows cannot be met anywhere on the region's bounding
-box (or at every vertex of the polytope, when the traversal computed them), or decided
-without one when the interior point or a vertex already meets it.
+The witness is confirmed by a forward pass before the verdict is VIOLATED. In ``verify``
+mode a conjunction is skipped without an LP when one of its rows cannot be met anywhere on the
+region's bounding box (or at every vertex of the polytope, when the traversal computed them),
+or decided without one when the interior point or a vertex already meets it; ``all`` mode
+solves every LP, so its largest ``t`` is exact.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from polytrav.host.analysis import (Analysis, CellProblem, Stop, cell_values, ch
 from polytrav.model.cell import local_model_u
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.results import AnalysisResult, Status, Verdict
+from polytrav.vocabulary.results import AnalysisResult, Scope, Status, Verdict
 from polytrav.vocabulary.tolerances import WITNESS_TOL
 
 __all__ = ["LinearProperty"]
@@ -46,7 +47,12 @@ class LinearProperty(Analysis):
         inputs). Default True.
 
     ``verdict``: VIOLATED (confirmed witness), HOLDS (complete, every LP decided) or
-    UNKNOWN; ``value`` is the largest margin ``t`` found (>= 0 means violated).
+    UNKNOWN. ``witness`` is the point of the largest margin found (``verify``: the first
+    confirmed counterexample); ``value`` is the margin there by a forward pass,
+    ``min(1, max_k min(d_k - C_k y))`` (>= 0: ``y`` is unsafe), and ``details["disjunct"]``
+    the ``k`` attaining it. The value is ``exact`` (the largest over the region) only in
+    ``all`` mode after a complete run with every LP decided; otherwise ``scope`` says what it
+    covers (the polytopes visited, or the witness).
     """
 
     name = "linear_property"
@@ -184,12 +190,13 @@ class LinearProperty(Analysis):
             return Stop(f"disjunct {k} met at the start attack's point (margin {t:.3g})")
         Wu, cu = local_model_u(polytope, context.frame)
         values = None
+        shortcuts = self.mode == "verify"  # "all" solves every LP: its largest t is exact
         for k, (C, d) in enumerate(self._pairs):
             M, r = C @ Wu, d - C @ cu
-            if np.any(-np.abs(M).sum(axis=1) > r):  # some row unmeetable on [-1, 1]^d
+            if shortcuts and np.any(-np.abs(M).sum(axis=1) > r):  # a row unmeetable on [-1, 1]^d
                 self.skipped += 1
                 continue
-            V = polytope.vertices
+            V = polytope.vertices if shortcuts else None
             if V is not None:  # slacks at the vertices bound t from both sides
                 S = r[:, None] - M @ V.T
                 if float(S.max(axis=1).min()) < 0:  # some row is violated on the whole cell
@@ -200,7 +207,7 @@ class LinearProperty(Analysis):
             else:
                 t_in = float(np.min(r - M @ context.frame.to_u(polytope.interior_point)))
                 x_in = polytope.interior_point
-            if t_in >= 0:
+            if t_in >= 0 and shortcuts:
                 found = (t_in, x_in)
             else:
                 values = values or cell_values(polytope, context.frame)
@@ -220,24 +227,31 @@ class LinearProperty(Analysis):
 
     def finish(self, context) -> AnalysisResult:
         t, x, k = self._best
-        exact = self.exact(context)
+        proven = self.exact(context)
         if self._confirmed is not None:
             verdict = Verdict.VIOLATED
             t, x, k = self._confirmed if self.mode == "verify" else (t, x, k)
         elif t >= 0:
             verdict = Verdict.VIOLATED_UNCONFIRMED
         else:
-            verdict = Verdict.HOLDS if exact else Verdict.UNKNOWN
+            verdict = Verdict.HOLDS if proven else Verdict.UNKNOWN
+        exact = proven and self.mode == "all"
+        scope = (Scope.REGION if exact else
+                 Scope.WITNESS if self.mode == "verify" and verdict is Verdict.VIOLATED
+                 else Scope.VISITED)
         details = {"disjunct": k, "mode": self.mode, "skipped_by_bound": self.skipped,
                    "bab": bab_details(self._bab)}
-        if x is not None:
-            details["output"] = context.network.forward(x)
+        value = None
+        if x is not None:  # the margin and disjunct at the witness, by a forward pass
+            y = context.network.forward(x)
+            depth = [min(1.0, float(np.min(d - C @ y))) for C, d in self._pairs]
+            k = int(np.argmax(depth))
+            value = depth[k]
+            details.update(disjunct=k, output=y)
         return AnalysisResult(
-            analysis=self.label, verdict=verdict,
-            value=float(t) if np.isfinite(t) else None,
-            witness=x if verdict is not Verdict.HOLDS else None,
-            exact=exact or verdict is Verdict.VIOLATED, n_polytopes=self.n_polytopes,
-            n_solves=self.n_solves, failures=tuple(self.failures), details=details,
+            analysis=self.label, verdict=verdict, value=value, witness=x, exact=exact,
+            scope=scope, n_polytopes=self.n_polytopes, n_solves=self.n_solves,
+            failures=tuple(self.failures), details=details,
         )
 
     def describe(self, result) -> list[str]:
@@ -246,8 +260,13 @@ class LinearProperty(Analysis):
         d = result.details
         if result.value is None:
             return []
-        return [f"largest margin into the unsafe set {fmt(result.value)} (disjunct {d['disjunct']}; "
-                "positive: an output meets it)"]
+        what = {Scope.REGION: "largest margin into the unsafe set over the region",
+                Scope.WITNESS: "margin into the unsafe set at the witness (the first "
+                               "counterexample found, not the largest)",
+                Scope.VISITED: "largest margin into the unsafe set found (the polytopes "
+                               "visited; the region's may be larger)"}[result.scope]
+        return [f"{what}: {fmt(result.value)} (disjunct {d['disjunct']}; at least 0: the output "
+                "there meets it)"]
 
     def combine(self, parts, context) -> AnalysisResult:
         return combine_worst(self, parts, context, stop_at_violation=self.mode == "verify")

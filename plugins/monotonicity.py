@@ -33,7 +33,7 @@ import numpy as np
 
 from polytrav.bounds.slope import slope_bounds
 from polytrav.bounds.split import BoxPiece
-from polytrav.host.analysis import Analysis, Stop, check_witness
+from polytrav.host.analysis import Analysis, Stop, check_witness, pieces_proven
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.host.hookspecs import hookimpl
 from polytrav.vocabulary.results import AnalysisResult, Verdict
@@ -116,7 +116,11 @@ class Monotonicity(Analysis):
         ``Box`` with a backend of the ``milp`` form (``details["milp"]`` says what it did, or
         why it did not run).
 
-    ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes;
+    ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes: ``exact`` (the
+    extremes over the region) only when every polytope of the region was visited (a complete
+    run that neither stopped at a first violation nor skipped pieces by bounds, the input
+    splitting or the MILP); the verdict is final either way (HOLDS proven, VIOLATED with a
+    confirmed pair);
     ``details["violations"]`` lists each violating polytope (index, interior point, slope);
     ``details["witness_pair"]`` is the confirmed pair ``(x, x')``: both in the region,
     ``x'[feature] > x[feature]``, every other coordinate equal, and (by a float64 forward
@@ -522,10 +526,12 @@ class Monotonicity(Analysis):
             verdict = Verdict.VIOLATED if pair is not None else Verdict.VIOLATED_UNCONFIRMED
         else:
             verdict = Verdict.HOLDS if self.exact(context) else Verdict.UNKNOWN
+        # the slopes' extremes are the region's only if every polytope was visited
+        exact = self.exact(context) and seen and not pieces_proven(context)
         return AnalysisResult(
             analysis=self.label, verdict=verdict,
             value={"min_slope": lo if seen else None, "max_slope": hi if seen else None},
-            witness=witness, exact=self.exact(context) or verdict is Verdict.VIOLATED,
+            witness=witness, exact=exact,
             n_polytopes=self.n_polytopes, n_solves=0, failures=tuple(self.failures),
             details={"violations": violations, "witness_pair": pair,
                      "direction": self.direction, "feature": self.feature, "output": self.output,
@@ -543,9 +549,10 @@ class Monotonicity(Analysis):
         want = d["direction"] or "one direction"
         lines = [f"slope of output {d['output']} in x_{d['feature']} ({want}): "
                  f"{len(d['violations'])} violating polytope(s)"]
-        if d["stop_at_first"] and d["witness_pair"] is not None:
-            lines[0] += (f" (stopped at the first: slopes and counts cover the "
-                         f"{result.n_polytopes} polytope(s) visited)")
+        if not result.exact:
+            lines[0] += (f" (slopes and counts cover the {result.n_polytopes} polytope(s) "
+                         "visited" + (", stopped at the first" if d["stop_at_first"]
+                                      and d["witness_pair"] is not None else "") + ")")
         if d["witness_pair"] is not None:
             x1, x2 = d["witness_pair"]
             lines.append(f"pair: x = {vector(x1)} and x' = {vector(x2)} "
@@ -558,6 +565,10 @@ class Monotonicity(Analysis):
         if milp is not None and milp.get("verdict") == "holds":
             lines.append(f"proven by a MILP over the region ({milp['binaries']} binaries, "
                          f"{fmt(milp['seconds'])} s), no polytope needed")
+        elif result.verdict is Verdict.HOLDS and not result.exact and not (
+                split is not None and split["proven"]):
+            lines.append("proven: the slope bound proved every piece whose polytopes were not "
+                         "visited")
         return lines
 
     def _split_summary(self) -> dict | None:

@@ -59,7 +59,9 @@ class OutputRange(Analysis):
         A linear function of the outputs instead of one output.
 
     The result's ``value`` is ``{"min": ..., "max": ...}``; ``details`` hold ``argmin`` and
-    ``argmax`` (input points), and ``witness`` is the arg-max.
+    ``argmax`` (input points), and ``witness`` is the arg-max. The range is ``exact`` after a
+    complete run with every LP decided; otherwise (a budget, Ctrl-C, a lost LP) it is the
+    smallest and largest value found (``scope`` ``visited``), inside the true range.
     """
 
     name = "output_range"
@@ -159,7 +161,9 @@ class OutputRange(Analysis):
         lo, hi = result.details.get("argmin"), result.details.get("argmax")
         if lo is None or hi is None:
             return ["no polytope was visited: no value"]
-        return [f"at x = {vector(lo)} (the minimum) and {vector(hi)} (the maximum)"]
+        what = ("the minimum", "the maximum") if result.exact else ("the smallest found",
+                                                                    "the largest found")
+        return [f"at x = {vector(lo)} ({what[0]}) and {vector(hi)} ({what[1]})"]
 
     def combine(self, parts, context) -> AnalysisResult:
         inf = float("inf")

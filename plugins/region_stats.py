@@ -26,7 +26,8 @@ class RegionStats(Analysis):
 
     ``value`` is ``{"polytopes", "per_level", "min_radius", "volume_share_sum"}``;
     ``details["polytopes"]`` lists ``(index, parent, code, volume_share)``; ``details["edges"]``
-    the one-flip adjacency pairs.
+    the one-flip adjacency pairs. ``exact`` after a complete run; otherwise the counts are
+    of the polytopes visited (``scope`` ``visited``).
     """
 
     name = "region_stats"
@@ -84,7 +85,8 @@ class RegionStats(Analysis):
         from polytrav.vocabulary.text import fmt
 
         v = result.value
-        return [f"{v['polytopes']} polytopes (per level {v['per_level']}), smallest Chebyshev "
+        visited = "" if result.exact else " visited"
+        return [f"{v['polytopes']} polytopes{visited} (per level {v['per_level']}), smallest Chebyshev "
                 f"radius {fmt(v['min_radius'])}"]
 
     def combine(self, parts, context) -> AnalysisResult:

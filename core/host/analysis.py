@@ -29,7 +29,8 @@ import numpy as np
 from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Ball, Box, Region
 from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.results import DECIDED, AnalysisResult, SolveResult, Status, Verdict
+from polytrav.vocabulary.results import (DECIDED, AnalysisResult, Scope, SolveResult, Status,
+                                         Verdict)
 from polytrav.model.cell import cell_rows
 from polytrav.vocabulary.tolerances import WITNESS_TOL
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "combined_verdict",
            "combine_worst", "cell_values", "linear_cell_subproblem", "check_witness",
-           "corner_ascent"]
+           "corner_ascent", "pieces_proven"]
 
 
 # ---------------------------------------------------------------- directives
@@ -261,7 +262,11 @@ class Analysis:
         return res
 
     def exact(self, context: "RunContext") -> bool:
-        """Whether the run's answer is proven: a complete traversal and no failed solve."""
+        """Whether the run's answer is proven: a complete traversal and no failed solve.
+
+        An analysis whose value needs polytopes the run may skip (pieces proven by bounds
+        for a verdict, a stop at the first violation) reports its value exact only when none
+        was skipped (:func:`pieces_proven`)."""
         return context.complete and not self.failures
 
     # -------------------------------------------------------- hook implementations
@@ -314,6 +319,11 @@ def combined_verdict(parts: list[AnalysisResult], exact: bool) -> Verdict:
     return Verdict.HOLDS if exact else Verdict.UNKNOWN
 
 
+def pieces_proven(context: "RunContext") -> int:
+    """Pieces the run skipped whole because bounds proved them (their polytopes unvisited)."""
+    return int(sum(context.traversal.stats.proven or ()))
+
+
 def combine_worst(analysis: "Analysis", parts: list[AnalysisResult], context: "RunContext",
                   stop_at_violation: bool, sums: tuple[str, ...] = ("skipped_by_bound",)
                   ) -> AnalysisResult:
@@ -321,21 +331,25 @@ def combine_worst(analysis: "Analysis", parts: list[AnalysisResult], context: "R
 
     The largest value wins (its witness and details come along); with
     ``stop_at_violation`` (verification modes) the first confirmed violation wins instead.
-    ``sums`` name integer details that add up across parts.
+    ``sums`` name integer details that add up across parts. The value is exact when every
+    part's was and the run is complete; the verdict is HOLDS when the run is complete and no
+    subproblem failed (each part proved its pieces).
     """
     failures = [f for p in parts for f in p.failures]
-    exact = context.complete and not failures
-    verdict = combined_verdict(parts, exact)
+    proven = context.complete and not failures
+    exact = proven and all(p.exact for p in parts)
+    verdict = combined_verdict(parts, proven)
     if stop_at_violation and verdict is Verdict.VIOLATED:
         best = next(p for p in parts if p.verdict is Verdict.VIOLATED)
     else:
         best = max(parts, key=lambda p: -np.inf if p.value is None else p.value, default=None)
     details = dict(best.details) if best is not None else {}
     details.update({k: sum(p.details.get(k, 0) for p in parts) for k in sums})
+    scope = (Scope.REGION if exact else
+             Scope.WITNESS if stop_at_violation and verdict is Verdict.VIOLATED else Scope.VISITED)
     return analysis.merged(
         parts, context, verdict=verdict, value=None if best is None else best.value,
-        witness=None if best is None or verdict is Verdict.HOLDS else best.witness,
-        exact=exact or verdict is Verdict.VIOLATED, details=details)
+        witness=None if best is None else best.witness, exact=exact, scope=scope, details=details)
 
 
 # ---------------------------------------------------------------- the cell in cvxpy

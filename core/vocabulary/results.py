@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Answer", "Status", "SOLUTION_PRESENT", "NO_SOLUTION", "DECIDED", "SolveResult", "Verdict",
-           "AnalysisResult", "jsonable", "to_json"]
+           "Scope", "AnalysisResult", "jsonable", "to_json"]
 
 
 class Status(str, enum.Enum):
@@ -83,6 +83,17 @@ class Verdict(str, enum.Enum):
         return self.value
 
 
+class Scope(str, enum.Enum):
+    """What an :class:`AnalysisResult`'s ``value`` covers."""
+
+    REGION = "region"  #: the whole region asked: the value is proven (``exact``)
+    VISITED = "visited"  #: the polytopes visited (a budget, Ctrl-C, a lost LP, skipped pieces)
+    WITNESS = "witness"  #: the witness point only (the run stopped at a first violation)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Answer(str, enum.Enum):
     """The answer of a verification instance, in VNN-COMP's words."""
 
@@ -125,9 +136,13 @@ class AnalysisResult:
     """One analysis's answer over the region.
 
     ``verdict`` is set by property checks (``None`` for measurements such as an output
-    range); ``exact`` is True iff the traversal was complete (or soundly pruned) and every
-    subproblem was decided, so ``value`` is the proven answer. ``value`` is the analysis's
-    own summary (a number or a dict of numbers), ``witness`` the input point that attains or
+    range); ``exact`` is True iff ``value`` is proven for the whole region asked (a complete
+    traversal, or one soundly pruned for this value, and every subproblem decided). ``scope``
+    says what ``value`` covers (:class:`Scope`): ``region`` when exact, else ``visited`` (the
+    polytopes visited) or ``witness`` (the witness point, where the run stopped at a first
+    violation); left ``None`` it follows ``exact``. A verdict is final whatever the scope:
+    HOLDS is proven, VIOLATED has a confirmed witness. ``value`` is the analysis's own
+    summary (a number or a dict of numbers), ``witness`` the input point that attains or
     violates it, ``details`` JSON-safe extras, ``failures`` the undecided subproblems.
     """
 
@@ -140,6 +155,15 @@ class AnalysisResult:
     n_solves: int = 0
     failures: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    scope: Scope | None = None
+
+    def __post_init__(self) -> None:
+        scope = (Scope.REGION if self.exact else Scope.VISITED) if self.scope is None \
+            else Scope(self.scope)
+        if self.exact != (scope is Scope.REGION):
+            raise ValueError(f"AnalysisResult {self.analysis!r}: exact={self.exact} with scope "
+                             f"{scope.value!r}; a value is exact iff it covers the whole region")
+        object.__setattr__(self, "scope", scope)
 
     def __str__(self) -> str:
         from polytrav.vocabulary.text import describe_result
@@ -149,7 +173,7 @@ class AnalysisResult:
     def __repr__(self) -> str:
         verdict = "" if self.verdict is None else f" {self.verdict.value}"
         value = self.value if not isinstance(self.value, float) else f"{self.value:.6g}"
-        exact = "" if self.exact else " (inexact)"
+        exact = "" if self.exact else f" (inexact: {self.scope.value})"
         return f"AnalysisResult({self.analysis!r}{verdict}, value={value}{exact})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +184,7 @@ class AnalysisResult:
             "value": jsonable(self.value),
             "witness": jsonable(self.witness),
             "exact": self.exact,
+            "scope": self.scope.value,
             "n_polytopes": self.n_polytopes,
             "n_solves": self.n_solves,
             "failures": list(self.failures),

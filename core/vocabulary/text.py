@@ -1,7 +1,8 @@
 """Text of results: numbers, points, activation codes and one result's readable lines.
 
 :func:`describe_result` is what ``print(result)`` shows (and, per result, ``print(report)``,
-see :mod:`polytrav.host.summary`): the answer (verdict, value, exact or not), what the
+see :mod:`polytrav.host.summary`): the answer (verdict, value, and what the value covers: the
+region when exact, else the polytopes visited or the witness), what the
 analysis says about it (:meth:`polytrav.Analysis.describe`), the witness point (its first
 coordinates; every one is in ``to_dict()`` / ``--json``), the network's output there and the
 activation code of the polytope it lies in (by a forward pass).
@@ -12,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from polytrav.vocabulary.results import AnalysisResult, Verdict
+from polytrav.vocabulary.results import AnalysisResult, Scope, Verdict
 
-__all__ = ["describe_result", "fmt", "vector", "code_string", "SHOWN"]
+__all__ = ["describe_result", "coverage", "fmt", "vector", "code_string", "SHOWN"]
 
 #: Coordinates of a point shown in text; the rest are elided (all are in the JSON).
 SHOWN = 6
@@ -72,17 +73,24 @@ def _value(value) -> str:
     return f"value {fmt(value)}"
 
 
+def coverage(result: AnalysisResult) -> str:
+    """What ``result.value`` covers, in words: ``exact``, or why not and what instead."""
+    if result.exact:
+        return "exact"
+    n = result.n_polytopes
+    if result.scope is Scope.WITNESS:
+        return f"NOT exact: at the witness only, found after {n} polytope(s)"
+    why = f"; {len(result.failures)} undecided subproblem(s)" if result.failures else ""
+    return f"NOT exact: found over the {n} polytope(s) visited{why}"
+
+
 def describe_result(result: AnalysisResult, analysis=None, network=None) -> list[str]:
     """The lines of one result (see the module doc)."""
     head = f"{result.analysis}: "
     if result.verdict is not None:
         head += _VERDICTS[result.verdict] + ", "
     head += _value(result.value)
-    if result.exact:
-        head += " (exact)"
-    else:
-        why = f"{len(result.failures)} undecided subproblem(s)" if result.failures else "partial run"
-        head += f" (NOT exact: {why})"
+    head += f" ({coverage(result)})"
     lines = [head]
     if analysis is not None:
         lines += ["  " + line for line in analysis.describe(result)]

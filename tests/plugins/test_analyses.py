@@ -327,7 +327,8 @@ def test_the_printed_answers_agree_with_a_forward_pass():
     assert f"min {fmt(y_lo)}, max {fmt(y_hi)}" in text
     y = net.forward(att.witness)
     cls = int(np.argmax(y[1:]) + 1)
-    assert f"worst margin logit[{cls}] - logit[0] = {fmt(y[cls] - y[0])}" in text
+    assert f"worst margin over the region: logit[{cls}] - logit[0] = {fmt(y[cls] - y[0])}" in text
+    assert att.details["class"] == cls and att.value == y[cls] - y[0]
     assert f"witness x = {vector(att.witness)}" in text
     assert f"activation code {code_string(net.activation_code(att.witness))}" in text
     assert (f"from x0 (class {int(np.argmax(net.forward(x0)))}) to the nearest input of class "

@@ -43,11 +43,11 @@ def test_stop_at_first_agrees_with_brute_force(seed, direction):
     res = analyze(net, box, Monotonicity(feature, direction, output, stop_at_first=True))[0]
     if seed >= 4:
         assert bool(wrong) is bool(direction == "decreasing" and max(slopes) > SLOPE_EPS)
-    if wrong:
-        assert res.verdict is Verdict.VIOLATED and res.exact
+    if wrong:  # stopped at the first: the slopes cover the polytopes visited, not the region
+        assert res.verdict is Verdict.VIOLATED and not res.exact and res.scope == "visited"
         assert_real_pair(net, box, res, feature, output, direction)
-    else:
-        assert res.verdict is Verdict.HOLDS and res.exact
+    else:  # proven; the slopes are the region's only if no piece was skipped by the bound
+        assert res.verdict is Verdict.HOLDS and res.exact == (res.n_polytopes == len(slopes))
         # sampled finite differences agree: no pair along the feature goes the wrong way
         rng = np.random.default_rng(seed)
         X = rng.uniform(-1, 1 - 1e-3, (2000, 2))
@@ -67,7 +67,8 @@ def test_stop_at_first_visits_fewer_polytopes():
     assert full[0].verdict is Verdict.VIOLATED and full.complete
     first = analyze(net, box, Monotonicity(0, "increasing", stop_at_first=True))
     res = first[0]
-    assert res.verdict is Verdict.VIOLATED and res.exact
+    assert res.verdict is Verdict.VIOLATED and not res.exact  # slopes of the polytopes visited
+    assert "(NOT exact: found over the" in str(first) and "(exact)" not in str(first)
     assert first.status is TraversalStatus.STOPPED and first.decided
     assert res.n_polytopes < full[0].n_polytopes / 10, (res.n_polytopes, full[0].n_polytopes)
     assert len(res.details["violations"]) >= 1
@@ -90,7 +91,8 @@ def test_holds_needs_every_polytope():
     assert cut[0].verdict is Verdict.UNKNOWN and not cut[0].exact
     # the slope bound proves pieces (here the whole region: non-negative weights)
     bounded = analyze(mono, box, Monotonicity(0, "increasing", stop_at_first=True))
-    assert bounded[0].verdict is Verdict.HOLDS and bounded[0].exact and bounded.complete
+    # proven, but the slopes cover only the polytopes the bound left to visit
+    assert bounded[0].verdict is Verdict.HOLDS and not bounded[0].exact and bounded.complete
     assert bounded[0].n_polytopes < full[0].n_polytopes
 
 
@@ -113,7 +115,9 @@ def test_the_slope_bound_never_skips_a_violating_polytope(seed):
         rep = analyze(net, box, Monotonicity(feature, direction, output, bounds=True))
         res = rep[0]
         assert len(res.details["violations"]) == len(wrong), (direction, rep.stats["pruned"])
-        assert res.verdict is (Verdict.VIOLATED if wrong else Verdict.HOLDS) and res.exact
+        assert res.verdict is (Verdict.VIOLATED if wrong else Verdict.HOLDS)
+        # the slopes' extremes are the region's only when the bound skipped no piece
+        assert res.exact == (sum(rep.stats["proven"]) == 0) == (res.n_polytopes == len(slopes))
         assert res.n_polytopes + 0 <= len(slopes)
 
 
@@ -124,7 +128,7 @@ def test_runs_in_parts_keep_the_confirmed_pair(parts):
     rep = analyze(net, box, Monotonicity(0, "increasing", stop_at_first=True),
                   executor=SerialExecutor(), parts=parts)
     res = rep[0]
-    assert res.verdict is Verdict.VIOLATED and res.exact
+    assert res.verdict is Verdict.VIOLATED and not res.exact  # stopped: the parts visited
     assert_real_pair(net, box, res, 0, 0, "increasing")
     assert res.details["confirmed"] is not None
     i, _, slope, pair = res.details["confirmed"]

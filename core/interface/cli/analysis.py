@@ -25,12 +25,12 @@ def _print_report(report, as_json: bool) -> None:
 
 
 def _report_exit(report) -> int:
-    """1 if an analysis found a confirmed violation; 2 if any answer is not final; else 0."""
+    """1 if an analysis found a confirmed violation; 2 if any answer is not final (a verdict
+    other than HOLDS, or a measurement that is not exact); else 0."""
     if any(r.verdict is Verdict.VIOLATED for r in report.results):
         return EXIT_VIOLATED
-    if report.partial or any(not r.exact or r.verdict in (Verdict.UNKNOWN,
-                                                          Verdict.VIOLATED_UNCONFIRMED)
-                             for r in report.results):
+    if report.partial or any(r.verdict is not Verdict.HOLDS if r.verdict is not None
+                             else not r.exact for r in report.results):
         return EXIT_PARTIAL
     return EXIT_HOLDS
 
