@@ -17,9 +17,10 @@ from polytrav.verification.verify import check_with_onnxruntime, verify
 
 pytestmark = pytest.mark.integration
 
-#: Seconds for the MNIST instances that must be decided: a guard with wide slack (they take
-#: 10-35 s of CPU idle; the stages' shares of the time left, e.g. the branch-and-bound probe's
-#: 30 %, must still suffice on a machine several times slower). Their point is the answer.
+#: Seconds for the MNIST instances that must be decided: a guard with wide slack. They took
+#: 10-90 s of CPU on a machine loaded 6 times over, and 60-120 s budgets timed out there: the
+#: stages get shares of the time left (the branch-and-bound probe 30 %). Their point is the
+#: answer, not the time.
 DECIDE = 1200
 
 
