@@ -112,19 +112,16 @@ def test_cli_regions_counts_lists_and_plots(tmp_path):
 
 def test_the_paper_figures_example_runs(tmp_path):
     """examples/paper_figures.py trains its networks and writes Figures 1, 3 and 4."""
-    import os
     import subprocess
     import sys
     from pathlib import Path
 
     pytest.importorskip("torch")
     script = Path(__file__).resolve().parents[2] / "examples" / "paper_figures.py"
-    # one torch thread: its threads spun on the cores the other test workers use (50 CPU s
-    # with them, 25 s without, on a loaded machine); the timeout is a guard only, wide
-    # because that run took 115 s of wall time there
+    # the timeout is a guard only, wide: the run took 115 s of wall time on a loaded machine
+    # (25 CPU s with one OpenMP thread, as conftest.py sets)
     res = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--epochs", "300"],
-                         capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+                         capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     for name in ("figure1.png", "figure3.png", "figure4.png"):
         px = pixels(tmp_path / name)
