@@ -10,6 +10,19 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD", "1")
+# One OpenMP thread per test process (torch, imported later, and the subprocesses that tests
+# start): with -n auto the workers fill the cores already, and more threads spun on each
+# other's cores (the paper-figures example used 50 CPU s with them, 25 s without).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+try:  # Hypothesis: no test depends on the machine's speed (no deadline, no "too slow" check)
+    from hypothesis import HealthCheck, settings
+except ImportError:  # pragma: no cover - the dev extra installs it
+    pass
+else:
+    settings.register_profile("polytrav", deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("polytrav")
 
 #: The shared data folder (``../shared/data`` next to the repo).
 DATA_DIR = Path(__file__).resolve().parent.parent / "shared" / "data"

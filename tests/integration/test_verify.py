@@ -17,6 +17,12 @@ from polytrav.verification.verify import check_with_onnxruntime, verify
 
 pytestmark = pytest.mark.integration
 
+#: Seconds for an instance that must be decided: a guard with wide slack. The MNIST ones took
+#: 10-90 s of CPU on a machine loaded 6 times over, and 60-120 s budgets timed out there: the
+#: stages get shares of the time left (the branch-and-bound probe 30 %, the deep input
+#: splitting 25 %). The point of these tests is the answer, not the time.
+DECIDE = 1200
+
 
 @pytest.fixture(scope="module")
 def acas(data_dir):
@@ -45,10 +51,10 @@ def test_property_3_on_1_7_is_violated_at_the_start_attack(acas):
     kind of point in its first polytope."""
     onnx, prop, truth = acas
     assert truth[("1_7", "3")] == "sat"
-    result = verify(onnx("1_7"), prop(3), timeout=60)
+    result = verify(onnx("1_7"), prop(3), timeout=DECIDE)
     assert result.answer == "sat" and result.polytopes == 0
     assert result.reason == "input region 0 (start attack)"
-    traversed = verify(onnx("1_7"), prop(3), timeout=60,
+    traversed = verify(onnx("1_7"), prop(3), timeout=DECIDE,
                        confirm=_refuse_once())
     assert traversed.answer == "sat" and traversed.polytopes == 1
     spec = read_vnnlib(prop(3))
@@ -63,15 +69,15 @@ def test_property_4_on_3_3_holds_like_the_ground_truth(acas):
     """Property 4 fixes one input (zero-width box coordinate): traversed in its affine hull."""
     onnx, prop, truth = acas
     assert truth[("3_3", "4")] == "unsat"
-    result = verify(onnx("3_3"), prop(4), timeout=60, bounds=False)
+    result = verify(onnx("3_3"), prop(4), timeout=DECIDE, bounds=False)
     assert result.answer == "unsat" and result.polytopes > 100 and result.reason == ""
     assert result.proven == 0  # plain traversal: every polytope visited
-    bounded = verify(onnx("3_3"), prop(4), timeout=60, split=False)
+    bounded = verify(onnx("3_3"), prop(4), timeout=DECIDE, split=False)
     assert bounded.answer == "unsat" and bounded.proven >= 1
     assert bounded.polytopes < result.polytopes
     pieces = [p for r in bounded.reports for p in r.stats["proven_pieces"]]  # no volumes: a
     assert pieces and all(share is None for _, _, share in pieces)  # statistic verify drops
-    split = verify(onnx("3_3"), prop(4), timeout=60)
+    split = verify(onnx("3_3"), prop(4), timeout=DECIDE)
     assert split.answer == "unsat" and split.split["proven"] >= 1
 
 
@@ -80,7 +86,7 @@ def test_property_7_on_1_9_is_violated_found_by_input_splitting(acas):
     worst-first input splitting meets the counterexample within a few hundred boxes."""
     onnx, prop, truth = acas
     assert truth[("1_9", "7")] == "sat"
-    result = verify(onnx("1_9"), prop(7), timeout=60)
+    result = verify(onnx("1_9"), prop(7), timeout=DECIDE)
     assert result.answer == "sat" and result.split["boxes"] <= 1000
     case = read_vnnlib(prop(7)).cases[0]
     ok, _ = check_with_onnxruntime(onnx("1_9"), result.counterexample, case.unsafe, tol=0.0)
@@ -118,7 +124,7 @@ def test_mnistfc_counterexample_found_only_by_the_random_restarts(data_dir):
 
     net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_9_0.05.vnnlib"
-    result = verify(net_path, prop, timeout=60)
+    result = verify(net_path, prop, timeout=DECIDE)
     assert result.answer == "sat" and result.polytopes <= 1
     case = read_vnnlib(prop).cases[0]
     ok, _ = check_with_onnxruntime(net_path, result.counterexample, case.unsafe, tol=0.0)
@@ -139,8 +145,8 @@ def test_mnistfc_counterexample_found_only_by_the_random_restarts(data_dir):
 def test_cli_prints_sat_with_the_counterexample_and_exits_1(acas, tmp_path):
     onnx, prop, _ = acas
     cex = tmp_path / "cex.txt"
-    res = CliRunner().invoke(main, ["verify", str(onnx("1_7")), str(prop(3)), "--timeout", "60",
-                                    "--counterexample", str(cex)])
+    res = CliRunner().invoke(main, ["verify", str(onnx("1_7")), str(prop(3)), "--timeout",
+                                    str(DECIDE), "--counterexample", str(cex)])
     assert res.exit_code == 1, res.output
     assert res.output.splitlines()[0] == "sat" and "counterexample input" in res.output
     text = cex.read_text().split()
@@ -194,7 +200,7 @@ def test_cli_bad_input_is_named_and_exits_4(acas, tmp_path, problem, message):
 def test_cli_batch_writes_a_results_csv(acas, tmp_path):
     onnx, prop, truth = acas
     inst = tmp_path / "instances.csv"
-    inst.write_text(f"{onnx('1_7')},{prop(3)},60\n{onnx('3_3')},{prop(4)},60\n")
+    inst.write_text(f"{onnx('1_7')},{prop(3)},{DECIDE}\n{onnx('3_3')},{prop(4)},{DECIDE}\n")
     out = tmp_path / "results.csv"
     res = CliRunner().invoke(main, ["verify", "--instances", str(inst), "--results", str(out)])
     assert res.exit_code == 1, res.output  # a batch with a sat instance exits as sat
@@ -222,12 +228,13 @@ def test_mnistfc_counterexample_found_by_neuron_branch_and_bound(data_dir):
     branch and bound finds it, and onnxruntime confirms it."""
     net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_0_0.05.vnnlib"
-    result = verify(net_path, prop, timeout=100)
+    result = verify(net_path, prop, timeout=DECIDE)
     assert result.answer == "sat"
     ok, _ = check_with_onnxruntime(net_path, result.counterexample,
                                    read_vnnlib(prop).cases[0].unsafe, tol=0.0)
     assert ok
-    without = CliRunner().invoke(main, ["verify", str(net_path), str(prop), "--timeout", "10",
+    # a budget that must run out: a slower machine only makes it surer
+    without = CliRunner().invoke(main, ["verify", str(net_path), str(prop), "--timeout", "3",
                                         "--no-bab"])
     assert without.exit_code == 3 and without.output.startswith("timeout"), without.output
 
@@ -236,13 +243,13 @@ def test_mnistfc_proven_by_the_region_milp(data_dir, monkeypatch):
     """2021 256x2 prop_3_0.03 holds (five tools proved it in 2021); the bounds leave 84
     neurons unstable over its box, branch and bound alone did not decide it in 120 s, and
     one MILP per conjunction (``polytrav.bounds.milp``) proves it. The branch-and-bound probe
-    that runs first (30 % of the time left, about 36 s here) is skipped: the benchmark runs it."""
+    that runs first (30 % of the time left) is skipped: the benchmark runs it."""
     from polytrav.bounds import dnf
 
     monkeypatch.setattr(dnf, "BAB_PROBE_SHARE", 0.0)
     net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_3_0.03.vnnlib"
-    result = verify(net_path, prop, timeout=120)
+    result = verify(net_path, prop, timeout=DECIDE)
     assert result.answer == "unsat", result.reason
     bab = result.reports[0][0].details["bab"]
     assert bab["method"] == "milp" and bab["verdict"] == "holds" and bab["binaries"] == 84
@@ -259,17 +266,19 @@ def test_deep_mnist_image_proven_robust_by_neuron_branch_and_bound(data_dir):
     images = np.load(data_dir / "mnist" / "mnist_test.npz")
     x0, label = images["images"][7].reshape(-1) / 255.0, int(images["labels"][7])
     region = Ball(x0, 0.01, norm="inf") & Box(0.0, 1.0)
-    report = analyze(net, region, SoftmaxAttack(label, mode="verify"), time_limit=100)
+    report = analyze(net, region, SoftmaxAttack(label, mode="verify"), time_limit=DECIDE)
     assert report[0].verdict is Verdict.HOLDS and report.complete
     assert report[0].details["bab"]["verdict"] == "holds"
-    without = analyze(net, region, SoftmaxAttack(label, mode="verify", bab=False), time_limit=5)
+    # a budget that must run out (a slower machine only makes it surer); not max_polytopes=20,
+    # which had not ended after 10 minutes (on a loaded machine)
+    without = analyze(net, region, SoftmaxAttack(label, mode="verify", bab=False), time_limit=3)
     assert without[0].verdict is Verdict.UNKNOWN
     # image 8 is misclassified already: the start attack meets the unsafe set, so the branch
     # and bound does not search (0 nodes) and the traversal confirms the point
     x8, label8 = images["images"][8].reshape(-1) / 255.0, int(images["labels"][8])
     assert np.argmax(net.forward(x8)) != label8
     report = analyze(net, Ball(x8, 0.01, norm="inf") & Box(0.0, 1.0),
-                     SoftmaxAttack(label8, mode="verify"), time_limit=100)
+                     SoftmaxAttack(label8, mode="verify"), time_limit=DECIDE)
     result = report[0]
     assert result.verdict is Verdict.VIOLATED and result.details["bab"]["nodes"] == 0
     assert np.argmax(net.forward(result.witness)) != label8
@@ -309,7 +318,7 @@ def test_the_start_attack_reaches_the_robot_counterexamples(data_dir, k):
     region = Box(case.lower, case.upper)
     x = dnf.attack_start(pairs, net, region)
     assert dnf.unsafe_distance(pairs, net.forward(x)[None, :])[0] < 0
-    result = verify(onnx, query, timeout=60)
+    result = verify(onnx, query, timeout=DECIDE)
     assert result.answer == "sat"
     ok, _ = check_with_onnxruntime(onnx, result.counterexample, case.unsafe, tol=0.0)
     assert ok

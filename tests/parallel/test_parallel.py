@@ -116,6 +116,7 @@ def dask_client():
 
 
 def test_dask_cluster_traversal_equals_the_serial_run(serial, example_plugin, dask_client):
+    dask_client.wait_for_workers(2)  # both up (a worker killed by a test before restarts)
     report = analyze(NET, REGION, analyses(example_plugin), executor=dask_client.get_executor())
     assert_same(serial, report)
     assert report.stats["workers"] == 2

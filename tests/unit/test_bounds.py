@@ -346,22 +346,38 @@ def instances(n: int, seed: int = 7):
         yield case, net, Box(lo, hi), unsafe
 
 
-def mismatches(n: int) -> tuple[list, int, int]:
-    """Cases where the pruned verdict differs from the full traversal's or the MILP's."""
-    bad, pruned_any, violated = [], 0, 0
-    for case, net, region, unsafe in instances(n):
+@pytest.fixture(scope="module")
+def truth():
+    """The 24 instances with their exact verdicts: the full traversal's, which a MILP confirms.
+
+    Computed once (before any test patches the bounds or the attack), for the tests below."""
+    known, violated = [], 0
+    for case, net, region, unsafe in instances(24):
         full = analyze(net, region, LinearProperty(unsafe, bounds=False))
         milp = milp_linear_dnf_feasible(net, unsafe, region.lower, region.upper)
+        assert full[0].verdict.value in ("holds", "violated"), case  # final
         assert milp.feasible == (full[0].verdict.value == "violated"), case
         violated += milp.feasible
+        known.append((case, net, region, unsafe, full[0].verdict))
+    assert 0 < violated < 24  # both answers occur
+    return known
+
+
+def mismatches(truth, first: bool = False) -> tuple[list, int]:
+    """Cases where the pruned verdict differs from the exact one (only the first if ``first``),
+    and how many pruned runs proved a piece."""
+    bad, pruned_any = [], 0
+    for case, net, region, unsafe, verdict in truth:
         for order in ("bfs", "best-first"):
             pruned = analyze(net, region, LinearProperty(unsafe), order=order)
             final = ("holds", "violated")  # verify mode: the verdict is the answer
-            assert pruned[0].verdict.value in final and full[0].verdict.value in final
-            if pruned[0].verdict != full[0].verdict:
+            assert pruned[0].verdict.value in final
+            if pruned[0].verdict != verdict:
                 bad.append((case, order))
+                if first:
+                    return bad, pruned_any
             pruned_any += sum(pruned.stats["proven"]) > 0
-    return bad, pruned_any, violated
+    return bad, pruned_any
 
 
 def _without_the_attack(monkeypatch):
@@ -372,21 +388,21 @@ def _without_the_attack(monkeypatch):
 
 
 @pytest.mark.parametrize("attack", [True, False])
-def test_pruned_verdicts_equal_full_traversal_and_milp(monkeypatch, attack):
+def test_pruned_verdicts_equal_full_traversal_and_milp(monkeypatch, truth, attack):
     if not attack:
         _without_the_attack(monkeypatch)
-    bad, pruned_any, violated = mismatches(24)
+    bad, pruned_any = mismatches(truth)
     assert bad == []
-    assert 0 < violated < 24 and pruned_any > 10  # both answers occur, and pruning happened
+    assert pruned_any > 10  # pruning happened
 
 
-def test_a_forced_unsound_margin_is_caught(monkeypatch):
+def test_a_forced_unsound_margin_is_caught(monkeypatch, truth):
     """Fault injection: margins shifted up by 1 prune violated pieces; the comparison sees it."""
     _without_the_attack(monkeypatch)
     real = LinearProperty.piece_margin
     monkeypatch.setattr(LinearProperty, "piece_margin",
                         lambda self, piece, context: real(self, piece, context) + 1.0)
-    bad, _, _ = mismatches(24)
+    bad, _ = mismatches(truth, first=True)
     assert bad, "an unsound bound went unnoticed"
 
 

@@ -11,6 +11,9 @@ from polytrav.solvers.highs import HighsBackend
 
 #: the leaves' LP backend chain (a run passes its own, ``context.backends("lp")``)
 LP = [HighsBackend()]
+#: Seconds for a search that must decide: a guard with wide slack (branch and bound has no
+#: node budget; an instance that takes 7 s of CPU took 55 s of wall time on a loaded machine)
+DECIDE = 600
 
 CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (4, [6, 6, 6, 6, 6], 4),
          (6, [8, 8, 8, 8], 4)]
@@ -40,7 +43,7 @@ def test_verdict_equals_the_milp(seed):
     truth = milp_min_margin(net, lo, hi, C)
     if abs(truth) < 1e-6:
         pytest.skip("margin too close to 0 to call")
-    out = prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=60, lp_backends=LP)
+    out = prove_margins(net, lo, hi, C, np.zeros(len(C)), time_limit=DECIDE, lp_backends=LP)
     assert out.verdict == ("holds" if truth > 0 else "violated"), (out, truth)
     if out.verdict == "violated":
         x = out.counterexample
@@ -60,8 +63,8 @@ def test_every_node_bound_holds_on_samples(seed):
     corners = np.where(rng.random((500, lo.size)) < 0.5, lo, hi)
     bab.set_debug_samples(np.vstack([X, corners]))
     bab.attack = False  # counterexamples then come from leaf LPs only: more nodes are checked
-    verdict, _ = bab.run(time_limit=30)
-    assert verdict in ("robust", "violated", "timeout")
+    verdict, _ = bab.run(time_limit=DECIDE)  # the whole search is checked, however slow
+    assert verdict in ("robust", "violated")
     assert bab.stats["debug_checks"] > 0
 
 
@@ -82,7 +85,7 @@ def test_loose_bounds_are_caught():
     bab.attack = False
     bab.set_debug_samples(np.random.default_rng(0).uniform(lo, hi, (4000, lo.size)))
     with pytest.raises(AssertionError, match="bound violated"):
-        bab.run(time_limit=30)
+        bab.run(time_limit=DECIDE)
 
 
 def test_time_limit_and_affine_networks():
@@ -132,7 +135,7 @@ def test_conjunctions_verdict_equals_the_milp(seed):
     d = np.concatenate([d for _, d in pairs])
     ends = np.cumsum([len(c) for c, _ in pairs])
     groups = [np.arange(e - len(c), e) for e, (c, _) in zip(ends, pairs)]
-    out = prove_margins(net, lo, hi, C, d, time_limit=60, lp_backends=LP, groups=groups)
+    out = prove_margins(net, lo, hi, C, d, time_limit=DECIDE, lp_backends=LP, groups=groups)
     assert out.verdict == ("violated" if truth.feasible else "holds"), (out, truth)
     if out.verdict == "violated":
         y = net.forward(out.counterexample)
