@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from budgets import DECIDE
 from click.testing import CliRunner
 
 from polytrav import ConfigError, Network
@@ -16,12 +17,6 @@ from polytrav.verification.vnnlib import read_vnnlib
 from polytrav.verification.verify import check_with_onnxruntime, verify
 
 pytestmark = pytest.mark.integration
-
-#: Seconds for an instance that must be decided: a guard with wide slack. The MNIST ones took
-#: 10-90 s of CPU on a machine loaded 6 times over, and 60-120 s budgets timed out there: the
-#: stages get shares of the time left (the branch-and-bound probe 30 %, the deep input
-#: splitting 25 %). The point of these tests is the answer, not the time.
-DECIDE = 1200
 
 
 @pytest.fixture(scope="module")

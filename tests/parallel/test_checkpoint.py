@@ -58,7 +58,7 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_answer(tmp_path):
     try:
         # the child says when 3 parts are saved and waits there, however slow the machine
         assert child.stdout.readline() == "ready\n", "the run ended before it could be killed"
-        os.kill(child.pid, signal.SIGKILL)  # ... then kill it without warning
+        os.kill(child.pid, signal.SIGKILL)  # then kill it without warning
         child.wait()
     finally:
         if child.poll() is None:

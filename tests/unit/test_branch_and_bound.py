@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budgets import DECIDE
 from milp import milp_max_linear
 from reference import dnf_instance, random_net
 
@@ -11,9 +12,6 @@ from polytrav.solvers.highs import HighsBackend
 
 #: the leaves' LP backend chain (a run passes its own, ``context.backends("lp")``)
 LP = [HighsBackend()]
-#: Seconds for a search that must decide: a guard with wide slack (branch and bound has no
-#: node budget; an instance that takes 7 s of CPU took 55 s of wall time on a loaded machine)
-DECIDE = 600
 
 CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (4, [6, 6, 6, 6, 6], 4),
          (6, [8, 8, 8, 8], 4)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budgets import DECIDE
 from milp import milp_counterfactual, milp_linear_dnf_feasible
 from reference import dnf_instance, random_net
 
@@ -35,7 +36,7 @@ def test_verdict_equals_the_reference_milp(seed):
     truth = milp_linear_dnf_feasible(net, pairs, lo, hi)
     if abs(truth.value) < 1e-5:
         pytest.skip("the unsafe set's boundary is within the MILPs' tolerances")
-    out = RegionMilp(net, lo, hi).prove(pairs, MILP, time_limit=60)
+    out = RegionMilp(net, lo, hi).prove(pairs, MILP, time_limit=DECIDE)
     assert out.verdict == ("violated" if truth.feasible else "holds"), (out, truth.value)
     if out.verdict == "violated":
         x = out.point
@@ -251,7 +252,7 @@ def test_verify_mode_proves_the_region_by_milp(monkeypatch):
 
     monkeypatch.setattr(dnf, "BAB_PROBE_SHARE", 0.0)
     net, lo, hi, pairs = robust_instance()
-    report = analyze(net, Box(lo, hi), LinearProperty(pairs), time_limit=60)
+    report = analyze(net, Box(lo, hi), LinearProperty(pairs), time_limit=DECIDE)
     bab = report[0].details["bab"]
     assert report[0].verdict is Verdict.HOLDS and report.stats["polytopes"] == 0
     assert bab["method"] == "milp" and bab["binaries"] > 0, bab
@@ -264,7 +265,7 @@ def test_verify_mode_says_why_the_milp_did_not_decide():
 
     net, lo, hi, pairs = robust_instance()
     report = analyze(net, Box(lo, hi), LinearProperty(pairs), solver={"milp": []},
-                     time_limit=60)
+                     time_limit=DECIDE)
     bab = report[0].details["bab"]
     assert bab["method"] == "branch_and_bound"
     assert bab["milp"] == "no backend serves the 'milp' form"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budgets import DECIDE
 from milp import milp_linear_dnf_feasible
 from reference import random_net
 
@@ -197,14 +198,12 @@ def test_gcas_holds_by_boxes_alone_and_mnist_is_not_split(data_dir):
     """VNN-COMP 2022 gcas (14 inputs, 5-6 effective; its unsafe set a conjunction of two rows):
     every box proven, nothing traversed; an MNIST image ball (hundreds effective) is not split."""
     rpd = data_dir / "vnncomp2022" / "reach_prob_density"
-    # a guard with wide slack: the deep search's share of the time left (25 %) must still
-    # prove every box on a machine many times slower; the point is the answer
-    result = verify(rpd / "onnx" / "gcas.onnx", rpd / "vnnlib" / "gcas_3.vnnlib", timeout=600)
+    result = verify(rpd / "onnx" / "gcas.onnx", rpd / "vnnlib" / "gcas_3.vnnlib", timeout=DECIDE)
     assert result.answer == "unsat" and result.polytopes == 0
     assert result.split["open"] == 0 and result.split["proven_volume_share"] == pytest.approx(1.0)
     mnist = data_dir / "mnistfc"
     result = verify(mnist / "onnx" / "mnist-net_256x2.onnx", mnist / "vnnlib_2021" / "prop_2_0.03.vnnlib",
-                    timeout=600)
+                    timeout=DECIDE)
     assert result.answer == "unsat" and result.split is None
 
 
