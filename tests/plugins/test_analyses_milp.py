@@ -6,6 +6,7 @@ MNIST network: agreement to 1e-6.
 """
 import numpy as np
 import pytest
+from budgets import DECIDE  # a guard: these searches must decide, however busy the machine
 from milp import milp_counterfactual, milp_linear_dnf_feasible, milp_max_linear, milp_max_margin
 from reference import random_net
 
@@ -116,7 +117,7 @@ def test_mnist_counterfactual_near_an_image_equals_the_milp(data_dir):
     x0 = np.load(data_dir / "mnist" / "mnist_test.npz")["images"][0].reshape(-1) / 255.0
     lo, hi = np.clip(x0 - 0.03, 0, 1), np.clip(x0 + 0.03, 0, 1)
     truth = milp_counterfactual(net, x0, np.inf, lo, hi)
-    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=np.inf), time_limit=60)[0]
+    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=np.inf), time_limit=DECIDE)[0]
     if not np.isfinite(truth.value):
         assert result.value is None and result.exact
     else:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from budgets import DECIDE  # a guard: these searches must decide, however busy the machine
 from reference import brute_force_regions, random_net
 
 from polytrav import Box, Network, analyze
@@ -195,7 +196,7 @@ def test_polytrav_agrees_with_the_milp(seed, milp):
     feature = seed % n_in
     for direction in ("increasing", "decreasing"):
         res = analyze(net, Box(lo, hi), Monotonicity(feature, direction, stop_at_first=True))[0]
-        m = milp.slope_milp(net, lo, hi, feature, 0, direction, time_limit=30)
+        m = milp.slope_milp(net, lo, hi, feature, 0, direction, time_limit=DECIDE)
         assert res.verdict.value == m.verdict, (direction, res.verdict, m.verdict, m.slope)
         if m.verdict == "violated":
             assert real_pair(net, lo, hi, res.details["witness_pair"], feature, 0, direction)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from budgets import DECIDE  # a guard: these searches must decide, however busy the machine
 from reference import brute_force_regions, random_net
 
 from polytrav import Ball, Box, Network, analyze
@@ -53,7 +54,7 @@ def test_monotone_against_brute_force_cells(seed):
     allow = LP_BOUND_TOL * (1 + slope_scale(net.weights, feature, 0))
     for sign in (1.0, -1.0):
         out = RegionMilp(net, lo, hi).monotone(feature, 0, sign, [get_solver("highs")],
-                                               time_limit=30)
+                                               time_limit=DECIDE)
         low = (sign * slopes).min()
         want = "holds" if low > allow else "candidate" if low < -allow else "unknown"
         assert out.verdict == want, (sign, low, out)
@@ -113,7 +114,7 @@ def test_why_the_milp_did_not_run(case, reason):
     else:
         kw["solver"] = {"milp": []}
     res = analyze(net, box, Monotonicity(0, "increasing", stop_at_first=True, split=0),
-                  time_limit=60, **kw)[0]
+                  time_limit=DECIDE, **kw)[0]
     assert res.verdict is Verdict.HOLDS and res.details["milp"] == {"ran": False, "reason": reason}
 
 

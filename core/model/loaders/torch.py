@@ -216,7 +216,8 @@ def load_torch(obj, *, input_shape: tuple[int, ...] | None = None, module=None) 
         import torch
     except ImportError as exc:
         raise ImportError(
-            'load_torch needs torch; install it with pip install "polytrav[torch]"'
+            'load_torch needs torch; install it with pip install "polytrav[torch]" (for the CPU '
+            'build, first: pip install torch --index-url https://download.pytorch.org/whl/cpu)'
         ) from exc
     if isinstance(obj, (str, PathLike)):
         name = Path(obj).stem
