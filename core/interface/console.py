@@ -17,7 +17,8 @@ in one of three ways, by phase:
 
 Before this module runs there is only the interpreter's own start-up (docs/cli.md measures
 it): there a Ctrl-C ends the process by the signal, or with Python's own ``KeyboardInterrupt``
-report when it falls in the few imports that lead here.
+report when it falls in the few imports that lead here. A process started with Ctrl-C ignored
+(a background job of a script, ``nohup``) keeps it ignored, as Python itself does.
 """
 import os
 import signal
@@ -31,6 +32,7 @@ STARTING = {"polytrav": ("polytrav: interrupted before any result", 2),
 _said = STARTING["polytrav"]
 _taken = False  # whether this process's SIGINT is ours (a console script, not a library call)
 _held = False  # a Ctrl-C is held back until the current import ends
+_ignored = False  # started with Ctrl-C ignored (a background job, nohup): it stays ignored
 
 
 def _while_starting(signum, frame) -> None:
@@ -39,8 +41,11 @@ def _while_starting(signum, frame) -> None:
 
 
 def _take(program: str) -> None:
-    global _taken, _said
+    global _taken, _said, _ignored
     _taken, _said = True, STARTING[program]
+    if _ignored or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        _ignored = True  # as Python itself does: what the starter ignores stays ignored
+        return
     signal.signal(signal.SIGINT, _while_starting)
 
 
@@ -96,7 +101,7 @@ def _again() -> None:
 def working() -> None:
     """From now on Ctrl-C raises ``KeyboardInterrupt`` (held back during imports); a no-op
     unless a console script of this module started the process."""
-    if _taken:
+    if _taken and not _ignored:
         sys.unraisablehook = _unraisable
         signal.signal(signal.SIGINT, _while_working)
 

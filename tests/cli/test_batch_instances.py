@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 import pytest
+from ctrl_c import as_from_a_terminal
 from reference import TINY_NNET
 
 CLI = [sys.executable, "-c", "from polytrav.interface.cli import main; main()"]
@@ -118,7 +119,7 @@ def test_ctrl_c_writes_a_row_for_the_instance_it_stopped(folder):
     (folder / "long.csv").write_text("tiny.nnet,sat.vnnlib,600\nbig.onnx,far.vnnlib,600\n")
     proc = subprocess.Popen([*CLI, "verify", "--instances", "long.csv", "--results", "l.csv",
                              "--no-bounds"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=folder)
+                            text=True, cwd=folder, preexec_fn=as_from_a_terminal)
     for line in proc.stderr:  # the readiness signal: the second instance has started
         if line.startswith("running 2 of 2: big.onnx far.vnnlib"):
             break

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from ctrl_c import as_from_a_terminal
+
 #: Seconds to wait for the child: a hang guard only.
 HANG = 300
 
@@ -20,6 +22,7 @@ PROLOGUE = textwrap.dedent("""
 
 def run(body: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", PROLOGUE + textwrap.dedent(body)],
+                          preexec_fn=as_from_a_terminal,
                           capture_output=True, text=True, timeout=HANG)
 
 
@@ -77,3 +80,17 @@ def test_a_ctrl_c_while_highs_silences_its_banner_waits_until_stdout_is_back():
             print("stdout is back")
     """)
     assert (res.returncode, res.stdout, res.stderr) == (0, "stdout is back\n", ""), res
+
+
+def test_a_ctrl_c_ignored_by_the_starter_stays_ignored():
+    """Started with SIGINT ignored (a script's background job, nohup), the console script
+    keeps it ignored, as Python does, rather than ignore it early and honour it later."""
+    code = ("import signal, sys\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "sys.argv[0] = 'polytrav'\n"
+            "from polytrav.interface import console\n"
+            "console.working()\n"
+            "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=HANG)
+    assert res.stdout == "True\n", (res.stdout, res.stderr)

@@ -18,8 +18,8 @@ import sys
 import time
 
 import pytest
-from ctrl_c import (BEFORE_ANY_RESULT, BEFORE_THE_END, console_script, in_interpreter_start_up,
-                    write_big)
+from ctrl_c import (BEFORE_ANY_RESULT, BEFORE_THE_END, as_from_a_terminal, console_script,
+                    in_interpreter_start_up, write_big)
 
 BOX = ["--lower", "-1", "--upper", "1"]
 #: Every command: (console script, arguments, exit codes of a run that ends on its own).
@@ -60,10 +60,17 @@ def outcome(command: str, delay: float, cwd) -> str:
     """Run ``command``, send SIGINT after ``delay`` s, check how it ended; say which way."""
     program, args, finished = COMMANDS[command]
     proc = subprocess.Popen([console_script(program), *args], cwd=cwd, env=ENV, text=True,
+                            preexec_fn=as_from_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(delay)  # a sample point, not a wait for anything: every moment must do
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=HANG)
+    try:
+        out, err = proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:  # the Ctrl-C was lost: fail, and leave nothing running
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{command} at {delay:.3f} s: still running {HANG} s after its Ctrl-C\n"
+                    f"stderr: {err[-2000:]!r}")
     code, seen = proc.returncode, f"{command} at {delay:.3f} s: exit {proc.returncode}\n" \
                                   f"stdout: {out[-600:]!r}\nstderr: {err[-2000:]!r}"
     if in_interpreter_start_up(code, err):

@@ -17,9 +17,10 @@ import signal
 import subprocess
 import tempfile
 import termios
+import time
 
 import pytest
-from ctrl_c import console_script, write_big
+from ctrl_c import as_from_a_terminal, console_script, write_big
 
 #: The progress bar once it counts a polytope: the traversal is running.
 READY = re.compile(rb"\b[1-9]\d* polytopes")
@@ -51,6 +52,7 @@ def interrupted(args, cwd):
     termios.tcsetwinsize(terminal, (24, 120))  # the bar needs a width
     with tempfile.TemporaryFile("w+") as stdout:
         proc = subprocess.Popen([console_script("polytrav"), *args], stdout=stdout,
+                                preexec_fn=as_from_a_terminal,
                                 stderr=terminal, stdin=subprocess.DEVNULL, cwd=cwd)
         os.close(terminal)
         try:
@@ -60,8 +62,10 @@ def interrupted(args, cwd):
                 shown += chunk
             if chunk:  # the bar counts a polytope; else the command ended on its own
                 proc.send_signal(signal.SIGINT)
+            guard = time.monotonic() + HANG  # a hang guard only: a lost Ctrl-C fails, not hangs
             while chunk := _read(main):
                 shown += chunk
+                assert time.monotonic() < guard, f"still running {HANG} s after its Ctrl-C"
             code = proc.wait(timeout=HANG)
         finally:
             if proc.poll() is None:

@@ -3,6 +3,7 @@ installed console scripts, and how a run that got SIGINT may end."""
 from __future__ import annotations
 
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -16,6 +17,13 @@ BEFORE_ANY_RESULT = {"polytrav": ("polytrav: interrupted before any result", 2),
 #: The one line of a Ctrl-C that a command did not catch itself (loading, set-up).
 BEFORE_THE_END = ("polytrav: interrupted before the command finished", 2)
 CONSOLE = Path(__file__).resolve().parents[2] / "core" / "interface" / "console.py"
+
+
+def as_from_a_terminal() -> None:
+    """A child's ``preexec_fn``: Ctrl-C at its default action, as a terminal starts a command,
+    whatever this test process inherited (a background job of a script ignores SIGINT, and so
+    would the command it starts: polytrav, like Python, keeps an inherited ignore)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def console_script(name: str) -> str:
