@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 import pytest
-from ctrl_c import as_from_a_terminal
+from ctrl_c import as_from_a_terminal, random_layers, save_mlp_onnx
 from reference import TINY_NNET
 
 CLI = [sys.executable, "-c", "from polytrav.interface.cli import main; main()"]
@@ -41,31 +41,12 @@ def prop(bound: str) -> str:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """The tiny 2-input net, a sat and an unsat property, and a big net whose plain traversal
-    (``--no-bounds``) outlasts any test (4-40-40-40-1, 1e6 unreachable)."""
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
+    (``--no-bounds``) outlasts any test (2-40-40-40-1, 1e6 unreachable)."""
     root = tmp_path_factory.mktemp("batch")
     (root / "tiny.nnet").write_text(TINY_NNET)
     (root / "sat.vnnlib").write_text(prop("-1000"))
     (root / "unsat.vnnlib").write_text(prop("1000"))
-    rng = np.random.default_rng(1)
-    sizes, nodes, inits, prev = [2, 40, 40, 40, 1], [], [], "input"
-    for k, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
-        inits += [numpy_helper.from_array(rng.normal(size=(n, m)).astype(np.float32), f"W{k}"),
-                  numpy_helper.from_array(rng.normal(size=n).astype(np.float32), f"b{k}")]
-        last = k == len(sizes) - 2
-        nodes.append(helper.make_node("Gemm", [prev, f"W{k}", f"b{k}"],
-                                      ["output" if last else f"h{k}"], transB=1))
-        if not last:
-            nodes.append(helper.make_node("Relu", [f"h{k}"], [f"r{k}"]))
-            prev = f"r{k}"
-    graph = helper.make_graph(
-        nodes, "big", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 2])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 1])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.save(model, str(root / "big.onnx"))
+    save_mlp_onnx(*random_layers(np.random.default_rng(1), [2, 40, 40, 40, 1]), root / "big.onnx")
     (root / "far.vnnlib").write_text(prop("1000000"))
     return root
 

@@ -35,34 +35,46 @@ def console_script(name: str) -> str:
     return str(path)
 
 
-def write_big(root: Path) -> Path:
-    """A 4-input net with three ReLU layers of 40 (``big.onnx``): far more polytopes in
-    [-1, 1]^4 than a test waits for; a VNN-LIB 1.0 property only a full traversal decides
-    (``far.vnnlib``), the same as a 2.0 query (``far2.vnnlib``), and a job file."""
+def save_mlp_onnx(weights, biases, path: Path) -> None:
+    """Save a ReLU MLP (float32 ``Gemm`` layers with ``Relu`` between them) as ONNX."""
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    rng = np.random.default_rng(1)
-    sizes = [4, 40, 40, 40, 3]
     nodes, inits, prev = [], [], "input"
-    for k, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
-        b = rng.normal(size=n)
-        if n == 3:
-            b[2] = -1e4  # class 2 never wins: a counterfactual towards it visits everything
-        inits += [numpy_helper.from_array(rng.normal(size=(n, m)).astype(np.float32), f"W{k}"),
-                  numpy_helper.from_array(b.astype(np.float32), f"b{k}")]
-        last = k == len(sizes) - 2
+    for k, (W, b) in enumerate(zip(weights, biases)):
+        inits += [numpy_helper.from_array(np.asarray(W, np.float32), f"W{k}"),
+                  numpy_helper.from_array(np.asarray(b, np.float32), f"b{k}")]
+        last = k == len(weights) - 1
         nodes.append(helper.make_node("Gemm", [prev, f"W{k}", f"b{k}"],
                                       ["output" if last else f"h{k}"], transB=1))
         if not last:
             nodes.append(helper.make_node("Relu", [f"h{k}"], [f"r{k}"]))
             prev = f"r{k}"
+    n_in, n_out = np.shape(weights[0])[1], np.shape(weights[-1])[0]
     graph = helper.make_graph(
-        nodes, "big", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3])], inits)
+        nodes, path.stem, [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, n_in])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, n_out])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
-    onnx.save(model, str(root / "big.onnx"))
+    onnx.save(model, str(path))
+
+
+def random_layers(rng, sizes):
+    """Standard normal weights and biases, drawn layer by layer (weights, then biases)."""
+    weights, biases = [], []
+    for m, n in zip(sizes[:-1], sizes[1:]):
+        weights.append(rng.normal(size=(n, m)))
+        biases.append(rng.normal(size=n))
+    return weights, biases
+
+
+def write_big(root: Path) -> Path:
+    """A 4-input net with three ReLU layers of 40 (``big.onnx``): far more polytopes in
+    [-1, 1]^4 than a test waits for; a VNN-LIB 1.0 property only a full traversal decides
+    (``far.vnnlib``), the same as a 2.0 query (``far2.vnnlib``), and a job file."""
+    weights, biases = random_layers(np.random.default_rng(1), [4, 40, 40, 40, 3])
+    biases[-1][2] = -1e4  # class 2 never wins: a counterfactual towards it visits everything
+    save_mlp_onnx(weights, biases, root / "big.onnx")
     lines = ["(declare-const X_%d Real)" % i for i in range(4)]
     lines += ["(declare-const Y_%d Real)" % j for j in range(3)]
     lines += [f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(4)]
