@@ -37,6 +37,7 @@ from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, solve_along
 from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
+from polytrav.traversal.subdivision_run import open_traversal
 
 __all__ = ["analyze", "traverse", "pieces", "lp_backends", "backend_chains", "Report", "RunContext",
            "RunSession", "FORMS", "SUBPROBLEM_STATS"]
@@ -315,10 +316,12 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         A point of the region to start from; defaults to the region's Chebyshev centre. A
         callable returning one (or None) is called only when the search starts, after a
         ``prune`` that proves the whole region made it unnecessary (an attack, say).
-    strategy : {"hierarchical", "seed-faithful"}
+    strategy : {"hierarchical", "seed-faithful", "subdivision"}
         ``hierarchical`` (default) is the paper's Algorithm 3 made fast; ``seed-faithful`` is
         the paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start),
-        kept as the baseline.
+        kept as the baseline; ``subdivision`` cuts the region's polytope by every neuron in
+        turn, all cells at once and without LPs (polyhedral regions of few dimensions:
+        :mod:`polytrav.traversal.subdivision`).
     solver : str or SolverBackend, optional
         LP backend; defaults to the strategy's (``highs`` / ``scipy``).
     max_polytopes, time_limit : optional
@@ -379,10 +382,10 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
     (4, True)
     """
     backend, fallbacks = lp_backends(solver, fallback, strategy)
-    return Traversal(net, region, start, strategy=strategy, solver=backend,
-                     max_polytopes=max_polytopes, time_limit=time_limit, fallback=fallbacks,
-                     guide=guide, vertices=vertices, within=within, prune=prune, order=order,
-                     volume_shares=volume_shares)
+    return open_traversal(net, region, start, strategy=strategy, solver=backend,
+                          max_polytopes=max_polytopes, time_limit=time_limit,
+                          fallback=fallbacks, guide=guide, vertices=vertices, within=within,
+                          prune=prune, order=order, volume_shares=volume_shares)
 
 
 def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
@@ -599,11 +602,11 @@ class RunSession:
             raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
         if time_limit is not None:  # what the traversal's set-up left of the budget
             time_limit = max(time_limit - (time.perf_counter() - t1), 1e-6)
-        trav = Traversal(net, region, start, strategy=strategy, solver=lp_chain[0],
-                         max_polytopes=max_polytopes, time_limit=time_limit,
-                         fallback=lp_chain[1:], guide=guide,
-                         vertices=any(a.uses_vertices for a in items), within=within,
-                         prune=prune, order=order, volume_shares=volume_shares)
+        trav = open_traversal(net, region, start, strategy=strategy, solver=lp_chain[0],
+                              max_polytopes=max_polytopes, time_limit=time_limit,
+                              fallback=lp_chain[1:], guide=guide,
+                              vertices=any(a.uses_vertices for a in items), within=within,
+                              prune=prune, order=order, volume_shares=volume_shares)
         context = RunContext(net, region, trav, chains, pm)
         context_ref.append(context)
         kept: list | None = [] if keep_polytopes else None

@@ -38,7 +38,7 @@ from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.vocabulary.results import SolveResult
 from polytrav.vocabulary.tolerances import EQUALITY_TOL, RADIUS_TOL
 
-__all__ = ["Traversal", "check_budgets"]
+__all__ = ["Traversal", "check_budgets", "check_domain", "start_point"]
 
 
 def check_budgets(max_polytopes, time_limit, who: str = "traverse") -> None:
@@ -56,6 +56,44 @@ def check_budgets(max_polytopes, time_limit, who: str = "traverse") -> None:
             or not time_limit > 0):
         raise ConfigError(f"{who}: time_limit must be a number greater than 0 (seconds; "
                           f"leave it out for no limit), got {time_limit!r}")
+
+
+def check_domain(net: Network, frame: Frame) -> None:
+    """Refuse a region (its ``frame``) that leaves the network's input domain."""
+    dom = net.input_domain
+    if dom is None:
+        return
+    reach = frame.reach()
+    lo, hi = frame.origin - reach, frame.origin + reach
+    tol = EQUALITY_TOL * (1 + np.abs(frame.origin))
+    bad = np.flatnonzero((lo < dom[0] - tol) | (hi > dom[1] + tol))
+    if bad.size:
+        j = int(bad[0])
+        raise RegionError(
+            f"traverse: region spans [{lo[j]:.6g}, {hi[j]:.6g}] in input {j} but network "
+            f"{net.name or ''} is only affine on its input domain "
+            f"[{dom[0][j]:.6g}, {dom[1][j]:.6g}] (the model file clips inputs there); "
+            "intersect the region with Box(*net.input_domain)"
+        )
+
+
+def start_point(net: Network, region: Region, frame: Frame, start) -> np.ndarray | None:
+    """A start point's frame coordinates (None for None), refused outside the region."""
+    if start is None:
+        return None
+    x = np.asarray(start, dtype=float).reshape(-1)
+    if x.shape[0] != net.n_inputs:
+        raise RegionError(
+            f"traverse: start point has {x.shape[0]} coordinates but the network takes "
+            f"{net.n_inputs}"
+        )
+    if not np.isfinite(x).all():
+        raise RegionError(f"traverse: start point contains {x[~np.isfinite(x)][0]}")
+    bad = region.violations(x)
+    if bad:
+        raise RegionError(f"traverse: start point is outside the region: {'; '.join(bad[:3])}"
+                          "; give a point inside it, or leave start out")
+    return frame.to_u(x)
 
 
 class Traversal(Iterator[Polytope]):
@@ -97,9 +135,9 @@ class Traversal(Iterator[Polytope]):
         #: where the volume is not computed).
         self.proven_pieces: list[tuple[int, str, float | None]] = []
         self.frame: Frame = build_frame(self.region, net.n_inputs)
-        self._check_domain()
+        check_domain(net, self.frame)
         self._start_later = start if callable(start) else None
-        self.start_u = None if callable(start) else self._start_point(start)
+        self.start_u = None if callable(start) else start_point(net, self.region, self.frame, start)
         self.status = TraversalStatus.RUNNING
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
                                     proven=[0] * net.n_hidden_layers)
@@ -151,41 +189,6 @@ class Traversal(Iterator[Polytope]):
     def __repr__(self) -> str:
         return f"<Traversal {self.strategy.name} {self.status.value}: {self.stats.polytopes} polytopes>"
 
-    # ---------------------------------------------------------------- set-up checks
-    def _check_domain(self) -> None:
-        dom = self.net.input_domain
-        if dom is None:
-            return
-        reach = self.frame.reach()
-        lo, hi = self.frame.origin - reach, self.frame.origin + reach
-        tol = EQUALITY_TOL * (1 + np.abs(self.frame.origin))
-        bad = np.flatnonzero((lo < dom[0] - tol) | (hi > dom[1] + tol))
-        if bad.size:
-            j = int(bad[0])
-            raise RegionError(
-                f"traverse: region spans [{lo[j]:.6g}, {hi[j]:.6g}] in input {j} but network "
-                f"{self.net.name or ''} is only affine on its input domain "
-                f"[{dom[0][j]:.6g}, {dom[1][j]:.6g}] (the model file clips inputs there); "
-                "intersect the region with Box(*net.input_domain)"
-            )
-
-    def _start_point(self, start) -> np.ndarray | None:
-        if start is None:
-            return None
-        x = np.asarray(start, dtype=float).reshape(-1)
-        if x.shape[0] != self.net.n_inputs:
-            raise RegionError(
-                f"traverse: start point has {x.shape[0]} coordinates but the network takes "
-                f"{self.net.n_inputs}"
-            )
-        if not np.isfinite(x).all():
-            raise RegionError(f"traverse: start point contains {x[~np.isfinite(x)][0]}")
-        bad = self.region.violations(x)
-        if bad:
-            raise RegionError(f"traverse: start point is outside the region: {'; '.join(bad[:3])}"
-                              "; give a point inside it, or leave start out")
-        return self.frame.to_u(x)
-
     # ---------------------------------------------------------------- the run
     def _run(self) -> Iterator[Polytope]:
         parts = self._parts
@@ -205,7 +208,8 @@ class Traversal(Iterator[Polytope]):
             if self.prune is not None and self.net.n_hidden_layers and not parts.pieces_only:
                 self._prune_region(model, region_cell)
             if self._start_later is not None:
-                self.start_u = self._start_point(self._start_later())
+                self.start_u = start_point(self.net, self.region, self.frame,
+                                           self._start_later())
             u0 = self.start_u if self.start_u is not None else region_cell[1]
             if self.net.n_hidden_layers == 0:  # an affine network: the region is one polytope
                 if parts.pieces_only:

@@ -59,6 +59,11 @@ class TraversalStats:
     bound_calls: int = 0  #: pieces a bound was computed for
     bound_time: float = 0.0  #: seconds spent in bounds
     failures: list[str] = field(default_factory=list)  #: LPs no backend could decide
+    cuts: int = 0  #: cells cut by a neuron (strategy "subdivision")
+    snapped: int = 0  #: vertices found on a hyperplane (subdivision: degenerate contacts)
+    thin_cuts: int = 0  #: cuts not made: a side too thin for a polytope (subdivision)
+    #: Why a subdivision run handed the region to the LP traversal ("" if it did not).
+    fallback: str = ""
 
     @property
     def lps_per_polytope(self) -> float:
@@ -85,6 +90,9 @@ class Strategy:
 STRATEGIES: dict[str, Strategy] = {
     "hierarchical": Strategy("hierarchical", "highs", "interval", "candidates"),
     "seed-faithful": Strategy("seed-faithful", "scipy", "lp", "all"),
+    # every cell at once, no neighbour search (screen and rows unused): the LP only decides
+    # thin cells (polytrav.traversal.subdivision_run)
+    "subdivision": Strategy("subdivision", "highs", "interval", "candidates"),
 }
 
 

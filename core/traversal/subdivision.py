@@ -1,0 +1,331 @@
+"""Cell enumeration by subdivision: every cell of a ReLU network in a polyhedral region at once.
+
+Start from the region's polytope (the frame box ``[-1, 1]^d``, cut by the region's other
+rows), then cut every cell by each neuron in turn, layer by layer. On a cell of the layers
+before it a neuron's pre-activation is affine, so its zero set cuts the cell along one
+hyperplane, and the cut is read off the cell's vertices: no LP. All cells are cut by a neuron
+at once, in vectorised numpy.
+
+Each cell keeps its own vertices, and each vertex the set of hyperplanes it lies on (a bit
+per region row and per neuron): two vertices of a cell span an edge iff no third vertex of
+the cell lies on every hyperplane they share (the smallest face holding both has no other
+vertex), which is exact whatever the degeneracy. A cut keeps the vertices on each side, puts
+the vertices on the hyperplane in both children and adds one vertex per edge it crosses.
+
+Degeneracy is decided, not hoped away (the numbers are in :mod:`polytrav.vocabulary.tolerances`):
+
+- a vertex within :data:`SNAP_TOL` (normalised units) of the hyperplane lies on it: vertices
+  where several hyperplanes meet, duplicate and parallel neurons, neurons through vertices;
+- a side of a cut thinner than :data:`RADIUS_TOL` holds no polytope (its Chebyshev radius is
+  below the traversal's threshold): the cell is not cut and the thin side's vertices are
+  taken as on the hyperplane;
+- a neuron constant on a cell (a dead neuron, or one made constant by the layers before) does
+  not cut it; its bit is the constant's sign (on iff ``>= 0``), as the traversal's;
+- a cut whose section has fewer than ``d`` vertices is inconsistent in floating point: the
+  run stops with :class:`Undecided` (its caller falls back to the LP traversal).
+
+Every cell's vertex centroid is checked against all its hyperplanes: the distance to the
+nearest is a certified inscribed radius. Cells where it is at most :data:`RADIUS_TOL` are
+decided by the Chebyshev LP, as the traversal decides every cell: emitted iff its certified
+radius exceeds :data:`RADIUS_TOL`.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from polytrav.model.geometry import Frame
+from polytrav.model.network import Network
+from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
+
+__all__ = ["SNAP_TOL", "Cells", "Undecided", "subdivide"]
+
+#: A vertex this close to a hyperplane (normalised units) lies on it.
+SNAP_TOL = 1e-10
+
+
+class Undecided(Exception):
+    """A cut the engine cannot decide in floating point (``args[0]`` says which)."""
+
+
+@dataclass
+class Cells:
+    """The cells of a subdivision: one row per cell.
+
+    ``codes`` ``(C, n_neurons)`` bool, the activation code (layer by layer); ``vertices`` the
+    cells' vertices in frame coordinates, cell ``i``'s in ``vertices[starts[i]:starts[i + 1]]``;
+    ``centres`` ``(C, d)`` the vertex centroids; ``radii`` ``(C,)`` the distance from each
+    centre to its cell's nearest hyperplane (a certified inscribed radius).
+    """
+
+    codes: np.ndarray
+    vertices: np.ndarray
+    starts: np.ndarray
+    centres: np.ndarray
+    radii: np.ndarray
+    cuts: int = 0  #: cells cut by a neuron
+    snapped: int = 0  #: vertices taken as on a hyperplane they are within SNAP_TOL of
+    thin: int = 0  #: cuts not made because a side was thinner than RADIUS_TOL
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+
+class _Store:
+    """Columns of equal length that grow by appending (capacity doubles)."""
+
+    def __init__(self, **cols: np.ndarray):
+        self.n = next(iter(cols.values())).shape[0]
+        self._cols = {k: v.copy() for k, v in cols.items()}
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        try:
+            return self.__dict__["_cols"][name][: self.__dict__["n"]]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def append(self, **cols: np.ndarray) -> np.ndarray:
+        """Append rows; returns their indices."""
+        k = next(iter(cols.values())).shape[0]
+        need = self.n + k
+        for name, col in self._cols.items():
+            if need > col.shape[0]:
+                grown = np.empty((max(need, 2 * col.shape[0]),) + col.shape[1:], col.dtype)
+                grown[: self.n] = col[: self.n]
+                self._cols[name] = col = grown
+            col[self.n: need] = cols[name]
+        idx = np.arange(self.n, need)
+        self.n = need
+        return idx
+
+
+def _bits(index: int, words: int) -> np.ndarray:
+    row = np.zeros(words, np.uint64)
+    row[index // 64] = np.uint64(1) << np.uint64(index % 64)
+    return row
+
+
+class _Subdivision:
+    """One run of :func:`subdivide` (the state between cuts)."""
+
+    def __init__(self, net: Network, frame: Frame):
+        self.d = d = frame.dim
+        self.frame = frame
+        # the network in frame coordinates: x = origin + U u
+        self.weights = [frame.pull(net.weights[0])] + list(net.weights[1:-1])
+        self.biases = [net.weights[0] @ frame.origin + net.biases[0]] + list(net.biases[1:-1])
+        self.sizes = [W.shape[0] for W in self.weights]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
+        n_region = 2 * d + frame.A_extra.shape[0]
+        self.n_region = n_region
+        self.words = max(1, -(-(n_region + int(self.offsets[-1])) // 64))
+        self.cuts = self.snapped = self.thin = 0
+        corners = np.array(list(itertools.product((1.0, -1.0), repeat=d))).reshape(-1, d)
+        act = np.zeros((corners.shape[0], self.words), np.uint64)
+        for j in range(d):  # row j: u_j <= 1 ; row d + j: -u_j <= 1
+            for row, side in ((j, 1.0), (d + j, -1.0)):
+                act[corners[:, j] == side] |= _bits(row, self.words)
+        self.v = _Store(X=corners, cell=np.zeros(corners.shape[0], np.int64), act=act)
+        self.c = _Store(code=np.zeros((1, int(self.offsets[-1])), bool),
+                        centre=np.zeros((1, d)), reach=np.full(1, np.sqrt(d)),
+                        anc=np.zeros((1, max(1, len(self.sizes))), np.int64))
+
+    # ---------------------------------------------------------------- the run
+    def run(self, clock=None) -> Cells:
+        fr = self.frame
+        for i, (a, b) in enumerate(zip(fr.A_extra, fr.b_extra)):  # the region's other rows
+            self._cut(np.broadcast_to(-a, (1, self.d)), np.full(1, b), 2 * self.d + i,
+                      keep="on")
+        #: per layer, on the cells at its start: the pre-activations' gradients
+        #: ``(n_l, C_l, d)``, offsets and gradient norms ``(n_l, C_l)``
+        self.maps = []
+        for layer, (W, b) in enumerate(zip(self.weights, self.biases)):
+            C = self.c.n
+            if not self.maps:
+                G = np.broadcast_to(W[:, None, :], (W.shape[0], C, self.d))
+                off = np.broadcast_to(b[:, None], (W.shape[0], C))
+            else:  # the layer before, masked by each cell's code, then this layer's weights
+                G_in, off_in, _ = self.maps[-1]
+                anc = self.c.anc[:, layer - 1]
+                on = self.c.code[:, self.offsets[layer - 1]: self.offsets[layer]].T
+                M = np.take(G_in, anc, axis=1) * on[:, :, None]
+                G = (W @ M.reshape(M.shape[0], -1)).reshape(W.shape[0], C, self.d)
+                off = W @ (np.take(off_in, anc, axis=1) * on) + b[:, None]
+            norms = np.sqrt(np.einsum("kcd,kcd->kc", G, G))
+            self.maps.append((G, off, norms))
+            self.c.anc[:, layer] = np.arange(C)
+            for k in range(W.shape[0]):
+                if clock is not None:
+                    clock.check()
+                j = int(self.offsets[layer]) + k
+                anc = self.c.anc[:, layer]
+                self._cut(np.take(G[k], anc, axis=0), off[k][anc], self.n_region + j, code=j,
+                          norm=norms[k][anc])
+        return self._cells()
+
+    def _cut(self, a: np.ndarray, c: np.ndarray, hyper: int, code: int | None = None,
+             keep: str = "both", norm: np.ndarray | None = None) -> None:
+        """Cut every cell by ``a_i·u + c_i = 0`` (one row per cell; ``a`` may broadcast).
+
+        ``code``: the neuron's column of the codes (its bit is on iff ``>= 0``); ``keep="on"``
+        (a region row, ``a·u + c >= 0`` inside) drops the cells' other side."""
+        cells, verts = self.c, self.v
+        C = cells.n
+        a = np.broadcast_to(a, (C, self.d))
+        c = np.broadcast_to(c, (C,))
+        if norm is None:
+            norm = np.sqrt(np.einsum("ij,ij->i", a, a))
+        const = norm <= ZERO_ROW_TOL * (1.0 + np.abs(c))
+        zc = np.einsum("ij,ij->i", cells.centre, a) + c
+        # cells whose vertices all lie strictly on one side, by a ball around the centre
+        open_ = ~const & (np.abs(zc) <= norm * cells.reach * (1 + 1e-9) + 1e-12 * np.abs(c))
+        bit = np.where(const, c >= 0, zc >= 0)
+        cut = np.zeros(C, bool)
+        if open_.any():
+            rows = np.flatnonzero(open_[verts.cell])
+            rc = verts.cell[rows]
+            X = np.take(verts.X, rows, axis=0)
+            dist = (np.einsum("ij,ij->i", X, np.take(a, rc, axis=0)) + c[rc]) / norm[rc]
+            top, bottom = np.zeros(C), np.zeros(C)
+            np.maximum.at(top, rc, dist)
+            np.minimum.at(bottom, rc, dist)
+            on_side, off_side = top > RADIUS_TOL, bottom < -RADIUS_TOL
+            cut = open_ & on_side & off_side
+            on = np.where(on_side | off_side, on_side, top >= -bottom)  # uncut: the thick side
+            bit[open_] = on[open_]
+            near = np.abs(dist) <= SNAP_TOL
+            self.snapped += int(near.sum())
+            # a side too thin for a polytope is not cut off: its vertices go onto the hyperplane
+            thin = ~cut[rc] & np.where(on[rc], dist < 0, dist > 0)
+            self.thin += int(np.unique(rc[thin & ~near]).size)
+            sign = np.where(near | thin, 0, np.sign(dist)).astype(np.int8)
+            zero = rows[sign == 0]
+            verts.act[zero] = np.take(verts.act, zero, axis=0) | _bits(hyper, self.words)
+        if code is not None:
+            cells.code[:, code] = bit
+        if keep == "on" and not bit[~cut].all():
+            raise Undecided("a region row leaves a cell no interior")
+        if cut.any():
+            mine = np.flatnonzero(cut[rc])
+            mine = mine[np.argsort(rc[mine], kind="stable")]  # grouped by cell
+            self._split(rows[mine], rc[mine], np.take(X, mine, axis=0), sign[mine], dist[mine],
+                        hyper, code, keep)
+
+    def _split(self, rows, rc, X, sign, dist, hyper, code, keep) -> None:
+        """Cut the cells of ``rc`` (their vertices' rows, grouped by cell, with their
+        coordinates ``X``, sides ``sign`` and signed distances ``dist``)."""
+        cells, verts = self.c, self.v
+        act = np.take(verts.act, rows, axis=0)
+        ids, start, count = np.unique(rc, return_index=True, return_counts=True)
+        S = ids.size
+        slot = np.repeat(np.arange(S), count)  # each row's cell, as 0 .. S-1
+        self.cuts += S
+        # candidate edges: each "on" vertex with each "off" vertex of its cell
+        pos = np.flatnonzero(sign > 0)
+        neg = np.flatnonzero(sign < 0)
+        n_neg = np.bincount(slot[neg], minlength=S)
+        neg_start = np.cumsum(n_neg) - n_neg
+        rep = n_neg[slot[pos]]
+        p = np.repeat(pos, rep)
+        q = neg[np.repeat(neg_start[slot[pos]] - np.cumsum(rep) + rep, rep) + np.arange(p.size)]
+        shared = np.take(act, p, axis=0) & np.take(act, q, axis=0)
+        keep_pair = np.bitwise_count(shared).sum(axis=1) >= self.d - 1
+        p, q, shared = p[keep_pair], q[keep_pair], shared[keep_pair]
+        # an edge iff no third vertex of the cell lies on every hyperplane the two share
+        rep = count[slot[p]]
+        pair = np.repeat(np.arange(p.size), rep)
+        w = np.repeat(start[slot[p]] - np.cumsum(rep) + rep, rep) + np.arange(pair.size)
+        sh = np.take(shared, pair, axis=0)
+        on_all = np.all((np.take(act, w, axis=0) & sh) == sh, axis=1)
+        edge = np.bincount(pair, weights=on_all, minlength=p.size) == 2
+        p, q, shared = p[edge], q[edge], shared[edge]
+        owner = slot[p]
+        section = np.bincount(owner, minlength=S) + np.bincount(slot[sign == 0], minlength=S)
+        if np.any(section < self.d):
+            raise Undecided(f"a cut by hyperplane {hyper} has fewer than {self.d} vertices "
+                            "on its section")
+        t = dist[p] / (dist[p] - dist[q])
+        Xp = np.take(X, p, axis=0)
+        X_new = Xp + t[:, None] * (np.take(X, q, axis=0) - Xp)
+        act_new = shared | _bits(hyper, self.words)
+        up, z, down = sign > 0, sign == 0, sign < 0
+        if keep == "on":  # a region row: the "off" side is outside, dropped
+            verts.cell[rows[down]] = -1
+            verts.append(X=X_new, cell=ids[owner], act=act_new)
+            self._drop_dead()
+            self._recentre(ids, np.concatenate([slot[~down], owner]),
+                           np.vstack([X[~down], X_new]), S)
+            return
+        # the "off" side keeps the cell, the "on" side becomes a new one
+        new_ids = cells.append(code=np.take(cells.code, ids, axis=0),
+                               centre=np.take(cells.centre, ids, axis=0),
+                               reach=cells.reach[ids], anc=np.take(cells.anc, ids, axis=0))
+        if code is not None:
+            cells.code[ids, code] = False
+            cells.code[new_ids, code] = True
+        verts.cell[rows[up]] = new_ids[slot[up]]
+        verts.append(X=np.vstack([X[z], X_new, X_new]),
+                     cell=np.concatenate([new_ids[slot[z]], ids[owner], new_ids[owner]]),
+                     act=np.vstack([act[z], act_new, act_new]))
+        both = np.concatenate([slot[~up], S + slot[~down], owner, S + owner])
+        self._recentre(np.concatenate([ids, new_ids]), both,
+                       np.vstack([X[~up], X[~down], X_new, X_new]), 2 * S)
+
+    def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
+        """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
+        count = np.bincount(slot, minlength=n)
+        centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
+                           for j in range(self.d)], axis=1) / count[:, None]
+        gap = X - centre[slot]
+        gap = np.einsum("ij,ij->i", gap, gap)
+        reach = np.zeros(n)
+        np.maximum.at(reach, slot, gap)
+        self.c.centre[ids] = centre
+        self.c.reach[ids] = np.sqrt(reach)
+
+    def _drop_dead(self) -> None:
+        """Remove vertices marked with cell -1 (the outside of a region row)."""
+        keep = self.v.cell >= 0
+        self.v = _Store(X=self.v.X[keep], cell=self.v.cell[keep], act=self.v.act[keep])
+
+    # ---------------------------------------------------------------- the result
+    def _cells(self) -> Cells:
+        cells, verts = self.c, self.v
+        order = np.argsort(verts.cell, kind="stable")
+        starts = np.zeros(cells.n + 1, np.int64)
+        np.cumsum(np.bincount(verts.cell, minlength=cells.n), out=starts[1:])
+        return Cells(codes=cells.code.copy(), vertices=verts.X[order].copy(), starts=starts,
+                     centres=cells.centre.copy(), radii=self._radii(), cuts=self.cuts,
+                     snapped=self.snapped, thin=self.thin)
+
+    def _radii(self) -> np.ndarray:
+        """Each centre's distance to its cell's nearest hyperplane (region rows and every
+        neuron's, on the neuron's side given by the code)."""
+        cells, fr = self.c, self.frame
+        u = cells.centre
+        A = np.vstack([np.eye(self.d), -np.eye(self.d), fr.A_extra])
+        b = np.concatenate([np.ones(2 * self.d), fr.b_extra])
+        r = np.min((b[None, :] - u @ A.T) / np.linalg.norm(A, axis=1)[None, :], axis=1)
+        for layer, (G, off, norms) in enumerate(self.maps):
+            anc = cells.anc[:, layer]
+            G = np.take(G, anc, axis=1)
+            z = np.einsum("kcd,cd->kc", G, u) + np.take(off, anc, axis=1)
+            norm = np.take(norms, anc, axis=1)
+            code = cells.code[:, self.offsets[layer]: self.offsets[layer + 1]].T
+            live = norm > ZERO_ROW_TOL * (1.0 + np.abs(np.take(off, anc, axis=1)))
+            slack = np.where(code, z, -z) / np.where(live, norm, 1.0)
+            r = np.minimum(r, np.min(np.where(live, slack, np.inf), axis=0))
+        return r
+
+
+def subdivide(net: Network, frame: Frame, clock=None) -> Cells:
+    """Every cell of ``net`` (its hidden layers) inside the polyhedral region of ``frame``.
+
+    Raises :class:`Undecided` where floating point cannot decide a cut (the caller falls
+    back to the LP traversal), and ``RunEnded`` from ``clock.check()`` between neurons.
+    """
+    if frame.l1_balls or frame.l2_balls:
+        raise ValueError("subdivide: the region must be polyhedral (no L1/L2 balls)")
+    return _Subdivision(net, frame).run(clock)

@@ -1,0 +1,213 @@
+"""Strategy ``"subdivision"``: a run of the subdivision engine with the traversal's protocol.
+
+:class:`SubdivisionRun` enumerates every cell at once (:func:`~polytrav.traversal.subdivision.subdivide`)
+and then emits them as :class:`Polytope` objects, each with its vertices, like
+:class:`~polytrav.traversal.engine.Traversal` does (``status``, ``stats``, ``close``,
+``time_left``, budgets), so every analysis, export and plot runs on it unchanged. Cells whose
+certified inscribed radius is at most ``RADIUS_TOL`` are decided by the Chebyshev LP, as the
+traversal decides every cell; a cut the engine cannot decide in floating point hands the
+whole region to the LP traversal (``stats.fallback`` says why).
+
+:func:`open_traversal` is how the layers above start a run of any strategy.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from polytrav.model.geometry import build_frame
+from polytrav.model.network import Network
+from polytrav.model.polytope import Polytope
+from polytrav.model.region import Region
+from polytrav.solve.backend import SolverBackend
+from polytrav.traversal.cell_solver import CellSolver
+from polytrav.traversal.engine import Traversal, check_budgets, check_domain, start_point
+from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalStats,
+                                       TraversalStatus)
+from polytrav.traversal.subdivision import Undecided, subdivide
+from polytrav.vocabulary.errors import ConfigError, RegionError
+from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
+
+__all__ = ["SubdivisionRun", "open_traversal"]
+
+
+def open_traversal(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
+                   **options):
+    """A run of ``strategy``: a :class:`SubdivisionRun` for ``"subdivision"``, else a
+    :class:`~polytrav.traversal.engine.Traversal` (same arguments, same protocol)."""
+    if strategy == "subdivision":
+        return SubdivisionRun(net, region, start, **options)
+    return Traversal(net, region, start, strategy=strategy, **options)
+
+
+class SubdivisionRun(Iterator[Polytope]):
+    """Every polytope of ``net`` in a polyhedral ``region``, by subdivision.
+
+    Takes :class:`~polytrav.traversal.engine.Traversal`'s arguments. ``guide``, ``prune``,
+    ``order`` and ``volume_shares`` only let a traversal skip work, so they are not used
+    (every polytope is visited); ``start`` orders the polytopes by the distance of their
+    interior points from it. ``within`` and ``pieces_only`` (the units of parallel runs) and
+    regions with L1/L2 balls are refused: use ``strategy="hierarchical"`` for those.
+    """
+
+    def __init__(self, net: Network, region: Region, start=None, *,
+                 solver: SolverBackend | None = None, max_polytopes=None, time_limit=None,
+                 fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
+                 within=None, prune=None, order="bfs", pieces_only: bool = False,
+                 volume_shares: bool = True):
+        if not isinstance(net, Network):
+            raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
+        if not isinstance(region, Region):
+            raise ConfigError(f"traverse: region must be a polytrav Region, got {type(region).__name__}")
+        check_budgets(max_polytopes, time_limit)
+        if within is not None or pieces_only:
+            raise ConfigError("traverse: strategy 'subdivision' has no level-1 pieces to split "
+                              "a run into; run it in one process, or use strategy="
+                              "'hierarchical' for parallel runs and checkpoints")
+        self.net = net
+        self.region = region.with_dims(net.n_inputs)
+        self.frame = build_frame(self.region, net.n_inputs)
+        if self.frame.l1_balls or self.frame.l2_balls:
+            raise ConfigError("traverse: strategy 'subdivision' needs a polyhedral region (a box "
+                              "or polyhedron); use strategy='hierarchical' for L1/L2 balls")
+        check_domain(net, self.frame)
+        self._start = start
+        self.start_u = None if callable(start) else start_point(net, self.region, self.frame,
+                                                                 start)
+        self.strategy = STRATEGIES["subdivision"]
+        self.backend = solver
+        self.fallbacks = [b for b in fallback if solver is None or b.name != solver.name]
+        self.max_polytopes = max_polytopes
+        self.time_limit = time_limit
+        self.within = None
+        self.proven_pieces: list = []
+        self.status = TraversalStatus.RUNNING
+        self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
+                                    proven=[0] * net.n_hidden_layers)
+        self._clock = Clock(time_limit)
+        self._lp = None
+        self._gen = self._run()
+
+    # ---------------------------------------------------------------- the protocol
+    def __next__(self) -> Polytope:
+        return next(self._gen)
+
+    def close(self, status: TraversalStatus | None = None) -> None:
+        """Stop early; the status becomes ``status`` (default ``stopped``) unless the run
+        had finished."""
+        self._gen.close()
+        if self.status in (TraversalStatus.RUNNING, TraversalStatus.STOPPED):
+            self.status = status or TraversalStatus.STOPPED
+
+    @property
+    def frontier(self) -> int:
+        """Cells found but not yet emitted (for progress)."""
+        return self._left
+
+    @property
+    def complete(self) -> bool:
+        """True iff every polytope meeting the region was emitted."""
+        return self.status is TraversalStatus.COMPLETE
+
+    def time_left(self) -> float | None:
+        """Seconds left of ``time_limit`` (None without one)."""
+        return self._clock.left()
+
+    def maximize_in_cell(self, polytope: Polytope, g: np.ndarray):
+        """None: analyses read extremes off ``polytope.vertices``."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<SubdivisionRun {self.status.value}: {self.stats.polytopes} polytopes>"
+
+    # ---------------------------------------------------------------- the run
+    _left = 0
+
+    def _run(self) -> Iterator[Polytope]:
+        t0 = self._clock.start()
+        st = self.stats
+        try:
+            if callable(self._start):
+                self.start_u = start_point(self.net, self.region, self.frame, self._start())
+            try:
+                cells = subdivide(self.net, self.frame, self._clock)
+            except Undecided as why:
+                yield from self._fall_back(str(why))
+                return
+            st.cuts, st.snapped, st.thin_cuts = cells.cuts, cells.snapped, cells.thin
+            offsets = np.cumsum([0, *self.net.hidden_sizes])
+            for layer in range(self.net.n_hidden_layers):  # cells per level, as the traversal's
+                prefix = cells.codes[:, : offsets[layer + 1]]
+                st.pieces[layer] = int(np.unique(np.packbits(prefix, axis=1), axis=0).shape[0]) \
+                    if len(cells) else 0
+            order = np.arange(len(cells))
+            if self.start_u is not None:
+                order = np.argsort(np.linalg.norm(cells.centres - self.start_u, axis=1),
+                                   kind="stable")
+            self._left = len(cells)
+            for i in order:
+                self._left -= 1
+                self._clock.check()
+                code = tuple(np.split(cells.codes[i], offsets[1:-1]))
+                u, r = cells.centres[i], float(cells.radii[i])
+                if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
+                    cell = self._chebyshev(code)
+                    if cell is None:
+                        continue  # recorded in stats.failures
+                    r, u = cell
+                    if r <= RADIUS_TOL:
+                        st.slivers += 1
+                        continue
+                if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
+                    raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
+                st.polytopes += 1
+                V = cells.vertices[cells.starts[i]: cells.starts[i + 1]]
+                yield Polytope(code, self.frame.to_x(u), r, st.polytopes - 1, None, self.net,
+                               self.region, V)
+            self.status = (TraversalStatus.SOLVER_FAILURE if st.failures
+                           else TraversalStatus.COMPLETE)
+        except RunEnded as stop:
+            self.status = stop.args[0]
+        finally:
+            st.total_time = time.perf_counter() - t0
+            if self.status is TraversalStatus.RUNNING:
+                self.status = TraversalStatus.STOPPED
+
+    def _fall_back(self, why: str) -> Iterator[Polytope]:
+        """The LP traversal of the whole region, for a cut the engine could not decide."""
+        if self.backend is None:
+            raise ConfigError(f"traverse: subdivision could not decide a cut ({why}) and has "
+                              "no LP backend to fall back to")
+        start = None if self.start_u is None else self.frame.to_x(self.start_u)
+        trav = Traversal(self.net, self.region, start, solver=self.backend,
+                         fallback=self.fallbacks, max_polytopes=self.max_polytopes,
+                         time_limit=self._clock.left() if self.time_limit else None)
+        trav.stats.fallback = why
+        self.stats = trav.stats
+        try:
+            yield from trav
+        finally:
+            trav.close()
+            self.status = trav.status
+
+    def _chebyshev(self, code) -> tuple[float, np.ndarray] | None:
+        """``(radius, centre)`` of the cell of ``code`` by the Chebyshev LP (None: undecided)."""
+        if self.backend is None:
+            raise ConfigError("traverse: subdivision found a thin cell and has no LP backend "
+                              "to decide it")
+        if self._lp is None:
+            self._lp = CellSolver(self.frame, self.backend, self.fallbacks, self.stats)
+        fr = self.frame
+        model = self.backend.chebyshev_model(fr)
+        for (Wh, bh), bits in zip(self.net.hyperplanes(code), code):
+            A, beta = fr.pull(Wh), Wh @ fr.origin + bh
+            norm = np.linalg.norm(A, axis=1)
+            live = norm > ZERO_ROW_TOL * (1.0 + np.abs(beta))
+            model.push(A[live] / norm[live, None], beta[live] / norm[live], bits[live])
+        self.stats.lps += 1
+        cell = self._lp.solve(model, "a thin cell of the subdivision")
+        self.stats.lp_time += model.solve_time
+        return cell
+
