@@ -137,7 +137,7 @@ class _Subdivision:
         fr = self.frame
         for i, (a, b) in enumerate(zip(fr.A_extra, fr.b_extra)):  # the region's other rows
             self._cut(np.broadcast_to(-a, (1, self.d)), np.full(1, b), 2 * self.d + i,
-                      keep="on")
+                      region=True)
         #: per layer, on the cells at its start: the pre-activations' gradients
         #: ``(n_l, C_l, d)``, offsets and gradient norms ``(n_l, C_l)``
         self.maps = []
@@ -166,11 +166,11 @@ class _Subdivision:
         return self._cells()
 
     def _cut(self, a: np.ndarray, c: np.ndarray, hyper: int, code: int | None = None,
-             keep: str = "both", norm: np.ndarray | None = None) -> None:
+             region: bool = False, norm: np.ndarray | None = None) -> None:
         """Cut every cell by ``a_i·u + c_i = 0`` (one row per cell; ``a`` may broadcast).
 
-        ``code``: the neuron's column of the codes (its bit is on iff ``>= 0``); ``keep="on"``
-        (a region row, ``a·u + c >= 0`` inside) drops the cells' other side."""
+        ``code``: the neuron's column of the codes (its bit is on iff ``>= 0``); ``region``:
+        a region row (``a·u + c >= 0`` inside), the cells' other side is dropped."""
         cells, verts = self.c, self.v
         C = cells.n
         a = np.broadcast_to(a, (C, self.d))
@@ -188,40 +188,37 @@ class _Subdivision:
             rc = verts.cell[rows]
             X = np.take(verts.X, rows, axis=0)
             dist = (np.einsum("ij,ij->i", X, np.take(a, rc, axis=0)) + c[rc]) / norm[rc]
-            top, bottom = np.zeros(C), np.zeros(C)
-            np.maximum.at(top, rc, dist)
-            np.minimum.at(bottom, rc, dist)
-            on_side, off_side = top > RADIUS_TOL, bottom < -RADIUS_TOL
-            cut = open_ & on_side & off_side
-            on = np.where(on_side | off_side, on_side, top >= -bottom)  # uncut: the thick side
-            bit[open_] = on[open_]
-            near = np.abs(dist) <= SNAP_TOL
+            near = np.abs(dist) <= SNAP_TOL  # on the hyperplane
             self.snapped += int(near.sum())
-            # a side too thin for a polytope is not cut off: its vertices go onto the hyperplane
-            thin = ~cut[rc] & np.where(on[rc], dist < 0, dist > 0)
-            self.thin += int(np.unique(rc[thin & ~near]).size)
-            sign = np.where(near | thin, 0, np.sign(dist)).astype(np.int8)
+            sign = np.where(near, 0, np.sign(dist)).astype(np.int8)
+            top, bottom = np.zeros(C), np.zeros(C)
+            np.maximum.at(top, rc, np.where(near, 0.0, dist))
+            np.minimum.at(bottom, rc, np.where(near, 0.0, dist))
+            cut = (top > 0) & (bottom < 0)
+            if np.any(open_ & (top == 0) & (bottom == 0)):
+                raise Undecided(f"every vertex of a cell lies on hyperplane {hyper}")
+            bit[open_] = top[open_] > 0
             zero = rows[sign == 0]
             verts.act[zero] = np.take(verts.act, zero, axis=0) | _bits(hyper, self.words)
         if code is not None:
             cells.code[:, code] = bit
-        if keep == "on" and not bit[~cut].all():
+        if region and not bit[~cut].all():
             raise Undecided("a region row leaves a cell no interior")
         if cut.any():
             mine = np.flatnonzero(cut[rc])
             mine = mine[np.argsort(rc[mine], kind="stable")]  # grouped by cell
             self._split(rows[mine], rc[mine], np.take(X, mine, axis=0), sign[mine], dist[mine],
-                        hyper, code, keep)
+                        top, bottom, hyper, code, region)
 
-    def _split(self, rows, rc, X, sign, dist, hyper, code, keep) -> None:
+    def _split(self, rows, rc, X, sign, dist, top, bottom, hyper, code, region) -> None:
         """Cut the cells of ``rc`` (their vertices' rows, grouped by cell, with their
-        coordinates ``X``, sides ``sign`` and signed distances ``dist``)."""
+        coordinates ``X``, sides ``sign`` and signed distances ``dist``; ``top``, ``bottom``
+        the largest distance on each side, by cell)."""
         cells, verts = self.c, self.v
         act = np.take(verts.act, rows, axis=0)
         ids, start, count = np.unique(rc, return_index=True, return_counts=True)
         S = ids.size
         slot = np.repeat(np.arange(S), count)  # each row's cell, as 0 .. S-1
-        self.cuts += S
         # candidate edges: each "on" vertex with each "off" vertex of its cell
         pos = np.flatnonzero(sign > 0)
         neg = np.flatnonzero(sign < 0)
@@ -251,27 +248,105 @@ class _Subdivision:
         X_new = Xp + t[:, None] * (np.take(X, q, axis=0) - Xp)
         act_new = shared | _bits(hyper, self.words)
         up, z, down = sign > 0, sign == 0, sign < 0
-        if keep == "on":  # a region row: the "off" side is outside, dropped
-            verts.cell[rows[down]] = -1
-            verts.append(X=X_new, cell=ids[owner], act=act_new)
-            self._drop_dead()
-            self._recentre(ids, np.concatenate([slot[~down], owner]),
-                           np.vstack([X[~down], X_new]), S)
-            return
-        # the "off" side keeps the cell, the "on" side becomes a new one
-        new_ids = cells.append(code=np.take(cells.code, ids, axis=0),
-                               centre=np.take(cells.centre, ids, axis=0),
-                               reach=cells.reach[ids], anc=np.take(cells.anc, ids, axis=0))
-        if code is not None:
-            cells.code[ids, code] = False
-            cells.code[new_ids, code] = True
-        verts.cell[rows[up]] = new_ids[slot[up]]
-        verts.append(X=np.vstack([X[z], X_new, X_new]),
-                     cell=np.concatenate([new_ids[slot[z]], ids[owner], new_ids[owner]]),
-                     act=np.vstack([act[z], act_new, act_new]))
-        both = np.concatenate([slot[~up], S + slot[~down], owner, S + owner])
-        self._recentre(np.concatenate([ids, new_ids]), both,
-                       np.vstack([X[~up], X[~down], X_new, X_new]), 2 * S)
+        # a side too thin for a polytope (its Chebyshev radius is below RADIUS_TOL) is cut
+        # off and dropped, like a region row's outside
+        keep_on = (top[ids] > RADIUS_TOL) if not region else np.ones(S, bool)
+        keep_off = (-bottom[ids] > RADIUS_TOL) & (not region)
+        if region and np.any(top[ids] <= RADIUS_TOL):
+            raise Undecided("a region row leaves a cell no interior")
+        both = keep_on & keep_off
+        one = keep_on ^ keep_off
+        self.cuts += int(both.sum())
+        self.thin += 0 if region else int((~both).sum())
+        if both.any():  # the "off" side keeps the cell, the "on" side becomes a new one
+            b_ids = ids[both]
+            new_ids = cells.append(code=np.take(cells.code, b_ids, axis=0),
+                                   centre=np.take(cells.centre, b_ids, axis=0),
+                                   reach=cells.reach[b_ids],
+                                   anc=np.take(cells.anc, b_ids, axis=0))
+            if code is not None:
+                cells.code[b_ids, code] = False
+                cells.code[new_ids, code] = True
+            k = np.cumsum(both) - 1  # slot -> index among the cells cut in two
+            twin = new_ids[k]
+            mine = both[slot]
+            verts.cell[rows[mine & up]] = twin[slot[mine & up]]
+            zb, mb = mine & z, both[owner]
+            verts.append(X=np.vstack([X[zb], X_new[mb], X_new[mb]]),
+                         cell=np.concatenate([twin[slot[zb]], ids[owner[mb]], twin[owner[mb]]]),
+                         act=np.vstack([act[zb], act_new[mb], act_new[mb]]))
+            n2 = int(both.sum())
+            grp = np.concatenate([k[slot[mine & ~up]], n2 + k[slot[mine & ~down]],
+                                  k[owner[mb]], n2 + k[owner[mb]]])
+            self._recentre(np.concatenate([b_ids, new_ids]), grp,
+                           np.vstack([X[mine & ~up], X[mine & ~down], X_new[mb], X_new[mb]]),
+                           2 * n2)
+        if one.any():  # the cell keeps its thick side, in place
+            gone = one[slot] & np.where(keep_on[slot], down, up)
+            self._drop_rows(rows[gone])  # renumbers the rows: after every use of ``rows``
+            mine = one[owner]
+            self.v.append(X=X_new[mine], cell=ids[owner[mine]], act=act_new[mine])
+            if code is not None:
+                cells.code[ids[one], code] = keep_on[one]
+            stay = one[slot] & ~gone
+            self._recentre(ids[one], np.concatenate([np.cumsum(one)[slot[stay]] - 1,
+                                                     np.cumsum(one)[owner[mine]] - 1]),
+                           np.vstack([X[stay], X_new[mine]]), int(one.sum()))
+        if not (keep_on | keep_off).all():  # both sides thin: the cell holds no polytope
+            self._drop_cells(ids[~(keep_on | keep_off)])
+
+    def _drop_rows(self, rows: np.ndarray) -> None:
+        """Remove vertex rows (a side cut off)."""
+        if rows.size:
+            keep = np.ones(self.v.n, bool)
+            keep[rows] = False
+            self.v = _Store(X=self.v.X[keep], cell=self.v.cell[keep], act=self.v.act[keep])
+
+    def _drop_cells(self, ids: np.ndarray) -> None:
+        """Remove cells (too thin for a polytope) and their vertices."""
+        dead = np.zeros(self.c.n, bool)
+        dead[ids] = True
+        self._drop_rows(np.flatnonzero(dead[self.v.cell]))
+        renumber = np.cumsum(~dead) - 1
+        self.v.cell[:] = renumber[self.v.cell]
+        live = ~dead
+        self.c = _Store(**{k: getattr(self.c, k)[live] for k in ("code", "centre", "reach", "anc")})
+
+    def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
+        """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
+        count = np.bincount(slot, minlength=n)
+        centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
+                           for j in range(self.d)], axis=1) / count[:, None]
+        gap = X - centre[slot]
+        gap = np.einsum("ij,ij->i", gap, gap)
+        reach = np.zeros(n)
+        np.maximum.at(reach, slot, gap)
+        self.c.centre[ids] = centre
+        self.c.reach[ids] = np.sqrt(reach)
+
+    def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
+        """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
+        count = np.bincount(slot, minlength=n)
+        centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
+                           for j in range(self.d)], axis=1) / count[:, None]
+        gap = X - centre[slot]
+        gap = np.einsum("ij,ij->i", gap, gap)
+        reach = np.zeros(n)
+        np.maximum.at(reach, slot, gap)
+        self.c.centre[ids] = centre
+        self.c.reach[ids] = np.sqrt(reach)
+
+    def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
+        """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
+        count = np.bincount(slot, minlength=n)
+        centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
+                           for j in range(self.d)], axis=1) / count[:, None]
+        gap = X - centre[slot]
+        gap = np.einsum("ij,ij->i", gap, gap)
+        reach = np.zeros(n)
+        np.maximum.at(reach, slot, gap)
+        self.c.centre[ids] = centre
+        self.c.reach[ids] = np.sqrt(reach)
 
     def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
         """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""

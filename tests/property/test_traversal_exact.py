@@ -77,6 +77,20 @@ def test_seed_faithful_equals_hierarchical(spec):
     assert fast == slow
 
 
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.tuples(st.integers(0, 10_000), st.integers(2, 4),
+                 st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+def test_subdivision_equals_brute_force_and_the_traversal(spec):
+    seed, n_in, widths = spec
+    net = random_net(seed, n_in, widths)
+    lo, hi = -np.ones(n_in), np.ones(n_in)
+    run, keys = check_run(net, lo, hi, strategy="subdivision")
+    assert not run.stats.fallback, run.stats.fallback
+    assert keys == check_run(net, lo, hi)[1]
+    assert_same_cells(keys, brute_force_cells(net, lo, hi), f"net {spec}")
+
+
 @pytest.mark.parametrize("lo,hi", [([0.2, -0.3], [0.25, -0.1]), ([-3.0, -2.0], [4.0, 5.0]),
                                    ([1e3, -1e3], [1.2e3, 1e3])])
 def test_boxes_of_other_sizes_and_units(lo, hi):

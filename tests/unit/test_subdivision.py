@@ -1,0 +1,166 @@
+"""Strategy "subdivision" against the LP traversal and brute force, degenerate nets included.
+
+Truth: brute-force enumeration of activation patterns (tests/support/reference.py) where the
+region is a box, the hierarchical LP traversal elsewhere; each cell's vertices against its
+halfspaces and, summed, against the region's volume.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import brute_force_cells, random_net
+from scipy.spatial import ConvexHull
+
+from polytrav import Ball, Box, Network, Polyhedron, analyze, traverse
+from polytrav.model.geometry import build_frame
+from polytrav.traversal.subdivision import subdivide
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.tolerances import RADIUS_TOL
+
+
+def cells_of(net, region, **options):
+    run = traverse(net, region, strategy="subdivision", **options)
+    polys = list(run)
+    assert run.complete and not run.stats.fallback, (run.status, run.stats.fallback)
+    keys = [p.key for p in polys]
+    assert len(keys) == len(set(keys)), "a polytope was emitted twice"
+    return run, polys
+
+
+def check_geometry(net, region, polys):
+    """Codes at interior points, inscribed balls, vertices in their cells, volumes summing
+    to the region's (frame coordinates)."""
+    frame = build_frame(region.with_dims(net.n_inputs), net.n_inputs)
+    total = 0.0
+    for p in polys:
+        x = p.interior_point
+        assert all(np.array_equal(a, b) for a, b in zip(net.activation_code(x), p.code))
+        assert p.radius > RADIUS_TOL
+        A, b = p.halfspaces
+        slack = b - A @ x
+        scale = np.linalg.norm(A @ frame.U, axis=1)  # unit rows in x, radius in u
+        live = scale > 1e-12
+        assert np.all(slack[live] / scale[live] >= p.radius * (1 - 1e-9) - 1e-12)
+        X = frame.to_x(p.vertices)
+        assert np.all(A @ X.T <= b[:, None] + 1e-9), f"a vertex outside polytope {p.index}"
+        total += ConvexHull(p.vertices).volume if frame.dim > 1 else np.ptp(p.vertices)
+    return total
+
+
+def test_random_boxes_equal_brute_force_with_vertices_filling_the_box():
+    for seed, d, widths in [(0, 2, [6, 5]), (1, 3, [5, 4, 3]), (2, 2, [8, 8, 8]), (3, 4, [5, 4])]:
+        net = random_net(seed, d, widths)
+        lo, hi = -np.ones(d), np.ones(d)
+        _, polys = cells_of(net, Box(lo, hi))
+        truth = {k for k, r in brute_force_cells(net, lo, hi).items() if r > RADIUS_TOL}
+        assert {p.key for p in polys} == truth, (seed, d, widths)
+        assert check_geometry(net, Box(lo, hi), polys) == pytest.approx(2.0 ** d, rel=1e-9)
+
+
+def _net(first, biases, rest=None):
+    layers = [np.asarray(first, float)]
+    bs = [np.asarray(biases, float)]
+    for W, b in rest or []:
+        layers.append(np.asarray(W, float))
+        bs.append(np.asarray(b, float))
+    n = layers[-1].shape[0]
+    layers.append(np.ones((1, n)))
+    bs.append(np.zeros(1))
+    return Network.from_arrays(layers, bs)
+
+
+rng = np.random.default_rng(5)
+W3 = rng.normal(size=(4, 3))
+DEGENERATE = {
+    # every hyperplane through the origin, the box's centre: many meet at one vertex
+    "through one point": _net(rng.normal(size=(7, 2)), np.zeros(7)),
+    "through one point, 3-D": _net(rng.normal(size=(6, 3)), np.zeros(6),
+                                   [(rng.normal(size=(4, 6)), np.zeros(4))]),
+    # duplicate, scaled and negated copies of a neuron: one hyperplane, several bits
+    "copies": _net([[1.0, 2.0], [1.0, 2.0], [3.0, 6.0], [-1.0, -2.0], [0.5, -1.0]],
+                   [0.3, 0.3, 0.9, -0.3, 0.1]),
+    "copies, 3-D": _net(np.vstack([W3, W3 * 2, -W3]), np.r_[rng.normal(size=4),
+                                                             np.zeros(8)] * 0),
+    # dead and constant neurons (zero weights), bits by the constant's sign (on iff >= 0)
+    "dead": _net([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [1.0, -1.0]], [0.0, -1.0, 2.0, 0.2]),
+    # hyperplanes through the box's corners and along its facets
+    "corners and facets": _net([[1.0, -1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.5]],
+                               [0.0, 0.0, -1.0, 1.0, -1.5]),
+    # second-layer neurons constant on whole cells (relu(x) + relu(y) is 0 on a quadrant),
+    # and through the first layer's vertex
+    "constant on cells": _net([[1.0, 0.0], [0.0, 1.0]], [0.0, 0.0],
+                              [([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [2.0, 2.0]],
+                                [0.0, 0.0, 0.0, -0.5])]),
+    # a cell thinner than a polytope (1e-8 wide) next to one just thick enough (1e-6)
+    "thin": _net([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]], [0.0, -1e-8, 0.2, 0.2 - 1e-6]),
+}
+
+
+@pytest.mark.parametrize("name", DEGENERATE)
+def test_degenerate_nets_equal_brute_force_and_the_traversal(name):
+    net = DEGENERATE[name]
+    d = net.n_inputs
+    lo, hi = -np.ones(d), np.ones(d)
+    run, polys = cells_of(net, Box(lo, hi))
+    keys = {p.key for p in polys}
+    assert keys == {p.key for p in traverse(net, Box(lo, hi))}
+    truth = brute_force_cells(net, lo, hi)
+    assert {k for k, r in truth.items() if r > 10 * RADIUS_TOL} <= keys
+    assert keys <= {k for k, r in truth.items() if r > RADIUS_TOL / 10}
+    # the cells fill the box, but for slivers thinner than RADIUS_TOL (no polytope; 2e-8 here)
+    assert check_geometry(net, Box(lo, hi), polys) == pytest.approx(2.0 ** d, abs=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_polyhedra_and_fixed_coordinates_equal_the_traversal(seed):
+    r = np.random.default_rng(seed)
+    d = 2 + seed % 3
+    net = random_net(seed, d, [5, 4])
+    lo, hi = -np.ones(d), np.ones(d)
+    regions = [Box(lo, hi) & Polyhedron(r.normal(size=(3, d)), np.full(3, 0.6))]
+    fixed_lo, fixed_hi = lo.copy(), hi.copy()
+    fixed_lo[0] = fixed_hi[0] = 0.25
+    regions.append(Box(fixed_lo, fixed_hi))
+    for region in regions:
+        _, polys = cells_of(net, region)
+        assert {p.key for p in polys} == {p.key for p in traverse(net, region)}
+        check_geometry(net, region, polys)
+
+
+def test_analyses_on_subdivision_equal_the_traversal():
+    net = random_net(11, 2, [6, 6], n_out=2)
+    region = Box([-1, -1], [1, 1])
+    a = analyze(net, region, "output_range", strategy="subdivision")
+    b = analyze(net, region, "output_range")
+    assert a.status.value == "complete"
+    for ra, rb in zip(a.results, b.results):
+        for key in rb.value:
+            assert ra.value[key] == pytest.approx(rb.value[key], rel=1e-9, abs=1e-9)
+        assert ra.exact and rb.exact
+
+
+def test_budgets_and_start():
+    net = random_net(4, 2, [6, 5])
+    region = Box([-1, -1], [1, 1])
+    run = traverse(net, region, strategy="subdivision", max_polytopes=3)
+    assert len(list(run)) == 3 and run.status.value == "polytope_limit"
+    start = np.array([0.9, -0.9])
+    first = next(iter(traverse(net, region, start, strategy="subdivision")))
+    assert first.contains(start), "the polytope holding the start point comes first"
+
+
+def test_refusals_name_the_way_out():
+    net = random_net(0, 2, [3])
+    with pytest.raises(ConfigError, match="polyhedral region.*hierarchical"):
+        traverse(net, Ball([0.0, 0.0], 1.0), strategy="subdivision")
+    with pytest.raises(ConfigError, match="hierarchical"):
+        traverse(net, Box([-1, -1], [1, 1]), strategy="subdivision", within=[])
+
+
+def test_the_engine_on_its_own_counts_cells_and_radii():
+    net = random_net(2, 3, [6, 6])
+    frame = build_frame(Box(-np.ones(3), np.ones(3)), 3)
+    cells = subdivide(net, frame)
+    assert len(cells) == cells.cuts + 1  # every cut makes one more cell
+    assert cells.starts[-1] == cells.vertices.shape[0]
+    assert np.all(cells.radii > 0)
