@@ -316,12 +316,17 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         A point of the region to start from; defaults to the region's Chebyshev centre. A
         callable returning one (or None) is called only when the search starts, after a
         ``prune`` that proves the whole region made it unnecessary (an attack, say).
-    strategy : {"hierarchical", "seed-faithful", "subdivision"}
-        ``hierarchical`` (default) is the paper's Algorithm 3 made fast; ``seed-faithful`` is
-        the paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start),
-        kept as the baseline; ``subdivision`` cuts the region's polytope by every neuron in
-        turn, all cells at once and without LPs (polyhedral regions of few dimensions:
-        :mod:`polytrav.traversal.subdivision`).
+    strategy : {"auto", "hierarchical", "seed-faithful", "subdivision"}
+        ``hierarchical`` is the paper's Algorithm 3 made fast; ``seed-faithful`` is the
+        paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start), kept
+        as the baseline; ``subdivision`` cuts the region's polytope by every neuron in turn,
+        all cells at once and without LPs (polyhedral regions of few dimensions:
+        :mod:`polytrav.traversal.subdivision`); it reports nothing before it has every
+        cell, so a budget that ends it early leaves no polytopes. ``auto``: subdivision for
+        polyhedral regions of at most 6 dimensions when every polytope is visited (no
+        ``guide``, ``prune`` or ``within``), else hierarchical
+        (:func:`polytrav.traversal.subdivision_run.choose_strategy`). Default:
+        ``hierarchical``.
     solver : str or SolverBackend, optional
         LP backend; defaults to the strategy's (``highs`` / ``scipy``).
     max_polytopes, time_limit : optional
@@ -409,6 +414,7 @@ def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarc
     >>> len(found), sum(len(list(traverse(net, region, within=[p]))) for p in found)
     (2, 3)
     """
+    strategy = "hierarchical" if strategy == "auto" else strategy  # pieces are its own
     backend, fallbacks = lp_backends(solver, fallback, strategy)
     return Traversal(net, region, start, strategy=strategy, solver=backend,
                      time_limit=time_limit, fallback=fallbacks, pieces_only=True)

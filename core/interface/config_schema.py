@@ -134,9 +134,10 @@ class Job(_Strict):
     def _known_strategy(cls, value: str) -> str:
         from polytrav.traversal import STRATEGIES
 
-        if value not in STRATEGIES:
-            raise ValueError(f"unknown strategy {value!r}{did_you_mean(value, STRATEGIES)}; use "
-                             + " or ".join(repr(s) for s in STRATEGIES))
+        names = ["auto", *STRATEGIES]
+        if value not in names:
+            raise ValueError(f"unknown strategy {value!r}{did_you_mean(value, names)}; use "
+                             + " or ".join(repr(s) for s in names))
         return value
 
     @field_validator("solver")

@@ -109,7 +109,11 @@ class Traversal(Iterator[Polytope]):
         if not isinstance(region, Region):
             raise ConfigError(f"traverse: region must be a polytrav Region, got {type(region).__name__}")
         if strategy not in STRATEGIES:
-            raise ConfigError(f"traverse: unknown strategy {strategy!r}; known: {sorted(STRATEGIES)}")
+            raise ConfigError(f"traverse: unknown strategy {strategy!r}; known: "
+                              f"{sorted(['auto', *STRATEGIES])}")
+        if strategy == "subdivision":
+            raise ConfigError("Traversal is the LP traversal; start a subdivision run with "
+                              "polytrav.traverse(..., strategy='subdivision')")
         check_budgets(max_polytopes, time_limit)
         for b in (solver, *fallback):
             if not isinstance(b, SolverBackend):

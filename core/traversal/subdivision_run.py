@@ -30,13 +30,37 @@ from polytrav.traversal.subdivision import Undecided, subdivide
 from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
 
-__all__ = ["SubdivisionRun", "open_traversal"]
+__all__ = ["AUTO_MAX_DIM", "SubdivisionRun", "choose_strategy", "open_traversal"]
+
+#: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
+#: enumerated by subdivision: faster than the traversal on every net measured up to 6-D
+#: (docs/benchmarks.md, "Subdivision against the traversal").
+AUTO_MAX_DIM = 6
+
+
+def choose_strategy(net: Network, region: Region, *, guide=None, within=None, prune=None,
+                    pieces_only: bool = False, **_) -> str:
+    """What ``strategy="auto"`` runs: ``"subdivision"`` for a polyhedral region of at most
+    :data:`AUTO_MAX_DIM` dimensions when the run visits every polytope; else
+    ``"hierarchical"``, whose guides, pruning bounds and level-1 pieces let a run skip work
+    or split it."""
+    if guide is not None or prune is not None or within is not None or pieces_only:
+        return "hierarchical"
+    region = region.with_dims(net.n_inputs)
+    if net.n_inputs > AUTO_MAX_DIM and not region.is_box():
+        return "hierarchical"  # its frame could cost LPs to build; slices are boxes
+    frame = build_frame(region, net.n_inputs)
+    polyhedral = not (frame.l1_balls or frame.l2_balls)
+    return "subdivision" if polyhedral and frame.dim <= AUTO_MAX_DIM else "hierarchical"
 
 
 def open_traversal(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
                    **options):
-    """A run of ``strategy``: a :class:`SubdivisionRun` for ``"subdivision"``, else a
-    :class:`~polytrav.traversal.engine.Traversal` (same arguments, same protocol)."""
+    """A run of ``strategy`` (``"auto"``: :func:`choose_strategy`): a :class:`SubdivisionRun`
+    for ``"subdivision"``, else a :class:`~polytrav.traversal.engine.Traversal` (same
+    arguments, same protocol)."""
+    if strategy == "auto" and isinstance(net, Network) and isinstance(region, Region):
+        strategy = choose_strategy(net, region, **options)
     if strategy == "subdivision":
         return SubdivisionRun(net, region, start, **options)
     return Traversal(net, region, start, strategy=strategy, **options)

@@ -2,6 +2,8 @@
 their labels, titles and legends read back through matplotlib's objects (Agg backend)."""
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +110,28 @@ def test_cli_regions_counts_lists_and_plots(tmp_path):
     assert out.exists() and pixels(out).std() > 0.05
     res = CliRunner().invoke(main, ["regions", str(net)])
     assert res.exit_code == 4 and "--lower and --upper" in res.output
+
+
+def test_cli_regions_by_subdivision_counts_and_plots_the_same(tmp_path):
+    from polytrav.interface.cli import main
+
+    from ctrl_c import random_layers, save_mlp_onnx
+
+    path = tmp_path / "net.onnx"
+    save_mlp_onnx(*random_layers(np.random.default_rng(3), [2, 12, 12, 1]), path)
+    counts = {}
+    for strategy in ("hierarchical", "subdivision"):
+        out = tmp_path / f"{strategy}.png"
+        res = CliRunner().invoke(main, ["regions", str(path), "--lower", "-1", "--upper", "1",
+                                        "--strategy", strategy, "--json", "--plot", str(out)])
+        assert res.exit_code == 0, res.output
+        stats = json.loads(res.output.splitlines()[0])
+        counts[strategy] = (stats["polytopes"], stats["per_level"])
+        assert out.exists() and pixels(out).std() > 0.05
+    assert counts["hierarchical"] == counts["subdivision"]
+    res = CliRunner().invoke(main, ["regions", str(path), "--lower", "-1", "--upper", "1",
+                                    "--strategy", "subdivsion"])
+    assert res.exit_code == 4 and "'subdivsion' is not one of" in res.output
 
 
 def test_the_paper_figures_example_runs(tmp_path):

@@ -164,3 +164,21 @@ def test_the_engine_on_its_own_counts_cells_and_radii():
     assert len(cells) == cells.cuts + 1  # every cut makes one more cell
     assert cells.starts[-1] == cells.vertices.shape[0]
     assert np.all(cells.radii > 0)
+
+
+def test_auto_picks_subdivision_where_it_enumerates_everything():
+    from polytrav.traversal.subdivision_run import AUTO_MAX_DIM, SubdivisionRun, choose_strategy
+
+    net = random_net(0, 3, [4])
+    box = Box(-np.ones(3), np.ones(3))
+    assert choose_strategy(net, box) == "subdivision"
+    assert isinstance(traverse(net, box, strategy="auto"), SubdivisionRun)
+    assert choose_strategy(net, Ball(np.zeros(3), 1.0)) == "hierarchical"
+    assert choose_strategy(net, box, prune=lambda piece: 0.0) == "hierarchical"
+    assert choose_strategy(net, box, guide=object()) == "hierarchical"
+    wide = random_net(0, AUTO_MAX_DIM + 1, [3])
+    assert choose_strategy(wide, Box(-np.ones(AUTO_MAX_DIM + 1), np.ones(AUTO_MAX_DIM + 1))) \
+        == "hierarchical"
+    lo, hi = np.zeros(AUTO_MAX_DIM + 1), np.zeros(AUTO_MAX_DIM + 1)
+    hi[:2] = 1.0  # a 2-D slice of a wider net
+    assert choose_strategy(wide, Box(lo, hi)) == "subdivision"

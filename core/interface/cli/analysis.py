@@ -137,10 +137,16 @@ def _finite(values, what: str):
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds of traversal, after the one-time imports (an incomplete count "
                    "is marked as such).")
+@click.option("--strategy", type=click.Choice(["hierarchical", "subdivision", "auto",
+                                               "seed-faithful"]),
+              default="hierarchical", show_default=True,
+              help="How to enumerate: the LP traversal, or subdivision (every cell at once, "
+                   "no LPs; far faster in 2-6 dimensions, reports nothing before it ends), "
+                   "or auto (subdivision up to 6 dimensions).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_export_option
 def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_polytopes, timeout,
-            as_json, export_path) -> None:
+            strategy, as_json, export_path) -> None:
     """Count, list or draw the linear regions of a network inside a box.
 
     \b
@@ -148,6 +154,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
       polytrav regions net.onnx --lower -1 --upper 1
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --list
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --plot partition.png
+      polytrav regions net.onnx --lower -1,-1 --upper 1,1 --strategy subdivision
       polytrav regions acas.onnx --vnnlib prop_3.vnnlib --plot slice.png --dims 0 1
       polytrav regions net.onnx --lower 0 --upper 1 --export polytopes.parquet
 
@@ -177,7 +184,8 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
 
         check_plane(net, dims, names, region)
     bar = Progress("regions", sys.stderr.isatty())
-    run = traverse(net, region, max_polytopes=max_polytopes, time_limit=timeout)
+    run = traverse(net, region, strategy=strategy, max_polytopes=max_polytopes,
+                   time_limit=timeout)
     polytopes = []
     try:
         for p in run:
