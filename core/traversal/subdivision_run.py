@@ -47,7 +47,7 @@ def choose_strategy(net: Network, region: Region, *, guide=None, within=None, pr
     if guide is not None or prune is not None or within is not None or pieces_only:
         return "hierarchical"
     region = region.with_dims(net.n_inputs)
-    if net.n_inputs > AUTO_MAX_DIM and not region.is_box():
+    if net.n_inputs > AUTO_MAX_DIM and not region.is_box:
         return "hierarchical"  # its frame could cost LPs to build; slices are boxes
     frame = build_frame(region, net.n_inputs)
     polyhedral = not (frame.l1_balls or frame.l2_balls)
