@@ -1,0 +1,232 @@
+"""Strategy "subdivision" against edge subdivision and against the LP traversal (issue 43).
+
+``bunny``: the five networks shipped with edge subdivision (Berzins, ICML 2023, repository
+``arturs-berzins/relu_edge_subdivision``) over ``[-0.5, 0.5]^d``, each with a ReLU after its
+output so that polytrav's cells are edge subdivision's (it splits along the output's zero set
+too). Both tools run in their own process, pinned to one core (``taskset -c CORE``) with one
+thread (``OMP/OPENBLAS/MKL_NUM_THREADS=1``, ``torch.set_num_threads(1)``); each process makes a
+first call (untimed: warm-up) and a second, timed one, as the issue measured. The two tools
+alternate which goes first; the quoted times are medians over ``--repeat`` rounds. polytrav
+is timed twice: the engine alone (:func:`polytrav.traversal.subdivision.subdivide`: codes,
+vertices, radii of every cell) and the whole stream of ``Polytope`` objects
+(``traverse(..., strategy="subdivision")``). Edge subdivision's cells are counted from its
+vertices' sign vectors (each vertex's zeros set to every sign pattern, rows inside the box
+kept); a count that differs from polytrav's is printed loudly and makes the exit status 1.
+
+Edge subdivision states no licence: it is never vendored or imported here. ``--edge-subdivision``
+names a checkout (``git clone https://github.com/arturs-berzins/relu_edge_subdivision``), whose
+code runs in a child process with the checkout first on ``sys.path``; its networks are read
+with ``torch.load`` (a state dict: data, no code).
+
+``scaling``: subdivision against the hierarchical traversal, same process, alternating, on
+random networks in 2-7 dimensions and on ACAS Xu boxes of several radii (``../shared/data``):
+cells, seconds and cells per second of each, and their ratio.
+
+    python benchmarks/subdivision.py bunny --edge-subdivision ../scratch/relu_edge_subdivision \\
+        --repeat 5 --out benchmarks/results/subdivision_bunny.json
+    python benchmarks/subdivision.py scaling --repeat 3 --out benchmarks/results/subdivision_scaling.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from machine import machine_info  # noqa: E402
+
+BUNNIES = ["2,2x50,relu,bunny", "2,2x100,relu,bunny", "2,4x32,relu,bunny",
+           "3,3x16,relu,bunny", "3,8x32,relu,bunny"]
+DATA = HERE.parents[0].parent / "shared" / "data"
+THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+#: The child process that runs edge subdivision (its code from the checkout in argv[1]).
+PEER = r'''
+import itertools, json, os, sys, time
+peer, name = sys.argv[1], sys.argv[2]
+sys.path.insert(0, peer)
+import numpy as np, torch
+torch.set_num_threads(1)
+from NN import Net
+from edge_subdivision import skeletal_subdivision
+d, rest = name.split(",")[:2]
+depth, width = map(int, rest.split("x"))
+d = int(d)
+f = Net(ks=[d, *[width] * depth, 1])
+f.load_state_dict(torch.load(os.path.join(peer, "models", name), map_location="cpu"))
+def run():
+    t = time.perf_counter()
+    with torch.no_grad():
+        out = skeletal_subdivision(f, bbox=(-0.5, 0.5), device="cpu", verbose=False)
+    return time.perf_counter() - t, out
+run()
+seconds, (vs, edges, sv) = run()
+sv, cells = sv.numpy().astype(np.int8), set()
+for signs in itertools.product((1, -1), repeat=d):
+    p = sv.copy(); z = p == 0; k = z.cumsum(1) - 1; ok = z.sum(1) == d
+    p[z] = np.array(signs, np.int8)[np.minimum(k[z], d - 1)]
+    cells.update(map(bytes, p[ok & (p[:, :2 * d] == 1).all(1)][:, 2 * d:]))
+print(json.dumps({"seconds": seconds, "cells": len(cells), "vertices": len(vs),
+                  "edges": len(edges)}))
+'''
+
+
+def bunny_net(path: Path):
+    """The bunny network with a ReLU after its output (cells = edge subdivision's)."""
+    import numpy as np
+    import torch
+
+    from polytrav import Network
+
+    sd = torch.load(path, map_location="cpu", weights_only=True)
+    n = len(sd) // 2
+    W = [sd[f"fcs.{i}.weight"].double().numpy() for i in range(n)]
+    b = [sd[f"fcs.{i}.bias"].double().numpy() for i in range(n)]
+    return Network.from_arrays(W + [np.ones((1, 1))], b + [np.zeros(1)])
+
+
+def polytrav_worker(path: str) -> None:
+    """Child process: polytrav on one bunny net (one warm-up call of each, then timed)."""
+    import numpy as np
+
+    from polytrav import Box, traverse
+    from polytrav.model.geometry import build_frame
+    from polytrav.traversal.subdivision import subdivide
+
+    net = bunny_net(Path(path))
+    d = net.n_inputs
+    box = Box(np.full(d, -0.5), np.full(d, 0.5))
+    frame = build_frame(box, d)
+    out = {}
+    for what in ("engine", "stream"):
+        for _ in range(2):  # the first call is the warm-up
+            t = time.perf_counter()
+            if what == "engine":
+                cells = len(subdivide(net, frame))
+            else:
+                run = traverse(net, box, strategy="subdivision")
+                cells = sum(1 for _ in run)
+                assert run.complete, run.status
+            out[what] = time.perf_counter() - t
+        out[what + "_cells"] = cells
+    print(json.dumps(out))
+
+
+def child(cmd: list[str], core: int | None, timeout: float) -> dict | None:
+    if core is not None and shutil.which("taskset"):
+        cmd = ["taskset", "-c", str(core), *cmd]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                             env={**os.environ, **THREADS})
+    except subprocess.TimeoutExpired:
+        return None
+    if res.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]} failed: {res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def bunny(args) -> dict:
+    peer = Path(args.edge_subdivision).resolve()
+    rows, wrong = [], []
+    for name in args.nets or BUNNIES:
+        path = peer / "models" / name
+        ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path)]
+        theirs = [sys.executable, "-c", PEER, str(peer), name]
+        runs = {"polytrav": [], "edge": []}
+        for k in range(args.repeat):
+            order = (("polytrav", ours), ("edge", theirs))
+            for tool, cmd in (order if k % 2 == 0 else order[::-1]):
+                runs[tool].append(child(cmd, args.core, args.timeout))
+        done = {t: [r for r in rs if r is not None] for t, rs in runs.items()}
+        row = {"net": name, "repeats": args.repeat,
+               "polytrav_cells": done["polytrav"][0]["stream_cells"] if done["polytrav"] else None,
+               "edge_cells": done["edge"][0]["cells"] if done["edge"] else None,
+               "edge_vertices": done["edge"][0]["vertices"] if done["edge"] else None,
+               "edge_edges": done["edge"][0]["edges"] if done["edge"] else None}
+        for key, tool, field in (("engine_s", "polytrav", "engine"),
+                                 ("stream_s", "polytrav", "stream"),
+                                 ("edge_s", "edge", "seconds")):
+            times = [r[field] for r in done[tool]]
+            row[key] = statistics.median(times) if len(times) == args.repeat else None
+        if row["edge_s"] and row["stream_s"]:
+            row["stream_over_edge"] = row["stream_s"] / row["edge_s"]
+            row["engine_over_edge"] = row["engine_s"] / row["edge_s"]
+        if None not in (row["polytrav_cells"], row["edge_cells"]) \
+                and row["polytrav_cells"] != row["edge_cells"]:
+            wrong.append(name)
+            print(f"!!! {name}: polytrav {row['polytrav_cells']} cells, edge subdivision "
+                  f"{row['edge_cells']}", flush=True)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return {"rows": rows, "different_counts": wrong}
+
+
+def scaling(args) -> dict:
+    import numpy as np
+
+    sys.path.insert(0, str(HERE.parent / "tests" / "support"))
+    from reference import random_net
+
+    from polytrav import Box, Network, traverse
+
+    cases = [(f"random {d}-D {w}", random_net(0, d, w), Box(-np.ones(d), np.ones(d)))
+             for d, w in [(2, [16, 16]), (3, [16, 16]), (4, [16, 16]), (5, [12, 12]),
+                          (6, [10, 10]), (7, [8, 8])]]
+    acas = DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx"
+    if acas.exists():
+        net = Network.from_onnx(acas)
+        c = np.array([-0.301041984, 0.0, 0.496690162, 0.4, 0.4])
+        cases += [(f"ACAS Xu 1_1, r={r}", net, Box(c - r, c + r)) for r in (0.005, 0.01)]
+    rows = []
+    for label, net, region in cases:
+        times = {"subdivision": [], "hierarchical": []}
+        cells = {}
+        for k in range(args.repeat):
+            for s in (("subdivision", "hierarchical") if k % 2 == 0
+                      else ("hierarchical", "subdivision")):
+                t = time.perf_counter()
+                run = traverse(net, region, strategy=s, time_limit=args.timeout)
+                cells[s] = sum(1 for _ in run)
+                times[s].append(time.perf_counter() - t if run.complete else None)
+        med = {s: statistics.median(v) if None not in v else None for s, v in times.items()}
+        row = {"case": label, "dims": region.with_dims(net.n_inputs).bounding_box()[0].size,
+               "cells": cells, **{f"{s}_s": v for s, v in med.items()}}
+        if None not in med.values():
+            row["traversal_over_subdivision"] = med["hierarchical"] / med["subdivision"]
+            row["cells_per_s"] = {s: cells[s] / med[s] for s in med}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return {"rows": rows}
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "worker":
+        return polytrav_worker(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mode", choices=["bunny", "scaling"])
+    ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
+    ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--core", type=int, default=0, help="the core to pin each process to")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per process / run")
+    ap.add_argument("--out", help="write the results (JSON) here")
+    args = ap.parse_args()
+    if args.mode == "bunny" and not args.edge_subdivision:
+        ap.error("bunny needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
+    result = bunny(args) if args.mode == "bunny" else scaling(args)
+    result["machine"] = machine_info()
+    result["command"] = " ".join(sys.argv)
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    sys.exit(1 if result.get("different_counts") else 0)
+
+
+if __name__ == "__main__":
+    main()
