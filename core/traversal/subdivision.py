@@ -216,7 +216,8 @@ class _Subdivision:
         the largest distance on each side, by cell)."""
         cells, verts = self.c, self.v
         act = np.take(verts.act, rows, axis=0)
-        ids, start, count = np.unique(rc, return_index=True, return_counts=True)
+        start = np.flatnonzero(np.r_[True, rc[1:] != rc[:-1]])  # rc is grouped
+        ids, count = rc[start], np.diff(np.r_[start, rc.size])
         S = ids.size
         slot = np.repeat(np.arange(S), count)  # each row's cell, as 0 .. S-1
         # candidate edges: each "on" vertex with each "off" vertex of its cell

@@ -47,14 +47,15 @@ def check_geometry(net, region, polys):
     return total
 
 
-def test_random_boxes_equal_brute_force_with_vertices_filling_the_box():
-    for seed, d, widths in [(0, 2, [6, 5]), (1, 3, [5, 4, 3]), (2, 2, [8, 8, 8]), (3, 4, [5, 4])]:
+def test_random_boxes_equal_the_traversal_with_vertices_filling_the_box():
+    """(Brute force on small random nets: tests/property/test_traversal_exact.py.)"""
+    for seed, d, widths in [(0, 2, [6, 5]), (1, 3, [5, 4, 3]), (2, 2, [8, 8, 8]), (3, 4, [5, 4]),
+                            (4, 5, [4, 3])]:
         net = random_net(seed, d, widths)
-        lo, hi = -np.ones(d), np.ones(d)
-        _, polys = cells_of(net, Box(lo, hi))
-        truth = {k for k, r in brute_force_cells(net, lo, hi).items() if r > RADIUS_TOL}
-        assert {p.key for p in polys} == truth, (seed, d, widths)
-        assert check_geometry(net, Box(lo, hi), polys) == pytest.approx(2.0 ** d, rel=1e-9)
+        box = Box(-np.ones(d), np.ones(d))
+        _, polys = cells_of(net, box)
+        assert {p.key for p in polys} == {p.key for p in traverse(net, box)}, (seed, d, widths)
+        assert check_geometry(net, box, polys) == pytest.approx(2.0 ** d, rel=1e-9)
 
 
 def _net(first, biases, rest=None):
