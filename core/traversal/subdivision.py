@@ -17,8 +17,8 @@ Degeneracy is decided, not hoped away (the numbers are in :mod:`polytrav.vocabul
 - a vertex within :data:`SNAP_TOL` (normalised units) of the hyperplane lies on it: vertices
   where several hyperplanes meet, duplicate and parallel neurons, neurons through vertices;
 - a side of a cut thinner than :data:`RADIUS_TOL` holds no polytope (its Chebyshev radius is
-  below the traversal's threshold): the cell is not cut and the thin side's vertices are
-  taken as on the hyperplane;
+  below the traversal's threshold): it is cut off and dropped, and a cell thin on both sides
+  is dropped;
 - a neuron constant on a cell (a dead neuron, or one made constant by the layers before) does
   not cut it; its bit is the constant's sign (on iff ``>= 0``), as the traversal's;
 - a cut whose section has fewer than ``d`` vertices is inconsistent in floating point: the
@@ -38,12 +38,9 @@ import numpy as np
 
 from polytrav.model.geometry import Frame
 from polytrav.model.network import Network
-from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
+from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
-__all__ = ["SNAP_TOL", "Cells", "Undecided", "subdivide"]
-
-#: A vertex this close to a hyperplane (normalised units) lies on it.
-SNAP_TOL = 1e-10
+__all__ = ["Cells", "Undecided", "subdivide"]
 
 
 class Undecided(Exception):
@@ -180,7 +177,8 @@ class _Subdivision:
         const = norm <= ZERO_ROW_TOL * (1.0 + np.abs(c))
         zc = np.einsum("ij,ij->i", cells.centre, a) + c
         # cells whose vertices all lie strictly on one side, by a ball around the centre
-        open_ = ~const & (np.abs(zc) <= norm * cells.reach * (1 + 1e-9) + 1e-12 * np.abs(c))
+        spread = norm * cells.reach
+        open_ = ~const & (np.abs(zc) <= spread + SAME_VALUE_TOL * (1.0 + spread + np.abs(c)))
         bit = np.where(const, c >= 0, zc >= 0)
         cut = np.zeros(C, bool)
         if open_.any():

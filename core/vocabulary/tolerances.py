@@ -19,6 +19,8 @@ SLIVER_TOL = 1e-9
 #: A neighbour's new halfspace misses a Restrict ball when the row's range over the ball
 #: clears zero by more than this (normalised units; the traversal then skips its LP).
 BALL_MISS_TOL = 1e-9
+#: Strategy "subdivision": a vertex this close to a hyperplane (normalised units) lies on it.
+SNAP_TOL = 1e-10
 #: Unit-normal hyperplanes whose normals and offsets agree within this are one hyperplane.
 DUPLICATE_TOL = 1e-9
 #: Accept an L2-ball cutting-plane solution once the LP and the certificate agree this well.
