@@ -183,3 +183,21 @@ def test_auto_picks_subdivision_where_it_enumerates_everything():
     lo, hi = np.zeros(AUTO_MAX_DIM + 1), np.zeros(AUTO_MAX_DIM + 1)
     hi[:2] = 1.0  # a 2-D slice of a wider net
     assert choose_strategy(wide, Box(lo, hi)) == "subdivision"
+
+
+def test_an_undecided_cut_hands_the_region_to_the_traversal(monkeypatch):
+    """Fault injection: a cut the engine cannot decide; the run is the LP traversal's, and
+    says so."""
+    from polytrav.traversal import subdivision_run
+    from polytrav.traversal.subdivision import Undecided
+
+    def undecided(*args, **kwargs):
+        raise Undecided("a cut by hyperplane 7 has fewer than 2 vertices on its section")
+
+    net = random_net(6, 2, [5, 5])
+    box = Box([-1, -1], [1, 1])
+    monkeypatch.setattr(subdivision_run, "subdivide", undecided)
+    run = traverse(net, box, strategy="subdivision")
+    keys = {p.key for p in run}
+    assert run.complete and "hyperplane 7" in run.stats.fallback and run.stats.lps > 0
+    assert keys == {p.key for p in traverse(net, box)}
