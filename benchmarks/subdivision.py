@@ -5,7 +5,8 @@
 output so that polytrav's cells are edge subdivision's (it splits along the output's zero set
 too). Both tools run in their own process, pinned to one core (``taskset -c CORE``) with one
 thread (``OMP/OPENBLAS/MKL_NUM_THREADS=1``, ``torch.set_num_threads(1)``); each process makes a
-first call (untimed: warm-up) and a second, timed one, as the issue measured. The two tools
+first call (untimed: warm-up) and a second, timed one, as the issue measured (``--calls 1``:
+the first call is timed, for nets that take minutes). The two tools
 alternate which goes first; the quoted times are medians over ``--repeat`` rounds. polytrav
 is timed twice: the engine alone (:func:`polytrav.traversal.subdivision.subdivide`: codes,
 vertices, radii of every cell) and the whole stream of ``Polytope`` objects
@@ -50,7 +51,7 @@ THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_
 #: The child process that runs edge subdivision (its code from the checkout in argv[1]).
 PEER = r'''
 import itertools, json, os, sys, time
-peer, name = sys.argv[1], sys.argv[2]
+peer, name, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, peer)
 import numpy as np, torch
 torch.set_num_threads(1)
@@ -66,7 +67,8 @@ def run():
     with torch.no_grad():
         out = skeletal_subdivision(f, bbox=(-0.5, 0.5), device="cpu", verbose=False)
     return time.perf_counter() - t, out
-run()
+for _ in range(calls - 1):
+    run()
 seconds, (vs, edges, sv) = run()
 sv, cells = sv.numpy().astype(np.int8), set()
 for signs in itertools.product((1, -1), repeat=d):
@@ -92,8 +94,9 @@ def bunny_net(path: Path):
     return Network.from_arrays(W + [np.ones((1, 1))], b + [np.zeros(1)])
 
 
-def polytrav_worker(path: str) -> None:
-    """Child process: polytrav on one bunny net (one warm-up call of each, then timed)."""
+def polytrav_worker(path: str, calls: int) -> None:
+    """Child process: polytrav on one bunny net (``calls - 1`` warm-up calls of each, then
+    the timed one)."""
     import numpy as np
 
     from polytrav import Box, traverse
@@ -106,7 +109,7 @@ def polytrav_worker(path: str) -> None:
     frame = build_frame(box, d)
     out = {}
     for what in ("engine", "stream"):
-        for _ in range(2):  # the first call is the warm-up
+        for _ in range(calls):
             t = time.perf_counter()
             if what == "engine":
                 cells = len(subdivide(net, frame))
@@ -137,8 +140,9 @@ def bunny(args) -> dict:
     rows, wrong = [], []
     for name in args.nets or BUNNIES:
         path = peer / "models" / name
-        ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path)]
-        theirs = [sys.executable, "-c", PEER, str(peer), name]
+        ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path),
+                str(args.calls)]
+        theirs = [sys.executable, "-c", PEER, str(peer), name, str(args.calls)]
         runs = {"polytrav": [], "edge": []}
         for k in range(args.repeat):
             order = (("polytrav", ours), ("edge", theirs))
@@ -207,13 +211,16 @@ def scaling(args) -> dict:
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "worker":
-        return polytrav_worker(sys.argv[2])
+    if len(sys.argv) > 3 and sys.argv[1] == "worker":
+        return polytrav_worker(sys.argv[2], int(sys.argv[3]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("mode", choices=["bunny", "scaling"])
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--calls", type=int, default=2,
+                    help="calls per process, the last one timed (default 2: the issue's "
+                         "'2nd call'; 1 for nets that take minutes)")
     ap.add_argument("--core", type=int, default=0, help="the core to pin each process to")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per process / run")
     ap.add_argument("--out", help="write the results (JSON) here")
