@@ -32,7 +32,7 @@ radius exceeds :data:`RADIUS_TOL`.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +62,7 @@ class Cells:
     starts: np.ndarray
     centres: np.ndarray
     radii: np.ndarray
+    levels: list = field(default_factory=list)  #: cells after each layer (``stats.pieces``)
     cuts: int = 0  #: cells cut by a neuron
     snapped: int = 0  #: vertices taken as on a hyperplane they are within SNAP_TOL of
     thin: int = 0  #: cuts not made because a side was thinner than RADIUS_TOL
@@ -119,6 +120,7 @@ class _Subdivision:
         self.n_region = n_region
         self.words = max(1, -(-(n_region + int(self.offsets[-1])) // 64))
         self.cuts = self.snapped = self.thin = 0
+        self.levels = []
         corners = np.array(list(itertools.product((1.0, -1.0), repeat=d))).reshape(-1, d)
         act = np.zeros((corners.shape[0], self.words), np.uint64)
         for j in range(d):  # row j: u_j <= 1 ; row d + j: -u_j <= 1
@@ -160,6 +162,7 @@ class _Subdivision:
                 anc = self.c.anc[:, layer]
                 self._cut(np.take(G[k], anc, axis=0), off[k][anc], self.n_region + j, code=j,
                           norm=norms[k][anc])
+            self.levels.append(self.c.n)
         return self._cells()
 
     def _cut(self, a: np.ndarray, c: np.ndarray, hyper: int, code: int | None = None,
@@ -271,26 +274,31 @@ class _Subdivision:
             mine = both[slot]
             verts.cell[rows[mine & up]] = twin[slot[mine & up]]
             zb, mb = mine & z, both[owner]
-            verts.append(X=np.vstack([X[zb], X_new[mb], X_new[mb]]),
+            Xz, Xn = np.compress(zb, X, axis=0), np.compress(mb, X_new, axis=0)
+            An = np.compress(mb, act_new, axis=0)
+            verts.append(X=np.vstack([Xz, Xn, Xn]),
                          cell=np.concatenate([twin[slot[zb]], ids[owner[mb]], twin[owner[mb]]]),
-                         act=np.vstack([act[zb], act_new[mb], act_new[mb]]))
+                         act=np.vstack([np.compress(zb, act, axis=0), An, An]))
             n2 = int(both.sum())
             grp = np.concatenate([k[slot[mine & ~up]], n2 + k[slot[mine & ~down]],
                                   k[owner[mb]], n2 + k[owner[mb]]])
             self._recentre(np.concatenate([b_ids, new_ids]), grp,
-                           np.vstack([X[mine & ~up], X[mine & ~down], X_new[mb], X_new[mb]]),
+                           np.vstack([np.compress(mine & ~up, X, axis=0),
+                                      np.compress(mine & ~down, X, axis=0), Xn, Xn]),
                            2 * n2)
         if one.any():  # the cell keeps its thick side, in place
             gone = one[slot] & np.where(keep_on[slot], down, up)
             self._drop_rows(rows[gone])  # renumbers the rows: after every use of ``rows``
             mine = one[owner]
-            self.v.append(X=X_new[mine], cell=ids[owner[mine]], act=act_new[mine])
+            self.v.append(X=np.compress(mine, X_new, axis=0), cell=ids[owner[mine]],
+                          act=np.compress(mine, act_new, axis=0))
             if code is not None:
                 cells.code[ids[one], code] = keep_on[one]
             stay = one[slot] & ~gone
             self._recentre(ids[one], np.concatenate([np.cumsum(one)[slot[stay]] - 1,
                                                      np.cumsum(one)[owner[mine]] - 1]),
-                           np.vstack([X[stay], X_new[mine]]), int(one.sum()))
+                           np.vstack([np.compress(stay, X, axis=0),
+                                      np.compress(mine, X_new, axis=0)]), int(one.sum()))
         if not (keep_on | keep_off).all():  # both sides thin: the cell holds no polytope
             self._drop_cells(ids[~(keep_on | keep_off)])
 
@@ -316,53 +324,12 @@ class _Subdivision:
         count = np.bincount(slot, minlength=n)
         centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
                            for j in range(self.d)], axis=1) / count[:, None]
-        gap = X - centre[slot]
+        gap = X - np.take(centre, slot, axis=0)
         gap = np.einsum("ij,ij->i", gap, gap)
         reach = np.zeros(n)
         np.maximum.at(reach, slot, gap)
         self.c.centre[ids] = centre
         self.c.reach[ids] = np.sqrt(reach)
-
-    def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
-        """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
-        count = np.bincount(slot, minlength=n)
-        centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
-                           for j in range(self.d)], axis=1) / count[:, None]
-        gap = X - centre[slot]
-        gap = np.einsum("ij,ij->i", gap, gap)
-        reach = np.zeros(n)
-        np.maximum.at(reach, slot, gap)
-        self.c.centre[ids] = centre
-        self.c.reach[ids] = np.sqrt(reach)
-
-    def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
-        """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
-        count = np.bincount(slot, minlength=n)
-        centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
-                           for j in range(self.d)], axis=1) / count[:, None]
-        gap = X - centre[slot]
-        gap = np.einsum("ij,ij->i", gap, gap)
-        reach = np.zeros(n)
-        np.maximum.at(reach, slot, gap)
-        self.c.centre[ids] = centre
-        self.c.reach[ids] = np.sqrt(reach)
-
-    def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
-        """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
-        count = np.bincount(slot, minlength=n)
-        centre = np.stack([np.bincount(slot, weights=X[:, j], minlength=n)
-                           for j in range(self.d)], axis=1) / count[:, None]
-        gap = X - centre[slot]
-        gap = np.einsum("ij,ij->i", gap, gap)
-        reach = np.zeros(n)
-        np.maximum.at(reach, slot, gap)
-        self.c.centre[ids] = centre
-        self.c.reach[ids] = np.sqrt(reach)
-
-    def _drop_dead(self) -> None:
-        """Remove vertices marked with cell -1 (the outside of a region row)."""
-        keep = self.v.cell >= 0
-        self.v = _Store(X=self.v.X[keep], cell=self.v.cell[keep], act=self.v.act[keep])
 
     # ---------------------------------------------------------------- the result
     def _cells(self) -> Cells:
@@ -370,9 +337,9 @@ class _Subdivision:
         order = np.argsort(verts.cell, kind="stable")
         starts = np.zeros(cells.n + 1, np.int64)
         np.cumsum(np.bincount(verts.cell, minlength=cells.n), out=starts[1:])
-        return Cells(codes=cells.code.copy(), vertices=verts.X[order].copy(), starts=starts,
-                     centres=cells.centre.copy(), radii=self._radii(), cuts=self.cuts,
-                     snapped=self.snapped, thin=self.thin)
+        return Cells(codes=cells.code.copy(), vertices=np.take(verts.X, order, axis=0),
+                     starts=starts, centres=cells.centre.copy(), radii=self._radii(),
+                     levels=self.levels, cuts=self.cuts, snapped=self.snapped, thin=self.thin)
 
     def _radii(self) -> np.ndarray:
         """Each centre's distance to its cell's nearest hyperplane (region rows and every

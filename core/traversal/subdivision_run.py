@@ -161,35 +161,34 @@ class SubdivisionRun(Iterator[Polytope]):
                 yield from self._fall_back(str(why))
                 return
             st.cuts, st.snapped, st.thin_cuts = cells.cuts, cells.snapped, cells.thin
+            st.pieces[:] = cells.levels  # cells per level, as the traversal counts them
             offsets = np.cumsum([0, *self.net.hidden_sizes])
-            for layer in range(self.net.n_hidden_layers):  # cells per level, as the traversal's
-                prefix = cells.codes[:, : offsets[layer + 1]]
-                st.pieces[layer] = int(np.unique(np.packbits(prefix, axis=1), axis=0).shape[0]) \
-                    if len(cells) else 0
-            order = np.arange(len(cells))
+            layers = np.split(cells.codes, offsets[1:-1], axis=1)
+            points = self.frame.to_x(cells.centres)
+            radii, starts = cells.radii.tolist(), cells.starts.tolist()
+            order = range(len(cells))
             if self.start_u is not None:
                 order = np.argsort(np.linalg.norm(cells.centres - self.start_u, axis=1),
-                                   kind="stable")
+                                   kind="stable").tolist()
             self._left = len(cells)
             for i in order:
                 self._left -= 1
-                self._clock.check()
-                code = tuple(np.split(cells.codes[i], offsets[1:-1]))
-                u, r = cells.centres[i], float(cells.radii[i])
+                code = tuple(layer[i] for layer in layers)
+                x, r = points[i], radii[i]
                 if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
+                    self._clock.check()
                     cell = self._chebyshev(code)
                     if cell is None:
                         continue  # recorded in stats.failures
-                    r, u = cell
+                    r, x = cell[0], self.frame.to_x(cell[1])
                     if r <= RADIUS_TOL:
                         st.slivers += 1
                         continue
                 if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
                     raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
                 st.polytopes += 1
-                V = cells.vertices[cells.starts[i]: cells.starts[i + 1]]
-                yield Polytope(code, self.frame.to_x(u), r, st.polytopes - 1, None, self.net,
-                               self.region, V)
+                yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region,
+                               cells.vertices[starts[i]: starts[i + 1]])
             self.status = (TraversalStatus.SOLVER_FAILURE if st.failures
                            else TraversalStatus.COMPLETE)
         except RunEnded as stop:
