@@ -181,13 +181,13 @@ def scaling(args) -> dict:
     from polytrav import Box, Network, traverse
 
     cases = [(f"random {d}-D {w}", random_net(0, d, w), Box(-np.ones(d), np.ones(d)))
-             for d, w in [(2, [16, 16]), (3, [16, 16]), (4, [16, 16]), (5, [12, 12]),
-                          (6, [10, 10]), (7, [8, 8])]]
+             for d, w in [(2, [16, 16]), (3, [16, 16]), (4, [12, 12]), (5, [10, 10]),
+                          (6, [8, 8]), (7, [8, 8]), (8, [6, 6])]]
     acas = DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx"
     if acas.exists():
         net = Network.from_onnx(acas)
         c = np.array([-0.301041984, 0.0, 0.496690162, 0.4, 0.4])
-        cases += [(f"ACAS Xu 1_1, r={r}", net, Box(c - r, c + r)) for r in (0.005, 0.01)]
+        cases += [(f"ACAS Xu 1_1, r={r}", net, Box(c - r, c + r)) for r in (0.003, 0.005)]
     rows = []
     for label, net, region in cases:
         times = {"subdivision": [], "hierarchical": []}
