@@ -38,7 +38,7 @@ from polytrav.vocabulary.errors import ConfigError, RegionError
 from polytrav.vocabulary.results import SolveResult
 from polytrav.vocabulary.tolerances import EQUALITY_TOL, RADIUS_TOL
 
-__all__ = ["Traversal", "check_budgets", "check_domain", "start_point"]
+__all__ = ["Traversal", "check_budgets", "check_domain", "check_inputs", "start_point"]
 
 
 def check_budgets(max_polytopes, time_limit, who: str = "traverse") -> None:
@@ -56,6 +56,14 @@ def check_budgets(max_polytopes, time_limit, who: str = "traverse") -> None:
             or not time_limit > 0):
         raise ConfigError(f"{who}: time_limit must be a number greater than 0 (seconds; "
                           f"leave it out for no limit), got {time_limit!r}")
+
+
+def check_inputs(net, region) -> None:
+    """``net`` a polytrav ``Network`` and ``region`` a polytrav ``Region``."""
+    if not isinstance(net, Network):
+        raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
+    if not isinstance(region, Region):
+        raise ConfigError(f"traverse: region must be a polytrav Region, got {type(region).__name__}")
 
 
 def check_domain(net: Network, frame: Frame) -> None:
@@ -104,10 +112,7 @@ class Traversal(Iterator[Polytope]):
                  fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
                  within=None, prune=None, order="bfs", pieces_only: bool = False,
                  volume_shares: bool = True):
-        if not isinstance(net, Network):
-            raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
-        if not isinstance(region, Region):
-            raise ConfigError(f"traverse: region must be a polytrav Region, got {type(region).__name__}")
+        check_inputs(net, region)
         if strategy not in STRATEGIES:
             raise ConfigError(f"traverse: unknown strategy {strategy!r}; known: "
                               f"{sorted(['auto', *STRATEGIES])}")

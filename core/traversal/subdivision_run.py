@@ -23,7 +23,8 @@ from polytrav.model.polytope import Polytope
 from polytrav.model.region import Region
 from polytrav.solve.backend import SolverBackend
 from polytrav.traversal.cell_solver import CellSolver
-from polytrav.traversal.engine import Traversal, check_budgets, check_domain, start_point
+from polytrav.traversal.engine import (Traversal, check_budgets, check_domain, check_inputs,
+                                       start_point)
 from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalStats,
                                        TraversalStatus)
 from polytrav.traversal.subdivision import Undecided, subdivide
@@ -81,10 +82,7 @@ class SubdivisionRun(Iterator[Polytope]):
                  fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
                  within=None, prune=None, order="bfs", pieces_only: bool = False,
                  volume_shares: bool = True):
-        if not isinstance(net, Network):
-            raise ConfigError(f"traverse: net must be a polytrav.Network, got {type(net).__name__}")
-        if not isinstance(region, Region):
-            raise ConfigError(f"traverse: region must be a polytrav Region, got {type(region).__name__}")
+        check_inputs(net, region)
         check_budgets(max_polytopes, time_limit)
         if within is not None or pieces_only:
             raise ConfigError("traverse: strategy 'subdivision' has no level-1 pieces to split "
