@@ -229,7 +229,9 @@ def main() -> None:
         ap.error("bunny needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
     result = bunny(args) if args.mode == "bunny" else scaling(args)
     result["machine"] = machine_info()
-    result["command"] = " ".join(sys.argv)
+    # paths relative to the repository, as the docs give them (no machine's own paths)
+    result["command"] = " ".join(os.path.relpath(a, HERE.parent) if os.path.isabs(a) else a
+                                 for a in ["python", *sys.argv])
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
     sys.exit(1 if result.get("different_counts") else 0)

@@ -113,7 +113,8 @@ class Polytope:
     @property
     def key(self) -> bytes:
         """The code packed into bytes (hashable, compact)."""
-        return np.packbits(np.concatenate(self.code)).tobytes()
+        bits = np.concatenate(self.code) if self.code else np.zeros(0, bool)  # affine net: ()
+        return np.packbits(bits).tobytes()
 
     def __repr__(self) -> str:
         on = sum(int(c.sum()) for c in self.code)

@@ -111,9 +111,11 @@ class _Subdivision:
     def __init__(self, net: Network, frame: Frame):
         self.d = d = frame.dim
         self.frame = frame
-        # the network in frame coordinates: x = origin + U u
-        self.weights = [frame.pull(net.weights[0])] + list(net.weights[1:-1])
-        self.biases = [net.weights[0] @ frame.origin + net.biases[0]] + list(net.biases[1:-1])
+        # the hidden layers in frame coordinates: x = origin + U u
+        self.weights, self.biases = list(net.weights[:-1]), list(net.biases[:-1])
+        if self.weights:
+            W = self.weights[0]
+            self.weights[0], self.biases[0] = frame.pull(W), W @ frame.origin + self.biases[0]
         self.sizes = [W.shape[0] for W in self.weights]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
         n_region = 2 * d + frame.A_extra.shape[0]

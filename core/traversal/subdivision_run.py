@@ -161,7 +161,7 @@ class SubdivisionRun(Iterator[Polytope]):
             st.cuts, st.snapped, st.thin_cuts = cells.cuts, cells.snapped, cells.thin
             st.pieces[:] = cells.levels  # cells per level, as the traversal counts them
             offsets = np.cumsum([0, *self.net.hidden_sizes])
-            layers = np.split(cells.codes, offsets[1:-1], axis=1)
+            layers = np.split(cells.codes, offsets[1:-1], axis=1) if len(offsets) > 1 else []
             points = self.frame.to_x(cells.centres)
             radii, starts = cells.radii.tolist(), cells.starts.tolist()
             order = range(len(cells))
@@ -171,10 +171,10 @@ class SubdivisionRun(Iterator[Polytope]):
             self._left = len(cells)
             for i in order:
                 self._left -= 1
+                self._clock.check()  # the consumer's time counts too, as in the traversal
                 code = tuple(layer[i] for layer in layers)
                 x, r = points[i], radii[i]
                 if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
-                    self._clock.check()
                     cell = self._chebyshev(code)
                     if cell is None:
                         continue  # recorded in stats.failures

@@ -201,3 +201,25 @@ def test_an_undecided_cut_hands_the_region_to_the_traversal(monkeypatch):
     keys = {p.key for p in run}
     assert run.complete and "hyperplane 7" in run.stats.fallback and run.stats.lps > 0
     assert keys == {p.key for p in traverse(net, box)}
+
+
+def test_an_affine_network_is_one_polytope():
+    net = Network.from_arrays([[[1.0, -2.0]]], [[0.5]])
+    run, polys = cells_of(net, Box([-1, -1], [1, 1]))
+    assert len(polys) == 1 and polys[0].code == ()
+    x = np.array([0.3, -0.2])
+    assert polys[0].W @ x + polys[0].c == pytest.approx(net.forward(x))
+
+
+def test_the_time_limit_ends_the_stream_too():
+    """Once the run's own clock says the budget is spent, no further polytope comes (the
+    wait is on that clock, not a fixed sleep; a machine slow enough to spend the budget in
+    the engine ends the run there, with the same status)."""
+    net = random_net(4, 2, [6, 5])
+    run = traverse(net, Box([-1, -1], [1, 1]), strategy="subdivision", time_limit=0.5)
+    first = next(run, None)
+    if first is not None:
+        while run.time_left() > 0:
+            pass
+        assert next(run, None) is None
+    assert run.status.value == "time_limit"
