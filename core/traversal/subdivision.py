@@ -1,10 +1,12 @@
-"""Cell enumeration by subdivision: every cell of a ReLU network in a polyhedral region at once.
+"""Cell enumeration by subdivision: every cell of a ReLU network in a polyhedral region.
 
 Start from the region's polytope (the frame box ``[-1, 1]^d``, cut by the region's other
 rows), then cut every cell by each neuron in turn, layer by layer. On a cell of the layers
 before it a neuron's pre-activation is affine, so its zero set cuts the cell along one
-hyperplane, and the cut is read off the cell's vertices: no LP. All cells are cut by a neuron
-at once, in vectorised numpy.
+hyperplane, and the cut is read off the cell's vertices: no LP. Many cells are cut by a neuron
+at once, in vectorised numpy: a *batch*. A batch that has grown past :data:`BATCH` cells at
+the start of a layer is split into batches of at most that many, run one after the other
+(depth first), so memory stays bounded by the batch and finished cells stream out early.
 
 Each cell keeps its own vertices, and each vertex the set of hyperplanes it lies on (a bit
 per region row and per neuron): two vertices of a cell span an edge iff no third vertex of
@@ -22,7 +24,7 @@ Degeneracy is decided, not hoped away (the numbers are in :mod:`polytrav.vocabul
 - a neuron constant on a cell (a dead neuron, or one made constant by the layers before) does
   not cut it; its bit is the constant's sign (on iff ``>= 0``), as the traversal's;
 - a cut whose section has fewer than ``d`` vertices is inconsistent in floating point: the
-  run stops with :class:`Undecided` (its caller falls back to the LP traversal).
+  batch stops with :class:`Undecided` (its caller falls back to the LP traversal).
 
 Every cell's vertex centroid is checked against all its hyperplanes: the distance to the
 nearest is a certified inscribed radius. Cells where it is at most :data:`RADIUS_TOL` are
@@ -32,6 +34,7 @@ radius exceeds :data:`RADIUS_TOL`.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +43,11 @@ from polytrav.model.geometry import Frame
 from polytrav.model.network import Network
 from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
-__all__ = ["Cells", "Undecided", "subdivide"]
+__all__ = ["BATCH", "Cells", "Subdivision", "Tally", "Undecided", "subdivide"]
+
+#: A batch with more cells than this at the start of a layer is split (bounds memory: about
+#: 0.1-0.5 GB a batch in 2-6 dimensions).
+BATCH = 1 << 16
 
 
 class Undecided(Exception):
@@ -48,8 +55,18 @@ class Undecided(Exception):
 
 
 @dataclass
+class Tally:
+    """What a run of the engine did so far (summed over its batches)."""
+
+    levels: list  #: cells after each layer (``stats.pieces``)
+    cuts: int = 0  #: cells cut by a neuron
+    snapped: int = 0  #: vertices taken as on a hyperplane they are within SNAP_TOL of
+    thin: int = 0  #: cuts not made because a side was thinner than RADIUS_TOL
+
+
+@dataclass
 class Cells:
-    """The cells of a subdivision: one row per cell.
+    """Cells of a subdivision: one row per cell.
 
     ``codes`` ``(C, n_neurons)`` bool, the activation code (layer by layer); ``vertices`` the
     cells' vertices in frame coordinates, cell ``i``'s in ``vertices[starts[i]:starts[i + 1]]``;
@@ -62,13 +79,22 @@ class Cells:
     starts: np.ndarray
     centres: np.ndarray
     radii: np.ndarray
-    levels: list = field(default_factory=list)  #: cells after each layer (``stats.pieces``)
-    cuts: int = 0  #: cells cut by a neuron
-    snapped: int = 0  #: vertices taken as on a hyperplane they are within SNAP_TOL of
-    thin: int = 0  #: cuts not made because a side was thinner than RADIUS_TOL
+    tally: Tally | None = field(default=None, repr=False)  #: set by :func:`subdivide`
 
     def __len__(self) -> int:
         return self.codes.shape[0]
+
+    @classmethod
+    def join(cls, parts: list[Cells], d: int, n: int) -> Cells:
+        """One :class:`Cells` of ``parts`` (``d`` dimensions, ``n`` neurons)."""
+        if not parts:
+            return cls(np.zeros((0, n), bool), np.zeros((0, d)), np.zeros(1, np.int64),
+                       np.zeros((0, d)), np.zeros(0))
+        shift = np.cumsum([0] + [p.vertices.shape[0] for p in parts[:-1]])
+        starts = np.concatenate([[0]] + [p.starts[1:] + s for p, s in zip(parts, shift)])
+        return cls(np.vstack([p.codes for p in parts]), np.vstack([p.vertices for p in parts]),
+                   starts, np.vstack([p.centres for p in parts]),
+                   np.concatenate([p.radii for p in parts]))
 
 
 class _Store:
@@ -98,6 +124,10 @@ class _Store:
         self.n = need
         return idx
 
+    def take(self, rows: np.ndarray) -> _Store:
+        """A new store of ``rows``."""
+        return _Store(**{k: np.take(getattr(self, k), rows, axis=0) for k in self._cols})
+
 
 def _bits(index: int, words: int) -> np.ndarray:
     row = np.zeros(words, np.uint64)
@@ -105,68 +135,180 @@ def _bits(index: int, words: int) -> np.ndarray:
     return row
 
 
-class _Subdivision:
-    """One run of :func:`subdivide` (the state between cuts)."""
+class _Layers:
+    """The network's hidden layers in frame coordinates (``x = origin + U u``) and the
+    hyperplane numbering shared by a run's batches."""
 
     def __init__(self, net: Network, frame: Frame):
         self.d = d = frame.dim
         self.frame = frame
-        # the hidden layers in frame coordinates: x = origin + U u
         self.weights, self.biases = list(net.weights[:-1]), list(net.biases[:-1])
         if self.weights:
             W = self.weights[0]
             self.weights[0], self.biases[0] = frame.pull(W), W @ frame.origin + self.biases[0]
-        self.sizes = [W.shape[0] for W in self.weights]
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
-        n_region = 2 * d + frame.A_extra.shape[0]
-        self.n_region = n_region
-        self.words = max(1, -(-(n_region + int(self.offsets[-1])) // 64))
-        self.cuts = self.snapped = self.thin = 0
-        self.levels = []
+        self.offsets = np.concatenate([[0], np.cumsum([W.shape[0] for W in self.weights])])
+        self.offsets = self.offsets.astype(int)
+        self.n_region = 2 * d + frame.A_extra.shape[0]
+        self.words = max(1, -(-(self.n_region + int(self.offsets[-1])) // 64))
+
+
+class Subdivision:
+    """A run of the engine: iterating it yields :class:`Cells` batch by batch (each cell once,
+    every cell by the end); :attr:`tally` counts what was done so far.
+
+    ``near``: ``(u, code)``, a point in frame coordinates and its activation code; batches and
+    the cells in each come in order of their centres' distance from ``u``, those whose code
+    matches first. ``clock.check()`` runs between neurons (it may raise to stop the run).
+    Raises :class:`Undecided` where floating point cannot decide a cut: the batches yielded
+    before are right, the rest is not known.
+    """
+
+    def __init__(self, net: Network, frame: Frame, clock=None, *, batch: int = BATCH,
+                 near: tuple[np.ndarray, np.ndarray] | None = None):
+        if frame.l1_balls or frame.l2_balls:
+            raise ValueError("subdivide: the region must be polyhedral (no L1/L2 balls)")
+        self.layers = _Layers(net, frame)
+        self.tally = Tally(levels=[0] * len(self.layers.weights))
+        self.clock, self.batch, self.near = clock, batch, near
+
+    def __iter__(self) -> Iterator[Cells]:
+        n_layers = len(self.layers.weights)
+        stack = [(_Batch.root(self.layers, self.tally), 0)]
+        while stack:
+            part, layer = stack.pop()
+            if layer == n_layers:
+                yield part.cells(self._order)
+                continue
+            if part.opened < layer:
+                part.open(layer)
+                if part.c.n > self.batch:
+                    pieces = part.split(self.batch, self._order)
+                    stack.extend((p, layer) for p in reversed(pieces))
+                    continue
+            part.cut_layer(layer, self.clock)
+            self.tally.levels[layer] += part.c.n
+            stack.append((part, layer + 1))
+
+    def _order(self, codes: np.ndarray, centres: np.ndarray) -> np.ndarray | None:
+        """The order of cells by nearness (None: no ``near``)."""
+        if self.near is None:
+            return None
+        u, code = self.near
+        k = codes.shape[1]
+        gap = np.linalg.norm(centres - u, axis=1)
+        return np.argsort(np.where(np.all(codes == code[:k], axis=1), -1.0, gap), kind="stable")
+
+
+def subdivide(net: Network, frame: Frame, clock=None, *, batch: int = BATCH) -> Cells:
+    """Every cell of ``net`` (its hidden layers) inside the polyhedral region of ``frame``,
+    in one :class:`Cells` (``tally`` set).
+
+    Raises :class:`Undecided` where floating point cannot decide a cut, and whatever
+    ``clock.check()`` raises between neurons.
+    """
+    run = Subdivision(net, frame, clock, batch=batch)
+    cells = Cells.join(list(run), frame.dim, int(run.layers.offsets[-1]))
+    cells.tally = run.tally
+    return cells
+
+
+class _Batch:
+    """Cells cut together, with their vertices: the state between cuts."""
+
+    def __init__(self, layers: _Layers, tally: Tally, c: _Store, v: _Store,
+                 inverse: list, opened: int, G=None, off=None):
+        self.L, self.tally, self.c, self.v = layers, tally, c, v
+        self.d, self.words, self.n_region = layers.d, layers.words, layers.n_region
+        #: per layer opened, ``(C_l, n_l)``: one over the gradient norms of its
+        #: pre-activations on the cells at its start, NaN where a neuron is constant (cell
+        #: ``i``'s row is ``c.anc[i, l]``)
+        self.inverse = inverse
+        self.opened = opened  #: the last layer whose maps are set
+        #: that layer's pre-activations on the cells at its start: gradients
+        #: ``(n_l, C_l, d)``, offsets and gradient norms ``(n_l, C_l)``
+        self.G, self.off, self.norms = G, off, None
+        self.dead = 0  #: vertex rows dropped (``cell == -1``) and not yet compacted
+
+    @classmethod
+    def root(cls, layers: _Layers, tally: Tally) -> _Batch:
+        """The region's polytope: the frame box cut by the region's other rows."""
+        d, words, fr = layers.d, layers.words, layers.frame
         corners = np.array(list(itertools.product((1.0, -1.0), repeat=d))).reshape(-1, d)
-        act = np.zeros((corners.shape[0], self.words), np.uint64)
+        act = np.zeros((corners.shape[0], words), np.uint64)
         for j in range(d):  # row j: u_j <= 1 ; row d + j: -u_j <= 1
             for row, side in ((j, 1.0), (d + j, -1.0)):
-                act[corners[:, j] == side] |= _bits(row, self.words)
-        self.v = _Store(X=corners, cell=np.zeros(corners.shape[0], np.int64), act=act)
-        self.c = _Store(code=np.zeros((1, int(self.offsets[-1])), bool),
-                        centre=np.zeros((1, d)), reach=np.full(1, np.sqrt(d)),
-                        anc=np.zeros((1, max(1, len(self.sizes))), np.int64))
-
-    # ---------------------------------------------------------------- the run
-    def run(self, clock=None) -> Cells:
-        fr = self.frame
+                act[corners[:, j] == side] |= _bits(row, words)
+        v = _Store(X=corners, cell=np.zeros(corners.shape[0], np.int64), act=act)
+        c = _Store(code=np.zeros((1, int(layers.offsets[-1])), bool), centre=np.zeros((1, d)),
+                   reach=np.full(1, np.sqrt(d)),
+                   anc=np.zeros((1, max(1, len(layers.weights))), np.int64))
+        part = cls(layers, tally, c, v, [], -1)
         for i, (a, b) in enumerate(zip(fr.A_extra, fr.b_extra)):  # the region's other rows
-            self._cut(np.broadcast_to(-a, (1, self.d)), np.full(1, b), 2 * self.d + i,
-                      region=True)
-        #: per layer, on the cells at its start: the pre-activations' gradients
-        #: ``(n_l, C_l, d)``, offsets and gradient norms ``(n_l, C_l)``
-        self.maps = []
-        for layer, (W, b) in enumerate(zip(self.weights, self.biases)):
-            C = self.c.n
-            if not self.maps:
-                G = np.broadcast_to(W[:, None, :], (W.shape[0], C, self.d))
-                off = np.broadcast_to(b[:, None], (W.shape[0], C))
-            else:  # the layer before, masked by each cell's code, then this layer's weights
-                G_in, off_in, _ = self.maps[-1]
-                anc = self.c.anc[:, layer - 1]
-                on = self.c.code[:, self.offsets[layer - 1]: self.offsets[layer]].T
-                M = np.take(G_in, anc, axis=1) * on[:, :, None]
-                G = (W @ M.reshape(M.shape[0], -1)).reshape(W.shape[0], C, self.d)
-                off = W @ (np.take(off_in, anc, axis=1) * on) + b[:, None]
-            norms = np.sqrt(np.einsum("kcd,kcd->kc", G, G))
-            self.maps.append((G, off, norms))
-            self.c.anc[:, layer] = np.arange(C)
-            for k in range(W.shape[0]):
-                if clock is not None:
-                    clock.check()
-                j = int(self.offsets[layer]) + k
-                anc = self.c.anc[:, layer]
-                self._cut(np.take(G[k], anc, axis=0), off[k][anc], self.n_region + j, code=j,
-                          norm=norms[k][anc])
-            self.levels.append(self.c.n)
-        return self._cells()
+            part._cut(np.broadcast_to(-a, (1, d)), np.full(1, b), 2 * d + i, region=True)
+        return part
 
+    # ---------------------------------------------------------------- layers
+    def open(self, layer: int) -> None:
+        """Set the pre-activation maps of ``layer`` on the cells at its start."""
+        W, b = self.L.weights[layer], self.L.biases[layer]
+        C, d = self.c.n, self.d
+        if self.G is None:
+            G = np.ascontiguousarray(np.broadcast_to(W[:, None, :], (W.shape[0], C, d)))
+            off = np.ascontiguousarray(np.broadcast_to(b[:, None], (W.shape[0], C)))
+        else:  # the layer before, masked by each cell's code, then this layer's weights
+            lo, hi = self.L.offsets[layer - 1], self.L.offsets[layer]
+            anc = self.c.anc[:, layer - 1]
+            on = self.c.code[:, lo:hi].T
+            M = np.take(self.G, anc, axis=1) * on[:, :, None]
+            G = (W @ M.reshape(M.shape[0], -1)).reshape(W.shape[0], C, d)
+            off = W @ (np.take(self.off, anc, axis=1) * on) + b[:, None]
+        self.G, self.off = G, off
+        self.norms = np.sqrt(np.einsum("kcd,kcd->kc", G, G))
+        live = self.norms > ZERO_ROW_TOL * (1.0 + np.abs(off))
+        self.inverse.append(np.divide(1.0, self.norms, out=np.full_like(self.norms, np.nan),
+                                      where=live).T.copy())
+        self.c.anc[:, layer] = np.arange(C)
+        self.opened = layer
+
+    def cut_layer(self, layer: int, clock) -> None:
+        """Cut every cell by each neuron of ``layer`` (opened)."""
+        G, off, norms = self.G, self.off, self.norms
+        for k in range(G.shape[0]):
+            if clock is not None:
+                clock.check()
+            j = int(self.L.offsets[layer]) + k
+            anc = self.c.anc[:, layer]
+            self._cut(np.take(G[k], anc, axis=0), off[k][anc], self.n_region + j, code=j,
+                      norm=norms[k][anc])
+
+    def split(self, size: int, order) -> list[_Batch]:
+        """This batch as batches of at most ``size`` cells (``order(codes, centres)``: the
+        cells' order, or None), right after :meth:`open`."""
+        self._compact()
+        C = self.c.n
+        ranked = order(self.c.code[:, : self.L.offsets[self.opened]], self.c.centre)
+        ranked = np.arange(C) if ranked is None else ranked
+        pieces = []
+        for ids in np.array_split(ranked, -(-C // size)):
+            ids = np.sort(ids)
+            c = self.c.take(ids)
+            inverse = []
+            for layer, inv in enumerate(self.inverse):  # each cell its own row
+                inverse.append(np.take(inv, c.anc[:, layer], axis=0))
+                c.anc[:, layer] = np.arange(ids.size)
+            mine = np.zeros(C, bool)
+            mine[ids] = True
+            renumber = np.full(C, -1, np.int64)
+            renumber[ids] = np.arange(ids.size)
+            v = self.v.take(np.flatnonzero(mine[self.v.cell]))
+            v.cell[:] = renumber[v.cell]
+            part = _Batch(self.L, self.tally, c, v, inverse, self.opened,
+                          np.take(self.G, ids, axis=1), np.take(self.off, ids, axis=1))
+            part.norms = np.take(self.norms, ids, axis=1)
+            pieces.append(part)
+        return pieces
+
+    # ---------------------------------------------------------------- cuts
     def _cut(self, a: np.ndarray, c: np.ndarray, hyper: int, code: int | None = None,
              region: bool = False, norm: np.ndarray | None = None) -> None:
         """Cut every cell by ``a_i·u + c_i = 0`` (one row per cell; ``a`` may broadcast).
@@ -187,12 +329,12 @@ class _Subdivision:
         bit = np.where(const, c >= 0, zc >= 0)
         cut = np.zeros(C, bool)
         if open_.any():
-            rows = np.flatnonzero(open_[verts.cell])
+            rows = np.flatnonzero(np.append(open_, False)[verts.cell])  # dead rows: -1
             rc = verts.cell[rows]
             X = np.take(verts.X, rows, axis=0)
             dist = (np.einsum("ij,ij->i", X, np.take(a, rc, axis=0)) + c[rc]) / norm[rc]
             near = np.abs(dist) <= SNAP_TOL  # on the hyperplane
-            self.snapped += int(near.sum())
+            self.tally.snapped += int(near.sum())
             sign = np.where(near, 0, np.sign(dist)).astype(np.int8)
             top, bottom = np.zeros(C), np.zeros(C)
             np.maximum.at(top, rc, np.where(near, 0.0, dist))
@@ -260,8 +402,8 @@ class _Subdivision:
             raise Undecided("a region row leaves a cell no interior")
         both = keep_on & keep_off
         one = keep_on ^ keep_off
-        self.cuts += int(both.sum())
-        self.thin += 0 if region else int((~both).sum())
+        self.tally.cuts += int(both.sum())
+        self.tally.thin += 0 if region else int((~both).sum())
         if both.any():  # the "off" side keeps the cell, the "on" side becomes a new one
             b_ids = ids[both]
             new_ids = cells.append(code=np.take(cells.code, b_ids, axis=0),
@@ -290,9 +432,9 @@ class _Subdivision:
                            2 * n2)
         if one.any():  # the cell keeps its thick side, in place
             gone = one[slot] & np.where(keep_on[slot], down, up)
-            self._drop_rows(rows[gone])  # renumbers the rows: after every use of ``rows``
+            self._drop_rows(rows[gone])
             mine = one[owner]
-            self.v.append(X=np.compress(mine, X_new, axis=0), cell=ids[owner[mine]],
+            verts.append(X=np.compress(mine, X_new, axis=0), cell=ids[owner[mine]],
                           act=np.compress(mine, act_new, axis=0))
             if code is not None:
                 cells.code[ids[one], code] = keep_on[one]
@@ -305,21 +447,25 @@ class _Subdivision:
             self._drop_cells(ids[~(keep_on | keep_off)])
 
     def _drop_rows(self, rows: np.ndarray) -> None:
-        """Remove vertex rows (a side cut off)."""
-        if rows.size:
-            keep = np.ones(self.v.n, bool)
-            keep[rows] = False
-            self.v = _Store(X=self.v.X[keep], cell=self.v.cell[keep], act=self.v.act[keep])
+        """Remove vertex rows (a side cut off): marked ``cell = -1``, compacted later."""
+        self.v.cell[rows] = -1
+        self.dead += rows.size
 
     def _drop_cells(self, ids: np.ndarray) -> None:
         """Remove cells (too thin for a polytope) and their vertices."""
-        dead = np.zeros(self.c.n, bool)
+        dead = np.zeros(self.c.n + 1, bool)  # the last entry: the dead rows' cell -1
         dead[ids] = True
-        self._drop_rows(np.flatnonzero(dead[self.v.cell]))
-        renumber = np.cumsum(~dead) - 1
+        self._drop_rows(np.flatnonzero(dead[self.v.cell] & (self.v.cell >= 0)))
+        live = ~dead[:-1]
+        renumber = np.append(np.cumsum(live) - 1, -1)
         self.v.cell[:] = renumber[self.v.cell]
-        live = ~dead
-        self.c = _Store(**{k: getattr(self.c, k)[live] for k in ("code", "centre", "reach", "anc")})
+        self.c = self.c.take(np.flatnonzero(live))
+
+    def _compact(self) -> None:
+        """Forget the dropped vertex rows."""
+        if self.dead:
+            self.v = self.v.take(np.flatnonzero(self.v.cell >= 0))
+            self.dead = 0
 
     def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
         """The centre and reach of cells ``ids`` from their vertices ``X`` (cell ``ids[slot]``)."""
@@ -334,41 +480,39 @@ class _Subdivision:
         self.c.reach[ids] = np.sqrt(reach)
 
     # ---------------------------------------------------------------- the result
-    def _cells(self) -> Cells:
+    def cells(self, order) -> Cells:
+        """The finished cells (``order(codes, centres)``: their order, or None)."""
+        self._compact()
         cells, verts = self.c, self.v
-        order = np.argsort(verts.cell, kind="stable")
+        radii = self._radii()
+        ranked = order(cells.code, cells.centre)
+        if ranked is None:
+            ranked = np.arange(cells.n)
+        rank = np.empty(cells.n, np.int64)
+        rank[ranked] = np.arange(cells.n)
+        by_cell = np.argsort(rank[verts.cell], kind="stable")
         starts = np.zeros(cells.n + 1, np.int64)
-        np.cumsum(np.bincount(verts.cell, minlength=cells.n), out=starts[1:])
-        return Cells(codes=cells.code.copy(), vertices=np.take(verts.X, order, axis=0),
-                     starts=starts, centres=cells.centre.copy(), radii=self._radii(),
-                     levels=self.levels, cuts=self.cuts, snapped=self.snapped, thin=self.thin)
+        np.cumsum(np.bincount(verts.cell, minlength=cells.n)[ranked], out=starts[1:])
+        return Cells(codes=np.take(cells.code, ranked, axis=0),
+                     vertices=np.take(verts.X, by_cell, axis=0), starts=starts,
+                     centres=np.take(cells.centre, ranked, axis=0), radii=radii[ranked])
 
     def _radii(self) -> np.ndarray:
-        """Each centre's distance to its cell's nearest hyperplane (region rows and every
-        neuron's, on the neuron's side given by the code)."""
-        cells, fr = self.c, self.frame
+        """Each centre's distance to its cell's nearest hyperplane: the region's rows and
+        every neuron's, on the side the code gives (the pre-activations by a forward pass
+        through the code-masked layers: the cell's own maps, up to rounding)."""
+        cells, fr, d = self.c, self.L.frame, self.d
         u = cells.centre
-        A = np.vstack([np.eye(self.d), -np.eye(self.d), fr.A_extra])
-        b = np.concatenate([np.ones(2 * self.d), fr.b_extra])
+        A = np.vstack([np.eye(d), -np.eye(d), fr.A_extra])
+        b = np.concatenate([np.ones(2 * d), fr.b_extra])
         r = np.min((b[None, :] - u @ A.T) / np.linalg.norm(A, axis=1)[None, :], axis=1)
-        for layer, (G, off, norms) in enumerate(self.maps):
-            anc = cells.anc[:, layer]
-            G = np.take(G, anc, axis=1)
-            z = np.einsum("kcd,cd->kc", G, u) + np.take(off, anc, axis=1)
-            norm = np.take(norms, anc, axis=1)
-            code = cells.code[:, self.offsets[layer]: self.offsets[layer + 1]].T
-            live = norm > ZERO_ROW_TOL * (1.0 + np.abs(np.take(off, anc, axis=1)))
-            slack = np.where(code, z, -z) / np.where(live, norm, 1.0)
-            r = np.minimum(r, np.min(np.where(live, slack, np.inf), axis=0))
+        h = u
+        for layer, (W, bias) in enumerate(zip(self.L.weights, self.L.biases)):
+            z = h @ W.T + bias
+            code = cells.code[:, self.L.offsets[layer]: self.L.offsets[layer + 1]]
+            slack = np.where(code, z, -z)
+            slack *= np.take(self.inverse[layer], cells.anc[:, layer], axis=0)
+            # fmin skips the NaN of constant neurons (no hyperplane)
+            r = np.fmin(r, np.fmin.reduce(slack, axis=1, initial=np.inf))
+            h = z * code
         return r
-
-
-def subdivide(net: Network, frame: Frame, clock=None) -> Cells:
-    """Every cell of ``net`` (its hidden layers) inside the polyhedral region of ``frame``.
-
-    Raises :class:`Undecided` where floating point cannot decide a cut (the caller falls
-    back to the LP traversal), and ``RunEnded`` from ``clock.check()`` between neurons.
-    """
-    if frame.l1_balls or frame.l2_balls:
-        raise ValueError("subdivide: the region must be polyhedral (no L1/L2 balls)")
-    return _Subdivision(net, frame).run(clock)

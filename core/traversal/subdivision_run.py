@@ -1,12 +1,12 @@
 """Strategy ``"subdivision"``: a run of the subdivision engine with the traversal's protocol.
 
-:class:`SubdivisionRun` enumerates every cell at once (:func:`~polytrav.traversal.subdivision.subdivide`)
-and then emits them as :class:`Polytope` objects, each with its vertices, like
-:class:`~polytrav.traversal.engine.Traversal` does (``status``, ``stats``, ``close``,
+:class:`SubdivisionRun` runs the engine (:class:`~polytrav.traversal.subdivision.Subdivision`)
+and emits each batch of cells it finishes as :class:`Polytope` objects, each with its
+vertices, like :class:`~polytrav.traversal.engine.Traversal` does (``status``, ``stats``, ``close``,
 ``time_left``, budgets), so every analysis, export and plot runs on it unchanged. Cells whose
 certified inscribed radius is at most ``RADIUS_TOL`` are decided by the Chebyshev LP, as the
 traversal decides every cell; a cut the engine cannot decide in floating point hands the
-whole region to the LP traversal (``stats.fallback`` says why).
+rest of the region to the LP traversal (``stats.fallback`` says why).
 
 :func:`open_traversal` is how the layers above start a run of any strategy.
 """
@@ -27,8 +27,8 @@ from polytrav.traversal.engine import (Traversal, check_budgets, check_domain, c
                                        start_point)
 from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalStats,
                                        TraversalStatus)
-from polytrav.traversal.subdivision import Undecided, subdivide
-from polytrav.vocabulary.errors import ConfigError, RegionError
+from polytrav.traversal.subdivision import Cells, Subdivision, Undecided
+from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
 
 __all__ = ["AUTO_MAX_DIM", "SubdivisionRun", "choose_strategy", "open_traversal"]
@@ -72,8 +72,9 @@ class SubdivisionRun(Iterator[Polytope]):
 
     Takes :class:`~polytrav.traversal.engine.Traversal`'s arguments. ``guide``, ``prune``,
     ``order`` and ``volume_shares`` only let a traversal skip work, so they are not used
-    (every polytope is visited); ``start`` orders the polytopes by the distance of their
-    interior points from it. ``within`` and ``pieces_only`` (the units of parallel runs) and
+    (every polytope is visited); ``start`` orders the polytopes: the one holding it first,
+    then by the distance of their interior points from it (batch by batch, nearest batch
+    first). ``within`` and ``pieces_only`` (the units of parallel runs) and
     regions with L1/L2 balls are refused: use ``strategy="hierarchical"`` for those.
     """
 
@@ -153,40 +154,26 @@ class SubdivisionRun(Iterator[Polytope]):
         try:
             if callable(self._start):
                 self.start_u = start_point(self.net, self.region, self.frame, self._start())
-            try:
-                cells = subdivide(self.net, self.frame, self._clock)
-            except Undecided as why:
-                yield from self._fall_back(str(why))
-                return
-            st.cuts, st.snapped, st.thin_cuts = cells.cuts, cells.snapped, cells.thin
-            st.pieces[:] = cells.levels  # cells per level, as the traversal counts them
-            offsets = np.cumsum([0, *self.net.hidden_sizes])
-            layers = np.split(cells.codes, offsets[1:-1], axis=1) if len(offsets) > 1 else []
-            points = self.frame.to_x(cells.centres)
-            radii, starts = cells.radii.tolist(), cells.starts.tolist()
-            order = range(len(cells))
+            near = None
             if self.start_u is not None:
-                order = np.argsort(np.linalg.norm(cells.centres - self.start_u, axis=1),
-                                   kind="stable").tolist()
-            self._left = len(cells)
-            for i in order:
-                self._left -= 1
-                self._clock.check()  # the consumer's time counts too, as in the traversal
-                code = tuple(layer[i] for layer in layers)
-                x, r = points[i], radii[i]
-                if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
-                    cell = self._chebyshev(code)
-                    if cell is None:
-                        continue  # recorded in stats.failures
-                    r, x = cell[0], self.frame.to_x(cell[1])
-                    if r <= RADIUS_TOL:
-                        st.slivers += 1
-                        continue
-                if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
-                    raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
-                st.polytopes += 1
-                yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region,
-                               cells.vertices[starts[i]: starts[i + 1]])
+                code = self.net.activation_code(self.frame.to_x(self.start_u))
+                near = (self.start_u, np.concatenate(code) if code else np.zeros(0, bool))
+            engine = Subdivision(self.net, self.frame, self._clock, near=near)
+            emitted = []  # the codes of the batches emitted, packed (for a fallback)
+            batches = iter(engine)
+            while True:
+                try:
+                    cells = next(batches)
+                except StopIteration:
+                    break
+                except Undecided as why:
+                    yield from self._fall_back(str(why), emitted)
+                    return
+                tally = engine.tally
+                st.cuts, st.snapped, st.thin_cuts = tally.cuts, tally.snapped, tally.thin
+                st.pieces[:] = tally.levels  # cells per level, as the traversal counts them
+                emitted.append(np.packbits(cells.codes, axis=1))
+                yield from self._emit(cells)
             self.status = (TraversalStatus.SOLVER_FAILURE if st.failures
                            else TraversalStatus.COMPLETE)
         except RunEnded as stop:
@@ -196,19 +183,51 @@ class SubdivisionRun(Iterator[Polytope]):
             if self.status is TraversalStatus.RUNNING:
                 self.status = TraversalStatus.STOPPED
 
-    def _fall_back(self, why: str) -> Iterator[Polytope]:
-        """The LP traversal of the whole region, for a cut the engine could not decide."""
+    def _emit(self, cells: Cells) -> Iterator[Polytope]:
+        """The polytopes of a batch of cells, in its order."""
+        st = self.stats
+        offsets = np.cumsum([0, *self.net.hidden_sizes])
+        layers = np.split(cells.codes, offsets[1:-1], axis=1) if len(offsets) > 1 else []
+        points = self.frame.to_x(cells.centres)
+        radii, starts = cells.radii.tolist(), cells.starts.tolist()
+        self._left = len(cells)
+        for i in range(len(cells)):
+            self._left -= 1
+            self._clock.check()  # the consumer's time counts too, as in the traversal
+            code = tuple(layer[i] for layer in layers)
+            x, r = points[i], radii[i]
+            if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
+                cell = self._chebyshev(code)
+                if cell is None:
+                    continue  # recorded in stats.failures
+                r, x = cell[0], self.frame.to_x(cell[1])
+                if r <= RADIUS_TOL:
+                    st.slivers += 1
+                    continue
+            if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
+                raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
+            st.polytopes += 1
+            yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region,
+                           cells.vertices[starts[i]: starts[i + 1]])
+
+    def _fall_back(self, why: str, emitted: list[np.ndarray]) -> Iterator[Polytope]:
+        """The LP traversal of the whole region, for a cut the engine could not decide: the
+        polytopes of the batches ``emitted`` (their packed codes) are not emitted again."""
         if self.backend is None:
             raise ConfigError(f"traverse: subdivision could not decide a cut ({why}) and has "
                               "no LP backend to fall back to")
+        seen = {row.tobytes() for part in emitted for row in part}
         start = None if self.start_u is None else self.frame.to_x(self.start_u)
+        left = None if self.time_limit is None else self._clock.left()
         trav = Traversal(self.net, self.region, start, solver=self.backend,
                          fallback=self.fallbacks, max_polytopes=self.max_polytopes,
-                         time_limit=self._clock.left() if self.time_limit else None)
+                         time_limit=left)
         trav.stats.fallback = why
-        self.stats = trav.stats
+        self.stats = trav.stats  # its count is of every polytope, those emitted before too
         try:
-            yield from trav
+            for polytope in trav:
+                if polytope.key not in seen:
+                    yield polytope
         finally:
             trav.close()
             self.status = trav.status

@@ -162,9 +162,30 @@ def test_the_engine_on_its_own_counts_cells_and_radii():
     net = random_net(2, 3, [6, 6])
     frame = build_frame(Box(-np.ones(3), np.ones(3)), 3)
     cells = subdivide(net, frame)
-    assert len(cells) == cells.cuts + 1  # every cut makes one more cell
+    assert len(cells) == cells.tally.cuts + 1  # every cut makes one more cell
+    assert cells.tally.levels[-1] == len(cells)
     assert cells.starts[-1] == cells.vertices.shape[0]
     assert np.all(cells.radii > 0)
+
+
+@pytest.mark.parametrize("batch", [1, 5, 40])
+def test_batches_split_the_work_not_the_answer(batch):
+    """Batches of at most ``batch`` cells at a layer's start (memory bound): the same cells,
+    vertices, radii and counts as one batch."""
+    net = random_net(3, 3, [7, 6, 5])
+    frame = build_frame(Box(-np.ones(3), np.ones(3)), 3)
+    whole, split = subdivide(net, frame), subdivide(net, frame, batch=batch)
+
+    def by_code(cells):
+        keys = [np.packbits(c).tobytes() for c in cells.codes]
+        return {k: (cells.radii[i], np.sort(cells.vertices[cells.starts[i]:cells.starts[i + 1]],
+                                            axis=0)) for i, k in enumerate(keys)}
+
+    a, b = by_code(whole), by_code(split)
+    assert len(split) == len(whole) == len(b) and a.keys() == b.keys()
+    for k in a:
+        assert a[k][0] == pytest.approx(b[k][0]) and np.allclose(a[k][1], b[k][1])
+    assert split.tally == whole.tally
 
 
 def test_auto_picks_subdivision_where_it_enumerates_everything():
@@ -185,22 +206,32 @@ def test_auto_picks_subdivision_where_it_enumerates_everything():
     assert choose_strategy(wide, Box(lo, hi)) == "subdivision"
 
 
-def test_an_undecided_cut_hands_the_region_to_the_traversal(monkeypatch):
-    """Fault injection: a cut the engine cannot decide; the run is the LP traversal's, and
-    says so."""
+def test_an_undecided_cut_hands_the_rest_to_the_traversal(monkeypatch):
+    """Fault injection: the engine cannot decide a cut after its first batches were emitted;
+    the LP traversal emits the rest, each polytope once, and the stats say so."""
     from polytrav.traversal import subdivision_run
-    from polytrav.traversal.subdivision import Undecided
+    from polytrav.traversal.subdivision import Subdivision, Undecided
 
-    def undecided(*args, **kwargs):
-        raise Undecided("a cut by hyperplane 7 has fewer than 2 vertices on its section")
+    class FailsLate(Subdivision):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "batch": 4})
+
+        def __iter__(self):
+            for i, cells in enumerate(super().__iter__()):
+                if i == 2:
+                    raise Undecided("a cut by hyperplane 7 has fewer than 2 vertices on its "
+                                    "section")
+                yield cells
 
     net = random_net(6, 2, [5, 5])
     box = Box([-1, -1], [1, 1])
-    monkeypatch.setattr(subdivision_run, "subdivide", undecided)
+    monkeypatch.setattr(subdivision_run, "Subdivision", FailsLate)
     run = traverse(net, box, strategy="subdivision")
-    keys = {p.key for p in run}
+    keys = [p.key for p in run]
+    truth = {p.key for p in traverse(net, box)}
     assert run.complete and "hyperplane 7" in run.stats.fallback and run.stats.lps > 0
-    assert keys == {p.key for p in traverse(net, box)}
+    assert len(keys) == len(set(keys)) == len(truth) and set(keys) == truth
+    assert run.stats.polytopes == len(truth)
 
 
 def test_an_affine_network_is_one_polytope():
