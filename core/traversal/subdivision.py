@@ -225,7 +225,7 @@ class _Batch:
         self.inverse = inverse
         self.opened = opened  #: the last layer whose maps are set
         #: that layer's pre-activations on the cells at its start: gradients
-        #: ``(n_l, C_l, d)``, offsets and gradient norms ``(n_l, C_l)``
+        #: ``(C_l, d, n_l)``, offsets and gradient norms ``(C_l, n_l)``
         self.G, self.off, self.norms = G, off, None
         self.dead = 0  #: vertex rows dropped (``cell == -1``) and not yet compacted
 
@@ -253,26 +253,27 @@ class _Batch:
         W, b = self.L.weights[layer], self.L.biases[layer]
         C, d = self.c.n, self.d
         if self.G is None:
-            G = np.ascontiguousarray(np.broadcast_to(W[:, None, :], (W.shape[0], C, d)))
-            off = np.ascontiguousarray(np.broadcast_to(b[:, None], (W.shape[0], C)))
+            G = np.broadcast_to(W.T, (C, d, W.shape[0]))
+            off = np.broadcast_to(b, (C, W.shape[0]))
         else:  # the layer before, masked by each cell's code, then this layer's weights
             lo, hi = self.L.offsets[layer - 1], self.L.offsets[layer]
             anc = self.c.anc[:, layer - 1]
-            on = self.c.code[:, lo:hi].T
-            M = np.take(self.G, anc, axis=1) * on[:, :, None]
-            G = (W @ M.reshape(M.shape[0], -1)).reshape(W.shape[0], C, d)
-            off = W @ (np.take(self.off, anc, axis=1) * on) + b[:, None]
+            on = self.c.code[:, lo:hi]
+            M = np.take(self.G, anc, axis=0) * on[:, None, :]
+            G = (M.reshape(-1, M.shape[2]) @ W.T).reshape(C, d, W.shape[0])
+            off = (np.take(self.off, anc, axis=0) * on) @ W.T + b
         self.G, self.off = G, off
-        self.norms = np.sqrt(np.einsum("kcd,kcd->kc", G, G))
+        self.norms = np.sqrt(np.einsum("cdk,cdk->ck", G, G))
         live = self.norms > ZERO_ROW_TOL * (1.0 + np.abs(off))
         self.inverse.append(np.divide(1.0, self.norms, out=np.full_like(self.norms, np.nan),
-                                      where=live).T.copy())
+                                      where=live))
         self.c.anc[:, layer] = np.arange(C)
         self.opened = layer
 
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
-        G, off, norms = self.G, self.off, self.norms
+        G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
+        off, norms = self.off.T.copy(), self.norms.T.copy()
         for k in range(G.shape[0]):
             if clock is not None:
                 clock.check()
@@ -303,8 +304,8 @@ class _Batch:
             v = self.v.take(np.flatnonzero(mine[self.v.cell]))
             v.cell[:] = renumber[v.cell]
             part = _Batch(self.L, self.tally, c, v, inverse, self.opened,
-                          np.take(self.G, ids, axis=1), np.take(self.off, ids, axis=1))
-            part.norms = np.take(self.norms, ids, axis=1)
+                          np.take(self.G, ids, axis=0), np.take(self.off, ids, axis=0))
+            part.norms = np.take(self.norms, ids, axis=0)
             pieces.append(part)
         return pieces
 
