@@ -375,15 +375,24 @@ class _Batch:
         p = np.repeat(pos, rep)
         q = neg[np.repeat(neg_start[slot[pos]] - np.cumsum(rep) + rep, rep) + np.arange(p.size)]
         shared = np.take(act, p, axis=0) & np.take(act, q, axis=0)
-        keep_pair = np.bitwise_count(shared).sum(axis=1) >= self.d - 1
-        p, q, shared = p[keep_pair], q[keep_pair], shared[keep_pair]
-        # an edge iff no third vertex of the cell lies on every hyperplane the two share
-        rep = count[slot[p]]
-        pair = np.repeat(np.arange(p.size), rep)
-        w = np.repeat(start[slot[p]] - np.cumsum(rep) + rep, rep) + np.arange(pair.size)
-        sh = np.take(shared, pair, axis=0)
-        on_all = np.all((np.take(act, w, axis=0) & sh) == sh, axis=1)
-        edge = np.bincount(pair, weights=on_all, minlength=p.size) == 2
+        n_shared = np.bitwise_count(shared).sum(axis=1)
+        keep_pair = n_shared >= self.d - 1
+        p, q, shared, n_shared = p[keep_pair], q[keep_pair], shared[keep_pair], n_shared[keep_pair]
+        # Two simple vertices (each on exactly d hyperplanes: independent ones, as every
+        # vertex is made on an edge crossed transversally) sharing d - 1 hyperplanes lie on
+        # the line those meet in, which meets the cell in a face: they span an edge. Other
+        # pairs span an edge iff no third vertex of the cell lies on every hyperplane they
+        # share (the smallest face holding both has no other vertex).
+        degree = np.bitwise_count(act).sum(axis=1)
+        check = np.flatnonzero((n_shared >= self.d) | (degree[p] > self.d) | (degree[q] > self.d))
+        edge = np.ones(p.size, bool)
+        if check.size:
+            rep = count[slot[p[check]]]
+            pair = np.repeat(np.arange(check.size), rep)
+            w = np.repeat(start[slot[p[check]]] - np.cumsum(rep) + rep, rep) + np.arange(pair.size)
+            sh = np.take(shared[check], pair, axis=0)
+            on_all = np.all((np.take(act, w, axis=0) & sh) == sh, axis=1)
+            edge[check] = np.bincount(pair, weights=on_all, minlength=check.size) == 2
         p, q, shared = p[edge], q[edge], shared[edge]
         owner = slot[p]
         section = np.bincount(owner, minlength=S) + np.bincount(slot[sign == 0], minlength=S)
@@ -511,9 +520,10 @@ class _Batch:
         for layer, (W, bias) in enumerate(zip(self.L.weights, self.L.biases)):
             z = h @ W.T + bias
             code = cells.code[:, self.L.offsets[layer]: self.L.offsets[layer + 1]]
-            slack = np.where(code, z, -z)
+            h = z * code
+            slack = h - z
+            slack += h  # z where the neuron is on, -z where off
             slack *= np.take(self.inverse[layer], cells.anc[:, layer], axis=0)
             # fmin skips the NaN of constant neurons (no hyperplane)
             r = np.fmin(r, np.fmin.reduce(slack, axis=1, initial=np.inf))
-            h = z * code
         return r
