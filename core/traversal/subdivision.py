@@ -102,7 +102,7 @@ class _Store:
 
     def __init__(self, **cols: np.ndarray):
         self.n = next(iter(cols.values())).shape[0]
-        self._cols = {k: v.copy() for k, v in cols.items()}
+        self._cols = dict(cols)  # owned: callers pass new arrays
 
     def __getattr__(self, name: str) -> np.ndarray:
         try:
@@ -127,6 +127,10 @@ class _Store:
     def take(self, rows: np.ndarray) -> _Store:
         """A new store of ``rows``."""
         return _Store(**{k: np.take(getattr(self, k), rows, axis=0) for k in self._cols})
+
+    def compress(self, mask: np.ndarray) -> _Store:
+        """A new store of the rows where ``mask``."""
+        return _Store(**{k: np.compress(mask, getattr(self, k), axis=0) for k in self._cols})
 
 
 def _bits(index: int, words: int) -> np.ndarray:
@@ -290,21 +294,20 @@ class _Batch:
         ranked = order(self.c.code[:, : self.L.offsets[self.opened]], self.c.centre)
         ranked = np.arange(C) if ranked is None else ranked
         pieces = []
+        lo = self.opened  # the maps of earlier layers are shared, the current one's split
         for ids in np.array_split(ranked, -(-C // size)):
             ids = np.sort(ids)
             c = self.c.take(ids)
-            inverse = []
-            for layer, inv in enumerate(self.inverse):  # each cell its own row
-                inverse.append(np.take(inv, c.anc[:, layer], axis=0))
-                c.anc[:, layer] = np.arange(ids.size)
+            c.anc[:, lo] = np.arange(ids.size)
             mine = np.zeros(C, bool)
             mine[ids] = True
             renumber = np.full(C, -1, np.int64)
             renumber[ids] = np.arange(ids.size)
-            v = self.v.take(np.flatnonzero(mine[self.v.cell]))
+            v = self.v.compress(mine[self.v.cell])
             v.cell[:] = renumber[v.cell]
-            part = _Batch(self.L, self.tally, c, v, inverse, self.opened,
-                          np.take(self.G, ids, axis=0), np.take(self.off, ids, axis=0))
+            inverse = [*self.inverse[:lo], np.take(self.inverse[lo], ids, axis=0)]
+            part = _Batch(self.L, self.tally, c, v, inverse, lo, np.take(self.G, ids, axis=0),
+                          np.take(self.off, ids, axis=0))
             part.norms = np.take(self.norms, ids, axis=0)
             pieces.append(part)
         return pieces
@@ -474,7 +477,7 @@ class _Batch:
     def _compact(self) -> None:
         """Forget the dropped vertex rows."""
         if self.dead:
-            self.v = self.v.take(np.flatnonzero(self.v.cell >= 0))
+            self.v = self.v.compress(self.v.cell >= 0)
             self.dead = 0
 
     def _recentre(self, ids: np.ndarray, slot: np.ndarray, X: np.ndarray, n: int) -> None:
