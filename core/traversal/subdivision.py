@@ -231,6 +231,8 @@ class _Batch:
         #: that layer's pre-activations on the cells at its start: gradients
         #: ``(C_l, d, n_l)``, offsets and gradient norms ``(C_l, n_l)``
         self.G, self.off, self.norms = G, off, None
+        #: per neuron ``(C_l, n_l)``: whether it may cut the cell (ball screen), its side if not
+        self.near = self.side = None
         self.dead = 0  #: vertex rows dropped (``cell == -1``) and not yet compacted
 
     @classmethod
@@ -248,7 +250,10 @@ class _Batch:
                    anc=np.zeros((1, max(1, len(layers.weights))), np.int64))
         part = cls(layers, tally, c, v, [], -1)
         for i, (a, b) in enumerate(zip(fr.A_extra, fr.b_extra)):  # the region's other rows
-            part._cut(np.broadcast_to(-a, (1, d)), np.full(1, b), 2 * d + i, region=True)
+            ids = np.arange(part.c.n)
+            part._cut(ids, np.broadcast_to(-a, (ids.size, d)), np.full(ids.size, b),
+                      np.full(ids.size, np.linalg.norm(a)), np.zeros(ids.size, bool), 2 * d + i,
+                      region=True)
         return part
 
     # ---------------------------------------------------------------- layers
@@ -271,6 +276,12 @@ class _Batch:
         live = self.norms > ZERO_ROW_TOL * (1.0 + np.abs(off))
         self.inverse.append(np.divide(1.0, self.norms, out=np.full_like(self.norms, np.nan),
                                       where=live))
+        # each neuron against each cell's ball: its descendants lie in it, so a neuron that
+        # misses the ball misses them (they lie on the side of the centre)
+        zc = np.einsum("cd,cdk->ck", self.c.centre, G) + off
+        spread = self.norms * self.c.reach[:, None]
+        self.near = live & (np.abs(zc) <= spread + SAME_VALUE_TOL * (1.0 + spread + np.abs(off)))
+        self.side = np.where(live, zc >= 0, off >= 0)
         self.c.anc[:, layer] = np.arange(C)
         self.opened = layer
 
@@ -278,13 +289,20 @@ class _Batch:
         """Cut every cell by each neuron of ``layer`` (opened)."""
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
         off, norms = self.off.T.copy(), self.norms.T.copy()
+        near, side = self.near.T.copy(), self.side.T.copy()
         for k in range(G.shape[0]):
             if clock is not None:
                 clock.check()
             j = int(self.L.offsets[layer]) + k
             anc = self.c.anc[:, layer]
-            self._cut(np.take(G[k], anc, axis=0), off[k][anc], self.n_region + j, code=j,
-                      norm=norms[k][anc])
+            bit = side[k][anc]
+            ids = np.flatnonzero(near[k][anc])
+            if ids.size:
+                src = anc[ids]
+                self._cut(ids, np.take(G[k], src, axis=0), off[k][src], norms[k][src], bit,
+                          self.n_region + j, code=j)
+            else:
+                self.c.code[:, j] = bit
 
     def split(self, size: int, order) -> list[_Batch]:
         """This batch as batches of at most ``size`` cells (``order(codes, centres)``: the
@@ -309,34 +327,37 @@ class _Batch:
             part = _Batch(self.L, self.tally, c, v, inverse, lo, np.take(self.G, ids, axis=0),
                           np.take(self.off, ids, axis=0))
             part.norms = np.take(self.norms, ids, axis=0)
+            part.near, part.side = np.take(self.near, ids, axis=0), np.take(self.side, ids, axis=0)
             pieces.append(part)
         return pieces
 
     # ---------------------------------------------------------------- cuts
-    def _cut(self, a: np.ndarray, c: np.ndarray, hyper: int, code: int | None = None,
-             region: bool = False, norm: np.ndarray | None = None) -> None:
-        """Cut every cell by ``a_i·u + c_i = 0`` (one row per cell; ``a`` may broadcast).
+    def _cut(self, ids: np.ndarray, a: np.ndarray, c: np.ndarray, norm: np.ndarray,
+             bit: np.ndarray, hyper: int, code: int | None = None, region: bool = False) -> None:
+        """Cut cells ``ids`` by ``a_i·u + c_i = 0`` (row ``i`` of ``a``, ``c`` and the norms
+        ``norm`` of ``a`` for cell ``ids[i]``); ``bit``: every cell's side (on iff ``>= 0``),
+        set here for ``ids`` (the other cells lie wholly on theirs).
 
-        ``code``: the neuron's column of the codes (its bit is on iff ``>= 0``); ``region``:
-        a region row (``a·u + c >= 0`` inside), the cells' other side is dropped."""
+        ``code``: the neuron's column of the codes; ``region``: a region row (``a·u + c >= 0``
+        inside), the cells' other side is dropped."""
         cells, verts = self.c, self.v
         C = cells.n
-        a = np.broadcast_to(a, (C, self.d))
-        c = np.broadcast_to(c, (C,))
-        if norm is None:
-            norm = np.sqrt(np.einsum("ij,ij->i", a, a))
         const = norm <= ZERO_ROW_TOL * (1.0 + np.abs(c))
-        zc = np.einsum("ij,ij->i", cells.centre, a) + c
+        zc = np.einsum("ij,ij->i", np.take(cells.centre, ids, axis=0), a) + c
         # cells whose vertices all lie strictly on one side, by a ball around the centre
-        spread = norm * cells.reach
+        spread = norm * cells.reach[ids]
         open_ = ~const & (np.abs(zc) <= spread + SAME_VALUE_TOL * (1.0 + spread + np.abs(c)))
-        bit = np.where(const, c >= 0, zc >= 0)
+        bit[ids] = np.where(const, c >= 0, zc >= 0)
         cut = np.zeros(C, bool)
         if open_.any():
-            rows = np.flatnonzero(np.append(open_, False)[verts.cell])  # dead rows: -1
+            opened = ids[open_]
+            at = np.full(C + 1, -1, np.int64)  # the last entry: the dead rows' cell -1
+            at[opened] = np.flatnonzero(open_)
+            rows = np.flatnonzero(at[verts.cell] >= 0)
             rc = verts.cell[rows]
+            i = at[rc]
             X = np.take(verts.X, rows, axis=0)
-            dist = (np.einsum("ij,ij->i", X, np.take(a, rc, axis=0)) + c[rc]) / norm[rc]
+            dist = (np.einsum("ij,ij->i", X, np.take(a, i, axis=0)) + c[i]) / norm[i]
             near = np.abs(dist) <= SNAP_TOL  # on the hyperplane
             self.tally.snapped += int(near.sum())
             sign = np.where(near, 0, np.sign(dist)).astype(np.int8)
@@ -344,9 +365,9 @@ class _Batch:
             np.maximum.at(top, rc, np.where(near, 0.0, dist))
             np.minimum.at(bottom, rc, np.where(near, 0.0, dist))
             cut = (top > 0) & (bottom < 0)
-            if np.any(open_ & (top == 0) & (bottom == 0)):
+            if np.any((top[opened] == 0) & (bottom[opened] == 0)):
                 raise Undecided(f"every vertex of a cell lies on hyperplane {hyper}")
-            bit[open_] = top[open_] > 0
+            bit[opened] = top[opened] > 0
             zero = rows[sign == 0]
             verts.act[zero] = np.take(verts.act, zero, axis=0) | _bits(hyper, self.words)
         if code is not None:
