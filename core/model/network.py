@@ -448,6 +448,22 @@ class Network:
             W = W.copy()
         return W, W_out @ z + b_out
 
+    def local_models(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`local_model` of many polytopes at once: ``codes`` ``(P, n_neurons)`` (each
+        code's layers side by side); returns ``W`` ``(P, n_outputs, n_inputs)`` and ``c``
+        ``(P, n_outputs)``."""
+        codes = np.asarray(codes, dtype=bool)
+        codes = codes.reshape(codes.shape[0] if codes.ndim else 0, self.n_neurons)
+        cuts = np.cumsum([0, *self.hidden_sizes])
+        masks = [codes[:, lo:hi] for lo, hi in zip(cuts[:-1], cuts[1:])]
+        z = np.zeros((codes.shape[0], self.n_inputs))
+        for k, mask in enumerate(masks):  # the offset: the masked network's output at x = 0
+            z = (z @ self.weights[k].T + self.biases[k]) * mask
+        W = np.broadcast_to(self.weights[-1], (codes.shape[0], *self.weights[-1].shape))
+        for k in range(len(masks) - 1, -1, -1):  # the matrix, from the output side
+            W = (W * masks[k][:, None, :]) @ self.weights[k]
+        return np.array(W), z @ self.weights[-1].T + self.biases[-1]
+
     def hyperplanes(self, code: Code) -> list[tuple[np.ndarray, np.ndarray]]:
         """Pre-activations of each hidden layer as affine maps of ``x`` on the polytope of ``code``.
 

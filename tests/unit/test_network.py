@@ -21,6 +21,21 @@ def test_local_model_and_hyperplanes_match_forward():
             np.testing.assert_allclose(Wh @ x + bh, h, atol=1e-12)
 
 
+def test_local_models_of_many_codes_are_each_codes_local_model():
+    net = random_net(5, 3, [6, 5, 4], n_out=3)
+    X = np.random.default_rng(2).uniform(-1, 1, size=(40, 3))
+    codes = np.array([np.concatenate(net.activation_code(x)) for x in X])
+    W, c = net.local_models(codes)
+    assert W.shape == (40, 3, 3) and c.shape == (40, 3)
+    for i, x in enumerate(X):
+        Wi, ci = net.local_model(net.activation_code(x))
+        np.testing.assert_allclose(W[i], Wi, atol=1e-12)
+        np.testing.assert_allclose(c[i], ci, atol=1e-12)
+    affine = Network.from_arrays([[[1.0, -2.0]]], [[0.5]])
+    W, c = affine.local_models(np.zeros((2, 0), bool))
+    assert W.shape == (2, 1, 2) and np.all(c == 0.5)
+
+
 def test_batch_forward_and_compose_input():
     net = random_net(1, 2, [4])
     X = np.random.default_rng(1).uniform(size=(7, 2))

@@ -134,6 +134,33 @@ def test_cli_regions_by_subdivision_counts_and_plots_the_same(tmp_path):
     assert res.exit_code == 4 and "'subdivsion' is not one of" in res.output
 
 
+@pytest.mark.parametrize("strategy", ["subdivision", "hierarchical"])
+def test_edges_are_drawn_once_in_the_colour_of_the_layer_that_makes_them(strategy):
+    """Each edge's layer, read off the codes of the two polytopes it separates, equals the
+    layer of the inequality tight along it (the per-polytope truth); every edge is drawn
+    once, and each layer's edges are one artist (a picture of 10^5 polytopes is quick)."""
+    from polytrav.interface.plot import _edge_layers, _rings, _tight_layer
+    from polytrav.model.geometry import build_frame
+
+    net = random_net(8, 2, [10, 8, 6])
+    box = Box([-1, -1], [1, 1])
+    polys = list(traverse(net, box, strategy=strategy))
+    drawn, rings = _rings(polys, build_frame(box, 2))
+    assert len(drawn) == len(polys)
+    layer, first = _edge_layers(drawn, rings, box.lower, box.upper)
+    ends = rings.segments(first)
+    truth = [_tight_layer(drawn[rings.owner[e]], ends[k].mean(axis=0))
+             for k, e in enumerate(first)]
+    assert layer.tolist() == truth
+    assert set(layer.tolist()) == {-1, 0, 1, 2}
+    n_edges = rings.points.shape[0]  # each inner edge counted by its two polygons
+    assert len(first) == (n_edges + int((layer == -1).sum())) // 2
+    ax = partition(net, box, polytopes=polys)
+    assert len(ax.lines) <= 3 + 1 + 1 + 1  # the layers, the boundary, decisions, start
+    assert len(ax.collections) == 1
+    plt.close(ax.figure)
+
+
 def test_the_paper_figures_example_runs(tmp_path):
     """examples/paper_figures.py trains its networks and writes Figures 1, 3 and 4."""
     import subprocess

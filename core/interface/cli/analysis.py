@@ -137,12 +137,13 @@ def _finite(values, what: str):
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds of traversal, after the one-time imports (an incomplete count "
                    "is marked as such).")
-@click.option("--strategy", type=click.Choice(["hierarchical", "subdivision", "auto",
+@click.option("--strategy", type=click.Choice(["auto", "hierarchical", "subdivision",
                                                "seed-faithful"]),
-              default="hierarchical", show_default=True,
-              help="How to enumerate: the LP traversal, or subdivision (every cell at once, "
-                   "no LPs; far faster in 2-6 dimensions, reports nothing before it ends), "
-                   "or auto (subdivision up to 6 dimensions).")
+              default="auto", show_default=True,
+              help="How to enumerate: auto (subdivision for a box or polyhedron of at most 6 "
+                   "free inputs, else the LP traversal), hierarchical (the LP traversal) or "
+                   "subdivision (cells cut neuron by neuron, no LPs: far faster in 2-6 "
+                   "dimensions).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_export_option
 def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_polytopes, timeout,

@@ -35,6 +35,7 @@ from polytrav.interface.plot.check import (check_figure_path, check_plane, impor
                                            supported_formats)
 from polytrav.interface.plot.layout import draw_report, fitting_locator, place_legend, set_title
 from polytrav.interface.plot.slice import plane_slice, slice_region
+from polytrav.model.geometry import build_frame
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import EDGE_TOL
@@ -44,6 +45,9 @@ __all__ = ["partition", "partition_slice", "plane_slice", "save_partition", "che
 
 #: Edge colours of the hidden layers' hyperplanes (layer 1 first), cycled.
 LAYER_COLORS = ("#1f3b99", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
+#: The polytope budget of a picture's own run (``max_polytopes``): pictures of 10^5 polytopes
+#: take seconds (docs/benchmarks.md, "Pictures").
+MAX_DRAWN = 200_000
 #: Fixed coordinates listed by name in a slice's title (the rest are counted).
 MAX_LISTED = 4
 #: Regions up to this ratio of height to width (or width to height) are drawn to scale; a
@@ -77,23 +81,136 @@ def _polygon(A: np.ndarray, b: np.ndarray, inside: np.ndarray) -> np.ndarray | N
     return V[np.argsort(np.arctan2(V[:, 1] - c[1], V[:, 0] - c[0]))]
 
 
+class _Rings:
+    """The polygons of many polytopes, their vertices in order, side by side: polygon ``i``
+    is ``points[starts[i]:starts[i + 1]]``; edge ``e`` goes from ``points[e]`` to
+    ``points[after[e]]`` and belongs to polygon ``owner[e]``."""
+
+    def __init__(self, points: np.ndarray, sizes: np.ndarray):
+        self.points = points
+        self.starts = np.concatenate([[0], np.cumsum(sizes)])
+        self.owner = np.repeat(np.arange(sizes.size), sizes)
+        self.after = np.arange(points.shape[0]) + 1
+        self.after[self.starts[1:] - 1] = self.starts[:-1]
+
+    def polygon(self, i: int) -> np.ndarray:
+        return self.points[self.starts[i]: self.starts[i + 1]]
+
+    def segments(self, edges: np.ndarray) -> np.ndarray:
+        """``(len(edges), 2, 2)``: the ends of ``edges``."""
+        return np.stack([self.points[edges], self.points[self.after[edges]]], axis=1)
+
+
+def _rings(polytopes, frame) -> tuple[list, _Rings]:
+    """The polytopes that have a polygon, and their polygons (from ``p.vertices`` when the
+    run computed them, else from the inequalities)."""
+    drawn, parts = [], []
+    for p in polytopes:
+        if p.vertices is not None and len(p.vertices) >= 3:
+            V = frame.to_x(p.vertices)
+        else:
+            V = _polygon(p.A, p.b, p.interior_point)
+            if V is None:
+                continue
+        drawn.append(p)
+        parts.append(V)
+    if not parts:
+        return drawn, _Rings(np.zeros((0, 2)), np.zeros(0, int))
+    sizes = np.array([len(V) for V in parts])
+    points = np.vstack(parts)
+    owner = np.repeat(np.arange(sizes.size), sizes)
+    centre = np.stack([np.bincount(owner, points[:, j]) for j in range(2)], axis=1)
+    gap = points - centre[owner] / sizes[owner, None]
+    order = np.lexsort((np.arctan2(gap[:, 1], gap[:, 0]), owner))  # by angle, polygon by polygon
+    return drawn, _Rings(points[order], sizes)
+
+
+def _edge_layers(polytopes, rings: _Rings, lo, hi) -> tuple[np.ndarray, np.ndarray]:
+    """Every edge of the polygons once: the hidden layer whose hyperplane makes it (``-1``:
+    the region's boundary) and one edge ``e`` of ``rings`` that is it. An edge two polytopes
+    share is made by the first layer where their codes differ; any other (the region's
+    boundary, or an edge of one polytope along several of its neighbours) by the layer of
+    its polytope's inequality tight along it."""
+    if not polytopes:
+        return np.zeros(0, int), np.zeros(0, int)
+    ends = rings.segments(np.arange(rings.points.shape[0]))
+    # the same edge seen from both sides: its ends on a fine grid, in either order
+    grid = np.round((ends - lo) / (hi - lo) * 2.0 ** 32).astype(np.int64)
+    swap = (grid[:, 0, 0] > grid[:, 1, 0]) | ((grid[:, 0, 0] == grid[:, 1, 0])
+                                              & (grid[:, 0, 1] > grid[:, 1, 1]))
+    grid[swap] = grid[swap][:, ::-1]
+    _, first, group, count = np.unique(grid.reshape(-1, 4), axis=0, return_index=True,
+                                       return_inverse=True, return_counts=True)
+    group = group.reshape(-1)
+    codes = np.array([np.concatenate(p.code) if p.code else np.zeros(0, bool)
+                      for p in polytopes])
+    neuron_layer = np.repeat(np.arange(len(polytopes[0].code)),
+                             [c.size for c in polytopes[0].code]).astype(int)
+    layer = np.full(first.size, -2)
+    pair = np.flatnonzero(count == 2)
+    if pair.size and codes.shape[1]:
+        order = np.argsort(group, kind="stable")
+        at = np.searchsorted(group[order], pair)
+        i, j = rings.owner[order[at]], rings.owner[order[at + 1]]
+        differ = codes[i] != codes[j]
+        known = differ.any(axis=1)
+        layer[pair[known]] = neuron_layer[np.argmax(differ[known], axis=1)]
+    for g in np.flatnonzero(layer == -2):  # the polytope's inequality tight along the edge
+        e = first[g]
+        layer[g] = _tight_layer(polytopes[rings.owner[e]], ends[e].mean(axis=0))
+    return layer, first
+
+
+def _decision_segments(net: Network, polytopes, rings: _Rings) -> np.ndarray:
+    """Each polytope's local decision boundary inside its polygon, ``(n, 2, 2)``: ``logit =
+    0`` for one output, else the border between its top two classes at its centre."""
+    codes = np.array([np.concatenate(p.code) if p.code else np.zeros(0, bool)
+                      for p in polytopes])
+    W, c = net.local_models(codes)
+    if W.shape[1] == 1:
+        w, c0 = W[:, 0], c[:, 0]
+    else:
+        centre = np.array([p.interior_point for p in polytopes])
+        top = np.argsort(np.einsum("pod,pd->po", W, centre) + c, axis=1)[:, -2:]
+        rows = np.arange(len(polytopes))
+        w = W[rows, top[:, 1]] - W[rows, top[:, 0]]
+        c0 = c[rows, top[:, 1]] - c[rows, top[:, 0]]
+    ends = rings.segments(np.arange(rings.points.shape[0]))
+    owner = rings.owner
+    val = np.einsum("ekd,ed->ek", ends, w[owner]) + c0[owner, None]
+    cross = np.flatnonzero((val[:, 0] < 0) != (val[:, 1] < 0))
+    t = val[cross, 0] / (val[cross, 0] - val[cross, 1])
+    points = ends[cross, 0] + t[:, None] * (ends[cross, 1] - ends[cross, 0])
+    who = owner[cross]
+    first = np.r_[True, who[1:] != who[:-1]]  # a convex polygon: two crossings, in order
+    second = np.r_[False, (who[1:] == who[:-1]) & first[:-1]]
+    keep = np.flatnonzero(second)
+    return np.stack([points[keep - 1], points[keep]], axis=1)
+
+
+def _draw_segments(ax, segments: np.ndarray, **style) -> None:
+    """Segments ``(n, 2, 2)`` as one line broken by NaN (one artist, drawn fast)."""
+    if len(segments):
+        gaps = np.full((len(segments), 1, 2), np.nan)
+        xy = np.concatenate([segments, gaps], axis=1).reshape(-1, 2)
+        ax.plot(xy[:, 0], xy[:, 1], **style)
+
+
+def _tight_layer(polytope, point: np.ndarray) -> int:
+    """The first hidden layer with an inequality of ``polytope`` tight at ``point`` (``-1``:
+    only the region's)."""
+    A, b = polytope.A, polytope.b
+    owner = _layer_of_rows(polytope)
+    tight = np.flatnonzero(np.abs(A @ point - b) < EDGE_TOL * (1 + np.abs(b)))
+    layers = [owner[t] for t in tight if owner[t] >= 0]
+    return min(layers) if layers else -1
+
+
 def _layer_of_rows(polytope) -> np.ndarray:
     sizes = [c.size for c in polytope.code]
     owner = np.concatenate([np.full(n, k) for k, n in enumerate(sizes)] or [np.zeros(0, int)])
     n_region = polytope.A.shape[0] - owner.size
     return np.concatenate([owner, np.full(n_region, -1)]).astype(int)
-
-
-def _clip_line(w: np.ndarray, c: float, V: np.ndarray) -> np.ndarray | None:
-    """The segment of ``{w.x + c = 0}`` inside the convex polygon ``V`` (ordered vertices)."""
-    vals = V @ w + c
-    pts = []
-    for k in range(len(V)):
-        a, b = vals[k], vals[(k + 1) % len(V)]
-        if (a < 0) != (b < 0):
-            s = a / (a - b)
-            pts.append(V[k] + s * (V[(k + 1) % len(V)] - V[k]))
-    return np.array(pts[:2]) if len(pts) >= 2 else None
 
 
 def _layer_width(level: int) -> float:
@@ -102,7 +219,7 @@ def _layer_width(level: int) -> float:
 
 def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
               bfs_tree: bool = False, decision: bool = True, cmap: str = "Pastel1",
-              max_polytopes: int = 20000, labels: Sequence[str] | None = None,
+              max_polytopes: int = MAX_DRAWN, labels: Sequence[str] | None = None,
               title: str | None = None, note: str | None = None, start=None,
               legend: bool = True, complete: bool | None = None):
     """Draw the polytopes of a 2-D network in a polyhedral region; returns the axes.
@@ -115,7 +232,8 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
         Where to draw (a new figure otherwise).
     polytopes : list of Polytope, optional
         From a traversal already run; by default :func:`polytrav.traverse` runs here (from
-        ``start``).
+        ``start``, ``strategy="auto"``: subdivision on a polyhedral region, the traversal
+        for a ball or ``bfs_tree``), at most ``max_polytopes`` of them.
     report : Report, optional
         Draws its analyses' results: output range arg-min (v) and arg-max (^), each
         counterfactual's start, boundary point and norm ball, monotonicity violations
@@ -140,6 +258,7 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
         hyperplanes show, the region boundary, the decision boundaries, the start point, the
         BFS tree and the report's marks, each if drawn.
     """
+    from matplotlib.collections import PolyCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -164,7 +283,8 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
             raise ConfigError(f"partition: start must have 2 coordinates, got {start.shape[0]}")
     complete = complete  # given with ``polytopes``: whether their traversal was complete
     if polytopes is None:
-        run = traverse(net, region, start=start, max_polytopes=max_polytopes)
+        strategy = "hierarchical" if bfs_tree else "auto"  # the tree is the traversal's
+        run = traverse(net, region, start=start, max_polytopes=max_polytopes, strategy=strategy)
         polytopes = list(run)
         complete = run.complete
     else:
@@ -175,40 +295,25 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 7.0), layout="constrained")
     colors = plt.get_cmap(cmap)
-    shapes = {}
-    levels, boundary, decided = set(), False, False
-    for p in polytopes:
-        A, b = p.A, p.b
-        V = _polygon(A, b, p.interior_point)
-        if V is None:
-            continue
-        shapes[p.index] = V
-        ax.fill(V[:, 0], V[:, 1], color=colors(p.index % colors.N), alpha=0.9, linewidth=0)
-        owner = _layer_of_rows(p)
-        for k in range(len(V)):
-            seg = np.array([V[k], V[(k + 1) % len(V)]])
-            mid = seg.mean(axis=0)
-            tight = np.flatnonzero(np.abs(A @ mid - b) < EDGE_TOL * (1 + np.abs(b)))
-            layers = [owner[t] for t in tight if owner[t] >= 0]
-            if not layers:
-                ax.plot(seg[:, 0], seg[:, 1], color="black", linewidth=1.2)
-                boundary = True
-                continue
-            level = min(layers)
-            levels.add(level)
-            ax.plot(seg[:, 0], seg[:, 1], color=LAYER_COLORS[level % len(LAYER_COLORS)],
-                    linewidth=_layer_width(level))
-        if decision:
-            W, c = p.local_model
-            if W.shape[0] == 1:
-                w, c0 = W[0], c[0]
-            else:
-                top = np.argsort(W @ p.interior_point + c)[-2:]
-                w, c0 = W[top[1]] - W[top[0]], c[top[1]] - c[top[0]]
-            seg = _clip_line(w, c0, V)
-            if seg is not None:
-                ax.plot(seg[:, 0], seg[:, 1], color="black", linestyle="--", linewidth=0.8)
-                decided = True
+    drawn, rings = _rings(polytopes, build_frame(region, 2))
+    shapes = {p.index: rings.polygon(i) for i, p in enumerate(drawn)}
+    index = np.array([p.index for p in drawn], dtype=int)
+    ax.add_collection(PolyCollection(list(shapes.values()), linewidths=0, alpha=0.9,
+                                     facecolors=colors(index % colors.N)))
+    layer, first = _edge_layers(drawn, rings, lo, hi)
+    levels = {int(k) for k in np.unique(layer[layer >= 0])}
+    boundary = bool(np.any(layer < 0))
+    if boundary:
+        _draw_segments(ax, rings.segments(first[layer < 0]), color="black", linewidth=1.2)
+    for level in sorted(levels, reverse=True):  # layer 1 on top
+        _draw_segments(ax, rings.segments(first[layer == level]),
+                       color=LAYER_COLORS[level % len(LAYER_COLORS)],
+                       linewidth=_layer_width(level))
+    decided = False
+    if decision and drawn:
+        lines = _decision_segments(net, drawn, rings)
+        decided = len(lines) > 0
+        _draw_segments(ax, lines, color="black", linestyle="--", linewidth=0.8)
     drew_tree = False
     if bfs_tree:
         by_index = {p.index: p for p in polytopes}
@@ -263,7 +368,7 @@ def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
                     labels: Sequence[str] | None = None, total: int | None = None,
                     total_complete: bool = True,
                     title: str | None = None, note: str | None = None,
-                    max_polytopes: int = 20000, **kwargs):
+                    max_polytopes: int = MAX_DRAWN, **kwargs):
     """Draw the partition on a plane through the input space of ``net``; returns the axes.
 
     The plane holds inputs ``dims = (i, j)`` free and the others at ``point`` (default the
@@ -302,7 +407,8 @@ def partition_slice(net: Network, region, dims=None, ax=None, *, point=None,
     from polytrav.host.runner import traverse
 
     start2 = point[list(dims)] if region2.contains(point[list(dims)]) else None
-    run = traverse(net2, region2, start=start2, max_polytopes=max_polytopes)
+    strategy = "hierarchical" if kwargs.get("bfs_tree") else "auto"
+    run = traverse(net2, region2, start=start2, max_polytopes=max_polytopes, strategy=strategy)
     polytopes = list(run)
     others = [k for k in range(net.n_inputs) if k not in dims]
     fixed = ", ".join(f"{full[k]}={_fmt(point[k])}" for k in others[:MAX_LISTED])
