@@ -320,9 +320,9 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         ``hierarchical`` is the paper's Algorithm 3 made fast; ``seed-faithful`` is the
         paper's algorithm as written (LP screening, SciPy ``linprog``, no warm start), kept
         as the baseline; ``subdivision`` cuts the region's polytope by every neuron in turn,
-        all cells at once and without LPs (polyhedral regions of few dimensions:
-        :mod:`polytrav.traversal.subdivision`); it reports nothing before it has every
-        cell, so a budget that ends it early leaves no polytopes. ``auto``: subdivision for
+        many cells at once and without LPs (polyhedral regions of few dimensions:
+        :mod:`polytrav.traversal.subdivision`), and emits the cells of each batch it
+        finishes (up to 65 536 at a layer's start). ``auto``: subdivision for
         polyhedral regions of at most 6 dimensions when every polytope is visited (no
         ``guide``, ``prune`` or ``within``), else hierarchical
         (:func:`polytrav.traversal.subdivision_run.choose_strategy`). Default:

@@ -33,7 +33,9 @@ class Polytope:
         0.1 for regions of more than 50 dimensions (see ``polytrav.model.geometry``); always
         ``> polytrav.vocabulary.tolerances.RADIUS_TOL``. With an L2-ball region (cutting planes) the
         centre is a certified interior point and the radius a certified inscribed radius,
-        at least half the Chebyshev radius.
+        at least half the Chebyshev radius. Under strategy ``"subdivision"`` the point is the
+        centroid of the polytope's vertices and the radius the distance from it to the
+        nearest hyperplane: a certified inscribed radius, at most the Chebyshev radius.
     index : int
         Visit order, from 0.
     parent : int or None
