@@ -23,9 +23,19 @@ with ``torch.load`` (a state dict: data, no code).
 random networks in 2-7 dimensions and on ACAS Xu boxes of several radii (``../shared/data``):
 cells, seconds and cells per second of each, and their ratio.
 
+``pictures``: 2-D slices of ACAS Xu and mnistfc networks (``../shared/data``) with 10^4-10^5
+cells: the subdivision's run, the picture of its polytopes as ``polytrav regions --plot``
+draws and saves it, and the traversal on the same slice (``--timeout`` seconds; cut short, its
+time for every cell is projected at its rate so far).
+
+``--engine-only NET``: that bunny net is timed by the engine alone, its cells counted batch by
+batch (the 3-D 8x32 net's 10^7 cells as Polytope objects would time Python, not the engine).
+
     python benchmarks/subdivision.py bunny --edge-subdivision ../scratch/relu_edge_subdivision \\
         --repeat 5 --out benchmarks/results/subdivision_bunny.json
     python benchmarks/subdivision.py scaling --repeat 3 --out benchmarks/results/subdivision_scaling.json
+    python benchmarks/subdivision.py pictures --repeat 3 --timeout 60 --figures /tmp \
+        --out benchmarks/results/subdivision_pictures.json
 """
 from __future__ import annotations
 
@@ -94,25 +104,25 @@ def bunny_net(path: Path):
     return Network.from_arrays(W + [np.ones((1, 1))], b + [np.zeros(1)])
 
 
-def polytrav_worker(path: str, calls: int) -> None:
+def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
     """Child process: polytrav on one bunny net (``calls - 1`` warm-up calls of each, then
-    the timed one)."""
+    the timed one); ``stream=False``: the engine only (its cells counted batch by batch)."""
     import numpy as np
 
     from polytrav import Box, traverse
     from polytrav.model.geometry import build_frame
-    from polytrav.traversal.subdivision import subdivide
+    from polytrav.traversal.subdivision import Subdivision
 
     net = bunny_net(Path(path))
     d = net.n_inputs
     box = Box(np.full(d, -0.5), np.full(d, 0.5))
     frame = build_frame(box, d)
     out = {}
-    for what in ("engine", "stream"):
+    for what in ("engine", "stream") if stream else ("engine",):
         for _ in range(calls):
             t = time.perf_counter()
             if what == "engine":
-                cells = len(subdivide(net, frame))
+                cells = sum(len(batch) for batch in Subdivision(net, frame))
             else:
                 run = traverse(net, box, strategy="subdivision")
                 cells = sum(1 for _ in run)
@@ -141,7 +151,7 @@ def bunny(args) -> dict:
     for name in args.nets or BUNNIES:
         path = peer / "models" / name
         ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path),
-                str(args.calls)]
+                str(args.calls), "engine" if name in (args.engine_only or ()) else "stream"]
         theirs = [sys.executable, "-c", PEER, str(peer), name, str(args.calls)]
         runs = {"polytrav": [], "edge": []}
         for k in range(args.repeat):
@@ -150,18 +160,19 @@ def bunny(args) -> dict:
                 runs[tool].append(child(cmd, args.core, args.timeout))
         done = {t: [r for r in rs if r is not None] for t, rs in runs.items()}
         row = {"net": name, "repeats": args.repeat,
-               "polytrav_cells": done["polytrav"][0]["stream_cells"] if done["polytrav"] else None,
+               "polytrav_cells": done["polytrav"][0]["engine_cells"] if done["polytrav"] else None,
                "edge_cells": done["edge"][0]["cells"] if done["edge"] else None,
                "edge_vertices": done["edge"][0]["vertices"] if done["edge"] else None,
                "edge_edges": done["edge"][0]["edges"] if done["edge"] else None}
         for key, tool, field in (("engine_s", "polytrav", "engine"),
                                  ("stream_s", "polytrav", "stream"),
                                  ("edge_s", "edge", "seconds")):
-            times = [r[field] for r in done[tool]]
-            row[key] = statistics.median(times) if len(times) == args.repeat else None
-        if row["edge_s"] and row["stream_s"]:
-            row["stream_over_edge"] = row["stream_s"] / row["edge_s"]
-            row["engine_over_edge"] = row["engine_s"] / row["edge_s"]
+            times = [r.get(field) for r in done[tool]]
+            row[key] = statistics.median(times) if len(times) == args.repeat \
+                and None not in times else None
+        for key in ("stream", "engine"):
+            if row["edge_s"] and row[key + "_s"]:
+                row[key + "_over_edge"] = row[key + "_s"] / row["edge_s"]
         if None not in (row["polytrav_cells"], row["edge_cells"]) \
                 and row["polytrav_cells"] != row["edge_cells"]:
             wrong.append(name)
@@ -210,13 +221,72 @@ def scaling(args) -> dict:
     return {"rows": rows}
 
 
+def pictures(args) -> dict:
+    """2-D slices of real networks: subdivision and the picture of its polytopes (as
+    ``polytrav regions --plot`` draws it), against the traversal on the same slice."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+
+    from polytrav import Box, Network, traverse
+    from polytrav.interface.plot import plane_slice, save_partition
+
+    cases = []
+    acas = DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx"
+    if acas.exists():
+        net = Network.from_onnx(acas)
+        for r in (0.5, 1.0):  # inputs 0 and 1 in [-r, r], the others at 0
+            net2, _ = plane_slice(net, np.zeros(5), (0, 1), np.full(2, -r), np.full(2, r))
+            cases.append((f"ACAS Xu 1_1, inputs 0-1 in [-{r}, {r}]^2", net2,
+                          Box(np.full(2, -r), np.full(2, r))))
+    images = DATA / "mnist" / "mnist_test.npz"
+    for name, (lo, hi) in (("256x2", (-0.5, 1.5)), ("256x4", (0.0, 1.0))):
+        path = DATA / "mnistfc" / "onnx" / f"mnist-net_{name}.onnx"
+        if path.exists() and images.exists():
+            X = np.load(images)["images"].astype(float) / 255.0
+            plane = Network.from_onnx(path).compose_input(
+                np.stack([X[1] - X[0], X[2] - X[0]], axis=1), X[0])
+            cases.append((f"mnistfc {name}, the plane of test images 0-2, [{lo}, {hi}]^2",
+                          plane, Box([lo, lo], [hi, hi])))
+    rows = []
+    out = Path(args.figures or ".") / "slice.png"
+    for label, net, box in cases:
+        engine, draw = [], []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            run = traverse(net, box, strategy="subdivision")
+            polytopes = list(run)
+            engine.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            save_partition(net, box, out, polytopes=polytopes)
+            draw.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        trav = traverse(net, box, strategy="hierarchical", time_limit=args.timeout)
+        visited = sum(1 for _ in trav)
+        trav_s = time.perf_counter() - t
+        row = {"case": label, "cells": len(polytopes), "subdivision_s": statistics.median(engine),
+               "picture_s": statistics.median(draw), "traversal_cells": visited,
+               "traversal_s": trav_s, "traversal_complete": trav.complete}
+        rate = visited / trav_s
+        # the traversal's time for every cell: measured, or (cut short) at its rate so far
+        row["traversal_over_subdivision"] = (trav_s if trav.complete else len(polytopes) / rate) \
+            / row["subdivision_s"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return {"rows": rows}
+
+
 def main() -> None:
-    if len(sys.argv) > 3 and sys.argv[1] == "worker":
-        return polytrav_worker(sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) > 4 and sys.argv[1] == "worker":
+        return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream")
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["bunny", "scaling"])
+    ap.add_argument("mode", choices=["bunny", "scaling", "pictures"])
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
+    ap.add_argument("--engine-only", nargs="*",
+                    help="bunny networks timed by the engine alone (no Polytope objects: the "
+                         "3-D 8x32 net's 10^7 cells)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--calls", type=int, default=2,
                     help="calls per process, the last one timed (default 2: the issue's "
@@ -224,10 +294,11 @@ def main() -> None:
     ap.add_argument("--core", type=int, default=0, help="the core to pin each process to")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per process / run")
     ap.add_argument("--out", help="write the results (JSON) here")
+    ap.add_argument("--figures", help="pictures: the folder for the last picture drawn")
     args = ap.parse_args()
     if args.mode == "bunny" and not args.edge_subdivision:
         ap.error("bunny needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
-    result = bunny(args) if args.mode == "bunny" else scaling(args)
+    result = {"bunny": bunny, "scaling": scaling, "pictures": pictures}[args.mode](args)
     result["machine"] = machine_info()
     # paths relative to the repository, as the docs give them (no machine's own paths)
     result["command"] = " ".join(os.path.relpath(a, HERE.parent) if os.path.isabs(a) else a

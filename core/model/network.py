@@ -459,9 +459,15 @@ class Network:
         z = np.zeros((codes.shape[0], self.n_inputs))
         for k, mask in enumerate(masks):  # the offset: the masked network's output at x = 0
             z = (z @ self.weights[k].T + self.biases[k]) * mask
-        W = np.broadcast_to(self.weights[-1], (codes.shape[0], *self.weights[-1].shape))
-        for k in range(len(masks) - 1, -1, -1):  # the matrix, from the output side
-            W = (W * masks[k][:, None, :]) @ self.weights[k]
+        P, n_out = codes.shape[0], self.n_outputs
+        if n_out <= self.n_inputs:  # the matrix from the output side (fewer rows)
+            W = np.broadcast_to(self.weights[-1], (P, *self.weights[-1].shape))
+            for k in range(len(masks) - 1, -1, -1):
+                W = (W * masks[k][:, None, :]) @ self.weights[k]
+        else:  # from the input side (fewer columns): a plane's network, say
+            W = np.broadcast_to(self.weights[0], (P, *self.weights[0].shape))
+            for k, mask in enumerate(masks):
+                W = self.weights[k + 1] @ (W * mask[:, :, None])
         return np.array(W), z @ self.weights[-1].T + self.biases[-1]
 
     def hyperplanes(self, code: Code) -> list[tuple[np.ndarray, np.ndarray]]:

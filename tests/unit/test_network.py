@@ -21,12 +21,13 @@ def test_local_model_and_hyperplanes_match_forward():
             np.testing.assert_allclose(Wh @ x + bh, h, atol=1e-12)
 
 
-def test_local_models_of_many_codes_are_each_codes_local_model():
-    net = random_net(5, 3, [6, 5, 4], n_out=3)
-    X = np.random.default_rng(2).uniform(-1, 1, size=(40, 3))
+@pytest.mark.parametrize("n_in, n_out", [(3, 2), (2, 3)])  # from the output / input side
+def test_local_models_of_many_codes_are_each_codes_local_model(n_in, n_out):
+    net = random_net(5, n_in, [6, 5, 4], n_out=n_out)
+    X = np.random.default_rng(2).uniform(-1, 1, size=(40, n_in))
     codes = np.array([np.concatenate(net.activation_code(x)) for x in X])
     W, c = net.local_models(codes)
-    assert W.shape == (40, 3, 3) and c.shape == (40, 3)
+    assert W.shape == (40, n_out, n_in) and c.shape == (40, n_out)
     for i, x in enumerate(X):
         Wi, ci = net.local_model(net.activation_code(x))
         np.testing.assert_allclose(W[i], Wi, atol=1e-12)

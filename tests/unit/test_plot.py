@@ -130,6 +130,11 @@ def test_cli_regions_by_subdivision_counts_and_plots_the_same(tmp_path):
         assert out.exists() and pixels(out).std() > 0.05
     assert counts["hierarchical"] == counts["subdivision"]
     res = CliRunner().invoke(main, ["regions", str(path), "--lower", "-1", "--upper", "1",
+                                    "--json"])
+    stats = json.loads(res.output.splitlines()[0])  # the default, auto: subdivision in 2-D
+    assert (stats["polytopes"], stats["per_level"]) == counts["subdivision"]
+    assert stats["lps"] == 0 and stats["complete"]
+    res = CliRunner().invoke(main, ["regions", str(path), "--lower", "-1", "--upper", "1",
                                     "--strategy", "subdivsion"])
     assert res.exit_code == 4 and "'subdivsion' is not one of" in res.output
 
