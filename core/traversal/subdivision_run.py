@@ -12,6 +12,7 @@ rest of the region to the LP traversal (``stats.fallback`` says why).
 """
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 
@@ -188,14 +189,14 @@ class SubdivisionRun(Iterator[Polytope]):
         st = self.stats
         offsets = np.cumsum([0, *self.net.hidden_sizes])
         layers = np.split(cells.codes, offsets[1:-1], axis=1) if len(offsets) > 1 else []
-        points = self.frame.to_x(cells.centres)
-        radii, starts = cells.radii.tolist(), cells.starts.tolist()
+        codes = zip(*(list(layer) for layer in layers)) if layers else itertools.repeat(())
+        points = list(self.frame.to_x(cells.centres))
+        starts, V = cells.starts.tolist(), cells.vertices
+        check = self._clock.check
         self._left = len(cells)
-        for i in range(len(cells)):
+        for code, x, r, a, b in zip(codes, points, cells.radii.tolist(), starts, starts[1:]):
             self._left -= 1
-            self._clock.check()  # the consumer's time counts too, as in the traversal
-            code = tuple(layer[i] for layer in layers)
-            x, r = points[i], radii[i]
+            check()  # the consumer's time counts too, as in the traversal
             if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
                 cell = self._chebyshev(code)
                 if cell is None:
@@ -207,8 +208,7 @@ class SubdivisionRun(Iterator[Polytope]):
             if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
                 raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
             st.polytopes += 1
-            yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region,
-                           cells.vertices[starts[i]: starts[i + 1]])
+            yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region, V[a:b])
 
     def _fall_back(self, why: str, emitted: list[np.ndarray]) -> Iterator[Polytope]:
         """The LP traversal of the whole region, for a cut the engine could not decide: the
