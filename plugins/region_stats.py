@@ -24,7 +24,8 @@ VOLUME_MAX_DIM = 4
 class RegionStats(Analysis):
     """Counts per level, radii, volumes (low dimension) and the one-adjacency graph.
 
-    ``value`` is ``{"polytopes", "per_level", "min_radius", "volume_share_sum"}``;
+    ``value`` is ``{"polytopes", "per_level", "min_radius", "volume_share_sum"}``
+    (``min_radius``: the smallest ``Polytope.radius`` of the run);
     ``details["polytopes"]`` lists ``(index, parent, code, volume_share)``; ``details["edges"]``
     the one-flip adjacency pairs. ``exact`` after a complete run; otherwise the counts are
     of the polytopes visited (``scope`` ``visited``).

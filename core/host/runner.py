@@ -299,7 +299,7 @@ def lp_backends(solver=None, fallback="auto", strategy: str = "hierarchical", pm
     return backend, [get_solver(f, pm=pm) for f in fallback]
 
 
-def traverse(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
+def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto",
              solver=None, max_polytopes: int | None = None,
              time_limit: float | None = None, fallback="auto", guide=None,
              vertices: bool = False, within=None, prune=None,
@@ -325,8 +325,7 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "hiera
         finishes (up to 65 536 at a layer's start). ``auto``: subdivision for
         polyhedral regions of at most 6 dimensions when every polytope is visited (no
         ``guide``, ``prune`` or ``within``), else hierarchical
-        (:func:`polytrav.traversal.subdivision_run.choose_strategy`). Default:
-        ``hierarchical``.
+        (:func:`polytrav.traversal.subdivision_run.choose_strategy`): the default.
     solver : str or SolverBackend, optional
         LP backend; defaults to the strategy's (``highs`` / ``scipy``).
     max_polytopes, time_limit : optional
@@ -421,7 +420,7 @@ def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarc
 
 
 def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
-            strategy: str = "hierarchical", max_polytopes: int | None = None,
+            strategy: str = "auto", max_polytopes: int | None = None,
             time_limit: float | None = None, progress=None, within=None, executor=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
             parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
@@ -528,7 +527,7 @@ class RunSession:
         return _as_analyses(analyses, self.pm)
 
     def run(self, net: Network, region: Region, analyses, *, start=None,
-            strategy: str = "hierarchical", max_polytopes: int | None = None,
+            strategy: str = "auto", max_polytopes: int | None = None,
             time_limit: float | None = None, progress=None, within=None, executor=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
             parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,

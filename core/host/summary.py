@@ -7,7 +7,8 @@ Examples
 --------
 >>> from polytrav import Network, Box, analyze
 >>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
->>> print(analyze(net, Box([-1, -1], [1, 1]), "output_range"))  # doctest: +ELLIPSIS
+>>> print(analyze(net, Box([-1, -1], [1, 1]), "output_range",
+...             strategy="hierarchical"))  # doctest: +ELLIPSIS
 output_range: min -1, max 1 (exact)
   at x = [0, 1] (the minimum) and [1, 0] (the maximum)
   witness x = [1, 0]

@@ -123,7 +123,7 @@ class Job(_Strict):
     region: RegionSpec
     analysis: list[AnalysisSpec] = Field(min_length=1)
     start: list[float] | None = None
-    strategy: str = "hierarchical"
+    strategy: str = "auto"
     solver: str | dict[str, str] | None = None
     time_limit: float | None = Field(default=None, gt=0)
     max_polytopes: int | None = Field(default=None, ge=1)

@@ -104,7 +104,7 @@ def check_with_onnxruntime(onnx_path: str | PathLike, x: np.ndarray, unsafe,
 
 
 def verify(network: Network | str | PathLike, spec, *, timeout: float | None = None,
-           solver=None, strategy: str = "hierarchical", max_polytopes: int | None = None,
+           solver=None, strategy: str = "auto", max_polytopes: int | None = None,
            progress=None, executor=None, bounds: bool = True,
            order: str = "best-first", split: bool = True, bab: bool = True,
            on_interrupt: str = "raise", confirm=None) -> VerificationResult:

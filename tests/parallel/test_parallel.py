@@ -55,8 +55,9 @@ def assert_same(serial, parted):
 
 @pytest.fixture(scope="module")
 def serial(example_plugin):
-    """The plain run of :func:`analyses` (skips without the example plugin installed)."""
-    return analyze(NET, REGION, analyses(example_plugin))
+    """The plain run of :func:`analyses` (skips without the example plugin installed), by the
+    traversal as runs in parts are (their pieces are its level-1 pieces)."""
+    return analyze(NET, REGION, analyses(example_plugin), strategy="hierarchical")
 
 
 def test_serial_executor_in_parts_equals_the_plain_run(serial, example_plugin):

@@ -23,7 +23,7 @@ def test_entry_point_backend_is_discovered_and_serves_a_traversal(autoload):
     before = type(backend).solves
     net = random_net(3, 2, [4, 3])
     box = Box([-1.0, -1.0], [1.0, 1.0])
-    run = traverse(net, box, solver="example-lp")
+    run = traverse(net, box, solver="example-lp", strategy="hierarchical")  # LPs
     keys = {p.key for p in run}
     assert run.complete and type(backend).solves > before
     assert keys == {p.key for p in traverse(net, box)}

@@ -26,7 +26,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "exports.md"
 
 @pytest.fixture(scope="module")
 def run():
-    traversal = traverse(NET, REGION)
+    traversal = traverse(NET, REGION, strategy="hierarchical")  # its discovery tree
     polytopes = list(traversal)
     assert traversal.complete and len(polytopes) > 20
     return traversal, polytopes

@@ -50,7 +50,7 @@ def test_partition_picture_with_levels_tree_and_results(tmp_path):
     net = random_net(2, 2, [8, 6], n_out=1)
     net = Network.from_arrays(net.weights, [*net.biases[:-1], net.biases[-1] - net([0.2, 0.2])])
     region = Box([-1, -1], [1, 1])
-    polys = list(traverse(net, region))
+    polys = list(traverse(net, region, strategy="hierarchical"))  # its BFS tree
     report = analyze(net, region, ["output_range",
                                    {"name": "monotonicity", "feature": 0, "direction": "increasing"},
                                    {"name": "counterfactual", "x0": [0.1, 0.3], "norm": 2}])

@@ -1,15 +1,20 @@
-"""Traversal: the paper's 2-D grid nets, degenerate networks, budgets and bad input."""
+"""Traversal: the paper's 2-D grid nets, degenerate networks, budgets and bad input (the LP
+traversal's: ``traverse`` here runs strategy ``hierarchical`` unless a test names another)."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
 from reference import brute_force_cells, random_net, train_grid_net
 
-from polytrav import Ball, Box, ConfigError, Network, Polyhedron, RegionError, traverse
+from polytrav import Ball, Box, ConfigError, Network, Polyhedron, RegionError
+from polytrav import traverse as traverse_any
 from polytrav.traversal import TraversalStatus
 from polytrav.vocabulary.tolerances import RADIUS_TOL
 
 BOX2 = (np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
+traverse = functools.partial(traverse_any, strategy="hierarchical")
 
 
 def keys_of(net, region, **kw):
