@@ -28,9 +28,21 @@ def codes(net, region, **kw):
 def test_default_equals_seed_faithful_on_a_small_box(acas):
     onnx, _ = acas
     region = Box(C - 0.002, C + 0.002)
-    fast = codes(onnx, region)
+    fast = codes(onnx, region)  # auto: subdivision in 5-D
     assert len(fast) > 20
     assert fast == codes(onnx, region, strategy="seed-faithful")
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_subdivision_equals_the_traversal_on_acas_boxes(acas, fixed):
+    """Both engines on a 5-D box of ~1 200 polytopes, and on a 4-D one (an input fixed)."""
+    onnx, _ = acas
+    lo, hi = C - 0.005, C + 0.005
+    if fixed:
+        lo[3] = hi[3] = C[3]
+    sub = codes(onnx, Box(lo, hi), strategy="subdivision")
+    assert len(sub) > (100 if fixed else 1000)
+    assert sub == codes(onnx, Box(lo, hi), strategy="hierarchical")
 
 
 def test_raw_units_give_the_same_polytopes(acas):
