@@ -135,6 +135,13 @@ def test_cli_regions_by_subdivision_counts_and_plots_the_same(tmp_path):
     assert (stats["polytopes"], stats["per_level"]) == counts["subdivision"]
     assert stats["lps"] == 0 and stats["complete"]
     res = CliRunner().invoke(main, ["regions", str(path), "--lower", "-1", "--upper", "1",
+                                    "--strategy", "hierarchical", "--solver", "scipy", "--json"])
+    stats = json.loads(res.output.splitlines()[0])  # the LP backend chosen on the command line
+    assert (stats["polytopes"], stats["per_level"]) == counts["hierarchical"] and stats["lps"]
+    res = CliRunner().invoke(main, ["regions", str(path), "--lower", "-1", "--upper", "1",
+                                    "--solver", "nope"])
+    assert res.exit_code == 4 and "unknown solver 'nope'" in res.output
+    res = CliRunner().invoke(main, ["regions", str(path), "--lower", "-1", "--upper", "1",
                                     "--strategy", "subdivsion"])
     assert res.exit_code == 4 and "'subdivsion' is not one of" in res.output
 

@@ -144,10 +144,13 @@ def _finite(values, what: str):
                    "free inputs, else the LP traversal), hierarchical (the LP traversal) or "
                    "subdivision (cells cut neuron by neuron, no LPs: far faster in 2-6 "
                    "dimensions).")
+@click.option("--solver", default=None,
+              help="LP backend of the traversal and of subdivision's thin cells (see "
+                   "`polytrav solvers`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_export_option
 def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_polytopes, timeout,
-            strategy, as_json, export_path) -> None:
+            strategy, solver, as_json, export_path) -> None:
     """Count, list or draw the linear regions of a network inside a box.
 
     \b
@@ -156,6 +159,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --list
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --plot partition.png
       polytrav regions net.onnx --lower -1,-1 --upper 1,1 --strategy subdivision
+      polytrav regions net.onnx --lower -1,-1 --upper 1,1 --strategy hierarchical --solver scipy
       polytrav regions acas.onnx --vnnlib prop_3.vnnlib --plot slice.png --dims 0 1
       polytrav regions net.onnx --lower 0 --upper 1 --export polytopes.parquet
 
@@ -185,7 +189,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
 
         check_plane(net, dims, names, region)
     bar = Progress("regions", sys.stderr.isatty())
-    run = traverse(net, region, strategy=strategy, max_polytopes=max_polytopes,
+    run = traverse(net, region, strategy=strategy, solver=solver, max_polytopes=max_polytopes,
                    time_limit=timeout)
     polytopes = []
     try:
