@@ -172,7 +172,7 @@ def agreement(value, ref_value, ref_proven: bool, tol: float) -> tuple[str, floa
 def cf_polytrav(net, region, x0, p, s: Settings, **kw):
     def go():
         a = TCounterfactual(x0, norm=p, **{k: v for k, v in kw.items() if k == "search"})
-        rep = analyze(net, region, a, **{k: v for k, v in kw.items() if k != "search"})
+        rep = analyze(net, region, a, strategy="hierarchical", **{k: v for k, v in kw.items() if k != "search"})
         return rep, a
     (rep, a), med, times = timed(go, s, cold=True)
     res = rep[0]
@@ -270,7 +270,7 @@ def section_attack(s: Settings) -> list[dict]:
 
         def go(region=region, label=label):
             a = TSoftmaxAttack(label)
-            return analyze(net, region, a), a
+            return analyze(net, region, a, strategy="hierarchical"), a
         (rep, a), t_pt, times_pt = timed(go, s)
         m, t_m, times_m = timed(lambda label=label, lo=lo, hi=hi: milp_max_margin(
             net, label, lo, hi, time_limit=s.milp_limit), s)
@@ -296,7 +296,7 @@ def section_attack(s: Settings) -> list[dict]:
 
     def go_range():
         a = TOutputRange(0)
-        return analyze(net, region, a), a
+        return analyze(net, region, a, strategy="hierarchical"), a
     (rep, a), t_pt, times_pt = timed(go_range, s)
 
     def milp_range():
@@ -388,7 +388,7 @@ def section_overhead(s: Settings) -> list[dict]:
         else:
             x_ref = np.load(DATA / "mnist/mnist_test.npz")["images"][0].reshape(-1) / 255.0
         label = int(np.argmax(net.forward(x_ref)))
-        for _ in traverse(net, region):  # untimed warm-up (first-call costs of this case)
+        for _ in traverse(net, region, strategy="hierarchical"):  # untimed warm-up (first-call costs of this case)
             pass
         specs = [
             ("output_range", lambda: TOutputRange(0), None),
@@ -400,13 +400,13 @@ def section_overhead(s: Settings) -> list[dict]:
         ]
         for label_a, make, start in specs:
             def trav(start=start, net=net, region=region):
-                run = traverse(net, region, start)
+                run = traverse(net, region, start, strategy="hierarchical")
                 n = sum(1 for _ in run)
                 return run, n
 
             def go(make=make, net=net, region=region):
                 a = make()
-                return analyze(net, region, a), a
+                return analyze(net, region, a, strategy="hierarchical"), a
             # alternated, so that the machine's drift hits both alike (the shared machine's
             # speed moves by tens of percent between minutes)
             times_tr, times_an = [], []
@@ -456,7 +456,7 @@ def section_paths(s: Settings) -> list[dict]:
     import cvxpy as cp
 
     net, region = case("acas_0.005")
-    run = traverse(net, region)
+    run = traverse(net, region, strategy="hierarchical")
     polys = list(run)
     n_want = 20 if s.quick else 100
     pick = np.linspace(0, len(polys) - 1, min(n_want, len(polys))).round().astype(int)

@@ -78,21 +78,21 @@ def _call(case: str):
             net = Network.from_arrays([rng.normal(size=(o, i)) / np.sqrt(i) for i, o in zip(sizes, sizes[1:])],
                                       [rng.normal(size=o) * 0.1 for o in sizes[1:]])
             region = Box([-1.0, -1.0], [1.0, 1.0])
-        return lambda: len(list(traverse(net, region)))
+        return lambda: len(list(traverse(net, region, strategy="hierarchical")))
     if words[0] == "verify":
         onnx = ACAS / f"onnx/ACASXU_run2a_{words[2]}_batch_2000.onnx"
         spec = ACAS / f"vnnlib/prop_{words[4]}.vnnlib"
         return lambda: str(verify(onnx, spec, timeout=116).answer)
     if words[0] == "output_range":
         net, region = acas(), acas_box(0.005)
-        return lambda: round(analyze(net, region, "output_range")[0].value["max"], 9)
+        return lambda: round(analyze(net, region, "output_range", strategy="hierarchical")[0].value["max"], 9)
     if words[0] == "counterfactual":
         net, region = acas(), acas_box(0.005)
         params = {"x0": np.array(ACAS_C), "norm": words[1] if words[1] == "inf" else int(words[1])}
-        return lambda: round(float(analyze(net, region, ("counterfactual", params))[0].value), 9)
+        return lambda: round(float(analyze(net, region, ("counterfactual", params), strategy="hierarchical")[0].value), 9)
     if words[0] == "softmax_attack":
         net, region, label = mnist(0.02)
-        return lambda: round(float(analyze(net, region, ("softmax_attack", {"label": label}))[0].value), 9)
+        return lambda: round(float(analyze(net, region, ("softmax_attack", {"label": label}), strategy="hierarchical")[0].value), 9)
     raise SystemExit(f"unknown case {case!r}")
 
 

@@ -32,7 +32,7 @@ net = Network.from_arrays([rng.standard_normal((sizes[k + 1], sizes[k])) for k i
                           [0.5 * rng.standard_normal(sizes[k + 1]) for k in range(len(sizes) - 1)])
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 t0 = time.perf_counter()
-run = traverse(net, Box(-np.ones(d), np.ones(d)), max_polytopes=budget)
+run = traverse(net, Box(-np.ones(d), np.ones(d)), max_polytopes=budget, strategy="hierarchical")
 n, fixed = 0, None
 for polytope in run:
     n += 1

@@ -31,7 +31,7 @@ from polytrav.plugins.counterfactual import Counterfactual  # noqa: E402
 
 def run(net, region, solver, limit):
     t0 = time.perf_counter()
-    tr = traverse(net, region, solver=solver, time_limit=limit)
+    tr = traverse(net, region, solver=solver, time_limit=limit, strategy="hierarchical")
     keys = {p.key for p in tr}
     return time.perf_counter() - t0, tr, keys
 
@@ -93,7 +93,8 @@ def compare_analyses(args) -> None:
                 for _ in range(args.repeats):
                     t0 = time.perf_counter()
                     report = analyze(net, region, Counterfactual(x0, norm=norm),
-                                     solver={form: [solver]}, time_limit=args.limit)
+                                     solver={form: [solver]}, time_limit=args.limit,
+                                     strategy="hierarchical")
                     times.append(time.perf_counter() - t0)
                 res = report[0]
                 med = statistics.median(times)

@@ -81,7 +81,7 @@ def facets_per_polytope(net, region, sample: list, max_rows: int = 400) -> float
 
 def memory_per_polytope(net, region) -> float:
     tracemalloc.start()
-    run = traverse(net, region)
+    run = traverse(net, region, strategy="hierarchical")
     for _ in run:
         pass
     _, peak = tracemalloc.get_traced_memory()
@@ -106,7 +106,7 @@ def bench(name: str, repeats: int, baseline_limit: float, facet_sample: int) -> 
         identical = set(keys_b) <= set(keys)
         ratio = (el_b / max(len(keys_b), 1)) / (fast / len(keys))
     rng = np.random.default_rng(0)
-    polys = list(traverse(net, region))
+    polys = list(traverse(net, region, strategy="hierarchical"))
     sample = [polys[i] for i in rng.choice(len(polys), min(facet_sample, len(polys)), replace=False)]
     out = {
         "case": name,
