@@ -3,9 +3,9 @@
 :class:`SubdivisionRun` runs the engine (:class:`~polytrav.traversal.subdivision.Subdivision`)
 and emits each batch of cells it finishes as :class:`Polytope` objects, each with its
 vertices, like :class:`~polytrav.traversal.engine.Traversal` does (``status``, ``stats``,
-``close``, ``time_left``, budgets), so every analysis, export and plot runs on it unchanged. Cells whose
-certified inscribed radius is at most ``RADIUS_TOL`` are decided by the Chebyshev LP, as the
-traversal decides every cell; a cut the engine cannot decide in floating point hands the
+``close``, ``time_left``, budgets), so every analysis, export and plot runs on it unchanged.
+Cells whose certified inscribed radius is at most ``RADIUS_TOL`` are decided by the Chebyshev
+LP, as the traversal decides every cell; a cut the engine cannot decide in floating point hands the
 rest of the region to the LP traversal (``stats.fallback`` says why).
 
 :func:`open_traversal` is how the layers above start a run of any strategy.

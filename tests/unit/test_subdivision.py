@@ -186,6 +186,21 @@ def test_batches_split_the_work_not_the_answer(batch):
     for k in a:
         assert a[k][0] == pytest.approx(b[k][0]) and np.allclose(a[k][1], b[k][1])
     assert split.tally == whole.tally
+    truth = brute_force_cells(net, -np.ones(3), np.ones(3))  # independent: an LP per pattern
+    assert {k for k, r in truth.items() if r > 10 * RADIUS_TOL} <= b.keys()
+    assert b.keys() <= {k for k, r in truth.items() if r > RADIUS_TOL / 10}
+
+
+@pytest.mark.parametrize("name", DEGENERATE)
+def test_batches_of_two_cells_on_degenerate_nets_equal_brute_force(name):
+    """Splitting after cuts that snapped, dropped thin sides or dropped cells."""
+    net = DEGENERATE[name]
+    d = net.n_inputs
+    cells = subdivide(net, build_frame(Box(-np.ones(d), np.ones(d)), d), batch=2)
+    keys = {np.packbits(c).tobytes() for c, r in zip(cells.codes, cells.radii) if r > RADIUS_TOL}
+    truth = brute_force_cells(net, -np.ones(d), np.ones(d))
+    assert {k for k, r in truth.items() if r > 10 * RADIUS_TOL} <= keys
+    assert keys <= {k for k, r in truth.items() if r > RADIUS_TOL / 10}
 
 
 def test_auto_picks_subdivision_where_it_enumerates_everything():

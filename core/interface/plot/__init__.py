@@ -70,15 +70,14 @@ def _net_desc(net: Network) -> str:
 
 # ---------------------------------------------------------------------- drawing
 def _polygon(A: np.ndarray, b: np.ndarray, inside: np.ndarray) -> np.ndarray | None:
+    """The vertices of ``{A x <= b}`` around ``inside`` (unordered; None if qhull fails)."""
     from scipy.spatial import HalfspaceIntersection, QhullError
 
     keep = np.linalg.norm(A, axis=1) > 0
     try:
-        V = HalfspaceIntersection(np.c_[A[keep], -b[keep]], inside).intersections
+        return HalfspaceIntersection(np.c_[A[keep], -b[keep]], inside).intersections
     except (QhullError, ValueError):
         return None
-    c = V.mean(axis=0)
-    return V[np.argsort(np.arctan2(V[:, 1] - c[1], V[:, 0] - c[0]))]
 
 
 class _Rings:
@@ -125,6 +124,12 @@ def _rings(polytopes, frame) -> tuple[list, _Rings]:
     return drawn, _Rings(points[order], sizes)
 
 
+def _codes(polytopes) -> np.ndarray:
+    """The polytopes' codes, one row each (the layers side by side)."""
+    return np.array([np.concatenate(p.code) if p.code else np.zeros(0, bool)
+                     for p in polytopes])
+
+
 def _edge_layers(polytopes, rings: _Rings, lo, hi) -> tuple[np.ndarray, np.ndarray]:
     """Every edge of the polygons once: the hidden layer whose hyperplane makes it (``-1``:
     the region's boundary) and one edge ``e`` of ``rings`` that is it. An edge two polytopes
@@ -142,8 +147,7 @@ def _edge_layers(polytopes, rings: _Rings, lo, hi) -> tuple[np.ndarray, np.ndarr
     _, first, group, count = np.unique(grid.reshape(-1, 4), axis=0, return_index=True,
                                        return_inverse=True, return_counts=True)
     group = group.reshape(-1)
-    codes = np.array([np.concatenate(p.code) if p.code else np.zeros(0, bool)
-                      for p in polytopes])
+    codes = _codes(polytopes)
     neuron_layer = np.repeat(np.arange(len(polytopes[0].code)),
                              [c.size for c in polytopes[0].code]).astype(int)
     layer = np.full(first.size, -2)
@@ -164,8 +168,7 @@ def _edge_layers(polytopes, rings: _Rings, lo, hi) -> tuple[np.ndarray, np.ndarr
 def _decision_segments(net: Network, polytopes, rings: _Rings) -> np.ndarray:
     """Each polytope's local decision boundary inside its polygon, ``(n, 2, 2)``: ``logit =
     0`` for one output, else the border between its top two classes at its centre."""
-    codes = np.array([np.concatenate(p.code) if p.code else np.zeros(0, bool)
-                      for p in polytopes])
+    codes = _codes(polytopes)
     W, c = net.local_models(codes)
     if W.shape[1] == 1:
         w, c0 = W[:, 0], c[:, 0]
