@@ -81,9 +81,16 @@ def process_pool(workers: int) -> Executor:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
+    class Pool(ProcessPoolExecutor):
+        """A process pool that says how many workers it has (:func:`n_workers`)."""
+
+        def __init__(self, workers: int, mp_context):
+            super().__init__(max_workers=workers, mp_context=mp_context)
+            self.workers = workers
+
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["polytrav", "polytrav.parallel"])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    return Pool(workers, ctx)
 
 
 class _DaskExecutor(Executor):
@@ -102,15 +109,15 @@ class _DaskExecutor(Executor):
 
 
 def n_workers(executor: Executor) -> int:
-    """How many parts the executor runs at once (1 if it does not say)."""
+    """How many parts the executor runs at once: what an executor of :func:`get_executor`
+    says; for any other, the CPU count (the default of ``concurrent.futures`` pools)."""
     if isinstance(executor, SerialExecutor):
         return 1
-    if hasattr(executor, "_max_workers"):  # concurrent.futures pools
-        return int(executor._max_workers)
-    client = getattr(executor, "client", None) or getattr(executor, "_client", None)
-    if client is not None:  # Dask: one part per worker thread
-        return max(1, sum(client.nthreads().values()))
-    return 1
+    if isinstance(getattr(executor, "workers", None), int):  # process_pool's
+        return executor.workers
+    if isinstance(executor, _DaskExecutor):  # one part per worker thread
+        return max(1, sum(executor.client.nthreads().values()))
+    return os.cpu_count() or 1
 
 
 def finished(executor: Executor, next_task, window: int):
@@ -379,7 +386,8 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
     frame = _frame_of(net, region)
     merged = _Merged(frame, None if start is None else frame.to_u(np.asarray(start, float)),
                      status, stats)
-    context = RunContext(net, region, merged, chains, pm)
+    context = RunContext(net, region, chains, pm)
+    context.attach(merged)
     results = [a.combine([p[i] for p in state.parts], context) for i, a in enumerate(analyses)]
     out = report_stats(
         stats.to_dict(),

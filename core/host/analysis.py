@@ -1,8 +1,8 @@
 """The :class:`Analysis` base class: what a property plugin implements.
 
-An analysis is a pluggy plugin registered for one :func:`polytrav.analyze` run. The base
-class implements the run's hooks (``polytrav_begin_run``, ``polytrav_visit_polytope``,
-``polytrav_end_run``) by calling four small methods that subclasses override:
+A run of :func:`polytrav.analyze` calls its analyses directly (they are not pluggy plugins;
+hooks are for other plugins): ``begin_run``, ``visit_polytope`` and ``end_run`` of this base
+class call four small methods that subclasses override:
 
 * ``validate(network, region)``: check parameters against the run; raise
   :class:`~polytrav.ConfigError` or :class:`~polytrav.RegionError` naming the problem.
@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from polytrav.host.hookspecs import hookimpl
 from polytrav.model.region import Ball, Box, Region
-from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.vocabulary.results import (DECIDED, AnalysisResult, Scope, SolveResult, Status,
                                          Verdict)
 from polytrav.model.cell import cell_rows
@@ -269,18 +268,16 @@ class Analysis:
         was skipped (:func:`pieces_proven`)."""
         return context.complete and not self.failures
 
-    # -------------------------------------------------------- hook implementations
-    @hookimpl
-    def polytrav_begin_run(self, context: "RunContext") -> None:
-        """Reset counters, then :meth:`begin`."""
+    # -------------------------------------------------------- called by the run
+    def begin_run(self, context: "RunContext") -> None:
+        """Reset counters, then :meth:`begin` (the run calls it once, first)."""
         self.n_polytopes = 0
         self.n_solves = 0
         self.failures: list[str] = []
         self.decided = False
         self.begin(context)
 
-    @hookimpl
-    def polytrav_visit_polytope(self, polytope: "Polytope", context: "RunContext"):
+    def visit_polytope(self, polytope: "Polytope", context: "RunContext") -> Directive | None:
         """Count the polytope and :meth:`visit` it; the directive goes to the run."""
         self.n_polytopes += 1
         directive = self.visit(polytope, context)
@@ -288,15 +285,17 @@ class Analysis:
             self.decided = True
         return directive
 
-    @hookimpl
-    def polytrav_piece_margin(self, piece, context: "RunContext") -> float | None:
-        """:meth:`piece_margin` when :attr:`prunes_by_bound`, else None (proves nothing)."""
-        return self.piece_margin(piece, context) if self.prunes_by_bound else None
-
-    @hookimpl
-    def polytrav_end_run(self, context: "RunContext") -> AnalysisResult:
-        """:meth:`finish`."""
+    def end_run(self, context: "RunContext") -> AnalysisResult:
+        """:meth:`finish` (the run calls it once, after the traversal)."""
         return self.finish(context)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        hooks = sorted(n for n in vars(cls) if n.startswith("polytrav_"))
+        if hooks:
+            raise PluginError(f"analysis class {cls.__name__} defines {hooks}: the run calls "
+                              "an Analysis directly, not through hooks; override begin, visit, "
+                              "piece_margin and finish instead", plugin=cls.__name__)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()

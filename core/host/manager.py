@@ -7,13 +7,11 @@ implemented hook exists. Nothing happens at import time.
 """
 from __future__ import annotations
 
-import copy
 import importlib
 import importlib.metadata
 import inspect
 import os
 import sys
-import types
 import weakref
 
 import pluggy
@@ -63,139 +61,34 @@ def _entry_points() -> list[tuple]:
 
 
 class _PluginManager(pluggy.PluginManager):
-    """pluggy's manager, with non-hook attributes turned away before pluggy looks at them.
+    """pluggy's manager, with the distributions of entry-point plugins and a cached solver
+    registry.
 
-    Registering looks at every attribute of a plugin (a module's imports, an analysis's
-    methods); few carry the marker, and pluggy's checks of each cost about a millisecond per
-    run. The names that carry the marker are found once per module or class
-    (:func:`_marked_names`; an instance's own attributes are looked at when they are
-    functions or methods, the only instance values pluggy hooks); the answers are pluggy's.
-    ``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented points of
-    extension. A further instance of a class registered before takes pluggy's answer for the
-    earlier one (:meth:`_register_like_before`): this one step uses pluggy's internals
-    (``_name2plugin``, ``HookCaller._add_hookimpl``), stable since pluggy 1.0, and
-    ``tests/unit/test_manager.py`` compares its result with pluggy's own.
+    Registering looks at every attribute of a plugin (a module's imports); few carry the
+    marker, and pluggy's checks of each cost about a millisecond per manager. The names that
+    carry it are found once per module or class (:func:`_marked_names`) and only those reach
+    pluggy (``parse_hookimpl_opts`` and ``parse_hookspec_opts`` are pluggy's documented
+    points of extension); the answers are pluggy's.
     """
-
-    _looked_at = (None, frozenset())  # (plugin being registered, names worth pluggy's look)
 
     def __init__(self, project_name: str):
         super().__init__(project_name)
         #: plugin name -> (distribution, version) of each plugin loaded from an entry point
         self.polytrav_distributions: dict[str, tuple[str, str]] = {}
         self._solvers: dict[str, type] | None = None  # solver classes of the plugin set
-        #: id -> (instance, name, hook callers, its class's _CLASS_IMPLS entry, hook
-        #: implementations) of each instance registered like before
-        self._like_before: dict[int, tuple] = {}
-        #: class -> (its _CLASS_IMPLS entry, the hook implementations of its last instance
-        #: registered like before, since unregistered), rebound for its next instance
-        self._spare: dict[type, tuple] = {}
-        #: class -> (its _CLASS_IMPLS entry, the hook callers its instances join)
-        self._callers: dict[type, tuple] = {}
 
     def register(self, plugin, name: str | None = None):
-        own = {k for k, v in _own_dict(plugin).items()  # pluggy hooks only functions here
-               if isinstance(v, _FUNCTIONS)}
-        try:
-            if not own and self._register_like_before(plugin, name):
-                return name
-            self._looked_at = (plugin, _marked_names(plugin) | own)
-            try:
-                out = super().register(plugin, name)
-            finally:
-                self._looked_at = (None, frozenset())
-            if not own and out is not None:
-                _remember_impls(self, plugin)
-            return out
-        finally:
-            self._solvers = None
-
-    def _register_like_before(self, plugin, name: str | None) -> bool:
-        """Register an instance as pluggy registered the last instance of its class, if it
-        did and nothing changed since (see :func:`_remember_impls`); False to let pluggy do it.
-
-        Each run of a session registers a new instance of the same analysis classes
-        (:func:`polytrav.explain`: one per row), and pluggy's look at every attribute of
-        each costs more than the rest of a row's set-up. Its answer for an instance without
-        own functions depends only on the class: the same hooks, options and argument
-        names, the methods bound to the new instance.
-        """
-        if name is None or inspect.ismodule(plugin) or inspect.isclass(plugin):
-            return False
-        try:
-            seen = _CLASS_IMPLS.get(type(plugin))
-        except TypeError:
-            return False
-        if seen is None or seen[0] != _class_version(type(plugin)) or name in self._name2plugin \
-                or any(p is plugin for p in self._name2plugin.values()):
-            return False
-        if any(getattr(type(plugin), t.function.__name__, None) is not t.function
-               for _, t in seen[1]):  # a hook method replaced on the class since
-            return False
-        known = self._callers.get(type(plugin))
-        if known is not None and known[0] is seen:
-            callers = known[1]
-        else:  # a spec, once there, stays, and so does its being historic or not
-            callers = [getattr(self.hook, hook, None) for hook, _ in seen[1]]
-            if any(c is None or c.is_historic() or not c.has_spec() for c in callers):
-                return False
-            self._callers[type(plugin)] = (seen, callers)
-        spare = self._spare.pop(type(plugin), None)
-        if spare is not None and spare[0] is seen:  # the last instance's, unregistered
-            impls = spare[1]
-            for impl, (_, template) in zip(impls, seen[1]):
-                impl.plugin, impl.plugin_name = plugin, name
-                impl.function = template.function.__get__(plugin, type(plugin))
-        else:
-            impls = [_bound_copy(template, plugin, name) for _, template in seen[1]]
-        self._name2plugin[name] = plugin
-        for caller, impl in zip(callers, impls):
-            caller._add_hookimpl(impl)
-        self._like_before[id(plugin)] = (plugin, name, callers, seen, impls)
-        return True
+        self._solvers = None
+        return super().register(plugin, name)
 
     def unregister(self, plugin=None, name: str | None = None):
-        """pluggy's ``unregister``; an instance registered like before
-        (:meth:`_register_like_before`) leaves the hook callers it was added to, without
-        pluggy's look through every hook for them, and its hook implementations are kept
-        (emptied) for the next instance of its class."""
-        try:
-            if plugin is None and name is not None:
-                plugin = self._name2plugin.get(name)
-            held = self._like_before.pop(id(plugin), None)
-            if held is None or held[0] is not plugin or name not in (None, held[1]) \
-                    or self._name2plugin.get(held[1]) is not plugin:
-                return super().unregister(plugin, name)
-            for caller in held[2]:
-                caller._remove_plugin(plugin)
-            del self._name2plugin[held[1]]
-            for impl in held[4]:  # kept for the class's next instance, holding nothing
-                impl.plugin = impl.function = None
-            self._spare[type(plugin)] = (held[3], held[4])
-            return plugin
-        finally:
-            self._solvers = None
+        self._solvers = None
+        return super().unregister(plugin, name)
 
     def parse_hookimpl_opts(self, plugin, name: str):
-        held, names = self._looked_at
-        if held is plugin and name not in names:
+        if name not in _own_dict(plugin) and name not in _marked_names(plugin):
             return None
-        if inspect.ismodule(plugin) or inspect.isclass(plugin) or name in _own_dict(plugin):
-            return super().parse_hookimpl_opts(plugin, name)
-        # an instance's hook defined on its class: pluggy's answer for the class, kept per
-        # class (each run registers a new instance of the same analysis class)
-        cls = type(plugin)
-        version = _class_version(cls)
-        try:
-            hit = _CLASS_OPTS.get(cls)
-        except TypeError:
-            return super().parse_hookimpl_opts(plugin, name)
-        if hit is None or hit[0] != version:
-            hit = (version, {})
-            _CLASS_OPTS[cls] = hit
-        if name not in hit[1]:
-            hit[1][name] = super().parse_hookimpl_opts(plugin, name)
-        return hit[1][name]
+        return super().parse_hookimpl_opts(plugin, name)
 
     def parse_hookspec_opts(self, module_or_class, name: str):
         if name not in _marked_names(module_or_class, "polytrav_spec"):
@@ -216,59 +109,6 @@ _MARKED: dict[str, weakref.WeakKeyDictionary] = {
     "polytrav_impl": weakref.WeakKeyDictionary(),
     "polytrav_spec": weakref.WeakKeyDictionary(),
 }
-
-
-#: class -> (sizes of its namespaces, {name: pluggy's hookimpl options of an instance's name})
-_CLASS_OPTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-#: class -> (sizes of its namespaces, ((hook name, pluggy's HookImpl of an instance, with the
-#: plain function and no plugin), ...)), for :meth:`_PluginManager._register_like_before`.
-_CLASS_IMPLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-_FUNCTIONS = (types.FunctionType, types.MethodType)  # what inspect.isfunction/ismethod test
-
-
-def _class_version(cls) -> tuple:
-    return tuple(len(vars(c)) for c in cls.__mro__)
-
-
-def _bound_copy(template, plugin, name: str):
-    """A copy of pluggy's ``HookImpl`` ``template`` for ``plugin`` registered as ``name``
-    (its function bound to it); field by field, which costs a fifth of ``copy.copy``."""
-    impl = object.__new__(type(template))
-    fields = getattr(type(template), "__slots__", None)
-    if fields is None:
-        impl.__dict__.update(template.__dict__)
-    else:
-        for field in fields:
-            setattr(impl, field, getattr(template, field))
-    impl.plugin, impl.plugin_name = plugin, name
-    impl.function = template.function.__get__(plugin, type(plugin))
-    return impl
-
-
-def _remember_impls(pm, plugin) -> None:
-    """Keep pluggy's hook implementations of a just-registered instance for its class, if
-    every one is a method of the class (bound to the instance) and no hook is historic."""
-    if inspect.ismodule(plugin) or inspect.isclass(plugin):
-        return
-    cls = type(plugin)
-    impls = []
-    for caller in pm.get_hookcallers(plugin) or ():
-        mine = [i for i in caller.get_hookimpls() if i.plugin is plugin]
-        fn = mine[0].function if len(mine) == 1 else None
-        if caller.is_historic() or not inspect.ismethod(fn) or fn.__self__ is not plugin \
-                or getattr(cls, fn.__name__, None) is not fn.__func__:
-            return
-        template = copy.copy(mine[0])  # holds neither the instance nor its bound method
-        template.plugin = template.plugin_name = None
-        template.function = fn.__func__
-        impls.append((caller.name, template))
-    try:
-        _CLASS_IMPLS[cls] = (_class_version(cls), tuple(impls))
-    except TypeError:  # not weakly referable: not remembered
-        pass
 
 
 def _own_dict(plugin) -> dict:
@@ -443,7 +283,7 @@ def list_plugins(pm: pluggy.PluginManager | None = None) -> list[dict]:
     pm = pm or get_plugin_manager()
     out = []
     for name, plugin in pm.list_name_plugin():
-        if plugin is None or name.startswith("analysis:"):
+        if plugin is None:
             continue
         dist, version = pm.polytrav_distributions.get(name, ("polytrav", __version__))
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or ())

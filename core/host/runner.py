@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from polytrav.host.analysis import Analysis
-from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
 from polytrav.host.stats import report_stats
@@ -131,22 +131,30 @@ class Report:
 
 
 class RunContext:
-    """What hooks see of a run: network, region, frame, backends and the traversal."""
+    """What analyses and hooks see of a run: network, region, frame, backends, budgets.
 
-    def __init__(self, network: Network, region: Region, traversal: Traversal,
-                 chains: dict[str, list], pm):
+    Built before the traversal (:meth:`attach` hands it the traversal once open), so that
+    everything the run builds gets the same context.
+    """
+
+    def __init__(self, network: Network, region: Region, chains: dict[str, list], pm):
         self.network = network
         self.region = region
-        self.traversal = traversal
-        self.frame = traversal.frame
         self.chains = chains
         self.pm = pm
+        self.traversal = None  # the engine, once attached (read its state through the context)
+        self.frame = None
         self.n_solves = 0
         self.solve_time = 0.0
         self.n_fallbacks = 0
         self.n_in_model = 0  # solves in the traversal's own LP model (maximize_in_cell)
         self.n_box_lp = 0  # cell maxima certified by polytrav.bounds.box_lp (maximize_linear)
         self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
+
+    def attach(self, traversal) -> None:
+        """The run's traversal (a :class:`~polytrav.Traversal` or what stands for one)."""
+        self.traversal = traversal
+        self.frame = traversal.frame
 
     @property
     def start(self) -> np.ndarray | None:
@@ -162,6 +170,20 @@ class RunContext:
     def complete(self) -> bool:
         """Whether the traversal visited every polytope the run needed."""
         return self.traversal.complete
+
+    @property
+    def stats(self):
+        """The traversal's :class:`~polytrav.TraversalStats` (live during the run)."""
+        return self.traversal.stats
+
+    @property
+    def within(self) -> list | None:
+        """The level-1 pieces the run is confined to (a part of a run in parts), else None."""
+        return getattr(self.traversal, "within", None)
+
+    def time_left(self) -> float | None:
+        """Seconds left of the run's time budget (None without one)."""
+        return self.traversal.time_left()
 
     def backends(self, form: str) -> list:
         """The backend chain of ``form``; ConfigError if no installed backend serves it."""
@@ -577,31 +599,25 @@ class RunSession:
                                 resume=resume, checkpoint_every=checkpoint_every, parts=parts,
                                 progress=progress, order=order, on_interrupt=on_interrupt,
                                 volume_shares=volume_shares)
-        for a in items:
-            pm.register(a, name=f"analysis:{a.label}")
-        try:
-            return self._serial(net, region, items, start=start, strategy=strategy,
-                                max_polytopes=max_polytopes, time_limit=time_limit,
-                                progress=progress, within=within, order=order,
-                                keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
-                                t1=t1, volume_shares=volume_shares)
-        finally:
-            for a in items:
-                pm.unregister(a)
+        return self._serial(net, region, items, start=start, strategy=strategy,
+                            max_polytopes=max_polytopes, time_limit=time_limit,
+                            progress=progress, within=within, order=order,
+                            keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
+                            t1=t1, volume_shares=volume_shares)
 
     def _serial(self, net, region, items, *, start, strategy, max_polytopes, time_limit,
                 progress, within, order, keep_polytopes, on_interrupt, t0, t1,
                 volume_shares) -> Report:
-        """The serial run of :meth:`run`, its analyses registered on the manager."""
+        """The serial run of :meth:`run`."""
         pm, chains = self.pm, self.chains
-        voters = Voters(pm)
-        context_ref: list = []
-        guide = (Guide(items, voters, context_ref)
+        context = RunContext(net, region, chains, pm)
+        voters = Voters(items, pm)
+        guide = (Guide(items, voters, context)
                  if within is None and Guide.possible(items) else None)
         prune = None
         if voters.prove_pieces:
             def prune(piece):
-                return voters.margin(piece, context_ref[0])
+                return voters.margin(piece, context)
         lp_chain = chains["lp"]
         if not lp_chain:
             raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
@@ -612,10 +628,11 @@ class RunSession:
                               fallback=lp_chain[1:], guide=guide,
                               vertices=any(a.uses_vertices for a in items), within=within,
                               prune=prune, order=order, volume_shares=volume_shares)
-        context = RunContext(net, region, trav, chains, pm)
-        context_ref.append(context)
+        context.attach(trav)
         kept: list | None = [] if keep_polytopes else None
         interrupted = None
+        for a in items:
+            a.begin_run(context)
         pm.hook.polytrav_begin_run(context=context)
         try:
             for polytope in trav:
@@ -632,12 +649,12 @@ class RunSession:
             trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
         if interrupted is not None and on_interrupt == "raise":
             raise interrupted
-        results = {r.analysis: r for r in pm.hook.polytrav_end_run(context=context)
-                   if isinstance(r, AnalysisResult)}
+        results = [_result(a, a.end_run(context)) for a in items]
+        pm.hook.polytrav_end_run(context=context)  # other plugins' (their returns are not results)
         stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
                              subproblems=context.subproblem_stats())
         return Report(
-            results=[results[a.label] for a in items],
+            results=results,
             status=trav.status,
             stats=stats,
             time=time.perf_counter() - t1,
@@ -647,6 +664,15 @@ class RunSession:
             network=net,
             analyses=list(items),
         )
+
+
+def _result(analysis: Analysis, result) -> AnalysisResult:
+    """``analysis``'s result, refused with a PluginError when it is not an AnalysisResult."""
+    if not isinstance(result, AnalysisResult):
+        raise PluginError(f"analysis {analysis.name!r} ({type(analysis).__name__}): finish() "
+                          f"returned {type(result).__name__}, not a polytrav.AnalysisResult",
+                          plugin=analysis.name)
+    return result
 
 
 def _warm_up(analyses: Sequence[Analysis], chains: dict[str, list]) -> None:

@@ -1,9 +1,10 @@
 """How plugins steer a run: their directives, the pieces they prove, the order of the frontier.
 
-The **voters** of a run are the plugins that implement ``polytrav_visit_polytope``: its
-analyses (the :class:`~polytrav.Analysis` base class implements the hook) and any other
-registered plugin. :class:`Voters` calls each voter's implementation itself, so that every
-return value is attributed to its plugin and honoured as the hookspecs say:
+The **voters** of a run are its analyses (called directly:
+:meth:`~polytrav.Analysis.visit_polytope`, :meth:`~polytrav.Analysis.piece_margin`) and every
+registered plugin that implements ``polytrav_visit_polytope``. :class:`Voters` calls each
+voter itself, so that every return value is attributed to its voter and honoured as the
+hookspecs say:
 
 * ``Stop(reason)``: the voter needs no more polytopes; the run stops after the polytope at
   which the last voter stopped.
@@ -13,7 +14,7 @@ return value is attributed to its plugin and honoured as the hookspecs say:
   box of their boxes, and once every voter gave a ball, a neighbour whose new halfspace
   misses every ball is skipped without an LP. A voter's ball only narrows: one that is not
   provably inside its earlier ball leaves the earlier in force.
-* ``polytrav_piece_margin``: a positive margin proves that the voter needs none of the
+* a piece margin (``polytrav_piece_margin``): a positive margin proves that the voter needs none of the
   piece's polytopes; a piece is skipped when every voter proves it (:meth:`Voters.margin`).
 
 Pluggy's ``hookwrapper``/``wrapper`` implementations cannot be attributed, so they are
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis, Directive, Restrict, Stop
+from polytrav.host.analysis import Analysis, Restrict, Stop
 from polytrav.model.region import Ball, Box
 from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.vocabulary.tolerances import CONTAINS_TOL
@@ -40,9 +41,9 @@ __all__ = ["Voters", "Guide", "VOTING_HOOKS"]
 VOTING_HOOKS = ("polytrav_visit_polytope", "polytrav_piece_margin")
 
 
-def _implementations(pm, hook: str) -> list[tuple[str, object, Callable]]:
-    """``(plugin name, plugin, call(**kwargs))`` of every implementation of ``hook``, in
-    pluggy's call order (the last registered first)."""
+def _implementations(pm, hook: str) -> list[tuple[str, Callable]]:
+    """``(plugin name, call(**kwargs))`` of every implementation of ``hook`` by the manager's
+    plugins, in pluggy's call order (the last registered first)."""
     out = []
     for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
         if impl.hookwrapper or impl.wrapper:
@@ -50,28 +51,35 @@ def _implementations(pm, hook: str) -> list[tuple[str, object, Callable]]:
                               "polytrav counts per plugin: implement it without a wrapper",
                               plugin=impl.plugin_name)
         names, fn = impl.argnames, impl.function
-        out.append((impl.plugin_name, impl.plugin,
+        out.append((impl.plugin_name,
                     lambda kwargs, names=names, fn=fn: fn(*[kwargs[n] for n in names])))
     return out
 
 
-def _proves_pieces(plugin, implements: bool) -> bool:
-    """Whether a voter proves pieces: an :class:`Analysis` by its ``prunes_by_bound``, any
-    other plugin by implementing ``polytrav_piece_margin``."""
-    return plugin.prunes_by_bound if isinstance(plugin, Analysis) else implements
+def _analysis_voter(a: Analysis) -> tuple[str, Callable, Callable | None]:
+    """``(name, visit, margin or None)`` of an analysis, called directly by the run."""
+    margin = None
+    if a.prunes_by_bound:
+        def margin(kwargs, a=a):
+            return a.piece_margin(kwargs["piece"], kwargs["context"])
+    return (f"analysis:{a.label}",
+            lambda kwargs, a=a: a.visit_polytope(kwargs["polytope"], kwargs["context"]), margin)
 
 
 class Voters:
-    """The run's voters and what they asked for so far (see the module doc)."""
+    """The run's voters and what they asked for so far (see the module doc): its analyses,
+    then the manager's plugins that implement ``polytrav_visit_polytope``."""
 
-    def __init__(self, pm):
-        self._visit = _implementations(pm, "polytrav_visit_polytope")
-        margins = {name: call for name, _, call in _implementations(pm, "polytrav_piece_margin")}
-        self.names = [name for name, _, _ in self._visit]
+    def __init__(self, analyses: Sequence[Analysis], pm):
+        voters = [_analysis_voter(a) for a in analyses]
+        margins = dict(_implementations(pm, "polytrav_piece_margin"))
+        voters += [(name, visit, margins.get(name))
+                   for name, visit in _implementations(pm, "polytrav_visit_polytope")]
+        self._visit = [(name, visit) for name, visit, _ in voters]
+        self.names = [name for name, _, _ in voters]
         #: Whether every voter proves pieces (only then does the run prune by bounds).
-        self.prove_pieces = bool(self._visit) and all(
-            _proves_pieces(plugin, name in margins) for name, plugin, _ in self._visit)
-        self._margins = [margins[name] for name in self.names] if self.prove_pieces else []
+        self.prove_pieces = bool(voters) and all(m is not None for _, _, m in voters)
+        self._margins = [m for _, _, m in voters] if self.prove_pieces else []
         self.stopped: dict[str, str] = {}  # voter -> the reason it gave
         self.boxes: dict[str, Box] = {}  # voter -> its last Restrict box
         self.balls: dict[str, Ball | None] = {}  # voter -> its last Restrict ball
@@ -84,7 +92,7 @@ class Voters:
     def visit(self, polytope, context: "RunContext") -> None:
         """Call every voter on ``polytope`` and record its directive."""
         kwargs = {"polytope": polytope, "context": context}
-        for name, _, call in self._visit:
+        for name, call in self._visit:
             directive = call(kwargs)
             if directive is None:
                 continue
@@ -160,10 +168,10 @@ class Guide:
     stopped); ``restriction()``: the bounding box of the voters' boxes, once each has asked.
     """
 
-    def __init__(self, analyses: Sequence[Analysis], voters: Voters, context_ref: list):
+    def __init__(self, analyses: Sequence[Analysis], voters: Voters, context: "RunContext"):
         self.analyses = analyses
         self.voters = voters
-        self.context_ref = context_ref
+        self.context = context
         labels = {f"analysis:{a.label}" for a in analyses}
         self._others = [n for n in voters.names if n not in labels]  # voters that are plugins
         self._box = None
@@ -176,8 +184,7 @@ class Guide:
         return all(a.prunable for a in analyses)
 
     def key(self, bits: np.ndarray) -> float:
-        context = self.context_ref[0]
-        return min(a.piece_bound(bits, context) for a in self.analyses)
+        return min(a.piece_bound(bits, self.context) for a in self.analyses)
 
     def prune(self, key: float) -> bool:
         return (all(key >= a.threshold() for a in self.analyses)

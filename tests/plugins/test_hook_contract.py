@@ -254,7 +254,7 @@ def test_a_voters_ball_only_narrows():
     from polytrav.host.manager import get_plugin_manager
     from polytrav.host.steering import Voters
 
-    voters = Voters(get_plugin_manager())
+    voters = Voters([], get_plugin_manager())
     start = np.zeros(2)
     first = Ball([0.1, 0.0], 0.5, 2)
     voters._restrict("cf", Restrict(BOX, ball=first), start)

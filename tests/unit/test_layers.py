@@ -161,3 +161,52 @@ def test_tolerances_are_named_in_tolerances_py():
     found = [hit for name, path in _modules() if path.name != "tolerances.py"
              for hit in _small_literals(path)]
     assert not found, "name these in core/vocabulary/tolerances.py:\n" + "\n".join(found)
+
+
+#: Names with a leading underscore that are public by their library's documentation (named
+#: tuples' methods, ``os._exit``).
+PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "_field_defaults", "_exit"}
+
+
+def _sources():
+    """Every Python file of polytrav and of the example plugin (what ships or is copied)."""
+    for folder in ("core", "plugins", "solvers", "tests/example_plugin"):
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def _own_private_names(paths) -> set[str]:
+    """Every private name polytrav defines: functions, classes, assignments, attributes set."""
+    own = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                own.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                own.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                own.add(node.attr)
+            elif isinstance(node, ast.arg):
+                own.add(node.arg)
+            elif isinstance(node, ast.alias):
+                own.add(node.asname or node.name.split(".")[0])
+    return {n for n in own if n.startswith("_")}
+
+
+def test_no_private_name_of_another_library_is_used():
+    """``x._y`` and ``from lib import _y`` only for names polytrav itself defines: another
+    library's private names (pluggy's ``_name2plugin``, a pool's ``_max_workers``) may change
+    in any release."""
+    paths = list(_sources())
+    own = _own_private_names(paths) | PUBLIC_UNDERSCORED
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module \
+                    and not node.module.startswith("polytrav") and node.level == 0:
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import "
+                          f"{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__") and node.attr not in own:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "private names of other libraries:\n" + "\n".join(found)
