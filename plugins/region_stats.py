@@ -73,7 +73,7 @@ class RegionStats(Analysis):
         self._layer_sizes = tuple(context.network.hidden_sizes)  # for graph()'s codes
         return AnalysisResult(
             analysis=self.label, verdict=None,
-            value={"polytopes": len(self._records), "per_level": list(context.traversal.stats.pieces),
+            value={"polytopes": len(self._records), "per_level": list(context.stats.pieces),
                    "min_radius": float(self._min_radius) if self._records else None,
                    "volume_share_sum": total},
             exact=self.exact(context), n_polytopes=self.n_polytopes,

@@ -271,7 +271,7 @@ def _bab(pairs, context, lo, hi, share, point):
     of the time left; its ``start``: the counterexample, else the attack's ``point``."""
     from polytrav.bounds.branch_and_bound import prove_margins
 
-    left = context.traversal.time_left()
+    left = context.time_left()
     ends = np.cumsum([C.shape[0] for C, _ in pairs])
     out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
                         np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
@@ -291,7 +291,7 @@ def _milp(milp, pairs, context, point):
     from polytrav.bounds.milp import MILP_TIME_SHARE
 
     net = context.network
-    left = context.traversal.time_left()
+    left = context.time_left()
     out = milp.prove(pairs, context.backends("milp"),
                      time_limit=None if left is None else MILP_TIME_SHARE * max(left, 0.0),
                      unsafe=lambda x: unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0)

@@ -320,7 +320,7 @@ def combined_verdict(parts: list[AnalysisResult], exact: bool) -> Verdict:
 
 def pieces_proven(context: "RunContext") -> int:
     """Pieces the run skipped whole because bounds proved them (their polytopes unvisited)."""
-    return int(sum(context.traversal.stats.proven or ()))
+    return int(sum(context.stats.proven or ()))
 
 
 def combine_worst(analysis: "Analysis", parts: list[AnalysisResult], context: "RunContext",

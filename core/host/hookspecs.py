@@ -12,7 +12,6 @@ import pluggy
 if TYPE_CHECKING:
     from polytrav.host.analysis import Directive
     from polytrav.model.polytope import Polytope
-    from polytrav.vocabulary.results import AnalysisResult
     from polytrav.host.runner import RunContext
     from polytrav.traversal import PieceView
 
@@ -54,7 +53,8 @@ def polytrav_add_analyses() -> list[type]:
 
 @hookspec
 def polytrav_begin_run(context: "RunContext") -> None:
-    """Called once per :func:`polytrav.analyze` run, before the first polytope is visited.
+    """Called once per :func:`polytrav.analyze` run, before the first polytope is visited,
+    after the run's analyses began.
 
     :param context: the run: network, region, frame, solvers and traversal statistics.
     :returns: nothing; the return value is ignored.
@@ -65,8 +65,8 @@ def polytrav_begin_run(context: "RunContext") -> None:
 def polytrav_visit_polytope(polytope: "Polytope", context: "RunContext") -> "Directive | None":
     """Called for every polytope the traversal emits, in visit order.
 
-    A plugin implementing this hook is a *voter* of every run: the run calls each voter
-    itself and honours each return value (wrappers are refused).
+    A plugin implementing this hook is a *voter* of every run, beside the run's analyses: the
+    run calls each voter itself and honours each return value (wrappers are refused).
 
     :param polytope: the polytope (code, interior point, local model, halfspaces).
     :param context: the run.
@@ -94,9 +94,10 @@ def polytrav_piece_margin(piece: "PieceView", context: "RunContext") -> "float |
 
 
 @hookspec
-def polytrav_end_run(context: "RunContext") -> "AnalysisResult | None":
-    """Called once after the traversal ended (complete or not).
+def polytrav_end_run(context: "RunContext") -> None:
+    """Called once after the traversal ended (complete or not), after the run's analyses
+    finished.
 
     :param context: the run; ``context.status`` says whether the traversal was complete.
-    :returns: this plugin's :class:`polytrav.AnalysisResult`, or ``None`` if it has none.
+    :returns: nothing; the return value is ignored (the report holds the analyses' results).
     """

@@ -1,8 +1,8 @@
 """``analyze()``: one traversal, every analysis on every polytope, one :class:`Report`.
 
-A run builds a fresh plugin manager, registers each analysis instance on it as a plugin,
-and drives the traversal: every emitted polytope goes to every voter (each plugin that
-implements ``polytrav_visit_polytope``), whose directives steer the search
+A run builds a fresh plugin manager and its :class:`RunContext`, then drives the traversal:
+every emitted polytope goes to every voter (each analysis, called directly, and each plugin
+that implements ``polytrav_visit_polytope``), whose directives steer the search
 (:mod:`polytrav.host.steering`): the run stops once every voter has stopped; pieces every
 voter proves by a bound are skipped; when every voter is a ``prunable`` analysis, a guide
 orders level-1 pieces by the analyses' bounds, skips pieces none of them needs, and shrinks
@@ -532,9 +532,9 @@ class RunSession:
 
     :func:`analyze` builds a fresh session per call (a fresh plugin manager per run);
     :func:`polytrav.explain` keeps one per worker for all its rows, so that each row pays
-    only for its own analyses, frame and traversal. Each run registers its analyses on the
-    session's manager and unregisters them at the end, so runs in one session see the same
-    plugins. ``solver`` is :func:`analyze`'s.
+    only for its own analyses, frame and traversal. A run calls its analyses directly (they
+    are not registered on the manager), so runs in one session see the same plugins.
+    ``solver`` is :func:`analyze`'s.
     """
 
     def __init__(self, solver=None):
