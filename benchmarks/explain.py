@@ -68,7 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from machine import machine_info  # noqa: E402
+from harness import header  # noqa: E402
 from milp import milp_counterfactual  # noqa: E402
 
 from polytrav import Box, Counterfactual, LocalModel, Network, analyze, explain  # noqa: E402
@@ -293,8 +293,7 @@ def main(argv=None) -> int:
     explain(net, rows[:5], [("counterfactual", {"norm": 1})], domain=(0, 1))  # first imports
     gc.collect()
     gc.freeze()
-    result = {"command": "python benchmarks/explain.py " + " ".join(argv or sys.argv[1:]),
-              "machine": machine_info(),
+    result = {**header("explain", args, argv),
               "config": {"dataset": args.dataset, "rows": int(rows.shape[0]),
                          "features": int(rows.shape[1]), "time_limit_s": args.time_limit,
                          "hidden": list(args.hidden), "seed": args.seed,
