@@ -13,10 +13,10 @@ instances take well under a second each.
 
 Configurations: ``serial`` (the plain run, the baseline), ``pool-1`` and ``pool-2`` (local
 process pools), ``dask-2`` (a ``distributed.LocalCluster`` with 2 single-threaded worker
-processes). Pools and clusters are started once, and every configuration (serial included) is warmed
-up with ``--warmup`` tiny verifications (imports, first solves) before the timings, as a long
-job would use it; start-up and warm-up are reported apart.
-Every configuration's answers must equal the serial ones (exit status 1 otherwise).
+processes). Pools and clusters are started once, and every configuration (serial included)
+is warmed up with ``--warmup`` tiny verifications (imports, first solves) before the timings,
+as a long job would use it; start-up and warm-up are reported apart. Every configuration's
+answers must equal the serial ones (exit status 1 otherwise).
 
 The projection to 16 and 64 workers uses measured costs: the traversal's per-piece times
 (one part per piece, run serially) and the batch's per-instance times, scheduled greedily in
