@@ -85,14 +85,12 @@ def _call(name: str):
 
 
 def worker(name: str, repeats: int, warmup: int) -> None:
-    import polytrav
     from machine import commit
 
     call, found = _call(name), []
     t = measure(lambda: found.append(call()), repeats, warmup)
     assert all(f == found[0] for f in found), found
-    print(json.dumps({**t.fields(), "found": found[0],
-                      "commit": commit(Path(polytrav.__file__).resolve().parents[1])}))
+    print(json.dumps({**t.fields(), "found": found[0], "commit": commit()}))
 
 
 # ---------------------------------------------------------------- the driver

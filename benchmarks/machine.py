@@ -1,6 +1,7 @@
 """What a benchmark run records about the machine and the code it ran on."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import subprocess
@@ -34,9 +35,16 @@ def machine() -> dict:
             "loadavg": list(os.getloadavg())}
 
 
-def commit(root: Path = ROOT) -> dict:
-    """The checkout's commit, whether any tracked file differs from it, and which library
-    files do (``{}`` outside a git checkout)."""
+def checkout() -> Path:
+    """The checkout ``import polytrav`` loads (found without importing it), else this one."""
+    spec = importlib.util.find_spec("polytrav")
+    return Path(spec.origin).resolve().parents[1] if spec and spec.origin else ROOT
+
+
+def commit(root: Path | None = None) -> dict:
+    """The commit of a checkout (default: polytrav's, :func:`checkout`), whether any tracked
+    file differs from it, and which library files do (``{}`` outside a git checkout)."""
+    root = checkout() if root is None else root
     def git(*args):
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
                               check=True).stdout
