@@ -43,7 +43,7 @@ DATA = ROOT.parent / "shared" / "data"
 BENCH = DATA / "acasxu"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from machine import machine_info  # noqa: E402
+from harness import header, now, relative  # noqa: E402
 
 #: CSV columns after the instance's own key columns.
 RESULT_FIELDS = ["answer", "expected", "correct", "polytopes", "lps", "seconds", "timeout",
@@ -189,21 +189,19 @@ def selected_rows(instances: list[dict], out: Path, key: list[str]) -> list[dict
 
 
 #: The machine and code when the script started (the code a run uses is the code it imported).
-START = machine_info()
+START = header("acasxu")
 
 
-def write_meta(out: Path, args: argparse.Namespace, summary: dict) -> None:
-    """Append this invocation (machine and code at its start, command, summary) to the JSON."""
+def write_meta(out: Path, args: argparse.Namespace, summary: dict, **extra) -> None:
+    """Append this invocation (the harness's header: command, settings, machine and code at its
+    start; ``extra``; the summary) to the JSON next to the CSV, under ``runs``."""
     path = out.with_suffix(".json")
     runs = json.loads(path.read_text())["runs"] if path.exists() else []
-    meta = dict(START)
-    meta["command"] = "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:])
-    meta["settings"] = {k: v for k, v in vars(args).items()}
-    meta["loadavg_end"] = os.getloadavg()
-    meta["summary"] = summary
+    meta = {**START, "benchmark": Path(sys.argv[0]).stem, "settings": dict(vars(args)), **extra,
+            "finished": now(), "summary": summary}
+    meta["machine"] = {**meta["machine"], "loadavg_end": list(os.getloadavg())}
     runs.append(meta)
-    text = json.dumps({"runs": runs}, indent=2, default=str)
-    path.write_text(text.replace(str(ROOT) + "/", ""))  # paths relative to the repository
+    path.write_text(relative(json.dumps({"runs": runs}, indent=2, default=str)))
 
 
 # ---------------------------------------------------------------------- summary

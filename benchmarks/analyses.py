@@ -46,10 +46,7 @@ optimal values: ``|diff| <= 1e-6 * (largest width of the region)``.
 """
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-import os
 import statistics
 import sys
 import time
@@ -57,9 +54,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ACAS_C, DATA, ROOT, Run, case, load, measure, parser  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from milp import milp_counterfactual, milp_max_linear, milp_max_margin
@@ -72,8 +69,6 @@ from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.output_range import OutputRange
 from polytrav.solve import subproblem as subproblem_module
 from polytrav.solve.subproblem import Subproblem
-from machine import machine_info
-from traversal import ACAS_C, case
 
 SECTIONS = ("cf_grid", "cf_acas", "attack", "cf_mnist", "overhead", "paths")
 AGREE_RTOL = 1e-6
@@ -84,6 +79,7 @@ NORM_NAME = {1: "1", 2: "2", np.inf: "inf"}
 class Settings:
     def __init__(self, args):
         self.repeats = args.repeats
+        self.warmup = args.warmup
         self.repeat_below = args.repeat_below
         self.paper_limit = args.paper_limit
         self.milp_limit = args.milp_limit
@@ -93,22 +89,17 @@ class Settings:
 
 
 def timed(fn, s: Settings, cold: bool = False):
-    """``(result of the last run, median seconds, all seconds)``; repeats only fast calls.
+    """``(result of the last call, median seconds, all seconds: warm-up first)``: ``--warmup``
+    calls (discarded), then ``--repeats`` timed ones; a call slower than ``--repeat-below``
+    seconds is the only one (a slow warm-up is the measurement).
 
     ``cold``: empty polytrav's per-process cache of compiled subproblems first, so that the
-    first run (``times[0]``) pays the cvxpy compile a first query on a region pays.
+    first call (``all[0]``) pays the cvxpy compile a first query on a region pays.
     """
     if cold:
         subproblem_module._COMPILED.clear()
-    t0 = time.perf_counter()
-    out = fn()
-    times = [time.perf_counter() - t0]
-    if times[0] < s.repeat_below:
-        for _ in range(s.repeats - 1):
-            t0 = time.perf_counter()
-            out = fn()
-            times.append(time.perf_counter() - t0)
-    return out, statistics.median(times), times
+    t = measure(fn, s.repeats, s.warmup, slow=s.repeat_below)
+    return t.result, t.median, t.warmup + t.times
 
 
 def with_setup_timer(cls):
@@ -172,7 +163,8 @@ def agreement(value, ref_value, ref_proven: bool, tol: float) -> tuple[str, floa
 def cf_polytrav(net, region, x0, p, s: Settings, **kw):
     def go():
         a = TCounterfactual(x0, norm=p, **{k: v for k, v in kw.items() if k == "search"})
-        rep = analyze(net, region, a, strategy="hierarchical", **{k: v for k, v in kw.items() if k != "search"})
+        rep = analyze(net, region, a, **{"strategy": "hierarchical",
+                                          **{k: v for k, v in kw.items() if k != "search"}})
         return rep, a
     (rep, a), med, times = timed(go, s, cold=True)
     res = rep[0]
@@ -242,7 +234,7 @@ def section_cf_grid(s: Settings) -> list[dict]:
 
 def section_cf_acas(s: Settings) -> list[dict]:
     net, region = case("acas_0.005")
-    points = [ACAS_C.copy()]
+    points = [np.array(ACAS_C)]
     if not s.quick:
         points.append(np.random.default_rng(0).uniform(region.lower, region.upper))
     return counterfactual_rows("acas_0.005", net, region, points, s, s.milp_limit, s.paper_limit)
@@ -384,7 +376,7 @@ def section_overhead(s: Settings) -> list[dict]:
     for name in cases:
         net, region = case(name)
         if name.startswith("acas"):
-            x_ref = ACAS_C.copy()
+            x_ref = np.array(ACAS_C)
         else:
             x_ref = np.load(DATA / "mnist/mnist_test.npz")["images"][0].reshape(-1) / 255.0
         label = int(np.argmax(net.forward(x_ref)))
@@ -613,16 +605,6 @@ def tables(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _json(o):
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    return str(o)
-
-
 def warm_up() -> None:
     """Import and first-call costs (cvxpy, HiGHS, the MILP) out of the timed runs."""
     net, region = case("grid")
@@ -634,10 +616,20 @@ def warm_up() -> None:
     analyze(net3, Box([-1, -1], [1, 1]), SoftmaxAttack(0))
 
 
+def grouped(saved: dict) -> dict[str, list]:
+    """A results file's rows by section (files of the harness's schema, or the older
+    ``{"meta", "results"}`` form of runs before it)."""
+    if "results" in saved:
+        return saved["results"]
+    out: dict[str, list] = {}
+    for row in saved["rows"]:
+        out.setdefault(row["case_section"], []).append(row)
+    return out
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", nargs="+", default=list(SECTIONS), choices=SECTIONS)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = parser(__doc__, cases=list(SECTIONS), repeats=3, warmup=1,
+                out=ROOT / "benchmarks" / "results" / "analyses.json")
     ap.add_argument("--repeat-below", type=float, default=5.0,
                     help="repeat a call only if its first run took less than this (s)")
     ap.add_argument("--paper-limit", type=float, default=60.0, help="cap of the paper's version (s)")
@@ -648,19 +640,19 @@ def main() -> None:
     ap.add_argument("--mnist-milp-limit", type=float, default=60.0,
                     help="MILP time limit per target class, MNIST Box(0,1) counterfactual (s)")
     ap.add_argument("--quick", action="store_true", help="smoke run: fewer points, small caps")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "analyses.json"))
     ap.add_argument("--update", action="store_true",
                     help="replace only the sections run in an existing --out file (the others "
-                         "and their meta stay; this run's meta goes under meta['updates'])")
+                         "stay; the header of the file it updates goes under summary['updates'])")
     ap.add_argument("--tables-from", metavar="JSON",
                     help="print the tables of a saved results file (no runs)")
     args = ap.parse_args()
     if args.tables_from:
-        saved = json.loads(Path(args.tables_from).read_text())
-        print(tables(saved["results"]))
+        print(tables(grouped(load(args.tables_from))))
         return
+    if set(args.cases) - set(SECTIONS):
+        ap.error(f"unknown --cases {sorted(set(args.cases) - set(SECTIONS))}; known: {SECTIONS}")
     partial = set(args.cases) != set(SECTIONS) or args.quick
-    if partial and not args.update and Path(args.out).exists():
+    if partial and not args.update and args.out.exists():
         ap.error(f"{args.out} holds every section; a run of some sections (or --quick) would "
                  "drop the others: add --update, or write elsewhere with --out")
     if args.quick:
@@ -668,9 +660,7 @@ def main() -> None:
         args.paper_limit = min(args.paper_limit, 10.0)
         args.milp_limit = min(args.milp_limit, 5.0)
     s = Settings(args)
-    meta = machine_info()
-    meta["command"] = "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:])
-    meta["settings"] = {k: v for k, v in vars(args).items() if k != "out"}
+    run = Run("analyses", args, quiet=True)
     t_start = time.perf_counter()
     warm_up()
     # Python's full collections scan every object alive, about 96k after the imports (torch,
@@ -686,20 +676,21 @@ def main() -> None:
             t0 = time.perf_counter()
             print(f"[{name}]", flush=True)
             results[name] = funcs[name](s)
-            meta.setdefault("section_seconds", {})[name] = time.perf_counter() - t0
-    meta["total_seconds"] = time.perf_counter() - t_start
-    meta["loadavg_end"] = os.getloadavg()
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    saved = {"meta": meta, "results": results}
-    if args.update and out.exists():
-        saved = json.loads(out.read_text())
-        saved["meta"].setdefault("updates", []).append(meta)
-        saved["results"].update(results)
-    out.write_text(json.dumps(saved, indent=2, default=_json))
+            run.summary.setdefault("section_seconds", {})[name] = time.perf_counter() - t0
+    run.summary["total_seconds"] = time.perf_counter() - t_start
+    if args.update and args.out.exists():  # the sections not run now stay as they were
+        saved = load(args.out)
+        results = {**grouped(saved), **results}
+        run.summary["updates"] = [*saved.get("summary", {}).get("updates", []),
+                                  {k: v for k, v in saved.get("meta", saved).items()
+                                   if k not in ("rows", "results", "summary")}]
+    for name, rows in results.items():
+        for row in rows:
+            run.add({**row, "case_section": name})
+    run.write(args.out)
     print()
-    print(tables(saved["results"]))
-    print(f"total {meta['total_seconds']:.0f} s; results in {out}")
+    print(tables(results))
+    print(f"total {run.summary['total_seconds']:.0f} s; results in {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 """Two checkouts of polytrav, one run: traversal, ACAS Xu verification and analyses, side by side.
 
-For a change that must not change speed (the architecture redesign of issue 25): each side is
-a Python interpreter whose environment has one checkout installed (``pip install -e``). Every
-case runs in a fresh worker process of each side (imports untimed), one warm-up call
-(untimed), then ``--repeats`` timed calls; the two sides alternate per round (A B, then B A)
-and the quoted time is the median over rounds of each worker's median. Each worker also
-reports what it found (polytopes, answers, optima), which must agree between the sides.
+For a change that must not change speed (or must show how much it changed it): each side is a
+Python interpreter whose environment has one checkout installed (``pip install -e``). Every
+case runs in a fresh worker process of each side (imports untimed), ``--warmup`` calls
+(discarded), then ``--repeats`` timed calls; the two sides alternate per round (A B, then B A)
+and a side's time is the median over ``--rounds`` rounds of each worker's median. Each worker
+also reports what it found (polytopes, answers, optima), which must agree between the sides,
+and the commit of the checkout it imported. The table gives per case after / before, per
+family and over all cases the median of those ratios.
 
     python benchmarks/checkouts.py --before ../venv_before/bin/python --after python \\
         --rounds 5 --out benchmarks/results/checkouts.json
+    python benchmarks/checkouts.py --before A/bin/python --after B/bin/python \\
+        --families traversal analyses --rounds 3     # some families only
 
 The worker (``--worker CASE``) uses only the public API that both sides share.
 """
@@ -17,21 +21,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-ACAS = DATA / "acasxu"
-ACAS_C = [-0.301041984, 0.0, 0.496690162, 0.4, 0.4]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (ACAS_C, Run, acas_onnx, acas_vnnlib, case, measure,  # noqa: E402
+                     median, mnist_image, parser, pin)
 
 #: ACAS Xu instances of 0.3-5 s (network, property), answers sat and unsat.
 VERIFY = [("1_1", 1), ("2_8", 1), ("3_8", 1), ("5_9", 1), ("1_4", 2), ("1_9", 2), ("2_2", 3),
           ("1_1", 4), ("4_5", 10)]
 
+#: Case -> family. Names: ``traverse acas 1_1 r=R``, ``traverse mnist2x10 eps=E``,
+#: ``traverse random D-W-...-O``, ``verify acas NET prop P``, ``output_range acas 1_1 r=R``,
+#: ``counterfactual NORM acas 1_1 r=R``, ``softmax_attack mnist2x10 eps=E``.
 CASES = {
     "traverse acas 1_1 r=0.005": "traversal",
     "traverse mnist2x10 eps=0.05": "traversal",
@@ -42,137 +47,119 @@ CASES = {
     "counterfactual 1 acas 1_1 r=0.005": "analyses",
     "softmax_attack mnist2x10 eps=0.02": "analyses",
 }
+FAMILIES = {"traverse": "traversal", "verify": "verification"}
+
+
+def family(name: str) -> str:
+    return CASES.get(name) or FAMILIES.get(name.split()[0], "analyses")
 
 
 # ---------------------------------------------------------------- the worker (either side)
 
 
-def _call(case: str):
-    """A zero-argument callable for ``case`` returning a summary that both sides must share."""
+def _call(name: str):
+    """A zero-argument callable for case ``name`` returning a summary both sides must share."""
     import numpy as np
 
-    from polytrav import Ball, Box, Network, analyze, traverse, verify
+    from polytrav import analyze, traverse, verify
 
-    def acas(name="1_1"):
-        return Network.from_onnx(ACAS / f"onnx/ACASXU_run2a_{name}_batch_2000.onnx")
-
-    def acas_box(r):
-        c = np.array(ACAS_C)
-        return Box(c - r, c + r)
-
-    def mnist(eps):
-        net = Network.from_onnx(DATA / "mnist/mnist2x10.onnx")
-        x0 = np.load(DATA / "mnist/mnist_test.npz")["images"][0].reshape(-1) / 255.0
-        label = int(np.load(DATA / "mnist/mnist_test.npz")["labels"][0])
-        return net, Ball(x0, eps, norm="inf") & Box(0.0, 1.0), label
-
-    words = case.split()
+    words = name.split()
+    value = words[-1].split("=")[-1]
     if words[0] == "traverse":
-        if words[1] == "acas":
-            net, region = acas(), acas_box(0.005)
-        elif words[1] == "mnist2x10":
-            net, region, _ = mnist(0.05)
-        else:
-            rng = np.random.default_rng(0)
-            sizes = [2, 32, 32, 1]
-            net = Network.from_arrays([rng.normal(size=(o, i)) / np.sqrt(i) for i, o in zip(sizes, sizes[1:])],
-                                      [rng.normal(size=o) * 0.1 for o in sizes[1:]])
-            region = Box([-1.0, -1.0], [1.0, 1.0])
+        net, region = case({"acas": f"acas_{value}", "mnist2x10": f"mnist_{value}"}.get(
+            words[1], f"random_{value}"))
         return lambda: len(list(traverse(net, region, strategy="hierarchical")))
     if words[0] == "verify":
-        onnx = ACAS / f"onnx/ACASXU_run2a_{words[2]}_batch_2000.onnx"
-        spec = ACAS / f"vnnlib/prop_{words[4]}.vnnlib"
+        onnx, spec = acas_onnx(words[2]), acas_vnnlib(words[4])
         return lambda: str(verify(onnx, spec, timeout=116).answer)
+    net, region = case(f"acas_{value}" if "acas" in words else f"mnist_{value}")
     if words[0] == "output_range":
-        net, region = acas(), acas_box(0.005)
         return lambda: round(analyze(net, region, "output_range", strategy="hierarchical")[0].value["max"], 9)
     if words[0] == "counterfactual":
-        net, region = acas(), acas_box(0.005)
         params = {"x0": np.array(ACAS_C), "norm": words[1] if words[1] == "inf" else int(words[1])}
         return lambda: round(float(analyze(net, region, ("counterfactual", params), strategy="hierarchical")[0].value), 9)
     if words[0] == "softmax_attack":
-        net, region, label = mnist(0.02)
+        label = mnist_image(0)[1]
         return lambda: round(float(analyze(net, region, ("softmax_attack", {"label": label}), strategy="hierarchical")[0].value), 9)
-    raise SystemExit(f"unknown case {case!r}")
+    raise SystemExit(f"unknown case {name!r}")
 
 
-def worker(case: str, repeats: int) -> None:
-    call = _call(case)
-    found = call()  # warm-up: first imports and compiled subproblems
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        again = call()
-        times.append(time.perf_counter() - t0)
-        assert again == found, (again, found)
-    print(json.dumps({"seconds": statistics.median(times), "found": found}))
+def worker(name: str, repeats: int, warmup: int) -> None:
+    from machine import commit
+
+    call, found = _call(name), []
+    t = measure(lambda: found.append(call()), repeats, warmup)
+    assert all(f == found[0] for f in found), found
+    print(json.dumps({**t.fields(), "found": found[0], "commit": commit()}))
 
 
 # ---------------------------------------------------------------- the driver
 
 
-def run_side(python: str, case: str, repeats: int) -> dict:
+def run_side(python: str, name: str, repeats: int, warmup: int) -> dict:
     # the same plugins on both sides: the built-ins only (an environment's third-party
     # plugins may not import against the other checkout)
     env = dict(os.environ, POLYTRAV_DISABLE_PLUGIN_AUTOLOAD="1")
-    out = subprocess.run([python, __file__, "--worker", case, "--repeats", str(repeats)],
-                         capture_output=True, text=True, check=False, env=env)
+    out = subprocess.run([python, __file__, "--worker", name, "--repeats", str(repeats),
+                          "--warmup", str(warmup)], capture_output=True, text=True, check=False, env=env)
     if out.returncode:
-        raise SystemExit(f"{python} failed on {case!r}:\n{out.stderr[-2000:]}")
+        raise SystemExit(f"{python} failed on {name!r}:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def version(python: str) -> str:
-    """The commit of the checkout ``python`` imports polytrav from."""
-    code = "import polytrav, subprocess, pathlib; p = pathlib.Path(polytrav.__file__).parents[1]; " \
-           "print(subprocess.run(['git', '-C', str(p), 'rev-parse', '--short', 'HEAD'], " \
-           "capture_output=True, text=True).stdout.strip())"
-    return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__, repeats=3, warmup=1, core=True)
     ap.add_argument("--before", default=sys.executable, help="interpreter with the old checkout")
     ap.add_argument("--after", default=sys.executable, help="interpreter with the new checkout")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--repeats", type=int, default=3, help="timed calls per worker")
-    ap.add_argument("--cases", nargs="*", default=list(CASES))
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--cases", nargs="*", default=None, help=f"default: all of {list(CASES)}")
+    ap.add_argument("--families", nargs="+", choices=sorted(set(CASES.values())),
+                    default=sorted(set(CASES.values())), help="families of the default cases")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.worker, args.repeats)
+        return worker(args.worker, args.repeats, args.warmup)
+    pin(args.core)
+    cases = args.cases or [c for c, f in CASES.items() if f in args.families]
     sides = {"before": args.before, "after": args.after}
-    times = {c: {s: [] for s in sides} for c in args.cases}
-    found = {c: {} for c in args.cases}
+    res = {c: {s: [] for s in sides} for c in cases}
     for r in range(args.rounds):
-        for case in args.cases:
+        for name in cases:
             for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                res = run_side(sides[side], case, args.repeats)
-                times[case][side].append(res["seconds"])
-                found[case].setdefault(side, res["found"])
+                res[name][side].append(run_side(sides[side], name, args.repeats, args.warmup))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-    rows = []
-    print("| group | case | before (s) | after (s) | after / before | same answer |")
+    run = Run("checkouts", args, quiet=True)
+    ratios = {}
+    for name in cases:
+        rows = {}
+        for side in sides:
+            workers = res[name][side]
+            rows[side] = {"case": name, "family": family(name), "side": side,
+                          "commit": workers[0]["commit"], "repeats": len(workers),
+                          "warmup": args.warmup, "times": [w["median"] for w in workers],
+                          "median": statistics.median(w["median"] for w in workers),
+                          "calls": [w["times"] for w in workers], "found": workers[0]["found"]}
+        ratios[name] = rows["after"]["median"] / rows["before"]["median"]
+        rows["after"].update(over_before=ratios[name],
+                             same_answer=rows["after"]["found"] == rows["before"]["found"])
+        run.add(rows["before"])
+        run.add(rows["after"])
+    fams = {f: median(ratios[c] for c in cases if family(c) == f) for f in dict.fromkeys(map(family, cases))}
+    run.summary.update(sides={s: rows[s]["commit"] for s in sides},
+                       interpreters=sides, rounds=args.rounds, over_before=ratios,
+                       family_median=fams, overall_median=statistics.median(ratios.values()))
+    print("| family | case | before (s) | after (s) | after / before | same answer |")
     print("|---|---|---|---|---|---|")
-    for case in args.cases:
-        b, a = (statistics.median(times[case][s]) for s in ("before", "after"))
-        same = found[case]["before"] == found[case]["after"]
-        rows.append({"case": case, "group": CASES.get(case, ""), "before": b, "after": a,
-                     "ratio": a / b, "same": same, "found": found[case], "all": times[case]})
-        print(f"| {CASES.get(case, '')} | {case} | {b:.3f} | {a:.3f} | {a / b:.3f} | "
-              f"{'yes' if same else 'NO: ' + str(found[case])} |")
-    for group in dict.fromkeys(CASES.values()):
-        ratios = [row["ratio"] for row in rows if row["group"] == group]
-        if ratios:
-            print(f"| {group} | median of {len(ratios)} |  |  | {statistics.median(ratios):.3f} |  |")
-    if args.out:
-        args.out.write_text(json.dumps({
-            "machine": platform.platform(), "python": platform.python_version(),
-            "before": version(args.before), "after": version(args.after),
-            "command": "python benchmarks/checkouts.py --before <before> --after <after> "
-                       f"--rounds {args.rounds} --repeats {args.repeats}", "rounds": args.rounds, "repeats": args.repeats,
-            "rows": rows}, indent=1))
+    for before, after in zip(run.rows[::2], run.rows[1::2]):
+        same = "yes" if after["same_answer"] else f"NO: {before['found']} / {after['found']}"
+        print(f"| {after['family']} | {after['case']} | {before['median']:.3f} | {after['median']:.3f} | "
+              f"{after['over_before']:.3f} | {same} |")
+    for f, m in fams.items():
+        n = sum(family(c) == f for c in cases)
+        print(f"| **{f}** | median of {n} |  |  | **{m:.3f}** |  |")
+    print(f"| **all** | median of {len(cases)} |  |  | **{run.summary['overall_median']:.3f}** |  |")
+    print(f"before: {run.summary['sides']['before']}, after: {run.summary['sides']['after']}")
+    run.write(args.out)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from machine import machine_info  # noqa: E402
+from harness import header  # noqa: E402
 from milp import milp_counterfactual  # noqa: E402
 from monotonicity_milp import slope_milp  # noqa: E402
 
@@ -305,7 +305,7 @@ def main(argv=None) -> int:
           f"{len(diffs)}, disagree {len(bad)}; median row polytrav {np.median(poly_t) * 1e3:.1f} "
           f"ms, MILP {np.median(milp_t) * 1e3:.1f} ms "
           f"({np.median(milp_t) / np.median(poly_t):.2f}x)", flush=True)
-    result = {"machine": machine_info(), "command": " ".join(sys.argv),
+    result = {**header("credit", args, argv),
               "hidden": args.hidden, "accuracy": float(clf.score(Xs, y)),
               "held_out_accuracy": held_out,
               "rejected": int(len(rejected)), "features": names,

@@ -32,7 +32,7 @@ anywhere in the row and inflates the means. Also measured: the fixed cost of
 per row, no subproblem) as the near-trivial analysis.
 
     python benchmarks/explain.py                   # 1000 rows, writes benchmarks/results/explain.json
-    python benchmarks/explain.py --quick           # smoke run: 20 rows
+    python benchmarks/explain.py --quick           # smoke run: 20 rows (written only with --out)
     python benchmarks/explain.py --rows 200 --hidden 8 8
     python benchmarks/explain.py --dataset credit --hidden 64 64 --rows 1000 --check-rows 100 \
         --norms l1 --analyze-rows 0 --milp-limit 60 --time-limit 120 \
@@ -68,7 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from machine import machine_info  # noqa: E402
+from harness import header  # noqa: E402
 from milp import milp_counterfactual  # noqa: E402
 
 from polytrav import Box, Counterfactual, LocalModel, Network, analyze, explain  # noqa: E402
@@ -280,10 +280,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="smoke run: 20 rows")
     ap.add_argument("--out", default="benchmarks/results/explain.json")
     args = ap.parse_args(argv)
-    if args.quick:
+    if args.quick:  # a smoke run: written only where --out says
         args.rows, args.analyze_rows = 20, 20
         if args.out == ap.get_default("out"):
-            args.out = "benchmarks/results/explain_quick.json"
+            args.out = None
     load = credit_dataset if args.dataset == "credit" else dataset
     rows, names, net, accuracy = load(args.rows, tuple(args.hidden), args.seed)
     if args.only:
@@ -293,8 +293,7 @@ def main(argv=None) -> int:
     explain(net, rows[:5], [("counterfactual", {"norm": 1})], domain=(0, 1))  # first imports
     gc.collect()
     gc.freeze()
-    result = {"command": "python benchmarks/explain.py " + " ".join(argv or sys.argv[1:]),
-              "machine": machine_info(),
+    result = {**header("explain", args, argv),
               "config": {"dataset": args.dataset, "rows": int(rows.shape[0]),
                          "features": int(rows.shape[1]), "time_limit_s": args.time_limit,
                          "hidden": list(args.hidden), "seed": args.seed,
@@ -325,10 +324,11 @@ def main(argv=None) -> int:
                                         check, steps, groups)
     if args.analyze_rows:
         result["fixed"] = fixed_costs(net, rows, min(args.analyze_rows, rows.shape[0]))
-    out = ROOT / args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, default=float) + "\n")
-    print(f"wrote {args.out}")
+    if args.out:
+        out = ROOT / args.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1, default=float) + "\n")
+        print(f"wrote {args.out}")
     bad = [k for k, v in result["norms"].items() if v["disagree"]]
     if bad:
         print(f"DISAGREEMENT with the MILP in {bad}: "

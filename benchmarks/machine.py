@@ -1,6 +1,7 @@
-"""What the benchmark scripts record about the machine and the code they ran on."""
+"""What a benchmark run records about the machine and the code it ran on."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import subprocess
@@ -8,39 +9,62 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("numpy", "scipy", "highspy", "cvxpy", "clarabel", "onnxruntime", "polytrav")
+#: Distributions whose versions every result file records (``None``: not installed).
+PACKAGES = ("polytrav", "numpy", "scipy", "highspy", "cvxpy", "osqp", "clarabel", "ecos",
+            "onnxruntime", "torch", "scikit-learn")
+#: The folders of the library itself: local changes there make a run's numbers not the commit's.
+LIBRARY = ("core", "plugins", "solvers")
 
 
-def _proc_field(path: str, key: str) -> str | None:
+def machine() -> dict:
+    """CPU, cores (and those this process may use), memory, platform, load average."""
     try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(key):
-                return line.split(":", 1)[1].strip()
-    except OSError:
+        import psutil
+
+        memory = psutil.virtual_memory().total
+    except ImportError:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cpu = platform.processor()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
         pass
-    return None
+    return {"cpu": cpu, "cores": os.cpu_count(), "affinity": sorted(os.sched_getaffinity(0)),
+            "memory": f"{memory / 2**30:.1f} GB", "platform": platform.platform(),
+            "loadavg": list(os.getloadavg())}
 
 
-def machine_info() -> dict:
-    """CPU, cores, memory, platform, package versions, git commit (and dirty library files), load."""
-    mem = _proc_field("/proc/meminfo", "MemTotal")
-    versions = {}
+def checkout() -> Path:
+    """The checkout ``import polytrav`` loads (found without importing it), else this one."""
+    spec = importlib.util.find_spec("polytrav")
+    return Path(spec.origin).resolve().parents[1] if spec and spec.origin else ROOT
+
+
+def commit(root: Path | None = None) -> dict:
+    """The commit of a checkout (default: polytrav's, :func:`checkout`), whether any tracked
+    file differs from it, and which library files do (``{}`` outside a git checkout)."""
+    root = checkout() if root is None else root
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                              check=True).stdout
+
+    try:
+        sha = git("rev-parse", "HEAD").strip()
+        changed = [line.strip() for line in
+                   git("status", "--porcelain", "--untracked-files=no").splitlines() if line.strip()]
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"sha": sha, "dirty": bool(changed),
+            "dirty_library_files": [c for c in changed if c.split()[-1].startswith(LIBRARY)]}
+
+
+def versions() -> dict:
+    """Python's and :data:`PACKAGES`' versions."""
+    out = {"python": platform.python_version()}
     for pkg in PACKAGES:
         try:
-            versions[pkg] = metadata.version(pkg)
+            out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
-            versions[pkg] = None
-    git = {}
-    try:
-        run = lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True,  # noqa: E731
-                                           text=True, check=True).stdout
-        git["commit"] = run("rev-parse", "HEAD").strip()
-        dirty = run("status", "--porcelain", "core", "plugins", "solvers").split("\n")
-        git["dirty_library_files"] = [d.strip() for d in dirty if d.strip()]
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return {"cpu": _proc_field("/proc/cpuinfo", "model name") or platform.processor(),
-            "cores": os.cpu_count(),
-            "memory": None if mem is None else f"{int(mem.split()[0]) / 2**20:.1f} GB",
-            "platform": platform.platform(), "python": platform.python_version(),
-            "versions": versions, "git": git, "loadavg_start": os.getloadavg()}
+            out[pkg] = None
+    return out

@@ -11,14 +11,13 @@ solver, network: the fixed cost). Bytes per polytope = (peak - fixed) / polytope
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import machine_info  # noqa: E402
+from harness import Run, parser  # noqa: E402
 
 CHILD = """
 import json, resource, sys, time
@@ -45,28 +44,25 @@ print(json.dumps({"polytopes": n, "status": run.status.value, "seconds": time.pe
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__.split("\n")[0], repeats=None)
     ap.add_argument("--inputs", type=int, default=3, help="input dimension")
     ap.add_argument("--widths", nargs="+", type=int, default=[140, 140])
     ap.add_argument("--budgets", nargs="+", type=int, default=[100_000, 1_000_000])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    rows = []
+    run = Run("memory", args, quiet=True)
     for budget in args.budgets:
         out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args.widths), str(budget),
                               str(args.seed), str(args.inputs)], capture_output=True, text=True, check=True)
         rec = json.loads(out.stdout.strip().splitlines()[-1])
-        rec["budget"] = budget
-        rec["bytes_per_polytope"] = (rec["peak_bytes"] - rec["fixed_bytes"]) / max(rec["polytopes"], 1)
-        rows.append(rec)
+        rec = run.add({"case": f"random {args.inputs}-{'-'.join(map(str, args.widths))}-1",
+                       "budget": budget, "repeats": 1, "warmup": 0, "times": [rec["seconds"]],
+                       "median": rec["seconds"], **rec,
+                       "bytes_per_polytope": (rec["peak_bytes"] - rec["fixed_bytes"]) / max(rec["polytopes"], 1)})
         print(f"{rec['polytopes']:>9} polytopes ({rec['status']}, {rec['seconds']:.0f} s): peak "
               f"{rec['peak_bytes'] / 2**20:.0f} MiB, fixed {rec['fixed_bytes'] / 2**20:.0f} MiB, "
               f"{rec['bytes_per_polytope']:.0f} bytes per polytope", flush=True)
-        if args.out:  # after every budget: a long run keeps what it measured
-            args.out.write_text(json.dumps({"machine": machine_info(), "command": " ".join(sys.argv),
-                                            "inputs": args.inputs, "widths": args.widths,
-                                            "runs": rows}, indent=1))
+        run.write(args.out)  # after every budget: a long run keeps what it measured
     return 0
 
 

@@ -59,7 +59,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from acasxu import DATA, machine_info  # noqa: E402
+from acasxu import DATA  # noqa: E402
+from harness import header  # noqa: E402
 from milp import milp_robust  # noqa: E402
 
 from polytrav import Ball, Box, Network, Verdict, analyze  # noqa: E402
@@ -386,10 +387,9 @@ def main() -> None:
     indices = select_images(labels, args.digits, args.per_digit)
     rows, runs = load_previous(args.out, args.resume, args.overwrite)
     done = {key_of(r) for r in rows}
-    meta = machine_info()
+    meta = header("mnist_robustness", argparse.Namespace(**{
+        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}))
     runs.append(meta)
-    meta["command"] = "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:])
-    meta["settings"] = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     meta["test_indices"] = indices
     t_start = time.perf_counter()
     for name in args.nets:

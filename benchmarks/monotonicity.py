@@ -18,18 +18,18 @@ Boxes (normalised ACAS Xu inputs): ``wide`` (default) is the issue's query, ``X_
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-ONNX = ROOT.parent / "shared" / "data" / "acasxu" / "onnx"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ACAS, Run, measure, parser  # noqa: E402
+
+ONNX = ACAS / "onnx"
 
 BOXES = {
     "wide": ([-0.3, -0.5, -0.5, -0.5, -0.5], [0.6, 0.5, 0.5, 0.5, 0.5]),
@@ -57,19 +57,19 @@ def pair_checked(net, box, res, feature: int, output: int) -> bool:
 
 
 def run_one(net, box, feature: int, output: int, stop: bool, time_limit: float | None,
-            centre: bool = False):
+            centre: bool = False, repeats: int = 1, warmup: int = 1):
+    """The report of ``analyze`` and its median time (``warmup`` calls discarded)."""
     from polytrav import analyze
     from polytrav.plugins.monotonicity import Monotonicity
 
-    t0 = time.perf_counter()
     start = (box.lower + box.upper) / 2 if centre else None
-    rep = analyze(net, box, Monotonicity(feature, "increasing", output, stop_at_first=stop),
-                  time_limit=time_limit, start=start)
-    return rep, time.perf_counter() - t0
+    t = measure(lambda: analyze(net, box, Monotonicity(feature, "increasing", output, stop_at_first=stop),
+                                time_limit=time_limit, start=start), repeats, warmup, slow=1.0)
+    return t.result, t
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__.splitlines()[0], repeats=1, warmup=1)
     ap.add_argument("--box", choices=sorted(BOXES), default="wide")
     ap.add_argument("--feature", type=int, default=0)
     ap.add_argument("--output", type=int, default=3)
@@ -80,8 +80,8 @@ def main(argv=None) -> int:
     ap.add_argument("--centre", action="store_true",
                     help="start every run at the box's centre (not at the sampled point of the "
                          "most violating slope): how far the traversal walks to a violation")
-    ap.add_argument("--out", type=Path, help="CSV, one row per network")
     args = ap.parse_args(argv)
+    run = Run("monotonicity", args, argv=argv, quiet=True)
 
     from polytrav import Box, Network
 
@@ -93,7 +93,6 @@ def main(argv=None) -> int:
         print(f"no ACAS Xu networks found in {ONNX}", file=sys.stderr)
         return 2
     nets = {network_name(p): Network.from_onnx(p) for p in paths}
-    run_one(next(iter(nets.values())), box, args.feature, args.output, True, args.time_limit)
 
     rows = []
     writer = None
@@ -105,18 +104,19 @@ def main(argv=None) -> int:
     print(f"box {args.box}: {BOXES[args.box]}; output {args.output} non-decreasing in input "
           f"{args.feature}?")
     for name, net in nets.items():
-        rep, seconds = run_one(net, box, args.feature, args.output, True, args.time_limit,
-                               args.centre)
+        rep, t = run_one(net, box, args.feature, args.output, True, args.time_limit,
+                         args.centre, args.repeats, args.warmup)
         res = rep[0]
         row = {"network": name, "verdict": res.verdict.value, "polytopes": res.n_polytopes,
-               "seconds": round(seconds, 4), "status": rep.status.value,
+               "seconds": round(t.median, 4), "status": rep.status.value,
                "pair_checked": pair_checked(net, box, res, args.feature, args.output)}
-        if args.full is not None:
-            full, fs = run_one(net, box, args.feature, args.output, False, args.full,
-                               args.centre)
+        if args.full is not None:  # the baseline: once, no warm-up (seconds at its limit)
+            full, ft = run_one(net, box, args.feature, args.output, False, args.full,
+                               args.centre, 1, 0)
             row.update(full_verdict=full[0].verdict.value, full_polytopes=full[0].n_polytopes,
-                       full_seconds=round(fs, 4), full_status=full.status.value)
+                       full_seconds=round(ft.median, 4), full_status=full.status.value)
         rows.append(row)
+        run.add({"case": name, **t.fields(), **row})
         print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
         if writer:
             writer.writerow(row)
@@ -133,6 +133,8 @@ def main(argv=None) -> int:
         fsecs = [r["full_seconds"] for r in rows]
         print(f"without stop_at_first (limit {args.full} s): median {statistics.median(fsecs):.3f} s, "
               f"median polytopes {statistics.median(r['full_polytopes'] for r in rows)}")
+    if args.out:
+        run.write(args.out.with_suffix(".json"))
     bad = [r for r in rows if r["verdict"] == "violated" and not r["pair_checked"]]
     return 1 if bad else 0
 

@@ -67,7 +67,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from acasxu import DATA, START, pending, resolve, selected_rows  # noqa: E402
+from acasxu import DATA, pending, resolve, selected_rows, write_meta  # noqa: E402
 
 SETS = {"acasxu": DATA / "acasxu", "mnistfc": DATA / "mnistfc",
         "reach_prob_density": DATA / "vnncomp2022" / "reach_prob_density",
@@ -374,23 +374,6 @@ def print_totals(t: dict) -> None:
         print(f"decided by {tool} only: {len(only)}" + (f" ({', '.join(only)})" if only else ""))
 
 
-def write_meta(out: Path, args: argparse.Namespace, ctx: dict, summary: dict) -> None:
-    """Append this invocation (machine, both tools' versions, command, totals) to the JSON."""
-    path = out.with_suffix(".json")
-    runs = json.loads(path.read_text())["runs"] if path.exists() else []
-    meta = dict(START)
-    meta["nnenum"] = ctx["nnenum_info"]
-    meta["core"] = ctx["core"]
-    meta["command"] = "python " + " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:])
-    meta["settings"] = {k: v for k, v in vars(args).items()}
-    meta["loadavg_end"] = os.getloadavg()
-    meta["summary"] = summary
-    runs.append(meta)
-    text = json.dumps({"runs": runs}, indent=2, default=str)
-    # paths relative to the repository (its parent for ../shared and ../scratch)
-    path.write_text(text.replace(str(ROOT) + "/", "").replace(str(ROOT.parent) + "/", "../"))
-
-
 # ---------------------------------------------------------------------- main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
@@ -474,7 +457,7 @@ def main() -> None:
                  f"{r['expected']})" for r in wrong])
     else:
         print("wrong answers: 0")
-    write_meta(out, args, ctx, summary)
+    write_meta(out, args, summary, nnenum=ctx["nnenum_info"], core=ctx["core"])
     sys.exit(1 if wrong else 0)
 
 

@@ -13,9 +13,10 @@ instances take well under a second each.
 
 Configurations: ``serial`` (the plain run, the baseline), ``pool-1`` and ``pool-2`` (local
 process pools), ``dask-2`` (a ``distributed.LocalCluster`` with 2 single-threaded worker
-processes). Pools and clusters are started once and warmed up (imports, first solves)
-before the timings, as a long job would use them; their start-up time is reported apart.
-Every configuration's answers must equal the serial ones (exit status 1 otherwise).
+processes). Pools and clusters are started once, and every configuration (serial included)
+is warmed up with ``--warmup`` tiny verifications (imports, first solves) before the timings,
+as a long job would use it; start-up and warm-up are reported apart. Every configuration's
+answers must equal the serial ones (exit status 1 otherwise).
 
 The projection to 16 and 64 workers uses measured costs: the traversal's per-piece times
 (one part per piece, run serially) and the batch's per-instance times, scheduled greedily in
@@ -27,9 +28,7 @@ pieces; speed-up = serial time / projected makespan.
 """
 from __future__ import annotations
 
-import argparse
 import heapq
-import json
 import statistics
 import sys
 import time
@@ -37,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from acasxu import read_instances  # noqa: E402
-from machine import machine_info  # noqa: E402
+from harness import Run, Timing, parser  # noqa: E402
 
 
 def warm(executor, n: int) -> float:
@@ -136,12 +135,10 @@ def piece_costs(inst: dict) -> tuple[list[float], float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__.split("\n")[0], repeats=3, warmup=4)
     ap.add_argument("--instance", nargs=2, default=["4_2", "3"], metavar=("NETWORK", "PROP"))
     ap.add_argument("--batch", type=int, default=16, help="instances in the batch")
-    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--configs", nargs="+", default=["serial", "pool-1", "pool-2", "dask-2"])
-    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
     from polytrav.parallel import n_workers  # noqa: F401  (import cost out of the timings)
@@ -155,61 +152,65 @@ def main() -> int:
     batch = batch[:args.batch]
     print(f"traversal: {inst['key']}; batch: {len(batch)} instances", flush=True)
 
-    results = {"machine": machine_info(), "command": " ".join(sys.argv), "instance": inst["key"],
-               "batch": [b["key"] for b in batch], "configs": {}}
-    reference = None
+    run = Run("scaling", args, quiet=True)
+    run.summary.update(instance=inst["key"], batch=[b["key"] for b in batch])
+    label = f"traversal {inst['key']['network']} prop {inst['key']['property']}"
+    reference, medians = None, {}
     for name, make in executors(args.configs):
         t0 = time.perf_counter()
         executor, close = make()
         started = time.perf_counter() - t0
-        warmup = warm(executor, 4) if executor is not None else 0.0
-        rec = {"start_seconds": started, "warmup_seconds": warmup, "traversal": [], "batch": []}
+        # warm-up: imports and first solves of every worker, on tiny instances (discarded)
+        warmup = warm(executor, args.warmup)
+        trav, bat = [], []
         try:
             for r in range(args.repeats):
-                rec["traversal"].append(run_traversal(inst, executor))
-                rec["batch"].append(run_batch(batch, executor))
-                print(f"{name} #{r + 1}: traversal {rec['traversal'][-1]['seconds']:.2f} s, "
-                      f"batch {rec['batch'][-1]['seconds']:.2f} s", flush=True)
+                trav.append(run_traversal(inst, executor))
+                bat.append(run_batch(batch, executor))
+                print(f"{name} #{r + 1}: traversal {trav[-1]['seconds']:.2f} s, "
+                      f"batch {bat[-1]['seconds']:.2f} s", flush=True)
         finally:
             close()
-        rec["traversal_median"] = statistics.median(t["seconds"] for t in rec["traversal"])
-        rec["batch_median"] = statistics.median(b["seconds"] for b in rec["batch"])
-        answers = ([t["answer"] for t in rec["traversal"]], [b["answers"] for b in rec["batch"]],
-                   [t["polytopes"] for t in rec["traversal"] if t["answer"] == "unsat"])
+        answers = ([t["answer"] for t in trav], [b["answers"] for b in bat],
+                   [t["polytopes"] for t in trav if t["answer"] == "unsat"])
         if reference is None:
             reference = answers
-        rec["same_answers_as_serial"] = (set(answers[0]) == set(reference[0])
-                                         and all(a == reference[1][0] for a in answers[1])
-                                         and set(answers[2]) == set(reference[2]))
-        results["configs"][name] = rec
+        same = (set(answers[0]) == set(reference[0]) and all(a == reference[1][0] for a in answers[1])
+                and set(answers[2]) == set(reference[2]))
+        common = {"config": name, "start_seconds": started, "warmup_seconds": warmup,
+                  "same_answers_as_serial": same}
+        for case, runs in ((label, trav), (f"batch of {len(batch)}", bat)):
+            t = Timing([x["seconds"] for x in runs])
+            medians[name, case[:5]] = t.median
+            run.add({"case": case, **common, **t.fields(), "runs": runs})
 
-    base = results["configs"][args.configs[0]]
+    base = args.configs[0]
     print("\n| configuration | traversal (s) | speed-up | batch (s) | speed-up | start + warm-up (s) | same answers |")
     print("|---|---|---|---|---|---|---|")
-    for name, rec in results["configs"].items():
-        print(f"| {name} | {rec['traversal_median']:.2f} | "
-              f"{base['traversal_median'] / rec['traversal_median']:.2f}x | {rec['batch_median']:.2f} | "
-              f"{base['batch_median'] / rec['batch_median']:.2f}x | "
-              f"{rec['start_seconds'] + rec['warmup_seconds']:.1f} | {rec['same_answers_as_serial']} |")
+    for r in run.rows[::2]:
+        name = r["config"]
+        tr, ba = medians[name, "trave"], medians[name, "batch"]
+        print(f"| {name} | {tr:.2f} | {medians[base, 'trave'] / tr:.2f}x | {ba:.2f} | "
+              f"{medians[base, 'batch'] / ba:.2f}x | {r['start_seconds'] + r['warmup_seconds']:.1f} | "
+              f"{r['same_answers_as_serial']} |")
 
     # projection from measured per-task costs
     costs, listing = piece_costs(inst)
-    inst_costs = [statistics.median(b["instance_seconds"][i] for b in base["batch"])
+    inst_costs = [statistics.median(b["instance_seconds"][i] for b in run.rows[1]["runs"])
                   for i in range(len(batch))]
     proj = {}
     for w in (1, 2, 16, 64):
         trav = listing + greedy_makespan(chunked(costs, 8 * w), w)
         bat = greedy_makespan(inst_costs, w)
         proj[w] = {"traversal": (listing + sum(costs)) / trav, "batch": sum(inst_costs) / bat}
-    results["projection"] = {"piece_seconds": costs, "listing_seconds": listing,
+    run.summary["projection"] = {"piece_seconds": costs, "listing_seconds": listing,
                              "instance_seconds": inst_costs, "speedup": proj}
     print(f"\nprojection ({len(costs)} pieces, listing {listing:.2f} s of {listing + sum(costs):.2f} s; "
           f"{len(inst_costs)} instances):")
     for w, p in proj.items():
         print(f"  {w:3d} workers: traversal {p['traversal']:.2f}x, batch {p['batch']:.2f}x")
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1, default=str))
-    ok = all(rec["same_answers_as_serial"] for rec in results["configs"].values())
+    run.write(args.out)
+    ok = all(r["same_answers_as_serial"] for r in run.rows)
     print("answers equal the serial run's" if ok else "ANSWERS DIFFER FROM THE SERIAL RUN")
     return 0 if ok else 1
 

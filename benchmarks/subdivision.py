@@ -39,7 +39,6 @@ batch (the 3-D 8x32 net's 10^7 cells as Polytope objects would time Python, not 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -51,12 +50,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from machine import machine_info  # noqa: E402
+from harness import DATA, THREADS, Run, acas_onnx, case, parser, pin  # noqa: E402
 
 BUNNIES = ["2,2x50,relu,bunny", "2,2x100,relu,bunny", "2,4x32,relu,bunny",
            "3,3x16,relu,bunny", "3,8x32,relu,bunny"]
-DATA = HERE.parents[0].parent / "shared" / "data"
-THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 #: The child process that runs edge subdivision (its code from the checkout in argv[1]).
 PEER = r'''
@@ -145,21 +142,22 @@ def child(cmd: list[str], core: int | None, timeout: float) -> dict | None:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def bunny(args) -> dict:
+def bunny(args, run: Run) -> dict:
     peer = Path(args.edge_subdivision).resolve()
-    rows, wrong = [], []
+    wrong = []
     for name in args.nets or BUNNIES:
         path = peer / "models" / name
+        calls = args.warmup + 1
         ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path),
-                str(args.calls), "engine" if name in (args.engine_only or ()) else "stream"]
-        theirs = [sys.executable, "-c", PEER, str(peer), name, str(args.calls)]
+                str(calls), "engine" if name in (args.engine_only or ()) else "stream"]
+        theirs = [sys.executable, "-c", PEER, str(peer), name, str(calls)]
         runs = {"polytrav": [], "edge": []}
-        for k in range(args.repeat):
+        for k in range(args.repeats):
             order = (("polytrav", ours), ("edge", theirs))
             for tool, cmd in (order if k % 2 == 0 else order[::-1]):
                 runs[tool].append(child(cmd, args.core, args.timeout))
         done = {t: [r for r in rs if r is not None] for t, rs in runs.items()}
-        row = {"net": name, "repeats": args.repeat,
+        row = {"case": name, "repeats": args.repeats, "warmup": args.warmup,
                "polytrav_cells": done["polytrav"][0]["engine_cells"] if done["polytrav"] else None,
                "edge_cells": done["edge"][0]["cells"] if done["edge"] else None,
                "edge_vertices": done["edge"][0]["vertices"] if done["edge"] else None,
@@ -168,7 +166,8 @@ def bunny(args) -> dict:
                                  ("stream_s", "polytrav", "stream"),
                                  ("edge_s", "edge", "seconds")):
             times = [r.get(field) for r in done[tool]]
-            row[key] = statistics.median(times) if len(times) == args.repeat \
+            row[key.replace("_s", "_times")] = times
+            row[key] = statistics.median(times) if len(times) == args.repeats \
                 and None not in times else None
         for key in ("stream", "engine"):
             if row["edge_s"] and row[key + "_s"]:
@@ -178,50 +177,47 @@ def bunny(args) -> dict:
             wrong.append(name)
             print(f"!!! {name}: polytrav {row['polytrav_cells']} cells, edge subdivision "
                   f"{row['edge_cells']}", flush=True)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return {"rows": rows, "different_counts": wrong}
+        run.add(row)
+    return {"different_counts": wrong}
 
 
-def scaling(args) -> dict:
+def scaling(args, run: Run) -> dict:
     import numpy as np
 
     sys.path.insert(0, str(HERE.parent / "tests" / "support"))
     from reference import random_net
 
-    from polytrav import Box, Network, traverse
+    from polytrav import Box, traverse
 
     cases = [(f"random {d}-D {w}", random_net(0, d, w), Box(-np.ones(d), np.ones(d)))
              for d, w in [(2, [16, 16]), (3, [16, 16]), (4, [12, 12]), (5, [10, 10]),
                           (6, [8, 8]), (7, [8, 8]), (8, [6, 6])]]
-    acas = DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx"
-    if acas.exists():
-        net = Network.from_onnx(acas)
-        c = np.array([-0.301041984, 0.0, 0.496690162, 0.4, 0.4])
-        cases += [(f"ACAS Xu 1_1, r={r}", net, Box(c - r, c + r)) for r in (0.003, 0.005)]
-    rows = []
+    if acas_onnx().exists():
+        cases += [(f"ACAS Xu 1_1, r={r}", *case(f"acas_{r}")) for r in (0.003, 0.005)]
     for label, net, region in cases:
         times = {"subdivision": [], "hierarchical": []}
         cells = {}
-        for k in range(args.repeat):
+        for s in list(times) * args.warmup:  # warm-up: first-call costs (discarded)
+            sum(1 for _ in traverse(net, region, strategy=s, time_limit=args.timeout))
+        for k in range(args.repeats):
             for s in (("subdivision", "hierarchical") if k % 2 == 0
                       else ("hierarchical", "subdivision")):
                 t = time.perf_counter()
-                run = traverse(net, region, strategy=s, time_limit=args.timeout)
-                cells[s] = sum(1 for _ in run)
-                times[s].append(time.perf_counter() - t if run.complete else None)
+                tr = traverse(net, region, strategy=s, time_limit=args.timeout)
+                cells[s] = sum(1 for _ in tr)
+                times[s].append(time.perf_counter() - t if tr.complete else None)
         med = {s: statistics.median(v) if None not in v else None for s, v in times.items()}
         row = {"case": label, "dims": region.with_dims(net.n_inputs).bounding_box()[0].size,
-               "cells": cells, **{f"{s}_s": v for s, v in med.items()}}
+               "cells": cells, "repeats": args.repeats, "warmup": args.warmup,
+               **{f"{s}_times": v for s, v in times.items()}, **{f"{s}_s": v for s, v in med.items()}}
         if None not in med.values():
             row["traversal_over_subdivision"] = med["hierarchical"] / med["subdivision"]
             row["cells_per_s"] = {s: cells[s] / med[s] for s in med}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return {"rows": rows}
+        run.add(row)
+    return {}
 
 
-def pictures(args) -> dict:
+def pictures(args, run: Run) -> dict:
     """2-D slices of real networks: subdivision and the picture of its polytopes (as
     ``polytrav regions --plot`` draws it), against the traversal on the same slice."""
     import matplotlib
@@ -233,9 +229,8 @@ def pictures(args) -> dict:
     from polytrav.interface.plot import plane_slice, save_partition
 
     cases = []
-    acas = DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx"
-    if acas.exists():
-        net = Network.from_onnx(acas)
+    if acas_onnx().exists():
+        net = Network.from_onnx(acas_onnx())
         for r in (0.5, 1.0):  # inputs 0 and 1 in [-r, r], the others at 0
             net2, _ = plane_slice(net, np.zeros(5), (0, 1), np.full(2, -r), np.full(2, r))
             cases.append((f"ACAS Xu 1_1, inputs 0-1 in [-{r}, {r}]^2", net2,
@@ -249,11 +244,12 @@ def pictures(args) -> dict:
                 np.stack([X[1] - X[0], X[2] - X[0]], axis=1), X[0])
             cases.append((f"mnistfc {name}, the plane of test images 0-2, [{lo}, {hi}]^2",
                           plane, Box([lo, lo], [hi, hi])))
-    rows = []
     out = Path(args.figures or ".") / "slice.png"
     for label, net, box in cases:
         engine, draw = [], []
-        for _ in range(args.repeat):
+        for _ in range(args.warmup):  # warm-up (discarded)
+            save_partition(net, box, out, polytopes=list(traverse(net, box, strategy="subdivision")))
+        for _ in range(args.repeats):
             t = time.perf_counter()
             run = traverse(net, box, strategy="subdivision")
             polytopes = list(run)
@@ -265,47 +261,44 @@ def pictures(args) -> dict:
         trav = traverse(net, box, strategy="hierarchical", time_limit=args.timeout)
         visited = sum(1 for _ in trav)
         trav_s = time.perf_counter() - t
-        row = {"case": label, "cells": len(polytopes), "subdivision_s": statistics.median(engine),
-               "picture_s": statistics.median(draw), "traversal_cells": visited,
+        row = {"case": label, "cells": len(polytopes), "repeats": args.repeats,
+               "warmup": args.warmup, "subdivision_times": engine, "picture_times": draw,
+               "subdivision_s": statistics.median(engine), "picture_s": statistics.median(draw), "traversal_cells": visited,
                "traversal_s": trav_s, "traversal_complete": trav.complete}
         rate = visited / trav_s
         # the traversal's time for every cell: measured, or (cut short) at its rate so far
         row["traversal_over_subdivision"] = (trav_s if trav.complete else len(polytopes) / rate) \
             / row["subdivision_s"]
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return {"rows": rows}
+        run.add(row)
+    return {}
 
 
 def main() -> None:
     if len(sys.argv) > 4 and sys.argv[1] == "worker":
         return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream")
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
     ap.add_argument("mode", choices=["bunny", "scaling", "pictures"])
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
     ap.add_argument("--engine-only", nargs="*",
                     help="bunny networks timed by the engine alone (no Polytope objects: the "
                          "3-D 8x32 net's 10^7 cells)")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--calls", type=int, default=2,
-                    help="calls per process, the last one timed (default 2: the issue's "
-                         "'2nd call'; 1 for nets that take minutes)")
-    ap.add_argument("--core", type=int, default=0, help="the core to pin each process to")
+    ap.add_argument("--calls", type=int, default=None,
+                    help="bunny: calls per process, the last one timed (sets --warmup to "
+                         "CALLS - 1; 1 for nets that take minutes)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per process / run")
-    ap.add_argument("--out", help="write the results (JSON) here")
     ap.add_argument("--figures", help="pictures: the folder for the last picture drawn")
     args = ap.parse_args()
+    if args.calls is not None:
+        args.warmup = args.calls - 1
     if args.mode == "bunny" and not args.edge_subdivision:
         ap.error("bunny needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
-    result = {"bunny": bunny, "scaling": scaling, "pictures": pictures}[args.mode](args)
-    result["machine"] = machine_info()
-    # paths relative to the repository, as the docs give them (no machine's own paths)
-    result["command"] = " ".join(os.path.relpath(a, HERE.parent) if os.path.isabs(a) else a
-                                 for a in ["python", *sys.argv])
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=1))
-    sys.exit(1 if result.get("different_counts") else 0)
+    if args.mode != "bunny":  # bunny pins each child process with taskset
+        pin(args.core)
+    run = Run(f"subdivision {args.mode}", args)
+    run.summary.update({"bunny": bunny, "scaling": scaling, "pictures": pictures}[args.mode](args, run))
+    run.write(args.out)
+    sys.exit(1 if run.summary.get("different_counts") else 0)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,7 @@ over ``--repeat`` runs (in this process, after one untimed warm-up run).
 """
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import statistics
 import sys
 import time
@@ -34,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from machine import machine_info  # noqa: E402
+from harness import Run, measure, parser  # noqa: E402
 from monotonicity_milp import slope_milp  # noqa: E402
 
 SIZES = (16, 32, 64)
@@ -100,16 +98,16 @@ def run_polytrav(net, lo, hi, feature: int, direction: str, time_limit: float):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1,
+                out=ROOT / "benchmarks" / "results" / "tabular_monotonicity.csv")
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--features", type=int, nargs="+", default=None)
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per run, each tool")
     ap.add_argument("--quick", action="store_true", help="2x16, features 0-2, one run each")
-    ap.add_argument("--out", default="benchmarks/results/tabular_monotonicity.csv")
     args = ap.parse_args(argv)
     if args.quick:
-        args.sizes, args.features, args.repeat, args.time_limit = [16], [0, 1, 2], 1, 5.0
+        args.sizes, args.features, args.repeats, args.time_limit = [16], [0, 1, 2], 1, 5.0
+    run = Run("tabular_monotonicity", args, argv=argv, quiet=True)
     X, y = load_data()
     lo, hi = X.min(0), X.max(0)
     features = args.features if args.features is not None else list(range(X.shape[1]))
@@ -118,26 +116,28 @@ def main(argv=None) -> int:
         net, loss = train(X, y, width)
         name = f"2x{width}"
         losses[name] = loss
-        run_polytrav(net, lo, hi, 0, "increasing", args.time_limit)  # warm-up (untimed)
-        slope_milp(net, lo, hi, 0, 0, "increasing", time_limit=args.time_limit)
+        for _ in range(args.warmup):  # warm-up, discarded: first-call costs of this network
+            run_polytrav(net, lo, hi, 0, "increasing", args.time_limit)
+            slope_milp(net, lo, hi, 0, 0, "increasing", time_limit=args.time_limit)
         for j in features:
             for d in DIRECTIONS:
-                pt, mt = [], []
-                for _ in range(args.repeat):
-                    verdict, s, n_poly, proven, pair = run_polytrav(net, lo, hi, j, d, args.time_limit)
-                    pt.append(s)
-                    m = slope_milp(net, lo, hi, j, 0, d, time_limit=args.time_limit)
-                    mt.append(m.seconds)
+                pt = measure(lambda j=j, d=d: run_polytrav(net, lo, hi, j, d, args.time_limit),
+                             args.repeats, 0)
+                verdict, _, n_poly, proven, pair = pt.result
+                mt = measure(lambda j=j, d=d: slope_milp(net, lo, hi, j, 0, d, time_limit=args.time_limit),
+                             args.repeats, 0)
+                m = mt.result
                 checked = ((verdict != "violated" or pair_ok(net, lo, hi, pair, j, d))
                            and (m.verdict != "violated" or pair_ok(net, lo, hi, m.pair, j, d)))
                 decided = {verdict, m.verdict} & {"holds", "violated"}
                 agree = not (len(decided) == 2 and {verdict, m.verdict} == decided)
-                row = {"net": name, "feature": j, "direction": d, "polytrav": verdict,
-                       "polytrav_s": round(statistics.median(pt), 4),
+                row = {"case": f"{name} x{j} {d}", "net": name, "feature": j, "direction": d,
+                       "polytrav": verdict, "polytrav_s": round(pt.median, 4),
                        "polytrav_polytopes": n_poly, "polytrav_pieces_proven": proven,
-                       "milp": m.verdict, "milp_s": round(statistics.median(mt), 4),
-                       "milp_binaries": m.n_binaries, "agree": agree, "pairs_checked": checked}
-                rows.append(row)
+                       "milp": m.verdict, "milp_s": round(mt.median, 4),
+                       "milp_binaries": m.n_binaries, "agree": agree, "pairs_checked": checked,
+                       **pt.fields("polytrav_"), **mt.fields("milp_")}
+                rows.append(run.add(row))
                 if not agree or not checked:
                     disagreements.append(row)
                     print(f"!!! DISAGREEMENT or unchecked pair: {row}", flush=True)
@@ -154,18 +154,11 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    given = list(sys.argv[1:] if argv is None else argv)
-    if "--out" in given:  # the command without the output path (no machine paths in files)
-        i = given.index("--out")
-        del given[i:i + 2]
-    command = " ".join(["python benchmarks/tabular_monotonicity.py", *given])
-    out.with_suffix(".json").write_text(json.dumps(
-        {"command": command, "args": {k: v for k, v in vars(args).items() if k != "out"},
-         "training_mse": losses, "machine": machine_info(), "summary": summary, "rows": rows},
-        indent=1, default=str))
+    run.summary.update(training_mse=losses, nets=summary)
+    run.write(out.with_suffix(".json"))
     if disagreements:
         print(f"\n{len(disagreements)} DISAGREEMENT(S) between polytrav and the MILP", flush=True)
         return 1

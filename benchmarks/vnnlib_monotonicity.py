@@ -18,20 +18,20 @@ of by slopes (the comparison the docs quote).
 """
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-ONNX = ROOT.parent / "shared" / "data" / "acasxu" / "onnx"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ACAS, Run, measure, parser  # noqa: E402
+
+ONNX = ACAS / "onnx"
 LOWER = [-0.3, -0.5, -0.5, -0.5, -0.5]
 UPPER = [0.6, 0.5, 0.5, 0.5, 0.5]
 
@@ -72,13 +72,13 @@ def checked(stdout: str, onnx_path: Path) -> bool:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__.splitlines()[0], repeats=3, warmup=1)
     ap.add_argument("--networks", nargs="*", help="e.g. 1_1 3_3 (default: all 45)")
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--general", action="store_true",
                     help="break the monotonicity shape: traverse the two copies as one network")
     args = ap.parse_args(argv)
+    run = Run("vnnlib_monotonicity", args, argv=argv, quiet=True)
     exe = shutil.which("polytrav-vnnlib")
     if exe is None:
         print("polytrav-vnnlib is not on PATH (pip install -e . installs it)", file=sys.stderr)
@@ -94,24 +94,25 @@ def main(argv=None) -> int:
     medians, answers, bad = [], {}, []
     for path in paths:
         name = re.search(r"(\d_\d)_batch", path.name).group(1)
-        times = []
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            res = subprocess.run([exe, "verify", str(query), "--network", f"f={path}",
-                                  "--timeout", str(args.timeout)], capture_output=True, text=True)
-            times.append(time.perf_counter() - t0)
+        t = measure(lambda path=path: subprocess.run(
+            [exe, "verify", str(query), "--network", f"f={path}", "--timeout", str(args.timeout)],
+            capture_output=True, text=True, check=False), args.repeats, args.warmup)
+        res, times = t.result, t.times
         answer = res.stdout.split("\n", 1)[0]
         answers[answer] = answers.get(answer, 0) + 1
         ok = answer == "sat" and checked(res.stdout, path)
         if answer == "sat" and not ok:
             bad.append(name)
-        medians.append(statistics.median(times))
+        medians.append(t.median)
+        run.add({"case": name, **t.fields(), "answer": answer, "checked": ok})
         print(f"{name}: {answer} checked={ok} median {medians[-1]:.3f} s "
               f"(runs {', '.join(f'{t:.3f}' for t in times)})", flush=True)
     print(f"\n{len(paths)} networks, {'general stack' if args.general else 'monotonicity shape'}"
           f": answers {answers}; median {statistics.median(medians):.3f} s, max "
           f"{max(medians):.3f} s, mean {statistics.mean(medians):.3f} s; assignments that fail "
           f"the check: {bad or 'none'}")
+    run.summary.update(answers=answers, median=statistics.median(medians), failed_check=bad)
+    run.write(args.out)
     return 1 if bad else 0
 
 
