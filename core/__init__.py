@@ -1,10 +1,12 @@
 """polytrav: exact traversal of the local polytopes of ReLU networks.
 
-The public API is exactly the names in ``__all__``; anything else may change without notice.
+The user API is exactly the names in ``__all__``, and a plugin or backend author's is
+:mod:`polytrav.extend`; anything else may change without notice.
 Each name is imported on first use (``import polytrav`` alone loads nothing heavy: the
 command line takes over Ctrl-C before numpy and SciPy load, see docs/cli.md).
 """
 import importlib
+import warnings
 
 __version__ = "0.1.0"
 
@@ -15,25 +17,29 @@ _HOMES = {
     "polytrav.vocabulary.errors": ("CheckpointError", "ConfigError", "NetworkError", "PluginError",
                                    "PolytravError", "RegionError", "SolverError",
                                    "SolverNotAvailable"),
-    "polytrav.host.analysis": ("Analysis", "CellProblem", "Directive", "Restrict", "Stop",
-                               "check_witness"),
+    "polytrav.host.analysis": ("Analysis",),
     "polytrav.host.hookspecs": ("hookimpl",),
-    "polytrav.host.manager": ("available_solvers", "get_plugin_manager", "list_plugins"),
+    "polytrav.host.manager": ("available_solvers", "list_plugins"),
     "polytrav.model.network": ("Network",),
     "polytrav.model.polytope": ("Polytope",),
     "polytrav.model.region": ("Ball", "Box", "Intersection", "Polyhedron", "Region"),
-    "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict"),
-    "polytrav.host.runner": ("Report", "RunContext", "analyze", "traverse"),
+    "polytrav.vocabulary.results": ("AnalysisResult", "Scope", "Status", "Verdict"),
+    "polytrav.host.runner": ("Report", "analyze", "traverse"),
     "polytrav.solve.backend": ("SolverBackend",),
-    "polytrav.solve.chebyshev": ("ChebyshevModel",),
-    "polytrav.solve.subproblem": ("Subproblem",),
     "polytrav.host.explain": ("Explanation", "RowResult", "explain", "explain_rows"),
-    "polytrav.traversal": ("PieceView", "Traversal", "TraversalStatus", "TraversalStats"),
+    "polytrav.traversal": ("TraversalStatus",),
     "polytrav.verification.verify": ("VerificationResult", "verify", "verify_many"),
     "polytrav.plugins": ("OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity",
                          "LinearProperty", "RegionStats", "LocalModel"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+#: Names that left the public API (issue 44), still importable for one release with a
+#: DeprecationWarning naming their new home.
+_MOVED = {name: "polytrav.extend" for name in (
+    "RunContext", "CellProblem", "Subproblem", "Directive", "Stop", "Restrict", "check_witness",
+    "SolveResult", "ChebyshevModel", "PieceView", "get_plugin_manager")}
+_MOVED.update({"Traversal": "polytrav.traversal", "TraversalStats": "polytrav.traversal"})
 
 
 def __getattr__(name: str):
@@ -42,6 +48,10 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_HOME[name]), name)
         globals()[name] = value
         return value
+    if name in _MOVED:
+        warnings.warn(f"polytrav.{name} is deprecated and leaves polytrav in its next release: "
+                      f"import it from {_MOVED[name]}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
     try:
         return importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError as exc:
@@ -55,7 +65,22 @@ def __dir__():
 
 
 __all__ = [
-    "hookimpl",
+    # running
+    "traverse",
+    "analyze",
+    "explain",
+    "explain_rows",
+    "verify",
+    "verify_many",
+    # networks and regions
+    "Network",
+    "Region",
+    "Box",
+    "Ball",
+    "Polyhedron",
+    "Intersection",
+    "Polytope",
+    # the built-in analyses
     "OutputRange",
     "SoftmaxAttack",
     "Counterfactual",
@@ -63,44 +88,23 @@ __all__ = [
     "LinearProperty",
     "RegionStats",
     "LocalModel",
-    "traverse",
-    "analyze",
-    "explain",
-    "explain_rows",
+    # results
+    "Report",
+    "AnalysisResult",
     "Explanation",
     "RowResult",
-    "verify",
-    "verify_many",
     "VerificationResult",
-    "Report",
-    "RunContext",
-    "Analysis",
-    "AnalysisResult",
     "Verdict",
-    "Directive",
-    "Stop",
-    "Restrict",
-    "CellProblem",
-    "Subproblem",
-    "check_witness",
-    "list_plugins",
-    "Traversal",
-    "TraversalStatus",
-    "PieceView",
-    "TraversalStats",
-    "Network",
-    "Polytope",
-    "Region",
-    "Box",
-    "Ball",
-    "Polyhedron",
-    "Intersection",
-    "SolverBackend",
-    "ChebyshevModel",
-    "SolveResult",
+    "Scope",
     "Status",
+    "TraversalStatus",
+    # plugins (everything else an author uses is in polytrav.extend)
+    "hookimpl",
+    "Analysis",
+    "SolverBackend",
+    "list_plugins",
     "available_solvers",
-    "get_plugin_manager",
+    # errors
     "PolytravError",
     "ConfigError",
     "NetworkError",

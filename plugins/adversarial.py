@@ -25,12 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis, Stop, check_witness, combine_worst, corner_ascent
-from polytrav.model.cell import local_model_u
-from polytrav.vocabulary.errors import ConfigError
-from polytrav.host.hookspecs import hookimpl
-from polytrav.bounds.dnf import attack_start, bab_details, decision_margin
-from polytrav.vocabulary.results import AnalysisResult, Scope, Status, Verdict
+from polytrav.extend import (Analysis, AnalysisResult, ConfigError, Scope, Status, Stop, Verdict,
+                             attack_start, bab_details, check_witness, combine_worst,
+                             corner_ascent, decision_margin, hookimpl, local_model_u)
 
 __all__ = ["SoftmaxAttack", "softmax"]
 
@@ -238,7 +235,7 @@ class SoftmaxAttack(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.vocabulary.text import fmt, vector
+        from polytrav.extend import fmt, vector
 
         d = result.details
         if result.value is None:

@@ -15,14 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.bounds.dnf import attack_start, bab_details, decision_margin
-from polytrav.host.analysis import (Analysis, CellProblem, Stop, cell_values, check_witness,
-                                    combine_worst)
-from polytrav.model.cell import local_model_u
-from polytrav.host.hookspecs import hookimpl
-from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.results import AnalysisResult, Scope, Status, Verdict
-from polytrav.vocabulary.tolerances import WITNESS_TOL
+from polytrav.extend import (Analysis, AnalysisResult, CellProblem, ConfigError, Scope, Status,
+                             Stop, Verdict, attack_start, bab_details, cell_values, check_witness,
+                             combine_worst, decision_margin, hookimpl, local_model_u, WITNESS_TOL)
 
 __all__ = ["LinearProperty"]
 
@@ -152,7 +147,7 @@ class LinearProperty(Analysis):
                      and check_witness(network, region, x, self._violates(k))), None)
 
     def begin(self, context) -> None:
-        from polytrav.solve.subproblem import compiled
+        from polytrav.extend import compiled
 
         fr, n_rows = context.frame, context.network.n_neurons
         self._subs = [compiled((self.name, fr.cell_fingerprint, n_rows, C.shape[0]),
@@ -168,7 +163,7 @@ class LinearProperty(Analysis):
         """``maximise t`` s.t. ``M u + t <= r``, ``t <= 1`` on the cell (parameters M, r, A, b)."""
         import cvxpy as cp
 
-        from polytrav.solve.subproblem import Subproblem
+        from polytrav.extend import Subproblem
 
         cell = CellProblem(frame, n_rows)
         M = cp.Parameter((k, frame.dim), name="M")
@@ -255,7 +250,7 @@ class LinearProperty(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.vocabulary.text import fmt
+        from polytrav.extend import fmt
 
         d = result.details
         if result.value is None:

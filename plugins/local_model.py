@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis, Stop
-from polytrav.host.hookspecs import hookimpl
-from polytrav.vocabulary.errors import ConfigError, RegionError
-from polytrav.vocabulary.results import AnalysisResult
+from polytrav.extend import Analysis, AnalysisResult, ConfigError, RegionError, Stop, hookimpl
 
 __all__ = ["LocalModel"]
 
@@ -119,7 +116,7 @@ class LocalModel(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.vocabulary.text import fmt, vector
+        from polytrav.extend import fmt, vector
 
         d = result.details
         return [f"output {d['output_index']} = {fmt(result.value['intercept'])} + sum of the "

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis, corner_ascent
-from polytrav.vocabulary.errors import ConfigError
-from polytrav.host.hookspecs import hookimpl
-from polytrav.vocabulary.results import AnalysisResult, Status
+from polytrav.extend import Analysis, AnalysisResult, ConfigError, Status, corner_ascent, hookimpl
 
 __all__ = ["OutputRange", "output_functional"]
 
@@ -156,7 +153,7 @@ class OutputRange(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.vocabulary.text import vector
+        from polytrav.extend import vector
 
         lo, hi = result.details.get("argmin"), result.details.get("argmax")
         if lo is None or hi is None:

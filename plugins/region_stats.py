@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.host.analysis import Analysis
-from polytrav.host.hookspecs import hookimpl
-from polytrav.vocabulary.results import AnalysisResult
+from polytrav.extend import Analysis, AnalysisResult, hookimpl
 
 __all__ = ["RegionStats", "VOLUME_MAX_DIM"]
 
@@ -49,7 +47,7 @@ class RegionStats(Analysis):
         share = None
         if self._region_volume:
             A, b = _frame_halfspaces(context.frame)
-            from polytrav.model.cell import cell_rows
+            from polytrav.extend import cell_rows
 
             Ac, bc = cell_rows(polytope, context.frame)
             vol = _volume(np.vstack([A, Ac]), np.concatenate([b, bc]), context.frame,
@@ -61,7 +59,7 @@ class RegionStats(Analysis):
         return None
 
     def _edges(self) -> list[tuple[int, int]]:
-        from polytrav.interface.export import one_flip_pairs  # the one definition of one-adjacency
+        from polytrav.extend import one_flip_pairs  # the one definition of one-adjacency
 
         return one_flip_pairs((index, bits) for index, _, bits, _ in self._records)
 
@@ -83,7 +81,7 @@ class RegionStats(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.vocabulary.text import fmt
+        from polytrav.extend import fmt
 
         v = result.value
         visited = "" if result.exact else " visited"
@@ -111,14 +109,14 @@ class RegionStats(Analysis):
     def graph(self):
         """The last run's one-flip adjacency graph as a ``networkx.Graph``.
 
-        Built by :func:`polytrav.interface.export.adjacency_graph`, like the GraphML of
+        Built by :func:`polytrav.extend.adjacency_graph`, like the GraphML of
         ``polytrav.interface.export.export(...)``: nodes are visit indices with attributes ``index``,
         ``parent`` (``-1`` for none), ``code`` (layers separated by ``|``) and
         ``volume_share`` (``-1.0`` where not computed); an edge joins codes that differ in
         exactly one neuron (the pairs of ``details["edges"]``), its attribute ``discovery``
         True when one end discovered the other. Needs ``pip install "polytrav[graph]"``.
         """
-        from polytrav.interface.export import adjacency_graph
+        from polytrav.extend import adjacency_graph
 
         cuts = np.cumsum(self._layer_sizes)[:-1]
         return adjacency_graph(

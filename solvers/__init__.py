@@ -1,7 +1,7 @@
 """Built-in solver backends, registered through the ``polytrav_add_solvers`` hook."""
 from __future__ import annotations
 
-from polytrav.host.hookspecs import hookimpl
+from polytrav.extend import hookimpl
 from polytrav.solvers.clarabel import ClarabelBackend
 from polytrav.solvers.cvxpy_backend import CVXPY_BACKENDS
 from polytrav.solvers.highs import HighsBackend

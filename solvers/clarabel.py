@@ -21,10 +21,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from polytrav.vocabulary.errors import ConfigError, SolverError
-from polytrav.vocabulary.results import SolveResult, Status
-from polytrav.solve.backend import SolverBackend
-from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
+from polytrav.extend import (ConfigError, SolveResult, SolverBackend, SolverError, Status,
+                             LP_FEASIBILITY_TOL)
 
 __all__ = ["ClarabelBackend"]
 

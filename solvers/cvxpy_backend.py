@@ -36,10 +36,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from polytrav.vocabulary.errors import ConfigError, SolverError
-from polytrav.vocabulary.results import SOLUTION_PRESENT, SolveResult, Status
-from polytrav.solve.backend import SolverBackend
-from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
+from polytrav.extend import (ConfigError, SolveResult, SolverBackend, SolverError, Status,
+                             LP_FEASIBILITY_TOL, SOLUTION_PRESENT)
 
 __all__ = [
     "SOLVERS",

@@ -36,11 +36,8 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from polytrav.vocabulary.errors import ConfigError, SolverError
-from polytrav.vocabulary.results import SolveResult, Status
-from polytrav.solve.backend import SolverBackend
-from polytrav.solve.chebyshev import ChebyshevModel
-from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL, MILP_GAP
+from polytrav.extend import (ChebyshevModel, ConfigError, SolveResult, SolverBackend, SolverError,
+                             Status, LP_FEASIBILITY_TOL, MILP_GAP)
 
 __all__ = ["HighsBackend"]
 

@@ -37,10 +37,8 @@ import time
 
 import numpy as np
 
-from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.results import SOLUTION_PRESENT, SolveResult, Status
-from polytrav.solve.backend import SolverBackend
-from polytrav.vocabulary.tolerances import LP_FEASIBILITY_TOL
+from polytrav.extend import (ConfigError, SolveResult, SolverBackend, Status, LP_FEASIBILITY_TOL,
+                             SOLUTION_PRESENT)
 
 __all__ = ["OsqpBackend", "OsqpSession"]
 

@@ -12,9 +12,7 @@ import time
 
 import numpy as np
 
-from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.results import SolveResult, Status
-from polytrav.solve.backend import SolverBackend
+from polytrav.extend import ConfigError, SolveResult, SolverBackend, Status
 
 __all__ = ["ScipyBackend"]
 

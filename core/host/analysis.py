@@ -229,7 +229,7 @@ class Analysis:
         returned, with no LP, when a Lagrangian bound proves ``max g·u <= beat``
         (:class:`polytrav.bounds.lagrange.CellBound`: the box bound, then multipliers learnt from
         the run's solved LPs). Otherwise the LP is solved in the traversal's own warm model
-        when it can be (:meth:`~polytrav.Traversal.maximize_in_cell`), else as :meth:`solve`
+        when it can be (:meth:`~polytrav.traversal.Traversal.maximize_in_cell`), else as :meth:`solve`
         does, with :func:`linear_cell_subproblem`; the optimum is the same.
         """
         bound, rows = context.cell_bound, None

@@ -70,7 +70,7 @@ def polytrav_visit_polytope(polytope: "Polytope", context: "RunContext") -> "Dir
 
     :param polytope: the polytope (code, interior point, local model, halfspaces).
     :param context: the run.
-    :returns: ``None`` to go on, or a :class:`polytrav.Directive`: ``Stop(reason)`` when this
+    :returns: ``None`` to go on, or a :class:`polytrav.extend.Directive`: ``Stop(reason)`` when this
         plugin needs no more polytopes (the run stops once every voter has stopped; it keeps
         calling a stopped voter until then), or ``Restrict(box)`` when it needs only
         polytopes meeting ``box``, which must contain ``context.start`` (a guided run
@@ -85,7 +85,7 @@ def polytrav_piece_margin(piece: "PieceView", context: "RunContext") -> "float |
     Asked only when every voter proves pieces (an :class:`polytrav.Analysis` whose
     ``prunes_by_bound`` is True, or a plugin implementing this hook).
 
-    :param piece: a :class:`polytrav.PieceView`: the region (level 0) or a cell of a level.
+    :param piece: a :class:`polytrav.extend.PieceView`: the region (level 0) or a cell of a level.
     :param context: the run.
     :returns: a lower bound, sound for every point of the piece, of this plugin's margin: a
         positive margin proves that the plugin needs none of the piece's polytopes. The

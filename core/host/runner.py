@@ -152,7 +152,7 @@ class RunContext:
         self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
 
     def attach(self, traversal) -> None:
-        """The run's traversal (a :class:`~polytrav.Traversal` or what stands for one)."""
+        """The run's traversal (a :class:`~polytrav.traversal.Traversal` or what stands for one)."""
         self.traversal = traversal
         self.frame = traversal.frame
 
@@ -304,7 +304,7 @@ def lp_backends(solver=None, fallback="auto", strategy: str = "hierarchical", pm
     """The traversal's LP backend and fallbacks from names or instances (see :func:`traverse`).
 
     Names are looked up in the plugin registry (built once, only if a name or ``"auto"`` needs
-    it); the engine (:class:`~polytrav.Traversal`) receives the instances.
+    it); the engine (:class:`~polytrav.traversal.Traversal`) receives the instances.
     """
     if fallback is None:
         fallback = []
@@ -422,7 +422,7 @@ def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarc
     are exactly the union of ``traverse(..., within=[piece])`` over its pieces: the unit of
     work of parallel runs and checkpoints (:mod:`polytrav.parallel`). Pieces are yielded in
     the order the full traversal would descend into them; the returned
-    :class:`~polytrav.Traversal` ends with a status like any other.
+    :class:`~polytrav.traversal.Traversal` ends with a status like any other.
 
     Examples
     --------

@@ -46,7 +46,7 @@ class ChebyshevModel:
         self.n_lift = sum(2 * ball.U.shape[0] for ball in frame.l1_balls)
         self.n_vars = self.d + 1 + self.n_lift
         #: High-dimensional boxes keep the box as column bounds only, and ``t`` measures the
-        #: neuron rows' slack alone (see :meth:`polytrav.Traversal` for how it is certified).
+        #: neuron rows' slack alone (see :class:`polytrav.traversal.Traversal` for how it is certified).
         self.box_as_bounds = box_as_bounds and frame.is_box and frame.dim > HIGH_DIM
 
     # ---------------------------------------------------------------- row management

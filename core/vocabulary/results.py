@@ -75,7 +75,7 @@ class Verdict(str, enum.Enum):
     """Answer of a property check over the whole region."""
 
     HOLDS = "holds"  #: proven on every polytope of a complete traversal
-    VIOLATED = "violated"  #: a witness passed :func:`polytrav.check_witness`
+    VIOLATED = "violated"  #: a witness passed :func:`polytrav.extend.check_witness`
     VIOLATED_UNCONFIRMED = "violated_unconfirmed"  #: a witness the forward pass did not confirm
     UNKNOWN = "unknown"  #: incomplete traversal or an undecided subproblem, no confirmed witness
 

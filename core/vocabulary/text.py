@@ -15,7 +15,7 @@ import numpy as np
 
 from polytrav.vocabulary.results import AnalysisResult, Scope, Verdict
 
-__all__ = ["describe_result", "coverage", "fmt", "vector", "code_string", "SHOWN"]
+__all__ = ["describe_result", "coverage", "fmt", "vector", "code_string", "parse_code", "SHOWN"]
 
 #: Coordinates of a point shown in text; the rest are elided (all are in the JSON).
 SHOWN = 6
@@ -107,3 +107,13 @@ def describe_result(result: AnalysisResult, analysis=None, network=None) -> list
     if len(result.failures) > 3:
         lines.append(f"  … and {len(result.failures) - 3} more undecided")
     return lines
+
+
+def parse_code(text: str) -> tuple[np.ndarray, ...]:
+    """The inverse of :func:`code_string`: one bool array per layer.
+
+    >>> layers = parse_code("011|10")
+    >>> len(layers), layers[1].tolist()
+    (2, [True, False])
+    """
+    return tuple(np.array([c == "1" for c in layer], bool) for layer in str(text).split("|"))

@@ -48,7 +48,7 @@ ZERO_ROW_TOL = 1e-12
 
 #: A point keeps a polytope's activation code if every pre-activation has the code's sign or
 #: lies within this times its floating-point scale ``|W| |z| + |b|`` (the traversal's check of
-#: a maximiser found in its own LP model, :meth:`polytrav.Traversal.maximize_in_cell`).
+#: a maximiser found in its own LP model, :meth:`polytrav.traversal.Traversal.maximize_in_cell`).
 CELL_CODE_RTOL = 1e-7
 
 #: Tolerance of :meth:`Region.contains` (absolute, in the region's units times its scale),
@@ -75,7 +75,7 @@ SLOPE_TOL = 1e-12
 ONNXRUNTIME_TOL = 1e-4
 
 #: Analyses: a witness must satisfy its property and lie in the region within this (relative
-#: to the values' scale) on a plain float64 forward pass (:func:`polytrav.check_witness`).
+#: to the values' scale) on a plain float64 forward pass (:func:`polytrav.extend.check_witness`).
 WITNESS_TOL = 1e-7
 #: Counterfactuals: the returned point steps this far (relative to the distance, plus the
 #: absolute amount) past the class boundary so that the class really changes.

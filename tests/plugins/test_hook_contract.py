@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from reference import random_net
 
-from polytrav import (Ball, Box, ConfigError, PluginError, Restrict, Stop, TraversalStatus,
-                      Verdict, analyze, hookimpl)
+from polytrav import (Ball, Box, ConfigError, PluginError, TraversalStatus, Verdict, analyze,
+                      hookimpl)
+from polytrav.extend import Restrict, Stop
 
 BOX = Box([-1.0, -1.0], [1.0, 1.0])
 

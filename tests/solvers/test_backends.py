@@ -36,7 +36,8 @@ def test_registry_lists_builtins_in_preference_order():
 def test_chebyshev_model_calls_its_public_backend_hooks():
     """The backend extension API of ChebyshevModel: each row change calls its ``sync_*`` hook
     (and a subclass still overriding an old private name is warned and still called)."""
-    from polytrav import Box, ChebyshevModel
+    from polytrav import Box
+    from polytrav.extend import ChebyshevModel
     from polytrav.model.geometry import build_frame
 
     calls = []

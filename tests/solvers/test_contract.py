@@ -15,7 +15,8 @@ from problems import LPS, PROBLEMS, QPS
 from reference import random_net
 
 import polytrav
-from polytrav import Box, ConfigError, SolveResult, Status, available_solvers
+from polytrav import Box, ConfigError, Status, available_solvers
+from polytrav.extend import SolveResult
 from polytrav.host.manager import get_solver, solver_classes
 from polytrav.vocabulary.results import SOLUTION_PRESENT
 

@@ -60,3 +60,30 @@ def test_every_subpackage_is_in_the_wheel():
             found.add(".".join([package, *parts]))
     assert found == listed, f"missing from pyproject.toml: {sorted(found - listed)}; " \
                             f"listed but absent: {sorted(listed - found)}"
+
+
+def test_the_user_api_and_the_extension_api_are_declared():
+    """``polytrav.__all__`` is the user API; ``polytrav.extend`` the plugin author's. Engine
+    internals are in neither (the traversal's engine object, the plugin manager's class)."""
+    import polytrav
+    import polytrav.extend
+
+    for name in polytrav.extend.__all__:
+        assert getattr(polytrav.extend, name) is not None, name
+    assert {"Traversal", "RunContext", "ChebyshevModel", "get_plugin_manager",
+            "Subproblem"}.isdisjoint(polytrav.__all__)
+    assert {"RunContext", "CellProblem", "Subproblem", "Stop", "Restrict", "SolveResult",
+            "check_witness", "PieceView", "ChebyshevModel"} <= set(polytrav.extend.__all__)
+
+
+def test_a_moved_name_still_imports_with_a_deprecation_warning():
+    import pytest
+
+    import polytrav
+    import polytrav.extend
+    from polytrav.traversal import Traversal
+
+    with pytest.warns(DeprecationWarning, match="import it from polytrav.extend"):
+        assert polytrav.Stop is polytrav.extend.Stop
+    with pytest.warns(DeprecationWarning, match="import it from polytrav.traversal"):
+        assert polytrav.Traversal is Traversal

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav import (Analysis, AnalysisResult, CellProblem, ConfigError, Status, Stop,
-                      Subproblem, Verdict, check_witness)
-from polytrav.bounds.dnf import dnf_piece_margin
+from polytrav import Analysis, AnalysisResult, ConfigError, Status, Verdict
+from polytrav.extend import CellProblem, Stop, Subproblem, check_witness, dnf_piece_margin
 
 
 class OutputBounds(Analysis):

@@ -1,0 +1,83 @@
+"""Everything a plugin or backend author uses, in one module.
+
+Built-in analyses and backends import only from here and from :mod:`polytrav` (a test
+checks it), so a third-party plugin can do what a built-in does. Names are imported on first
+use. The groups (see docs/writing-plugins.md):
+
+* **Analyses**: :class:`Analysis` and what it returns or asks (:class:`AnalysisResult`,
+  :class:`Verdict`, :class:`Scope`, the directives :class:`Stop` and :class:`Restrict`),
+  registration (:func:`hookimpl`; :func:`get_plugin_manager`, :func:`create_analysis`,
+  :func:`get_solver` to look plugins up by name), errors.
+* **The run** an analysis sees: :class:`RunContext`, :class:`Polytope`, :class:`PieceView`,
+  :class:`Row` (a dataset row of :func:`polytrav.explain`), regions.
+* **Per-polytope problems**: :class:`CellProblem`, :class:`Subproblem`, :func:`compiled`,
+  :func:`cell_values`, :func:`local_model_u`, :func:`cell_rows`, :class:`LayerPlanes`,
+  :func:`check_witness`, :func:`corner_ascent`, :func:`combine_worst`,
+  :func:`pieces_proven`.
+* **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
+  over a piece), :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
+  :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
+  :class:`RegionMilp`, :class:`Integrality`.
+* **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
+  :data:`SOLUTION_PRESENT`, :class:`ChebyshevModel`, :func:`solve_along`,
+  :func:`cvxpy_backend_class` (a backend for any solver cvxpy has).
+* **Words and tolerances**: :func:`fmt`, :func:`vector`, and the named tolerances plugins
+  use (``WITNESS_TOL``, ...; all of them in :mod:`polytrav.vocabulary.tolerances`).
+* **Graphs of polytopes**: :func:`one_flip_pairs`, :func:`adjacency_graph`.
+"""
+import importlib
+
+#: Where each name lives, by module.
+_HOMES = {
+    "polytrav.host.hookspecs": ("hookimpl",),
+    "polytrav.host.analysis": ("Analysis", "Directive", "Stop", "Restrict", "CellProblem",
+                               "cell_values", "check_witness", "corner_ascent",
+                               "combine_worst", "combined_verdict", "pieces_proven",
+                               "linear_cell_subproblem"),
+    "polytrav.host.runner": ("RunContext",),
+    "polytrav.host.row": ("Row",),
+    "polytrav.host.manager": ("get_plugin_manager", "create_analysis", "get_solver"),
+    "polytrav.vocabulary.errors": ("PolytravError", "ConfigError", "RegionError", "PluginError",
+                                   "SolverError", "SolverNotAvailable", "NetworkError"),
+    "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict", "Scope",
+                                    "SOLUTION_PRESENT", "DECIDED"),
+    "polytrav.vocabulary.text": ("fmt", "vector"),
+    "polytrav.vocabulary.tolerances": ("WITNESS_TOL", "LP_FEASIBILITY_TOL", "MILP_GAP",
+                                       "SAME_VALUE_TOL", "SLOPE_TOL", "CORNER_INSET",
+                                       "COUNTERFACTUAL_STEP", "DISCRETE_MARGIN", "GRID_TOL"),
+    "polytrav.model.polytope": ("Polytope",),
+    "polytrav.model.region": ("Region", "Box", "Ball", "Polyhedron"),
+    "polytrav.model.cell": ("local_model_u", "cell_rows", "LayerPlanes"),
+    "polytrav.model.integrality": ("Integrality",),
+    "polytrav.model.adjacency": ("one_flip_pairs", "adjacency_graph"),
+    "polytrav.solve.backend": ("SolverBackend", "solve_along"),
+    "polytrav.solve.chebyshev": ("ChebyshevModel",),
+    "polytrav.solve.subproblem": ("Subproblem", "compiled"),
+    "polytrav.bounds.dnf": ("dnf_piece_margin", "decision_margin", "attack_start",
+                            "bab_details", "BOUND_TOL", "LP_BOUND_TOL"),
+    "polytrav.bounds.slope": ("slope_bounds",),
+    "polytrav.bounds.split": ("BoxPiece",),
+    "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
+    "polytrav.bounds.milp": ("RegionMilp", "MILP_TIME_SHARE"),
+    "polytrav.traversal": ("PieceView",),
+    # the built-in cvxpy backends, named as a string like the manager's DEFAULT_PLUGINS: a
+    # conic backend is a cvxpy one (socp subproblems are solved through cvxpy only)
+    "polytrav.solvers.cvxpy_backend": ("cvxpy_backend_class",),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    """A name of this module, imported on first use (and kept)."""
+    if name not in _HOME:
+        raise AttributeError(f"module 'polytrav.extend' has no attribute {name!r}; "
+                             f"it offers {__all__}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
