@@ -1,7 +1,8 @@
 """Imports point one way (read from the source, AST based; lazy imports inside functions count).
 
 The layers of ``core/`` (the ``polytrav`` package), lowest first: vocabulary → model → solve →
-bounds → traversal → host (and parallel, beside it) → verification → interface. A module
+bounds → traversal → host (and parallel, beside it) → verification → interface → testing
+(the contract checks plugin authors run). A module
 imports only its own layer and the layers below; nothing in ``core/`` imports a plugin module
 (``polytrav.plugins.*``) or a concrete backend (``polytrav.solvers.*``) by module name, or the
 public APIs ``polytrav`` and ``polytrav.extend`` (they sit above every layer); plugins do not
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: Layer of each subpackage of ``polytrav`` (rank: lower layers have smaller numbers).
 LAYERS = {"vocabulary": 0, "model": 1, "solve": 2, "bounds": 3, "traversal": 4, "host": 5,
-          "parallel": 5, "verification": 6, "interface": 7}
+          "parallel": 5, "verification": 6, "interface": 7, "testing": 8}
 
 #: The public APIs, above every layer (re-exports only): what users and plugin authors import.
 FACADES = ("polytrav", "polytrav.extend")
@@ -189,6 +190,9 @@ NOT_TOLERANCES = {
     ("branch_and_bound.py", 1e-9), ("branch_and_bound.py", 1e-7),  # breaks; the debug check
     ("box_lp.py", 1e-11), ("box_lp.py", 1e-14), ("box_lp.py", 5e-7),  # the simplex's pivoting
     ("counterfactual.py", 1e-9),  # which box sides need a row (a choice of rows, not a proof)
+    ("reference.py", 1e-9), ("reference.py", 1e-12),  # brute force: independent of polytrav's
+    ("analysis_checks.py", 1e-6), ("backend_checks.py", 1e-6),  # the contract checks' own
+    ("backend_checks.py", 1e-4), ("backend_checks.py", 1e-5),  # accuracy demands
 }
 
 

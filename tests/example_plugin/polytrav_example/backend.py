@@ -35,8 +35,8 @@ class ExampleLPBackend(SolverBackend):
         columns = None if bounds is None else [
             (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
             for lo, hi in zip(*bounds)]
-        has_ub = A_ub is not None and A_ub.shape[0] > 0
-        has_eq = A_eq is not None and A_eq.shape[0] > 0
+        has_ub = A_ub is not None and np.shape(A_ub)[0] > 0  # arrays, lists or scipy.sparse
+        has_eq = A_eq is not None and np.shape(A_eq)[0] > 0
         try:
             res = linprog(c, A_ub=A_ub if has_ub else None, b_ub=b_ub if has_ub else None,
                           A_eq=A_eq if has_eq else None, b_eq=b_eq if has_eq else None,

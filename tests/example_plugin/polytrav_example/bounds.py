@@ -81,14 +81,14 @@ class OutputBounds(Analysis):
         return None
 
     def finish(self, context):
-        if self._witness is not None:
-            verdict = Verdict.VIOLATED
-        else:
-            verdict = Verdict.HOLDS if self.exact(context) else Verdict.UNKNOWN
-        value = None if self._witness is None else float(
-            context.network.forward(self._witness)[self.output])
-        return AnalysisResult(self.label, verdict, value, self._witness,
-                              exact=self.exact(context) or self._witness is not None,
+        if self._witness is not None:  # the verdict is settled; the value is the witness's
+            return AnalysisResult(self.label, Verdict.VIOLATED,
+                                  float(context.network.forward(self._witness)[self.output]),
+                                  self._witness, exact=False, scope="witness",
+                                  n_polytopes=self.n_polytopes, n_solves=self.n_solves,
+                                  failures=tuple(self.failures))
+        verdict = Verdict.HOLDS if self.exact(context) else Verdict.UNKNOWN
+        return AnalysisResult(self.label, verdict, None, exact=self.exact(context),
                               n_polytopes=self.n_polytopes, n_solves=self.n_solves,
                               failures=tuple(self.failures))
 
@@ -99,5 +99,5 @@ class OutputBounds(Analysis):
         violated = next((p for p in parts if p.verdict is Verdict.VIOLATED), None)
         if violated is not None:
             return self.merged(parts, context, verdict=Verdict.VIOLATED, value=violated.value,
-                               witness=violated.witness, exact=True)
+                               witness=violated.witness, exact=False, scope="witness")
         return self.merged(parts, context, verdict=Verdict.HOLDS if exact else Verdict.UNKNOWN)
