@@ -35,6 +35,7 @@ import numpy as np
 from polytrav.vocabulary.errors import CheckpointError, ConfigError, PolytravError
 from polytrav.host.runner import pieces
 from polytrav.host.stats import report_stats
+from polytrav.solve.backend import SolveTally
 from polytrav.traversal import Piece, TraversalStats, TraversalStatus
 
 __all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
@@ -393,6 +394,7 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
         stats.to_dict(),
         proven_pieces=[p for s in state.stats for p in s.get("proven_pieces", [])],
         subproblems={key: sum(s.get(key, 0) for s in state.stats) for key in SUBPROBLEM_STATS},
+        solves=SolveTally.merge(s.get("solves", {}) for s in state.stats),
         parts=len(state.parts), workers=workers, pieces_total=len(state.pieces),
         pieces_done=len(state.done), lost_parts=len(lost),
         part_seconds=[s.get("part_seconds") for s in state.stats],

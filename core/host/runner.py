@@ -35,7 +35,7 @@ from polytrav.model.region import Region
 from polytrav.traversal.engine import check_budgets
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
-from polytrav.solve.backend import SolverBackend, solve_along
+from polytrav.solve.backend import SolverBackend, SolveTally, counting, solve_along, tally_solve
 from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
 from polytrav.traversal.subdivision_run import open_traversal
 
@@ -214,10 +214,12 @@ class RunContext:
         """:meth:`Traversal.maximize_in_cell`, counted as a subproblem solve; None if it cannot."""
         t0 = time.perf_counter()
         res = self.traversal.maximize_in_cell(polytope, g)
+        elapsed = time.perf_counter() - t0
         if res is not None:
             self.n_solves += 1
             self.n_in_model += 1
-        self.solve_time += time.perf_counter() - t0
+            tally_solve(res.solver, True, elapsed)
+        self.solve_time += elapsed
         return res
 
     @staticmethod
@@ -630,6 +632,26 @@ class RunSession:
                               prune=prune, order=order, volume_shares=volume_shares)
         context.attach(trav)
         kept: list | None = [] if keep_polytopes else None
+        tally = SolveTally()
+        with counting(tally):
+            results = self._drive(items, trav, context, voters, progress, kept, on_interrupt)
+        stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
+                             subproblems=context.subproblem_stats(), solves=tally.to_dict())
+        return Report(
+            results=results,
+            status=trav.status,
+            stats=stats,
+            time=time.perf_counter() - t1,
+            solver={form: list(names) for form, names in self._names.items()},
+            setup_time=t1 - t0,
+            polytopes=kept,
+            network=net,
+            analyses=list(items),
+        )
+
+    def _drive(self, items, trav, context, voters, progress, kept, on_interrupt) -> list:
+        """Begin, every polytope to every voter, the end: the analyses' results."""
+        pm = self.pm
         interrupted = None
         for a in items:
             a.begin_run(context)
@@ -651,19 +673,7 @@ class RunSession:
             raise interrupted
         results = [_result(a, a.end_run(context)) for a in items]
         pm.hook.polytrav_end_run(context=context)  # other plugins' (their returns are not results)
-        stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
-                             subproblems=context.subproblem_stats())
-        return Report(
-            results=results,
-            status=trav.status,
-            stats=stats,
-            time=time.perf_counter() - t1,
-            solver={form: list(names) for form, names in self._names.items()},
-            setup_time=t1 - t0,
-            polytopes=kept,
-            network=net,
-            analyses=list(items),
-        )
+        return results
 
 
 def _result(analysis: Analysis, result) -> AnalysisResult:

@@ -19,7 +19,7 @@ PART_STATS = ("parts", "workers", "pieces_total", "pieces_done", "lost_parts", "
 
 
 def report_stats(traversal: dict[str, Any], *, proven_pieces: Iterable, subproblems: dict[str, Any],
-                 parts: int = 0, workers: int = 1, pieces_total: int | None = None,
+                 solves: dict[str, dict] | None = None, parts: int = 0, workers: int = 1, pieces_total: int | None = None,
                  pieces_done: int | None = None, lost_parts: int = 0,
                  part_seconds: Iterable[float | None] = (), part_pieces: Iterable[int | None] = (),
                  enumeration_seconds: float = 0.0) -> dict[str, Any]:
@@ -34,6 +34,10 @@ def report_stats(traversal: dict[str, Any], *, proven_pieces: Iterable, subprobl
         The pieces proven by a bound (their polytopes were skipped).
     subproblems : dict
         The subproblem counters, keyed by :data:`polytrav.host.runner.SUBPROBLEM_STATS`.
+    solves : dict, optional
+        Per backend, the solves it answered along a chain, the tries that fell through to
+        the next backend and their seconds (:meth:`polytrav.solve.backend.SolveTally.to_dict`);
+        the key ``solves``.
     parts, workers, pieces_total, pieces_done, lost_parts, part_seconds, part_pieces, enumeration_seconds
         The counters of a run in parts (:data:`PART_STATS`); the defaults describe a serial
         run.
@@ -57,6 +61,7 @@ def report_stats(traversal: dict[str, Any], *, proven_pieces: Iterable, subprobl
     out = dict(traversal)
     out["proven_pieces"] = list(proven_pieces)
     out.update(subproblems)
+    out["solves"] = dict(solves or {})
     out.update(zip(PART_STATS, (parts, workers, pieces_total, pieces_done, lost_parts,
                                 list(part_seconds), list(part_pieces), enumeration_seconds)))
     return out

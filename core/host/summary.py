@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from polytrav.vocabulary.text import describe_result
 
-__all__ = ["format_report"]
+__all__ = ["format_report", "solves_line"]
 
 
 def format_report(report) -> str:
@@ -40,4 +40,18 @@ def format_report(report) -> str:
     lines.append(f"{st.get('polytopes', 0)} polytopes, {st.get('lps', 0)} LPs, "
                  f"{st.get('subproblem_solves', 0)} subproblems; {report.time:.3f} s "
                  f"(+{report.setup_time:.3f} s set-up); {state}")
+    if st.get("solves"):
+        lines.append(solves_line(st["solves"]))
     return "\n".join(lines)
+
+
+def solves_line(solves: dict[str, dict]) -> str:
+    """Per backend, the solves it answered along a chain (its seconds), and the tries that
+    fell through to the next backend (``Report.stats["solves"]``)."""
+    parts = []
+    for name, row in solves.items():
+        text = f"{name} {row['answered']} ({row['seconds']:.3f} s)"
+        if row["fell_through"]:
+            text += f", {row['fell_through']} fell through to the next backend"
+        parts.append(text)
+    return "solved by: " + "; ".join(parts)

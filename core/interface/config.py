@@ -53,7 +53,7 @@ from polytrav.interface.config_schema import (AnalysisSpec, BallRegion, BoxRegio
 from polytrav.interface.config_schema import Output  # noqa: F401
 from polytrav.vocabulary.errors import ConfigError, did_you_mean
 
-__all__ = ["Job", "load_job", "run_job", "write_job_outputs"]
+__all__ = ["Job", "load_job", "run_job", "write_job_outputs", "build_analysis"]
 
 
 def _input_file(root: Path, name: str, key: str, where: str, what: str) -> Path:
@@ -304,15 +304,20 @@ def _culprits(exc: BaseException, cls, params: dict) -> list[str]:
             and sig[p].default is not None and shape(v) != shape(sig[p].default)]
 
 
-def _analysis(k: int, spec: AnalysisSpec, classes: dict, pm, net, region, where: str):
-    """Analysis ``k`` of the job, built by name and validated; one-line errors naming the key."""
+def _analysis(k: int | None, spec: AnalysisSpec, classes: dict, pm, net, region, where: str):
+    """Analysis ``k`` of the job (None: the one of a command line), built by name and
+    validated; one-line errors naming the key."""
     import inspect
 
     from polytrav.host.manager import create_analysis
     from polytrav.vocabulary.errors import PolytravError
 
     name, params = spec.name, dict(spec.model_extra or {})
-    head = f"{where}: analysis[{k}] ({name})"
+    head = where if k is None else f"{where}: analysis[{k}] ({name})"
+
+    def key(p: str) -> str:  # where a parameter was given
+        return f"{where}: {p}" if k is None else f"{where}: analysis[{k}].{p} ({name})"
+
     cls = classes.get(name)
     if cls is not None:  # a required parameter left out (create_analysis: unknown ones)
         sig = list(inspect.signature(cls.__init__).parameters.values())[1:]
@@ -328,15 +333,15 @@ def _analysis(k: int, spec: AnalysisSpec, classes: dict, pm, net, region, where:
     def mistyped():
         bad = _mistyped(cls, params) if cls is not None else None
         if bad:
-            return ConfigError(f"{where}: analysis[{k}].{bad[0]} ({name}): {bad[1]}, "
-                               f"got {params[bad[0]]!r}")
+            return ConfigError(f"{key(bad[0])}: {bad[1]}, got {params[bad[0]]!r}")
         return None
 
     try:
         a = create_analysis(name, pm=pm, **params)
         a.validate(net, region)
     except PolytravError as exc:
-        raise ConfigError(f"{head}: {str(exc).removeprefix(f'analysis {name!r}: ')}") from exc
+        text = str(exc) if k is None else str(exc).removeprefix(f"analysis {name!r}: ")
+        raise ConfigError(f"{head}: {text}") from exc
     except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as exc:
         # the analysis's own code failed on a value it was given (text for numbers, ragged
         # lists, a list for a single value): the key and the value, not the exception
@@ -347,8 +352,7 @@ def _analysis(k: int, spec: AnalysisSpec, classes: dict, pm, net, region, where:
             raise
         keys = _culprits(exc, cls, params)
         if len(keys) == 1:
-            raise ConfigError(f"{where}: analysis[{k}].{keys[0]} ({name}): {_plain(exc)}, got "
-                              f"{params[keys[0]]!r}") from exc
+            raise ConfigError(f"{key(keys[0])}: {_plain(exc)}, got {params[keys[0]]!r}") from exc
         given = ", ".join(f"{p} = {v!r}" for p, v in params.items())
         raise ConfigError(f"{head}: a parameter value cannot be used: {_plain(exc)}; "
                           f"given {given}") from exc
@@ -356,6 +360,20 @@ def _analysis(k: int, spec: AnalysisSpec, classes: dict, pm, net, region, where:
     if error is not None:
         raise error
     return a
+
+
+def build_analysis(name: str, params: dict, net, region, where: str):
+    """One analysis by registered name and parameters, validated on ``net`` and ``region``,
+    with the job file's one-line errors (``where`` starts them): the command line's
+    ``polytrav analyze --analysis NAME KEY=VALUE...``."""
+    from polytrav.host.manager import analysis_classes, get_plugin_manager
+
+    pm = get_plugin_manager()
+    classes = analysis_classes(pm)
+    if name not in classes:
+        raise ConfigError(f"{where}: unknown analysis {name!r}{did_you_mean(name, classes)}; "
+                          f"known analyses: {sorted(classes)} (see `polytrav plugins`)")
+    return _analysis(None, AnalysisSpec(name=name, **params), classes, pm, net, region, where)
 
 
 def prepare(path: str | Path):

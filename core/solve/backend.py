@@ -18,9 +18,12 @@ update one warm-started model in place.
 """
 from __future__ import annotations
 
+import contextvars
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, ClassVar
 
 from polytrav.vocabulary.results import SolveResult, Status
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from polytrav.model.geometry import Frame
     from polytrav.solve.chebyshev import ChebyshevModel
 
-__all__ = ["SolverBackend", "settles", "solve_along"]
+__all__ = ["SolverBackend", "settles", "solve_along", "SolveTally", "counting", "tally_solve"]
 
 
 _FOUND: set[str] = set()
@@ -143,23 +146,81 @@ def settles(result: SolveResult, backend: SolverBackend) -> bool:
         result.status is Status.INFEASIBLE and backend.certifies_optimality)
 
 
+class SolveTally:
+    """Per backend: the solves it answered, the tries that fell through to the next backend
+    of a chain, and their seconds. A run counts every solve along a chain
+    (:func:`solve_along`) made while it is :func:`counting`."""
+
+    def __init__(self):
+        self.rows: dict[str, list] = {}  # backend name -> [answered, fell through, seconds]
+
+    def record(self, name: str, answered: bool, seconds: float) -> None:
+        row = self.rows.setdefault(name, [0, 0, 0.0])
+        row[0 if answered else 1] += 1
+        row[2] += seconds
+
+    def to_dict(self) -> dict[str, dict]:
+        """``{backend: {"answered", "fell_through", "seconds"}}``, by backend name."""
+        return {name: {"answered": a, "fell_through": f, "seconds": t}
+                for name, (a, f, t) in sorted(self.rows.items())}
+
+    @staticmethod
+    def merge(dicts: Iterable[dict]) -> dict[str, dict]:
+        """The sum of several :meth:`to_dict` (the parts of a run)."""
+        out = SolveTally()
+        for d in dicts:
+            for name, row in d.items():
+                mine = out.rows.setdefault(name, [0, 0, 0.0])
+                mine[0] += row["answered"]
+                mine[1] += row["fell_through"]
+                mine[2] += row["seconds"]
+        return out.to_dict()
+
+
+_TALLY: contextvars.ContextVar[SolveTally | None] = contextvars.ContextVar("polytrav_tally",
+                                                                           default=None)
+
+
+@contextmanager
+def counting(tally: SolveTally) -> Iterator[SolveTally]:
+    """Count every :func:`solve_along` try in ``tally`` while the block runs."""
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
+def tally_solve(name: str, answered: bool, seconds: float) -> None:
+    """Count one solve made outside :func:`solve_along` (in the traversal's own LP model)."""
+    tally = _TALLY.get()
+    if tally is not None:
+        tally.record(name, answered, seconds)
+
+
 def solve_along(backends: Iterable[SolverBackend],
                 attempt: Callable[[SolverBackend], SolveResult]) -> tuple[SolveResult, int]:
     """``attempt(backend)`` on each backend in turn until one :func:`settles`.
 
     Returns the settling result and how many backends were tried. When none settles, the
     result is the last one, made undecided (an unconfirmed "infeasible" becomes ERROR) and
-    its message lists every try. An exception from a backend is one more failed try.
+    its message lists every try. An exception from a backend is one more failed try. Each try
+    is counted in the :class:`SolveTally` of the run :func:`counting`, if any.
     """
     tried: list[str] = []
+    tally = _TALLY.get()
     res = SolveResult(Status.ERROR, message="no backend tried")
     for backend in backends:
+        t0 = time.perf_counter()
         try:
             res = attempt(backend)
         except Exception as exc:  # noqa: BLE001 - a crashing backend decides nothing
             res = SolveResult(Status.ERROR, solver=backend.name, message=f"{type(exc).__name__}: {exc}")
         tried.append(f"{backend.name}: {res.status}")
-        if settles(res, backend):
+        settled = settles(res, backend)
+        if tally is not None:
+            tally.record(backend.name, settled, time.perf_counter() - t0)
+        if settled:
             return res, len(tried)
     status = Status.ERROR if res.status is Status.INFEASIBLE else res.status
     message = ("infeasible only by a backend that does not certify"

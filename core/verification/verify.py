@@ -62,13 +62,21 @@ class VerificationResult:
         """Process exit code of the answer: 0 unsat, 1 sat, 2 unknown, 3 timeout, 4 error."""
         return {"unsat": 0, "sat": 1, "unknown": 2, "timeout": 3, "error": 4}[self.answer]
 
+    @property
+    def solves(self) -> dict[str, dict]:
+        """Per backend, over every region's run: the solves it answered along a chain, the
+        tries that fell through to the next backend, their seconds (``Report.stats``)."""
+        from polytrav.solve.backend import SolveTally
+
+        return SolveTally.merge(r.stats.get("solves", {}) for r in self.reports)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dictionary."""
         as_list = (lambda a: None if a is None else np.asarray(a, float))
         return jsonable({"answer": self.answer, "counterexample": as_list(self.counterexample),
                           "output": as_list(self.output), "polytopes": self.polytopes,
                           "lps": self.lps, "seconds": self.seconds, "reason": self.reason,
-                          "proven": self.proven, "split": self.split})
+                          "proven": self.proven, "split": self.split, "solves": self.solves})
 
 
 def load_network(path: str | PathLike) -> Network:

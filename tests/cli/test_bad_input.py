@@ -233,6 +233,19 @@ CASES = [
     ("a counterexample file for a batch", ["verify", "--instances", "{d}/self.csv",
                                            "--counterexample", "{d}/cex.txt"],
      "--counterexample FILE is for one instance"),
+    ("a solver for an unknown problem form", ["attack", "{d}/tiny.nnet", *BOX, "--solver",
+                                              "gpu=highs"], "is not FORM=NAME with FORM one of"),
+    ("a QP backend for regions", ["regions", "{d}/tiny.nnet", *BOX, "--solver", "qp=osqp"],
+     "regions solves LPs only"),
+    ("an unknown analysis", ["analyze", "{d}/tiny.nnet", *BOX, "--analysis", "countrfactual"],
+     "did you mean 'counterfactual'"),
+    ("a parameter the analysis does not take", ["analyze", "{d}/tiny.nnet", *BOX, "--analysis",
+                                                "counterfactual", "x0=0,0", "nrom=2"],
+     "did you mean 'norm'"),
+    ("a missing analysis parameter", ["analyze", "{d}/tiny.nnet", *BOX, "--analysis",
+                                      "counterfactual"], "needs parameter 'x0'"),
+    ("an analysis parameter without a value", ["analyze", "{d}/tiny.nnet", *BOX, "--analysis",
+                                               "output_range", "norm"], "is not KEY=VALUE"),
 ]
 
 

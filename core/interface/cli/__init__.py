@@ -3,8 +3,9 @@
 ``polytrav verify NET PROP`` decides one VNN-LIB property on an ONNX or ``.nnet`` network;
 ``polytrav verify --instances instances.csv --results out.csv`` runs a VNN-COMP instance list
 and writes each row as it finishes. ``polytrav run job.toml`` runs a job file
-(:mod:`polytrav.interface.config`); ``regions``, ``attack``, ``counterfactual`` and ``monotonicity`` run
-one analysis; ``polytrav plugins`` and ``polytrav solvers`` list what is installed.
+(:mod:`polytrav.interface.config`); ``regions`` counts, lists or draws the polytopes;
+``analyze --analysis NAME KEY=VALUE...`` runs any registered analysis, and ``attack``,
+``counterfactual`` and ``monotonicity`` run one built-in each; ``polytrav plugins`` and ``polytrav solvers`` list what is installed.
 
 Exit codes (every command): 0 holds / complete, 1 violated (a confirmed counterexample or
 violation), 2 unknown or partial (a budget, a lost LP, Ctrl-C), 3 timeout (``verify``), 4 bad
@@ -26,7 +27,8 @@ import sys
 
 import click
 
-from polytrav.interface.cli.analysis import attack, counterfactual, monotonicity, regions, run
+from polytrav.interface.cli.analysis import (analyze, attack, counterfactual, monotonicity,
+                                             regions, run)
 # the exit codes and vnncomp_counterexample are re-exported: they stay reachable here
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
                                            EXIT_HOLDS, EXIT_INTERNAL, EXIT_PARTIAL, EXIT_TIMEOUT,
@@ -93,5 +95,6 @@ def main() -> None:
     """Exact traversal of the linear regions of ReLU networks, and verification on top."""
 
 
-for _command in (verify, run, plugins, solvers, regions, attack, counterfactual, monotonicity):
+for _command in (verify, run, plugins, solvers, regions, analyze, attack, counterfactual,
+                 monotonicity):
     main.add_command(_command)

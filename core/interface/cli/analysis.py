@@ -14,10 +14,10 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
-                                           fail)
+                                           fail, solver_option)
 from polytrav.vocabulary.results import Verdict, to_json
 
-__all__ = ["regions", "attack", "counterfactual", "monotonicity", "run"]
+__all__ = ["regions", "analyze", "attack", "counterfactual", "monotonicity", "run"]
 
 
 def _print_report(report, as_json: bool) -> None:
@@ -144,9 +144,7 @@ def _finite(values, what: str):
                    "free inputs, else the LP traversal), hierarchical (the LP traversal) or "
                    "subdivision (cells cut neuron by neuron, no LPs: far faster in 2-6 "
                    "dimensions).")
-@click.option("--solver", default=None,
-              help="LP backend of the traversal and of subdivision's thin cells (see "
-                   "`polytrav solvers`).")
+@solver_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_export_option
 def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_polytopes, timeout,
@@ -188,6 +186,11 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
         from polytrav.interface.plot import check_plane
 
         check_plane(net, dims, names, region)
+    if isinstance(solver, dict):  # the traversal solves LPs only
+        if set(solver) - {"lp"}:
+            fail(f"regions solves LPs only (the traversal's and subdivision's thin cells): "
+                 f"give --solver NAME or lp=NAME, not {sorted(set(solver) - {'lp'})}")
+        solver = solver["lp"]
     bar = Progress("regions", sys.stderr.isatty())
     run = traverse(net, region, strategy=strategy, solver=solver, max_polytopes=max_polytopes,
                    time_limit=timeout)
@@ -280,7 +283,7 @@ def _region_options(f):
                           "is partial)."),
         click.option("--max-polytopes", type=click.IntRange(min=1), default=None,
                      help="Polytope budget (a run cut short is partial)."),
-        click.option("--solver", default=None, help="LP backend (see `polytrav solvers`)."),
+        solver_option,
         click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
         _export_option,
     ]):
@@ -291,7 +294,7 @@ def _region_options(f):
 def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
                       export_path, analysis, check=None) -> None:
     """Run one analysis; ``check(net)`` refuses, in the CLI's words, what the analysis's own
-    validation would refuse in Python's."""
+    validation would refuse in Python's. ``analysis`` may be ``make(net, region)``."""
     from polytrav.host.runner import analyze
     from polytrav.verification.verify import load_network
 
@@ -300,6 +303,8 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
     if check is not None:
         check(net)
     region = _region_from(net, lower, upper, vnnlib)
+    if callable(analysis):
+        analysis = analysis(net, region)
     bar = Progress(analysis.name, sys.stderr.isatty())
     try:
         report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar,
@@ -310,6 +315,59 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
     _write_export(export_path, report.polytopes, report=report)
     _print_report(report, as_json)
     sys.exit(_report_exit(report))
+
+
+def _parameters(tokens) -> dict:
+    """``KEY=VALUE`` arguments as parameters: each value read as a TOML value (``1``, ``inf``,
+    ``[0.1, 0.2]``, ``"text"``), a bare comma-separated list as an array, else as text."""
+    from polytrav.interface.config_schema import tomllib  # tomli before Python 3.11
+
+    out = {}
+    for token in tokens:
+        key, eq, value = token.partition("=")
+        if not eq or not key.strip().isidentifier():
+            fail(f"analysis parameter {token!r} is not KEY=VALUE (e.g. norm=1 x0=0.1,0.2)")
+        key = key.strip()
+        if key in out:
+            fail(f"analysis parameter {key!r} is given twice")
+        for text in (value, f"[{value}]"):
+            try:
+                out[key] = tomllib.loads(f"v = {text}")["v"]
+                break
+            except tomllib.TOMLDecodeError:
+                continue
+        else:
+            out[key] = value
+    return out
+
+
+@click.command()
+@click.argument("network", type=click.Path(dir_okay=False))
+@click.argument("parameters", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--analysis", "name", required=True,
+              help="A registered analysis, built-in or from a plugin (see `polytrav plugins`).")
+@_region_options
+def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polytopes, solver,
+            as_json, export_path) -> None:
+    """Run any registered analysis, its parameters given as KEY=VALUE.
+
+    \b
+    Examples:
+      polytrav analyze net.onnx --lower -1 --upper 1 --analysis output_range
+      polytrav analyze net.onnx --lower 0 --upper 1 --analysis counterfactual x0=0.2,0.7 norm=1
+      polytrav analyze net.onnx --lower 0 --upper 1 --analysis output_bounds lower=-1 upper=1
+      polytrav analyze net.onnx --lower 0 --upper 1 --analysis counterfactual x0=0.2,0.7 \
+          norm=2 --solver lp=highs,qp=osqp
+
+    Values are TOML (numbers, inf, true, "text", [lists]); a bare a,b,c is a list. Exit code
+    0 holds / complete, 1 violated, 2 unknown or partial, 4 bad input.
+    """
+    from polytrav.interface.config import build_analysis
+
+    params = _parameters(parameters)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+                      export_path, lambda net, region: build_analysis(
+                          name, params, net, region, f"polytrav analyze --analysis {name}"))
 
 
 @click.command()

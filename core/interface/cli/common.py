@@ -16,7 +16,7 @@ import click
 
 __all__ = ["EXIT_HOLDS", "EXIT_VIOLATED", "EXIT_PARTIAL", "EXIT_TIMEOUT", "EXIT_BAD_INPUT",
            "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message",
-           "check_property_path"]
+           "check_property_path", "SOLVER", "solver_option"]
 
 #: Exit codes: holds/complete, violated, unknown or partial, timeout, bad input, a bug.
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_PARTIAL, EXIT_TIMEOUT, EXIT_BAD_INPUT, EXIT_INTERNAL = range(6)
@@ -51,6 +51,41 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+class SolverSpec(click.ParamType):
+    """``--solver``: ``NAME`` (the LP backend) or ``FORM=NAME[,FORM=NAME...]`` for the forms
+    lp, qp, socp and milp (``lp=highs,qp=osqp``); the value :func:`polytrav.analyze` takes."""
+
+    name = "solver"
+    FORMS = ("lp", "qp", "socp", "milp")
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str) or "=" not in value:
+            return value
+        out = {}
+        for item in value.split(","):
+            form, _, backend = item.partition("=")
+            form, backend = form.strip(), backend.strip()
+            if form not in self.FORMS or not backend:
+                self.fail(f"{item!r} is not FORM=NAME with FORM one of {list(self.FORMS)} "
+                          f"(e.g. lp=highs,qp=osqp)", param, ctx)
+            if form in out:
+                self.fail(f"{form} is given twice in {value!r}", param, ctx)
+            out[form] = backend
+        return out
+
+
+SOLVER = SolverSpec()
+
+
+def solver_option(f):
+    """The ``--solver`` option of the commands that solve."""
+    return click.option(
+        "--solver", type=SOLVER, default=None,
+        help="Backends: NAME (the LP backend) or FORM=NAME,... for lp, qp, socp, milp "
+             "(e.g. lp=highs,qp=osqp; see `polytrav solvers`). Each named backend is tried "
+             "first, the other installed ones of its form follow as fallbacks.")(f)
 
 
 def fail(message: str):

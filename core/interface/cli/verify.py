@@ -18,7 +18,7 @@ import numpy as np
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_PARTIAL,
                                            EXIT_TIMEOUT, EXIT_VIOLATED, NETWORK_SUFFIXES,
                                            Progress, check_property_path, error_message,
-                                           fail)
+                                           fail, solver_option)
 from polytrav.vocabulary.errors import PolytravError
 from polytrav.vocabulary.results import to_json
 
@@ -39,7 +39,7 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for the instance, from the process start (VNN-COMP's "
                    "convention); in a batch, from the row's start.")
-@click.option("--solver", default=None, help="LP backend (see `polytrav solvers`).")
+@solver_option
 @click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per instance).")
 @click.option("--counterexample", type=click.Path(dir_okay=False), default=None,
@@ -141,6 +141,10 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             click.echo(f"why: {result.reason}")
         click.echo(f"{result.polytopes} polytopes, {result.proven} pieces proven by bounds, "
                    f"{result.lps} LPs, {result.seconds:.3f} s")
+        if result.solves:
+            from polytrav.host.summary import solves_line
+
+            click.echo(solves_line(result.solves))
     sys.exit(result.exit_code)
 
 
