@@ -183,11 +183,7 @@ class _Job:
     net: Any
     region: Any
     analyses: bytes  # the analyses before any run, pickled: every part gets fresh copies
-    start: Any
-    solver: Any
-    strategy: str
-    order: str = "bfs"
-    volume_shares: bool = True
+    options: Any  # the run's RunOptions, made picklable (no executor, checkpoint, progress)
 
 
 @dataclass
@@ -202,14 +198,13 @@ class _PartResult:
 
 def _run_part(job: _Job, chunk: list[Piece], max_polytopes, time_limit) -> _PartResult:
     """One :func:`polytrav.analyze` run within ``chunk`` (executed in a worker)."""
-    from polytrav.host.runner import analyze
+    from polytrav.host.runner import RunSession
 
     t0 = time.perf_counter()
     analyses = pickle.loads(job.analyses)
-    report = analyze(job.net, job.region, analyses, start=job.start, solver=job.solver,
-                     strategy=job.strategy, max_polytopes=max_polytopes,
-                     time_limit=time_limit, within=chunk, order=job.order,
-                     volume_shares=job.volume_shares)
+    options = job.options.replace(within=chunk, max_polytopes=max_polytopes,
+                                  time_limit=time_limit)
+    report = RunSession(options.solver).run(job.net, job.region, analyses, options)
     return _PartResult([p.key for p in chunk], report.results, report.status, report.stats,
                        [a.decided for a in analyses], time.perf_counter() - t0)
 
@@ -262,8 +257,11 @@ class _State:
                    blob["enumeration"])
 
 
-class _Merged:
-    """What :meth:`Analysis.combine` sees as ``context.traversal`` of a run in parts."""
+class MergedTraversal:
+    """The traversal of a run in parts as :meth:`Analysis.combine` sees it through its
+    context (a :class:`~polytrav.host.views.TraversalView`): the merged status and counts."""
+
+    within = None  # the parts together cover the region
 
     def __init__(self, frame, start_u, status: TraversalStatus, stats: TraversalStats):
         self.frame, self.start_u, self.status, self.stats = frame, start_u, status, stats
@@ -271,6 +269,9 @@ class _Merged:
     @property
     def complete(self) -> bool:
         return self.status is TraversalStatus.COMPLETE
+
+    def time_left(self) -> float | None:
+        return None  # the parts are done: nothing is left to spend
 
 
 def _merge_stats(dicts: list[dict], n_levels: int) -> TraversalStats:
@@ -291,29 +292,31 @@ def _chunks(todo: list[Piece], n_parts: int) -> list[list[Piece]]:
     return [todo[i:i + size] for i in range(0, len(todo), size)]
 
 
-def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: str,
-                 max_polytopes, time_limit, executor: Executor | None, checkpoint,
-                 resume: bool, checkpoint_every: float, parts: int | None, progress,
-                 order: str = "bfs", on_interrupt: str = "raise", volume_shares: bool = True):
-    """:func:`polytrav.analyze` in parts (see the module doc); returns its Report."""
+def run_in_parts(net, region, analyses, options, session):
+    """:func:`polytrav.analyze` in parts (see the module doc): ``options`` its
+    :class:`~polytrav.host.options.RunOptions`, ``session`` its
+    :class:`~polytrav.host.runner.RunSession`; returns its Report."""
     from polytrav.host.runner import SUBPROBLEM_STATS, Report, RunContext
 
     t0 = time.perf_counter()
+    start, strategy, chains = options.start, options.strategy, session.chains
+    max_polytopes, time_limit = options.max_polytopes, options.time_limit
+    checkpoint, parts, progress = options.checkpoint, options.parts, options.progress
     missing = [a.label for a in analyses if not a.combinable]
     if missing:
         raise ConfigError(f"analyses {missing} do not implement combine(), so they cannot run "
                           "in parallel or with checkpoints; run them without an executor or "
                           "checkpoint")
-    executor = executor or SerialExecutor()
+    executor = options.executor or SerialExecutor()
     workers = n_workers(executor)
     path = None if checkpoint is None else Path(checkpoint)
     fp = fingerprint(net, region, start, strategy, analyses)
     lp_chain = chains["lp"]
     listing = None
-    if path is not None and resume and path.exists():
+    if path is not None and options.resume and path.exists():
         state = _State.load(path, fp)
     else:
-        if path is not None and path.exists() and not resume:
+        if path is not None and path.exists() and not options.resume:
             raise CheckpointError(f"checkpoint {str(path)!r} exists; pass resume=True to "
                                   "continue it or remove it to start over")
         listing = pieces(net, region, start, strategy=strategy, solver=lp_chain[0],
@@ -321,8 +324,9 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
         found = list(listing)
         state = _State(fp, found, enumeration=listing.stats.to_dict())
     enum_status = TraversalStatus.COMPLETE if listing is None else listing.status
-    job = _Job(net, region, pickle.dumps(analyses), start, _picklable_solver(solver), strategy,
-               order, volume_shares)
+    job = _Job(net, region, pickle.dumps(analyses),
+               options.replace(solver=_picklable_solver(options.solver), executor=None,
+                               checkpoint=None, resume=False, progress=None))
     todo = [p for p in state.pieces if p.key not in state.done]
     queue = _chunks(todo, parts or 8 * workers)
     status = enum_status if enum_status is not TraversalStatus.COMPLETE else None
@@ -367,12 +371,13 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
             else:
                 status = status or part.status
             if progress is not None:
-                progress(_Progress(polytopes, len(state.done), len(state.pieces)))
-            if path is not None and time.perf_counter() - last_save >= checkpoint_every:
+                lps = sum(st.get("lps", 0) for st in state.stats)
+                progress(PartsProgress(polytopes, lps, len(state.done), len(state.pieces)))
+            if path is not None and time.perf_counter() - last_save >= options.checkpoint_every:
                 state.save(path)
                 last_save = time.perf_counter()
     except KeyboardInterrupt:  # the parts done so far stay (and are saved below)
-        if on_interrupt == "raise":
+        if options.on_interrupt == "raise":
             raise
         status = TraversalStatus.INTERRUPTED
     finally:
@@ -385,9 +390,9 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
     stats.pieces[0] = sum(s["pieces"][0] for s in state.stats) if state.stats else 0
     stats.failures += lost
     frame = _frame_of(net, region)
-    merged = _Merged(frame, None if start is None else frame.to_u(np.asarray(start, float)),
+    merged = MergedTraversal(frame, None if start is None else frame.to_u(np.asarray(start, float)),
                      status, stats)
-    context = RunContext(net, region, chains, pm)
+    context = RunContext(net, region, chains, session.pm)
     context.attach(merged)
     results = [a.combine([p[i] for p in state.parts], context) for i, a in enumerate(analyses)]
     out = report_stats(
@@ -406,15 +411,17 @@ def run_in_parts(net, region, analyses, *, start, solver, chains, pm, strategy: 
 
 
 @dataclass
-class _Progress:
-    """What a progress callback of a run in parts receives."""
+class PartsProgress:
+    """What a progress callback of a run in parts receives after each part (a
+    :class:`~polytrav.host.views.ProgressView`, as a serial run's traversal is)."""
 
     polytopes: int
+    lps: int
     pieces_done: int
     pieces_total: int
 
     @property
-    def stats(self):  # the same shape a serial run's progress reads
+    def stats(self):  # the counts a serial run's progress reads from traversal.stats
         return self
 
 

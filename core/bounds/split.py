@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["BoxPiece", "SplitResult", "split_box", "effective_inputs", "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
+__all__ = ["BoxPiece", "BoxFrame", "LpContext", "SplitResult", "split_box", "effective_inputs",
+           "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
            "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS", "SPLIT_LEAVES_PER_BOX",
            "SPLIT_BATCH", "SPLIT_BATCH_SHARE"]
@@ -84,8 +85,9 @@ class SplitResult:
     frontier: int = 0
 
 
-class _Frame:
-    """The box's own coordinates: ``x = m + h * u``, ``u`` in ``[-1, 1]^n``."""
+class BoxFrame:
+    """The box's own coordinates: ``x = m + h * u``, ``u`` in ``[-1, 1]^n`` (a
+    :class:`~polytrav.bounds.views.PieceFrame`)."""
 
     def __init__(self, lower: np.ndarray, upper: np.ndarray):
         self.m, self.h = (lower + upper) / 2, (upper - lower) / 2
@@ -96,14 +98,15 @@ class _Frame:
 
 
 class BoxPiece:
-    """A box ``[lower, upper]`` seen as a level-0 piece (what bounds read of a
-    :class:`polytrav.traversal.PieceView`): the frame ``x = m + M u``, ``u`` in
-    ``[-1, 1]^n``, no rows beyond the box, no vertices, no fixed layers."""
+    """A box ``[lower, upper]`` seen as a level-0 piece (a
+    :class:`~polytrav.bounds.views.BoundPiece`, as the traversal's pieces are): the frame
+    ``x = m + M u``, ``u`` in ``[-1, 1]^n``, no rows beyond the box, no vertices, no fixed
+    layers."""
 
     level, code, vertices = 0, (), None
 
     def __init__(self, lower: np.ndarray, upper: np.ndarray):
-        self.frame = _Frame(lower, upper)
+        self.frame = BoxFrame(lower, upper)
         self.M, self.m = np.diag(self.frame.h), self.frame.m
 
     def halfspaces(self, box: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -113,8 +116,9 @@ class BoxPiece:
         return np.vstack([np.eye(n), -np.eye(n)]), np.ones(2 * n)
 
 
-class _Context:
-    """What :func:`dnf_bound` reads of a run: the network and the LP backends."""
+class LpContext:
+    """A run outside any traversal, as bounds see it (a
+    :class:`~polytrav.bounds.views.BoundContext`): the network and one LP chain."""
 
     def __init__(self, network, lp_chain):
         self.network, self._lp = network, lp_chain
@@ -133,7 +137,7 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
     from polytrav.bounds.dnf import dnf_bound
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-    _, L = dnf_bound(pairs, BoxPiece(lower, upper), _Context(network, lp_chain), steps=0)
+    _, L = dnf_bound(pairs, BoxPiece(lower, upper), LpContext(network, lp_chain), steps=0)
     score = np.sort(np.abs(L).sum(axis=0) * (upper - lower))[::-1]
     if not score.any():
         return int(np.sum(upper > lower))
@@ -166,7 +170,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
     max_boxes = SPLIT_BOXES if max_boxes is None else max_boxes
     t0 = time.perf_counter()
-    context = _Context(network, lp_chain)
+    context = LpContext(network, lp_chain)
     free = upper > lower
     total = float(np.prod(upper[free] - lower[free]))
     result = SplitResult(None)

@@ -30,6 +30,7 @@ import numpy as np
 from polytrav.host.explanation import Explanation, RowResult
 from polytrav.host.manager import analysis_classes, check_options
 from polytrav.host.row import Row
+from polytrav.host.options import RunOptions
 from polytrav.host.runner import RunSession
 from polytrav.model.network import Network
 from polytrav.model.region import Box
@@ -56,9 +57,11 @@ class _Job:
     specs: tuple[AnalysisSpec, ...]
     domain: Box
     features: tuple[str, ...]
-    solver: Any
-    time_limit: float | None
-    max_polytopes: int | None
+    options: RunOptions  # each row's run: the solver and the budgets
+
+    @property
+    def solver(self):
+        return self.options.solver
 
 
 _SESSION: dict[str, RunSession] = {}  # token -> the worker's session (the latest call only)
@@ -84,8 +87,7 @@ def _explain_row(session: RunSession, job: _Job, position: int, label, x: np.nda
         for spec in job.specs:
             try:
                 analysis, region = spec.cls.for_row(row, **spec.options)
-                report = session.run(job.net, region, [analysis], time_limit=job.time_limit,
-                                     max_polytopes=job.max_polytopes)
+                report = session.run(job.net, region, [analysis], job.options)
                 result = report.results[0]
                 out.work_time += report.time
                 out.results[spec.label] = result
@@ -224,8 +226,8 @@ def _prepare(net, X, analyses, domain, solver, time_limit, max_polytopes):
     values, features, index, index_name = _as_table(X, net)
     box = _as_domain(domain, values)
     session = RunSession(solver)
-    job = _Job(uuid.uuid4().hex, net, _as_specs(analyses, session.pm), box, features, solver,
-               time_limit, max_polytopes)
+    job = _Job(uuid.uuid4().hex, net, _as_specs(analyses, session.pm), box, features,
+               RunOptions(solver=solver, time_limit=time_limit, max_polytopes=max_polytopes))
     rows = [(i, index[i], values[i]) for i in range(values.shape[0])]
     return session, job, rows, index, index_name
 

@@ -28,11 +28,12 @@ from polytrav.host.analysis import Analysis
 from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
+from polytrav.host.options import RunOptions
+from polytrav.host.views import TraversalView
 from polytrav.host.stats import report_stats
 from polytrav.host.steering import Guide, Voters
 from polytrav.model.network import Network
 from polytrav.model.region import Region
-from polytrav.traversal.engine import check_budgets
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, SolveTally, counting, solve_along, tally_solve
@@ -151,8 +152,8 @@ class RunContext:
         self.n_box_lp = 0  # cell maxima certified by polytrav.bounds.box_lp (maximize_linear)
         self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
 
-    def attach(self, traversal) -> None:
-        """The run's traversal (a :class:`~polytrav.traversal.Traversal` or what stands for one)."""
+    def attach(self, traversal: TraversalView) -> None:
+        """The run's traversal (a :class:`~polytrav.host.views.TraversalView`)."""
         self.traversal = traversal
         self.frame = traversal.frame
 
@@ -179,7 +180,7 @@ class RunContext:
     @property
     def within(self) -> list | None:
         """The level-1 pieces the run is confined to (a part of a run in parts), else None."""
-        return getattr(self.traversal, "within", None)
+        return self.traversal.within
 
     def time_left(self) -> float | None:
         """Seconds left of the run's time budget (None without one)."""
@@ -521,12 +522,13 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     (-1.0, 1.0)
     """
     t0 = time.perf_counter()
-    return RunSession(solver).run(
-        net, region, analyses, start=start, strategy=strategy, max_polytopes=max_polytopes,
-        time_limit=time_limit, progress=progress, within=within, executor=executor,
-        checkpoint=checkpoint, resume=resume, checkpoint_every=checkpoint_every, parts=parts,
-        order=order, keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
-        volume_shares=volume_shares, deadline=deadline)
+    options = RunOptions(
+        start=start, solver=solver, strategy=strategy, order=order, max_polytopes=max_polytopes,
+        time_limit=time_limit, deadline=deadline, within=within, progress=progress,
+        executor=executor, checkpoint=checkpoint, resume=resume,
+        checkpoint_every=checkpoint_every, parts=parts, keep_polytopes=keep_polytopes,
+        on_interrupt=on_interrupt, volume_shares=volume_shares)
+    return RunSession(solver).run(net, region, analyses, options, t0=t0)
 
 
 class RunSession:
@@ -550,72 +552,49 @@ class RunSession:
         """:class:`Analysis` instances from :func:`analyze`'s ``analyses`` argument."""
         return _as_analyses(analyses, self.pm)
 
-    def run(self, net: Network, region: Region, analyses, *, start=None,
-            strategy: str = "auto", max_polytopes: int | None = None,
-            time_limit: float | None = None, progress=None, within=None, executor=None,
-            checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
-            parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
-            on_interrupt: str = "raise", t0: float | None = None,
-            volume_shares: bool = True, deadline: float | None = None) -> Report:
-        """One run of :func:`analyze` (same arguments) on this session's manager and chains."""
+    def run(self, net: Network, region: Region, analyses, options: RunOptions | None = None,
+            *, t0: float | None = None) -> Report:
+        """One run of :func:`analyze` on this session's manager and chains (``options``:
+        :func:`analyze`'s keyword arguments; their ``solver`` is the session's)."""
         t0 = time.perf_counter() if t0 is None else t0
-        pm, chains, solver = self.pm, self.chains, self.solver
+        options = RunOptions(solver=self.solver) if options is None else options
         if not isinstance(net, Network):
             raise ConfigError(f"analyze: net must be a polytrav.Network, got {type(net).__name__}")
         if not isinstance(region, Region):
             raise ConfigError(f"analyze: region must be a polytrav Region, got {type(region).__name__}")
-        if on_interrupt not in ("raise", "report"):
-            raise ConfigError(f"analyze: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
-        check_budgets(max_polytopes, time_limit, "analyze")
         region = region.with_dims(net.n_inputs)
-        items = _as_analyses(analyses, pm)
+        items = _as_analyses(analyses, self.pm)
         seen: dict[str, int] = {}
         for a in items:
             a.validate(net, region)
             seen[a.name] = seen.get(a.name, 0) + 1
             a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
-        in_parts = executor is not None or checkpoint is not None
-        if in_parts and within is not None:
-            raise ConfigError("analyze: 'within' and a run in parts (executor/checkpoint) do not mix")
-        if in_parts and keep_polytopes:
-            raise ConfigError("analyze: keep_polytopes needs a serial run (no executor/checkpoint)")
         forms = frozenset(a.problem_form for a in items)
         if forms not in self._warm:  # the libraries' first imports, once per session
-            _warm_up(items, chains)
+            _warm_up(items, self.chains)
             self._warm.add(forms)
         t1 = time.perf_counter()  # the work starts: time_limit counts from here (Report.time)
-        if deadline is not None:  # what is left until the deadline, counted from here too
-            left = max(deadline - t1, 1e-6)
-            time_limit = left if time_limit is None else min(time_limit, left)
-        if start is None:  # an analysis's start point: now for a run in parts (every part starts
-            def start():   # from it), else when the search needs one
+        if options.deadline is not None:  # what is left until the deadline, counted from here
+            left = max(options.deadline - t1, 1e-6)
+            limit = options.time_limit
+            options = options.replace(time_limit=left if limit is None else min(limit, left))
+        if options.start is None:  # an analysis's start point: now for a run in parts (every
+            def start():           # part starts from it), else when the search needs one
                 return next((p for p in (a.start_point() for a in items) if p is not None), None)
-            if in_parts:
-                start = start()
-        if in_parts:
+            options = options.replace(start=start() if options.in_parts else start)
+        if options.in_parts:
             from polytrav.parallel import run_in_parts
 
-            return run_in_parts(net, region, items, start=start, solver=solver, chains=chains, pm=pm,
-                                strategy=strategy, max_polytopes=max_polytopes,
-                                time_limit=time_limit, executor=executor, checkpoint=checkpoint,
-                                resume=resume, checkpoint_every=checkpoint_every, parts=parts,
-                                progress=progress, order=order, on_interrupt=on_interrupt,
-                                volume_shares=volume_shares)
-        return self._serial(net, region, items, start=start, strategy=strategy,
-                            max_polytopes=max_polytopes, time_limit=time_limit,
-                            progress=progress, within=within, order=order,
-                            keep_polytopes=keep_polytopes, on_interrupt=on_interrupt, t0=t0,
-                            t1=t1, volume_shares=volume_shares)
+            return run_in_parts(net, region, items, options, self)
+        return self._serial(net, region, items, options, t0, t1)
 
-    def _serial(self, net, region, items, *, start, strategy, max_polytopes, time_limit,
-                progress, within, order, keep_polytopes, on_interrupt, t0, t1,
-                volume_shares) -> Report:
+    def _serial(self, net, region, items, options: RunOptions, t0: float, t1: float) -> Report:
         """The serial run of :meth:`run`."""
         pm, chains = self.pm, self.chains
         context = RunContext(net, region, chains, pm)
         voters = Voters(items, pm)
         guide = (Guide(items, voters, context)
-                 if within is None and Guide.possible(items) else None)
+                 if options.within is None and Guide.possible(items) else None)
         prune = None
         if voters.prove_pieces:
             def prune(piece):
@@ -623,18 +602,20 @@ class RunSession:
         lp_chain = chains["lp"]
         if not lp_chain:
             raise ConfigError("analyze: no LP backend is installed (pip install highspy)")
+        time_limit = options.time_limit
         if time_limit is not None:  # what the traversal's set-up left of the budget
             time_limit = max(time_limit - (time.perf_counter() - t1), 1e-6)
-        trav = open_traversal(net, region, start, strategy=strategy, solver=lp_chain[0],
-                              max_polytopes=max_polytopes, time_limit=time_limit,
-                              fallback=lp_chain[1:], guide=guide,
-                              vertices=any(a.uses_vertices for a in items), within=within,
-                              prune=prune, order=order, volume_shares=volume_shares)
+        trav = open_traversal(net, region, options.start, strategy=options.strategy,
+                              solver=lp_chain[0], max_polytopes=options.max_polytopes,
+                              time_limit=time_limit, fallback=lp_chain[1:], guide=guide,
+                              vertices=any(a.uses_vertices for a in items),
+                              within=options.within, prune=prune, order=options.order,
+                              volume_shares=options.volume_shares)
         context.attach(trav)
-        kept: list | None = [] if keep_polytopes else None
+        kept: list | None = [] if options.keep_polytopes else None
         tally = SolveTally()
         with counting(tally):
-            results = self._drive(items, trav, context, voters, progress, kept, on_interrupt)
+            results = self._drive(items, trav, context, voters, options, kept)
         stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
                              subproblems=context.subproblem_stats(), solves=tally.to_dict())
         return Report(
@@ -649,9 +630,9 @@ class RunSession:
             analyses=list(items),
         )
 
-    def _drive(self, items, trav, context, voters, progress, kept, on_interrupt) -> list:
+    def _drive(self, items, trav, context, voters, options: RunOptions, kept) -> list:
         """Begin, every polytope to every voter, the end: the analyses' results."""
-        pm = self.pm
+        pm, progress = self.pm, options.progress
         interrupted = None
         for a in items:
             a.begin_run(context)
@@ -669,7 +650,7 @@ class RunSession:
             interrupted = exc
         finally:
             trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
-        if interrupted is not None and on_interrupt == "raise":
+        if interrupted is not None and options.on_interrupt == "raise":
             raise interrupted
         results = [_result(a, a.end_run(context)) for a in items]
         pm.hook.polytrav_end_run(context=context)  # other plugins' (their returns are not results)

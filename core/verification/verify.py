@@ -185,10 +185,10 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
 def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
             bounds, order, split, bab, t0, reports, confirm=None) -> VerificationResult:
     """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
-    from polytrav.verification.vnnlib import VnnlibSpec, read_vnnlib
-    from polytrav.host.manager import get_plugin_manager
-    from polytrav.host.runner import analyze
+    from polytrav.host.options import RunOptions
+    from polytrav.host.runner import RunSession
     from polytrav.traversal import TraversalStatus
+    from polytrav.verification.vnnlib import VnnlibSpec, read_vnnlib
 
     onnx_path = None
     if not isinstance(network, Network):
@@ -207,7 +207,11 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     reasons = []
     timed_out = False
     splits = []
-    pm = get_plugin_manager()  # the registry the analysis is looked up in, once per call
+    session = RunSession(solver)  # the plugin manager and backend chains, once per instance
+    options = RunOptions(solver=solver, strategy=strategy, max_polytopes=max_polytopes,
+                         progress=progress, executor=executor, order=order,
+                         deadline=None if timeout is None else t0 + timeout,
+                         on_interrupt="report", volume_shares=False)  # not reported by verify
     for k, case in enumerate(spec.cases):
         if np.array_equal(case.lower, case.upper):  # one input: evaluate, nothing to traverse
             point = _point_case(network, case, confirm, onnx_path)
@@ -219,9 +223,9 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             continue
         runs = [(case.region(), None)]
         start = None
+        prop = case.property("verify", bounds=bounds, bab=bab, pm=session.pm)  # once per case
+        prop.validate(network, case.region())  # bad unsafe sets fail here, named
         if bounds:
-            prop = case.property("verify", bounds=bounds, pm=pm)
-            prop.validate(network, case.region())  # bad unsafe sets fail here, named
             start, hit = _attack(network, case, prop.pairs, confirm, onnx_path)
             if hit is not None:  # the start attack met the unsafe set: no traversal needed
                 return VerificationResult("sat", start, hit, *_counts(reports),
@@ -229,7 +233,7 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                                           f"input region {k} (start attack)", reports,
                                           _proven(reports), _split_stats(splits))
         if bounds and split and case.A is None:
-            plan = _split_case(network, case, prop, start, solver, timeout, t0, pm)
+            plan = _split_case(network, case, prop, start, session.chains["lp"], timeout, t0)
             if plan is not None:
                 split_result, runs = plan
                 if split_result is not None:
@@ -240,12 +244,7 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                 timed_out = True
                 reasons.append(f"no time left for input region {k}")
                 break
-            report = analyze(network, region, case.property("verify", bounds=bounds, bab=bab, pm=pm),
-                             start=start, solver=solver, strategy=strategy,
-                             max_polytopes=max_polytopes, progress=progress,
-                             deadline=None if timeout is None else t0 + timeout,
-                             executor=executor, order=order, on_interrupt="report",
-                             volume_shares=False)  # a statistic verify does not report
+            report = session.run(network, region, prop, options.replace(start=start))
             reports.append(report)
             if report.status is TraversalStatus.INTERRUPTED:
                 raise KeyboardInterrupt  # verify's caller decides (its counts include this run)
@@ -331,7 +330,7 @@ def _point_case(network, case, confirm, onnx_path):
     return ""
 
 
-def _split_case(network, case, prop, start, solver, timeout, t0, pm):
+def _split_case(network, case, prop, start, lp_chain, timeout, t0):
     """Input splitting on one box case (:mod:`polytrav.bounds.split`), or None where it does not
     apply (too many effective inputs). ``prop``: the case's validated property; ``start``: the
     start attack's point. Returns the split's result (None if the start attack already met
@@ -340,13 +339,11 @@ def _split_case(network, case, prop, start, solver, timeout, t0, pm):
     its centre."""
     from polytrav.bounds.dnf import unsafe_distance
     from polytrav.model.region import Box
-    from polytrav.host.runner import backend_chains
     from polytrav.bounds.split import (SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE,
                                        effective_inputs, split_box)
 
     lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
     region = case.region()
-    lp_chain = backend_chains(solver, pm)["lp"]
     if effective_inputs(network, lower, upper, prop.pairs, lp_chain) > SPLIT_MAX_EFFECTIVE:
         return None
     if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:

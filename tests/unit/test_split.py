@@ -211,7 +211,7 @@ def test_a_box_skips_its_conjunctions_lp_only_where_the_lp_could_not_prove_it(mo
     """Where a corner minimising one row of a conjunction meets every row's bound, the LP's
     minimum is <= 0: skipping it proves exactly the same boxes (the LP forced every time
     gives the same verdict per box), and some boxes of two-row conjunctions skip it."""
-    from polytrav.bounds.split import BoxPiece, _Context
+    from polytrav.bounds.split import BoxPiece, LpContext
 
     rng = np.random.default_rng(5)
     skipped = compared = 0
@@ -221,7 +221,7 @@ def test_a_box_skips_its_conjunctions_lp_only_where_the_lp_could_not_prove_it(mo
             continue
         for _ in range(25):
             a, b = np.sort(rng.uniform(lo, hi, (2, len(lo))), axis=0)
-            piece, context = BoxPiece(a, b), _Context(net, lp_chain())
+            piece, context = BoxPiece(a, b), LpContext(net, lp_chain())
             with monkeypatch.context() as m:
                 calls = []
                 original = dnf._joint_margin
