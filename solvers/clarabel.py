@@ -100,9 +100,9 @@ class ClarabelBackend(SolverBackend):
             raise SolverError(f"solver {self.name!r} crashed: {exc}") from exc
         status = self.STATUS_MAP.get(str(sol.status), Status.ERROR)
         x = np.asarray(sol.x) if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE) else None
-        return SolveResult(status, float(sol.obj_val) if x is not None else None, x,
-                           None, self.name, time.perf_counter() - t0, int(sol.iterations),
-                           str(sol.status))
+        return SolveResult(status, objective=float(sol.obj_val) if x is not None else None, x=x,
+                           duals=None, solver=self.name, solve_time=time.perf_counter() - t0,
+                           iterations=int(sol.iterations), message=str(sol.status))
 
 
 def _csc(M, n: int) -> sp.csc_matrix:

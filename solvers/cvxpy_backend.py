@@ -131,11 +131,12 @@ class CvxpyBackend(SolverBackend):
             hi = np.broadcast_to(np.asarray(bounds[1], float), (n,))
             if (lo > hi).any():
                 j = int(np.flatnonzero(lo > hi)[0])
-                return SolveResult(
-                    Status.INFEASIBLE, None, None, None, self.name, time.perf_counter() - t0,
-                    0, f"column {j} has lower bound {lo[j]:.6g} > upper bound {hi[j]:.6g}",
-                    {"cvxpy_status": None, "inaccurate": False},
-                )
+                return SolveResult(Status.INFEASIBLE, objective=None, x=None, duals=None,
+                                   solver=self.name, solve_time=time.perf_counter() - t0,
+                                   iterations=0,
+                                   message=f"column {j} has lower bound {lo[j]:.6g} > upper "
+                                           f"bound {hi[j]:.6g}",
+                                   extras={"cvxpy_status": None, "inaccurate": False})
             for kind, side, vals in (("lo", 1, lo), ("hi", -1, hi)):
                 idx = np.flatnonzero(np.isfinite(vals))
                 if idx.size:
@@ -144,8 +145,9 @@ class CvxpyBackend(SolverBackend):
         prob = cp.Problem(cp.Minimize(objective), [g[1] for g in groups])
         status, message = self.solve_problem(prob, form)
         if message:
-            return SolveResult(status, None, None, None, self.name, time.perf_counter() - t0,
-                               None, message, {"cvxpy_status": None, "inaccurate": False})
+            return SolveResult(status, objective=None, x=None, duals=None, solver=self.name,
+                               solve_time=time.perf_counter() - t0, iterations=None,
+                               message=message, extras={"cvxpy_status": None, "inaccurate": False})
         x_val = obj = duals = None
         if status in SOLUTION_PRESENT and x.value is not None:
             x_val = np.array(x.value, dtype=float).reshape(-1)
@@ -156,8 +158,10 @@ class CvxpyBackend(SolverBackend):
         stats = prob.solver_stats
         iters = getattr(stats, "num_iters", None)
         extras = {"cvxpy_status": prob.status, "inaccurate": "inaccurate" in str(prob.status)}
-        return SolveResult(status, obj, x_val, duals, self.name, time.perf_counter() - t0,
-                           None if iters is None else int(iters), str(prob.status), extras)
+        return SolveResult(status, objective=obj, x=x_val, duals=duals, solver=self.name,
+                           solve_time=time.perf_counter() - t0,
+                           iterations=None if iters is None else int(iters),
+                           message=str(prob.status), extras=extras)
 
     def solve_problem(self, prob, form: str) -> tuple[Status, str]:
         """Solve the cvxpy problem ``prob`` (of ``form``) in place with this backend's options.

@@ -136,11 +136,10 @@ class HighsBackend(SolverBackend):
             if duals:
                 y = -np.concatenate([_array(solution.row_dual), _array(solution.col_dual)])
             obj = float(h.getObjectiveValue())
-        return SolveResult(
-            status, obj, x, y, self.name, time.perf_counter() - t0,
-            int(h.getInfoValue("simplex_iteration_count")[1]),
-            h.modelStatusToString(h.getModelStatus()),
-        )
+        return SolveResult(status, objective=obj, x=x, duals=y, solver=self.name,
+                           solve_time=time.perf_counter() - t0,
+                           iterations=int(h.getInfoValue("simplex_iteration_count")[1]),
+                           message=h.modelStatusToString(h.getModelStatus()))
 
     def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
         t0 = time.perf_counter()
@@ -191,8 +190,8 @@ class HighsBackend(SolverBackend):
                 status, x, obj = Status.INFEASIBLE, None, None  # nothing below the cutoff
         elif status is not Status.OPTIMAL:
             x = obj = None
-        res = SolveResult(status, obj, x, None, self.name, time.perf_counter() - t0,
-                          message=h.modelStatusToString(ms))
+        res = SolveResult(status, objective=obj, x=x, duals=None, solver=self.name,
+                          solve_time=time.perf_counter() - t0, message=h.modelStatusToString(ms))
         if status is Status.OPTIMAL and cutoff is None:
             res.extras["bound"] = min(float(h.getInfo().mip_dual_bound), obj)
         _recycle(h)
@@ -513,8 +512,9 @@ class HighsChebyshevModel(ChebyshevModel):
         res = self.backend.read(self.h, t0, duals=False)
         if res.x is None:
             return res
-        return SolveResult(res.status, res.objective, res.x[: self.d].copy(), None, res.solver,
-                           res.solve_time, res.iterations, res.message)
+        return SolveResult(res.status, objective=res.objective, x=res.x[: self.d].copy(),
+                           duals=None, solver=res.solver, solve_time=res.solve_time,
+                           iterations=res.iterations, message=res.message)
 
     def maximize(self, g: np.ndarray) -> SolveResult:
         """:meth:`ChebyshevModel.maximize` in place: for one warm solve the ``u`` columns cost
@@ -538,8 +538,9 @@ class HighsChebyshevModel(ChebyshevModel):
             return super().maximize(g)
         if res.x is None:
             return res
-        return SolveResult(res.status, res.objective, res.x[:d].copy(), None, res.solver,
-                           res.solve_time, res.iterations, res.message)
+        return SolveResult(res.status, objective=res.objective, x=res.x[:d].copy(), duals=None,
+                           solver=res.solver, solve_time=res.solve_time, iterations=res.iterations,
+                           message=res.message)
 
     def solve_cold(self) -> SolveResult:
         """Solve the current model in a fresh ``Highs`` object (no warm start)."""
@@ -552,5 +553,6 @@ class HighsChebyshevModel(ChebyshevModel):
         self.solve_time += res.solve_time
         if res.x is None:
             return res
-        return SolveResult(res.status, res.objective, res.x[: self.d].copy(), None, res.solver,
-                           res.solve_time, res.iterations, res.message)
+        return SolveResult(res.status, objective=res.objective, x=res.x[: self.d].copy(),
+                           duals=None, solver=res.solver, solve_time=res.solve_time,
+                           iterations=res.iterations, message=res.message)

@@ -94,8 +94,9 @@ class OsqpBackend(SolverBackend):
         if res.duals is not None:
             duals = np.zeros(m_ub + m_eq + n)
             duals[: len(res.duals)] = res.duals
-        return SolveResult(res.status, res.objective, res.x, duals, self.name,
-                           time.perf_counter() - t0, res.iterations, res.message, res.extras)
+        return SolveResult(res.status, objective=res.objective, x=res.x, duals=duals,
+                           solver=self.name, solve_time=time.perf_counter() - t0,
+                           iterations=res.iterations, message=res.message, extras=res.extras)
 
     def qp_session(self, P, q, A, l, u) -> OsqpSession:
         """A warm-started model ``min 0.5 x·P x + q·x`` s.t. ``l <= A x <= u``.
@@ -153,8 +154,9 @@ class OsqpBackend(SolverBackend):
             "inaccurate": "inaccurate" in info.status,
             "polished": int(info.status_polish) == 1,
         }
-        return SolveResult(status, obj, x, y, self.name, time.perf_counter() - t0,
-                           int(info.iter), info.status, extras)
+        return SolveResult(status, objective=obj, x=x, duals=y, solver=self.name,
+                           solve_time=time.perf_counter() - t0, iterations=int(info.iter),
+                           message=info.status, extras=extras)
 
 
 class OsqpSession:
@@ -219,12 +221,12 @@ class OsqpSession:
         bad = np.flatnonzero(self.l > self.u)
         if bad.size:
             i = int(bad[0])
-            return SolveResult(
-                Status.INFEASIBLE, None, None, None, self.backend.name,
-                time.perf_counter() - t0, 0,
-                f"row {i} has lower bound {self.l[i]:.6g} > upper bound {self.u[i]:.6g}",
-                {"osqp_status": None, "inaccurate": False, "polished": False},
-            )
+            return SolveResult(Status.INFEASIBLE, objective=None, x=None, duals=None,
+                               solver=self.backend.name, solve_time=time.perf_counter() - t0,
+                               iterations=0,
+                               message=f"row {i} has lower bound {self.l[i]:.6g} > upper "
+                                       f"bound {self.u[i]:.6g}",
+                               extras={"osqp_status": None, "inaccurate": False, "polished": False})
         warm = self._solver is not None
         try:
             if self._solver is None:
@@ -244,9 +246,10 @@ class OsqpSession:
             raise
         except Exception as exc:  # noqa: BLE001  (OSQP reports data/KKT failures by exception)
             self._solver = None
-            return SolveResult(Status.ERROR, None, None, None, self.backend.name,
-                               time.perf_counter() - t0, None, f"OSQP failed: {exc!r}",
-                               {"osqp_status": None, "inaccurate": False, "polished": False})
+            return SolveResult(Status.ERROR, objective=None, x=None, duals=None,
+                               solver=self.backend.name, solve_time=time.perf_counter() - t0,
+                               iterations=None, message=f"OSQP failed: {exc!r}",
+                               extras={"osqp_status": None, "inaccurate": False, "polished": False})
         res = self.backend.read(results, t0)
         return dataclasses.replace(res, extras={**res.extras, "warm": warm})
 

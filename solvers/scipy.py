@@ -55,12 +55,13 @@ class ScipyBackend(SolverBackend):
             raise ConfigError(f"solver 'scipy' rejected options {options}: {exc}") from exc
         status = self.STATUS_MAP.get(res.status, Status.ERROR)
         ok = status is Status.OPTIMAL
-        return SolveResult(
-            status, float(res.fun) if ok else None, np.asarray(res.x) if ok else None,
-            _duals(res, np.shape(b_ub)[0] if b_ub is not None else 0,
-                   np.shape(b_eq)[0] if b_eq is not None else 0) if ok else None,
-            self.name, time.perf_counter() - t0, int(getattr(res, "nit", 0) or 0), res.message,
-        )
+        return SolveResult(status, objective=float(res.fun) if ok else None,
+                           x=np.asarray(res.x) if ok else None,
+                           duals=_duals(res, np.shape(b_ub)[0] if b_ub is not None else 0,
+                                        np.shape(b_eq)[0] if b_eq is not None else 0)
+                           if ok else None,
+                           solver=self.name, solve_time=time.perf_counter() - t0,
+                           iterations=int(getattr(res, "nit", 0) or 0), message=res.message)
 
 
 def _duals(res, m_ub: int, m_eq: int) -> np.ndarray | None:

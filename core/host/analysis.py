@@ -248,7 +248,7 @@ class Analysis:
                 context.n_box_lp += 1
                 elapsed = time.perf_counter() - t0
                 context.solve_time += elapsed
-                return SolveResult(Status.OPTIMAL, float(g @ u), u, solver="box_lp",
+                return SolveResult(Status.OPTIMAL, objective=float(g @ u), x=u, solver="box_lp",
                                    solve_time=elapsed)
         res = context.maximize_in_cell(polytope, g)
         if res is not None:

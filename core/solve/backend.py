@@ -225,6 +225,7 @@ def solve_along(backends: Iterable[SolverBackend],
     status = Status.ERROR if res.status is Status.INFEASIBLE else res.status
     message = ("infeasible only by a backend that does not certify"
                if res.status is Status.INFEASIBLE else res.message)
-    return SolveResult(status, res.objective, res.x, res.duals, res.solver, res.solve_time,
-                       res.iterations, f"{message} [tried {'; '.join(tried) or 'none'}]",
-                       dict(res.extras)), len(tried)
+    return SolveResult(status, objective=res.objective, x=res.x, duals=res.duals,
+                       solver=res.solver, solve_time=res.solve_time, iterations=res.iterations,
+                       message=f"{message} [tried {'; '.join(tried) or 'none'}]",
+                       extras=dict(res.extras)), len(tried)

@@ -112,11 +112,10 @@ class ChebyshevModel:
         res = self.backend.solve_lp(c, A_ub, b_ub, A_eq, b_eq, (lo, hi))
         if res.x is None:
             return res
-        return SolveResult(
-            res.status, -res.objective, res.x[: self.d].copy(), None, res.solver,
-            res.solve_time, res.iterations, res.message,
-            {"t_raw": float(res.x[self.d])},
-        )
+        return SolveResult(res.status, objective=-res.objective, x=res.x[: self.d].copy(),
+                           duals=None, solver=res.solver, solve_time=res.solve_time,
+                           iterations=res.iterations, message=res.message,
+                           extras={"t_raw": float(res.x[self.d])})
 
     def maximize(self, g: np.ndarray) -> SolveResult:
         """Maximise ``g·u`` over the current cell: ``t`` costs nothing (fixed at 0 here; a
@@ -133,8 +132,9 @@ class ChebyshevModel:
         res = self.backend.solve_lp(c, A_ub, b_ub, A_eq, b_eq, (lo, hi))
         if res.x is None:
             return res
-        return SolveResult(res.status, -res.objective, res.x[: self.d].copy(), None, res.solver,
-                           res.solve_time, res.iterations, res.message)
+        return SolveResult(res.status, objective=-res.objective, x=res.x[: self.d].copy(),
+                           duals=None, solver=res.solver, solve_time=res.solve_time,
+                           iterations=res.iterations, message=res.message)
 
     def solve_exact(self) -> SolveResult:
         """The full Chebyshev LP (box rows included) of the current cell, built from scratch."""

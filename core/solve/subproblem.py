@@ -357,8 +357,9 @@ class Subproblem:
             status, obj, vals, iters, msg, extras = self._solve_compiled(backend)
         x = None if vals is None else np.ravel(next(iter(vals.values())))
         extras = {**extras, "values": vals or {}, "form": self.form}
-        return SolveResult(status, obj, x, None, backend.name, time.perf_counter() - t0,
-                           iters, msg, extras)
+        return SolveResult(status, objective=obj, x=x, duals=None, solver=backend.name,
+                           solve_time=time.perf_counter() - t0, iterations=iters, message=msg,
+                           extras=extras)
 
     def _solve_compiled(self, backend):
         sf = self.standard_form()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,10 +41,12 @@ class SolveResult:
     """One solve's outcome.
 
     ``objective`` is in the problem's own sense (a maximisation reports the maximum); ``x``
-    is ``None`` unless ``status`` is in :data:`SOLUTION_PRESENT`.
+    is ``None`` unless ``status`` is in :data:`SOLUTION_PRESENT`. Every field but ``status``
+    is given by keyword.
     """
 
     status: Status
+    _: KW_ONLY
     objective: float | None = None
     x: np.ndarray | None = None
     duals: np.ndarray | None = None
