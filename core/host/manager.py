@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import logging
 import os
 import sys
 import weakref
@@ -20,7 +21,46 @@ from polytrav.host import hookspecs
 from polytrav.vocabulary.errors import ConfigError, PluginError, SolverNotAvailable, did_you_mean
 
 __all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "solver_classes", "get_solver",
-           "available_solvers", "analysis_classes", "create_analysis", "list_plugins"]
+           "available_solvers", "analysis_classes", "create_analysis", "list_plugins",
+           "tracing", "TRACE"]
+
+log = logging.getLogger(__name__)
+
+#: The logger of hook calls: ``POLYTRAV_TRACE_PLUGINS=1`` logs each call (the hook, the
+#: plugins it reaches, its arguments and what came back) at INFO, to stderr unless the
+#: application configured logging.
+TRACE = logging.getLogger("polytrav.trace")
+
+
+def tracing() -> bool:
+    """Whether hook calls are traced (``POLYTRAV_TRACE_PLUGINS=1``)."""
+    return os.environ.get("POLYTRAV_TRACE_PLUGINS") == "1"
+
+
+def _short(value, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _trace(pm) -> None:
+    """Log every hook call of ``pm`` (pluggy's documented call monitoring)."""
+    if not TRACE.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("polytrav trace: %(message)s"))
+        TRACE.addHandler(handler)
+    TRACE.setLevel(logging.INFO)
+
+    def before(hook_name, hook_impls, kwargs):
+        TRACE.info("%s(%s) -> %s", hook_name,
+                   ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items()),
+                   [impl.plugin_name for impl in hook_impls])
+
+    def after(outcome, hook_name, hook_impls, kwargs):
+        error = outcome.exception
+        TRACE.info("%s returned %s", hook_name,
+                   f"an error: {error!r}" if error is not None else _short(outcome.get_result()))
+
+    pm.add_hookcall_monitoring(before, after)
 
 #: Built-in plugin modules, registered before entry points.
 DEFAULT_PLUGINS: tuple[str, ...] = (
@@ -168,6 +208,8 @@ def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] 
             try:
                 plugin = ep.load()
                 pm.register(plugin, name=ep.name)
+                log.debug("loaded plugin %r (%s %s) from entry point %s", ep.name, dist_name,
+                          version, ep.value)
             except Exception as exc:
                 raise PluginError(f"loading the 'polytrav' entry point {ep.name!r} "
                                   f"({ep.value}) failed: {exc}", plugin=ep.name) from exc
@@ -176,6 +218,8 @@ def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] 
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         raise PluginError(str(exc), plugin=getattr(exc, "plugin", None)) from exc
+    if tracing():
+        _trace(pm)
     return pm
 
 

@@ -17,6 +17,7 @@ fails, the analysis records the polytope and the result is inexact (never a proo
 from __future__ import annotations
 
 import importlib
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from polytrav.traversal.subdivision_run import open_traversal
 
 __all__ = ["analyze", "traverse", "pieces", "lp_backends", "backend_chains", "Report", "RunContext",
            "RunSession", "FORMS", "SUBPROBLEM_STATS"]
+
+log = logging.getLogger(__name__)
 
 #: The subproblem counters of ``Report.stats`` (serial runs and runs in parts alike): solves,
 #: their seconds, fallbacks taken, solves in the traversal's own LP model, box-LP certificates.
@@ -612,12 +615,16 @@ class RunSession:
                               within=options.within, prune=prune, order=options.order,
                               volume_shares=options.volume_shares)
         context.attach(trav)
+        log.debug("run: %s on %d inputs, strategy %s, backends %s", [a.label for a in items],
+                  net.n_inputs, type(trav).__name__, {f: n[:1] for f, n in self._names.items()})
         kept: list | None = [] if options.keep_polytopes else None
         tally = SolveTally()
         with counting(tally):
             results = self._drive(items, trav, context, voters, options, kept)
         stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
                              subproblems=context.subproblem_stats(), solves=tally.to_dict())
+        log.debug("run %s: %d polytopes, %d LPs, %d subproblems", trav.status.value,
+                  stats["polytopes"], stats["lps"], stats["subproblem_solves"])
         return Report(
             results=results,
             status=trav.status,

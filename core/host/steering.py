@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from polytrav.host.analysis import Analysis, Restrict, Stop
+from polytrav.host.manager import TRACE, tracing
 from polytrav.model.region import Ball, Box
 from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.vocabulary.tolerances import CONTAINS_TOL
@@ -51,9 +52,22 @@ def _implementations(pm, hook: str) -> list[tuple[str, Callable]]:
                               "polytrav counts per plugin: implement it without a wrapper",
                               plugin=impl.plugin_name)
         names, fn = impl.argnames, impl.function
-        out.append((impl.plugin_name,
-                    lambda kwargs, names=names, fn=fn: fn(*[kwargs[n] for n in names])))
+
+        def call(kwargs, names=names, fn=fn):
+            return fn(*[kwargs[n] for n in names])
+
+        out.append((impl.plugin_name, _traced(call, hook, impl.plugin_name) if tracing() else call))
     return out
+
+
+def _traced(call: Callable, hook: str, plugin: str) -> Callable:
+    """``call``, logging each call and its answer (``POLYTRAV_TRACE_PLUGINS=1``): the voting
+    hooks are called one implementation at a time, past pluggy's own call monitoring."""
+    def traced(kwargs):
+        out = call(kwargs)
+        TRACE.info("%s(%s) -> %s returned %r", hook, ", ".join(kwargs), plugin, out)
+        return out
+    return traced
 
 
 def _analysis_voter(a: Analysis) -> tuple[str, Callable, Callable | None]:

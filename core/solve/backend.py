@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib.util
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from polytrav.solve.chebyshev import ChebyshevModel
 
 __all__ = ["SolverBackend", "settles", "solve_along", "SolveTally", "counting", "tally_solve"]
+
+log = logging.getLogger(__name__)
 
 
 _FOUND: set[str] = set()
@@ -222,6 +225,8 @@ def solve_along(backends: Iterable[SolverBackend],
             tally.record(backend.name, settled, time.perf_counter() - t0)
         if settled:
             return res, len(tried)
+        log.debug("backend %s: %s (%s); the next backend of the chain tries", backend.name,
+                  res.status.value, res.message)
     status = Status.ERROR if res.status is Status.INFEASIBLE else res.status
     message = ("infeasible only by a backend that does not certify"
                if res.status is Status.INFEASIBLE else res.message)

@@ -12,6 +12,8 @@ rest of the region to the LP traversal (``stats.fallback`` says why).
 """
 from __future__ import annotations
 
+import logging
+
 import itertools
 import time
 from collections.abc import Iterator, Sequence
@@ -33,6 +35,8 @@ from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
 
 __all__ = ["AUTO_MAX_DIM", "SubdivisionRun", "choose_strategy", "open_traversal"]
+
+log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
 #: enumerated by subdivision: 3-55x faster than the traversal on every net measured up to
@@ -224,6 +228,7 @@ class SubdivisionRun(Iterator[Polytope]):
                          fallback=self.fallbacks, max_polytopes=self.max_polytopes,
                          time_limit=left)
         trav.stats.fallback = why
+        log.info("subdivision hands the rest of the region to the LP traversal: %s", why)
         self.stats = trav.stats  # its count is of every polytope, those emitted before too
         try:
             for polytope in trav:

@@ -274,3 +274,18 @@ def test_a_restrict_ball_of_the_wrong_type_or_size_names_the_plugin(install):
         install(Watcher(lambda index, ball=ball: Restrict(BOX, ball=ball)))
         with pytest.raises(PluginError, match=f"plugin 'watcher': Restrict.*{message}"):
             analyze(_net(), BOX, {"name": "counterfactual", "x0": [0.0, 0.0]}, start=[0.0, 0.0])
+
+
+def test_tracing_logs_each_hook_call_and_each_voter(install, monkeypatch, caplog):
+    """``POLYTRAV_TRACE_PLUGINS=1``: every hook call pluggy dispatches, and every voting call
+    made one implementation at a time, is logged with the plugin and its answer."""
+    import logging
+
+    monkeypatch.setenv("POLYTRAV_TRACE_PLUGINS", "1")
+    watcher = install(Watcher(lambda index: Stop("enough") if index == 1 else None))
+    with caplog.at_level(logging.INFO, logger="polytrav.trace"):
+        analyze(_net(), BOX, "output_range")
+    text = caplog.text
+    assert "polytrav_begin_run(context=" in text and "polytrav_end_run returned" in text
+    assert "polytrav_visit_polytope(polytope, context) -> watcher returned None" in text
+    assert "-> watcher returned Stop(reason='enough')" in text and watcher.seen
