@@ -31,6 +31,7 @@ from polytrav.host.explanation import Explanation, RowResult
 from polytrav.host.manager import analysis_classes, check_options
 from polytrav.host.row import Row
 from polytrav.host.options import RunOptions
+from polytrav.host.specs import analysis_specs
 from polytrav.host.runner import RunSession
 from polytrav.model.network import Network
 from polytrav.model.region import Box
@@ -185,22 +186,9 @@ class _no_warnings:
 def _as_specs(analyses, pm) -> tuple[AnalysisSpec, ...]:
     """Specs from names, ``(name, options)`` pairs or ``{"name": ..., **options}`` dicts;
     ``label`` in the options names the columns (default: the name, then ``name#2``...)."""
-    if isinstance(analyses, (str, dict)) or (
-            isinstance(analyses, tuple) and len(analyses) == 2 and isinstance(analyses[0], str)):
-        analyses = [analyses]
     classes = analysis_classes(pm)
     specs, seen = [], {}
-    for item in analyses:
-        if isinstance(item, str):
-            name, options = item, {}
-        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
-            name, options = item[0], dict(item[1])
-        elif isinstance(item, dict) and "name" in item:
-            options = dict(item)
-            name = options.pop("name")
-        else:
-            raise ConfigError("explain: an analysis is a registered name, a (name, options) "
-                              f"pair or a dict with 'name', got {item!r}")
+    for name, options in analysis_specs(analyses, "explain", instances=False):
         if name not in classes:
             raise ConfigError(f"explain: unknown analysis {name!r}; known: {sorted(classes)}")
         cls = classes[name]
@@ -208,8 +196,6 @@ def _as_specs(analyses, pm) -> tuple[AnalysisSpec, ...]:
         label = str(options.pop("label", name if seen[name] == 1 else f"{name}#{seen[name]}"))
         check_options(cls.for_row, options, f"explain: analysis {name!r} per row")
         specs.append(AnalysisSpec(cls, label, options))
-    if not specs:
-        raise ConfigError("explain: no analyses given")
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels) or "row" in labels:
         raise ConfigError(f"explain: analysis labels must be distinct and not 'row', got {labels}")

@@ -299,7 +299,8 @@ def check_options(fn, options: dict, what: str) -> list[str]:
     missing = [p for p in takes if p not in options
                and sig.parameters[p].default is inspect.Parameter.empty]
     if missing:
-        raise ConfigError(f"{what} needs parameter(s) {missing} (it takes {takes})")
+        raise ConfigError(f"{what} needs parameter{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(repr(m) for m in missing)} (it takes {', '.join(takes)})")
     return takes
 
 

@@ -30,6 +30,7 @@ from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
 from polytrav.host.options import RunOptions
+from polytrav.host.specs import analysis_specs
 from polytrav.host.views import TraversalView
 from polytrav.host.stats import report_stats
 from polytrav.host.steering import Guide, Voters
@@ -235,36 +236,9 @@ class RunContext:
         return code_string(polytope.code)
 
 
-#: What one of :func:`analyze`'s ``analyses`` may be, for its errors.
-_ANALYSIS_IS = ("an Analysis instance, a registered name (e.g. 'output_range'), a (name, "
-                "params) pair or a dict with 'name'")
-
-
 def _as_analyses(analyses, pm) -> list[Analysis]:
-    if isinstance(analyses, (Analysis, str, dict)) or (
-            isinstance(analyses, tuple) and len(analyses) == 2 and isinstance(analyses[0], str)):
-        analyses = [analyses]
-    if not isinstance(analyses, (list, tuple)):
-        raise ConfigError(f"analyze: analyses must be {_ANALYSIS_IS}, or a list of these; got "
-                          f"{type(analyses).__name__} {analyses!r}")
-    out = []
-    for spec in analyses:
-        if isinstance(spec, Analysis):
-            out.append(spec)
-        elif isinstance(spec, str):
-            out.append(create_analysis(spec, pm=pm))
-        elif isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
-            out.append(create_analysis(spec[0], pm=pm, **dict(spec[1])))
-        elif isinstance(spec, dict):
-            params = dict(spec)
-            if "name" not in params:
-                raise ConfigError(f"analysis given as a dict needs a 'name' key, got {sorted(params)}")
-            out.append(create_analysis(params.pop("name"), pm=pm, **params))
-        else:
-            raise ConfigError(f"analyze: each analysis must be {_ANALYSIS_IS}; got "
-                              f"{type(spec).__name__} {spec!r}")
-    if not out:
-        raise ConfigError("analyze: no analyses given")
+    out = [spec if isinstance(spec, Analysis) else create_analysis(spec[0], pm=pm, **spec[1])
+           for spec in analysis_specs(analyses, "analyze")]
     if len({id(a) for a in out}) != len(out):
         raise ConfigError("analyze: the same Analysis instance is given twice")
     return out

@@ -307,8 +307,6 @@ def _culprits(exc: BaseException, cls, params: dict) -> list[str]:
 def _analysis(k: int | None, spec: AnalysisSpec, classes: dict, pm, net, region, where: str):
     """Analysis ``k`` of the job (None: the one of a command line), built by name and
     validated; one-line errors naming the key."""
-    import inspect
-
     from polytrav.host.manager import create_analysis
     from polytrav.vocabulary.errors import PolytravError
 
@@ -319,16 +317,6 @@ def _analysis(k: int | None, spec: AnalysisSpec, classes: dict, pm, net, region,
         return f"{where}: {p}" if k is None else f"{where}: analysis[{k}].{p} ({name})"
 
     cls = classes.get(name)
-    if cls is not None:  # a required parameter left out (create_analysis: unknown ones)
-        sig = list(inspect.signature(cls.__init__).parameters.values())[1:]
-        takes = [p.name for p in sig if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-        missing = [p.name for p in sig if p.name in takes and p.default is p.empty
-                   and p.name not in params]
-        open_kw = any(p.kind is p.VAR_KEYWORD for p in sig)
-        if missing and (open_kw or set(params) <= set(takes)):
-            raise ConfigError(f"{head}: needs parameter{'s' if len(missing) > 1 else ''} "
-                              f"{', '.join(repr(m) for m in missing)} (it takes "
-                              f"{', '.join(takes)})")
 
     def mistyped():
         bad = _mistyped(cls, params) if cls is not None else None
@@ -340,7 +328,11 @@ def _analysis(k: int | None, spec: AnalysisSpec, classes: dict, pm, net, region,
         a = create_analysis(name, pm=pm, **params)
         a.validate(net, region)
     except PolytravError as exc:
-        text = str(exc) if k is None else str(exc).removeprefix(f"analysis {name!r}: ")
+        text = str(exc)
+        if k is not None:  # the head names the analysis already
+            text = text.removeprefix(f"analysis {name!r}: ")
+            if text.startswith(f"analysis {name!r} needs "):
+                text = text.removeprefix(f"analysis {name!r} ")
         raise ConfigError(f"{head}: {text}") from exc
     except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as exc:
         # the analysis's own code failed on a value it was given (text for numbers, ragged

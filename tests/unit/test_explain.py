@@ -120,7 +120,7 @@ def test_wrong_width_unknown_names_and_options_are_refused_up_front(net, X):
         explain(net, X, "counterfactuals")
     with pytest.raises(ConfigError, match=r"per row does not take parameter\(s\) \['nrom'\]"):
         explain(net, X, [("counterfactual", {"nrom": 1})])
-    with pytest.raises(ConfigError, match=r"per row needs parameter\(s\) \['radius'\]"):
+    with pytest.raises(ConfigError, match=r"per row needs parameter 'radius'"):
         explain(net, X, "output_range")
     row = next(explain_rows(net, X[:1], [("counterfactual", {"immutable": ["age"]})]))
     assert "unknown feature 'age'" in row.errors["counterfactual"]
