@@ -4,8 +4,9 @@ The layers of ``core/`` (the ``polytrav`` package), lowest first: vocabulary →
 bounds → traversal → host (and parallel, beside it) → verification → interface. A module
 imports only its own layer and the layers below; nothing in ``core/`` imports a plugin module
 (``polytrav.plugins.*``) or a concrete backend (``polytrav.solvers.*``) by module name, or the
-top-level package (the public API sits above every layer); plugins do not import each other;
-solvers import no plugin. Imports under ``if TYPE_CHECKING:`` are not run and do not count.
+top-level package (the public API sits above every layer); plugins do not import each other
+(the modules of one plugin package may); solvers import no plugin. Imports under
+``if TYPE_CHECKING:`` are not run and do not count.
 
 ``KNOWN`` lists imports that still break a rule, each with the step that removes it (none
 now); the test fails on any other violation and on a listed one that is gone (delete it from
@@ -64,6 +65,11 @@ def _layer(module: str) -> int | None:
     return LAYERS.get(parts[1]) if len(parts) > 1 else None
 
 
+def _plugin(module: str) -> str:
+    """The plugin a module of ``polytrav.plugins`` belongs to: itself, or its package's."""
+    return ".".join(module.split(".")[:3])
+
+
 def _violations() -> set[tuple[str, str]]:
     bad = set()
     for name, path in _modules():
@@ -71,7 +77,7 @@ def _violations() -> set[tuple[str, str]]:
         in_solvers = name.startswith("polytrav.solvers")
         for target in _imports(path):
             if in_plugins:
-                if target.startswith("polytrav.plugins.") and target != name:
+                if target.startswith("polytrav.plugins.") and _plugin(target) != _plugin(name):
                     bad.add((name, target))
             elif in_solvers:
                 if target.startswith("polytrav.plugins"):
@@ -153,7 +159,7 @@ NOT_TOLERANCES = {
     ("branch_and_bound.py", 1e-3), ("branch_and_bound.py", 1e-6),  # branching scores' tie
     ("branch_and_bound.py", 1e-9), ("branch_and_bound.py", 1e-7),  # breaks; the debug check
     ("box_lp.py", 1e-11), ("box_lp.py", 1e-14), ("box_lp.py", 5e-7),  # the simplex's pivoting
-    ("counterfactual.py", 1e-9),  # which box sides need a row (a choice of rows, not a proof)
+    ("direct.py", 1e-9),  # which box sides need a row (a choice of rows, not a proof)
 }
 
 
