@@ -8,7 +8,8 @@ use. The groups (see docs/writing-plugins.md):
   :class:`Verdict`, :class:`Scope`, the directives :class:`Stop` and :class:`Restrict`),
   registration (:func:`hookimpl`; :func:`get_plugin_manager`, :func:`create_analysis`,
   :func:`get_solver` to look plugins up by name), errors.
-* **The run** an analysis sees: :class:`RunContext`, :class:`Polytope`, :class:`PieceView`,
+* **The run** an analysis sees: :class:`RunContext`, :class:`Frame` (the region's
+  coordinates), :class:`Polytope`, :class:`PieceView`,
   :class:`Row` (a dataset row of :func:`polytrav.explain`), regions.
 * **Per-polytope problems**: :class:`CellProblem`, :class:`Subproblem`, :func:`compiled`,
   :func:`cell_values`, :func:`local_model_u`, :func:`cell_rows`, :class:`LayerPlanes`,
@@ -44,7 +45,9 @@ _HOMES = {
     "polytrav.vocabulary.text": ("fmt", "vector"),
     "polytrav.vocabulary.tolerances": ("WITNESS_TOL", "LP_FEASIBILITY_TOL", "MILP_GAP",
                                        "SAME_VALUE_TOL", "SLOPE_TOL", "CORNER_INSET",
-                                       "COUNTERFACTUAL_STEP", "DISCRETE_MARGIN", "GRID_TOL"),
+                                       "COUNTERFACTUAL_STEP", "DISCRETE_MARGIN", "GRID_TOL",
+                                       "REACH_TOL"),
+    "polytrav.model.geometry": ("Frame",),
     "polytrav.model.polytope": ("Polytope",),
     "polytrav.model.region": ("Region", "Box", "Ball", "Polyhedron"),
     "polytrav.model.cell": ("local_model_u", "cell_rows", "LayerPlanes"),

@@ -272,7 +272,7 @@ def test_counterfactual_cell_bound_equals_the_polytopes_halfspace_distances():
     for norm, dual in ((1, np.inf), (2, 2), (np.inf, 1)):
         a = Counterfactual(x0, norm=norm)
         analyze(net, BOX, a)  # begin sets the per-layer cache; the run leaves it filled
-        assert a._dual == dual
+        assert a._problem.dual == dual
         polytopes = list(traverse(net, BOX))
         assert len(polytopes) > 20
         for p in polytopes + polytopes[::-1]:
@@ -281,7 +281,7 @@ def test_counterfactual_cell_bound_equals_the_polytopes_halfspace_distances():
                 s = np.where(on, 1.0, -1.0)
                 direct = max(direct, float(np.max(halfspace_distance(
                     s[:, None] * Wh, s * bh, x0, dual), initial=0.0)))
-            assert a._cell_bound(p) == pytest.approx(direct, rel=1e-12, abs=1e-15), p.code
+            assert a._search.bounds.cell(p) == pytest.approx(direct, rel=1e-12, abs=1e-15), p.code
 
 
 def test_counterfactual_class_screen_equals_the_per_class_checks():
@@ -299,10 +299,12 @@ def test_counterfactual_class_screen_equals_the_per_class_checks():
             cf = Counterfactual(np.array([0.1, -0.2, 0.3]), norm=p)
             analyze(net, region, cf)
             for poly in traverse(net, region):
-                lbs, reach = cf._class_screen(poly, frame)
-                for q, lb, ok in zip(cf._targets, lbs, reach):
-                    G, g = cf._class_rows(poly, q)
-                    direct = float(np.max(halfspace_distance(G, g, cf._x0, cf._dual), initial=0.0))
+                lbs, reach = cf._search.bounds.classes(poly, frame)
+                problem = cf._problem
+                for q, lb, ok in zip(problem.targets, lbs, reach):
+                    G, g = problem.class_rows(poly, q)
+                    direct = float(np.max(halfspace_distance(G, g, problem.x0, problem.dual),
+                                          initial=0.0))
                     assert lb == pytest.approx(direct, rel=1e-12, abs=1e-15)
                     K, h = frame.pull(G), G @ frame.origin + g
                     out = np.any((np.linalg.norm(K, axis=1) == 0) & (h < 0)) or \

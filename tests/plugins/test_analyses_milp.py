@@ -228,15 +228,15 @@ def test_counterfactual_milp_runs_early_only_where_it_is_small(monkeypatch):
     step; the search alone takes 100), the MILP runs if its box leaves at most
     ``MILP_EARLY_BINARIES`` unstable neurons, else it waits for ``milp_after``; either way
     the answer is the reference's and ``exact``."""
-    from polytrav.plugins import counterfactual
+    from polytrav.plugins.counterfactual import milp
 
     net = random_net(0, 5, [20, 20], n_out=1)
     lo, hi = -np.ones(5), np.ones(5)
     x0 = np.random.default_rng(0).uniform(-0.5, 0.5, 5)
     truth = milp_counterfactual(net, x0, 1, lo, hi)
-    monkeypatch.setattr(counterfactual, "MILP_EARLY", (10,))
+    monkeypatch.setattr(milp, "MILP_EARLY", (10,))
     for cap, after in ((10 ** 6, 10), (-1, 50)):
-        monkeypatch.setattr(counterfactual, "MILP_EARLY_BINARIES", cap)
+        monkeypatch.setattr(milp, "MILP_EARLY_BINARIES", cap)
         result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=1, milp_after=50))[0]
         assert result.exact and result.details["milp"]["proved"]
         assert result.details["milp"]["after"] == after

@@ -1,5 +1,5 @@
 """A class row's nearest point, taken as a cell's minimiser when it lies in the cell
-(``Counterfactual._projection``), gives the LP/QP path's optima in every norm, and the
+(``Search.projection``), gives the LP/QP path's optima in every norm, and the
 MILP's in the norms 1 and inf."""
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from reference import random_net
 
 from polytrav import Ball, Box, ConfigError, analyze, explain
 from polytrav.plugins.counterfactual import Counterfactual
+from polytrav.plugins.counterfactual.witness import WitnessFinder
 from polytrav.vocabulary.tolerances import DISCRETE_MARGIN
 
 TOL = 1e-6
@@ -199,14 +200,14 @@ def test_the_witness_by_lp_when_snapping_is_refused(seed, norm, monkeypatch):
                                                     one_hot=GROUPS, milp_after=None)).results[0]
     assert want.value is not None
     found = []
-    by_lp = Counterfactual._witness_by_lp
+    by_lp = WitnessFinder.by_lp
 
     def spy(self, *args):
         found.append(by_lp(self, *args))
         return found[-1]
 
-    monkeypatch.setattr(Counterfactual, "_snapped_witness", lambda self, *args: None)
-    monkeypatch.setattr(Counterfactual, "_witness_by_lp", spy)
+    monkeypatch.setattr(WitnessFinder, "snapped", lambda self, *args: None)
+    monkeypatch.setattr(WitnessFinder, "by_lp", spy)
     res = analyze(net, Box(LO, HI), Counterfactual(x0, norm=norm, integer=GRID,
                                                    one_hot=GROUPS, milp_after=None)).results[0]
     assert found and found[-1] is not None

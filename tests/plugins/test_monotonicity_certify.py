@@ -15,7 +15,8 @@ from reference import brute_force_regions, random_net
 from polytrav import Box, Network, analyze
 from polytrav.bounds.split import BoxPiece
 from polytrav.bounds.slope import derivative_step, slope_bounds
-from polytrav.plugins.monotonicity import Monotonicity, _BoxContext
+from polytrav.plugins.monotonicity import Monotonicity
+from polytrav.plugins.monotonicity.bound import SlopeBound
 from polytrav.vocabulary.results import Verdict
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "monotonicity_milp.py"
@@ -125,8 +126,7 @@ def test_box_margin_never_exceeds_the_true_minimum_slope(seed):
     slopes = np.array([r["W"][0, feature] for r in brute_force_regions(net, lo, hi)])
     for direction, sign in (("increasing", 1.0), ("decreasing", -1.0)):
         for meet in ("forward", "all"):
-            a = Monotonicity(feature, direction, bounds=True, meet=meet)
-            margin = a._box_or_piece_margin(BoxPiece(lo, hi), _BoxContext(net))
+            margin = SlopeBound(feature, 0, direction, meet).margin(net, BoxPiece(lo, hi))
             assert margin <= (sign * slopes).min() + 1e-12, (direction, meet, margin)
             if margin > 0:
                 assert (sign * slopes >= -SLOPE_EPS).all()
@@ -162,7 +162,7 @@ def test_split_search_proves_what_the_root_bound_cannot():
     box = Box([-1.0, -1.0], [1.0, 1.0])
     a = Monotonicity(0, "increasing", stop_at_first=True)
     a.validate(net, box)
-    assert a._box_or_piece_margin(BoxPiece(box.lower, box.upper), _BoxContext(net)) < 0
+    assert SlopeBound(0, 0, "increasing").margin(net, BoxPiece(box.lower, box.upper)) < 0
     found = a.split_search()
     assert found["proven"] and found["boxes"] > 1
     rep = analyze(net, box, Monotonicity(0, "increasing", stop_at_first=True))

@@ -1,0 +1,320 @@
+"""Monotonicity of one output in one feature over the region (paper §5.3).
+
+On each polytope the network is ``W x + c``, so the output's slope in feature ``j`` is the
+constant ``W[output, j]``: no subproblem to solve. The network (continuous, piecewise
+linear) is non-decreasing in ``j`` on a convex region iff every polytope's slope is ``>= 0``
+(non-increasing iff all ``<= 0``). With ``direction=None`` the verdict is whether all slopes
+agree in sign. Every violating polytope is reported with its slope, and a violation is
+confirmed by a forward pass at two points of the polytope a step apart along ``j``.
+
+With ``stop_at_first=True`` (a required ``direction``) the run stops at the first polytope
+whose slope has the wrong sign and whose pair of points is confirmed: a violation needs one
+polytope, a proof still needs every polytope. The traversal then starts at the sampled point
+of the region with the most violating local slope (:meth:`Monotonicity.start_point`), so a
+violation that sampling sees is confirmed in the first polytope.
+
+**Certifying global monotonicity over a box.** ``Monotonicity(j, "increasing",
+stop_at_first=True)`` on ``Box(lo, hi)`` answers ``HOLDS`` only with a proof (a complete run in
+which every piece was proven by the slope bound or every visited polytope's slope is
+``>= 0``), ``VIOLATED`` only with a confirmed pair, and ``UNKNOWN`` on an incomplete run (a
+budget, a lost LP). Pieces are proven by :meth:`Monotonicity.piece_margin` (the slope
+bounded by intervals, :func:`slope_bounds`, rigorous under float64 rounding, so a slope of
+exactly 0 is proven); before the traversal the box is bisected against the same bound
+(:meth:`Monotonicity.split_search`): every sub-box proven proves the region without a
+polytope, and a sampled point with a wrong-signed slope becomes the start point. Where both
+leave the box open and no sampled point violates, a MILP
+(:meth:`polytrav.bounds.milp.RegionMilp.monotone`, ``milp=True``) proves the region, or finds
+an activation pattern with a wrong-signed slope, whose cell's centre is where the traversal
+starts (the first polytope then confirms the pair).
+
+The parts: :mod:`.bound` (the slope's bound over a piece, its value at points),
+:mod:`.region` (the region's search before the traversal: samples, input splitting, the
+MILP) and :mod:`.pair` (the running answer and the confirmed pair).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from polytrav.extend import Analysis, Stop, hookimpl, pieces_proven
+from polytrav.plugins.monotonicity.bound import SlopeBound
+from polytrav.plugins.monotonicity.pair import PairCheck, Slopes, unit_step
+from polytrav.plugins.monotonicity.parameters import check_parameters
+from polytrav.plugins.monotonicity.region import RegionSearch
+from polytrav.extend import AnalysisResult, Verdict, SLOPE_TOL
+
+__all__ = ["Monotonicity"]
+
+
+class Monotonicity(Analysis):
+    """Is ``output`` monotone in input ``feature`` on the region?
+
+    Parameters
+    ----------
+    feature : int
+        Input index.
+    direction : {"increasing", "decreasing", None}
+        Required direction (non-strict); ``None`` asks whether either holds.
+    output : int
+        Output index (default 0).
+    stop_at_first : bool
+        Stop the run at the first confirmed violation (needs a ``direction``); default
+        False (visit every polytope, report every violating one).
+    bounds : bool or None
+        Skip every piece on which a sound interval bound of the slope proves the right sign
+        (:meth:`piece_margin`; needs a ``direction``). The verdict and the violating
+        polytopes are the same, with fewer polytopes; ``value`` and ``violations`` then
+        cover the visited polytopes only. Default None: on with ``stop_at_first``.
+    split : int or None
+        With ``bounds`` on a box region: before the traversal, bisect the box into at most
+        this many sub-boxes, bounding the slope on each (:meth:`split_search`). Every
+        sub-box proven proves the region (the run ends ``complete`` without a polytope); a
+        sampled point with a wrong-signed local slope becomes the start point. Default
+        None: :data:`~.region.SPLIT_BOXES`; 0 turns it off.
+    meet : {"forward", "all"}
+        How the slope is bounded on a piece (:func:`slope_bounds`): the forward interval
+        (default), or the best of it and of meeting forward and backward intervals at every
+        layer (sound, slower, and no tighter on the tabular benchmark's networks).
+    milp : bool
+        Where the bound and the input splitting leave a box region open (no sub-box with a
+        wrong-signed sample), hand the question to a MILP before any polytope
+        (:meth:`polytrav.bounds.milp.RegionMilp.monotone`, with
+        :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left): its certificate
+        proves the region, or its point (a pattern with a wrong-signed slope) is where the
+        traversal starts, to confirm a pair there. Default True; it runs in a serial run on a
+        ``Box`` with a backend of the ``milp`` form (``details["milp"]`` says what it did, or
+        why it did not run).
+
+    ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes: ``exact`` (the
+    extremes over the region) only when every polytope of the region was visited (a complete
+    run that neither stopped at a first violation nor skipped pieces by bounds, the input
+    splitting or the MILP); the verdict is final either way (HOLDS proven, VIOLATED with a
+    confirmed pair);
+    ``details["violations"]`` lists each violating polytope (index, interior point, slope);
+    ``details["witness_pair"]`` is the confirmed pair ``(x, x')``: both in the region,
+    ``x'[feature] > x[feature]``, every other coordinate equal, and (by a float64 forward
+    pass) ``f(x')[output] < f(x)[output]`` when ``"increasing"`` is violated, ``>`` when
+    ``"decreasing"`` is (with ``direction=None``: the pair's outputs move with the slope of
+    the minority sign). ``witness`` is ``x``.
+
+    Examples
+    --------
+    >>> from polytrav import Box, Network, analyze
+    >>> net = Network.from_arrays([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> res = analyze(net, Box([-1.0, -1.0], [1.0, 1.0]),
+    ...               Monotonicity(0, "increasing", stop_at_first=True))[0]
+    >>> res.verdict.value, res.n_polytopes                    # |x_0| decreases left of 0
+    ('violated', 1)
+    >>> x, x2 = res.details["witness_pair"]
+    >>> bool(x2[0] > x[0] and x2[1] == x[1] and net(x2)[0] < net(x)[0])
+    True
+    """
+
+    name = "monotonicity"
+
+    def __init__(self, feature: int, direction: str | None = None, output: int = 0,
+                 stop_at_first: bool = False, bounds: bool | None = None,
+                 split: int | None = None, meet: str = "forward", milp: bool = True):
+        self.feature = feature
+        self.direction = direction
+        self.output = output
+        self.stop_at_first = stop_at_first
+        self.bounds = bounds
+        self.split = split
+        self.meet = meet
+        self.milp = milp
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        on = self.stop_at_first if self.bounds is None else self.bounds
+        return bool(on) and self.direction is not None
+
+    def piece_margin(self, piece, context) -> float:
+        """A sound lower bound of the slope's margin over every polytope of the piece:
+        ``min slope`` for ``"increasing"``, ``-max slope`` for ``"decreasing"``; positive
+        proves that no polytope of the piece violates.
+
+        On a polytope the slope is ``e_out^T W_L D_{L-1} ... D_0 W_0 e_feature`` (``D_k`` the
+        code's 0/1 masks). On the piece the first ``level`` masks are fixed (``piece.code``),
+        so the derivative of the input of the remaining layers is a known vector; through
+        each remaining hidden layer it is carried as an interval: a neuron whose
+        pre-activation bounds over the piece (:func:`polytrav.bounds.crown.output_lower_bounds`)
+        prove it on passes its derivative, one proven off passes 0, an unstable one the hull
+        of both; an affine layer maps the interval by the weights' signs
+        (:func:`~polytrav.bounds.slope.derivative_step`: rigorous under float64 rounding,
+        and a side that is a sum of non-negative terms stays ``>= 0`` exactly). Neurons count as stable only past
+        :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`. A margin ``>= 0`` proves the piece
+        (slopes of exactly 0 are allowed), so it is returned as the next float above.
+
+        The run's region (level 0), if the bound leaves it open, goes on to the input
+        splitting (:meth:`split_search`) and then, with no violation in sight, to the MILP
+        (``milp``; the splitting then stops at :data:`~.region.MILP_SPLIT_BOXES` sub-boxes):
+        :meth:`~.region.RegionSearch.settle`, once per run.
+        """
+        margin = SlopeBound(self.feature, self.output, self.direction, self.meet).margin(
+            context.network, piece, context.backends("lp"))
+        search = self._region_search()
+        if (margin <= 0 and piece.level == 0 and search is not None
+                and getattr(context, "region", None) is search.region and search.settle(context)):
+            return float(np.nextafter(0.0, 1.0))
+        return margin
+
+    def validate(self, network, region) -> None:
+        check_parameters(self, network)
+        self._region = RegionSearch(self, network, region)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the run's region search (it holds the run's network and region;
+        parts of a parallel run get them)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_region"}
+
+    def _region_search(self) -> RegionSearch | None:
+        """The run's :class:`~.region.RegionSearch` (None before ``validate`` and in a part
+        of a parallel run)."""
+        return getattr(self, "_region", None)
+
+    def start_point(self) -> np.ndarray | None:
+        """With ``stop_at_first``: of :data:`~.region.SLOPE_SAMPLES` random points of the
+        region, its bounding box's centre and up to :data:`~.region.SLOPE_CORNERS` of its
+        corners (:func:`~.region.corners`), the one whose local slope is the most violating.
+
+        Only where the traversal starts (the first polytope visited is that point's, so a
+        violation sampling sees is confirmed at once); None without ``stop_at_first``, for an
+        unbounded region, or when no sample lies in the region.
+        """
+        search = self._region_search()
+        if not self.stop_at_first or search is None:
+            return None
+        return search.start()
+
+    def split_search(self) -> dict | None:
+        """The input splitting of the run's box region (:meth:`~.region.RegionSearch.split_search`,
+        once per run), or None when it does not apply (also before ``validate``)."""
+        search = self._region_search()
+        return None if search is None else search.split_search()
+
+    def begin(self, context) -> None:
+        self._pair = PairCheck(self.feature, self.output, unit_step(context, self.feature))
+        self._slopes = Slopes()
+
+    def visit(self, polytope, context):
+        row = polytope.W[self.output]
+        slope = float(row[self.feature])
+        seen = self._slopes
+        seen.low, seen.high = min(seen.low, slope), max(seen.high, slope)
+        tiny = SLOPE_TOL * float(np.linalg.norm(row))
+        record = (polytope.index, polytope.interior_point, slope, polytope.radius)
+        if slope < -tiny and self.direction != "decreasing":
+            seen.negative.append(record)
+        elif slope > tiny and self.direction != "increasing":
+            seen.positive.append(record)
+        else:
+            return None
+        if self.stop_at_first and self._pair.step_u is not None:
+            pair = self._pair.confirm(context, polytope.interior_point, slope, polytope.radius)
+            if pair is not None:
+                seen.confirmed = (polytope.index, polytope.interior_point, slope, pair)
+                return Stop(f"output {self.output} has slope {slope:.3g} in input "
+                            f"{self.feature} on polytope #{polytope.index} (pair confirmed)")
+        return None
+
+    def finish(self, context) -> AnalysisResult:
+        seen = self._slopes
+        lo, hi = seen.low, seen.high
+        n_seen = self.n_polytopes > 0
+        if self._pair.step_u is None:
+            bad = []  # the feature is fixed in the region: monotone vacuously
+        elif self.direction == "increasing":
+            bad = seen.negative
+        elif self.direction == "decreasing":
+            bad = seen.positive
+        else:  # either direction: the minority sign violates
+            bad = ([] if not seen.negative or not seen.positive
+                   else min(seen.negative, seen.positive, key=len))
+        violations = [{"polytope": i, "interior_point": x, "slope": s} for i, x, s, _ in bad]
+        pair = None
+        if bad and seen.confirmed is not None:
+            pair = seen.confirmed[3]
+        for i, x, s, r in ([] if pair is not None else bad):
+            pair = self._pair.confirm(context, x, s, r)
+            if pair is not None:
+                break
+        witness = None if pair is None else pair[0]
+        if bad:
+            verdict = Verdict.VIOLATED if pair is not None else Verdict.VIOLATED_UNCONFIRMED
+        else:
+            verdict = Verdict.HOLDS if self.exact(context) else Verdict.UNKNOWN
+        # the slopes' extremes are the region's only if every polytope was visited
+        exact = self.exact(context) and n_seen and not pieces_proven(context)
+        search = self._region_search()
+        return AnalysisResult(
+            analysis=self.label, verdict=verdict,
+            value={"min_slope": lo if n_seen else None, "max_slope": hi if n_seen else None},
+            witness=witness, exact=exact,
+            n_polytopes=self.n_polytopes, n_solves=0, failures=tuple(self.failures),
+            details={"violations": violations, "witness_pair": pair,
+                     "direction": self.direction, "feature": self.feature, "output": self.output,
+                     "stop_at_first": self.stop_at_first,
+                     "by_sign": {"negative": seen.negative, "positive": seen.positive},
+                     "confirmed": seen.confirmed,
+                     "split": None if search is None else search.split_summary(),
+                     "milp": None if search is None else search.milp_info},
+        )
+
+    def describe(self, result) -> list[str]:
+        from polytrav.extend import fmt, vector
+
+        d = result.details
+        want = d["direction"] or "one direction"
+        lines = [f"slope of output {d['output']} in x_{d['feature']} ({want}): "
+                 f"{len(d['violations'])} violating polytope(s)"]
+        if not result.exact:
+            lines[0] += (f" (slopes and counts cover the {result.n_polytopes} polytope(s) "
+                         "visited" + (", stopped at the first" if d["stop_at_first"]
+                                      and d["witness_pair"] is not None else "") + ")")
+        if d["witness_pair"] is not None:
+            x1, x2 = d["witness_pair"]
+            lines.append(f"pair: x = {vector(x1)} and x' = {vector(x2)} "
+                         f"(x'[{d['feature']}] > x[{d['feature']}])")
+        split = d.get("split")
+        if split is not None and split["proven"]:
+            lines.append(f"proven by the slope bound on {split['boxes']} sub-box(es) of the "
+                         "region (input splitting), no polytope needed")
+        milp = d.get("milp")
+        if milp is not None and milp.get("verdict") == "holds":
+            lines.append(f"proven by a MILP over the region ({milp['binaries']} binaries, "
+                         f"{fmt(milp['seconds'])} s), no polytope needed")
+        elif result.verdict is Verdict.HOLDS and not result.exact and not (
+                split is not None and split["proven"]):
+            lines.append("proven: the slope bound proved every piece whose polytopes were not "
+                         "visited")
+        return lines
+
+    def combine(self, parts, context) -> AnalysisResult:
+        """Merge the parts' slopes by sign (polytope indices offset part by part), then finish.
+
+        A part that stopped at a confirmed violation keeps its pair (the first such part's,
+        in the order the parts are given); the parts need not all have run (``context``
+        then says the run is incomplete, and only a confirmed violation is exact).
+        """
+        self._pair = PairCheck(self.feature, self.output, unit_step(context, self.feature))
+        self._slopes = seen = Slopes()
+        offset = 0
+        for p in parts:
+            for mine, theirs in ((seen.negative, "negative"), (seen.positive, "positive")):
+                mine += [(i + offset, x, s, r) for i, x, s, r in p.details["by_sign"][theirs]]
+            if seen.confirmed is None and p.details.get("confirmed") is not None:
+                i, x, s, pair = p.details["confirmed"]
+                seen.confirmed = (i + offset, x, s, pair)
+            offset += p.n_polytopes
+        lows = [p.value["min_slope"] for p in parts if p.value["min_slope"] is not None]
+        highs = [p.value["max_slope"] for p in parts if p.value["max_slope"] is not None]
+        seen.low, seen.high = min(lows, default=np.inf), max(highs, default=-np.inf)
+        self.n_polytopes = sum(p.n_polytopes for p in parts)
+        self.failures = [f for p in parts for f in p.failures]
+        return self.finish(context)
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register :class:`Monotonicity`."""
+    return [Monotonicity]
