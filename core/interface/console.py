@@ -29,7 +29,7 @@ import sys
 #: this module loads nothing heavy).
 STARTING = {"polytrav": ("polytrav: interrupted before any result", 2),
             "polytrav-vnnlib": ("polytrav-vnnlib: interrupted before any answer", 130)}
-_said = STARTING["polytrav"]
+_said = STARTING.get(os.path.basename(sys.argv[0]), STARTING["polytrav"])
 _taken = False  # whether this process's SIGINT is ours (a console script, not a library call)
 _held = False  # a Ctrl-C is held back until the current import ends
 _ignored = False  # started with Ctrl-C ignored (a background job, nohup): it stays ignored
@@ -50,7 +50,10 @@ def _take(program: str) -> None:
 
 
 if os.path.basename(sys.argv[0]) in STARTING:  # started as a console script: from now on
-    _take(os.path.basename(sys.argv[0]))
+    try:
+        _take(os.path.basename(sys.argv[0]))
+    except KeyboardInterrupt:  # a Ctrl-C while the handler was being put in place: as ours
+        _while_starting(signal.SIGINT, None)
 
 # only after the take-over: nothing that can wait comes before it
 import _thread  # noqa: E402
