@@ -14,7 +14,6 @@ import numpy as np
 
 from polytrav.bounds.crown import Concretizer, output_lower_bounds, rounded_down
 from polytrav.solve.backend import solve_along
-from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
@@ -244,7 +243,7 @@ def region_bab(margin, pairs, piece, context, attack):
     lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
     decided = (BaBVerdict.HOLDS, BaBVerdict.VIOLATED)
     why_not = "no backend serves the 'milp' form"
-    if _chain(context, "milp"):
+    if context.backends("milp", required=False):
         milp = RegionMilp(context.network, lo, hi)
         why_not = f"{milp.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
         if milp.binaries <= MILP_MAX_BINARIES:
@@ -256,14 +255,6 @@ def region_bab(margin, pairs, piece, context, attack):
     out = _bab(pairs, context, lo, hi, BAB_TIME_SHARE, point)
     out.stats["milp"] = why_not
     return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
-
-
-def _chain(context, form: str) -> list:
-    """The run's backend chain of ``form``, empty if none serves it."""
-    try:
-        return context.backends(form)
-    except ConfigError:
-        return []
 
 
 def _bab(pairs, context, lo, hi, share, point):

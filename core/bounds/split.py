@@ -123,8 +123,8 @@ class LpContext:
     def __init__(self, network, lp_chain):
         self.network, self._lp = network, lp_chain
 
-    def backends(self, form: str) -> list:
-        return self._lp
+    def backends(self, form: str, required: bool = True) -> list:
+        return self._lp if form == "lp" else []
 
 
 def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:

@@ -38,8 +38,9 @@ class BoundPiece(Protocol):
 
 @runtime_checkable
 class BoundContext(Protocol):
-    """A run, as bounds see it: the network and a backend chain per problem form."""
+    """A run, as bounds see it: the network and a backend chain per problem form (empty
+    for a form none serves, unless ``required``)."""
 
     network: Any
 
-    def backends(self, form: str) -> list: ...
+    def backends(self, form: str, required: bool = True) -> list: ...

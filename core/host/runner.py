@@ -145,7 +145,7 @@ class RunContext:
     def __init__(self, network: Network, region: Region, chains: dict[str, list], pm):
         self.network = network
         self.region = region
-        self.chains = chains
+        self._chains = chains
         self.pm = pm
         self.traversal = None  # the engine, once attached (read its state through the context)
         self.frame = None
@@ -190,10 +190,11 @@ class RunContext:
         """Seconds left of the run's time budget (None without one)."""
         return self.traversal.time_left()
 
-    def backends(self, form: str) -> list:
-        """The backend chain of ``form``; ConfigError if no installed backend serves it."""
-        chain = self.chains.get(form) or []
-        if not chain:
+    def backends(self, form: str, required: bool = True) -> list:
+        """The backend chain of ``form`` (the one way to a form's backends); empty when none
+        serves it and not ``required``, else a ConfigError naming what is available."""
+        chain = self._chains.get(form) or []
+        if not chain and required:
             raise ConfigError(
                 f"no backend for {form!r} problems is configured or installed; available: "
                 f"{available_solvers(form, pm=self.pm)}"

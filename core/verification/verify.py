@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from polytrav.vocabulary.exits import ANSWER_EXIT
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.model.network import Network
 from polytrav.vocabulary.results import Answer, Verdict, jsonable
@@ -59,8 +60,8 @@ class VerificationResult:
 
     @property
     def exit_code(self) -> int:
-        """Process exit code of the answer: 0 unsat, 1 sat, 2 unknown, 3 timeout, 4 error."""
-        return {"unsat": 0, "sat": 1, "unknown": 2, "timeout": 3, "error": 4}[self.answer]
+        """Process exit code of the answer (:data:`polytrav.vocabulary.exits.ANSWER_EXIT`)."""
+        return ANSWER_EXIT[self.answer]
 
     @property
     def solves(self) -> dict[str, dict]:

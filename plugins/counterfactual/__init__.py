@@ -216,7 +216,7 @@ class Counterfactual(Analysis):
         self._problem = check_problem(self, network, region)
 
     def begin(self, context) -> None:
-        if self._problem.integrality is not None and not context.chains.get("milp"):
+        if self._problem.integrality is not None and not context.backends("milp", required=False):
             raise ConfigError(f"analysis {self.name!r}: integer features and one-hot groups need "
                               "a backend of the 'milp' form (HiGHS: pip install highspy)")
         self._search = Search(self, self._problem, context, search=self.search,

@@ -59,7 +59,7 @@ class MilpStep:
             why = f"the region is a {type(context.region).__name__}, not a Box"
         elif context.within is not None:
             why = "a run in parts"
-        elif not context.chains.get("milp"):
+        elif not context.backends("milp", required=False):
             why = "no backend serves the 'milp' form"
         if why is not None:
             self.why_not = why
@@ -104,7 +104,7 @@ class MilpStep:
         if max_binaries is not None and milp.binaries > max_binaries:
             return
         self.due = None  # once
-        out = milp.closest(x0, problem.p, problem.pairs(), context.chains["milp"], radius=r,
+        out = milp.closest(x0, problem.p, problem.pairs(), context.backends("milp"), radius=r,
                            time_limit=None if left is None else MILP_TIME_SHARE * left)
         self.owner.n_solves += out.solves
         if out.point is not None and out.distance < best.distance:

@@ -219,7 +219,7 @@ class RegionSearch:
             return f"the region is a {type(context.region).__name__}, not a Box"
         if context.within is not None:
             return "a run in parts"
-        if not context.chains.get("milp"):
+        if not context.backends("milp", required=False):
             return "no backend serves the 'milp' form"
         return None
 
@@ -239,7 +239,7 @@ class RegionSearch:
         left = context.time_left()
         out = RegionMilp(self.network, lo, hi).monotone(
             self.feature, self.output, 1.0 if self.direction == "increasing" else -1.0,
-            context.chains["milp"], time_limit=None if left is None else MILP_TIME_SHARE * left)
+            context.backends("milp"), time_limit=None if left is None else MILP_TIME_SHARE * left)
         self.milp_info = {"ran": True, "verdict": out.verdict, "binaries": out.binaries,
                           "seconds": out.seconds, "reason": out.reason}
         if out.verdict == "candidate":

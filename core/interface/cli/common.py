@@ -14,12 +14,16 @@ from pathlib import Path
 
 import click
 
+from polytrav.vocabulary.exits import ANSWER_EXIT, EXIT_INTERNAL
+
 __all__ = ["EXIT_HOLDS", "EXIT_VIOLATED", "EXIT_PARTIAL", "EXIT_TIMEOUT", "EXIT_BAD_INPUT",
            "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message",
            "check_property_path", "SOLVER", "solver_option"]
 
-#: Exit codes: holds/complete, violated, unknown or partial, timeout, bad input, a bug.
-EXIT_HOLDS, EXIT_VIOLATED, EXIT_PARTIAL, EXIT_TIMEOUT, EXIT_BAD_INPUT, EXIT_INTERNAL = range(6)
+#: Exit codes (:mod:`polytrav.vocabulary.exits`, the one table): holds/complete, violated,
+#: unknown or partial, timeout, bad input, a bug.
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_PARTIAL, EXIT_TIMEOUT, EXIT_BAD_INPUT = (
+    ANSWER_EXIT[a] for a in ("unsat", "sat", "unknown", "timeout", "error"))
 #: Exit code when the reader of stdout went away (``| head``): 128 + SIGPIPE, as shells use.
 EXIT_BROKEN_PIPE = 141
 

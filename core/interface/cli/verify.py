@@ -15,11 +15,11 @@ from pathlib import Path
 import click
 import numpy as np
 
-from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_PARTIAL,
-                                           EXIT_TIMEOUT, EXIT_VIOLATED, NETWORK_SUFFIXES,
+from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, NETWORK_SUFFIXES,
                                            Progress, check_property_path, error_message,
                                            fail, solver_option)
 from polytrav.vocabulary.errors import PolytravError
+from polytrav.vocabulary.exits import ANSWER_EXIT
 from polytrav.vocabulary.results import to_json
 
 __all__ = ["verify", "vnncomp_counterexample"]
@@ -207,8 +207,7 @@ def _run_query(prop, models, timeout, as_json) -> int:
             click.echo(f"why: {decision.reason}")
         click.echo(f"{decision.polytopes} polytopes, {decision.lps} LPs, "
                    f"{decision.seconds:.3f} s")
-    return {"unsat": EXIT_HOLDS, "sat": EXIT_VIOLATED, "unknown": EXIT_PARTIAL,
-            "timeout": EXIT_TIMEOUT}[answer]
+    return ANSWER_EXIT[answer]
 
 
 def _executor(workers, scheduler):
@@ -302,8 +301,8 @@ def _check_instance_files(instances: Path, lines, rows, jobs) -> None:
 
 
 #: A batch's exit code: the first of these answers that occurs (else 0: every one unsat).
-_BATCH_PRECEDENCE = (("error", EXIT_BAD_INPUT), ("sat", EXIT_VIOLATED), ("unknown", EXIT_PARTIAL),
-                     ("timeout", EXIT_TIMEOUT))
+#: Which answer of a batch sets its exit code, first to last (codes: ``ANSWER_EXIT``).
+_BATCH_PRECEDENCE = ("error", "sat", "unknown", "timeout")
 
 
 def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_override,
@@ -360,4 +359,5 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
     finally:
         if out:
             out.close()
-    return next((code for answer, code in _BATCH_PRECEDENCE if answer in seen), EXIT_HOLDS)
+    return next((ANSWER_EXIT[answer] for answer in _BATCH_PRECEDENCE if answer in seen),
+                EXIT_HOLDS)
