@@ -128,7 +128,16 @@ def _groups(groups, rows: int) -> list[np.ndarray]:
 
 class NeuronBaB:
     """Branch and bound over ReLU phases for ``C (net(x)) > 0`` on ``x in [xl, xu]`` (module
-    docstring); with ``groups`` (conjunctions), some row of every group ``> 0``."""
+    docstring); with ``groups`` (conjunctions), some row of every group ``> 0``.
+
+    ``on_bounded(nodes, bound)``, when set, sees every batch of bounded nodes (their
+    ``lo``, ``hi``, ``split`` and ``done`` arrays) and their final bounds before they are
+    classified, and ``on_leaf(active, proven)`` every leaf LP's answer with the leaf's phases:
+    the tests check each against sample points of the box.
+    """
+
+    on_bounded = None
+    on_leaf = None
 
     def __init__(self, Ws, bs, xl, xu, C, iters=10, root_iters=100, lr=0.1,
                  branching="widest_early", int_iters=10, *, lp_backends: Sequence[SolverBackend],
@@ -524,32 +533,6 @@ class NeuronBaB:
             self.intermediate(lo, hi, split, k, opt_iters=self.root_iters, kend=k + 1, root=True)
         return self.relax(lo, hi)
 
-    def set_debug_samples(self, X):
-        """Testing: every bounded node is checked against these sample points of the box."""
-        X = np.clip(np.atleast_2d(X), self.xl, self.xu)
-        self.debug_X = X
-        hs, Y = self.net.trace(X)
-        self.debug_Z = np.hstack(hs)
-        self.debug_M = Y @ self.C.T
-        self.stats["debug_checks"] = 0
-
-    def _debug_check(self, Q, bound):
-        Z, M = self.debug_Z, self.debug_M
-        tol = 1e-7
-        for i in range(len(Q["lo"])):
-            s = Q["split"][i]
-            inside = np.all(np.where(s > 0, Z >= 0, np.where(s < 0, Z <= 0, True)), axis=1)
-            if not inside.any():
-                continue
-            Zi, Mi = Z[inside], M[inside]
-            lo, hi = Q["lo"][i], Q["hi"][i]
-            assert not (lo > hi + EMPTY_TOL).any(), "node with points declared empty"
-            assert np.all(Zi >= lo - tol) and np.all(Zi <= hi + tol), "intermediate bound violated"
-            assert np.all(Mi.min(0) >= bound[i] - tol), "final bound violated"
-            assert not self.proven(Q["done"][i:i + 1])[0] or not self.violated(Mi + tol).any(), \
-                "proven node has a violation"
-            self.stats["debug_checks"] += int(inside.sum())
-
     def _branch(self, P):
         """Two children per node of P, split on the neuron chosen at bounding time."""
         B = len(P["lo"])
@@ -566,8 +549,8 @@ class NeuronBaB:
         """Classify bounded nodes: verified, empty, leaf (LP), or pending (with a choice)."""
         B = len(Q["lo"])
         self.stats["nodes"] += B
-        if getattr(self, "debug_X", None) is not None:
-            self._debug_check(Q, bound)
+        if self.on_bounded is not None:
+            self.on_bounded(Q, bound)
         done = Q["done"]
         worst = self.worst_rows(done, bound)
         idx = np.arange(B)
@@ -587,11 +570,8 @@ class NeuronBaB:
             self.stats["leaves"] += 1
             r_rel = {k: v[i] for k, v in rel.items()}
             ok, xc = self.leaf_lp(r_rel, [g for g in self.groups if not done[i, g].any()])
-            if ok and getattr(self, "debug_X", None) is not None:
-                s_ = np.where(rel["act"][i], 1, -1)
-                inside = np.all(np.where(s_ > 0, self.debug_Z >= 0, self.debug_Z <= 0), axis=1)
-                assert not self.violated(self.debug_M[inside] + 1e-7).any(), \
-                    "leaf LP proved a violated node"
+            if self.on_leaf is not None:
+                self.on_leaf(rel["act"][i], ok)
             if not ok:
                 if xc is not None and self.check_point(xc)[0]:
                     self.counterexample = xc

@@ -16,7 +16,7 @@ import numpy as np
 from polytrav.model.network import Network
 from polytrav.model.polytope import Polytope
 from polytrav.solve.chebyshev import ChebyshevModel
-from polytrav.traversal.frontier import Guidance
+from polytrav.traversal.frontier import GuideRules
 from polytrav.traversal.status import RunEnded, Strategy, TraversalStats, TraversalStatus
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, VERTEX_CHECK_TOL, VERTEX_MAX_DIM, VERTEX_MIN_RADIUS
@@ -32,7 +32,7 @@ class Emitter:
     """Makes, counts and hands out polytopes; computes cells' vertices."""
 
     def __init__(self, net: Network, region, frame, strategy: Strategy, stats: TraversalStats,
-                 guidance: Guidance, *, max_polytopes=None, vertices: bool = False):
+                 guidance: GuideRules, *, max_polytopes=None, vertices: bool = False):
         self.net, self.region, self.frame, self.strategy = net, region, frame, strategy
         self.stats, self.guidance = stats, guidance
         self.max_polytopes = max_polytopes

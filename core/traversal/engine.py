@@ -23,8 +23,8 @@ from polytrav.solve.backend import SolverBackend
 from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.traversal.cell_solver import CellSolver
 from polytrav.traversal.emission import Emitter
-from polytrav.traversal.frontier import Guidance, Pruner, volume
-from polytrav.traversal.level import LevelSearch, Parts
+from polytrav.traversal.frontier import GuideRules, Pruner, volume
+from polytrav.traversal.level import LevelSearch, LevelTools
 from polytrav.traversal.piece import Enclosure, Piece, PieceView
 from polytrav.traversal.screen import Screen
 from polytrav.traversal.status import (
@@ -151,10 +151,10 @@ class Traversal(Iterator[Polytope]):
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
                                     proven=[0] * net.n_hidden_layers)
         cells = CellSolver(self.frame, solver, self.fallbacks, self.stats)
-        guidance = Guidance(guide, net, self.frame, cells, self.stats)
+        guidance = GuideRules(guide, net, self.frame, cells, self.stats)
         screen = Screen(net, self.frame, self.strategy, cells, self.stats)
         screen.misses = guidance.misses  # None until a guide gives balls
-        self._parts = Parts(
+        self._tools = LevelTools(
             net=net, frame=self.frame, stats=self.stats, clock=Clock(time_limit), cells=cells,
             screen=screen,
             emitter=Emitter(net, self.region, self.frame, self.strategy, self.stats, guidance,
@@ -178,7 +178,7 @@ class Traversal(Iterator[Polytope]):
     @property
     def frontier(self) -> int:
         """Cells found but not yet expanded, over the levels being traversed (for progress)."""
-        return sum(len(q) for q in self._parts.frontiers)
+        return sum(len(q) for q in self._tools.frontiers)
 
     @property
     def complete(self) -> bool:
@@ -187,24 +187,24 @@ class Traversal(Iterator[Polytope]):
 
     def time_left(self) -> float | None:
         """Seconds left of ``time_limit`` (None without one)."""
-        return self._parts.clock.left()
+        return self._tools.clock.left()
 
     def maximize_in_cell(self, polytope: Polytope, g: np.ndarray) -> SolveResult | None:
         """``max g·u`` over ``polytope`` ∩ region (frame coordinates), in the traversal's warm
         model; None unless ``polytope`` is the one just emitted and the maximiser provably
         has its code (see :meth:`polytrav.traversal.emission.Emitter.maximize_in_cell`)."""
-        return self._parts.emitter.maximize_in_cell(polytope, g)
+        return self._tools.emitter.maximize_in_cell(polytope, g)
 
     def __repr__(self) -> str:
         return f"<Traversal {self.strategy.name} {self.status.value}: {self.stats.polytopes} polytopes>"
 
     # ---------------------------------------------------------------- the run
     def _run(self) -> Iterator[Polytope]:
-        parts = self._parts
-        t0 = parts.clock.start()
+        tools = self._tools
+        t0 = tools.clock.start()
         model = self.backend.chebyshev_model(
             self.frame, box_as_bounds=self.strategy.screen == "interval")
-        search = LevelSearch(parts, model)
+        search = LevelSearch(tools, model)
         try:
             region_cell = self._region_cell(model)
             if region_cell is None:  # no backend could decide even the region: nothing is known
@@ -214,17 +214,17 @@ class Traversal(Iterator[Polytope]):
                     "traverse: the region has no interior (its Chebyshev radius in normalised "
                     f"units is {region_cell[0]:.3g})"
                 )
-            if self.prune is not None and self.net.n_hidden_layers and not parts.pieces_only:
+            if self.prune is not None and self.net.n_hidden_layers and not tools.pieces_only:
                 self._prune_region(model, region_cell)
             if self._start_later is not None:
                 self.start_u = start_point(self.net, self.region, self.frame,
                                            self._start_later())
             u0 = self.start_u if self.start_u is not None else region_cell[1]
             if self.net.n_hidden_layers == 0:  # an affine network: the region is one polytope
-                if parts.pieces_only:
+                if tools.pieces_only:
                     yield Piece(np.zeros(0, bool), region_cell[1], region_cell[0])
                 elif self.within is None or self.within:
-                    yield parts.emitter.polytope((), region_cell[1], region_cell[0], None, None)
+                    yield tools.emitter.polytope((), region_cell[1], region_cell[0], None, None)
             elif self.within is not None:
                 yield from search.subtrees(self.within, region_cell[0], region_cell[1])
             else:
@@ -247,12 +247,12 @@ class Traversal(Iterator[Polytope]):
         fr = self.frame
         if fr.is_box and not model.region_A.shape[0]:
             return min(1.0, fr.radius_cap), np.zeros(fr.dim)
-        return self._parts.cells.solve(model, "region")
+        return self._tools.cells.solve(model, "region")
 
     def _prune_region(self, model: ChebyshevModel, region_cell) -> None:
         """Measure the region (for proven volume shares) and end the run ``complete`` if the
         pruner proves the whole region."""
-        emitter, pruner, (t, u) = self._parts.emitter, self._parts.pruner, region_cell
+        emitter, pruner, (t, u) = self._tools.emitter, self._tools.pruner, region_cell
         V = emitter.vertices(model, np.zeros(0, bool), u, t) if emitter.use_vertices(1, False) else None
         if V is not None and self.volume_shares and not (self.frame.l1_balls or self.frame.l2_balls):
             pruner.region_volume = volume(V)

@@ -2,7 +2,7 @@
 
 A level keeps the cells it found but has not expanded in a :class:`Frontier`: first in,
 first out (the paper's breadth-first order), by a guide's key (level 1 of a guided run), or
-by a pruner's margin (best-first). :class:`Guidance` applies a guide before a level-1 piece
+by a pruner's margin (best-first). :class:`GuideRules` applies a guide before a level-1 piece
 is expanded: it ends the level once the guide prunes a key, solves the flips queued unsolved,
 and shrinks the region when the guide restricts it. :class:`Pruner` asks the caller's bound
 for a piece's margin and records the pieces it proves (no polytope in them is needed).
@@ -26,7 +26,7 @@ from polytrav.traversal.status import TraversalStats
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.tolerances import BALL_MISS_TOL, SLIVER_TOL
 
-__all__ = ["Frontier", "Guidance", "Pruner", "Queued", "volume"]
+__all__ = ["Frontier", "GuideRules", "Pruner", "Queued", "volume"]
 
 
 class Queued(NamedTuple):
@@ -72,7 +72,7 @@ class Frontier:
         return key, item
 
 
-class Guidance:
+class GuideRules:
     """A guide's steering of level 1: prune by key, solve queued flips, restrict the region.
 
     ``version`` counts the restrictions applied (0: the region as given).

@@ -6,8 +6,8 @@ first cell near the start point, then expands cells in frontier order: each cell
 yet decided are ruled out by its vertices or decided by an LP and hashed; a cell of the last
 level is emitted as a polytope, a cell of a deeper level is descended into before the search
 moves on (unless a pruner proves it), and with ``pieces_only`` level 1 hands out its pieces.
-The state of one level (its rows, frontier, decided codes) is a :class:`_Level`; the parts a
-search works with (solver, screen, emitter, pruner, guidance, budgets) come in :class:`Parts`.
+The state of one level (its rows, frontier, decided codes) is a :class:`_Level`; the tools a
+search works with (solver, screen, emitter, pruner, guidance, budgets) come in :class:`LevelTools`.
 """
 from __future__ import annotations
 
@@ -21,19 +21,19 @@ from polytrav.model.network import Network
 from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.traversal.cell_solver import CellSolver
 from polytrav.traversal.emission import Emitter
-from polytrav.traversal.frontier import Frontier, Guidance, Pruner, Queued
+from polytrav.traversal.frontier import Frontier, GuideRules, Pruner, Queued
 from polytrav.traversal.piece import Enclosure, Piece, PieceView
 from polytrav.traversal.screen import LevelRows, Screen
 from polytrav.traversal.status import Clock, TraversalStats
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, SLIVER_TOL, START_TRIES, VERTEX_MARGIN
 
-__all__ = ["LevelSearch", "Parts"]
+__all__ = ["LevelSearch", "LevelTools"]
 
 
 @dataclass(frozen=True)
-class Parts:
-    """The parts of one traversal a level search works with."""
+class LevelTools:
+    """What a level search works with, from its traversal."""
 
     net: Network
     frame: Frame
@@ -43,7 +43,7 @@ class Parts:
     screen: Screen
     emitter: Emitter
     pruner: Pruner
-    guidance: Guidance
+    guidance: GuideRules
     frontiers: list  #: the frontier of every level being searched (for progress)
     pieces_only: bool  #: level 1 yields its :class:`Piece` objects, no polytopes
     best_first: bool  #: deeper levels descend by increasing pruner margin
@@ -65,18 +65,18 @@ class _Level:
     #: The first cell's closure holds the run's start point, and so does every enclosing
     #: level's: a restriction may then shrink the region mid-level (:meth:`LevelSearch.level`).
     at_start: bool
-    far: dict  #: the guidance's far sides of the level's rows (:meth:`Guidance.far_sides`)
+    far: dict  #: the guidance's far sides of the level's rows (:meth:`GuideRules.far_sides`)
 
 
 class LevelSearch:
     """Searches levels inside pieces; yields polytopes (or level-1 :class:`Piece` objects)."""
 
-    def __init__(self, parts: Parts, model: ChebyshevModel):
+    def __init__(self, tools: LevelTools, model: ChebyshevModel):
         self.model = model
-        self.net, self.frame, self.stats, self.clock = parts.net, parts.frame, parts.stats, parts.clock
-        self.cells, self.screen, self.emitter = parts.cells, parts.screen, parts.emitter
-        self.pruner, self.guidance, self.frontiers = parts.pruner, parts.guidance, parts.frontiers
-        self.pieces_only, self.best_first = parts.pieces_only, parts.best_first
+        self.net, self.frame, self.stats, self.clock = tools.net, tools.frame, tools.stats, tools.clock
+        self.cells, self.screen, self.emitter = tools.cells, tools.screen, tools.emitter
+        self.pruner, self.guidance, self.frontiers = tools.pruner, tools.guidance, tools.frontiers
+        self.pieces_only, self.best_first = tools.pieces_only, tools.best_first
 
     # ---------------------------------------------------------------- one level
     def level(self, piece: Enclosure, u_start: np.ndarray, via: int | None,

@@ -99,7 +99,7 @@ class Screen:
         the piece's inscribed ball cuts it, the piece's vertices (when known) decide the rest
         up to a margin, and any other survivor gets one LP: does the piece extend to the side
         of the hyperplane its centre is not on? Unless that side misses every ball of a
-        guide's restriction (``misses``, :meth:`Guidance.misses`): the row is then kept
+        guide's restriction (``misses``, :meth:`GuideRules.misses`): the row is then kept
         without an LP, since a flip into that side is skipped anyway (a kept row that does
         not cut only adds a row to the level's LP). ``lp``: the paper's Algorithm 2, two LPs
         per hyperplane, no closed-form tests.

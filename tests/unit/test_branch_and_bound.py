@@ -9,6 +9,7 @@ from reference import dnf_instance, random_net
 
 from polytrav.bounds.branch_and_bound import NeuronBaB, prove_margins
 from polytrav.solvers.highs import HighsBackend
+from polytrav.vocabulary.tolerances import EMPTY_TOL
 
 #: the leaves' LP backend chain (a run passes its own, ``context.backends("lp")``)
 LP = [HighsBackend()]
@@ -16,6 +17,41 @@ LP = [HighsBackend()]
 CASES = [(4, [8, 8, 8], 3), (5, [8, 8, 8], 3), (3, [10, 10], 3), (4, [6, 6, 6, 6, 6], 4),
          (6, [8, 8, 8, 8], 4)]
 
+
+
+def check_on_samples(bab, X):
+    """Check every node ``bab`` bounds against the sample points ``X`` of its box: no node
+    holding points is empty, its intermediate and final bounds hold there, and no proven node
+    holds a violation. Returns the count of point checks (in a one-item list, filled as the
+    search runs)."""
+    X = np.clip(np.atleast_2d(X), bab.xl, bab.xu)
+    hs, Y = bab.net.trace(X)
+    Z, M = np.hstack(hs), Y @ bab.C.T
+    checks = [0]
+    tol = 1e-7
+
+    def check(Q, bound):
+        for i in range(len(Q["lo"])):
+            s = Q["split"][i]
+            inside = np.all(np.where(s > 0, Z >= 0, np.where(s < 0, Z <= 0, True)), axis=1)
+            if not inside.any():
+                continue
+            Zi, Mi = Z[inside], M[inside]
+            lo, hi = Q["lo"][i], Q["hi"][i]
+            assert not (lo > hi + EMPTY_TOL).any(), "node with points declared empty"
+            assert np.all(Zi >= lo - tol) and np.all(Zi <= hi + tol), "intermediate bound violated"
+            assert np.all(Mi.min(0) >= bound[i] - tol), "final bound violated"
+            assert not bab.proven(Q["done"][i:i + 1])[0] or not bab.violated(Mi + tol).any(), \
+                "proven node has a violation"
+            checks[0] += int(inside.sum())
+
+    def leaf(active, proven):
+        if proven:
+            inside = np.all(np.where(active, Z >= 0, Z <= 0), axis=1)
+            assert not bab.violated(M[inside] + tol).any(), "leaf LP proved a violated node"
+
+    bab.on_bounded, bab.on_leaf = check, leaf
+    return checks
 
 def instance(seed):
     d, widths, m = CASES[seed % len(CASES)]
@@ -51,19 +87,19 @@ def test_verdict_equals_the_milp(seed):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_every_node_bound_holds_on_samples(seed):
-    """Debug mode: every node's intermediate and final bounds, every "empty" and every proven
-    leaf is checked against sample points of the box (corners included)."""
+    """Every node's intermediate and final bounds, every "empty" and every proven leaf is
+    checked against sample points of the box (corners included): check_on_samples."""
     net, lo, hi, C = instance(seed)
     Ws, bs = list(net.weights[:-1]) + [C @ net.weights[-1]], list(net.biases[:-1]) + [C @ net.biases[-1]]
     bab = NeuronBaB(Ws, bs, lo, hi, np.eye(len(C)), lp_backends=LP)
     rng = np.random.default_rng(seed)
     X = rng.uniform(lo, hi, (4000, lo.size))
     corners = np.where(rng.random((500, lo.size)) < 0.5, lo, hi)
-    bab.set_debug_samples(np.vstack([X, corners]))
+    checks = check_on_samples(bab, np.vstack([X, corners]))
     bab.attack = False  # counterexamples then come from leaf LPs only: more nodes are checked
     verdict, _ = bab.run(time_limit=DECIDE)  # the whole search is checked, however slow
     assert verdict in ("robust", "violated")
-    assert bab.stats["debug_checks"] > 0
+    assert checks[0] > 0
 
 
 def test_loose_bounds_are_caught():
@@ -81,7 +117,7 @@ def test_loose_bounds_are_caught():
     Ws, bs = list(net.weights[:-1]) + [C @ net.weights[-1]], list(net.biases[:-1]) + [C @ net.biases[-1]]
     bab = Loose(Ws, bs, lo, hi, np.eye(len(C)), lp_backends=LP)
     bab.attack = False
-    bab.set_debug_samples(np.random.default_rng(0).uniform(lo, hi, (4000, lo.size)))
+    check_on_samples(bab, np.random.default_rng(0).uniform(lo, hi, (4000, lo.size)))
     with pytest.raises(AssertionError, match="bound violated"):
         bab.run(time_limit=DECIDE)
 
@@ -124,7 +160,7 @@ def conjunction_instance(seed):
 def test_conjunctions_verdict_equals_the_milp(seed):
     """Unsafe sets in disjunctive normal form with conjunctions of several rows (``groups``):
     the verdict equals a MILP's, a counterexample meets every row of one conjunction, and
-    every node's bounds and proofs hold on samples (debug mode)."""
+    every node's bounds and proofs hold on samples (check_on_samples)."""
     from milp import milp_linear_dnf_feasible
 
     net, lo, hi, pairs = conjunction_instance(seed)
@@ -142,7 +178,7 @@ def test_conjunctions_verdict_equals_the_milp(seed):
     bs = list(net.biases[:-1]) + [C @ net.biases[-1] - d]
     bab = NeuronBaB(Ws, bs, lo, hi, np.eye(len(C)), lp_backends=LP, groups=groups)
     rng = np.random.default_rng(seed)
-    bab.set_debug_samples(np.vstack([rng.uniform(lo, hi, (3000, lo.size)),
-                                     np.where(rng.random((300, lo.size)) < 0.5, lo, hi)]))
+    checks = check_on_samples(bab, np.vstack([rng.uniform(lo, hi, (3000, lo.size)),
+                                              np.where(rng.random((300, lo.size)) < 0.5, lo, hi)]))
     bab.search(60)
-    assert bab.stats["debug_checks"] > 0
+    assert checks[0] > 0
