@@ -83,7 +83,7 @@ POLYTOPE_DTYPES = {"index": "int64", "parent": "Int64", "code": "string", "radiu
 #: Parquet column types of the per-analysis report table, in its column order.
 REPORT_DTYPES = {"analysis": "string", "verdict": "string", "value": "string", "exact": "bool",
                  "witness": "string", "n_polytopes": "int64", "n_solves": "int64",
-                 "status": "string", "failures": "int64"}
+                 "status": "string", "failures": "int64", "solves": "string"}
 
 
 # ------------------------------------------------------------------ codes and adjacency
@@ -139,8 +139,9 @@ def report_records(report) -> list[dict]:
     """One flat dict per analysis of a :class:`~polytrav.Report`.
 
     Keys ``analysis``, ``verdict`` (None for measurements), ``value`` and ``witness`` (JSON
-    text), ``exact``, ``n_polytopes``, ``n_solves``, ``status`` (the run's) and ``failures``
-    (how many undecided subproblems).
+    text), ``exact``, ``n_polytopes``, ``n_solves``, ``status`` (the run's), ``failures``
+    (how many undecided subproblems) and ``solves`` (the run's solves per backend, JSON text:
+    ``Report.stats["solves"]``).
     """
     out = []
     for res in report.results:
@@ -149,7 +150,8 @@ def report_records(report) -> list[dict]:
                     "value": _dumps(d["value"]), "exact": bool(d["exact"]),
                     "witness": _dumps(d["witness"]), "n_polytopes": int(d["n_polytopes"]),
                     "n_solves": int(d["n_solves"]), "status": report.status.value,
-                    "failures": len(d["failures"])})
+                    "failures": len(d["failures"]),
+                    "solves": _dumps(report.stats.get("solves", {}))})
     return out
 
 

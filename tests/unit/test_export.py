@@ -195,7 +195,7 @@ def test_report_table_is_one_function_and_one_set_of_columns(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["results"][0]["analysis"] == "output_range"
     rows = list(csv.DictReader(open(tmp_path / "r.csv")))
     assert list(rows[0]) == ["analysis", "verdict", "value", "exact", "witness", "n_polytopes",
-                             "n_solves", "status", "failures"]
+                             "n_solves", "status", "failures", "solves"]
     assert [r["analysis"] for r in rows] == ["output_range", "region_stats"]
     assert rows[0]["verdict"] == "" and rows[0]["status"] == "complete"
     assert json.loads(rows[0]["value"]) == pytest.approx(report[0].value)
