@@ -154,6 +154,8 @@ class RunContext:
         self.n_fallbacks = 0
         self.n_in_model = 0  # solves in the traversal's own LP model (maximize_in_cell)
         self.n_box_lp = 0  # cell maxima certified by polytrav.bounds.box_lp (maximize_linear)
+        #: level-1 pieces whose bound a guided run asked its analyses for (piece_bound)
+        self.n_pieces_bounded = 0
         self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
 
     def attach(self, traversal: TraversalView) -> None:

@@ -198,6 +198,7 @@ class Guide:
         return all(a.prunable for a in analyses)
 
     def key(self, bits: np.ndarray) -> float:
+        self.context.n_pieces_bounded += 1  # the analyses' bounds are queries, counted here
         return min(a.piece_bound(bits, self.context) for a in self.analyses)
 
     def prune(self, key: float) -> bool:

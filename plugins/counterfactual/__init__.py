@@ -227,9 +227,8 @@ class Counterfactual(Analysis):
 
     def piece_bound(self, bits, context) -> float:
         """A lower bound of the distance over a level-1 piece (:class:`~.bound.DistanceBounds`),
-        inf once the MILP proved the best. The piece counts toward the MILP's ``milp_after``
-        (:meth:`~.milp.MilpStep.count`); the MILP itself runs only in :meth:`visit`."""
-        self._milp.count()
+        inf once the MILP proved the best; no side effect (the run counts the pieces it asked
+        about, ``context.n_pieces_bounded``, toward the MILP's ``milp_after``)."""
         if self._milp.proved:
             return np.inf  # the MILP proved the best distance: no piece can beat it
         return self._search.bounds.piece(bits)
@@ -240,7 +239,6 @@ class Counterfactual(Analysis):
     def visit(self, polytope, context):
         best = self._best
         before = best.distance
-        self._milp.count()
         self._milp.run_if_due(context, self._search, best)
         if self._milp.proved:
             return Stop("the MILP proved the best distance")

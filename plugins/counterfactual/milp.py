@@ -1,5 +1,5 @@
 """The region's MILP of a best-first search (the package docstring, "The MILP"):
-:class:`MilpStep` plans it, counts the work it waits for, and runs it once, at a visit."""
+:class:`MilpStep` plans it and runs it once, at a visit, when the work it waits for is done."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -30,8 +30,8 @@ MILP_EARLY_BINARIES = 60
 
 class MilpStep:
     """The MILP of one run: ``due`` is the count at which it runs (None: it will not, or it
-    ran); ``steps`` counts the polytopes and level-1 pieces handled, ``checked`` those
-    :meth:`run_if_due` has looked at. ``info`` says what it did, ``why_not`` why it will not
+    ran); ``steps`` is the count of polytopes and level-1 pieces handled at the last visit,
+    ``checked`` the counts :meth:`run_if_due` has looked at. ``info`` says what it did, ``why_not`` why it will not
     run (where the user asked for it), ``proved`` whether its bound proved the best."""
 
     def __init__(self, owner: Analysis, problem: Problem):
@@ -66,16 +66,15 @@ class MilpStep:
             return
         self.due = milp_after
 
-    def count(self) -> None:
-        """One more polytope or level-1 piece handled (a tally: nothing runs here)."""
-        if self.due is not None:
-            self.steps += 1
-
     def run_if_due(self, context, search: Search, best: Best) -> None:
         """Run the MILP once: at the first count at or after ``due``, or at an earlier count
-        of :data:`MILP_EARLY` where its box is small (:meth:`run`). Each count since the last
-        call is checked in turn, as if it were checked when it was counted: between the
-        counts of a visit, the pieces change neither the best nor the box."""
+        of :data:`MILP_EARLY` where its box is small (:meth:`run`). The count is the
+        polytopes visited (this one included) and the level-1 pieces the run asked the bound
+        of (``context.n_pieces_bounded``); each count since the last call is checked in turn,
+        as if it were checked when it was reached: between the counts of a visit, the pieces
+        change neither the best nor the box."""
+        if self.due is not None:
+            self.steps = self.owner.n_polytopes + context.n_pieces_bounded
         while self.due is not None and self.checked < self.steps:
             step, self.checked = self.checked, self.checked + 1
             if step >= self.due:
