@@ -100,7 +100,8 @@ def monotone_shape(instance) -> MonotoneShape | None:
     return MonotoneShape(f, g, i, unsafe[0], direction, g_lower)
 
 
-def decide_monotone(instance, shape: MonotoneShape, timeout: float | None, confirm):
+def decide_monotone(instance, shape: MonotoneShape, timeout: float | None, confirm,
+                    solver=None):
     """``("sat" | "unsat" | "unknown" | "timeout", reason, polytopes)`` by
     :class:`~polytrav.plugins.monotonicity.Monotonicity` with ``stop_at_first`` on network
     ``f`` over its box; a violating pair is checked by ``confirm`` (the query's own check)."""
@@ -120,7 +121,7 @@ def decide_monotone(instance, shape: MonotoneShape, timeout: float | None, confi
             (lo if atom.op == ">=" else hi)[atom.terms[0].flat] = atom.constant_float
     analysis = create_analysis("monotonicity", feature=shape.feature, direction=shape.direction,
                                output=shape.output, stop_at_first=True)
-    report = analyze(net, Box(lo, hi), analysis,
+    report = analyze(net, Box(lo, hi), analysis, solver=solver,
                      deadline=None if timeout is None else t0 + timeout)
     res = report[0]
     if res.verdict is Verdict.VIOLATED:

@@ -136,12 +136,13 @@ def check_soundness(instance: Instance, query_name: str) -> None:
 
 
 def decide(query: Query, models: dict, *, timeout: float | None = None,
-           query_name: str = "the query") -> Decision:
+           query_name: str = "the query", solver=None) -> Decision:
     """Decide ``query`` with ``models`` (checked by :func:`check_mapping`) within
     ``timeout`` seconds: the :class:`Decision`.
 
     ``sat`` only with a witness that holds exactly (:meth:`Instance.witness`); ``unsat`` only
     for a complete proof; ``timed-out`` when the time ran out first; else ``unknown``.
+    ``solver``: the backends, as :func:`polytrav.analyze` takes them.
     """
     from polytrav.verification.verify import verify
 
@@ -172,7 +173,7 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
     real = is_real_query(query)
     shape = monotone_shape(instance)
     if shape is not None:
-        answer, reason, polytopes = decide_monotone(instance, shape, left, confirm)
+        answer, reason, polytopes = decide_monotone(instance, shape, left, confirm, solver)
         answer = {"timeout": "timed-out"}.get(answer, answer)
         if answer == "unsat" and not real:
             answer, reason = "unknown", ("the network is monotone in exact arithmetic, but "
@@ -183,13 +184,13 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                         time.perf_counter() - t0, polytopes)
     # a proof for float32 holds with the unsafe set widened by the rounding bound
     spec = instance.spec if real else instance.widened()
-    result = verify(instance.network, spec, timeout=left, confirm=confirm)
+    result = verify(instance.network, spec, timeout=left, confirm=confirm, solver=solver)
     if result.answer.value == "unknown" and missed and instance.spec.cases:
         # a witness on the boundary of the unsafe set (a strict comparison met with equality,
         # or missed by float32 rounding): search again strictly inside it
         left = None if timeout is None else timeout - (time.perf_counter() - t0)
         if left is None or left > 0:
-            inside = verify(instance.network, instance.tightened(), timeout=left,
+            inside = verify(instance.network, instance.tightened(), timeout=left, solver=solver,
                             confirm=confirm)
             if inside.answer.value == "sat":
                 result = inside

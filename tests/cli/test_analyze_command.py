@@ -102,3 +102,34 @@ def test_a_run_reports_its_solves_per_backend_in_parts_too():
         solves = report.stats["solves"]
         assert sum(r["answered"] for r in solves.values()) >= 1
         assert "solved by:" in str(report)
+
+
+def test_verify_of_a_query_takes_the_solver_too(tmp_path):
+    """``polytrav verify QUERY --network NAME=FILE --solver ...`` reaches the backends: an
+    unknown backend there is bad input (exit 4), a known one answers."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in
+             (("W1", rng.normal(size=(4, 2))), ("b1", np.zeros(4)),
+              ("W2", rng.normal(size=(1, 4))), ("b2", np.zeros(1)))]
+    nodes = [helper.make_node("Gemm", ["input", "W1", "b1"], ["h"], transB=1),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "W2", "b2"], ["output"], transB=1)]
+    graph = helper.make_graph(nodes, "net", [helper.make_tensor_value_info(
+        "input", TensorProto.FLOAT, [1, 2])], [helper.make_tensor_value_info(
+            "output", TensorProto.FLOAT, [1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    nnet = str(tmp_path / "net.onnx")
+    onnx.save(model, nnet)
+    query = tmp_path / "q.vnnlib"
+    query.write_text("(vnnlib-version <2.0>)\n(declare-network N (declare-input X real [2]) "
+                     "(declare-output Y real [1]))\n"
+                     "(assert (and (>= X[0] -1.0) (<= X[0] 1.0) (>= X[1] -1.0) (<= X[1] 1.0)))\n"
+                     "(assert (>= Y[0] 1000.0))\n")
+    ok = polytrav("verify", str(query), "--network", f"N={nnet}", "--solver", "lp=scipy")
+    assert ok.returncode == 0 and ok.stdout.startswith("unsat"), ok.stdout + ok.stderr
+    bad = polytrav("verify", str(query), "--network", f"N={nnet}", "--solver", "lp=nosuch")
+    assert bad.returncode == 4 and "unknown solver 'nosuch'" in bad.stderr, bad.stderr

@@ -110,7 +110,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         if prop is not None or network is None:
             fail("with --network NAME=FILE give only the query: polytrav verify QUERY "
                  "--network NAME=FILE ...")
-        sys.exit(_run_query(network, _mapping(networks), timeout, as_json))
+        sys.exit(_run_query(network, _mapping(networks), timeout, as_json, solver))
     if network and prop:
         if (Path(network).suffix.lower() == ".vnnlib"
                 and Path(prop).suffix.lower() in NETWORK_SUFFIXES):
@@ -118,7 +118,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
                  "network: swap them")
         check_property_path(prop, "PROP")
     if network and prop and _is_v2_instance(prop):
-        sys.exit(_run_query(prop, {None: network}, timeout, as_json))
+        sys.exit(_run_query(prop, {None: network}, timeout, as_json, solver))
     if not (network and prop):
         fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
     if results or total_timeout is not None:
@@ -175,7 +175,7 @@ def _is_v2_instance(prop) -> bool:
     return query.version == "2.0" and needs_instance(query)
 
 
-def _run_query(prop, models, timeout, as_json) -> int:
+def _run_query(prop, models, timeout, as_json, solver=None) -> int:
     """A VNN-LIB 2.0 query with several networks, hidden nodes or input-output comparisons
     (:func:`polytrav.verification.standard.decide`, as ``polytrav-vnnlib verify`` runs it):
     the answer, for ``sat`` the assignment (VNN-LIB 2.0, §5.3.1), and the exit code."""
@@ -191,7 +191,7 @@ def _run_query(prop, models, timeout, as_json) -> int:
                  f"({', '.join(own)}); give each with --network NAME=FILE")
         models = {own[0]: models[None]}
     decision = decide(query, check_mapping(query, models, Path(prop).name), timeout=timeout,
-                      query_name=Path(prop).name)
+                      query_name=Path(prop).name, solver=solver)
     answer = "timeout" if decision.answer == "timed-out" else decision.answer
     if as_json:
         click.echo(to_json({"property": prop, "answer": answer, "reason": decision.reason,
