@@ -44,9 +44,9 @@ class Case:
     _runs: dict = field(default_factory=dict, repr=False)
 
     def run(self, k: int, **options) -> Any:
-        """A fresh copy's report on net ``k`` (the plain serial run is kept)."""
-        key = (k, tuple(sorted(options.items())))
-        if key not in self._runs or options:
+        """A fresh copy's report on net ``k`` with ``options`` (kept: a run is deterministic)."""
+        key = (k, tuple(sorted(options.items(), key=lambda item: item[0])))
+        if key not in self._runs:
             self._runs[key] = analyze(self.nets[k], self.region, self.make(), **options)
         return self._runs[key]
 

@@ -62,17 +62,18 @@ class SolverSpec(click.ParamType):
     lp, qp, socp and milp (``lp=highs,qp=osqp``); the value :func:`polytrav.analyze` takes."""
 
     name = "solver"
-    FORMS = ("lp", "qp", "socp", "milp")
 
     def convert(self, value, param, ctx):
         if not isinstance(value, str) or "=" not in value:
             return value
+        from polytrav.host.runner import FORMS  # the forms a run has backend chains for
+
         out = {}
         for item in value.split(","):
             form, _, backend = item.partition("=")
             form, backend = form.strip(), backend.strip()
-            if form not in self.FORMS or not backend:
-                self.fail(f"{item!r} is not FORM=NAME with FORM one of {list(self.FORMS)} "
+            if form not in FORMS or not backend:
+                self.fail(f"{item!r} is not FORM=NAME with FORM one of {list(FORMS)} "
                           f"(e.g. lp=highs,qp=osqp)", param, ctx)
             if form in out:
                 self.fail(f"{form} is given twice in {value!r}", param, ctx)
