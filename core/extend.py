@@ -10,7 +10,8 @@ use. The groups (see docs/writing-plugins.md):
   :func:`get_solver` to look plugins up by name), errors.
 * **The run** an analysis sees: :class:`RunContext`, :class:`Frame` (the region's
   coordinates), :class:`Polytope`, :class:`PieceView`,
-  :class:`Row` (a dataset row of :func:`polytrav.explain`), regions.
+  :class:`Row` (a dataset row of :func:`polytrav.explain`, with its :class:`DataSummary`),
+  regions; per-feature units (:class:`FeatureScale`, :func:`as_scale`).
 * **Per-polytope problems**: :class:`CellProblem`, :class:`Subproblem`, :func:`compiled`,
   :func:`cell_values`, :func:`local_model_u`, :func:`cell_rows`, :class:`LayerPlanes`,
   :func:`check_witness`, :func:`corner_ascent`, :func:`combine_worst`,
@@ -52,6 +53,7 @@ _HOMES = {
     "polytrav.model.region": ("Region", "Box", "Ball", "Polyhedron"),
     "polytrav.model.cell": ("local_model_u", "cell_rows", "LayerPlanes"),
     "polytrav.model.integrality": ("Integrality",),
+    "polytrav.model.scales": ("DataSummary", "FeatureScale", "as_scale"),
     "polytrav.model.adjacency": ("one_flip_pairs", "adjacency_graph"),
     "polytrav.solve.backend": ("SolverBackend", "solve_along"),
     "polytrav.solve.chebyshev": ("ChebyshevModel",),

@@ -115,7 +115,8 @@ class RegionMilp:
     ``l1_ball=(x0, radius)``: the bounds hold over the box intersected with that L1 ball only
     (:class:`~polytrav.bounds.crown.L1BallConcretizer`: in 14 inputs its linear ranges are a
     fraction of the box's), so every question must stay inside it: :meth:`closest` with
-    ``norm=1`` around ``x0`` within ``radius``.
+    ``norm=1`` around ``x0`` within ``radius`` (and the same ``unit``: with per-input units
+    the ball is ``||(x - x0) / unit||_1 <= radius``).
 
     ``integrality`` (:class:`~polytrav.model.integrality.Integrality`): its grid inputs get
     an integer column each (``x_j = origin_j + k_j step_j``) and its one-hot groups integral
@@ -123,12 +124,14 @@ class RegionMilp:
     ranges over the valid points of the box only;
     the bounds, over the whole box, stay sound."""
 
-    def __init__(self, network, lo, hi, *, l1_ball: tuple | None = None, integrality=None):
+    def __init__(self, network, lo, hi, *, l1_ball: tuple | None = None, unit=None,
+                 integrality=None):
         from polytrav.bounds.crown import Concretizer, L1BallConcretizer, layer_bounds
 
         self.network = network
         self.lo, self.hi = np.asarray(lo, float), np.asarray(hi, float)
         self.l1_ball = l1_ball
+        self.unit = None if unit is None else np.asarray(unit, float)
         self.integrality = integrality
         layers = list(zip(network.weights, network.biases))
         mid, half = (self.lo + self.hi) / 2, (self.hi - self.lo) / 2
@@ -136,7 +139,8 @@ class RegionMilp:
         if l1_ball is not None:
             x0, radius = np.asarray(l1_ball[0], float), float(l1_ball[1])
             u0 = np.where(half > 0, (x0 - mid) / np.where(half > 0, half, 1.0), 0.0)
-            conc = L1BallConcretizer(half, np.clip(u0, -1.0, 1.0), radius)
+            per_u = half if self.unit is None else half / self.unit  # distance per unit of u
+            conc = L1BallConcretizer(per_u, np.clip(u0, -1.0, 1.0), radius)
         bounds = layer_bounds(layers, np.diag(half), mid, conc, steps=SLOPE_STEPS)
         self.bounds = [(l - BOUND_TOL * (1 + np.abs(l)), u + BOUND_TOL * (1 + np.abs(u)))
                        for l, u in zip(bounds.lo, bounds.hi)]
@@ -208,19 +212,24 @@ class RegionMilp:
         out.seconds = time.perf_counter() - t0
         return out
 
-    def closest(self, x0, norm, pairs, milp_backends, *, radius: float,
+    def closest(self, x0, norm, pairs, milp_backends, *, radius: float, unit=None,
                 time_limit: float | None = None) -> ClosestOutcome:
-        """The point of the box nearest to ``x0`` (``norm`` 1 or ``inf``) within ``radius``
+        """The point of the box nearest to ``x0`` (``norm`` 1 or ``inf`` of ``(x - x0) /
+        unit``, ``unit`` None: 1) within ``radius``
         that meets one of the conjunctions ``pairs`` (``(C, d)``: ``C y <= d``, closed): one
         MILP per conjunction minimising the distance, the best so far its radius
         (``time_limit`` shared as in :meth:`prove`). ``bound`` is the smallest lower bound
         the solver proves (an optimum's dual bound, or ``radius`` where nothing lies within
         it), to its tolerances: a caller allows ``LP_BOUND_TOL (1 + |bound|)`` as for every
         margin; ``None`` if a MILP did not settle."""
-        if self.l1_ball is not None and (norm != 1 or radius > self.l1_ball[1]
+        unit = None if unit is None else np.asarray(unit, float)
+        same_unit = (unit is None and self.unit is None) or (
+            unit is not None and self.unit is not None and np.array_equal(unit, self.unit))
+        if self.l1_ball is not None and (norm != 1 or radius > self.l1_ball[1] or not same_unit
                                          or not np.array_equal(x0, self.l1_ball[0])):
             raise ValueError("RegionMilp.closest: its bounds hold in the L1 ball of radius "
-                             f"{self.l1_ball[1]} only (l1_ball); asked norm {norm}, radius {radius}")
+                             f"{self.l1_ball[1]} only (l1_ball, with its unit); asked norm "
+                             f"{norm}, radius {radius}")
         t0 = time.perf_counter()
         out = ClosestOutcome(binaries=self.binaries)
         out.reason = self._refusal(milp_backends, cap=False)
@@ -236,7 +245,7 @@ class RegionMilp:
                 if left is not None and left <= 0:
                     return SolveResult(Status.LIMIT, message="time limit")
                 share = None if left is None else left / (len(pairs) - k)
-                return self._enc.nearest(backend, x0, norm, C, d, r, share)
+                return self._enc.nearest(backend, x0, norm, C, d, r, share, unit)
 
             res, tried = solve_along(milp_backends, attempt)
             out.solves += tried
@@ -245,7 +254,8 @@ class RegionMilp:
             elif res.status is Status.OPTIMAL and "bound" in res.extras:
                 found = float(res.extras["bound"])
                 x = np.clip(res.x[:self.lo.shape[0]], self.lo, self.hi)
-                dist = float(np.linalg.norm(x - x0, ord=norm))
+                dist = float(np.linalg.norm((x - x0) if unit is None else (x - x0) / unit,
+                                            ord=norm))
                 if dist < out.distance:
                     out.point, out.distance, out.conjunction = x, dist, k
             else:
@@ -428,18 +438,21 @@ class _Encoding:
         return self._solve(backend, [-np.inf], [np.inf], Cy, d - Cb, [1.0], time_limit,
                            cutoff=0.0)
 
-    def nearest(self, backend, x0, norm, C, d, radius, time_limit):
-        """``min ||x - x0||`` (1 or inf) with ``C y <= d`` and the distance at most
-        ``radius``: L∞ adds a column ``t`` (``|x_j - x0_j| <= t``), L1 a column ``s_j`` per
-        input (``|x_j - x0_j| <= s_j``) and the row ``sum s <= radius``. Without a finite
-        radius no point is known yet: the solver is asked to spend effort on heuristics."""
+    def nearest(self, backend, x0, norm, C, d, radius, time_limit, unit=None):
+        """``min ||(x - x0) / unit||`` (1 or inf; ``unit`` None: 1) with ``C y <= d`` and the
+        distance at most ``radius``: L∞ adds a column ``t`` (``|x_j - x0_j| / unit_j <= t``),
+        L1 a column ``s_j`` per input (``|x_j - x0_j| / unit_j <= s_j``) and the row
+        ``sum s <= radius``. Without a finite radius no point is known yet: the solver is
+        asked to spend effort on heuristics."""
         n0 = x0.shape[0]
         k = 1 if norm == np.inf else n0
         Cy, Cb = self._output_rows(C, self.n + k)
-        eye = np.eye(n0)
+        eye = np.eye(n0) if unit is None else np.diag(1.0 / unit)
+        if unit is not None:
+            x0 = x0 / unit  # the rows below, in the scaled coordinates
         dev = np.zeros((2 * n0, self.n + k))  # x - x0 <= dev and x0 - x <= dev
         dev[:, :n0] = np.vstack([eye, -eye])
-        dev[:, self.n:] = -1.0 if k == 1 else -np.vstack([eye, eye])
+        dev[:, self.n:] = -1.0 if k == 1 else -np.vstack([np.eye(n0), np.eye(n0)])
         rows, rhs = [Cy, dev], [d - Cb, np.concatenate([x0, -x0])]
         hi = np.full(k, float(radius))
         if k > 1:

@@ -35,6 +35,7 @@ from polytrav.host.specs import analysis_specs
 from polytrav.host.runner import RunSession
 from polytrav.model.network import Network
 from polytrav.model.region import Box
+from polytrav.model.scales import DataSummary
 from polytrav.vocabulary.errors import ConfigError, PolytravError
 
 __all__ = ["explain", "explain_rows", "Explanation", "RowResult", "AnalysisSpec"]
@@ -59,6 +60,7 @@ class _Job:
     domain: Box
     features: tuple[str, ...]
     options: RunOptions  # each row's run: the solver and the budgets
+    data: DataSummary  # X's per-feature statistics (scales, baselines)
 
     @property
     def solver(self):
@@ -84,7 +86,7 @@ def _explain_row(session: RunSession, job: _Job, position: int, label, x: np.nda
         bad = [job.features[j] for j in np.flatnonzero(~finite)]
         out.errors["row"] = f"row {label!r}: not a finite number in feature(s) {bad[:5]}"
     else:
-        row = Row(x=x, domain=job.domain, features=job.features, label=label)
+        row = Row(x=x, domain=job.domain, features=job.features, label=label, data=job.data)
         for spec in job.specs:
             try:
                 analysis, region = spec.cls.for_row(row, **spec.options)
@@ -213,7 +215,8 @@ def _prepare(net, X, analyses, domain, solver, time_limit, max_polytopes):
     box = _as_domain(domain, values)
     session = RunSession(solver)
     job = _Job(uuid.uuid4().hex, net, _as_specs(analyses, session.pm), box, features,
-               RunOptions(solver=solver, time_limit=time_limit, max_polytopes=max_polytopes))
+               RunOptions(solver=solver, time_limit=time_limit, max_polytopes=max_polytopes),
+               DataSummary.of(values))
     rows = [(i, index[i], values[i]) for i in range(values.shape[0])]
     return session, job, rows, index, index_name
 
@@ -264,7 +267,9 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
         (:meth:`Analysis.for_row <polytrav.Analysis.for_row>`), e.g.
         ``[("counterfactual", {"norm": 1, "immutable": ["age"]}), ("output_range",
         {"radius": 0.05}), "local_model"]``. ``label`` in the options names the columns
-        (default: the name, then ``name#2`` for a second one).
+        (default: the name, then ``name#2`` for a second one). A counterfactual's distance
+        is measured in units of each column's MAD over ``X`` unless its ``scale`` says
+        otherwise (docs/explain.md, "Scaled distances").
     domain : Box or (lo, hi), optional
         The data box every analysis stays inside. Default: X's per-column minimum and
         maximum (finite values only).
@@ -298,8 +303,10 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
     >>> net = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [-1.0]])
     >>> X = np.array([[0.2, 0.3], [0.9, 0.8], [np.nan, 0.5]])
     >>> table = explain(net, X, [("counterfactual", {"norm": 1})], domain=(0, 1)).to_pandas()
-    >>> table["counterfactual.distance"].round(6).tolist()[:2]
-    [0.5, 0.7]
+    >>> table["counterfactual.distance"].round(6).tolist()[:2]  # in units of each column's MAD
+    [1.428571, 2.0]
+    >>> table["counterfactual.metric"][0]
+    'L1 scaled by MAD'
     >>> table["row.error"].tolist()[2]
     "row 2: not a finite number in feature(s) ['x0']"
     """

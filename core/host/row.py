@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from polytrav.model.region import Box
+from polytrav.model.scales import DataSummary
 from polytrav.vocabulary.errors import ConfigError
 
 __all__ = ["Row"]
@@ -34,12 +35,16 @@ class Row:
         One name per input (column names of a DataFrame, else ``x0, x1, ...``).
     label : Any
         The row's index label in the dataset.
+    data : DataSummary, optional
+        The dataset's per-feature statistics (median, MAD, std, min, max), computed once per
+        :func:`polytrav.explain` call: what per-feature scales and baselines come from.
     """
 
     x: np.ndarray
     domain: Box
     features: tuple[str, ...]
     label: Any = None
+    data: DataSummary | None = None
 
     def indices(self, spec, who: str) -> np.ndarray:
         """Input indices from feature names or integer positions (``spec``: one or a list).

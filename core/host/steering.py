@@ -168,9 +168,13 @@ class Voters:
 
 
 def _inside(inner: Ball, outer: Ball) -> bool:
-    """Whether ``inner`` provably lies in ``outer`` (same norm: centre distance + radius)."""
-    gap = np.linalg.norm(inner.center - outer.center, ord=outer.norm)
-    return inner.norm == outer.norm and gap + inner.radius <= outer.radius
+    """Whether ``inner`` provably lies in ``outer`` (same norm and scale: centre distance +
+    radius)."""
+    same = (inner.scale is None and outer.scale is None) or (
+        inner.scale is not None and outer.scale is not None
+        and np.array_equal(inner.scale, outer.scale))
+    return (inner.norm == outer.norm and same
+            and outer.distance(inner.center) + inner.radius <= outer.radius)
 
 
 class Guide:

@@ -334,6 +334,9 @@ def _build_frame(region: Region, n: int) -> Frame:
     l2 = []
     for ball in c.balls:
         if ball.p == 2:
+            if ball.scale is not None:
+                raise RegionError("a scaled L2 ball is not a traversal region (give a Box, a "
+                                  "Polyhedron or an unscaled Ball)")
             zc = (N.T @ (ball.center - x_p)) if free is None else (ball.center - x_p)[free]
             dist2 = float(np.sum((ball.center - x_p - lift(zc)) ** 2))
             rho2 = ball.radius**2 - dist2
@@ -393,12 +396,13 @@ def _build_frame(region: Region, n: int) -> Frame:
     l1 = []
     for ball in c.balls:
         if ball.p == 1:
-            U = frame.U
+            s = np.ones(n) if ball.scale is None else ball.scale
+            U = frame.U / s[:, None]
             kappa = min(
                 float(np.linalg.norm(U, axis=1).sum()),
                 float(np.sqrt(n) * np.linalg.norm(U, 2)),
             )
-            l1.append(L1Ball(np.array(U), origin - ball.center, ball.radius, kappa))
+            l1.append(L1Ball(np.array(U), (origin - ball.center) / s, ball.radius, kappa))
     if l1:
         frame = replace(frame, l1_balls=tuple(l1))
     return frame

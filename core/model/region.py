@@ -30,11 +30,16 @@ from polytrav.vocabulary.tolerances import CONTAINS_TOL  # noqa: E402
 
 @dataclass(frozen=True)
 class NormBall:
-    """``||x - center||_p <= radius`` with ``p`` in {1, 2}."""
+    """``||(x - center) / scale||_p <= radius`` with ``p`` in {1, 2} (``scale`` None: 1)."""
 
     center: np.ndarray
     radius: float
     p: int
+    scale: np.ndarray | None = None
+
+    def distance(self, x: np.ndarray) -> float:
+        d = x - self.center
+        return float(np.linalg.norm(d if self.scale is None else d / self.scale, ord=self.p))
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ class Constraints:
         for i in np.flatnonzero(res > tol * (1.0 + np.abs(self.e))):
             out.append(f"equality {i}: {self.E[i] @ x:.6g} != {self.e[i]:.6g}")
         for ball in self.balls:
-            d = np.linalg.norm(x - ball.center, ord=ball.p)
+            d = ball.distance(x)
             if d > ball.radius + tol * (1.0 + ball.radius):
                 out.append(f"L{ball.p} ball: distance {d:.6g} > radius {ball.radius:.6g}")
         return out
@@ -225,12 +230,15 @@ class Box(Region):
 
 
 class Ball(Region):
-    """``||x - center||_norm <= radius`` for ``norm`` in {1, 2, inf}.
+    """``||(x - center) / scale||_norm <= radius`` for ``norm`` in {1, 2, inf}.
 
-    The L-infinity ball is a box; the L1 and L2 balls stay norm constraints.
+    ``scale`` (optional, positive, one per coordinate or one number) measures each
+    coordinate in its own unit: a weighted norm. The L-infinity ball is a box; the L1 and
+    L2 balls stay norm constraints (a scaled L2 ball is not a traversal region: it serves
+    :class:`~polytrav.Restrict`'s screening and membership checks).
     """
 
-    def __init__(self, center, radius, norm=2):
+    def __init__(self, center, radius, norm=2, *, scale=None):
         self.center = _vector(center, "Ball center")
         if self.center.ndim != 1:
             raise RegionError("Ball: center must be a vector of coordinates")
@@ -242,27 +250,40 @@ class Ball(Region):
             raise RegionError(f"Ball: radius must be finite and >= 0, got {radius!r}")
         self.norm = _norm_key(norm)
         self.n_dims = self.center.shape[0]
+        self.scale = None
+        if scale is not None:
+            s = np.broadcast_to(_vector(scale, "Ball scale", self.n_dims), self.center.shape)
+            if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+                raise RegionError("Ball: scale must be positive and finite, one per coordinate")
+            self.scale = np.array(s)
+
+    def distance(self, x) -> float:
+        """``||(x - center) / scale||_norm``."""
+        d = np.asarray(x, float) - self.center
+        return float(np.linalg.norm(d if self.scale is None else d / self.scale, ord=self.norm))
 
     def constraints(self) -> Constraints:
         if self.norm == math.inf:
-            return Box(self.center - self.radius, self.center + self.radius).constraints()
+            return Box(*self.bounding_box()).constraints()
         n = self.n_dims
         if self.radius == 0:
             return Constraints(n, np.zeros((0, n)), np.zeros(0), np.eye(n), self.center.copy())
         return Constraints(
             n, np.zeros((0, n)), np.zeros(0), np.zeros((0, n)), np.zeros(0),
-            (NormBall(self.center.copy(), self.radius, int(self.norm)),),
+            (NormBall(self.center.copy(), self.radius, int(self.norm), self.scale),),
         )
 
     def bounding_box(self):
-        return self.center - self.radius, self.center + self.radius
+        r = self.radius if self.scale is None else self.radius * self.scale
+        return self.center - r, self.center + r
 
     @property
     def is_box(self) -> bool:
         return self.norm == math.inf
 
     def __repr__(self):
-        return f"Ball(center={self.center!r}, radius={self.radius!r}, norm={self.norm})"
+        scale = "" if self.scale is None else f", scale={self.scale!r}"
+        return f"Ball(center={self.center!r}, radius={self.radius!r}, norm={self.norm}{scale})"
 
 
 class Polyhedron(Region):

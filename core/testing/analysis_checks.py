@@ -218,6 +218,7 @@ def check_for_row(case: Case) -> None:
         return
     from polytrav.host.explain import explain_rows
     from polytrav.host.row import Row
+    from polytrav.model.scales import DataSummary
 
     net, box = case.nets[0], case.region
     rng = np.random.default_rng(0)
@@ -226,7 +227,8 @@ def check_for_row(case: Case) -> None:
     rows = list(explain_rows(net, X, [(case.cls.name, dict(case.row_options))], domain=box))
     for i, row in enumerate(rows):
         assert row.ok, f"analysis {case.cls.name!r}, row {i}: {row.errors}"
-        analysis, region = case.cls.for_row(Row(X[i], box, features), **case.row_options)
+        analysis, region = case.cls.for_row(Row(X[i], box, features, data=DataSummary.of(X)),
+                                            **case.row_options)
         _same(row.results[case.cls.name], analyze(net, region, analysis)[0],
               f"analysis {case.cls.name!r}, explain row {i} vs analyze")
 

@@ -122,8 +122,8 @@ class GuideRules:
         """Which flips of the level's rows lead where no ball reaches: ``(to_on, to_off)``,
         True where the new halfspace (``a·u + b >= 0``, resp. ``<= 0``) misses every ball
         (None without balls). Per ball ``||x - c||_p <= r``: with ``x = origin + U u``, the
-        row's range over the ball is ``a·u0 + b ± r' ||pinv(U)^T a||_q`` (``q`` the dual
-        norm; ``u0`` the frame point nearest ``c``, ``r'`` the radius plus their distance),
+        row's range over the ball is ``a·u0 + b ± r' ||scale pinv(U)^T a||_q`` (``q`` the
+        dual norm; ``u0`` the frame point nearest ``c``, ``r'`` the radius plus their distance),
         so a miss is certain up to :data:`BALL_MISS_TOL`. ``cache`` keeps the answer for
         the ball version it was computed for."""
         if self.balls is None:
@@ -145,9 +145,10 @@ class GuideRules:
         to_on, to_off = np.ones(n, bool), np.ones(n, bool)
         for ball in self.balls:
             u0 = fr.to_u(ball.center)
-            r = ball.radius + np.linalg.norm(fr.to_x(u0) - ball.center, ord=ball.norm)
+            r = ball.radius + ball.distance(fr.to_x(u0))
             dual = {1: np.inf, 2: 2, np.inf: 1}[ball.norm]
-            mid, half = A @ u0 + b, r * np.linalg.norm(Ax, ord=dual, axis=1)
+            Axs = Ax if ball.scale is None else Ax * ball.scale  # the rows in scaled units
+            mid, half = A @ u0 + b, r * np.linalg.norm(Axs, ord=dual, axis=1)
             to_on &= mid + half < -BALL_MISS_TOL
             to_off &= mid - half > BALL_MISS_TOL
         return to_on, to_off

@@ -78,9 +78,9 @@ __all__ = ["Counterfactual", "halfspace_distance"]
 
 
 @functools.lru_cache(maxsize=8)
-def _witness_columns(features: tuple[str, ...]) -> tuple[str, ...]:
-    """``x.<feature>`` per feature (made once per dataset, not per row)."""
-    return tuple(f"x.{name}" for name in features)
+def _witness_columns(features: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``x.<feature>`` and ``change.<feature>`` per feature (made once per dataset)."""
+    return tuple(f"x.{name}" for name in features), tuple(f"change.{name}" for name in features)
 
 
 class Counterfactual(Analysis):
@@ -103,6 +103,10 @@ class Counterfactual(Analysis):
     integer : sequence of int, or dict
         Features that move in whole steps from ``x0`` (``{feature: step}``; a sequence means
         step 1): the answer is the nearest point on that grid.
+    scale : array_like or FeatureScale, optional
+        Each input's unit of change: the distance is ``||(x - x0) / scale||_p`` (positive,
+        one per input or one number; :meth:`for_row` computes ``"mad"``, ``"std"`` or
+        ``"range"`` from the data). None: the inputs' raw units.
     one_hot : sequence of sequences of int
         Groups of features that encode one category (``x0``'s values one-hot): the answer
         keeps each a valid encoding. ``None`` in a group stands for a baseline column that
@@ -125,8 +129,9 @@ class Counterfactual(Analysis):
 
     def __init__(self, x0, norm=2, target: int | None = None, immutable=(),
                  search: str = "best-first", milp_after: int | None = MILP_AFTER,
-                 integer=(), one_hot=()):
+                 integer=(), one_hot=(), scale=None):
         self.x0 = x0
+        self.scale = scale
         self.norm = norm
         self.target = target
         self.immutable = immutable
@@ -150,8 +155,13 @@ class Counterfactual(Analysis):
     @classmethod
     def for_row(cls, row, *, norm=2, target=None, immutable=(), bounds=None, direction=None,
                 search: str = "best-first", milp_after: int | None = MILP_AFTER,
-                integer=(), one_hot=()):
+                integer=(), one_hot=(), scale="mad", zero_scale="std"):
         """The counterfactual of ``row.x`` inside the domain and the actionability constraints.
+
+        ``scale``: each feature's unit of change, ``"mad"`` (default), ``"std"`` or
+        ``"range"`` of the dataset (``row.data``), an array, or None for raw units;
+        ``zero_scale``: what replaces a zero scale (``"std"``, ``"range"``, ``"immutable"``,
+        ``"error"`` or a number; :class:`~polytrav.extend.DataSummary`).
 
         ``immutable``: features held at the row's values; ``bounds``: ``{feature: (lo, hi)}``
         (``None`` leaves a side to the domain); ``direction``: ``{feature: "increase" |
@@ -161,10 +171,18 @@ class Counterfactual(Analysis):
         (features, step 1, or ``{feature: step}``) and ``one_hot`` (lists of features) are
         the discrete features: the answer is exact over their valid values.
         """
+        who = f"analysis {cls.name!r}"
+        if isinstance(scale, str):
+            if row.data is None:
+                raise ConfigError(f"{who}: scale {scale!r} is computed from the dataset, which "
+                                  "this row does not carry; give an array or scale=None")
+            scale = row.data.scale(scale, zero_scale, row.features)
+            if scale.held:
+                immutable = sorted(set(row.indices(immutable, who + " immutable").tolist()
+                                       if len(immutable) else []) | set(scale.held))
         if not (bounds or direction or len(immutable) or len(integer) or len(one_hot)):
             return cls(row.x, norm=norm, target=target, search=search,
-                       milp_after=milp_after), row.domain
-        who = f"analysis {cls.name!r}"
+                       milp_after=milp_after, scale=scale), row.domain
         lo, hi = row.domain.lower.copy(), row.domain.upper.copy()
         for j, (b_lo, b_hi) in row.per_feature(bounds or {}, who + " bounds").items():
             lo[j] = lo[j] if b_lo is None else max(lo[j], float(b_lo))
@@ -193,22 +211,27 @@ class Counterfactual(Analysis):
                   + [None] * (None in list(g)) for g in one_hot]
         return cls(row.x, norm=norm, target=target, immutable=held.tolist(),
                    search=search, milp_after=milp_after, integer=steps,
-                   one_hot=groups), Box(lo, hi)
+                   one_hot=groups, scale=scale), Box(lo, hi)
 
     def figures(self, result, row) -> dict:
-        """``distance`` (the infimum), ``returned_distance`` (the witness's), ``class0``,
-        ``class``, ``exact``, ``proof`` (``"traversal"``, ``"milp"`` or None where the
-        answer is not exact), ``found``, and the witness as ``x.<feature>``."""
+        """``distance`` (the infimum, in ``metric``), ``returned_distance`` (the
+        witness's), ``metric`` (e.g. ``"L1 scaled by MAD"``), ``class0``, ``class``,
+        ``exact``, ``proof`` (``"traversal"``, ``"milp"`` or None where the answer is not
+        exact), ``found``, the witness as ``x.<feature>`` and its change from the row in the
+        features' own units, ``change.<feature>``."""
         d = result.details
         milp = d.get("milp")
         proof = None if not result.exact else (
             "milp" if isinstance(milp, dict) and milp["proved"] else "traversal")
         out = {"distance": result.value, "returned_distance": d.get("returned_distance"),
+               "metric": d.get("metric"),
                "class0": d.get("class0"), "class": d.get("class"), "exact": result.exact,
                "proof": proof, "found": result.witness is not None}
         w = result.witness
-        out.update(zip(_witness_columns(row.features),
-                       [None] * len(row.features) if w is None else w.tolist()))
+        n = len(row.features)
+        witness, change = _witness_columns(row.features)
+        out.update(zip(witness, [None] * n if w is None else w.tolist()))
+        out.update(zip(change, [None] * n if w is None else (w - row.x).tolist()))
         return out
 
     # ---------------------------------------------------------------- the run
@@ -245,8 +268,10 @@ class Counterfactual(Analysis):
         # improved here, or by the MILP's point
         improved = self._search.fold(polytope, context, best) or best.distance < before
         if improved and self.search != "full" and np.isfinite(best.distance):
-            r, x0 = best.distance, self._problem.x0
-            return Restrict(Box(x0 - r, x0 + r), ball=Ball(x0, r, self._problem.p))
+            problem = self._problem
+            r, x0, unit = best.distance, problem.x0, problem.unit
+            ball = Ball(x0, r, problem.p, scale=unit if problem.scaled else None)
+            return Restrict(Box(x0 - r * unit, x0 + r * unit), ball=ball)
         return None
 
     def exact(self, context) -> bool:
@@ -258,7 +283,9 @@ class Counterfactual(Analysis):
         dist, x, q = best.distance, best.point, best.target
         witness = None if x is None else WitnessFinder(problem, search.subproblems).realise(
             context, q, x, best.cell)
-        details = {"norm": problem.p, "x0": problem.x0, "class0": problem.class0, "class": q,
+        details = {"norm": problem.p, "metric": problem.metric(),
+                   "scale": None if problem.scale is None else problem.unit,
+                   "x0": problem.x0, "class0": problem.class0, "class": q,
                    "boundary_point": x,
                    "search": self.search, "skipped_by_bound": search.skipped,
                    "closed_form": search.n_projections}
@@ -285,7 +312,7 @@ class Counterfactual(Analysis):
         from polytrav.extend import fmt
 
         d = result.details
-        norm = {1: "L1", 2: "L2"}.get(d["norm"], "Linf")
+        norm = d.get("metric") or {1: "L1", 2: "L2"}.get(d["norm"], "Linf")
         if result.value is None:
             return [d.get("note", "no input of another class was found")]
         lines = [f"{norm} distance {fmt(result.value)} from x0 (class {d['class0']}) to the "

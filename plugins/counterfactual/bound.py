@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 __all__ = ["DistanceBounds", "halfspace_distance"]
 
 
-def halfspace_distance(G: np.ndarray, g: np.ndarray, x0: np.ndarray, dual: float) -> np.ndarray:
-    """Distance (in the norm whose dual is ``dual``) from ``x0`` to each ``{x: G x + g >= 0}``."""
-    norms = np.linalg.norm(G, ord=dual, axis=1)
+def halfspace_distance(G: np.ndarray, g: np.ndarray, x0: np.ndarray, dual: float,
+                       unit: np.ndarray | None = None) -> np.ndarray:
+    """Distance (in the norm whose dual is ``dual``, of ``(x - x0) / unit``) from ``x0`` to
+    each ``{x: G x + g >= 0}``: in the scaled coordinates the rows are ``G unit``."""
+    norms = np.linalg.norm(G if unit is None else G * unit, ord=dual, axis=1)
     gap = -(G @ x0 + g)
     dist = np.divide(gap, norms, out=np.zeros_like(gap), where=(gap > 0) & (norms > 0))
     dist[(norms == 0) & (gap > 0)] = np.inf
@@ -27,7 +29,8 @@ def halfspace_distance(G: np.ndarray, g: np.ndarray, x0: np.ndarray, dual: float
 
 
 class DistanceBounds:
-    """Distances from ``x0`` to the farthest of a set's halfspaces (in the norm ``p``): lower
+    """Distances from ``x0`` to the farthest of a set's halfspaces (in the norm ``p`` of
+    ``(x - x0) / unit``, so the rows' norms are those of ``W unit``): lower
     bounds of the distance to any point of the set. Pure queries (the per-layer cache of
     :class:`LayerPlanes` aside)."""
 
@@ -35,12 +38,13 @@ class DistanceBounds:
         self.problem = problem
         W1, b1 = network.weights[0], network.biases[0]
         self.h1 = W1 @ problem.x0 + b1
-        self.n1 = np.linalg.norm(W1, ord=problem.dual, axis=1)
+        self.n1 = np.linalg.norm(W1 * problem.unit, ord=problem.dual, axis=1)
         self.planes = LayerPlanes(self.plane_gaps)  # see cell
 
     def plane_gaps(self, W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A layer's ``(W_hat x0 + b_hat, row norms)`` (:class:`LayerPlanes`' per-layer data)."""
-        return W @ self.problem.x0 + b, np.linalg.norm(W, ord=self.problem.dual, axis=1)
+        problem = self.problem
+        return W @ problem.x0 + b, np.linalg.norm(W * problem.unit, ord=problem.dual, axis=1)
 
     def piece(self, bits: np.ndarray) -> float:
         """Over the level-1 piece of the first layer's code ``bits``."""
@@ -79,14 +83,15 @@ class DistanceBounds:
         if problem.binary:  # class 1: logit >= 0; class 0: -logit >= 0
             s = np.where(T == 1, 1.0, -1.0)[:, None]
             gap, h = -s * y[:1], s * z[:1]
-            norms = np.full((T.size, 1), np.linalg.norm(W[0], ord=problem.dual))
+            norms = np.full((T.size, 1), np.linalg.norm(W[0] * problem.unit, ord=problem.dual))
             reach = np.full((T.size, 1), np.abs(frame.pull(W[:1])).sum())
             rows = np.ones((T.size, 1), bool)
         else:
             metric = {1: "cityblock", 2: "euclidean", np.inf: "chebyshev"}[problem.dual]
             Wu = frame.pull(W)
             gap, h = y[None, :] - y[T][:, None], z[T][:, None] - z[None, :]
-            norms = cdist(W[T], W, metric)
+            Ws = W * problem.unit  # the rows in the scaled coordinates
+            norms = cdist(Ws[T], Ws, metric)
             reach = cdist(Wu[T], Wu, "cityblock")  # max of (G u) over [-1, 1]^d, less h
             rows = ~np.eye(W.shape[0], dtype=bool)[T]  # i = q is no row
         dist = np.divide(gap, norms, out=np.zeros_like(gap), where=rows & (gap > 0) & (norms > 0))

@@ -27,7 +27,7 @@ class DirectLinf:
 
     def __init__(self, owner: Analysis, problem: Problem, frame: Frame):
         self.owner = owner
-        self.sigma = sigma = frame.scale
+        self.sigma = sigma = frame.scale / problem.unit[frame.free]  # a u-step in distance
         self.u0 = u0 = frame.to_u(problem.x0)
         down, up = (1.0 + u0) * sigma, (1.0 - u0) * sigma  # x0's distance to each side
         held = np.isin(frame.free, problem.immutable)  # immutable frame coordinates

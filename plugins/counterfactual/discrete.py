@@ -172,7 +172,7 @@ class DiscreteCells:
         normalised by ``norms``) returns the cell's nearest valid point ``u``, or None."""
         problem = self.problem
         x = context.frame.to_x(u)
-        if np.linalg.norm(x - problem.x0, ord=problem.p) >= best.distance:
+        if problem.distance(x) >= best.distance:
             return None
         for outward in (False, True):  # its nearest valid point, then the one beyond
             snapped = problem.integrality.snap(x, outward)
@@ -188,12 +188,14 @@ class DiscreteCells:
         the best distance, as a MILP (:func:`discrete_rows` and the distance's columns):
         its frame point ``u``, :data:`NOTHING_NEARER` if none is nearer (proven), or None if
         the MILP is undecided (recorded as a failure: the result is then inexact)."""
-        fr, x0, p = context.frame, self.problem.x0, self.problem.p
+        fr, x0, p, unit = context.frame, self.problem.x0, self.problem.p, self.problem.unit
         A, b, A_eq, b_eq, lo, hi, integer = discrete_rows(self.problem, fr, values, K, h)
-        U, o, n_col = fr.U, fr.origin, A.shape[1]
+        n_col = A.shape[1]
+        U, o, x0 = fr.U / unit[:, None], fr.origin / unit, x0 / unit  # the scaled coordinates
         move = np.flatnonzero(np.abs(U).max(axis=1) > 0)
         k = move.size if p == 1 else 1
         # U_j u - e_j <= x0_j - o_j and -U_j u - e_j <= o_j - x0_j, e the distance columns
+        # (each coordinate divided by its unit)
         D = np.zeros((2 * move.size, n_col + k))
         D[:, :fr.dim] = np.vstack([U[move], -U[move]])
         D[:, n_col:] = -np.vstack([np.eye(k), np.eye(k)]) if k > 1 else -1.0

@@ -92,18 +92,20 @@ class MilpStep:
 
         problem, x0 = self.problem, self.problem.x0
         r = best.distance
+        unit = None if problem.scale is None else problem.unit
         lo, hi = context.region.lower.copy(), context.region.upper.copy()
         if np.isfinite(r):
-            lo, hi = np.maximum(lo, x0 - r), np.minimum(hi, x0 + r)
+            lo, hi = np.maximum(lo, x0 - r * problem.unit), np.minimum(hi, x0 + r * problem.unit)
         lo[problem.immutable] = hi[problem.immutable] = x0[problem.immutable]
         left = context.time_left()
         ball = (x0, r) if problem.p == 1 and np.isfinite(r) else None  # bounds in the L1 ball
-        milp = RegionMilp(context.network, lo, hi, l1_ball=ball,
+        milp = RegionMilp(context.network, lo, hi, l1_ball=ball, unit=unit,
                           integrality=problem.integrality)
         if max_binaries is not None and milp.binaries > max_binaries:
             return
         self.due = None  # once
         out = milp.closest(x0, problem.p, problem.pairs(), context.backends("milp"), radius=r,
+                           unit=unit,
                            time_limit=None if left is None else MILP_TIME_SHARE * left)
         self.owner.n_solves += out.solves
         if out.point is not None and out.distance < best.distance:

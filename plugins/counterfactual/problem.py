@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from polytrav.plugins.counterfactual.discrete import check_integrality
-from polytrav.extend import ConfigError, RegionError, DISCRETE_MARGIN
+from polytrav.extend import ConfigError, RegionError, DISCRETE_MARGIN, FeatureScale, as_scale
 
 if TYPE_CHECKING:
     from polytrav.extend import Integrality
@@ -49,14 +49,26 @@ class Problem:
     n_out: int
     targets: tuple[int, ...]  #: the classes to reach
     integrality: Integrality | None  #: the discrete inputs (None: all continuous)
+    #: each input's unit of change: the distance is ``||(x - x0) / unit||_p`` (ones: raw units)
+    unit: np.ndarray
+    scale: FeatureScale | None  #: where ``unit`` came from (None: raw units)
 
     @property
     def dual(self) -> float:
         """The dual norm's order (distances to halfspaces divide by it)."""
         return DUAL[self.p]
 
+    @property
+    def scaled(self) -> bool:
+        return self.scale is not None
+
     def distance(self, x: np.ndarray) -> float:
-        return float(np.linalg.norm(x - self.x0, ord=self.p))
+        return float(np.linalg.norm((x - self.x0) / self.unit, ord=self.p))
+
+    def metric(self) -> str:
+        """The distance in words: ``"L1"``, ``"L2 scaled by MAD"``..."""
+        name = {1: "L1", 2: "L2"}.get(self.p, "L∞")
+        return name if self.scale is None else f"{name} {self.scale.describe()}"
 
     def reach(self, q: int) -> np.ndarray:
         """``C``: the class is ``q`` iff ``C y <= 0`` (closed), over the outputs ``y``."""
@@ -123,4 +135,6 @@ def check_problem(a, network: Network, region: Region) -> Problem:
     integrality = check_integrality(a.integer, a.one_hot, x0, p, region, who)
     targets = ([a.target] if a.target is not None
                else [q for q in range(n_classes) if q != class0])
-    return Problem(x0, p, imm, binary, class0, m, tuple(targets), integrality)
+    scale = as_scale(a.scale, n, who)
+    unit = np.ones(n) if scale is None else scale.values
+    return Problem(x0, p, imm, binary, class0, m, tuple(targets), integrality, unit, scale)

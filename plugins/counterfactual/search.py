@@ -82,7 +82,7 @@ class Search:
                 u = self.direct.solve(context, values, K, h, best.distance)
             if u is None:
                 res = self.owner.solve(context, self.subproblems.distance(), polytope, K=K, h=h,
-                                       shift=(fr.origin - problem.x0) / self.subproblems.scale,
+                                       shift=self.subproblems.shift(),
                                        **values)
                 if res.status is not Status.OPTIMAL:
                     continue
@@ -107,13 +107,15 @@ class Search:
         nearer), found without an LP. Its frame point ``u``, or None."""
         if self.movable is None:
             return None
-        x0, p = self.problem.x0, self.problem.p
+        x0, p, unit = self.problem.x0, self.problem.p, self.problem.unit
         Gm = G * self.movable  # the held coordinates keep x0's values: their share goes to g
-        dist = halfspace_distance(Gm, g + (G - Gm) @ x0, x0, self.problem.dual)
+        dist = halfspace_distance(Gm, g + (G - Gm) @ x0, x0, self.problem.dual, unit)
         i = int(np.argmax(dist))
         if not 0.0 < dist[i] < np.inf:
             return None  # x0 already satisfies the rows (distance 0) or a row cannot move
-        row = Gm[i]  # step dist[i] along the unit vector (in the norm p) that moves it most
+        # step dist[i] along the unit vector (in the norm p of the scaled coordinates
+        # (x - x0) / unit, where the row is Gm unit) that moves the row most
+        row = Gm[i] * unit
         if p == np.inf:
             step = np.sign(row) * dist[i]
         elif p == 2:
@@ -122,7 +124,7 @@ class Search:
             j = int(np.argmax(np.abs(row)))
             step = np.zeros_like(row)
             step[j] = np.sign(row[j]) * dist[i]
-        u = fr.to_u(x0 + step)
+        u = fr.to_u(x0 + step * unit)
         # no tolerance: a point slightly outside a row nearly parallel to row i can be far
         # from the cell's true minimiser (row i itself holds by construction, up to rounding)
         slack = K @ u + h

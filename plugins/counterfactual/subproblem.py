@@ -25,15 +25,24 @@ class CellSubproblems:
         self.k = 1 if problem.binary else problem.n_out - 1  # class rows
         imm = problem.immutable
         self.fixed = (tuple(imm.tolist()), problem.x0[imm].tobytes())
-        scales = frame.U if frame.free is None else frame.scale
-        self.scale = float(np.abs(scales).max())  # distances in units of the region's size
+        # the distance's coordinates (x - x0) / unit = (U u + origin - x0) / unit, in units
+        # of the region's size (``scale``)
+        self.U = frame.U / problem.unit[:, None]
+        scales = self.U if frame.free is None else frame.scale / problem.unit[frame.free]
+        self.scale = float(np.abs(scales).max())
+        self.units = None if problem.scale is None else problem.unit.tobytes()
+
+    def shift(self) -> np.ndarray:
+        """The ``shift`` parameter of :meth:`distance`: ``(origin - x0) / unit / scale``."""
+        return (self.frame.origin - self.problem.x0) / self.problem.unit / self.scale
 
     def distance(self) -> Subproblem:
-        """``min ||x - x0||_p / scale`` over the cell with ``K u + h >= 0`` (``shift``
-        carries x0)."""
+        """``min ||(x - x0) / unit||_p / scale`` over the cell with ``K u + h >= 0``
+        (``shift`` carries x0, :meth:`shift`)."""
         from polytrav.extend import compiled
 
-        key = (self.name, self.problem.p, self.frame.fingerprint, self.n_rows, self.k, self.fixed)
+        key = (self.name, self.problem.p, self.frame.fingerprint, self.n_rows, self.k, self.fixed,
+               self.units)
         return compiled(key, self.build_distance)
 
     def step(self) -> Subproblem:
@@ -52,14 +61,16 @@ class CellSubproblems:
 
     def build_distance(self) -> Subproblem:
         import cvxpy as cp
+        import scipy.sparse as sp
 
         from polytrav.extend import Subproblem
 
         fr = self.frame
         cell = CellProblem(fr, self.n_rows)
         K, h = cp.Parameter((self.k, fr.dim), name="K"), cp.Parameter(self.k, name="h")
-        shift = cp.Parameter(fr.origin.shape[0], name="shift")  # (origin - x0) / scale
-        diff = (fr.U_sparse() / self.scale) @ cell.u + shift
+        shift = cp.Parameter(fr.origin.shape[0], name="shift")  # (origin - x0) / unit / scale
+        U = fr.U_sparse() if self.units is None else sp.csr_matrix(self.U)
+        diff = (U / self.scale) @ cell.u + shift
         objective = {1: cp.norm1, 2: cp.sum_squares, np.inf: cp.norm_inf}[self.problem.p](diff)
         cons = cell.constraints + [K @ cell.u + h >= 0] + self.held(cell)
         return Subproblem(cp.Problem(cp.Minimize(objective), cons), {"u": cell.u})

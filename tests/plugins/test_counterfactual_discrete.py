@@ -145,7 +145,7 @@ def test_explain_takes_discrete_features_by_name():
     frame = pd.DataFrame(X, columns=names)
     table = explain(net, frame, [("counterfactual", {
         "norm": 1, "integer": {"months": 1.0, "level": 0.5}, "one_hot": [["red", "green", "blue"]],
-        "immutable": ["b"]})], domain=(LO, HI))
+        "immutable": ["b"], "scale": None})], domain=(LO, HI))
     for r, x in zip(table, X):
         assert r.ok, r.errors
         res = analyze(net, Box(LO, HI),

@@ -41,8 +41,8 @@ def X():
 
 
 def test_rows_equal_separate_analyze_runs(net, X):
-    table = explain(net, X, [("counterfactual", {"norm": 1}), ("output_range", {"radius": 0.2}),
-                             "local_model"], domain=(LO, HI))
+    table = explain(net, X, [("counterfactual", {"norm": 1, "scale": None}),
+                             ("output_range", {"radius": 0.2}), "local_model"], domain=(LO, HI))
     assert len(table) == len(X) and all(r.ok for r in table)
     for row, x in zip(table, X):
         cf = analyze(net, Box(LO, HI), Counterfactual(x, norm=1))[0]
@@ -64,7 +64,8 @@ def test_counterfactual_distances_equal_the_milp(which, norm, milp_after, X, req
     polytope (``milp_after=0``): the reference MILP's distance, and ``proof`` says which."""
     model = request.getfixturevalue(which)
     table = explain(model, X[:4], [("counterfactual", {"norm": norm, "immutable": [1],
-                                                       "milp_after": milp_after})],
+                                                       "milp_after": milp_after,
+                                                       "scale": None})],
                     domain=(LO, HI))
     for row, x in zip(table, X[:4]):
         ref = milp_counterfactual(model, x, norm, LO, HI, immutable=[1])

@@ -57,11 +57,13 @@ def slice_region(region: Region, point: np.ndarray, dims: tuple[int, int]) -> Re
                               "constraints; pass a point of the region")
     out = Polyhedron(A, b)
     for ball in c.balls:
-        off = np.abs(np.delete(ball.center - rest, [i, j]))
+        s = np.ones_like(ball.center) if ball.scale is None else ball.scale
+        off = np.abs(np.delete((ball.center - rest) / s, [i, j]))
         left = (math.sqrt(max(ball.radius ** 2 - float(off @ off), 0.0)) if ball.p == 2
                 else ball.radius - float(off.sum()))
         if left <= 0:
             raise ConfigError(f"partition_slice: the plane misses the region's L{ball.p} ball "
                               "(or only touches it); pass a point of the region")
-        out = out & Ball(ball.center[[i, j]], left, norm=ball.p)
+        out = out & Ball(ball.center[[i, j]], left, norm=ball.p,
+                         scale=None if ball.scale is None else s[[i, j]])
     return out
