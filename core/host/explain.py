@@ -38,7 +38,11 @@ from polytrav.model.region import Box
 from polytrav.model.scales import DataSummary
 from polytrav.vocabulary.errors import ConfigError, PolytravError
 
-__all__ = ["explain", "explain_rows", "Explanation", "RowResult", "AnalysisSpec"]
+__all__ = ["explain", "explain_rows", "Explanation", "RowResult", "AnalysisSpec", "ROW_TIME_LIMIT"]
+
+#: Seconds each analysis may run on each row unless ``time_limit`` says otherwise (None: no
+#: limit): a row that needs more ends honestly unknown (``exact=False``), and the call goes on.
+ROW_TIME_LIMIT = 30.0
 
 
 @dataclass(frozen=True)
@@ -241,7 +245,7 @@ def _run(session, job, rows, executor, chunk_size) -> Iterator[RowResult]:
 
 
 def explain_rows(net: Network, X, analyses, *, domain=None, solver=None, executor=None,
-                 chunk_size: int | None = None, time_limit: float | None = None,
+                 chunk_size: int | None = None, time_limit: float | None = ROW_TIME_LIMIT,
                  max_polytopes: int | None = None) -> Iterator[RowResult]:
     """:func:`explain`'s rows, yielded as they finish (serially: in order; with an
     executor: chunk by chunk, in the order the chunks finish). Same arguments; the checks
@@ -252,7 +256,7 @@ def explain_rows(net: Network, X, analyses, *, domain=None, solver=None, executo
 
 
 def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=None,
-            chunk_size: int | None = None, time_limit: float | None = None,
+            chunk_size: int | None = None, time_limit: float | None = ROW_TIME_LIMIT,
             max_polytopes: int | None = None) -> Explanation:
     """Run per-row analyses on every row of ``X``, the fixed costs paid once per worker.
 
@@ -280,9 +284,11 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
         builds its session once. Default: serially in this process.
     chunk_size : int, optional
         Rows per chunk with an executor (default: about four chunks per worker, at most 64).
-    time_limit, max_polytopes : optional
-        Budgets of each analysis's run on each row (a row that hits one has
-        ``exact=False``).
+    time_limit : float or None
+        Seconds of each analysis's run on each row (default :data:`ROW_TIME_LIMIT`, 30 s;
+        None: no limit). A row that hits it has ``exact=False``: unknown, not wrong.
+    max_polytopes : int, optional
+        Polytopes of each analysis's run on each row (a count: the same on any machine).
 
     Returns
     -------
