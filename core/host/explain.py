@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from polytrav.host.analysis import Analysis
 from polytrav.host.explanation import Explanation, RowResult
 from polytrav.host.manager import analysis_classes, check_options
 from polytrav.host.row import Row
@@ -198,6 +199,12 @@ def _as_specs(analyses, pm) -> tuple[AnalysisSpec, ...]:
         if name not in classes:
             raise ConfigError(f"explain: unknown analysis {name!r}; known: {sorted(classes)}")
         cls = classes[name]
+        if getattr(cls.for_row, "__func__", None) is Analysis.for_row.__func__:
+            raise ConfigError(
+                f"explain: analysis {name!r} ({cls.__module__}.{cls.__qualname__}) cannot run "
+                "per row: it does not implement for_row(row, **options); add a classmethod "
+                "returning (analysis, region) for the row (and figures(result, row) for its "
+                "columns), see docs/writing-plugins.md")
         seen[name] = seen.get(name, 0) + 1
         label = str(options.pop("label", name if seen[name] == 1 else f"{name}#{seen[name]}"))
         check_options(cls.for_row, options, f"explain: analysis {name!r} per row")
@@ -299,7 +306,7 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
     ------
     ConfigError
         Before any row runs: X's width is not the network's, an unknown analysis or option,
-        an unbounded domain. A problem with one row (NaN, outside the domain) is that row's
+        an analysis that does not implement ``for_row``, an unbounded domain. A problem with one row (NaN, outside the domain) is that row's
         error, not an exception.
 
     Examples

@@ -125,8 +125,43 @@ def test_wrong_width_unknown_names_and_options_are_refused_up_front(net, X):
         explain(net, X, "output_range")
     row = next(explain_rows(net, X[:1], [("counterfactual", {"immutable": ["age"]})]))
     assert "unknown feature 'age'" in row.errors["counterfactual"]
-    row = explain(net, X[:1], "region_stats")[0]
-    assert "cannot run per row" in row.errors["region_stats"]
+    with pytest.raises(ConfigError, match=r"analysis 'region_stats' \(.*RegionStats\) cannot "
+                                           r"run per row: it does not implement for_row"):
+        explain(net, X[:1], "region_stats")
+
+
+def test_an_analysis_without_for_row_is_refused_before_any_row_runs(net, X, monkeypatch):
+    """A third-party analysis that does not implement for_row: refused up front, naming it
+    and what to implement, with no row run (its validate would count them)."""
+    import sys
+    import types
+
+    from polytrav import Analysis, hookimpl
+    from polytrav.host import manager
+
+    runs = []
+
+    class Wholesale(Analysis):
+        name = "wholesale"
+
+        def validate(self, network, region):
+            runs.append(region)
+
+        def visit(self, polytope, context):
+            return None
+
+    plugin = types.ModuleType("polytrav_test_wholesale")
+    plugin.polytrav_add_analyses = hookimpl(lambda: [Wholesale])
+    monkeypatch.setitem(sys.modules, plugin.__name__, plugin)
+    monkeypatch.setattr(manager, "DEFAULT_PLUGINS", (*manager.DEFAULT_PLUGINS, plugin.__name__))
+    with pytest.raises(ConfigError, match=r"explain: analysis 'wholesale' \(.*Wholesale\) cannot "
+                                          r"run per row: it does not implement "
+                                          r"for_row\(row, \*\*options\); add a classmethod"):
+        explain(net, X, ["local_model", "wholesale"], domain=(LO, HI))
+    rows = explain_rows(net, X, "wholesale", domain=(LO, HI))
+    with pytest.raises(ConfigError, match="'wholesale'"):
+        next(rows)
+    assert runs == []
 
 
 def test_to_pandas_keeps_the_index_and_names_columns_by_figure(net, X):
