@@ -535,12 +535,14 @@ class Network:
         return int(k[0]) if single else k
 
     def class_label(self, index: int):
-        """The label of class ``index``: ``classes[index]``, else ``index`` itself.
+        """The label of class ``index``: ``classes[index]``, else ``index`` itself (the
+        helper for anything reporting a class index: any network, ``index`` in ``[0, 2)``
+        for one output, ``[0, n_outputs)`` for several; a multilabel network's labels).
 
         >>> Network.from_arrays([[[1.0, -1.0]]], [[0.0]], classes=["no", "yes"]).class_label(1)
         'yes'
         """
-        n = self._n_classes("class_label")
+        n = 2 if self.n_outputs == 1 else self.n_outputs
         if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)) \
                 or not 0 <= index < n:
             raise NetworkError(f"Network.class_label: index must be a class index in [0, {n}), "

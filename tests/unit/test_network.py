@@ -146,8 +146,8 @@ def test_predictions_probabilities_and_labels_follow_the_link():
     regressor = Network.from_arrays(W1, b1, link="identity")
     assert regressor.predict(X).tolist() == y.tolist() and regressor.predict(X[0]) == y[0]
     assert regressor.class_probability(X[0], 0) is None
-    for call in (lambda: regressor.class_index(X), lambda: regressor.class_label(0),
-                 lambda: regressor.predict_proba(X)):
+    assert regressor.class_label(1) == 1  # no classes: the index itself, for any network
+    for call in (lambda: regressor.class_index(X), lambda: regressor.predict_proba(X)):
         with pytest.raises(NetworkError, match="regressor|link is 'identity'"):
             call()
     multilabel = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]]], [[0.0, 0.0]], link="sigmoid")
@@ -156,6 +156,8 @@ def test_predictions_probabilities_and_labels_follow_the_link():
                                atol=1e-15)
     with pytest.raises(NetworkError, match="multilabel classifier .* no single class"):
         multilabel.class_index(X)
+    assert multilabel.class_label(1) == 1 and multilabel.class_probability(X[0], 1) == \
+        pytest.approx(1.0 / (1.0 + np.exp(-X[0, 1])), abs=1e-15)
 
 
 # ---------------------------------------------------------------- Network.stack
