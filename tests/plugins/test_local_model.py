@@ -138,6 +138,15 @@ def test_for_row_takes_the_datas_median_as_the_baseline():
     assert LocalModel.for_row(bare)[0].baseline is None
 
 
+def test_explains_default_baseline_is_the_median_of_x():
+    net = random_net(6, 4, [8, 6], n_out=1)
+    X = np.random.default_rng(6).uniform(LO, HI, (7, 4))
+    for row, x in zip(explain(net, X, "local_model", domain=(LO, HI)), X):
+        d = row.results["local_model"].details
+        assert d["baseline"].tolist() == np.median(X, axis=0).tolist()
+        assert abs(d["attribution"].sum() - (net.forward(x)[0]
+                                             - _masked_forward(net, x, d["baseline"])[0])) < TOL
+
 @pytest.mark.parametrize("kwargs,match", [
     ({"reasons": -1}, r"reasons must be a whole number >= 0, got -1"),
     ({"reasons": 1.5}, r"reasons must be a whole number >= 0, got 1.5"),
