@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from polytrav.host.analysis import Analysis
 from polytrav.host.explanation import Explanation, RowResult
 from polytrav.host.manager import analysis_classes, check_options
 from polytrav.host.row import Row
@@ -90,6 +91,7 @@ def _explain_row(session: RunSession, job: _Job, position: int, label, x: np.nda
         bad = [job.features[j] for j in np.flatnonzero(~finite)]
         out.errors["row"] = f"row {label!r}: not a finite number in feature(s) {bad[:5]}"
     else:
+        out.figures.update(_prediction(job.net, x))
         row = Row(x=x, domain=job.domain, features=job.features, label=label, data=job.data)
         for spec in job.specs:
             try:
@@ -104,6 +106,26 @@ def _explain_row(session: RunSession, job: _Job, position: int, label, x: np.nda
                 kind = "" if isinstance(exc, PolytravError) else f"{type(exc).__name__}: "
                 out.errors[spec.label] = f"{kind}{exc}"
     out.time = time.perf_counter() - t0
+    return out
+
+
+def _prediction(net: Network, x: np.ndarray) -> dict[str, Any]:
+    """The row's own figures, in the network's vocabulary: a classifier's ``row.class``
+    (its label, else its index) and ``row.probability`` (where the link gives one); a
+    regressor's ``row.prediction`` (``row.prediction.<k>`` for several outputs); none for a
+    multilabel network."""
+    if net.link == "identity":
+        y = net.forward(x)
+        if y.size == 1:
+            return {"row.prediction": float(y[0])}
+        return {f"row.prediction.{k}": float(v) for k, v in enumerate(y)}
+    if net.link == "sigmoid" and net.n_outputs > 1:
+        return {}
+    k = net.class_index(x)
+    out = {"row.class": net.class_label(k)}
+    p = net.class_probability(x, k)
+    if p is not None:
+        out["row.probability"] = p
     return out
 
 
@@ -198,6 +220,12 @@ def _as_specs(analyses, pm) -> tuple[AnalysisSpec, ...]:
         if name not in classes:
             raise ConfigError(f"explain: unknown analysis {name!r}; known: {sorted(classes)}")
         cls = classes[name]
+        if getattr(cls.for_row, "__func__", None) is Analysis.for_row.__func__:
+            raise ConfigError(
+                f"explain: analysis {name!r} ({cls.__module__}.{cls.__qualname__}) cannot run "
+                "per row: it does not implement for_row(row, **options); add a classmethod "
+                "returning (analysis, region) for the row (and figures(result, row) for its "
+                "columns), see docs/writing-plugins.md")
         seen[name] = seen.get(name, 0) + 1
         label = str(options.pop("label", name if seen[name] == 1 else f"{name}#{seen[name]}"))
         check_options(cls.for_row, options, f"explain: analysis {name!r} per row")
@@ -294,12 +322,17 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
     -------
     Explanation
         One :class:`RowResult` per row, in X's order; ``to_pandas()`` and ``to_parquet()``.
+        Besides the analyses' ``<label>.<figure>`` columns, each row has the model's answer
+        in the network's vocabulary (:attr:`Network.classes <polytrav.Network.classes>`,
+        :attr:`~polytrav.Network.link`): ``row.class`` (the predicted class's label, else
+        its index) and ``row.probability`` (its probability, where the link gives one), or
+        a regressor's ``row.prediction``.
 
     Raises
     ------
     ConfigError
         Before any row runs: X's width is not the network's, an unknown analysis or option,
-        an unbounded domain. A problem with one row (NaN, outside the domain) is that row's
+        an analysis that does not implement ``for_row``, an unbounded domain. A problem with one row (NaN, outside the domain) is that row's
         error, not an exception.
 
     Examples

@@ -2,7 +2,8 @@
 
 :class:`Explanation` holds the rows in the dataset's order; :meth:`Explanation.to_pandas`
 is the table (one row per input row, the DataFrame's index kept, one column per figure named
-``<analysis>.<figure>`` plus ``<analysis>.error``), :meth:`Explanation.to_parquet` writes it
+``<analysis>.<figure>`` plus ``<analysis>.error``, and the row's own ``row.<figure>``: its
+predicted class and probability), :meth:`Explanation.to_parquet` writes it
 (pandas and pyarrow: ``pip install "polytrav[export]"``).
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ class RowResult:
     """What the analyses found on one row.
 
     ``position`` is the row's position in ``X`` and ``label`` its index label; ``figures``
-    maps ``<analysis>.<figure>`` to a number, text or None; ``errors`` maps an analysis label
+    maps ``<analysis>.<figure>`` (and the row's own ``row.class``, ``row.probability``,
+    ``row.prediction``) to a number, text or None; ``errors`` maps an analysis label
     (or ``"row"`` for the row itself) to the error's message; ``results`` holds each
     analysis's :class:`~polytrav.AnalysisResult`. Times in seconds: ``time`` the row's wall
     time in its worker, ``work_time`` the analyses' runs after their set-up (traversal and
@@ -90,15 +92,16 @@ class Explanation:
 
     def columns(self) -> list[str]:
         """The table's columns: every figure seen, grouped by analysis in the given order,
-        each group ending with ``<analysis>.error``; ``row.error`` last."""
+        each group ending with ``<analysis>.error``; then the row's own group (``row.class``,
+        ``row.probability`` or ``row.prediction``), ending with ``row.error``."""
         seen: dict[str, None] = {}
         for r in self.rows:
             seen.update(dict.fromkeys(r.figures))
         cols = []
-        for label in self.labels:
+        for label in (*self.labels, "row"):
             cols += [c for c in seen if c.startswith(label + ".")]
             cols.append(f"{label}.error")
-        return cols + ["row.error"]
+        return cols
 
     def records(self) -> list[dict[str, Any]]:
         """One dict per row over :meth:`columns` (None where a row has no value)."""

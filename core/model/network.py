@@ -18,9 +18,15 @@ import numpy as np
 
 from polytrav.vocabulary.errors import NetworkError
 
-__all__ = ["Network"]
+__all__ = ["LINKS", "Network"]
 
 Code = tuple[np.ndarray, ...]
+
+#: How a network's outputs become the model's answer (:attr:`Network.link`): ``"sigmoid"``
+#: (each output a logit: one output, a binary classifier's logit of ``classes[1]``; several,
+#: a multilabel classifier's), ``"softmax"`` (one logit per class), ``"identity"`` (a
+#: regressor: the outputs are the prediction). ``None`` is unknown.
+LINKS = ("sigmoid", "softmax", "identity")
 
 
 def _as_matrix(value, what: str) -> np.ndarray:
@@ -80,6 +86,55 @@ def _check_names(names, n_inputs: int) -> tuple[str, ...] | None:
     return tuple(str(v) for v in names)  # plain str, also from numpy string arrays
 
 
+def _check_link(link, n_outputs: int) -> str | None:
+    if link is None:
+        return None
+    if not isinstance(link, str) or link not in LINKS:
+        raise NetworkError(f"Network: link must be one of {list(LINKS)} or None, got {link!r}")
+    if link == "softmax" and n_outputs < 2:
+        raise NetworkError(f"Network: link 'softmax' needs one output per class (at least 2), "
+                           f"but the network has {n_outputs}; a binary logit is 'sigmoid'")
+    return link
+
+
+def _check_classes(classes, link: str | None, n_outputs: int) -> tuple | None:
+    if classes is None:
+        return None
+    if link == "identity":
+        raise NetworkError("Network: classes given but link is 'identity' (a regressor has no "
+                           "classes); give link='sigmoid' or 'softmax', or no classes")
+    n = 2 if n_outputs == 1 else n_outputs  # one output: a binary logit of classes[1]
+    try:
+        if isinstance(classes, (str, bytes)):
+            raise TypeError
+        labels = tuple(v.item() if isinstance(v, np.generic) else v for v in classes)
+        distinct = len(set(labels)) == len(labels)
+    except TypeError:
+        raise NetworkError(f"Network: classes must be a sequence of {n} distinct labels, got "
+                           f"{type(classes).__name__} {classes!r}") from None
+    if len(labels) != n:
+        what = ("one output is the logit of classes[1]: give (negative, positive)"
+                if n_outputs == 1 else "give one label per output")
+        raise NetworkError(f"Network: classes has {len(labels)} labels but the network needs "
+                           f"{n}; {what}")
+    if not distinct or any(v is None for v in labels):
+        raise NetworkError(f"Network: classes must be {n} distinct labels (not None), "
+                           f"got {list(labels)!r}")
+    return labels
+
+
+def _sigmoid(y: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-y))`` without overflow warnings."""
+    e = np.exp(-np.abs(y))
+    return np.where(y >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _softmax(Y: np.ndarray) -> np.ndarray:
+    """Softmax along the last axis (scikit-learn's: the maximum subtracted first)."""
+    E = np.exp(Y - Y.max(axis=-1, keepdims=True))
+    return E / E.sum(axis=-1, keepdims=True)
+
+
 class Network:
     """A feed-forward ReLU network as a stack of float64 affine maps.
 
@@ -101,12 +156,27 @@ class Network:
         One name per (flattened) input, e.g. ``("rho", "theta", "psi", "v_own", "v_int")``;
         pictures label their axes with them. ``None`` (the default) when the model has no
         names. Kept by nothing that changes the inputs (:meth:`compose_input` drops them).
+    classes : sequence, optional
+        The class labels of a classifier (scikit-learn's ``classes_``): one per output, or
+        ``(negative, positive)`` for a network with one output (the logit of
+        ``classes[1]``). :meth:`predict` and :meth:`class_label` answer in them; ``None``
+        (the default): classes are their indices.
+    link : {"sigmoid", "softmax", "identity", None}, optional
+        How the outputs become the model's answer (:data:`LINKS`): ``"sigmoid"`` (logits:
+        one output, a binary classifier; several, a multilabel one), ``"softmax"`` (one
+        logit per class), ``"identity"`` (a regressor). ``None`` (the default): unknown, so
+        no probabilities; polytrav's analyses then read one output as a binary logit (class
+        1 iff ``>= 0``) and several as one score per class (the largest wins).
+        ``classes`` and ``link`` are kept by what keeps the outputs (:meth:`compose_input`)
+        and dropped by what changes them (:meth:`with_inputs`, :meth:`stack`).
 
     Raises
     ------
     NetworkError
-        If shapes do not chain, a value is not finite, there is no layer, or
-        ``input_names`` does not hold one non-empty string per input.
+        If shapes do not chain, a value is not finite, there is no layer,
+        ``input_names`` does not hold one non-empty string per input, ``link`` is not one
+        of :data:`LINKS` (or ``"softmax"`` on one output), or ``classes`` does not hold the
+        distinct labels the outputs need (none for ``"identity"``).
 
     Examples
     --------
@@ -117,6 +187,10 @@ class Network:
     [[False, True]]
     """
 
+    #: Defaults for a Network pickled before these attributes existed.
+    classes: tuple | None = None
+    link: str | None = None
+
     def __init__(
         self,
         weights: Sequence,
@@ -126,6 +200,8 @@ class Network:
         input_domain: tuple[np.ndarray, np.ndarray] | None = None,
         name: str | None = None,
         input_names: Sequence[str] | None = None,
+        classes: Sequence | None = None,
+        link: str | None = None,
     ):
         weights = list(weights)
         biases = list(biases)
@@ -177,6 +253,8 @@ class Network:
         self.input_domain = input_domain
         self.name = name
         self.input_names = _check_names(input_names, self.n_inputs)
+        self.link = _check_link(link, self.n_outputs)
+        self.classes = _check_classes(classes, self.link, self.n_outputs)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -230,7 +308,7 @@ class Network:
         Network
             ``input_shape`` is ``(total inputs,)``; ``input_domain`` is the concatenation of
             the networks' domains (``-inf``/``inf`` for a network without one; None when no
-            network has one).
+            network has one); no ``classes`` or ``link`` (the outputs are several models').
 
         Raises
         ------
@@ -329,7 +407,8 @@ class Network:
     def from_sklearn(cls, model) -> "Network":
         """Convert a fitted scikit-learn ``MLPClassifier`` / ``MLPRegressor`` (ReLU), or a
         ``Pipeline`` of scalers ending in one (needs ``polytrav[sklearn]``); classifiers give
-        logits. See :mod:`polytrav.model.loaders.sklearn`."""
+        logits, with the estimator's ``classes_`` and output function as :attr:`classes`
+        and :attr:`link`. See :mod:`polytrav.model.loaders.sklearn`."""
         from polytrav.model.loaders.sklearn import load_sklearn
 
         return load_sklearn(model)
@@ -420,6 +499,137 @@ class Network:
 
     __call__ = forward
 
+    # ------------------------------------------------------------------ the model's answer
+    def _n_classes(self, who: str) -> int:
+        """How many classes the outputs stand for (refused for a regressor or multilabel)."""
+        m = self.n_outputs
+        if self.link == "identity":
+            raise NetworkError(f"Network.{who}: the network is a regressor (link 'identity'); "
+                               "it has no classes")
+        if self.link == "sigmoid" and m > 1:
+            raise NetworkError(f"Network.{who}: the network is a multilabel classifier ({m} "
+                               "sigmoid outputs), with no single class per input; use "
+                               "predict_proba")
+        return 2 if m == 1 else m
+
+    def class_index(self, x):
+        """The index of the class the network gives ``x`` (one point or a batch).
+
+        One output is a binary logit: class 1 iff it is ``>= 0`` (scikit-learn says
+        ``classes_[0]`` at exactly 0); several outputs: the largest (the first on a tie).
+        That is how polytrav's analyses read a network of unknown ``link`` too.
+
+        Raises
+        ------
+        NetworkError
+            For a regressor (link ``"identity"``) or a multilabel classifier.
+
+        >>> net = Network.from_arrays([[[1.0, -1.0]]], [[0.0]], classes=["no", "yes"])
+        >>> net.class_index([2.0, 1.0]), net.class_index([[0.0, 1.0], [1.0, 1.0]]).tolist()
+        (1, [0, 1])
+        """
+        self._n_classes("class_index")
+        X, single = self._as_input(x)
+        Y = self._propagate(X, None)
+        k = (Y[:, 0] >= 0).astype(int) if Y.shape[1] == 1 else np.argmax(Y, axis=1)
+        return int(k[0]) if single else k
+
+    def class_label(self, index: int):
+        """The label of class ``index``: ``classes[index]``, else ``index`` itself (the
+        helper for anything reporting a class index: any network, ``index`` in ``[0, 2)``
+        for one output, ``[0, n_outputs)`` for several; a multilabel network's labels).
+
+        >>> Network.from_arrays([[[1.0, -1.0]]], [[0.0]], classes=["no", "yes"]).class_label(1)
+        'yes'
+        """
+        n = 2 if self.n_outputs == 1 else self.n_outputs
+        if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)) \
+                or not 0 <= index < n:
+            raise NetworkError(f"Network.class_label: index must be a class index in [0, {n}), "
+                               f"got {index!r}")
+        return int(index) if self.classes is None else self.classes[int(index)]
+
+    def predict_proba(self, x) -> np.ndarray:
+        """Class probabilities at ``x``, as scikit-learn's ``predict_proba``.
+
+        ``(n, n_classes)`` for a batch, ``(n_classes,)`` for one point: ``[1 - p, p]`` with
+        ``p = sigmoid(output)`` for one sigmoid output, ``softmax(outputs)`` for softmax,
+        ``sigmoid(outputs)`` per label for a multilabel network; columns in the order of
+        :attr:`classes`.
+
+        Raises
+        ------
+        NetworkError
+            If the network's ``link`` is not ``"sigmoid"`` or ``"softmax"`` (a regressor,
+            or unknown: give ``link=`` when building the network).
+
+        >>> net = Network.from_arrays([[[1.0, -1.0]]], [[0.0]], link="sigmoid")
+        >>> net.predict_proba([1.0, 1.0]).tolist()
+        [0.5, 0.5]
+        """
+        if self.link not in ("sigmoid", "softmax"):
+            raise NetworkError(
+                f"Network.predict_proba: the network's link is {self.link!r}, so its outputs "
+                "have no probabilities; a classifier has link 'sigmoid' or 'softmax' "
+                "(Network.from_sklearn sets it; else pass link= to Network)")
+        X, single = self._as_input(x)
+        Y = self._propagate(X, None)
+        if self.link == "softmax":
+            P = _softmax(Y)
+        elif Y.shape[1] == 1:
+            p = _sigmoid(Y[:, 0])
+            P = np.column_stack([1.0 - p, p])
+        else:
+            P = _sigmoid(Y)
+        return P[0] if single else P
+
+    def class_probability(self, x, index: int) -> float | None:
+        """The probability the model gives class ``index`` at the point ``x``
+        (:meth:`predict_proba`'s column ``index``); None when the network's ``link`` gives
+        no probabilities (``None``, ``"identity"``).
+
+        >>> net = Network.from_arrays([[[1.0, -1.0]]], [[0.0]], link="sigmoid")
+        >>> round(net.class_probability([2.0, 0.0], 1), 4)
+        0.8808
+        """
+        if self.link not in ("sigmoid", "softmax"):
+            return None
+        P = self.predict_proba(np.asarray(x, dtype=np.float64).reshape(-1))
+        if not isinstance(index, (int, np.integer)) or not 0 <= index < P.shape[0]:
+            raise NetworkError(f"Network.class_probability: index must be in "
+                               f"[0, {P.shape[0]}), got {index!r}")
+        return float(P[int(index)])
+
+    def predict(self, x):
+        """The model's prediction at ``x``, as scikit-learn's ``predict``.
+
+        A classifier's class labels (:meth:`class_index` through :meth:`class_label`: an
+        array of labels for a batch, one label for one point); a multilabel classifier's
+        0/1 matrix (row); a regressor's (link ``"identity"``) outputs, one column dropped
+        for one output.
+
+        >>> net = Network.from_arrays([[[1.0, -1.0]]], [[0.0]], classes=["no", "yes"])
+        >>> net.predict([[2.0, 1.0], [0.0, 1.0]]).tolist()
+        ['yes', 'no']
+        """
+        X, single = self._as_input(x)
+        if self.link == "identity":
+            Y = self._propagate(X, None)
+            Y = Y[:, 0] if Y.shape[1] == 1 else Y
+            return Y[0] if single else Y
+        if self.link == "sigmoid" and self.n_outputs > 1:
+            Z = (self._propagate(X, None) >= 0).astype(int)
+            return Z[0] if single else Z
+        k = self.class_index(X)
+        if single:
+            return self.class_label(int(k[0]))
+        if self.classes is None:
+            return k
+        labels = np.asarray(self.classes)
+        if labels.tolist() != list(self.classes):  # mixed types: numpy would convert them
+            labels = np.array(self.classes, dtype=object)
+        return labels[k]
+
     def activation_code(self, x) -> Code:
         """Activation code at ``x``: one boolean array per hidden layer, ``True`` iff pre-activation >= 0."""
         return tuple(h >= 0.0 for h in self.pre_activations(x))
@@ -501,7 +711,8 @@ class Network:
         Exact: each hidden layer carries ``[relu(x); relu(-x)]`` (``2 * n_inputs`` more
         neurons) and the output layer reads ``x = relu(x) - relu(-x)``. Those neurons add the
         hyperplanes ``x_i = 0`` to the partition (sound, with more polytopes). Used where a
-        property relates inputs and outputs in one comparison (VNN-LIB 2.0's ``MNC``).
+        property relates inputs and outputs in one comparison (VNN-LIB 2.0's ``MNC``). The
+        outputs change, so ``classes`` and ``link`` are not kept.
 
         Examples
         --------
@@ -528,12 +739,12 @@ class Network:
         """The network of ``z -> self(A @ z + c)``: an affine change of input coordinates.
 
         ``A`` is ``(n_inputs, n_new)`` and ``c`` is ``(n_inputs,)``. The new inputs are not
-        the old ones, so ``input_names`` is not kept.
+        the old ones, so ``input_names`` is not kept; the outputs are, with their
+        ``classes`` and ``link``.
         """
         A = np.asarray(A, dtype=np.float64)
         c = np.asarray(c, dtype=np.float64).reshape(-1)
         W1 = self.weights[0] @ A
         b1 = self.weights[0] @ c + self.biases[0]
-        return Network(
-            [W1, *self.weights[1:]], [b1, *self.biases[1:]], name=self.name
-        )
+        return Network([W1, *self.weights[1:]], [b1, *self.biases[1:]], name=self.name,
+                       classes=self.classes, link=self.link)

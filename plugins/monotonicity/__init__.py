@@ -94,7 +94,11 @@ class Monotonicity(Analysis):
     ``x'[feature] > x[feature]``, every other coordinate equal, and (by a float64 forward
     pass) ``f(x')[output] < f(x)[output]`` when ``"increasing"`` is violated, ``>`` when
     ``"decreasing"`` is (with ``direction=None``: the pair's outputs move with the slope of
-    the minority sign). ``witness`` is ``x``.
+    the minority sign). ``witness`` is ``x``; ``details["pair_outputs"]`` is
+    ``(f(x)[output], f(x')[output])``; ``feature_name`` and ``output_name`` are how the text
+    names them (the network's input name, else ``x_<feature>``; the class whose logit the
+    output is, when the network has ``classes``). The text prints the pair as the one input
+    that differs, its two values and both outputs.
 
     Examples
     --------
@@ -246,6 +250,9 @@ class Monotonicity(Analysis):
         # the slopes' extremes are the region's only if every polytope was visited
         exact = self.exact(context) and n_seen and not pieces_proven(context)
         search = self._region_search()
+        net = context.network
+        pair_outputs = None if pair is None else tuple(
+            float(net.forward(p)[self.output]) for p in pair)
         return AnalysisResult(
             analysis=self.label, verdict=verdict,
             value={"min_slope": lo if n_seen else None, "max_slope": hi if n_seen else None},
@@ -254,6 +261,9 @@ class Monotonicity(Analysis):
             details={"violations": violations, "witness_pair": pair,
                      "direction": self.direction, "feature": self.feature, "output": self.output,
                      "stop_at_first": self.stop_at_first,
+                     "feature_name": _input_name(net, self.feature),
+                     "output_name": _output_name(net, self.output),
+                     "pair_outputs": pair_outputs,
                      "by_sign": {"negative": seen.negative, "positive": seen.positive},
                      "confirmed": seen.confirmed,
                      "split": None if search is None else search.split_summary(),
@@ -261,11 +271,13 @@ class Monotonicity(Analysis):
         )
 
     def describe(self, result) -> list[str]:
-        from polytrav.extend import fmt, vector
+        from polytrav.extend import fmt
 
         d = result.details
         want = d["direction"] or "one direction"
-        lines = [f"slope of output {d['output']} in x_{d['feature']} ({want}): "
+        name = d.get("feature_name") or f"x_{d['feature']}"
+        output = d.get("output_name") or f"output {d['output']}"
+        lines = [f"slope of {output} in {name} ({want}): "
                  f"{len(d['violations'])} violating polytope(s)"]
         if not result.exact:
             lines[0] += (f" (slopes and counts cover the {result.n_polytopes} polytope(s) "
@@ -273,8 +285,16 @@ class Monotonicity(Analysis):
                                       and d["witness_pair"] is not None else "") + ")")
         if d["witness_pair"] is not None:
             x1, x2 = d["witness_pair"]
-            lines.append(f"pair: x = {vector(x1)} and x' = {vector(x2)} "
-                         f"(x'[{d['feature']}] > x[{d['feature']}])")
+            j = d["feature"]
+            a, b = _distinct(x1[j], x2[j])
+            lines.append(f"pair: x and x' differ only in {name}: {a} in x, {b} in x' "
+                         f"({fmt(x2[j] - x1[j])} more); every other input equal")
+            y1, y2 = d.get("pair_outputs") or (None, None)
+            if y1 is not None:
+                a, b = _distinct(y1, y2)
+                moves = "decreases" if y2 < y1 else "increases"
+                lines.append(f"{output}: {a} at x, {b} at x' ({fmt(y2 - y1)}): it {moves} "
+                             f"as {name} increases")
         split = d.get("split")
         if split is not None and split["proven"]:
             lines.append(f"proven by the slope bound on {split['boxes']} sub-box(es) of the "
@@ -312,6 +332,30 @@ class Monotonicity(Analysis):
         self.n_polytopes = sum(p.n_polytopes for p in parts)
         self.failures = [f for p in parts for f in p.failures]
         return self.finish(context)
+
+
+def _input_name(network, j: int) -> str:
+    """Input ``j`` by the network's name for it, else ``x_j``."""
+    names = network.input_names
+    return names[j] if names else f"x_{j}"
+
+
+def _output_name(network, k: int) -> str:
+    """``output k``, with the class whose logit it is when the network says so."""
+    classes, link = network.classes, network.link
+    if classes is not None and link in ("sigmoid", "softmax"):
+        label = classes[1] if network.n_outputs == 1 else classes[k]
+        return f"output {k} (the logit of {label!r})"
+    return f"output {k}"
+
+
+def _distinct(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` in 6 significant digits, or as many more as tell them apart."""
+    for digits in range(6, 18):
+        ta, tb = f"{float(a):.{digits}g}", f"{float(b):.{digits}g}"
+        if ta != tb:
+            break
+    return ta, tb
 
 
 @hookimpl

@@ -153,3 +153,51 @@ def test_stop_at_first_needs_a_direction():
         analyze(net, Box(-np.ones(2), np.ones(2)), Monotonicity(0, bounds=True))
     with pytest.raises(ConfigError, match="stop_at_first must be True or False"):
         analyze(net, Box(-np.ones(2), np.ones(2)), Monotonicity(0, "increasing", stop_at_first=1))
+
+
+def test_a_pair_is_printed_as_the_one_input_that_differs_by_name_and_both_outputs():
+    """30 named inputs, output |x_27| + 0.1 x_0: the text names input 27, gives its two
+    values and both outputs, and no 30-value vector."""
+    from polytrav import Network
+    from polytrav.plugins.monotonicity import _distinct
+
+    n = 30
+    names = [f"feature {j}" for j in range(n)]
+    names[27] = "worst concave points"
+    W1 = np.zeros((3, n))
+    W1[0, 27], W1[1, 27], W1[2, 0] = 1.0, -1.0, 1.0
+    weights, biases = [W1, [[1.0, 1.0, 0.1]]], [[0.0, 0.0, 5.0], [-0.5]]
+    net = Network.from_arrays(weights, biases, input_names=names,
+                              classes=["benign", "malignant"], link="sigmoid")
+    box = Box(-np.ones(n), np.ones(n))
+    res = analyze(net, box, Monotonicity(27, "increasing", stop_at_first=True))[0]
+    assert res.verdict is Verdict.VIOLATED
+    assert_real_pair(net, box, res, 27, 0, "increasing")
+    x, x2 = res.details["witness_pair"]
+    y, y2 = res.details["pair_outputs"]
+    assert (y, y2) == (net.forward(x)[0], net.forward(x2)[0]) and y2 < y
+    lines = Monotonicity(27, "increasing").describe(res)
+    text = "\n".join(lines)
+    assert lines[0].startswith("slope of output 0 (the logit of 'malignant') in worst concave "
+                               "points (increasing): 1 violating polytope(s)")
+    a, b = _distinct(x[27], x2[27])
+    assert lines[1] == (f"pair: x and x' differ only in worst concave points: {a} in x, {b} in "
+                        f"x' ({x2[27] - x[27]:.6g} more); every other input equal")
+    a, b = _distinct(y, y2)
+    assert lines[2] == (f"output 0 (the logit of 'malignant'): {a} at x, {b} at x' "
+                        f"({y2 - y:.6g}): it decreases as worst concave points increases")
+    assert "x_27" not in text and "[" not in text and "values" not in text
+    plain = Network.from_arrays(weights, biases)  # no names: x_27, output 0
+    res = analyze(plain, box, Monotonicity(27, "increasing", stop_at_first=True))[0]
+    lines = Monotonicity(27, "increasing").describe(res)
+    assert lines[0].startswith("slope of output 0 in x_27 (increasing)")
+    assert lines[1].startswith("pair: x and x' differ only in x_27: ")
+    assert lines[2].startswith("output 0: ") and lines[2].endswith("as x_27 increases")
+
+
+def test_distinct_numbers_are_printed_apart():
+    from polytrav.plugins.monotonicity import _distinct
+
+    assert _distinct(10.2068, 14.2244) == ("10.2068", "14.2244")
+    assert _distinct(1.0, 1.0000001) == ("1", "1.0000001")
+    assert _distinct(0.5, 0.5) == ("0.5", "0.5")

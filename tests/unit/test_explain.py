@@ -15,7 +15,7 @@ import pytest
 from milp import milp_counterfactual
 from reference import random_net
 
-from polytrav import Box, ConfigError, analyze, explain, explain_rows
+from polytrav import Box, ConfigError, Network, analyze, explain, explain_rows
 from polytrav.parallel import SerialExecutor
 from polytrav.plugins import Counterfactual, LocalModel, OutputRange
 from polytrav.vocabulary.tolerances import WITNESS_TOL
@@ -125,8 +125,43 @@ def test_wrong_width_unknown_names_and_options_are_refused_up_front(net, X):
         explain(net, X, "output_range")
     row = next(explain_rows(net, X[:1], [("counterfactual", {"immutable": ["age"]})]))
     assert "unknown feature 'age'" in row.errors["counterfactual"]
-    row = explain(net, X[:1], "region_stats")[0]
-    assert "cannot run per row" in row.errors["region_stats"]
+    with pytest.raises(ConfigError, match=r"analysis 'region_stats' \(.*RegionStats\) cannot "
+                                           r"run per row: it does not implement for_row"):
+        explain(net, X[:1], "region_stats")
+
+
+def test_an_analysis_without_for_row_is_refused_before_any_row_runs(net, X, monkeypatch):
+    """A third-party analysis that does not implement for_row: refused up front, naming it
+    and what to implement, with no row run (its validate would count them)."""
+    import sys
+    import types
+
+    from polytrav import Analysis, hookimpl
+    from polytrav.host import manager
+
+    runs = []
+
+    class Wholesale(Analysis):
+        name = "wholesale"
+
+        def validate(self, network, region):
+            runs.append(region)
+
+        def visit(self, polytope, context):
+            return None
+
+    plugin = types.ModuleType("polytrav_test_wholesale")
+    plugin.polytrav_add_analyses = hookimpl(lambda: [Wholesale])
+    monkeypatch.setitem(sys.modules, plugin.__name__, plugin)
+    monkeypatch.setattr(manager, "DEFAULT_PLUGINS", (*manager.DEFAULT_PLUGINS, plugin.__name__))
+    with pytest.raises(ConfigError, match=r"explain: analysis 'wholesale' \(.*Wholesale\) cannot "
+                                          r"run per row: it does not implement "
+                                          r"for_row\(row, \*\*options\); add a classmethod"):
+        explain(net, X, ["local_model", "wholesale"], domain=(LO, HI))
+    rows = explain_rows(net, X, "wholesale", domain=(LO, HI))
+    with pytest.raises(ConfigError, match="'wholesale'"):
+        next(rows)
+    assert runs == []
 
 
 def test_to_pandas_keeps_the_index_and_names_columns_by_figure(net, X):
@@ -148,6 +183,60 @@ def test_to_pandas_keeps_the_index_and_names_columns_by_figure(net, X):
     ok = ~np.isnan(w).any(axis=1)
     assert np.all(w[ok] >= X.min(0) - WITNESS_TOL) and np.all(w[ok] <= X.max(0) + WITNESS_TOL)
 
+
+def test_each_row_has_its_class_and_probability_in_the_networks_vocabulary(net, net3, X):
+    """Without a link: the class index as the analyses read it, no probability; with
+    classes and a link: the label and its probability; a regressor: its prediction."""
+    y = net.forward(X)[:, 0]
+    table = explain(net, X, "local_model", domain=(LO, HI))
+    assert [r.figures["row.class"] for r in table] == (y >= 0).astype(int).tolist()
+    assert all("row.probability" not in r.figures for r in table)
+    assert table.columns()[-2:] == ["row.class", "row.error"]
+    named = Network(net3.weights, net3.biases, classes=["low", "mid", "high"], link="softmax")
+    table = explain(named, X, [("output_range", {"radius": 0.1})], domain=(LO, HI))
+    P = named.predict_proba(X)
+    assert [r.figures["row.class"] for r in table] == named.predict(X).tolist()
+    np.testing.assert_allclose([r.figures["row.probability"] for r in table], P.max(axis=1),
+                               rtol=0, atol=1e-15)  # one row's pass against the batch's
+    assert table.columns()[-3:] == ["row.class", "row.probability", "row.error"]
+    regressor = Network(net.weights, net.biases, link="identity")
+    rows = explain(regressor, X, "local_model", domain=(LO, HI))
+    np.testing.assert_allclose([r.figures["row.prediction"] for r in rows], y, rtol=0,
+                               atol=1e-14)
+    assert all("row.class" not in r.figures for r in rows)
+    bad = X.copy()
+    bad[0, 1] = np.nan  # a row that is not finite has no answer
+    assert "row.class" not in explain(named, bad[:1], "local_model", domain=(LO, HI))[0].figures
+
+
+def test_a_sklearn_pipelines_rows_answer_as_the_estimator():
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("sklearn")
+    frame, model = _breast_cancer(rows=8)
+    net = Network.from_sklearn(model)
+    out = explain(net, frame, "local_model").to_pandas()
+    assert out["row.class"].tolist() == model.predict(frame).tolist()
+    np.testing.assert_allclose(out["row.probability"], model.predict_proba(frame).max(axis=1),
+                               rtol=0, atol=1e-9)
+    assert out["row.class"].dtype == pd.StringDtype() and list(out.index) == list(frame.index)
+
+
+def _breast_cancer(rows: int):
+    """``rows`` rows of the breast-cancer data (a DataFrame) and a scaled MLP fitted on all
+    of it, with string labels (a few iterations: it need not be good, only fitted)."""
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    model = make_pipeline(StandardScaler(), MLPClassifier((8,), max_iter=60, random_state=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, np.where(y == 1, "benign", "malignant"))
+    return X.iloc[::len(X) // rows][:rows], model
 
 def test_parquet_round_trip(net, X, tmp_path):
     pd = pytest.importorskip("pandas")

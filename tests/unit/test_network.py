@@ -82,6 +82,84 @@ def test_input_names_are_kept_checked_and_dropped_by_compose_input():
         Network.from_arrays(W, b, input_names=["a", "b", 3])
 
 
+def test_classes_and_link_are_checked_kept_by_compose_input_and_dropped_by_new_outputs():
+    W1, b1 = [[[1.0, -1.0], [0.5, 1.0]], [[1.0, -2.0]]], [[0.0, 0.0], [0.25]]
+    binary = Network.from_arrays(W1, b1, classes=["no", "yes"], link="sigmoid")
+    assert binary.classes == ("no", "yes") and binary.link == "sigmoid"
+    plain = Network.from_arrays(W1, b1)
+    assert plain.classes is None and plain.link is None
+    moved = binary.compose_input(2.0 * np.eye(2), np.ones(2))
+    assert moved.classes == ("no", "yes") and moved.link == "sigmoid"
+    assert binary.with_inputs().classes is None and binary.with_inputs().link is None
+    stacked = Network.stack([binary, binary])
+    assert stacked.classes is None and stacked.link is None
+    three = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]], [[0.0, 0.0, 0.0]],
+                                classes=np.array([3, 5, 7]), link="softmax")
+    assert three.classes == (3, 5, 7) and type(three.classes[0]) is int  # numpy -> Python
+    for kwargs, match in [
+        ({"link": "logistic"},
+         r"link must be one of \['sigmoid', 'softmax', 'identity'\] or None, got 'logistic'"),
+        ({"link": "softmax"}, r"link 'softmax' needs one output per class \(at least 2\)"),
+        ({"classes": ["a", "b", "c"]},
+         r"classes has 3 labels but the network needs 2; one output is the logit of classes\[1\]"),
+        ({"classes": "ab"}, r"classes must be a sequence of 2 distinct labels, got str 'ab'"),
+        ({"classes": ["a", "a"]}, r"classes must be 2 distinct labels \(not None\)"),
+        ({"classes": [[1], [2]]}, r"classes must be a sequence of 2 distinct labels"),
+        ({"classes": [0, 1], "link": "identity"}, r"classes given but link is 'identity'"),
+    ]:
+        with pytest.raises(NetworkError, match=match):
+            Network.from_arrays(W1, b1, **kwargs)
+    old = Network.from_arrays(W1, b1)
+    del old.__dict__["classes"], old.__dict__["link"]  # pickled before the attributes existed
+    assert old.classes is None and old.link is None and old.class_index([1.0, 0.0]) in (0, 1)
+
+
+def test_predictions_probabilities_and_labels_follow_the_link():
+    W1, b1 = [[[1.0, -1.0], [0.5, 1.0]], [[1.0, -2.0]]], [[0.0, 0.0], [0.25]]
+    X = np.random.default_rng(3).uniform(-2.0, 2.0, size=(50, 2))
+    y = Network.from_arrays(W1, b1).forward(X)[:, 0]
+    binary = Network.from_arrays(W1, b1, classes=["no", "yes"], link="sigmoid")
+    p = 1.0 / (1.0 + np.exp(-y))
+    np.testing.assert_allclose(binary.predict_proba(X), np.column_stack([1 - p, p]), atol=1e-15)
+    np.testing.assert_allclose(binary.predict_proba(X[0]), [1 - p[0], p[0]], atol=1e-15)
+    assert binary.predict(X).tolist() == np.where(y >= 0, "yes", "no").tolist()
+    assert binary.predict(X[0]) == ("yes" if y[0] >= 0 else "no")
+    assert binary.class_index(X).tolist() == (y >= 0).astype(int).tolist()
+    assert binary.class_label(0) == "no" and binary.class_probability(X[0], 1) == p[0]
+    assert binary.predict_proba([800.0, -800.0]).tolist() == [0.0, 1.0]  # no overflow
+    unknown = Network.from_arrays(W1, b1)  # no link: indices, no probabilities
+    assert unknown.predict(X).tolist() == (y >= 0).astype(int).tolist()
+    assert unknown.class_label(1) == 1 and unknown.class_probability(X[0], 1) is None
+    with pytest.raises(NetworkError, match=r"predict_proba: the network's link is None, so its "
+                                           r"outputs have no probabilities"):
+        unknown.predict_proba(X)
+    with pytest.raises(NetworkError, match=r"class_label: index must be a class index in "
+                                           r"\[0, 2\), got 2"):
+        unknown.class_label(2)
+    softmax = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]], [[0.0, 0.1, -0.5]],
+                                  classes=["a", 2, "c"], link="softmax")
+    Y = softmax.forward(X)
+    E = np.exp(Y - Y.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(softmax.predict_proba(X), E / E.sum(axis=1, keepdims=True),
+                               atol=1e-15)
+    assert softmax.predict(X).tolist() == [["a", 2, "c"][k] for k in Y.argmax(axis=1)]
+    regressor = Network.from_arrays(W1, b1, link="identity")
+    assert regressor.predict(X).tolist() == y.tolist() and regressor.predict(X[0]) == y[0]
+    assert regressor.class_probability(X[0], 0) is None
+    assert regressor.class_label(1) == 1  # no classes: the index itself, for any network
+    for call in (lambda: regressor.class_index(X), lambda: regressor.predict_proba(X)):
+        with pytest.raises(NetworkError, match="regressor|link is 'identity'"):
+            call()
+    multilabel = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]]], [[0.0, 0.0]], link="sigmoid")
+    assert multilabel.predict(X).tolist() == (X >= 0).astype(int).tolist()
+    np.testing.assert_allclose(multilabel.predict_proba(X), 1.0 / (1.0 + np.exp(-X)),
+                               atol=1e-15)
+    with pytest.raises(NetworkError, match="multilabel classifier .* no single class"):
+        multilabel.class_index(X)
+    assert multilabel.class_label(1) == 1 and multilabel.class_probability(X[0], 1) == \
+        pytest.approx(1.0 / (1.0 + np.exp(-X[0, 1])), abs=1e-15)
+
+
 # ---------------------------------------------------------------- Network.stack
 
 

@@ -173,6 +173,67 @@ def test_feature_names_become_input_names():
     assert Network.from_sklearn(_mlp(MLPRegressor).fit(X, X[:, 0])).input_names is None
 
 
+def _breast_cancer_pipeline():
+    """The breast-cancer data as a DataFrame (feature names) and a scaled MLP on string labels."""
+    pytest.importorskip("pandas")
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    labels = np.where(y == 1, "benign", "malignant")
+    model = make_pipeline(StandardScaler(), _mlp(MLPClassifier, hidden_layer_sizes=(8,),
+                                                 max_iter=60)).fit(X, labels)
+    return X, model
+
+
+def test_breast_cancer_pipeline_keeps_classes_link_and_names():
+    X, model = _breast_cancer_pipeline()
+    net = Network.from_sklearn(model)
+    assert net.classes == ("benign", "malignant") and net.link == "sigmoid"
+    assert net.input_names == tuple(X.columns) and net.input_names[27] == "worst concave points"
+    P = _probe(X.to_numpy())
+    frame = X.__class__(P, columns=X.columns)
+    np.testing.assert_allclose(net.predict_proba(P), model.predict_proba(frame), rtol=0,
+                               atol=1e-9)
+    assert (net.predict(P) == model.predict(frame)).all()
+    x = P[0]
+    k = net.class_index(x)
+    assert net.class_label(k) == model.predict(frame.iloc[:1])[0]
+    assert net.class_probability(x, k) == pytest.approx(model.predict_proba(frame.iloc[:1])[0, k],
+                                                        abs=1e-9)
+
+
+def test_iris_pipeline_is_a_softmax_over_its_classes():
+    from sklearn.datasets import load_iris
+
+    data = load_iris()
+    model = make_pipeline(StandardScaler(), _mlp(MLPClassifier, hidden_layer_sizes=(8,),
+                                                 max_iter=200))
+    model.fit(data.data, data.target_names[data.target])
+    net = Network.from_sklearn(model)  # fitted on an array: no feature names
+    assert net.classes == ("setosa", "versicolor", "virginica") and net.link == "softmax"
+    assert net.input_names is None
+    P = _probe(data.data)
+    np.testing.assert_allclose(net.predict_proba(P), model.predict_proba(P), rtol=0, atol=1e-9)
+    assert (net.predict(P) == model.predict(P)).all()
+    assert net.predict(P).dtype == model.predict(P).dtype
+
+
+def test_regressors_multilabel_and_poisson_links():
+    X, _ = _data()
+    reg = Network.from_sklearn(_mlp(MLPRegressor).fit(X, X[:, 0]))
+    assert reg.link == "identity" and reg.classes is None
+    np.testing.assert_allclose(reg.predict(X), reg.forward(X)[:, 0])
+    poisson = Network.from_sklearn(_mlp(MLPRegressor, loss="poisson").fit(X, np.exp(X[:, 2])))
+    assert poisson.link is None and poisson.classes is None
+    Y = np.column_stack([X[:, 0] > 5.0, X[:, 1] > -20.0]).astype(int)
+    model = _mlp(MLPClassifier).fit(X, Y)
+    multi = Network.from_sklearn(model)
+    assert multi.link == "sigmoid" and multi.classes == (0, 1)
+    P = _probe(X)
+    np.testing.assert_allclose(multi.predict_proba(P), model.predict_proba(P), rtol=0, atol=1e-9)
+    assert (multi.predict(P) == model.predict(P)).all()
+
+
 def _fitted_mlp():
     X, _ = _data()
     return X, X[:, 0] > 5.0

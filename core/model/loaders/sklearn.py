@@ -24,6 +24,11 @@ The network returns the output layer's *pre-activation*; the MLP's output functi
 
 sigmoid, softmax and exp are increasing, so thresholds on probabilities and predictions are
 thresholds on these outputs (``predict`` gives ``classes_[1]`` where the logit is ``> 0``).
+The network keeps that vocabulary: ``classes`` is the estimator's ``classes_`` (classifiers)
+and ``link`` its output function (``out_activation_``): ``"sigmoid"`` (``"logistic"``: binary
+and multilabel), ``"softmax"``, ``"identity"`` (regressors), None for the Poisson loss's
+``exp``; so :meth:`Network.predict_proba <polytrav.Network.predict_proba>` and
+:meth:`Network.predict <polytrav.Network.predict>` answer as the estimator's own do.
 The weights are read in float64 (a model fitted on float32 data has float32 weights, which
 float64 holds exactly; scikit-learn then computes in float32 and differs by its rounding).
 """
@@ -43,6 +48,9 @@ SUPPORTED_ESTIMATORS = ("MLPClassifier", "MLPRegressor")
 SUPPORTED_PREPROCESSING = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler",
                            "FunctionTransformer", "passthrough")
 _ACTIVATIONS = ("relu", "identity")
+#: The MLP's output function (``out_activation_``) as the network's ``link`` (``"exp"``, the
+#: Poisson loss's, has none: the outputs are the log of the prediction).
+_LINKS = {"logistic": "sigmoid", "softmax": "softmax", "identity": "identity"}
 _SUPPORTED = (
     f"supported: {' or '.join(SUPPORTED_ESTIMATORS)} with activation in {list(_ACTIVATIONS)}, "
     f"alone or last in a Pipeline of {', '.join(SUPPORTED_PREPROCESSING)} "
@@ -114,8 +122,9 @@ def load_sklearn(model) -> Network:
     -------
     Network
         Taking the raw features; named after the model's class; ``input_names`` are the
-        feature names seen in ``fit`` (``feature_names_in_``, set when fitted on a DataFrame
-        with string column names), else None.
+        feature names seen in ``fit`` (``feature_names_in_`` of the first step, set when
+        fitted on a DataFrame with string column names), else None; ``classes`` and
+        ``link`` as the module doc says.
 
     Raises
     ------
@@ -229,8 +238,11 @@ def load_sklearn(model) -> Network:
         biases[0] = biases[0] + weights[0] @ shift
         weights[0] = weights[0] * scale[None, :]
     input_names = getattr(steps[0][1], "feature_names_in_", None)  # set by fit on a DataFrame
+    link = _LINKS.get(getattr(mlp, "out_activation_", None))
+    classes = getattr(mlp, "classes_", None) if link in ("sigmoid", "softmax") else None
     try:
         return Network(weights, biases, name=name,
-                       input_names=None if input_names is None else list(input_names))
+                       input_names=None if input_names is None else list(input_names),
+                       classes=None if classes is None else list(classes), link=link)
     except NetworkError as exc:
         raise NetworkError(f"scikit-learn model {name!r}: {exc}") from exc
