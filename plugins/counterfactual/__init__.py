@@ -215,17 +215,21 @@ class Counterfactual(Analysis):
 
     def figures(self, result, row) -> dict:
         """``distance`` (the infimum, in ``metric``), ``returned_distance`` (the
-        witness's), ``metric`` (e.g. ``"L1 scaled by MAD"``), ``class0``, ``class``,
-        ``exact``, ``proof`` (``"traversal"``, ``"milp"`` or None where the answer is not
-        exact), ``found``, the witness as ``x.<feature>`` and its change from the row in the
-        features' own units, ``change.<feature>``."""
+        witness's), ``metric`` (e.g. ``"L1 scaled by MAD"``), ``class0`` and ``class`` (the
+        row's class and the one reached, by the network's labels where it has them),
+        ``probability`` (the model's probability of the reached class at the witness, where
+        the network gives probabilities), ``exact``, ``proof`` (``"traversal"``,
+        ``"milp"`` or None where the answer is not exact), ``found``, the witness as
+        ``x.<feature>`` and its change from the row in the features' own units,
+        ``change.<feature>``."""
         d = result.details
         milp = d.get("milp")
         proof = None if not result.exact else (
             "milp" if isinstance(milp, dict) and milp["proved"] else "traversal")
         out = {"distance": result.value, "returned_distance": d.get("returned_distance"),
                "metric": d.get("metric"),
-               "class0": d.get("class0"), "class": d.get("class"), "exact": result.exact,
+               "class0": d.get("label0", d.get("class0")), "class": d.get("label", d.get("class")),
+               "probability": d.get("probability"), "exact": result.exact,
                "proof": proof, "found": result.witness is not None}
         w = result.witness
         n = len(row.features)
@@ -283,7 +287,11 @@ class Counterfactual(Analysis):
         dist, x, q = best.distance, best.point, best.target
         witness = None if x is None else WitnessFinder(problem, search.subproblems).realise(
             context, q, x, best.cell)
+        net = context.network
         details = {"norm": problem.p, "metric": problem.metric(),
+                   "label0": net.class_label(problem.class0),
+                   "label": None if q is None else net.class_label(q),
+                   "probability0": net.class_probability(problem.x0, problem.class0),
                    "scale": None if problem.scale is None else problem.unit,
                    "x0": problem.x0, "class0": problem.class0, "class": q,
                    "boundary_point": x,
@@ -293,6 +301,7 @@ class Counterfactual(Analysis):
             details["milp"] = self._milp.details
         if witness is not None:
             details["returned_distance"] = problem.distance(witness)
+            details["probability"] = net.class_probability(witness, q)
         elif x is not None:
             details["note"] = "no point past the boundary was confirmed by a forward pass"
         elif self.exact(context):
@@ -315,11 +324,16 @@ class Counterfactual(Analysis):
         norm = d.get("metric") or {1: "L1", 2: "L2"}.get(d["norm"], "Linf")
         if result.value is None:
             return [d.get("note", "no input of another class was found")]
-        lines = [f"{norm} distance {fmt(result.value)} from x0 (class {d['class0']}) to the "
-                 f"nearest input of class {d['class']}"]
+        c0, c = d.get("label0", d["class0"]), d.get("label", d["class"])
+        p0 = d.get("probability0")
+        lines = [f"{norm} distance {fmt(result.value)} from x0 (class {c0!r}"
+                 + ("" if p0 is None else f", probability {p0:.3f}")
+                 + f") to the nearest input of class {c!r}"]
         if "returned_distance" in d:
+            p = d.get("probability")
             lines.append(f"the witness is a point just past the boundary, at distance "
-                         f"{fmt(d['returned_distance'])}, whose class is confirmed")
+                         f"{fmt(d['returned_distance'])}, whose class is confirmed"
+                         + ("" if p is None else f" (probability of {c!r} there: {p:.3f})"))
         elif "note" in d:
             lines.append(d["note"])
         milp = d.get("milp")

@@ -116,3 +116,26 @@ def test_explain_defaults_to_the_mad_of_the_data_and_names_the_metric():
     assert raw[0].figures["counterfactual.metric"] == "L1"
     refused = explain(net, frame, [("counterfactual", {"zero_scale": "error"})], domain=(LO, HI))
     assert "feature 'c' has a mad of 0" in refused[0].errors["counterfactual"]
+
+
+def test_classes_and_probabilities_in_the_estimators_vocabulary():
+    """A network with class labels and a sigmoid link: ``class0``/``class`` are the labels,
+    ``probability`` is the model's probability of the reached class at the witness."""
+    base = random_net(48, 3, [6], n_out=1)
+    net = Network.from_arrays(base.weights, base.biases, classes=["no", "yes"], link="sigmoid")
+    x0 = np.array([0.1, 0.2, 0.0])
+    res = analyze(net, Box(LO, HI), Counterfactual(x0, norm=2))[0]
+    if res.witness is None:
+        pytest.skip("no counterfactual in the box for this seed")
+    figures = Counterfactual.figures(Counterfactual(x0), res, _row(x0))
+    k0 = net.class_index(x0)
+    assert figures["class0"] == ["no", "yes"][k0] and figures["class"] == ["no", "yes"][1 - k0]
+    p = 1 / (1 + np.exp(-net.forward(res.witness)[0]))
+    assert figures["probability"] == pytest.approx(p if k0 == 0 else 1 - p, abs=1e-12)
+    assert "probability of" in "\n".join(Counterfactual(x0).describe(res))
+
+
+def _row(x):
+    from polytrav.extend import Row
+
+    return Row(x, Box(LO, HI), ("a", "b", "c"))
