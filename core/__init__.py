@@ -29,6 +29,7 @@ _HOMES = {
     "polytrav.host.explain": ("Explanation", "RowResult", "explain", "explain_rows"),
     "polytrav.host.regions": ("RegionTable", "region_table"),
     "polytrav.host.profile": ("Profile", "profile"),
+    "polytrav.host.monotonicity_table": ("MonotonicityTable", "monotonicity_table"),
     "polytrav.traversal": ("TraversalStatus",),
     "polytrav.verification.verify": ("VerificationResult", "verify", "verify_many"),
     "polytrav.plugins": ("OutputRange", "SoftmaxAttack", "Counterfactual", "Monotonicity",
@@ -74,6 +75,7 @@ __all__ = [
     "explain_rows",
     "region_table",
     "profile",
+    "monotonicity_table",
     "verify",
     "verify_many",
     # networks and regions
@@ -99,6 +101,7 @@ __all__ = [
     "RowResult",
     "RegionTable",
     "Profile",
+    "MonotonicityTable",
     "VerificationResult",
     "Verdict",
     "Scope",
