@@ -70,9 +70,9 @@ class RegionTable:
     :meth:`locate`, :meth:`profile`.
     """
 
-    def __init__(self, net, regions, excluded, domain, features, solver=None):
+    def __init__(self, net, regions, excluded, domain, features, geometry):
         self.net, self.regions, self.excluded = net, regions, excluded
-        self.domain, self.features, self._solver = domain, features, solver
+        self.domain, self.features, self._geometry = domain, features, geometry
         self._by_code = {r.code: r for r in regions}
 
     def __len__(self) -> int:
@@ -102,7 +102,7 @@ class RegionTable:
         if code in self._by_code:
             return self._by_code[code]
         return _region(self.net, self.net.activation_code(x), None, [], np.empty((0, x.size)),
-                       self.domain, self._solver)
+                       self.domain, self._geometry)
 
     def profile(self, x, feature, **kwargs):
         """:func:`polytrav.host.profile.profile` through ``x`` across the domain's range of
@@ -146,7 +146,7 @@ class RegionTable:
         return rec
 
 
-def region_table(net: Network, X, *, domain=None, solver=None) -> RegionTable:
+def region_table(net: Network, X, *, domain=None, solver=None, volumes: bool = True) -> RegionTable:
     """The distinct linear regions the rows of ``X`` fall in, one row each, exactly.
 
     Parameters
@@ -162,6 +162,8 @@ def region_table(net: Network, X, *, domain=None, solver=None) -> RegionTable:
     solver : optional
         The LP backend of the Chebyshev radii (name or instance; default HiGHS, with the
         installed LP backends as fallbacks).
+    volumes : bool
+        Compute the volume shares (default True; False: None, and no qhull).
 
     Returns
     -------
@@ -170,7 +172,8 @@ def region_table(net: Network, X, *, domain=None, solver=None) -> RegionTable:
         Chebyshev radius (one LP) and the volume share. The volume share is computed
         only where it is cheap: at most :data:`VOLUME_MAX_DIM` (6) free features, from the
         vertices of region ∩ domain (one qhull halfspace intersection and one convex hull,
-        exact up to float64); else None. A flat region (radius 0) has share 0.
+        exact up to float64); else None (also for a sliver qhull cannot resolve). A flat
+        region (radius at most ``RADIUS_TOL``) has share 0.
 
     Examples
     --------
@@ -200,9 +203,11 @@ def region_table(net: Network, X, *, domain=None, solver=None) -> RegionTable:
         groups.setdefault(key, []).append(int(i))
         codes.setdefault(key, code)
     order = sorted(groups, key=lambda k: (-len(groups[k]), groups[k][0]))
+    backend, fallbacks = lp_backends(solver)
+    geometry = _Geometry([backend, *fallbacks], volumes)
     regions = [_region(net, codes[k], rid, [index[i] for i in groups[k]], values[groups[k]],
-                       box, solver) for rid, k in enumerate(order)]
-    return RegionTable(net, regions, excluded, box, features, solver)
+                       box, geometry) for rid, k in enumerate(order)]
+    return RegionTable(net, regions, excluded, box, features, geometry)
 
 
 # ---------------------------------------------------------------- one region
@@ -217,7 +222,13 @@ def _code_string(code) -> str:
     return "|".join("".join("1" if b else "0" for b in layer) for layer in code)
 
 
-def _region(net, code, rid, labels, X, box, solver) -> RegionRow:
+@dataclass(frozen=True)
+class _Geometry:
+    backends: list  # the LP chain of the Chebyshev radii
+    volumes: bool
+
+
+def _region(net, code, rid, labels, X, box, geometry) -> RegionRow:
     W, c = net.local_model(code)
     n_out = net.n_outputs
     with np.errstate(all="ignore"):
@@ -236,7 +247,7 @@ def _region(net, code, rid, labels, X, box, solver) -> RegionRow:
     if len(X) and _is_classifier(net):
         k = net.class_index(X)
         classes = {net.class_label(int(i)): n for i, n in sorted(Counter(k.tolist()).items())}
-    radius, share, centre = _geometry(net, code, box, solver)
+    radius, share, centre = _measure(net, code, box, geometry)
     return RegionRow(rid, _code_string(code), len(labels), tuple(labels), rid is not None,
                      classes, mean, std, pmean, pstd, W, c, radius, share, centre)
 
@@ -268,21 +279,22 @@ def cell_halfspaces(net: Network, code, box: Box) -> tuple[np.ndarray, np.ndarra
     return np.vstack(rows), np.concatenate(rhs), free
 
 
-def _geometry(net, code, box, solver) -> tuple[float, float | None, np.ndarray | None]:
+def _measure(net, code, box, geometry) -> tuple[float, float | None, np.ndarray | None]:
     """(Chebyshev radius, volume share, centre in x) of the region of ``code`` in ``box``."""
     A, b, free = cell_halfspaces(net, code, box)
     d = free.size
     mid, half = (box.lower + box.upper) / 2, (box.upper - box.lower) / 2
     if d == 0:
         inside = bool((b >= 0).all())
-        return 0.0, (1.0 if inside else 0.0), (mid.copy() if inside else None)
+        share = (1.0 if inside else 0.0) if geometry.volumes else None
+        return 0.0, share, (mid.copy() if inside else None)
     c = np.r_[np.zeros(d), -1.0]
     norms = np.linalg.norm(A, axis=1)
-    backend, fallbacks = lp_backends(solver)
-    res, _ = solve_along([backend, *fallbacks], lambda be: be.solve_lp(
+    res, _ = solve_along(geometry.backends, lambda be: be.solve_lp(
         c, np.c_[A, norms], b, bounds=(np.r_[np.full(d, -1.0), 0.0], np.r_[np.ones(d), 1.0])))
+    cheap = geometry.volumes and d <= VOLUME_MAX_DIM
     if res.status is Status.INFEASIBLE:
-        return 0.0, (0.0 if d <= VOLUME_MAX_DIM else None), None
+        return 0.0, (0.0 if cheap else None), None
     if res.status is not Status.OPTIMAL:
         raise ConfigError(f"region_table: the Chebyshev LP of region {_code_string(code)} "
                           f"did not solve: {res.message}")
@@ -290,22 +302,27 @@ def _geometry(net, code, box, solver) -> tuple[float, float | None, np.ndarray |
     u = res.x[:d]
     centre = mid.copy()
     centre[free] += half[free] * u
-    if d > VOLUME_MAX_DIM:
+    if not cheap:
         return radius, None, centre
     if radius <= RADIUS_TOL:
         return radius, 0.0, centre
-    return radius, _volume(A, b, u) / 2.0 ** d, centre
+    volume = _volume(A, b, u)
+    return radius, None if volume is None else volume / 2.0 ** d, centre
 
 
-def _volume(A, b, interior) -> float:
-    """The volume of ``{A u <= b}`` (bounded, ``interior`` strictly inside) from its vertices."""
-    from scipy.spatial import ConvexHull, HalfspaceIntersection
+def _volume(A, b, interior) -> float | None:
+    """The volume of ``{A u <= b}`` (bounded, ``interior`` strictly inside) from its
+    vertices; None if qhull cannot tell (a sliver)."""
+    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
 
     if A.shape[1] == 1:
         a = A[:, 0]
         return float(min(b[a > 0] / a[a > 0]) - max(b[a < 0] / a[a < 0]))
-    V = HalfspaceIntersection(np.c_[A, -b], interior).intersections
-    return float(ConvexHull(V).volume)
+    try:
+        V = HalfspaceIntersection(np.c_[A, -b], interior).intersections
+        return float(ConvexHull(V).volume)
+    except (QhullError, ValueError):
+        return None
 
 
 # ---------------------------------------------------------------- names
