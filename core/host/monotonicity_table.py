@@ -92,7 +92,7 @@ class MonotonicityTable:
         return pd.DataFrame.from_records(records, index="feature")
 
 
-def monotonicity_table(net: Network, domain, *, features=None, output: int = 0, solver=None,
+def monotonicity_table(net: Network, domain, *, features=None, output=None, solver=None,
                        time_limit: float | None = RUN_TIME_LIMIT,
                        max_polytopes: int | None = None, **options) -> MonotonicityTable:
     """Is ``output`` increasing, decreasing, constant or neither in each feature over a box?
@@ -104,8 +104,10 @@ def monotonicity_table(net: Network, domain, *, features=None, output: int = 0, 
         The box (scalars broadcast).
     features : list of int or str, optional
         Input indices or names (``input_names``, else ``x<j>``). Default: every input.
-    output : int
-        The output (default 0: a binary classifier's logit).
+    output : int or class label, optional
+        The output: an index, or a class label of the network's ``classes`` (the logit of
+        that class). Default: the only output (a binary classifier's logit); a network of
+        several outputs needs it.
     solver : optional
         As in :func:`polytrav.analyze`.
     time_limit : float or None
@@ -140,17 +142,15 @@ def monotonicity_table(net: Network, domain, *, features=None, output: int = 0, 
         net.n_inputs)
     names = list(net.input_names or [f"x{j}" for j in range(net.n_inputs)])
     idx = list(range(net.n_inputs)) if features is None else [_index(f, names) for f in features]
-    if not 0 <= int(output) < net.n_outputs:
-        raise ConfigError(f"monotonicity_table: output must be in [0, {net.n_outputs}), "
-                          f"got {output!r}")
+    output = _output_index(net, output)
     unknown = set(options) - {"split", "milp", "meet", "bounds"}
     if unknown:
         raise ConfigError(f"monotonicity_table: unknown option(s) {sorted(unknown)}; known: "
                           "split, milp, meet, bounds")
     session = RunSession(solver)
     run = RunOptions(solver=solver, time_limit=time_limit, max_polytopes=max_polytopes)
-    rows = [_row(session, net, box, j, names[j], int(output), run, options) for j in idx]
-    return MonotonicityTable(rows, int(output), _output_name(net, int(output)))
+    rows = [_row(session, net, box, j, names[j], output, run, options) for j in idx]
+    return MonotonicityTable(rows, output, _output_name(net, output))
 
 
 def _row(session, net, box, j, name, output, run, options) -> MonotonicityRow:
@@ -208,6 +208,23 @@ def _index(feature, names) -> int:
             and 0 <= feature < len(names):
         return int(feature)
     raise ConfigError(f"monotonicity_table: unknown feature {feature!r}; features: {names[:10]}")
+
+
+def _output_index(net, output) -> int:
+    m = net.n_outputs
+    if output is None:
+        if m == 1:
+            return 0
+        raise ConfigError(f"monotonicity_table: the network has {m} outputs; say which with "
+                          "output= (an index, or a class label)")
+    if isinstance(output, (int, np.integer)) and not isinstance(output, bool):
+        if 0 <= output < m:
+            return int(output)
+    elif m > 1 and net.classes is not None and output in list(net.classes):
+        return list(net.classes).index(output)
+    raise ConfigError(f"monotonicity_table: output must be an index in [0, {m})"
+                      + (f" or a class label of {list(net.classes)}" if m > 1 and net.classes
+                         is not None else "") + f", got {output!r}")
 
 
 def _output_name(net, output) -> str:

@@ -71,3 +71,8 @@ def test_bad_arguments():
         monotonicity_table(net, (-1, 1), features=["age"])
     with pytest.raises(ConfigError, match="unknown option"):
         monotonicity_table(net, (-1, 1), max_seconds=3)
+    two = Network.from_arrays(random_net(1, 2, [3], 2).weights, random_net(1, 2, [3], 2).biases,
+                              classes=["a", "b"], link="softmax")
+    with pytest.raises(ConfigError, match="output="):
+        monotonicity_table(two, (-1, 1))
+    assert monotonicity_table(two, (-1, 1), output="b").output == 1

@@ -187,3 +187,28 @@ def test_region_table_profile_uses_the_domain_range():
     table = region_table(net, X)
     p = table.profile(X[0], "f1")
     assert p.name == "f1" and p.values[0] == X[:, 1].min() and p.values[-1] == X[:, 1].max()
+
+
+@pytest.mark.filterwarnings("ignore:Stochastic Optimizer")
+def test_a_scikit_learn_pipeline_in_original_units():
+    pytest.importorskip("sklearn")
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(20)
+    X = pd.DataFrame({"age": rng.uniform(20, 70, 200), "income": rng.uniform(1e4, 9e4, 200)})
+    y = np.where(X["income"] / 1e4 - X["age"] / 10 + rng.normal(0, 0.5, 200) > 0, "good", "bad")
+    pipe = make_pipeline(StandardScaler(), MLPClassifier((6,), max_iter=300, random_state=0))
+    pipe.fit(X, y)
+    net = Network.from_sklearn(pipe)
+    table = region_table(net, X)
+    assert sum(r.count for r in table.regions) == len(X)
+    df = table.to_pandas()
+    assert set(df["class"]) <= {"good", "bad"}
+    for r in table.regions[:3]:  # the local model is the pipeline's, in dollars and years
+        x = X.loc[r.rows[0]].to_numpy()
+        p = pipe.predict_proba(X.loc[[r.rows[0]]])[0, 1]
+        z = r.gradient[0] @ x + r.intercept[0]
+        assert 1 / (1 + np.exp(-z)) == pytest.approx(p, abs=1e-9)
+        assert r.classes == dict(Counter(pipe.predict(X.loc[list(r.rows)])))
