@@ -49,8 +49,7 @@ class Profile:
         return pd.DataFrame(cols)
 
 
-def profile(net: Network, x, feature: int, lo: float, hi: float, *,
-            features=None) -> Profile:
+def profile(net: Network, x, feature, lo: float, hi: float, *, features=None) -> Profile:
     """The network along input ``feature`` from ``lo`` to ``hi`` through ``x``, exactly.
 
     Parameters
@@ -58,8 +57,8 @@ def profile(net: Network, x, feature: int, lo: float, hi: float, *,
     net : Network
     x : array_like (n_inputs,)
         The point; its ``feature`` is replaced along the segment, the others are kept.
-    feature : int
-        The input index.
+    feature : int or str
+        The input index, or its name (in ``features``).
     lo, hi : float
         The segment's ends (``lo < hi``).
     features : sequence of str, optional
@@ -81,13 +80,16 @@ def profile(net: Network, x, feature: int, lo: float, hi: float, *,
     x = np.asarray(x, float).reshape(-1)
     if x.shape != (net.n_inputs,) or not np.isfinite(x).all():
         raise ConfigError(f"profile: x must be {net.n_inputs} finite numbers")
-    if not 0 <= int(feature) < net.n_inputs:
-        raise ConfigError(f"profile: feature must be an input index in [0, {net.n_inputs})")
+    names = list(features or net.input_names or [f"x{k}" for k in range(net.n_inputs)])
+    if isinstance(feature, str) and feature in names:
+        feature = names.index(feature)
+    if not isinstance(feature, (int, np.integer)) or not 0 <= feature < net.n_inputs:
+        raise ConfigError(f"profile: feature must be an input index in [0, {net.n_inputs}) "
+                          f"or a name of {names[:10]}, got {feature!r}")
     lo, hi = float(lo), float(hi)
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ConfigError(f"profile: need finite lo < hi, got {lo}, {hi}")
     j = int(feature)
-    names = features or net.input_names or [f"x{k}" for k in range(net.n_inputs)]
     t = np.array([lo, hi])
     for layer in range(net.n_hidden_layers):
         h = net.pre_activations(_points(x, j, t))[layer]  # (len(t), width)

@@ -187,6 +187,12 @@ def test_region_table_profile_uses_the_domain_range():
     table = region_table(net, X)
     p = table.profile(X[0], "f1")
     assert p.name == "f1" and p.values[0] == X[:, 1].min() and p.values[-1] == X[:, 1].max()
+    q = profile(net, X[0], "f1", X[:, 1].min(), X[:, 1].max())
+    np.testing.assert_array_equal(p.values, q.values)
+    with pytest.raises(ConfigError, match="feature"):
+        profile(net, X[0], "age", 0.0, 1.0)
+    with pytest.raises(ConfigError, match="lo < hi"):
+        profile(net, X[0], 0, 1.0, 1.0)
 
 
 @pytest.mark.filterwarnings("ignore:Stochastic Optimizer")
