@@ -40,7 +40,7 @@ import numpy as np
 
 from polytrav.vocabulary.tolerances import BOUND_TOL
 
-__all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
+__all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "L2BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
            "layer_bounds",
            "output_lower_bounds", "box_output_bounds", "interval_bounds", "optimized_rows",
            "rounded_down"]
@@ -136,6 +136,69 @@ class L1BallConcretizer(Concretizer):
         u = self.u0 - np.sign(L2) * moved
         return (np.einsum("ij,ij->i", L2, u).reshape(shape[:-1]) + g,
                 u.reshape(shape))
+
+
+class L2BallConcretizer(Concretizer):
+    """Lower bounds of ``L u + g`` over the frame box ``[-1, 1]^d`` intersected with the L2
+    ball ``||half (u - u0)||_2 <= radius`` (in input coordinates: the ball of ``radius``
+    around ``x0``; fold per-input units into ``half`` for a weighted ball). By Lagrangian
+    duality, for every ``lam >= 0``
+
+        min L u  >=  sum_j min_{|u_j| <= 1} (L_j u_j + lam half_j^2 (u_j - u0_j)^2) - lam r^2,
+
+    each term in closed form (the parabola's vertex ``u0_j - L_j / (2 lam half_j^2)``
+    clipped to ``[-1, 1]``): a sound bound for *any* ``lam``, so no solver accuracy enters.
+    ``lam`` is chosen per row on a log grid around the ball-only optimum ``||L / half|| / (2
+    r)`` (and ``lam = 0``, the box bound), then refined by golden-section steps (the dual is
+    concave in ``lam``). A coordinate with ``half_j = 0`` is fixed at ``u0_j``."""
+
+    GRID = np.concatenate([[0.0], np.logspace(-3, 3, 13)])
+    REFINE = 12
+
+    def __init__(self, half: np.ndarray, u0: np.ndarray, radius: float):
+        super().__init__(half.shape[0])
+        self.half, self.u0, self.radius = np.asarray(half, float), np.asarray(u0, float), float(radius)
+
+    def lower(self, L: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return self.lower_and_gradient(L, g)[0]
+
+    def _dual(self, L2: np.ndarray, lam: np.ndarray):
+        """The dual function at ``lam`` (one per row) and its minimiser ``u``."""
+        free = self.half > 0
+        h2 = np.where(free, self.half ** 2, 1.0)
+        curv = 2.0 * lam[:, None] * h2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vertex = np.where(curv > 0, self.u0 - L2 / curv, -np.sign(L2) * np.inf)
+        u = np.where(free, np.clip(vertex, -1.0, 1.0), self.u0)
+        value = np.einsum("ij,ij->i", L2, u) + lam * (
+            (np.where(free, h2, 0.0) * (u - self.u0) ** 2).sum(axis=1) - self.radius ** 2)
+        return value, u
+
+    def lower_and_gradient(self, L: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The bound and its minimiser ``u*`` at the chosen ``lam`` (the gradient in ``L``)."""
+        shape, d = L.shape, self.dim
+        L2 = L.reshape(-1, d)
+        free = self.half > 0
+        scale = np.linalg.norm(np.where(free, L2 / np.where(free, self.half, 1.0), 0.0), axis=1) \
+            / (2.0 * max(self.radius, 1e-300))
+        grid = self.GRID[:, None] * scale[None, :]  # (grid, rows)
+        values = np.stack([self._dual(L2, lam)[0] for lam in grid])
+        k = values.argmax(axis=0)
+        rows = np.arange(L2.shape[0])
+        lo = grid[np.maximum(k - 1, 0), rows]
+        hi = grid[np.minimum(k + 1, len(self.GRID) - 1), rows]
+        best_lam, best = grid[k, rows], values[k, rows]
+        phi = (np.sqrt(5.0) - 1.0) / 2.0
+        for _ in range(self.REFINE):  # golden section on the concave dual, within the bracket
+            a, b = hi - phi * (hi - lo), lo + phi * (hi - lo)
+            fa, fb = self._dual(L2, a)[0], self._dual(L2, b)[0]
+            left = fa >= fb
+            hi, lo = np.where(left, b, hi), np.where(left, lo, a)
+            for lam, f in ((a, fa), (b, fb)):
+                better = f > best
+                best_lam, best = np.where(better, lam, best_lam), np.where(better, f, best)
+        best, u = self._dual(L2, best_lam)
+        return best.reshape(shape[:-1]) + g, u.reshape(shape)
 
 
 def rounded_down(low: np.ndarray, g: np.ndarray) -> np.ndarray:

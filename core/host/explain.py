@@ -144,8 +144,9 @@ def _explain_chunk(job: _Job, chunk: list[tuple[int, Any, np.ndarray]]) -> list[
 # ---------------------------------------------------------------- inputs
 
 
-def _as_table(X, net: Network) -> tuple[np.ndarray, tuple[str, ...], list, Any]:
-    """``(values, feature names, index labels, index name)`` from an array or a DataFrame."""
+def as_table(X, net: Network, who: str = "explain") -> tuple[np.ndarray, tuple[str, ...], list, Any]:
+    """``(values, feature names, index labels, index name)`` from an array or a DataFrame
+    (errors name ``who``)."""
     n = net.n_inputs
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a pandas DataFrame
         features = tuple(str(c) for c in X.columns)
@@ -154,28 +155,29 @@ def _as_table(X, net: Network) -> tuple[np.ndarray, tuple[str, ...], list, Any]:
             values = X.to_numpy(dtype=float)
         except (TypeError, ValueError) as exc:
             numeric = set(X.select_dtypes("number").columns)
-            raise ConfigError(f"explain: X has non-numeric columns "
+            raise ConfigError(f"{who}: X has non-numeric columns "
                               f"{[c for c in X.columns if c not in numeric][:5]}") from exc
     else:
         try:
             values = np.asarray(X, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"explain: X must be numbers (an array or a DataFrame): {exc}") from exc
+            raise ConfigError(f"{who}: X must be numbers (an array or a DataFrame): {exc}") from exc
         features = tuple(net.input_names) if net.input_names else tuple(f"x{j}" for j in range(n))
         index, index_name = list(range(values.shape[0] if values.ndim else 0)), None
     if values.ndim == 1 and values.shape[0] == n:
         values = values[None, :]
         index = index[:1] or [0]
     if values.ndim != 2 or values.shape[1] != n:
-        raise ConfigError(f"explain: X must have one column per network input ({n}), got shape "
+        raise ConfigError(f"{who}: X must have one column per network input ({n}), got shape "
                           f"{values.shape}")
     if values.shape[0] == 0:
-        raise ConfigError("explain: X has no rows")
+        raise ConfigError(f"{who}: X has no rows")
     return values, features, index, index_name
 
 
-def _as_domain(domain, values: np.ndarray) -> Box:
-    """The data box: ``domain`` (a Box or ``(lo, hi)``), else X's per-column min and max."""
+def as_domain(domain, values: np.ndarray, who: str = "explain") -> Box:
+    """The data box: ``domain`` (a Box or ``(lo, hi)``), else X's per-column min and max
+    (errors name ``who``)."""
     n = values.shape[1]
     if domain is None:
         finite = np.where(np.isfinite(values), values, np.nan)
@@ -183,7 +185,7 @@ def _as_domain(domain, values: np.ndarray) -> Box:
             lo, hi = np.nanmin(finite, axis=0), np.nanmax(finite, axis=0)
         empty = np.flatnonzero(np.isnan(lo))
         if empty.size:
-            raise ConfigError(f"explain: column(s) {empty[:5].tolist()} of X hold no finite "
+            raise ConfigError(f"{who}: column(s) {empty[:5].tolist()} of X hold no finite "
                               "value, so the default domain (X's min and max) is undefined; "
                               "give domain=(lo, hi)")
         return Box(lo, hi)
@@ -192,10 +194,10 @@ def _as_domain(domain, values: np.ndarray) -> Box:
     elif isinstance(domain, (tuple, list)) and len(domain) == 2:
         box = Box(*domain).with_dims(n)
     else:
-        raise ConfigError(f"explain: domain must be a Box or a (lo, hi) pair, got "
+        raise ConfigError(f"{who}: domain must be a Box or a (lo, hi) pair, got "
                           f"{type(domain).__name__}")
     if not (np.all(np.isfinite(box.lower)) and np.all(np.isfinite(box.upper))):
-        raise ConfigError("explain: the domain must be bounded (finite lo and hi)")
+        raise ConfigError(f"{who}: the domain must be bounded (finite lo and hi)")
     return box
 
 
@@ -243,8 +245,8 @@ def _prepare(net, X, analyses, domain, solver, time_limit, max_polytopes):
     """Checks before any row runs; ``(session, job, rows, index, index name)``."""
     if not isinstance(net, Network):
         raise ConfigError(f"explain: net must be a polytrav.Network, got {type(net).__name__}")
-    values, features, index, index_name = _as_table(X, net)
-    box = _as_domain(domain, values)
+    values, features, index, index_name = as_table(X, net)
+    box = as_domain(domain, values)
     session = RunSession(solver)
     job = _Job(uuid.uuid4().hex, net, _as_specs(analyses, session.pm), box, features,
                RunOptions(solver=solver, time_limit=time_limit, max_polytopes=max_polytopes),
