@@ -180,7 +180,7 @@ class L2BallConcretizer(Concretizer):
         L2 = L.reshape(-1, d)
         free = self.half > 0
         scale = np.linalg.norm(np.where(free, L2 / np.where(free, self.half, 1.0), 0.0), axis=1) \
-            / (2.0 * max(self.radius, 1e-300))
+            / (2.0 * max(self.radius, np.finfo(float).tiny))
         grid = self.GRID[:, None] * scale[None, :]  # (grid, rows)
         values = np.stack([self._dual(L2, lam)[0] for lam in grid])
         k = values.argmax(axis=0)

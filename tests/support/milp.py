@@ -486,8 +486,9 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
                         A=None, b=None, immutable=(), E=None, e=None,
                         time_limit: float = 60.0, rtol: float = RTOL,
                         bounds: str = "interval", grid=None, one_hot=(),
-                        presolve: bool = True) -> MilpResult:
-    """Minimal ``||x - x0||_norm`` (norm 1 or inf) over the region with a changed class.
+                        presolve: bool = True, weights=None) -> MilpResult:
+    """Minimal ``||weights * (x - x0)||_norm`` (norm 1 or inf) over the region with a changed
+    class (``weights``: positive, ``(n_inputs,)``; ones by default).
 
     Binary nets (one output, class 1 iff ``f >= 0``): the counterfactual needs ``f <= -margin``
     if x0 has class 1, ``f >= margin`` if class 0. Multiclass (class = argmax): for target j,
@@ -507,6 +508,10 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
     kind = _norm_kind(norm)
     x0 = np.asarray(x0, float).reshape(-1)
     lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
+    n = net.n_inputs
+    w = np.ones(n) if weights is None else np.broadcast_to(np.asarray(weights, float), (n,)).copy()
+    if not np.all(np.isfinite(w) & (w > 0)):
+        raise ValueError(f"milp_counterfactual: weights must be positive and finite, got {w}")
     imm = np.asarray(sorted({int(i) for i in immutable}), dtype=int)
     if imm.size:
         if np.any(x0[imm] < lo[imm]) or np.any(x0[imm] > hi[imm]):
@@ -527,7 +532,6 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
         raise ValueError(f"milp_counterfactual: target {target} is x0's class or out of range")
 
     enc = _encode(net, lo, hi, A, b, E, e, bounds)
-    n = net.n_inputs
     for j, step in (grid or {}).items():  # x_j = x0_j + step k
         k = enc.model.add_vars([np.ceil((lo[j] - x0[j]) / step - 1e-9)],
                                [np.floor((hi[j] - x0[j]) / step + 1e-9)], integer=True)
@@ -541,16 +545,16 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
         enc.model.add_rows([(z, np.ones((1, len(group))))], [0.0 if dropped else 1.0], [1.0])
     reach = np.maximum(np.abs(lo - x0), np.abs(hi - x0))
     I = np.eye(n)
-    if kind == "l1":
+    if kind == "l1":  # s >= |x - x0|, cost w @ s
         s = enc.model.add_vars(np.zeros(n), reach)
         enc.model.add_rows([(s, I), (enc.x, -I)], -x0, np.full(n, INF))
         enc.model.add_rows([(s, I), (enc.x, I)], x0, np.full(n, INF))
-        cost = [(s, np.ones(n))]
-    else:
-        t = enc.model.add_vars([0.0], [reach.max(initial=0.0)])
-        ones = np.ones((n, 1))
-        enc.model.add_rows([(t, ones), (enc.x, -I)], -x0, np.full(n, INF))
-        enc.model.add_rows([(t, ones), (enc.x, I)], x0, np.full(n, INF))
+        cost = [(s, w)]
+    else:  # t >= w_j |x_j - x0_j|
+        t = enc.model.add_vars([0.0], [(w * reach).max(initial=0.0)])
+        ones, Iw = np.ones((n, 1)), np.diag(w)
+        enc.model.add_rows([(t, ones), (enc.x, -Iw)], -w * x0, np.full(n, INF))
+        enc.model.add_rows([(t, ones), (enc.x, Iw)], w * x0, np.full(n, INF))
         cost = [(t, [1.0])]
     c = _objective(enc, cost)
     base_m = enc.model.m, len(enc.model.blocks), len(enc.model.rlo)
@@ -578,7 +582,8 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
             continue
         x = _x_of(enc, res)
         _check_region(enc, x, rtol)
-        dist = float(np.abs(x - x0).sum() if kind == "l1" else np.abs(x - x0).max(initial=0.0))
+        dev = w * np.abs(x - x0)
+        dist = float(dev.sum() if kind == "l1" else dev.max(initial=0.0))
         objective = float(res.fun)
         _agree(dist, objective, rtol, "counterfactual")
         y = net.forward(x)

@@ -90,17 +90,19 @@ def change_rows(net, x0, target):
     return G
 
 
-def bf_counterfactual(net, regions, x0, kind, target=None, margin=0.0, immutable=()):
-    """min over cells of ``||x - x0||`` subject to ``G (W x + c) >= margin`` on the cell."""
+def bf_counterfactual(net, regions, x0, kind, target=None, margin=0.0, immutable=(), weights=None):
+    """min over cells of ``||weights * (x - x0)||`` subject to ``G (W x + c) >= margin`` on the
+    cell."""
     n = x0.size
     if target is None and net.n_outputs > 1:
         c0 = int(np.argmax(net.forward(x0)))
-        return min(bf_counterfactual(net, regions, x0, kind, j, margin, immutable)
+        return min(bf_counterfactual(net, regions, x0, kind, j, margin, immutable, weights)
                    for j in range(net.n_outputs) if j != c0)
     G = change_rows(net, x0, target)
+    w = np.ones(n) if weights is None else np.asarray(weights, float)
     k = n if kind == 1 else 1
-    I = np.eye(n)
-    one = np.ones((n, 1)) if kind == np.inf else I
+    I = np.diag(w)  # rows w_j (x_j - x0_j) <= s_j (or t)
+    one = np.ones((n, 1)) if kind == np.inf else np.eye(n)
     cost = np.r_[np.zeros(n), np.ones(k)]
     xb = [(x0[i], x0[i]) if i in immutable else (None, None) for i in range(n)]
     best = np.inf
@@ -111,7 +113,7 @@ def bf_counterfactual(net, regions, x0, kind, target=None, margin=0.0, immutable
             np.c_[I, -one],
             np.c_[-I, -one],
         ])
-        b_ub = np.concatenate([r["b"], G @ r["c"] - margin, x0, -x0])
+        b_ub = np.concatenate([r["b"], G @ r["c"] - margin, w * x0, -w * x0])
         res = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=xb + [(0, None)] * k, method="highs")
         if res.status == 0:
             best = min(best, res.fun)
@@ -252,6 +254,22 @@ def test_counterfactual_matches_brute_force(name, norm):
         assert close(r.value, np.linalg.norm(r.x - x0, ord=norm))
         G = change_rows(net, x0, r.cls)
         assert np.all(G @ net.forward(r.x) >= -1e-6)
+
+
+@pytest.mark.parametrize("name", ["w6-6", "w5-3-4x3"])
+@pytest.mark.parametrize("norm", [1, np.inf])
+def test_weighted_counterfactual_matches_brute_force(name, norm):
+    net, lo, hi, regions = case(name)
+    w = np.array([0.3, 2.5])
+    for x0 in (np.array([0.1, -0.2]), np.array([-0.4, 0.7])):
+        r = milp_counterfactual(net, x0, norm, lo, hi, weights=w)
+        expect = bf_counterfactual(net, regions, x0, norm, weights=w)
+        assert r.status == "optimal" and np.isfinite(expect)
+        assert close(r.value, expect)
+        assert close(r.value, np.linalg.norm(w * (r.x - x0), ord=norm))
+        assert not close(r.value, bf_counterfactual(net, regions, x0, norm))  # w matters
+    with pytest.raises(ValueError, match="weights"):
+        milp_counterfactual(net, x0, norm, lo, hi, weights=[1.0, 0.0])
 
 
 @pytest.mark.parametrize("norm", [1, np.inf])
