@@ -287,7 +287,7 @@ def explain_rows(net: Network, X, analyses, *, domain=None, solver=None, executo
 
 def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=None,
             chunk_size: int | None = None, time_limit: float | None = ROW_TIME_LIMIT,
-            max_polytopes: int | None = None) -> Explanation:
+            max_polytopes: int | None = None, source: str | None = None) -> Explanation:
     """Run per-row analyses on every row of ``X``, the fixed costs paid once per worker.
 
     Parameters
@@ -319,6 +319,9 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
         None: no limit). A row that hits it has ``exact=False``: unknown, not wrong.
     max_polytopes : int, optional
         Polytopes of each analysis's run on each row (a count: the same on any machine).
+    source : str, optional
+        How the model was loaded, for the report (:meth:`Explanation.to_html`); default: the
+        network's description.
 
     Returns
     -------
@@ -356,4 +359,6 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
                                                      time_limit, max_polytopes)
     done = list(_run(session, job, rows, executor, chunk_size))
     return Explanation(done, [s.label for s in job.specs], index, index_name=index_name,
-                       wall_time=time.perf_counter() - t0)
+                       wall_time=time.perf_counter() - t0, network=net, domain=job.domain,
+                       features=job.features, source=source or repr(net),
+                       analyses={s.label: (s.cls.name, dict(s.options)) for s in job.specs})

@@ -8,6 +8,7 @@ predicted class and probability), :meth:`Explanation.to_parquet` writes it
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import statistics
 from dataclasses import dataclass, field
@@ -59,17 +60,27 @@ class Explanation:
     """The rows of :func:`polytrav.explain`, in the dataset's order.
 
     ``labels`` are the analyses' labels (column prefixes), ``index`` the dataset's index
-    labels, ``wall_time`` the seconds of the whole call. Iterate it for the
-    :class:`RowResult` objects; ``len()`` is the number of rows.
+    labels, ``wall_time`` the seconds of the whole call. What the rows were computed on, for
+    a report: ``network`` (the :class:`~polytrav.Network`), ``domain`` (the data
+    :class:`~polytrav.Box`), ``features`` (the column names), ``analyses`` (label ->
+    ``(name, options)``) and ``source`` (how the model was loaded, free text). Iterate it for
+    the :class:`RowResult` objects; ``len()`` is the number of rows.
     """
 
     def __init__(self, rows: list[RowResult], labels: list[str], index: list, *,
-                 index_name=None, wall_time: float = 0.0):
+                 index_name=None, wall_time: float = 0.0, network=None, domain=None,
+                 features: tuple[str, ...] = (), analyses: dict | None = None,
+                 source: str | None = None):
         self.rows = sorted(rows, key=lambda r: r.position)
         self.labels = list(labels)
         self.index = list(index)
         self.index_name = index_name
         self.wall_time = wall_time
+        self.network = network
+        self.domain = domain
+        self.features = tuple(features)
+        self.analyses = dict(analyses or {})
+        self.source = source
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -135,6 +146,19 @@ class Explanation:
         self.to_pandas().to_parquet(path, index=True)
         return path
 
+    def to_html(self, path, **options) -> Path:
+        """Write the model-validation report as one self-contained HTML file (CSS inline,
+        figures as inline SVG; opens offline); returns the path. ``options``: see
+        :func:`polytrav.interface.report.write_report` (``max_rows``, ``title``, ``regions``,
+        ``monotonicity``, ``tables``). Needs jinja2 and matplotlib: ``pip install
+        "polytrav[report]"``."""
+        return _report().write_report(self, path, format="html", **options)
+
+    def to_markdown(self, path, **options) -> Path:
+        """Write the same report as Markdown (the figure as an inline SVG data URI); see
+        :meth:`to_html`."""
+        return _report().write_report(self, path, format="markdown", **options)
+
     def stats(self) -> dict[str, float]:
         """Timing over the rows: ``rows``, ``errors``, ``wall_time``, the median row time,
         the mean work time and the mean fixed cost per row (seconds)."""
@@ -160,8 +184,16 @@ def _dtype(column: str, records: list[dict]) -> str:
     return "float64"
 
 
-def _require(who: str, modules: tuple[str, ...]) -> None:
+def _report():
+    """The report module (the interface layer). Named as a string, as the host names its
+    built-in plugins (``DEFAULT_PLUGINS``): the host does not depend on the layer above it,
+    which holds all of the report's code."""
+    _require("to_html", ("jinja2", "matplotlib"), extra="report")
+    return importlib.import_module("polytrav.interface.report")
+
+
+def _require(who: str, modules: tuple[str, ...], extra: str = "export") -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise ConfigError(f"Explanation.{who} needs {' and '.join(missing)}: "
-                          'pip install "polytrav[export]"')
+                          f'pip install "polytrav[{extra}]"')

@@ -5,7 +5,8 @@
 and writes each row as it finishes. ``polytrav run job.toml`` runs a job file
 (:mod:`polytrav.interface.config`); ``regions`` counts, lists or draws the polytopes;
 ``analyze --analysis NAME KEY=VALUE...`` runs any registered analysis, and ``attack``,
-``counterfactual`` and ``monotonicity`` run one built-in each; ``polytrav plugins`` and ``polytrav solvers`` list what is installed.
+``counterfactual`` and ``monotonicity`` run one built-in each; ``explain MODEL DATA.csv``
+runs per-row analyses on a dataset and writes the report; ``polytrav plugins`` and ``polytrav solvers`` list what is installed.
 
 Exit codes (every command): 0 holds / complete, 1 violated (a confirmed counterexample or
 violation), 2 unknown or partial (a budget, a lost LP, Ctrl-C), 3 timeout (``verify``), 4 bad
@@ -33,6 +34,7 @@ from polytrav.interface.cli.analysis import (analyze, attack, counterfactual, mo
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
                                            EXIT_HOLDS, EXIT_INTERNAL, EXIT_PARTIAL, EXIT_TIMEOUT,
                                            EXIT_VIOLATED, error_message, fail)
+from polytrav.interface.cli.explain import explain
 from polytrav.interface.cli.listing import plugins, solvers
 from polytrav.interface.cli.verify import verify, vnncomp_counterexample  # noqa: F401
 from polytrav.interface.console import answered, working
@@ -96,5 +98,5 @@ def main() -> None:
 
 
 for _command in (verify, run, plugins, solvers, regions, analyze, attack, counterfactual,
-                 monotonicity):
+                 monotonicity, explain):
     main.add_command(_command)

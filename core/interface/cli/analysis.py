@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
-                                           fail, solver_option)
+                                           fail, parse_parameters, solver_option)
 from polytrav.vocabulary.results import Verdict, to_json
 
 __all__ = ["regions", "analyze", "attack", "counterfactual", "monotonicity", "run"]
@@ -317,30 +317,6 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
     sys.exit(_report_exit(report))
 
 
-def _parameters(tokens) -> dict:
-    """``KEY=VALUE`` arguments as parameters: each value read as a TOML value (``1``, ``inf``,
-    ``[0.1, 0.2]``, ``"text"``), a bare comma-separated list as an array, else as text."""
-    from polytrav.interface.config_schema import tomllib  # tomli before Python 3.11
-
-    out = {}
-    for token in tokens:
-        key, eq, value = token.partition("=")
-        if not eq or not key.strip().isidentifier():
-            fail(f"analysis parameter {token!r} is not KEY=VALUE (e.g. norm=1 x0=0.1,0.2)")
-        key = key.strip()
-        if key in out:
-            fail(f"analysis parameter {key!r} is given twice")
-        for text in (value, f"[{value}]"):
-            try:
-                out[key] = tomllib.loads(f"v = {text}")["v"]
-                break
-            except tomllib.TOMLDecodeError:
-                continue
-        else:
-            out[key] = value
-    return out
-
-
 @click.command()
 @click.argument("network", type=click.Path(dir_okay=False))
 @click.argument("parameters", nargs=-1, metavar="[KEY=VALUE]...")
@@ -364,7 +340,7 @@ def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polyto
     """
     from polytrav.interface.config import build_analysis
 
-    params = _parameters(parameters)
+    params = parse_parameters(parameters)
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
                       export_path, lambda net, region: build_analysis(
                           name, params, net, region, f"polytrav analyze --analysis {name}"))

@@ -18,7 +18,7 @@ from polytrav.vocabulary.exits import ANSWER_EXIT, EXIT_INTERNAL
 
 __all__ = ["EXIT_HOLDS", "EXIT_VIOLATED", "EXIT_PARTIAL", "EXIT_TIMEOUT", "EXIT_BAD_INPUT",
            "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message",
-           "check_property_path", "SOLVER", "solver_option"]
+           "check_property_path", "SOLVER", "solver_option", "parse_parameters"]
 
 #: Exit codes (:mod:`polytrav.vocabulary.exits`, the one table): holds/complete, violated,
 #: unknown or partial, timeout, bad input, a bug.
@@ -91,6 +91,30 @@ def solver_option(f):
         help="Backends: NAME (the LP backend) or FORM=NAME,... for lp, qp, socp, milp "
              "(e.g. lp=highs,qp=osqp; see `polytrav solvers`). Each named backend is tried "
              "first, the other installed ones of its form follow as fallbacks.")(f)
+
+
+def parse_parameters(tokens) -> dict:
+    """``KEY=VALUE`` arguments as parameters: each value read as a TOML value (``1``, ``inf``,
+    ``[0.1, 0.2]``, ``"text"``), a bare comma-separated list as an array, else as text."""
+    from polytrav.interface.config_schema import tomllib  # tomli before Python 3.11
+
+    out = {}
+    for token in tokens:
+        key, eq, value = token.partition("=")
+        if not eq or not key.strip().isidentifier():
+            fail(f"analysis parameter {token!r} is not KEY=VALUE (e.g. norm=1 x0=0.1,0.2)")
+        key = key.strip()
+        if key in out:
+            fail(f"analysis parameter {key!r} is given twice")
+        for text in (value, f"[{value}]"):
+            try:
+                out[key] = tomllib.loads(f"v = {text}")["v"]
+                break
+            except tomllib.TOMLDecodeError:
+                continue
+        else:
+            out[key] = value
+    return out
 
 
 def fail(message: str):

@@ -1,0 +1,185 @@
+"""``polytrav explain MODEL DATA.csv``: :func:`polytrav.explain` on every row of a CSV file,
+the table (``--table``) and the model-validation report (``--report``) written.
+
+Exit codes as in :mod:`polytrav.interface.cli`: 0 every row's answer proven, 2 some row
+left unknown or with an error, 4 bad input.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+
+from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, fail, parse_parameters,
+                                           solver_option)
+
+__all__ = ["DEFAULT_ANALYSES", "explain"]
+
+#: The analyses of every row unless --analysis / --analyses say otherwise.
+DEFAULT_ANALYSES = [("counterfactual", {"norm": 1}), "local_model"]
+
+#: Where --analysis text starts a parameter: blanks before ``KEY=`` (values may hold blanks).
+_KEY_START = re.compile(r"\s+(?=[A-Za-z_]\w*=)")
+
+#: Suffixes of the outputs.
+REPORT_SUFFIXES = (".html", ".htm", ".md")
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+@click.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("data", type=click.Path(dir_okay=False))
+@click.option("--analysis", "analysis", multiple=True, metavar="'NAME [KEY=VALUE]...'",
+              help="An analysis of every row with its options, as `polytrav analyze` takes "
+                   "them (values are TOML); repeat for several. Default: counterfactual "
+                   "norm=1 (MAD-scaled L1) and local_model.")
+@click.option("--analyses", "analyses_json", default=None, metavar="JSON",
+              help='The analyses as a JSON list in explain\'s spellings, e.g. '
+                   '\'["local_model", ["counterfactual", {"norm": 1}]]\'.')
+@click.option("--domain", default=None, metavar="LOWER:UPPER",
+              help="The data box, each side comma-separated in the columns' order or one "
+                   "number for all (e.g. 0:1). Default: the data's per-column min and max.")
+@click.option("--index-col", default=None, help="The CSV column holding the rows' labels.")
+@click.option("--drop", multiple=True, metavar="COLUMN",
+              help="A CSV column that is not an input (a label); repeat or comma-separate.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the model-validation report: .html (self-contained) or .md.")
+@click.option("--max-rows", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Applicant sections in the report: the first rows (every row left unknown "
+                   "is shown too).")
+@click.option("--table", "table_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the per-row table: .csv or .parquet.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds of each analysis on each row (default 30; a row past it is unknown).")
+@click.option("--trust", multiple=True, metavar="TYPE",
+              help="A type a .skops file may hold beyond skops' defaults, after you reviewed it.")
+@click.option("--unsafe-pickle", is_flag=True,
+              help="Allow a .pkl / .joblib model. Loading it EXECUTES CODE FROM THE FILE: only "
+                   "for files you trust.")
+@solver_option
+def explain(model, data, analysis, analyses_json, domain, index_col, drop, report_path,
+            max_rows, table_path, time_limit, trust, unsafe_pickle, solver) -> None:
+    """Explain every row of DATA.csv under MODEL (.onnx, .nnet, or a scikit-learn pipeline
+    saved with skops) and write the report.
+
+    \b
+    Examples:
+      polytrav explain credit.skops applicants.csv --drop default --report report.html
+      polytrav explain net.onnx rows.csv --domain 0:1 --table rows.parquet \\
+          --analysis "counterfactual norm=1 immutable=['age']" --analysis local_model
+
+    DATA.csv has a header row of feature names (a model's own input names pick and order
+    the columns). Exit code 0 every row proven, 2 some row unknown or with an error, 4 bad
+    input.
+    """
+    from polytrav.host.explain import ROW_TIME_LIMIT
+    from polytrav.host.explain import explain as run_explain
+    from polytrav.interface.export import check_writable
+    from polytrav.interface.model_file import load_model
+
+    specs = _analyses(analysis, analyses_json)
+    bounds = _domain(domain)
+    for path, suffixes, what in ((report_path, REPORT_SUFFIXES, "--report"),
+                                 (table_path, TABLE_SUFFIXES, "--table")):
+        if path is not None:
+            if Path(path).suffix.lower() not in suffixes:
+                fail(f"{what} {path!r}: give a file ending in {' or '.join(suffixes)}")
+            check_writable(path, what)
+    net, source = load_model(model, trust=trust, unsafe_pickle=unsafe_pickle)
+    X = _read_rows(data, net, index_col, [c for item in drop for c in item.split(",") if c])
+    result = run_explain(net, X, specs, domain=bounds, solver=solver,
+                         time_limit=ROW_TIME_LIMIT if time_limit is None else time_limit,
+                         source=source)
+    if table_path is not None:
+        table = result.to_pandas()
+        if table_path.lower().endswith(".csv"):
+            table.to_csv(table_path)
+        else:
+            result.to_parquet(table_path)
+    if report_path is not None:
+        from polytrav.interface.report import write_report
+
+        write_report(result, report_path, max_rows=max_rows)
+    unproven = sum(1 for r in result if r.errors or any(
+        not res.exact for res in r.results.values()))
+    written = [p for p in (report_path, table_path) if p]
+    click.echo(f"explained {len(result)} rows: {len(result) - unproven} proven, {unproven} "
+               f"unknown or with an error" + (f"; wrote {', '.join(written)}" if written else ""))
+    raise SystemExit(EXIT_PARTIAL if unproven else EXIT_HOLDS)
+
+
+def _analyses(analysis: tuple[str, ...], analyses_json: str | None) -> list:
+    """The analyses from --analysis (NAME KEY=VALUE...) or --analyses (JSON), else the
+    defaults."""
+    if analysis and analyses_json:
+        fail("give the analyses with --analysis (repeated) or --analyses JSON, not both")
+    if analyses_json is not None:
+        try:
+            specs = json.loads(analyses_json)
+        except json.JSONDecodeError as exc:
+            fail(f"--analyses is not JSON ({exc.msg} at character {exc.pos}); give a list "
+                 'such as \'["local_model", ["counterfactual", {"norm": 1}]]\'')
+        return [tuple(s) if isinstance(s, list) else s for s in
+                (specs if isinstance(specs, list) else [specs])]
+    out = []
+    for text in analysis:
+        name, *params = _KEY_START.split(text.strip())
+        if not name or "=" in name or " " in name:
+            fail(f"--analysis {text!r} is not 'NAME KEY=VALUE ...' (e.g. --analysis "
+                 "'counterfactual norm=1 immutable=[\"age\"]')")
+        out.append((name, parse_parameters(params)))
+    return out or list(DEFAULT_ANALYSES)
+
+
+def _domain(text: str | None):
+    """``(lower, upper)`` from ``LOWER:UPPER`` (each side numbers, comma-separated)."""
+    if text is None:
+        return None
+    lo, colon, hi = text.partition(":")
+    if not colon:
+        fail(f"--domain {text!r} is not LOWER:UPPER (e.g. 0:1, or 18,0:90,1e6 per column)")
+    sides = []
+    for what, side in (("lower", lo), ("upper", hi)):
+        try:
+            values = [float(v) for v in side.split(",")]
+        except ValueError:
+            fail(f"--domain's {what} side {side!r} must be comma-separated numbers")
+        sides.append(values[0] if len(values) == 1 else values)
+    return tuple(sides)
+
+
+def _read_rows(path, net, index_col, drop):
+    """The CSV's rows as a DataFrame of the network's inputs, in its order."""
+    import pandas as pd
+
+    try:
+        X = pd.read_csv(path, index_col=index_col)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        fail(f"DATA {str(path)!r} is not a readable CSV file: {str(exc).strip()}")
+    except ValueError as exc:  # index_col not a column
+        fail(f"DATA {str(path)!r}: {exc}; check --index-col")
+    missing = [c for c in drop if c not in X.columns]
+    if missing:
+        fail(f"--drop {missing}: no such column in {str(path)!r} (columns: {list(X.columns)[:10]})")
+    X = X.drop(columns=list(drop))
+    names = net.input_names
+    if names:
+        absent = [n for n in names if n not in X.columns]
+        if absent:
+            fail(f"DATA {str(path)!r} lacks the model's input column(s) {absent[:5]} "
+                 f"(columns: {list(X.columns)[:10]}); name the header's columns as the model's inputs")
+        extra = [c for c in X.columns if c not in names]
+        if extra:
+            fail(f"DATA {str(path)!r} has column(s) {extra[:5]} the model does not take; "
+                 "drop them with --drop (or --index-col for the rows' labels)")
+        X = X[list(names)]
+    elif X.shape[1] != net.n_inputs:
+        fail(f"DATA {str(path)!r} has {X.shape[1]} columns but the model takes {net.n_inputs} "
+             "inputs; --drop the others (e.g. the label)")
+    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    if text:
+        fail(f"DATA {str(path)!r}: column(s) {text[:5]} are not numbers; encode them as the "
+             "model's inputs are")
+    return X

@@ -1,0 +1,80 @@
+"""The model-validation report of an :class:`~polytrav.host.explanation.Explanation`.
+
+:func:`write_report` writes one self-contained file (HTML: CSS inline, figures as inline
+SVG, nothing fetched; or Markdown) from the templates in ``templates/`` (jinja2): a model
+card (inputs and their ranges, classes, layers, how the model was loaded), one section per
+applicant (decision, reason codes, counterfactual changes in the features' units,
+certificates), dataset sections (distances, how often each feature changes, immutable
+features checked, rows left unknown and why), any extra tables passed in, and every number's
+status (exact / bound / unknown). :meth:`Explanation.to_html` and ``to_markdown`` call it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from polytrav.interface.export import check_writable
+from polytrav.interface.report.content import report_content
+from polytrav.vocabulary.errors import ConfigError
+
+__all__ = ["FORMATS", "MAX_ROWS", "write_report"]
+
+#: Report formats by name, and the template of each.
+FORMATS = {"html": "report.html.j2", "markdown": "report.md.j2"}
+
+#: Applicant sections shown by default: the first rows (every unknown row is shown too).
+MAX_ROWS = 20
+
+
+def write_report(explanation, path, *, format: str | None = None, max_rows: int = MAX_ROWS,
+                 title: str | None = None, regions=None, monotonicity=None,
+                 tables: dict | None = None) -> Path:
+    """Write the report of ``explanation`` to ``path``; returns the path.
+
+    Parameters
+    ----------
+    explanation : Explanation
+        What :func:`polytrav.explain` returned.
+    path : str or Path
+        The file; its suffix gives the format when ``format`` is None (``.html``/``.htm``:
+        HTML, ``.md``: Markdown).
+    format : {"html", "markdown"}, optional
+    max_rows : int
+        Applicant sections for the first ``max_rows`` rows; rows left unknown or with an
+        error are shown as well (at most ``10 * max_rows`` of them), so the size stays bounded.
+    title : str, optional
+    regions, monotonicity : DataFrame-like, optional
+        Tables rendered in their own section when given (anything with ``to_pandas()``, or
+        a pandas DataFrame).
+    tables : dict, optional
+        More sections: ``{heading: DataFrame-like}``, rendered the same way.
+    """
+    path = Path(path)
+    if format is None:
+        suffix = path.suffix.lower()
+        format = {".html": "html", ".htm": "html", ".md": "markdown"}.get(suffix)
+        if format is None:
+            raise ConfigError(f"report {str(path)!r}: unknown suffix {suffix!r}; use .html or "
+                              ".md (or pass format='html' / 'markdown')")
+    if format not in FORMATS:
+        raise ConfigError(f"report: format must be one of {sorted(FORMATS)}, got {format!r}")
+    if max_rows < 0:
+        raise ConfigError(f"report: max_rows must be >= 0, got {max_rows}")
+    check_writable(path, "report")
+    extra = {"Regions": regions, "Monotonicity": monotonicity, **(tables or {})}
+    content = report_content(explanation, max_rows=max_rows, title=title,
+                             tables={k: v for k, v in extra.items() if v is not None},
+                             figure_format="svg" if format == "html" else "data-uri")
+    text = _environment().get_template(FORMATS[format]).render(**content)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _environment():
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("polytrav.interface.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html.j2"]), trim_blocks=True, lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined)
+    env.filters["cell"] = lambda v: str(v).replace("|", "\\|").replace("\n", " ")
+    return env

@@ -1,0 +1,261 @@
+"""What the report says, as plain data for its templates: the model card, the applicants,
+the dataset's summaries and any extra tables. Every number carries its status: ``exact``
+(proven), ``bound`` (an upper bound: a point was found, its minimality not proven) or
+``unknown``."""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+from polytrav.interface.report.figure import COLOURS, distance_histogram
+from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.tolerances import CHANGE_TOL
+
+__all__ = ["MAX_TABLE_ROWS", "STATUSES", "report_content"]
+
+#: The statuses of the report's numbers, as its legend explains them.
+STATUSES = {
+    "exact": "proven over the whole region asked (an exact traversal, a MILP's dual bound "
+             "to the solver's tolerances, or a forward pass of the network)",
+    "bound": "an upper bound: a point with this value was found and checked, but no proof "
+             "that none is nearer (a budget stopped the search)",
+    "unknown": "no number: the analysis failed or found no point before its budget",
+}
+
+#: Rows of an extra table shown (the rest is counted).
+MAX_TABLE_ROWS = 200
+
+
+def report_content(explanation, *, max_rows: int, title: str | None, tables: dict,
+                   figure_format: str) -> dict:
+    """The templates' context: ``title``, ``generated``, ``statuses``, ``colours``,
+    ``model``, ``counterfactual`` / ``local_model`` labels, ``applicants``, ``omitted``,
+    ``dataset`` and ``tables``."""
+    cf = _label(explanation, "counterfactual")
+    lm = _label(explanation, "local_model")
+    rows = [_applicant(explanation, r, cf, lm) for r in explanation.rows]
+    shown = [a for i, a in enumerate(rows) if i < max_rows]
+    unknown = [a for i, a in enumerate(rows) if i >= max_rows and a["unknown"]]
+    shown += unknown[:10 * max(max_rows, 1)]
+    return {
+        "title": title or "Model validation report",
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "statuses": STATUSES, "colours": COLOURS,
+        "model": _model_card(explanation),
+        "counterfactual": cf, "local_model": lm,
+        "applicants": shown, "omitted": len(rows) - len(shown), "n_rows": len(rows),
+        "dataset": _dataset(explanation, rows, cf, figure_format),
+        "tables": [_table(name, obj) for name, obj in tables.items()],
+    }
+
+
+def _label(explanation, name: str) -> str | None:
+    """The label of the first analysis of that registered name, if any."""
+    return next((label for label, (n, _) in explanation.analyses.items() if n == name), None)
+
+
+def _number(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+# ---------------------------------------------------------------- the model card
+
+
+def _model_card(explanation) -> dict:
+    net, box = explanation.network, explanation.domain
+    features = explanation.features or tuple(f"x{j}" for j in range(net.n_inputs if net else 0))
+    inputs = [{"name": name,
+               "low": _number(float(box.lower[j])) if box is not None else "—",
+               "high": _number(float(box.upper[j])) if box is not None else "—"}
+              for j, name in enumerate(features)]
+    card = {"source": explanation.source or "not given", "inputs": inputs,
+            "analyses": [{"label": label, "name": name,
+                          "options": ", ".join(f"{k}={v!r}" for k, v in options.items()) or "defaults"}
+                         for label, (name, options) in explanation.analyses.items()],
+            "rows": len(explanation), "wall_time": f"{explanation.wall_time:.3g} s"}
+    if net is not None:
+        card.update(
+            layers=" → ".join(str(n) for n in (net.n_inputs, *net.hidden_sizes, net.n_outputs)),
+            neurons=net.n_neurons, link=net.link or "not given",
+            classes=", ".join(str(c) for c in net.classes) if net.classes else "not given")
+    return card
+
+
+# ---------------------------------------------------------------- applicants
+
+
+def _applicant(explanation, row, cf: str | None, lm: str | None) -> dict:
+    f = row.figures
+    out = {"label": str(row.label), "position": row.position,
+           "decision": _number(f.get("row.class", f.get("row.prediction"))),
+           "probability": _number(f.get("row.probability")),
+           "error": row.errors.get("row"), "unknown": bool(row.errors),
+           "reasons": None, "counterfactual": None}
+    if lm is not None:
+        out["reasons"] = _reasons(row, lm, explanation.features)
+        out["unknown"] |= out["reasons"]["status"] == "unknown"
+    if cf is not None:
+        out["counterfactual"] = _counterfactual(row, cf, explanation.features,
+                                                _widths(explanation))
+        out["unknown"] |= out["counterfactual"]["status"] != "exact"
+    return out
+
+
+def _reasons(row, lm: str, features) -> dict:
+    f = row.figures
+    if lm in row.errors:
+        return {"status": "unknown", "why": row.errors[lm], "toward": [], "away": [],
+                "attributions": []}
+    pick = [(k, f[k]) for k in f if k.startswith(f"{lm}.reason.") and f[k]]
+    attributions = [{"feature": name, "value": _number(f.get(f"{lm}.attribution.{name}"))}
+                    for name in features if f.get(f"{lm}.attribution.{name}") is not None]
+    return {"status": "exact" if f.get(f"{lm}.exact") else "unknown", "why": None,
+            "toward": [v for k, v in pick if ".toward." in k],
+            "away": [v for k, v in pick if ".away." in k], "attributions": attributions}
+
+
+def _counterfactual(row, cf: str, features, widths) -> dict:
+    f = row.figures
+    result = row.results.get(cf)
+    out = {"status": "unknown", "distance": "—", "metric": f.get(f"{cf}.metric") or "",
+           "target": _number(f.get(f"{cf}.class")), "probability": _number(f.get(f"{cf}.probability")),
+           "changes": [], "certificate": None}
+    if cf in row.errors or result is None:
+        out["certificate"] = f"unknown: {row.errors.get(cf, 'the analysis did not run')}"
+        return out
+    found, exact = bool(f.get(f"{cf}.found")), bool(f.get(f"{cf}.exact"))
+    if exact and not found:
+        out.update(status="exact", certificate="no other decision anywhere in the row's region: "
+                   "proven by the traversal")
+        return out
+    out["distance"] = _number(f.get(f"{cf}.distance"))
+    out["changes"] = [{"feature": name, "from": _number(f.get(f"{cf}.x.{name}") - change),
+                       "to": _number(f.get(f"{cf}.x.{name}")), "change": f"{change:+.4g}"}
+                      for name, width in zip(features, widths)
+                      if (change := f.get(f"{cf}.change.{name}")) is not None
+                      and _changed(change, width)]
+    if exact:
+        proof = f.get(f"{cf}.proof")
+        out.update(status="exact", certificate="minimal: proven by a MILP (its dual bound, to the "
+                   "solver's tolerances)" if proof == "milp" else "minimal: proven by the traversal")
+    else:
+        out.update(status="bound" if found else "unknown",
+                   certificate=f"unknown: {_why_unknown(result)}")
+    return out
+
+
+def _changed(change: float, width: float = 1.0) -> bool:
+    """Whether a feature's change counts (``CHANGE_TOL`` of its domain width)."""
+    return abs(change) > CHANGE_TOL * max(width, 1.0)
+
+
+def _why_unknown(result) -> str:
+    """Why a counterfactual was left unproven, from its result."""
+    if result.failures:
+        return (f"{len(result.failures)} subproblem(s) undecided by every solver "
+                f"(e.g. {result.failures[0]})")
+    kind = "the distance is the found point's (an upper bound)" if result.witness is not None \
+        else "no point of the other decision found"
+    return (f"the search stopped at its budget (time_limit / max_polytopes) after "
+            f"{result.n_polytopes} polytope(s); {kind}")
+
+
+# ---------------------------------------------------------------- the dataset
+
+
+def _dataset(explanation, rows: list[dict], cf: str | None, figure_format: str) -> dict:
+    out = {"unknown": [], "histogram": None, "features": [], "immutable": [],
+           "classes": _class_counts(explanation)}
+    for a in rows:
+        if a["unknown"]:
+            out["unknown"].append({"label": a["label"], "why": _row_why(a)})
+    if cf is None:
+        return out
+    exact, bound, metric = [], [], ""
+    for r in explanation.rows:
+        d, status = r.figures.get(f"{cf}.distance"), None
+        if r.figures.get(f"{cf}.found") and d is not None and math.isfinite(d):
+            status = "exact" if r.figures.get(f"{cf}.exact") else "bound"
+            (exact if status == "exact" else bound).append(float(d))
+            metric = metric or r.figures.get(f"{cf}.metric") or ""
+    out["histogram"] = distance_histogram(exact, bound, metric,
+                                          as_data_uri=figure_format == "data-uri")
+    out["distances"] = {"exact": len(exact), "bound": len(bound), "metric": metric,
+                        "median": _number(_median(exact + bound))}
+    found = [r for r in explanation.rows if r.figures.get(f"{cf}.found")]
+    widths = dict(zip(explanation.features, _widths(explanation)))
+    for name in explanation.features:
+        changes = [r.figures.get(f"{cf}.change.{name}") for r in found]
+        moved = [abs(c) for c in changes if c is not None and _changed(c, widths[name])]
+        out["features"].append({"feature": name, "rows": len(moved),
+                                "share": f"{len(moved) / len(found):.0%}" if found else "—",
+                                "median": _number(_median(moved))})
+    options = explanation.analyses[cf][1]
+    for name in _immutable(options.get("immutable"), explanation.features):
+        changed = sum(1 for r in found
+                      if _changed(r.figures.get(f"{cf}.change.{name}") or 0.0, widths[name]))
+        out["immutable"].append({"feature": name, "changed": changed, "ok": changed == 0})
+    return out
+
+
+def _widths(explanation) -> list[float]:
+    """Each feature's domain width (1 where the explanation has no domain)."""
+    box = explanation.domain
+    if box is None:
+        return [1.0] * len(explanation.features)
+    return [float(hi - lo) for lo, hi in zip(box.lower, box.upper)]
+
+
+def _row_why(a: dict) -> str:
+    if a["error"]:
+        return a["error"]
+    parts = []
+    if a["counterfactual"] and a["counterfactual"]["status"] != "exact":
+        parts.append("counterfactual " + a["counterfactual"]["certificate"])
+    if a["reasons"] and a["reasons"]["status"] == "unknown":
+        parts.append("local model: " + (a["reasons"]["why"] or "not proven"))
+    return "; ".join(parts)
+
+
+def _immutable(spec, features) -> list[str]:
+    names = [spec] if isinstance(spec, (str, int)) else list(spec or ())
+    return [features[n] if isinstance(n, int) else str(n) for n in names]
+
+
+def _class_counts(explanation) -> list[dict]:
+    counts: dict[str, int] = {}
+    for r in explanation.rows:
+        if "row.class" in r.figures:
+            key = str(r.figures["row.class"])
+            counts[key] = counts.get(key, 0) + 1
+    return [{"label": k, "rows": v} for k, v in counts.items()]
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+# ---------------------------------------------------------------- extra tables
+
+
+def _table(name: str, obj) -> dict:
+    """Any DataFrame-like (``to_pandas()``, or a DataFrame) as a heading, column names and
+    rows of text (the index first)."""
+    df = obj.to_pandas() if hasattr(obj, "to_pandas") else obj
+    if not hasattr(df, "itertuples"):
+        raise ConfigError(f"report table {name!r}: need a DataFrame or an object with "
+                        f"to_pandas(), got {type(obj).__name__}")
+    index = df.index.name or ""
+    columns = [index, *map(str, df.columns)]
+    rows = [[_number(v) if isinstance(v, float) else str(v) for v in t]
+            for t in df.head(MAX_TABLE_ROWS).itertuples(index=True)]
+    return {"name": name, "columns": columns, "rows": rows,
+            "omitted": max(len(df) - MAX_TABLE_ROWS, 0)}

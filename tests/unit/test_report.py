@@ -1,0 +1,94 @@
+"""The model-validation report (:mod:`polytrav.interface.report`): one self-contained file
+with the model card, the applicants, the dataset's summaries and each number's status."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jinja2")
+pytest.importorskip("matplotlib")
+pd = pytest.importorskip("pandas")
+
+from polytrav import ConfigError, Network, explain
+from polytrav.interface.report import write_report
+
+SECTIONS = ("legend", "model-card", "inputs", "dataset", "distances", "distance-histogram",
+            "feature-changes", "immutable", "unknown-rows", "applicants")
+
+
+def _net() -> Network:
+    """The 3-input network of docs/explain.md, with class labels."""
+    return Network.from_arrays(
+        [[[1.0, -1.0, 0.5], [0.5, 1.0, -1.0], [-1.0, 0.5, 1.0], [1.0, 1.0, 1.0]],
+         [[1.0, -1.0, 0.5, 0.5]]],
+        [[0.0, 0.1, -0.2, -0.5], [-0.3]], input_names=["age", "income", "debt"],
+        link="sigmoid", classes=["deny", "approve"])
+
+
+@pytest.fixture(scope="module")
+def explanation():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.uniform(0, 1, (30, 3)), columns=["age", "income", "debt"],
+                     index=[f"a{i}" for i in range(30)])
+    X.iloc[25, 1] = np.nan  # a row error: shown although past max_rows
+    return explain(_net(), X, [("counterfactual", {"norm": 1, "immutable": ["age"]}),
+                               "local_model"], domain=(0.0, 1.0), source="hand-written")
+
+
+class _Table:
+    """A DataFrame-like, as the region and monotonicity tables are."""
+
+    def to_pandas(self):
+        return pd.DataFrame({"feature": ["age", "debt"], "slope": [0.5, -1.25]})
+
+
+def test_the_explanation_carries_what_the_model_card_needs(explanation):
+    assert explanation.network.n_inputs == 3
+    assert explanation.domain.upper.tolist() == [1.0, 1.0, 1.0]
+    assert explanation.features == ("age", "income", "debt")
+    assert explanation.source == "hand-written"
+    assert explanation.analyses["counterfactual"] == ("counterfactual",
+                                                       {"norm": 1, "immutable": ["age"]})
+
+
+def test_the_html_report_is_self_contained_with_every_section(explanation, tmp_path):
+    path = explanation.to_html(tmp_path / "r.html", max_rows=5, regions=_Table())
+    text = path.read_text(encoding="utf-8")
+    for section in SECTIONS:
+        assert f'id="{section}"' in text, section
+    assert "<svg" in text and "<style>" in text
+    # nothing fetched: no script, stylesheet, image or font from elsewhere
+    assert not re.search(r"<script|<link|<img|src=|@import|url\(http", text)
+    assert "3 → 4 → 1" in text and "deny, approve" in text and "hand-written" in text
+    assert "minimal: proven by the traversal" in text
+    assert "✓ never changed" in text  # age is immutable
+    assert "L1 scaled by MAD" in text
+    assert 'id="row-4"' in text and 'id="row-5"' not in text  # the first 5 rows ...
+    assert 'id="row-25"' in text  # ... and every row left unknown
+    assert "not a finite number" in text
+    assert "<h2>Regions</h2>" in text and "-1.25" in text
+
+
+def test_the_markdown_report_embeds_its_figure(explanation, tmp_path):
+    text = explanation.to_markdown(tmp_path / "r.md", max_rows=2,
+                                   tables={"Per-feature monotonicity": _Table()}).read_text()
+    assert "![Counterfactual distances](data:image/svg+xml;base64," in text
+    assert "## Model card" in text and "| age | 0 | 1 |" in text
+    assert "## Per-feature monotonicity" in text and "| 1 | debt | -1.25 |" in text
+    assert "### Row a25" in text and "### Row a2\n" not in text
+
+
+def test_a_budget_leaves_the_distance_a_bound_and_says_why(tmp_path):
+    X = np.array([[0.2, 0.3, 0.7], [0.9, 0.1, 0.2]])
+    e = explain(_net(), X, [("counterfactual", {"norm": 1})], domain=(0.0, 1.0), max_polytopes=1)
+    text = e.to_html(tmp_path / "r.html").read_text()
+    if all(r.figures["counterfactual.exact"] for r in e):
+        pytest.skip("one polytope was enough to prove every row")
+    assert "unknown: the search stopped at its budget" in text
+
+
+def test_an_unknown_suffix_is_refused(explanation, tmp_path):
+    with pytest.raises(ConfigError, match="unknown suffix '.txt'; use .html or .md"):
+        write_report(explanation, tmp_path / "r.txt")
