@@ -142,17 +142,16 @@ class L2BallConcretizer(Concretizer):
     """Lower bounds of ``L u + g`` over the frame box ``[-1, 1]^d`` intersected with the L2
     ball ``||half (u - u0)||_2 <= radius`` (in input coordinates: the ball of ``radius``
     around ``x0``; fold per-input units into ``half`` for a weighted ball). By Lagrangian
-    duality, for every ``lam >= 0``
-
-        min L u  >=  sum_j min_{|u_j| <= 1} (L_j u_j + lam half_j^2 (u_j - u0_j)^2) - lam r^2,
-
-    each term in closed form (the parabola's vertex ``u0_j - L_j / (2 lam half_j^2)``
+    duality, for every ``lam >= 0``, ``min L u`` is at least ``sum_j min_{|u_j| <= 1} (L_j
+    u_j + lam half_j^2 (u_j - u0_j)^2) - lam r^2``, each term in closed form (the parabola's vertex ``u0_j - L_j / (2 lam half_j^2)``
     clipped to ``[-1, 1]``): a sound bound for *any* ``lam``, so no solver accuracy enters.
     ``lam`` is chosen per row on a log grid around the ball-only optimum ``||L / half|| / (2
     r)`` (and ``lam = 0``, the box bound), then refined by golden-section steps (the dual is
     concave in ``lam``). A coordinate with ``half_j = 0`` is fixed at ``u0_j``."""
 
-    GRID = np.concatenate([[0.0], np.logspace(-3, 3, 13)])
+    #: Multiples of the ball-only optimum tried for ``lam`` (0: the box bound), and the
+    #: golden-section steps after.
+    GRID = (0.0, *(10.0 ** k for k in np.linspace(-3, 3, 13)))
     REFINE = 12
 
     def __init__(self, half: np.ndarray, u0: np.ndarray, radius: float):
@@ -181,7 +180,7 @@ class L2BallConcretizer(Concretizer):
         free = self.half > 0
         scale = np.linalg.norm(np.where(free, L2 / np.where(free, self.half, 1.0), 0.0), axis=1) \
             / (2.0 * max(self.radius, np.finfo(float).tiny))
-        grid = self.GRID[:, None] * scale[None, :]  # (grid, rows)
+        grid = np.asarray(self.GRID)[:, None] * scale[None, :]  # (grid, rows)
         values = np.stack([self._dual(L2, lam)[0] for lam in grid])
         k = values.argmax(axis=0)
         rows = np.arange(L2.shape[0])
