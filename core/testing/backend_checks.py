@@ -61,9 +61,9 @@ def check_availability_imports_nothing(case: "BackendCase") -> None:
     """``is_available()`` imports none of the modules it checks (a registry read is cheap)."""
     cls = case.cls
     module, name = cls.__module__, cls.__qualname__
-    code = (f"import sys; from {module} import {name} as B; B.is_available(); "
-            f"print([m for m in B.required_modules if m not in "
-            f"{sorted(sys.modules)!r} and m in sys.modules])")
+    code = (f"import sys; from {module} import {name} as B; before = set(sys.modules); "
+            f"B.is_available(); print([m for m in B.required_modules if m not in before "
+            f"and m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=False)
     assert out.returncode == 0, out.stderr

@@ -101,15 +101,19 @@ def _take_over_line() -> int:
 def in_interpreter_start_up(code: int, err: str) -> bool:
     """Whether SIGINT came before any code of polytrav's could run, in the interpreter's own
     start-up (docs/cli.md): before Python has a handler (death by the signal, nothing said),
-    while Python sets up its streams or runs ``site`` (its fatal ``init_...`` report, exit 1),
+    while Python sets up its streams, runs ``site`` or sets up ``__main__`` (its fatal
+    ``init_...`` report, or "failed to set __main__.__loader__", exit 1),
     or in the imports that lead to console.py's take-over (Python's KeyboardInterrupt
     traceback, death by the signal). In the last two, no frame is in polytrav's code but the
     package's two ``__init__`` files and console.py's module code up to the take-over. A crash
     (SIGSEGV, SIGABRT) is never one of these."""
     if code == -2 and err == "":
         return True
-    fatal = code == 1 and re.match(r"Fatal Python error: init_\w+: ", err)
-    if not (fatal or code == -2) or not err.rstrip().endswith("KeyboardInterrupt"):
+    # Python's start-up reports: a fatal ``init_...`` error, or (CPython 3.11) failing to set
+    # ``__main__.__loader__`` as the script's module is set up, before it runs a line
+    fatal = code == 1 and re.match(
+        r"Fatal Python error: init_\w+: |python\S*: failed to set __main__\.__loader__\n", err)
+    if not (fatal or code == -2) or not re.search(r"KeyboardInterrupt:?\s*$", err):
         return False
     root = CONSOLE.parents[2]
     for file, line, where in re.findall(r'File "([^"]+)", line (\d+), in (\S+)', err):
