@@ -15,7 +15,7 @@ use. The groups (see docs/writing-plugins.md):
 * **Per-polytope problems**: :class:`CellProblem`, :class:`Subproblem`, :func:`compiled`,
   :func:`cell_values`, :func:`local_model_u`, :func:`cell_rows`, :class:`LayerPlanes`,
   :func:`check_witness`, :func:`corner_ascent`, :func:`combine_worst`,
-  :func:`pieces_proven`.
+  :func:`pieces_proven`, :func:`halfspace_volume`.
 * **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
   over a piece), :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
@@ -48,7 +48,7 @@ _HOMES = {
                                        "SAME_VALUE_TOL", "SLOPE_TOL", "CORNER_INSET",
                                        "COUNTERFACTUAL_STEP", "DISCRETE_MARGIN", "GRID_TOL",
                                        "REACH_TOL"),
-    "polytrav.model.geometry": ("Frame",),
+    "polytrav.model.geometry": ("Frame", "halfspace_volume"),
     "polytrav.model.polytope": ("Polytope",),
     "polytrav.model.region": ("Region", "Box", "Ball", "Polyhedron"),
     "polytrav.model.cell": ("local_model_u", "cell_rows", "LayerPlanes"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.extend import Analysis, AnalysisResult, hookimpl
+from polytrav.extend import Analysis, AnalysisResult, halfspace_volume, hookimpl
 
 __all__ = ["RegionStats", "VOLUME_MAX_DIM"]
 
@@ -130,22 +130,11 @@ def _frame_halfspaces(frame):
 
 
 def _volume(A, b, frame, interior=None) -> float | None:
-    """Volume (in ``u`` units) of ``{A u <= b}`` from its vertices (None if qhull fails)."""
-    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
-
+    """Volume (in ``u`` units) of ``{A u <= b}`` from its vertices (None if qhull fails, or
+    the frame has norm balls: the rows are then an outer hull)."""
     if frame.l1_balls or frame.l2_balls:
         return None
-    if interior is None:
-        interior = np.zeros(frame.dim)
-    try:
-        if frame.dim == 1:
-            lo = max((bi / ai for ai, bi in zip(A[:, 0], b) if ai < 0), default=-np.inf)
-            hi = min((bi / ai for ai, bi in zip(A[:, 0], b) if ai > 0), default=np.inf)
-            return float(hi - lo)
-        V = HalfspaceIntersection(np.c_[A, -b], interior).intersections
-        return float(ConvexHull(V).volume)
-    except (QhullError, ValueError):
-        return None
+    return halfspace_volume(A, b, np.zeros(frame.dim) if interior is None else interior)
 
 
 @hookimpl

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 from polytrav.host.explain import as_domain, as_table
 from polytrav.host.runner import lp_backends
+from polytrav.model.geometry import halfspace_volume
 from polytrav.model.network import Network
 from polytrav.model.region import Box
 from polytrav.solve.backend import solve_along
-from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.errors import ConfigError, SolverError
 from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
 
@@ -296,7 +297,7 @@ def _measure(net, code, box, geometry) -> tuple[float, float | None, np.ndarray 
     if res.status is Status.INFEASIBLE:
         return 0.0, (0.0 if cheap else None), None
     if res.status is not Status.OPTIMAL:
-        raise ConfigError(f"region_table: the Chebyshev LP of region {_code_string(code)} "
+        raise SolverError(f"region_table: the Chebyshev LP of region {_code_string(code)} "
                           f"did not solve: {res.message}")
     radius = max(float(res.x[d]), 0.0)
     u = res.x[:d]
@@ -306,23 +307,8 @@ def _measure(net, code, box, geometry) -> tuple[float, float | None, np.ndarray 
         return radius, None, centre
     if radius <= RADIUS_TOL:
         return radius, 0.0, centre
-    volume = _volume(A, b, u)
+    volume = halfspace_volume(A, b, u)
     return radius, None if volume is None else volume / 2.0 ** d, centre
-
-
-def _volume(A, b, interior) -> float | None:
-    """The volume of ``{A u <= b}`` (bounded, ``interior`` strictly inside) from its
-    vertices; None if qhull cannot tell (a sliver)."""
-    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
-
-    if A.shape[1] == 1:
-        a = A[:, 0]
-        return float(min(b[a > 0] / a[a > 0]) - max(b[a < 0] / a[a < 0]))
-    try:
-        V = HalfspaceIntersection(np.c_[A, -b], interior).intersections
-        return float(ConvexHull(V).volume)
-    except (QhullError, ValueError):
-        return None
 
 
 # ---------------------------------------------------------------- names

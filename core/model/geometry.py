@@ -17,7 +17,8 @@ import numpy as np
 from polytrav.vocabulary.errors import RegionError
 from polytrav.model.region import Constraints, Region
 
-__all__ = ["Frame", "L1Ball", "L2Ball", "build_frame", "polyhedron_bounding_box"]
+__all__ = ["Frame", "L1Ball", "L2Ball", "build_frame", "halfspace_volume",
+           "polyhedron_bounding_box"]
 
 from polytrav.vocabulary.tolerances import (CONTAINS_TOL, EQUALITY_TOL, HIGH_DIM,  # noqa: E402
                                           MAX_COORDINATE, RADIUS_CAP_HIGH_DIM, SAME_VALUE_TOL,
@@ -188,6 +189,23 @@ class Frame:
             if np.linalg.norm(u - ball.center) > ball.radius + tol:
                 return False
         return True
+
+
+def halfspace_volume(A: np.ndarray, b: np.ndarray, interior: np.ndarray) -> float | None:
+    """The volume of the bounded polytope ``{u: A u <= b}`` (``interior`` strictly inside)
+    from its vertices (qhull); None where qhull cannot tell (a sliver). One dimension: the
+    interval's length."""
+    from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
+
+    if A.shape[1] == 1:
+        a = A[:, 0]
+        return float(np.min(b[a > 0] / a[a > 0], initial=np.inf)
+                     - np.max(b[a < 0] / a[a < 0], initial=-np.inf))
+    try:
+        V = HalfspaceIntersection(np.c_[A, -b], interior).intersections
+        return float(ConvexHull(V).volume)
+    except (QhullError, ValueError):
+        return None
 
 
 def polyhedron_bounding_box(c: Constraints) -> tuple[np.ndarray, np.ndarray]:
