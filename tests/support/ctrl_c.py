@@ -105,10 +105,15 @@ def in_interpreter_start_up(code: int, err: str) -> bool:
     ``init_...`` report, or "failed to set __main__.__loader__", exit 1),
     or in the imports that lead to console.py's take-over (Python's KeyboardInterrupt
     traceback, death by the signal). In the last two, no frame is in polytrav's code but the
-    package's two ``__init__`` files and console.py's module code up to the take-over. A crash
-    (SIGSEGV, SIGABRT) is never one of these."""
+    package's two ``__init__`` files and console.py's module code up to the take-over. CPython
+    may also report the interrupt while it checks ``argv[0]`` for ``sys.path`` and then run
+    on, the Ctrl-C lost before any code of polytrav's ran. A crash (SIGSEGV, SIGABRT) is
+    never one of these."""
     if code == -2 and err == "":
         return True
+    if err.startswith("Failed checking if argv[0] is an import path entry\n") and re.search(
+            r"KeyboardInterrupt:?\s*$", err) and "polytrav" not in err:
+        return True  # CPython reports the interrupt while it sets up sys.path, then runs on
     # Python's start-up reports: a fatal ``init_...`` error, or (CPython 3.11) failing to set
     # ``__main__.__loader__`` as the script's module is set up, before it runs a line
     fatal = code == 1 and re.match(
