@@ -19,7 +19,8 @@ use. The groups (see docs/writing-plugins.md):
 * **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
   over a piece), :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
-  :class:`RegionMilp`, :class:`Integrality`.
+  :class:`RegionMilp`, :class:`Integrality`, :class:`NearestL2` (the exact weighted-L2 nearest
+  point of a class: neuron branch and bound with QP relaxations).
 * **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
   :data:`SOLUTION_PRESENT`, :class:`ChebyshevModel`, :func:`solve_along`,
   :func:`cvxpy_backend_class` (a backend for any solver cvxpy has).
@@ -64,6 +65,7 @@ _HOMES = {
     "polytrav.bounds.split": ("BoxPiece",),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
     "polytrav.bounds.milp": ("RegionMilp", "MILP_TIME_SHARE"),
+    "polytrav.bounds.nearest": ("NearestL2",),
     "polytrav.traversal": ("PieceView",),
     # the built-in cvxpy backends, named as a string like the manager's DEFAULT_PLUGINS: a
     # conic backend is a cvxpy one (socp subproblems are solved through cvxpy only)

@@ -4,7 +4,11 @@ Clarabel (Goulart & Chen, "Clarabel: an interior-point solver for conic programs
 quadratic objectives", 2024) solves ``min 0.5 x·P x + q·x`` s.t. ``A x + s = b``, ``s`` in a
 product of cones, with a homogeneous-embedding interior-point method: its "solved" meets the
 stated tolerances and its infeasibility answers are certificates, so it certifies optimality
-(unlike the first-order OSQP and SCS). Forms: ``lp`` and ``qp``. No warm start. The array
+(unlike the first-order OSQP and SCS). Forms: ``lp`` and ``qp``. No warm start.
+``duals`` (of an optimum) are laid out as OSQP's (:mod:`polytrav.solvers.osqp`); a column
+with equal bounds is an equality row (two opposite inequalities leave no interior); for
+"(almost) primal infeasible", ``extras["farkas"]`` holds Clarabel's certificate in the same
+layout, for the caller to check (it is a proof only once checked). The array
 entry points stack the equality rows (zero cone), then the inequality rows and the finite
 column bounds (non-negative cone).
 
@@ -59,32 +63,46 @@ class ClarabelBackend(SolverBackend):
         q = np.asarray(q, float)
         n = q.size
         blocks, rhs, cones = [], [], []
-        if A_eq is not None and np.size(b_eq):
-            blocks.append(_csc(A_eq, n))
-            rhs.append(np.asarray(b_eq, float))
-            cones.append(clarabel.ZeroConeT(len(rhs[-1])))
-        ineq, ineq_rhs = [], []
-        if A_ub is not None and np.size(b_ub):
-            ineq.append(_csc(A_ub, n))
-            ineq_rhs.append(np.asarray(b_ub, float))
+        layout = {"eq": 0, "ub": 0, "box": [], "fixed": np.zeros(0, int)}  # for the duals
+        fixed = np.zeros(0, int)
+        dense = not (sp.issparse(A_ub) or sp.issparse(A_eq))  # then one conversion at the end
         if bounds is not None:
             lo, hi = (np.broadcast_to(np.asarray(v, float), (n,)) for v in bounds)
             if np.any(lo > hi):
                 return SolveResult(Status.INFEASIBLE, solver=self.name,
                                    message="a column's lower bound exceeds its upper bound")
+            fixed = np.flatnonzero(lo == hi)  # equality rows: no interior to two inequalities
+            layout["fixed"] = fixed
+        if A_eq is not None and np.size(b_eq):
+            blocks.append(_block(A_eq, n))
+            rhs.append(np.asarray(b_eq, float))
+            layout["eq"] = len(rhs[-1])
+        if layout["eq"] or fixed.size:
+            if fixed.size:
+                blocks.append(_unit_rows(fixed, 1.0, n, dense))
+                rhs.append(lo[fixed])
+            cones.append(clarabel.ZeroConeT(layout["eq"] + fixed.size))
+        n_ineq = 0
+        if A_ub is not None and np.size(b_ub):
+            blocks.append(_block(A_ub, n))
+            rhs.append(np.asarray(b_ub, float))
+            layout["ub"] = n_ineq = len(rhs[-1])
+        if bounds is not None:
             for sign, v in ((1.0, hi), (-1.0, -lo)):
-                idx = np.flatnonzero(np.isfinite(v))
+                idx = np.flatnonzero(np.isfinite(v) & (lo != hi))
                 if idx.size:
-                    ineq.append(sp.csc_matrix((np.full(idx.size, sign), (np.arange(idx.size), idx)),
-                                              shape=(idx.size, n)))
-                    ineq_rhs.append(v[idx])
-        if ineq:
-            blocks += ineq
-            rhs.append(np.concatenate(ineq_rhs))
-            cones.append(clarabel.NonnegativeConeT(len(rhs[-1])))
-        A = sp.vstack(blocks, format="csc") if blocks else sp.csc_matrix((0, n))
+                    blocks.append(_unit_rows(idx, sign, n, dense))
+                    rhs.append(v[idx])
+                    layout["box"].append((sign, idx))
+                    n_ineq += idx.size
+        if n_ineq:
+            cones.append(clarabel.NonnegativeConeT(n_ineq))
+        if dense:
+            A = sp.csc_matrix(np.vstack(blocks) if blocks else np.zeros((0, n)))
+        else:
+            A = sp.vstack(blocks, format="csc")
         b = np.concatenate(rhs) if rhs else np.zeros(0)
-        P = sp.csc_matrix((n, n)) if P is None else sp.triu(sp.csc_matrix(P), format="csc")
+        P = sp.csc_matrix((n, n)) if P is None else _upper(P)
         settings = clarabel.DefaultSettings()
         for key, value in {**self.DEFAULT_OPTIONS, **self.options}.items():
             if not hasattr(settings, key):
@@ -100,13 +118,51 @@ class ClarabelBackend(SolverBackend):
             raise SolverError(f"solver {self.name!r} crashed: {exc}") from exc
         status = self.STATUS_MAP.get(str(sol.status), Status.ERROR)
         x = np.asarray(sol.x) if status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE) else None
+        y = _duals(np.asarray(sol.z), layout, n)
         return SolveResult(status, objective=float(sol.obj_val) if x is not None else None, x=x,
-                           duals=None, solver=self.name, solve_time=time.perf_counter() - t0,
-                           iterations=int(sol.iterations), message=str(sol.status))
+                           duals=y if x is not None else None, solver=self.name,
+                           solve_time=time.perf_counter() - t0, iterations=int(sol.iterations),
+                           message=str(sol.status),
+                           extras={"farkas": y} if str(sol.status).endswith("PrimalInfeasible")
+                           else {})
 
 
-def _csc(M, n: int) -> sp.csc_matrix:
-    """A dense or sparse constraint block as CSC with ``n`` columns."""
+def _duals(z: np.ndarray, layout: dict, n: int) -> np.ndarray:
+    """Clarabel's ``z`` (equality rows and fixed columns, then inequality rows and column
+    bounds) in OSQP's layout: ``[y_ub, y_eq, y_box]`` with ``P x + q + A_ub' y_ub + A_eq'
+    y_eq + y_box = 0``."""
+    n_eq, n_ub, fixed = layout["eq"], layout["ub"], layout["fixed"]
+    box = np.zeros(n)
+    box[fixed] = z[n_eq:n_eq + fixed.size]
+    at = n_eq + fixed.size
+    y_ub = z[at:at + n_ub]
+    at += n_ub
+    for sign, idx in layout["box"]:
+        box[idx] += sign * z[at:at + idx.size]
+        at += idx.size
+    return np.concatenate([y_ub, z[:n_eq], box])
+
+
+def _unit_rows(idx: np.ndarray, sign: float, n: int, dense: bool):
+    """Rows ``sign * e_j`` for ``j`` in ``idx``: dense or CSC."""
+    if dense:
+        rows = np.zeros((idx.size, n))
+        rows[np.arange(idx.size), idx] = sign
+        return rows
+    return sp.csc_matrix((np.full(idx.size, sign), (np.arange(idx.size), idx)),
+                         shape=(idx.size, n))
+
+
+def _upper(P) -> sp.csc_matrix:
+    """The upper triangle of ``P`` as CSC (a diagonal CSC matrix as it is: ``triu`` costs
+    more than a small solve)."""
+    if sp.issparse(P) and P.format == "csc" and P.nnz == np.count_nonzero(P.diagonal()):
+        return P
+    return sp.triu(sp.csc_matrix(P), format="csc")
+
+
+def _block(M, n: int):
+    """A constraint block with ``n`` columns: CSC if sparse, else a dense float array."""
     if sp.issparse(M):
         return sp.csc_matrix(M, dtype=float)
-    return sp.csc_matrix(np.asarray(M, float).reshape(-1, n))
+    return np.asarray(M, float).reshape(-1, n)

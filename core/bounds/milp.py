@@ -88,6 +88,7 @@ class ClosestOutcome:
     solves: int = 0
     seconds: float = 0.0
     reason: str = ""
+    nodes: int = 0
 
 
 @dataclass

@@ -219,13 +219,14 @@ class Counterfactual(Analysis):
         row's class and the one reached, by the network's labels where it has them),
         ``probability`` (the model's probability of the reached class at the witness, where
         the network gives probabilities), ``exact``, ``proof`` (``"traversal"``,
-        ``"milp"`` or None where the answer is not exact), ``found``, the witness as
-        ``x.<feature>`` and its change from the row in the features' own units,
-        ``change.<feature>``."""
+        ``"milp"``, ``"branch-and-bound"`` (L2) or None where the answer is not exact),
+        ``found``, the witness as ``x.<feature>`` and its change from the row in the
+        features' own units, ``change.<feature>``."""
         d = result.details
         milp = d.get("milp")
         proof = None if not result.exact else (
-            "milp" if isinstance(milp, dict) and milp["proved"] else "traversal")
+            ("branch-and-bound" if milp.get("method") == "branch and bound" else "milp")
+            if isinstance(milp, dict) and milp["proved"] else "traversal")
         out = {"distance": result.value, "returned_distance": d.get("returned_distance"),
                "metric": d.get("metric"),
                "class0": d.get("label0", d.get("class0")), "class": d.get("label", d.get("class")),
@@ -337,7 +338,10 @@ class Counterfactual(Analysis):
         elif "note" in d:
             lines.append(d["note"])
         milp = d.get("milp")
-        if isinstance(milp, dict) and milp["proved"]:
+        if isinstance(milp, dict) and milp["proved"] and "nodes" in milp:
+            lines.append(f"proven minimal by branch and bound over {milp['binaries']} unstable "
+                         f"neurons ({milp['nodes']} nodes, lower bound {fmt(milp['bound'])})")
+        elif isinstance(milp, dict) and milp["proved"]:
             lines.append(f"proven minimal by a MILP ({milp['binaries']} binaries, lower bound "
                          f"{fmt(milp['bound'])})")
         return lines

@@ -1,5 +1,7 @@
 """The region's MILP of a best-first search (the package docstring, "The MILP"):
-:class:`MilpStep` plans it and runs it once, at a visit, when the work it waits for is done."""
+:class:`MilpStep` plans it and runs it once, at a visit, when the work it waits for is done.
+For an L2 distance the same step runs the neuron branch and bound of
+:class:`~polytrav.bounds.nearest.NearestL2` (QP relaxations) instead: no MILP states it."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
     from polytrav.plugins.counterfactual.search import Search
     from polytrav.plugins.counterfactual.state import Best
 
-__all__ = ["MILP_AFTER", "MILP_EARLY", "MILP_EARLY_BINARIES", "MilpStep"]
+__all__ = ["L2_AFTER", "MILP_AFTER", "MILP_EARLY", "MILP_EARLY_BINARIES", "MilpStep"]
 
 #: Polytopes and level-1 pieces a best-first search handles before the MILP (package
 #: docstring) is tried: a count, not seconds, so that the path to an answer does not depend on
@@ -26,6 +28,10 @@ MILP_AFTER = 500
 #: 5-30 s, which the traversal's next polytopes often save by shrinking the box.
 MILP_EARLY = (100, 200, 400)
 MILP_EARLY_BINARIES = 60
+#: An L2 distance's branch and bound runs at this count (or ``milp_after``, if smaller):
+#: after ``x0``'s own polytope (its nearest point of another class there, if any, is a first
+#: radius); in 30 dimensions the search proves the optimum long before the traversal would.
+L2_AFTER = 1
 
 
 class MilpStep:
@@ -43,6 +49,12 @@ class MilpStep:
         self.proved = False
 
     @property
+    def form(self) -> str:
+        """The problem form of the step's solves: ``"milp"``, or ``"qp"`` for L2's branch
+        and bound."""
+        return "qp" if self.problem.p == 2 else "milp"
+
+    @property
     def details(self) -> dict | str | None:
         """``details["milp"]``: what it did, or why it did not run (None: not asked for)."""
         return self.info or self.why_not
@@ -53,18 +65,16 @@ class MilpStep:
         if milp_after is None or search != "best-first":
             return
         why = None
-        if self.problem.p not in (1, np.inf):
-            why = "an L2 distance is not a MILP (L1 and L∞ are)"
-        elif not isinstance(context.region, Box):
+        if not isinstance(context.region, Box):
             why = f"the region is a {type(context.region).__name__}, not a Box"
         elif context.within is not None:
             why = "a run in parts"
-        elif not context.backends("milp", required=False):
-            why = "no backend serves the 'milp' form"
+        elif not context.backends(self.form, required=False):
+            why = f"no backend serves the {self.form!r} form"
         if why is not None:
             self.why_not = why
             return
-        self.due = milp_after
+        self.due = min(milp_after, L2_AFTER) if self.problem.p == 2 else milp_after
 
     def run_if_due(self, context, search: Search, best: Best) -> None:
         """Run the MILP once: at the first count at or after ``due``, or at an earlier count
@@ -79,7 +89,7 @@ class MilpStep:
             step, self.checked = self.checked, self.checked + 1
             if step >= self.due:
                 self.run(context, step, search, best)
-            elif step in MILP_EARLY and np.isfinite(best.distance):
+            elif step in MILP_EARLY and np.isfinite(best.distance) and self.problem.p != 2:
                 self.run(context, step, search, best, max_binaries=MILP_EARLY_BINARIES)
 
     def run(self, context, step: int, search: Search, best: Best,
@@ -98,15 +108,23 @@ class MilpStep:
             lo, hi = np.maximum(lo, x0 - r * problem.unit), np.minimum(hi, x0 + r * problem.unit)
         lo[problem.immutable] = hi[problem.immutable] = x0[problem.immutable]
         left = context.time_left()
-        ball = (x0, r) if problem.p == 1 and np.isfinite(r) else None  # bounds in the L1 ball
-        milp = RegionMilp(context.network, lo, hi, l1_ball=ball, unit=unit,
-                          integrality=problem.integrality)
-        if max_binaries is not None and milp.binaries > max_binaries:
-            return
-        self.due = None  # once
-        out = milp.closest(x0, problem.p, problem.pairs(), context.backends("milp"), radius=r,
-                           unit=unit,
-                           time_limit=None if left is None else MILP_TIME_SHARE * left)
+        if problem.p == 2:
+            from polytrav.extend import NearestL2
+
+            nearest = NearestL2(context.network, lo, hi, x0, unit=unit)
+            self.due = None  # once
+            out = nearest.closest(problem.pairs(), context.backends("qp"), radius=r,
+                                  time_limit=None if left is None else MILP_TIME_SHARE * left)
+        else:
+            ball = (x0, r) if problem.p == 1 and np.isfinite(r) else None  # L1-ball bounds
+            milp = RegionMilp(context.network, lo, hi, l1_ball=ball, unit=unit,
+                              integrality=problem.integrality)
+            if max_binaries is not None and milp.binaries > max_binaries:
+                return
+            self.due = None  # once
+            out = milp.closest(x0, problem.p, problem.pairs(), context.backends("milp"),
+                               radius=r, unit=unit,
+                               time_limit=None if left is None else MILP_TIME_SHARE * left)
         self.owner.n_solves += out.solves
         if out.point is not None and out.distance < best.distance:
             # the exact optimum on the point's polytope, with the cell its witness needs
@@ -120,5 +138,7 @@ class MilpStep:
         self.proved = out.bound is not None and d <= out.bound + LP_BOUND_TOL * (1 + d)
         self.info = {"binaries": out.binaries, "seconds": out.seconds,
                      "bound": out.bound, "proved": self.proved, "after": step}
+        if problem.p == 2:
+            self.info.update(method="branch and bound", nodes=out.nodes)
         if out.reason:
             self.info["reason"] = out.reason

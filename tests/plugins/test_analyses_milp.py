@@ -10,7 +10,7 @@ from budgets import DECIDE  # a guard: these searches must decide, however busy 
 from milp import milp_counterfactual, milp_linear_dnf_feasible, milp_max_linear, milp_max_margin
 from reference import random_net
 
-from polytrav import Box, Network, Verdict, analyze
+from polytrav import Ball, Box, Intersection, Network, Verdict, analyze
 from polytrav.plugins.adversarial import SoftmaxAttack
 from polytrav.plugins.counterfactual import Counterfactual
 from polytrav.plugins.linear_property import LinearProperty
@@ -246,8 +246,11 @@ def test_counterfactual_milp_runs_early_only_where_it_is_small(monkeypatch):
 def test_counterfactual_says_why_the_milp_does_not_run(case):
     net, lo, hi = case
     x0, _, _ = counterfactual_case(net, lo, hi, 1)
-    result = analyze(net, Box(lo, hi), Counterfactual(x0, norm=2, milp_after=0))[0]
-    assert result.details["milp"] == "an L2 distance is not a MILP (L1 and L∞ are)"
+    region = Intersection(Box(lo, hi), Ball(x0, 10.0, np.inf))
+    result = analyze(net, region, Counterfactual(x0, norm=1, milp_after=0))[0]
+    assert result.details["milp"] == "the region is a Intersection, not a Box"
+    l2 = analyze(net, Box(lo, hi), Counterfactual(x0, norm=2, milp_after=0))[0]
+    assert l2.details["milp"]["method"] == "branch and bound"  # L2: no MILP, the QP search
     never = analyze(net, Box(lo, hi), Counterfactual(x0, norm=1, milp_after=None))[0]
     assert "milp" not in never.details
 

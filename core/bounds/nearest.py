@@ -1,0 +1,462 @@
+"""The exact nearest point of a class in a weighted L2 metric: neuron branch and bound.
+
+:class:`NearestL2` finds ``min ||(x - x0) / unit||_2`` over the box ``lo <= x <= hi`` among
+the points whose outputs meet a conjunction ``C y <= d`` (closed): the L2 counterfactual,
+which no MILP states (its objective is quadratic). The search branches on one neuron's phase
+at a time (best first, by the node's lower bound), like a mixed-integer QP solver:
+
+* **Bounding a node** (phase decisions ``z >= 0`` / ``z <= 0``): the convex QP of the
+  triangle relaxation (``a >= 0``, ``a >= z``, ``a <= U (z - L) / (U - L)`` per unstable
+  neuron, ``a = z`` or ``a = 0`` per decided one) with the squared distance as objective,
+  solved by a ``qp`` backend. Its bound is the Lagrangian dual function evaluated in closed
+  form at the backend's multipliers (clipped to the dual cone): sound for any multipliers,
+  so no solver accuracy enters; a node the backend calls infeasible is dropped only with a
+  Farkas certificate checked the same way. The pre-activation bounds ``L, U`` hold in the
+  ball of the best distance so far: CROWN's with optimised slopes at the root, over the box
+  ∩ that ball (:class:`~polytrav.bounds.crown.L2BallConcretizer`), then per node again for
+  the layers after its new decision with the decided neurons exact (intersected with the
+  parent's).
+* **Branching**: the unstable neuron whose chord row's multiplier times the chord's height
+  ``-U L / (U - L)`` is largest (the bound's loss from relaxing it), else the most violated.
+* **Points**: a walk from ``x0`` along the local linear models to the class boundary, then
+  from cell to neighbouring cell across the binding neuron rows while the cell's QP improves
+  (:meth:`NearestL2.descend`); the same descent from relaxation points during the search. A
+  point counts only where a forward pass meets the conjunction.
+* **Stop**: when the smallest open bound reaches the best distance to :data:`REL_GAP`, or
+  the time limit (the outcome's ``bound`` is then the smallest open bound: still sound).
+"""
+from __future__ import annotations
+
+import heapq
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from polytrav.bounds.crown import Concretizer, L2BallConcretizer, layer_bounds
+from polytrav.bounds.milp import ClosestOutcome
+from polytrav.solve.backend import solve_along
+from polytrav.vocabulary.results import Status
+from polytrav.vocabulary.tolerances import BOUND_TOL
+
+__all__ = ["REL_GAP", "NearestL2"]
+
+#: The search stops when its smallest open bound is within this (relative) of the best
+#: distance.
+REL_GAP = 1e-6
+#: Slope-optimisation steps of the root's intermediate bounds.
+ROOT_STEPS = 10
+#: The nodes' bounds choose the ball's multiplier on this grid (multiples of the ball-only
+#: optimum) with this many golden-section steps (the root's: the concretizer's own).
+NODE_GRID = (0.0, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
+NODE_REFINE = 5
+#: Every this many nodes, the node's relaxation point seeds a descent (:meth:`descend`).
+DESCENT_EVERY = 32
+#: Cells a descent visits at most.
+DESCENT_FLIPS = 50
+#: Steps of the walk along local linear models to the class boundary.
+WALK_STEPS = 60
+#: Relative error allowed to the dual values' sums (10^4 terms of float64).
+SUM_TOL = 1e-12
+#: Backends of the chain a QP tries (an unanswered node keeps its parent's multipliers).
+QP_TRIES = 2
+#: A point meets the conjunction where ``C y - d`` is at most this (relative to ``1 + |d|``).
+FEASIBLE_TOL = 1e-7
+
+
+def _allowance(value: float, A, b, y, v) -> float:
+    """What rounding may have moved a dual value ``value`` computed from ``c = A' y``,
+    ``c v`` and ``y b``: :data:`BOUND_TOL` relative to it, and :data:`SUM_TOL` of the sums'
+    magnitudes (a float64 sum of ``m`` terms errs by at most ``m`` units of 1.1e-16 of the
+    sum of their magnitudes)."""
+    magnitude = float(np.abs(y * b).sum() + np.abs(v) @ (np.abs(A).T @ y))
+    return BOUND_TOL * (1.0 + abs(value)) + SUM_TOL * magnitude
+
+
+class NearestL2:
+    """The weighted-L2 nearest point of one network's input box (module docstring).
+
+    ``unit``: each input's unit of distance (None: 1); inputs with ``lo == hi`` are fixed."""
+
+    def __init__(self, network, lo, hi, x0, unit=None):
+        self.network = network
+        self.W = [np.asarray(W, float) for W in network.weights]
+        self.b = [np.asarray(b, float) for b in network.biases]
+        self.lo, self.hi = np.asarray(lo, float), np.asarray(hi, float)
+        self.x0 = np.asarray(x0, float)
+        n = self.x0.shape[0]
+        self.unit = np.ones(n) if unit is None else np.broadcast_to(
+            np.asarray(unit, float), (n,)).copy()
+        self.w2 = 1.0 / self.unit ** 2  # weights of the squared distance
+        self.sizes = [W.shape[0] for W in self.W[:-1]]
+        self.off = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
+        self.n, self.N = n, int(self.off[-1])
+        self._template()
+
+    # ------------------------------------------------------------------ the relaxation
+    def _template(self):
+        """Dense blocks of the relaxation's rows over ``v = [x, a]``: ``a >= z`` (first N
+        rows: ``z - a <= -b``) and the chord (next N: ``a - s z <= s (b - L)``, ``s`` per
+        node)."""
+        n, N = self.n, self.N
+        Z = np.zeros((N, n + N))  # z = Z v + zb
+        for k, W in enumerate(self.W[:-1]):
+            cols = slice(0, n) if k == 0 else slice(n + self.off[k - 1], n + self.off[k])
+            Z[self.off[k]:self.off[k + 1], cols] = W
+        self.Z, self.zb = Z, np.concatenate(self.b[:-1])
+        self.E = np.eye(N, n + N, n)  # a = E v
+        self.P = sp.diags(np.concatenate([2.0 * self.w2, np.zeros(N)]), format="csc")
+        self.q = np.concatenate([-2.0 * self.w2 * self.x0, np.zeros(N)])
+        self.const = float(self.w2 @ self.x0 ** 2)
+
+    def _rows(self, L, U, phase, C, d):
+        """``(A, b, vlo, vhi)`` of a node's relaxation and the target conjunction."""
+        active = (phase > 0) | (L >= 0.0)
+        inactive = ~active & ((phase < 0) | (U <= 0.0))
+        unstable = ~active & ~inactive
+        width = np.where(unstable, U - L, 1.0)
+        s = np.where(active, 1.0, np.where(unstable, U / width, 0.0))
+        Lc = np.where(unstable, L, 0.0)
+        W, bo = self.W[-1], self.b[-1]
+        last = np.zeros((C.shape[0], self.n + self.N))
+        last[:, self.n + self.off[-2]:] = C @ W if len(self.sizes) else 0.0
+        A = np.vstack([self.Z - self.E, self.E - s[:, None] * self.Z, last])
+        b = np.concatenate([-self.zb, s * (self.zb - Lc), d - C @ bo])
+        vlo = np.concatenate([self.lo, np.where(active, np.maximum(L, 0.0), 0.0)])
+        vhi = np.concatenate([self.hi, np.where(inactive, 0.0, np.maximum(U, 0.0))])
+        return A, b, vlo, vhi
+
+    def _lagrangian(self, A, b, y, vlo, vhi) -> float:
+        """The dual function at ``y >= 0``: a lower bound of the node's squared distance,
+        lowered by :func:`_allowance`."""
+        c = A.T @ y
+        cx, ca = c[:self.n], c[self.n:]
+        x = np.clip(self.x0 - cx / (2.0 * self.w2), self.lo, self.hi)
+        a = np.where(ca > 0, vlo[self.n:], vhi[self.n:])
+        val = float(self.w2 @ (x - self.x0) ** 2 + cx @ x + ca @ a - y @ b)
+        return val - _allowance(val, A, b, y, np.concatenate([x, a]))
+
+    def _farkas(self, A, b, y, vlo, vhi) -> bool:
+        """Whether ``y >= 0`` proves the rows infeasible on the box: ``y (A v - b) > 0``."""
+        c = A.T @ y
+        v = np.where(c > 0, vlo, vhi)
+        val = float(c @ v - y @ b)
+        return val > _allowance(val, A, b, y, v)
+
+    def relax(self, L, U, phase, C, d, backends, fallback=None):
+        """Solve a node: ``(bound, x, a, multipliers)``, ``bound`` a distance (inf: proven
+        empty), ``x, a`` the relaxation's point (None if the backends gave none). Without an
+        answer, the bound is the dual function at ``fallback`` (the parent's multipliers: the
+        rows are the same in number and order), else 0."""
+        A, b, vlo, vhi = self._rows(L, U, phase, C, d)
+        for res in self._solve(self.P, self.q, A, b, vlo, vhi, backends):
+            farkas = res.extras.get("farkas")
+            if farkas is not None and self._farkas(
+                    A, b, np.maximum(np.asarray(farkas)[:len(b)], 0.0), vlo, vhi):
+                return np.inf, None, None, None
+            if res.status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE) and res.duals is not None:
+                y = np.maximum(np.asarray(res.duals)[:len(b)], 0.0)
+                v = np.clip(res.x, vlo, vhi)
+                return self._distance_bound(A, b, y, vlo, vhi), v[:self.n], v[self.n:], y
+        if fallback is None:
+            return 0.0, None, None, None
+        return self._distance_bound(A, b, fallback, vlo, vhi), None, None, fallback
+
+    def _solve(self, P, q, A, b, lo, hi, backends):
+        """The answers of the first :data:`QP_TRIES` backends, one at a time (the caller
+        stops at a usable one: an optimum with multipliers, or a certificate it checks)."""
+        for backend in backends[:QP_TRIES]:
+            self.solves += 1
+            yield solve_along([backend], lambda be: be.solve_qp(P, q, A, b, bounds=(lo, hi)))[0]
+
+    def _distance_bound(self, A, b, y, vlo, vhi) -> float:
+        return float(np.sqrt(max(self._lagrangian(A, b, y, vlo, vhi), 0.0)))
+
+    # ------------------------------------------------------------------ bounds
+    def bounds(self, radius: float):
+        """Pre-activation bounds ``(L, U)`` over the box ∩ the ball of ``radius`` (CROWN,
+        optimised slopes), and the node tightener for that ball."""
+        lo, hi = self.lo.copy(), self.hi.copy()
+        if np.isfinite(radius):
+            lo, hi = np.maximum(lo, self.x0 - radius * self.unit), np.minimum(
+                hi, self.x0 + radius * self.unit)
+        mid, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+        if np.isfinite(radius):
+            u0 = np.clip((self.x0 - mid) / np.where(half > 0, half, 1.0), -1.0, 1.0)
+            conc = L2BallConcretizer(half / self.unit, u0, radius)
+        else:
+            conc = Concretizer(self.n)
+        layers = list(zip(self.W, self.b))
+        M = np.diag(half)
+        lb = layer_bounds(layers, M, mid, conc, steps=ROOT_STEPS)
+        if isinstance(conc, L2BallConcretizer):  # the nodes': a coarser search of lambda
+            conc = L2BallConcretizer(conc.half, conc.u0, conc.radius)
+            conc.GRID, conc.REFINE = NODE_GRID, NODE_REFINE
+        self._frame = (layers, M, mid, conc)
+        return np.concatenate(lb.lo), np.concatenate(lb.hi)
+
+    def tighten(self, L, U, phase, after: int):
+        """Bounds of the layers after ``after`` again with the node's decided neurons exact
+        (CROWN over the root's set), intersected with ``L, U``; ``(None, None)`` where they
+        cross (no point of the ball has the node's phases)."""
+        from polytrav.bounds.crown import LinearBounds, backsubstitute, rounded_down
+
+        layers, M, mid, conc = self._frame
+        L, U = L.copy(), U.copy()
+        L = np.where(phase > 0, np.maximum(L, 0.0), L)
+        U = np.where(phase < 0, np.minimum(U, 0.0), U)
+        lin = LinearBounds([], [], [], [], [], unstable=[])
+        for k, (W, b) in enumerate(layers[:-1]):
+            sl = slice(self.off[k], self.off[k + 1])
+            if k == 0:
+                lin.first = (W @ M, W @ mid)
+            elif k > after:
+                j = np.flatnonzero((phase[sl] == 0) & (L[sl] < 0) & (U[sl] > 0))
+                if len(j):
+                    rows = np.vstack([W[j], -W[j]])
+                    const = np.concatenate([b[j], -b[j]])
+                    Lm, g = backsubstitute(rows, const, layers, lin, k, M, mid)
+                    low = rounded_down(conc.lower(Lm, g), g)
+                    idx = self.off[k] + j
+                    L[idx] = np.maximum(L[idx], low[:len(j)])
+                    U[idx] = np.minimum(U[idx], -low[len(j):])
+            if (L[sl] > U[sl]).any():
+                return None, None  # no point of the ball has the node's phases
+            lin.push(L[sl], U[sl])
+        return L, U
+
+    # ------------------------------------------------------------------ points
+    def distance(self, x) -> float:
+        return float(np.sqrt(self.w2 @ (x - self.x0) ** 2))
+
+    def meets(self, x, C, d) -> bool:
+        y = self.network.forward(x)
+        return bool(np.all(C @ y - d <= FEASIBLE_TOL * (1.0 + np.abs(d))))
+
+    def _affine(self, x, phase=None):
+        """The linear model of ``x``'s cell (or of the cell of ``phase``, +1 active, else
+        inactive): its neuron rows ``G x <= h`` and outputs ``F x + f``."""
+        M, m = np.eye(self.n), np.zeros(self.n)
+        G, h = [], []
+        for k, (W, b) in enumerate(zip(self.W[:-1], self.b[:-1])):
+            Zm, zm = W @ M, W @ m + b
+            on = (Zm @ x + zm) > 0.0 if phase is None else phase[self.off[k]:self.off[k + 1]] > 0
+            sign = np.where(on, -1.0, 1.0)
+            G.append(sign[:, None] * Zm)
+            h.append(-sign * zm)
+            M, m = Zm * on[:, None], zm * on
+        return np.vstack(G), np.concatenate(h), self.W[-1] @ M, self.W[-1] @ m + self.b[-1]
+
+    def _nearest_qp(self, centre, rows, rhs, backends):
+        """``min ||(x - centre) / unit||^2`` over the box and ``rows x <= rhs``: ``(x, the
+        rows' multipliers)``, ``(None, None)`` unanswered, or ``(None, "empty")`` where a
+        checked certificate proves no point meets the rows."""
+        P = sp.diags(2.0 * self.w2, format="csc")
+        for res in self._solve(P, -2.0 * self.w2 * centre, rows, rhs, self.lo, self.hi,
+                               backends):
+            farkas = res.extras.get("farkas")
+            if farkas is not None and self._farkas(
+                    rows, rhs, np.maximum(np.asarray(farkas)[:len(rhs)], 0.0), self.lo, self.hi):
+                return None, "empty"
+            if res.status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE):
+                duals = None if res.duals is None else np.asarray(res.duals)[:len(rhs)]
+                return np.clip(res.x, self.lo, self.hi), duals
+        return None, None
+
+    def walk(self, C, d, backends):
+        """A point of the conjunction near ``x0``: steps to the current linear model's
+        target set (5% past it) until a forward pass meets it, then back along the segment
+        from ``x0`` to the boundary (bisection)."""
+        x = self.x0.copy()
+        for _ in range(WALK_STEPS):
+            if self.meets(x, C, d):
+                break
+            _, _, F, f = self._affine(x)
+            gap = np.maximum(C @ (F @ x + f) - d, 0.0)
+            x_new, _ = self._nearest_qp(x, C @ F, d - C @ f - 0.05 * gap, backends)
+            if x_new is None or np.allclose(x_new, x, rtol=0.0, atol=1e-12):
+                return None
+            x = x_new
+        else:
+            return None
+        a, t = 0.0, 1.0
+        for _ in range(60):
+            m = (a + t) / 2.0
+            if self.meets(self.x0 + m * (x - self.x0), C, d):
+                t = m
+            else:
+                a = m
+        return self.x0 + t * (x - self.x0)
+
+    def cell(self, x, C, d, backends, phase=None):
+        """The nearest point of the conjunction in ``x``'s cell (or ``phase``'s; closed) and
+        the multipliers of the cell's neuron rows (None if that cell has none)."""
+        G, h, F, f = self._affine(x, phase)
+        rows = np.vstack([G, C @ F])
+        point, duals = self._nearest_qp(self.x0, rows, np.concatenate([h, d - C @ f]), backends)
+        if point is None or duals is None or isinstance(duals, str):
+            return point, duals
+        return point, duals[:len(h)]
+
+    def descend(self, x, C, d, backends, flips: int = DESCENT_FLIPS, phase=None):
+        """From ``x``'s cell (or ``phase``'s), the cell QP, then across the binding neuron
+        row with the largest multiplier while that lowers the distance; every point is
+        offered."""
+        point, duals = self.cell(x, C, d, backends, phase)
+        if point is None or duals is None:
+            return
+        self.offer(point, C, d)
+        best = self.distance(point)
+        for _ in range(flips):
+            moved = False
+            for k in np.argsort(-duals):
+                if duals[k] <= 1e-9:
+                    break
+                # just across row k: the point moved past that neuron's hyperplane
+                probe = self._across(point, int(k))
+                if probe is None:
+                    continue
+                p2, y2 = self.cell(probe, C, d, backends)
+                if p2 is not None and self.distance(p2) < best * (1.0 - 1e-12):
+                    point, duals, best = p2, y2, self.distance(p2)
+                    self.offer(point, C, d)
+                    moved = True
+                    break
+            if not moved:
+                return
+
+    def _across(self, x, k):
+        """A point near ``x`` just across neuron ``k``'s hyperplane (its phase flipped), or
+        None."""
+        G, h, _, _ = self._affine(x)
+        g = G[k]
+        norm = float(g @ g)
+        if norm == 0.0:
+            return None
+        step = (h[k] - g @ x) / norm  # to the hyperplane g x = h
+        was = self._z(x)[k] > 0.0
+        for eps in (1e-7, 1e-5, 1e-3):
+            probe = np.clip(x + (step + eps * (1.0 + abs(step))) * g, self.lo, self.hi)
+            if (self._z(probe)[k] > 0.0) != was:
+                return probe
+        return None
+
+    def _z(self, x):
+        """Every hidden pre-activation at ``x`` (one array)."""
+        zs, h = [], x
+        for W, b in zip(self.W[:-1], self.b[:-1]):
+            z = W @ h + b
+            zs.append(z)
+            h = np.maximum(z, 0.0)
+        return np.concatenate(zs)
+
+    def offer(self, x, C, d) -> bool:
+        """Take ``x`` as the best point if a forward pass meets the conjunction and it is
+        nearer."""
+        if x is None or not self.meets(x, C, d):
+            return False
+        dist = self.distance(x)
+        if dist < self.best:
+            self.best, self.point, self.conjunction = dist, x.copy(), self._k
+            return True
+        return False
+
+    # ------------------------------------------------------------------ the search
+    def closest(self, pairs, qp_backends, *, radius: float = np.inf,
+                time_limit: float | None = None, max_nodes: int | None = None
+                ) -> ClosestOutcome:
+        """The nearest point within ``radius`` meeting one of the conjunctions ``pairs``
+        (``(C, d)``: ``C y <= d``) and a proven lower bound of every such point's distance
+        (``radius`` where none lies within it; the smallest open bound where ``time_limit``
+        seconds or ``max_nodes`` nodes ran out, with ``reason``)."""
+        t0 = time.perf_counter()
+        deadline = None if time_limit is None else t0 + time_limit
+        out = ClosestOutcome()
+        self.solves, self.max_nodes = 0, max_nodes
+        self.best, self.point, self.conjunction = float(radius), None, None
+        if not self.sizes:
+            out.reason = "the network has no hidden layer"
+            return out
+        for k, (C, d) in enumerate(pairs):
+            self._k = k
+            C, d = np.atleast_2d(np.asarray(C, float)), np.asarray(d, float)
+            start = self.walk(C, d, qp_backends)
+            if start is not None:
+                self.offer(start, C, d)
+                self.descend(start, C, d, qp_backends)
+            bound, why, binaries, nodes = self._search(C, d, qp_backends, deadline, out.nodes)
+            out.binaries = max(out.binaries, binaries)
+            out.nodes += nodes
+            out.bound = bound if out.bound is None else min(out.bound, bound)
+            out.reason = out.reason or why
+        if self.point is not None:
+            out.point, out.distance, out.conjunction = self.point, self.best, self.conjunction
+        out.solves = self.solves
+        out.seconds = time.perf_counter() - t0
+        return out
+
+    def _search(self, C, d, backends, deadline, spent):
+        """Best-first branch and bound of one conjunction (``spent``: nodes of the ones
+        before): ``(bound, reason, unstable at the root, nodes)``."""
+        if not np.isfinite(self.best) and not (np.isfinite(self.lo).all()
+                                               and np.isfinite(self.hi).all()):
+            return 0.0, "an unbounded box and no point to bound the ball", 0, 0
+        L, U = self.bounds(self.best)
+        phase = np.zeros(self.N, np.int8)
+        unstable = int(((L < 0) & (U > 0)).sum())
+        low, x, a, y = self.relax(L, U, phase, C, d, backends)
+        heap, stuck, count, nodes, why = [], [], 0, 0, ""
+        if low < self.best:
+            heap.append((low, 0, L, U, phase, x, a, y))
+        while heap and heap[0][0] < self.best * (1.0 - REL_GAP):
+            if deadline is not None and time.perf_counter() > deadline:
+                why = "time limit"
+                break
+            if self.max_nodes is not None and spent + nodes >= self.max_nodes:
+                why = "node limit"
+                break
+            low, _, L, U, phase, x, a, y = heapq.heappop(heap)
+            nodes += 1
+            unst = (phase == 0) & (L < 0) & (U > 0)
+            if x is None:
+                viol = np.where(unst, np.minimum(-L, U), -1.0)
+            else:
+                z = self.Z @ np.concatenate([x, a]) + self.zb
+                viol = np.where(unst, a - np.maximum(z, 0.0), -1.0)
+                exact = viol.max(initial=0.0) <= 1e-9 * (1.0 + np.abs(a).max(initial=0.0))
+                if exact:  # the relaxation is the network here: the node's cell QP
+                    self.descend(x, C, d, backends, flips=0,
+                                 phase=np.where(L >= 0, 1, phase) if not unst.any() else None)
+                    if low >= self.best * (1.0 - REL_GAP):
+                        continue
+                elif nodes % DESCENT_EVERY == 1:
+                    self.descend(x, C, d, backends, flips=2)
+            if not unst.any():
+                # a leaf: its points in the ball lie in one cell, whose own QP settles it
+                point, duals = self.cell(self.x0, C, d, backends, np.where(L >= 0, 1, phase))
+                if isinstance(duals, str) or (point is not None and (
+                        self.offer(point, C, d) or self.best <= self.distance(point))):
+                    continue  # empty, or its nearest point is no nearer than the best
+                stuck.append(low)
+                why = "a leaf's cell QP was not settled"
+                continue
+            chord = None if y is None else y[self.N:2 * self.N]
+            if chord is not None and (score := np.where(
+                    unst, chord * (-U * L / np.where(unst, U - L, 1.0)), -1.0)).max() > 0:
+                j = int(np.argmax(score))
+            else:
+                j = int(np.argmax(viol))
+            layer = int(np.searchsorted(self.off[1:], j, side="right"))
+            for side in (1, -1):
+                ph = phase.copy()
+                ph[j] = side
+                L2, U2 = self.tighten(L, U, ph, layer)
+                if L2 is None:
+                    continue
+                c_low, cx, ca, cy = self.relax(L2, U2, ph, C, d, backends, fallback=y)
+                c_low = max(c_low, low)
+                if c_low < self.best * (1.0 - REL_GAP):
+                    count += 1
+                    heapq.heappush(heap, (c_low, count, L2, U2, ph, cx, ca, cy))
+        bound = min([self.best] + [h[0] for h in heap] + stuck)
+        return bound, why, unstable, nodes
