@@ -72,7 +72,9 @@ def profile_figure(net, x, box, idx: list[int], figures: Figures, name: str, *, 
     from polytrav.interface.plot.profile import draw_profiles
 
     with rc_context(_RC):
-        fig = Figure(figsize=(2.9 * len(idx), 2.6), layout="constrained")
+        fig = Figure(figsize=(2.9 * len(idx), 2.6))  # fixed margins: half the time of a layout
         draw_profiles(fig, net, x, box, idx, output=output, names=names, threshold=threshold,
                       ylabel=ylabel)
+        fig.subplots_adjust(left=0.6 / (2.9 * len(idx)) + 0.02, right=0.98, bottom=0.2,
+                            top=0.88, wspace=0.35)
         return figures.put(fig, name)
