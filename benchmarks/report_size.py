@@ -65,7 +65,8 @@ def main(argv=None) -> int:
     out["bytes"] = {"html": html.stat().st_size, "markdown": md.stat().st_size,
                     "markdown_figures": sum(f.stat().st_size
                                             for f in (folder / "report_figures").iterdir()),
-                    "html_svg": sum(len(s) for s in text.split("<svg")[1:])}
+                    "html_svg": sum(len(s.split("</svg>")[0]) + 10
+                                    for s in text.split("<svg")[1:])}
     out["applicant_sections"] = text.count('<section class="applicant')
     alone = {"none": {}, "regions": {"regions": True}, "profiles": {"profiles": True},
              "monotonicity": {"monotonicity": mono}}

@@ -152,13 +152,14 @@ class Explanation:
         """Write the model-validation report as one self-contained HTML file (CSS inline,
         figures as inline SVG; opens offline); returns the path. ``options``: see
         :func:`polytrav.interface.report.write_report` (``max_rows``, ``title``, ``regions``,
-        ``monotonicity``, ``tables``). Needs jinja2 and matplotlib: ``pip install
-        "polytrav[report]"``."""
+        ``monotonicity`` (its budget), ``profiles``: the region table, monotonicity table
+        and profile plots, on by default; ``tables``). Needs jinja2 and matplotlib:
+        ``pip install "polytrav[report]"``."""
         return _report().write_report(self, path, format="html", **options)
 
     def to_markdown(self, path, **options) -> Path:
-        """Write the same report as Markdown (the figure as an inline SVG data URI); see
-        :meth:`to_html`."""
+        """Write the same report as Markdown, its figures as ``.svg`` files in
+        ``<stem>_figures/`` next to it; see :meth:`to_html`."""
         return _report().write_report(self, path, format="markdown", **options)
 
     def stats(self) -> dict[str, float]:

@@ -71,7 +71,8 @@ def draw_profiles(fig, net: Network, x, box: Box, idx: list[int], *, output: int
         if threshold is not None:
             ax.axhline(threshold, color="0.5", lw=0.8, ls="--")
         ax.set_xlabel(names[j])
-        ax.set_title(f"{len(p.values) - 2} breakpoints", fontsize=9)
+        n = len(p.values) - 2
+        ax.set_title(f"{n} breakpoint{'' if n == 1 else 's'}", fontsize=9)
     axes[0].set_ylabel(ylabel or f"output {output}")
     axes[0].legend(fontsize=8)
 
