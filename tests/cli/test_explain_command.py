@@ -111,6 +111,8 @@ def test_an_onnx_model_takes_names_and_labels(files):
                        pipe.predict_proba(pd.read_csv(folder / "plain.csv")).max(axis=1))
     text = (folder / "o.html").read_text()
     assert ", ".join(pipe.classes_) in text and "<td>income</td>" in text
+    assert "ONNX file &#39;model.onnx&#39;; names from --names &#39;names.txt&#39; and --labels" \
+        in text
     (folder / "names.json").write_text(json.dumps({"features": ["age", "income", "debt"],
                                                    "classes": list(pipe.classes_)}))
     out = run(folder, "model.onnx", "plain.csv", "--names", "names.json",

@@ -82,11 +82,14 @@ def test_the_model_sections_are_exact_and_match_their_tables(explanation, tmp_pa
     from polytrav import monotonicity_table, region_table
 
     text = explanation.to_html(tmp_path / "r.html", max_rows=0).read_text(encoding="utf-8")
-    regions = region_table(explanation.network, explanation.data[np.isfinite(
-        explanation.data).all(axis=1)], domain=explanation.domain)
+    regions = region_table(explanation.network, pd.DataFrame(explanation.data),
+                           domain=explanation.domain)  # labels: the rows' positions
     assert f"the rows fall in {len(regions)} region(s) (1 rows with a non-finite value" in text
-    for r in regions.regions[:3]:
-        assert f"Region {r.id} ({r.count} rows): row a" in text
+    width = explanation.domain.upper - explanation.domain.lower
+    for r in regions.regions[:3]:  # the representative: the row nearest the region's mean
+        X = explanation.data[list(r.rows)] / width
+        nearest = r.rows[int(np.argmin(((X - X.mean(axis=0)) ** 2).sum(axis=1)))]
+        assert f"Region {r.id} ({r.count} rows): row a{nearest} along " in text
     for r in monotonicity_table(explanation.network, explanation.domain).rows:
         assert f"<td>{r.name}</td><td>{r.verdict}</td>" in text
     assert "logit of approve" in text

@@ -113,6 +113,9 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
         classes = [c.strip() for c in labels.split(",")]
     if features is not None or classes is not None:
         net = with_names(net, features, classes)
+        given = [f"--names {Path(names_path).name!r}" if names_path else None,
+                 "--labels" if labels is not None else None]
+        source += f"; names from {' and '.join(g for g in given if g)}"
     X = _read_rows(data, net, index_col, [c for item in drop for c in item.split(",") if c])
     result = run_explain(net, X, specs, domain=bounds, solver=solver,
                          time_limit=ROW_TIME_LIMIT if time_limit is None else time_limit,
