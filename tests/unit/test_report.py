@@ -120,6 +120,9 @@ def test_the_markdown_report_links_its_figures(explanation, tmp_path):
                      *(f"r_figures/profile-region-{k}.svg" for k in range(3))]
     for link in links:
         assert (tmp_path / link).read_text().startswith("<?xml")
+    explanation.to_markdown(tmp_path / "r.md", profiles=1, monotonicity=False)
+    assert sorted(f.name for f in (tmp_path / "r_figures").iterdir()) == [
+        "distances-cf_inf.svg", "distances-counterfactual.svg", "profile-region-0.svg"]
     assert "## Model card" in text and "| age | 0 | 1 |" in text
     assert "## Per-feature monotonicity" in text and "| 1 | debt | -1.25 |" in text
     assert "### Row a10" in text and "### Row a2\n" not in text

@@ -26,6 +26,9 @@ class Figures:
 
     def __init__(self, folder: Path | None = None):
         self.folder = folder
+        for stale in () if folder is None else [*folder.glob("distances-*.svg"),
+                                                 *folder.glob("profile-region-*.svg")]:
+            stale.unlink()  # a previous report's figures: this one writes its own
 
     def put(self, fig, name: str) -> str:
         """The figure's inline SVG text, or the relative link of its file."""
