@@ -360,5 +360,7 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
     done = list(_run(session, job, rows, executor, chunk_size))
     return Explanation(done, [s.label for s in job.specs], index, index_name=index_name,
                        wall_time=time.perf_counter() - t0, network=net, domain=job.domain,
-                       features=job.features, source=source or repr(net),
+                       features=job.features,
+                       data=np.reshape([x for _, _, x in rows], (len(rows), net.n_inputs)),
+                       source=source or repr(net),
                        analyses={s.label: (s.cls.name, dict(s.options)) for s in job.specs})

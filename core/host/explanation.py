@@ -62,14 +62,15 @@ class Explanation:
     ``labels`` are the analyses' labels (column prefixes), ``index`` the dataset's index
     labels, ``wall_time`` the seconds of the whole call. What the rows were computed on, for
     a report: ``network`` (the :class:`~polytrav.Network`), ``domain`` (the data
-    :class:`~polytrav.Box`), ``features`` (the column names), ``analyses`` (label ->
-    ``(name, options)``) and ``source`` (how the model was loaded, free text). Iterate it for
+    :class:`~polytrav.Box`), ``features`` (the column names), ``data`` (the rows' values,
+    ``(n_rows, n_inputs)``, in :attr:`rows`' order), ``analyses`` (label -> ``(name,
+    options)``) and ``source`` (how the model was loaded, free text). Iterate it for
     the :class:`RowResult` objects; ``len()`` is the number of rows.
     """
 
     def __init__(self, rows: list[RowResult], labels: list[str], index: list, *,
                  index_name=None, wall_time: float = 0.0, network=None, domain=None,
-                 features: tuple[str, ...] = (), analyses: dict | None = None,
+                 features: tuple[str, ...] = (), data=None, analyses: dict | None = None,
                  source: str | None = None):
         self.rows = sorted(rows, key=lambda r: r.position)
         self.labels = list(labels)
@@ -79,6 +80,7 @@ class Explanation:
         self.network = network
         self.domain = domain
         self.features = tuple(features)
+        self.data = None if data is None else np.asarray(data, dtype=float)
         self.analyses = dict(analyses or {})
         self.source = source
 
@@ -150,13 +152,14 @@ class Explanation:
         """Write the model-validation report as one self-contained HTML file (CSS inline,
         figures as inline SVG; opens offline); returns the path. ``options``: see
         :func:`polytrav.interface.report.write_report` (``max_rows``, ``title``, ``regions``,
-        ``monotonicity``, ``tables``). Needs jinja2 and matplotlib: ``pip install
-        "polytrav[report]"``."""
+        ``monotonicity`` (its budget), ``profiles``: the region table, monotonicity table
+        and profile plots, on by default; ``tables``). Needs jinja2 and matplotlib:
+        ``pip install "polytrav[report]"``."""
         return _report().write_report(self, path, format="html", **options)
 
     def to_markdown(self, path, **options) -> Path:
-        """Write the same report as Markdown (the figure as an inline SVG data URI); see
-        :meth:`to_html`."""
+        """Write the same report as Markdown, its figures as ``.svg`` files in
+        ``<stem>_figures/`` next to it; see :meth:`to_html`."""
         return _report().write_report(self, path, format="markdown", **options)
 
     def stats(self) -> dict[str, float]:

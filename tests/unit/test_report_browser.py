@@ -1,7 +1,8 @@
 """The HTML report in a real browser: Debian's headless Chromium, driven over the DevTools
 protocol on a pipe (``tests/support/headless_chromium.py``). It loads with no console error
-and no request for anything outside the file, and shows every section and its figure.
-``POLYTRAV_UPDATE_DOCS_IMAGES=1`` also saves the screenshot that docs/explain.md shows."""
+and no request for anything outside the file, and shows every section and its figures (the
+distance histograms, the profile plots, the region and monotonicity tables).
+``POLYTRAV_UPDATE_DOCS_IMAGES=1`` also saves the screenshots that docs/explain.md shows."""
 from __future__ import annotations
 
 import json
@@ -17,11 +18,13 @@ pytest.importorskip("jinja2")
 pytest.importorskip("matplotlib")
 pd = pytest.importorskip("pandas")
 
-from polytrav import Network, explain, monotonicity_table, region_table
+from polytrav import Network, explain
 
-DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "explain-report.png"
-SECTIONS = ("legend", "model-card", "inputs", "dataset", "distances", "distance-histogram",
-            "feature-changes", "immutable", "unknown-rows", "applicants")
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+SECTIONS = ("legend", "model-card", "inputs", "dataset", "distances", "distance-histogram-1",
+            "distance-histogram-2", "feature-changes", "immutable", "unknown-rows", "regions",
+            "region-table", "profiles", "profile-region-0", "profile-region-1",
+            "profile-region-2", "monotonicity", "monotonicity-table", "applicants")
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None,
@@ -41,11 +44,10 @@ def _report(tmp_path) -> Path:
                       "debt": rng.normal(4, 1.5, 40).round(2)},
                      index=pd.Index([f"A-{1000 + i}" for i in range(40)], name="applicant"))
     X.iloc[30, 2] = np.nan  # a row the report lists as unknown, with its reason
-    e = explain(net, X, [("counterfactual", {"norm": 1, "immutable": ["age"]}), "local_model"],
+    e = explain(net, X, [("counterfactual", {"norm": 1, "immutable": ["age"]}),
+                         ("counterfactual", {"norm": "inf", "label": "cf_inf"}), "local_model"],
                 source="hand-written 3-4-1 credit network (tests/unit/test_report_browser.py)")
-    return e.to_html(tmp_path / "report.html", max_rows=3,
-                     regions=region_table(net, X.dropna(), domain=e.domain),
-                     monotonicity=monotonicity_table(net, e.domain))
+    return e.to_html(tmp_path / "report.html", max_rows=3)
 
 
 def test_the_report_renders_in_chromium_without_errors(tmp_path):
@@ -59,13 +61,22 @@ def test_the_report_renders_in_chromium_without_errors(tmp_path):
             f"{json.dumps(SECTIONS)}.filter(id => {{ const e = document.getElementById(id);"
             " return e && e.getBoundingClientRect().height > 0 })")
         assert shown == list(SECTIONS)
-        bars = page.evaluate("document.querySelectorAll('#distance-histogram svg path').length")
-        assert bars > 10, "the histogram has no bars"
-        assert page.evaluate("document.querySelectorAll('.extra-table').length") == 2
+        for figure in ("distance-histogram-1", "distance-histogram-2", "profile-region-0"):
+            paths = page.evaluate(f"document.querySelectorAll('#{figure} svg path').length")
+            assert paths > 10, f"{figure} has nothing drawn"
+        assert page.evaluate("document.querySelectorAll('figure.profile svg').length") == 3
+        assert page.evaluate("document.querySelectorAll('#region-table tbody tr').length") > 3
+        verdicts = page.evaluate("[...document.querySelectorAll('#monotonicity-table tbody tr')]"
+                                 ".map(r => r.cells[1].innerText)")
+        assert verdicts == ["neither", "neither", "increasing"]
         assert page.evaluate("document.querySelectorAll('section.applicant').length") == 4
         assert page.evaluate("document.body.innerText.includes('not a finite number')")
+        assert page.evaluate("document.body.innerText.includes('Counterfactual (cf_inf)')")
         page.screenshot(tmp_path / "report.png")
-    assert (tmp_path / "report.png").stat().st_size > 10_000
-    if os.environ.get("POLYTRAV_UPDATE_DOCS_IMAGES") == "1":
-        DOCS_IMAGE.parent.mkdir(exist_ok=True)
-        shutil.copyfile(tmp_path / "report.png", DOCS_IMAGE)
+        page.evaluate("document.getElementById('regions').scrollIntoView()")
+        page.screenshot(tmp_path / "report-regions.png")
+    for name in ("report.png", "report-regions.png"):
+        assert (tmp_path / name).stat().st_size > 10_000
+        if os.environ.get("POLYTRAV_UPDATE_DOCS_IMAGES") == "1":
+            DOCS_IMAGES.mkdir(exist_ok=True)
+            shutil.copyfile(tmp_path / name, DOCS_IMAGES / f"explain-{name}")

@@ -14,6 +14,7 @@ import click
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, fail, parse_parameters,
                                            solver_option)
+from polytrav.interface.report.model_sections import MONOTONICITY_TIME_LIMIT
 
 __all__ = ["DEFAULT_ANALYSES", "explain"]
 
@@ -49,6 +50,19 @@ TABLE_SUFFIXES = (".csv", ".parquet")
 @click.option("--max-rows", type=click.IntRange(min=0), default=20, show_default=True,
               help="Applicant sections in the report: the first rows (every row left unknown "
                    "is shown too).")
+@click.option("--no-regions", is_flag=True, help="Leave the region table out of the report.")
+@click.option("--no-monotonicity", is_flag=True,
+              help="Leave the monotonicity table out of the report.")
+@click.option("--no-profiles", is_flag=True, help="Leave the profile plots out of the report.")
+@click.option("--monotonicity-time-limit", type=click.FloatRange(min=0, min_open=True),
+              default=MONOTONICITY_TIME_LIMIT, show_default=True,
+              help="Seconds of the monotonicity check of each feature in each direction; a "
+                   "feature not settled in it is reported unknown.")
+@click.option("--names", "names_path", type=click.Path(dir_okay=False), default=None,
+              help="The model's feature names (one a line), or JSON {\"features\": [...], "
+                   "\"classes\": [...]}: for models without them (ONNX).")
+@click.option("--labels", default=None, metavar="A,B,...",
+              help="The class labels, one per output (one output: negative,positive).")
 @click.option("--table", "table_path", type=click.Path(dir_okay=False), default=None,
               help="Write the per-row table: .csv or .parquet.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -60,7 +74,9 @@ TABLE_SUFFIXES = (".csv", ".parquet")
                    "for files you trust.")
 @solver_option
 def explain(model, data, analysis, analyses_json, domain, index_col, drop, report_path,
-            max_rows, table_path, time_limit, trust, unsafe_pickle, solver) -> None:
+            max_rows, no_regions, no_monotonicity, no_profiles, monotonicity_time_limit,
+            names_path, labels, table_path, time_limit, trust, unsafe_pickle,
+            solver) -> None:
     """Explain every row of DATA.csv under MODEL (.onnx, .nnet, or a scikit-learn pipeline
     saved with skops) and write the report.
 
@@ -71,13 +87,15 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
           --analysis "counterfactual norm=1 immutable=['age']" --analysis local_model
 
     DATA.csv has a header row of feature names (a model's own input names pick and order
-    the columns). Exit code 0 every row proven, 2 some row unknown or with an error, 4 bad
-    input.
+    the columns; --names gives them to a model without). The report holds the applicants,
+    the dataset's summaries, the region table, profile plots and the monotonicity table
+    (--no-regions, --no-profiles, --no-monotonicity leave them out). Exit code 0 every row
+    proven, 2 some row unknown or with an error, 4 bad input.
     """
     from polytrav.host.explain import ROW_TIME_LIMIT
     from polytrav.host.explain import explain as run_explain
     from polytrav.interface.export import check_writable
-    from polytrav.interface.model_file import load_model
+    from polytrav.interface.model_file import load_model, read_names, with_names
 
     specs = _analyses(analysis, analyses_json)
     bounds = _domain(domain)
@@ -88,6 +106,16 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
                 fail(f"{what} {path!r}: give a file ending in {' or '.join(suffixes)}")
             check_writable(path, what)
     net, source = load_model(model, trust=trust, unsafe_pickle=unsafe_pickle)
+    features, classes = read_names(names_path) if names_path else (None, None)
+    if labels is not None:
+        if classes is not None:
+            fail(f"class labels in both --names {names_path!r} and --labels; give them once")
+        classes = [c.strip() for c in labels.split(",")]
+    if features is not None or classes is not None:
+        net = with_names(net, features, classes)
+        given = [f"--names {Path(names_path).name!r}" if names_path else None,
+                 "--labels" if labels is not None else None]
+        source += f"; names from {' and '.join(g for g in given if g)}"
     X = _read_rows(data, net, index_col, [c for item in drop for c in item.split(",") if c])
     result = run_explain(net, X, specs, domain=bounds, solver=solver,
                          time_limit=ROW_TIME_LIMIT if time_limit is None else time_limit,
@@ -101,7 +129,9 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
     if report_path is not None:
         from polytrav.interface.report import write_report
 
-        write_report(result, report_path, max_rows=max_rows)
+        write_report(result, report_path, max_rows=max_rows, regions=not no_regions,
+                     profiles=not no_profiles, monotonicity=not no_monotonicity and {
+                         "time_limit": monotonicity_time_limit, "solver": solver})
     unproven = sum(1 for r in result if r.errors or any(
         not res.exact for res in r.results.values()))
     written = [p for p in (report_path, table_path) if p]

@@ -4,9 +4,13 @@
 SVG, nothing fetched; or Markdown) from the templates in ``templates/`` (jinja2): a model
 card (inputs and their ranges, classes, layers, how the model was loaded), one section per
 applicant (decision, reason codes, counterfactual changes in the features' units,
-certificates), dataset sections (distances, how often each feature changes, immutable
-features checked, rows left unknown and why), any extra tables passed in, and every number's
-status (exact / bound / unknown). :meth:`Explanation.to_html` and ``to_markdown`` call it.
+certificates: every counterfactual and local model analysis), dataset sections (per
+counterfactual: distances, how often each feature changes, immutable features checked; rows
+left unknown and why), the region table, the monotonicity table and profile plots
+(:mod:`~polytrav.interface.report.model_sections`), any extra tables passed in, and every
+number's status (exact / bound / unknown). In Markdown the figures are ``.svg`` files in
+``<stem>_figures/`` next to the report (data URIs are not shown by GitHub or GitLab).
+:meth:`Explanation.to_html` and ``to_markdown`` call it.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from pathlib import Path
 
 from polytrav.interface.export import check_writable
 from polytrav.interface.report.content import report_content
+from polytrav.interface.report.figure import Figures
 from polytrav.vocabulary.errors import ConfigError
 
 __all__ = ["FORMATS", "MAX_ROWS", "write_report"]
@@ -26,8 +31,8 @@ MAX_ROWS = 20
 
 
 def write_report(explanation, path, *, format: str | None = None, max_rows: int = MAX_ROWS,
-                 title: str | None = None, regions=None, monotonicity=None,
-                 tables: dict | None = None) -> Path:
+                 title: str | None = None, regions: bool = True, monotonicity=True,
+                 profiles: bool | int = True, tables: dict | None = None) -> Path:
     """Write the report of ``explanation`` to ``path``; returns the path.
 
     Parameters
@@ -42,11 +47,18 @@ def write_report(explanation, path, *, format: str | None = None, max_rows: int 
         Applicant sections for the first ``max_rows`` rows; rows left unknown or with an
         error are shown as well (at most ``10 * max_rows`` of them), so the size stays bounded.
     title : str, optional
-    regions, monotonicity : DataFrame-like, optional
-        Tables rendered in their own section when given (anything with ``to_pandas()``, or
-        a pandas DataFrame).
+    regions : bool
+        The region table of the rows (:func:`polytrav.region_table` over the domain).
+    monotonicity : bool or dict
+        The monotonicity table over the domain (:func:`polytrav.monotonicity_table`); a dict
+        gives its options, e.g. the budget ``{"time_limit": 5, "max_polytopes": 200}``
+        (default: ``time_limit`` :data:`~polytrav.interface.report.model_sections.MONOTONICITY_TIME_LIMIT`
+        seconds per feature and direction). A feature past its budget is ``unknown``.
+    profiles : bool or int
+        Profile plots of that many of the largest regions (True: 3).
     tables : dict, optional
-        More sections: ``{heading: DataFrame-like}``, rendered the same way.
+        More sections: ``{heading: DataFrame-like}`` (anything with ``to_pandas()``, or a
+        pandas DataFrame).
     """
     path = Path(path)
     if format is None:
@@ -60,10 +72,10 @@ def write_report(explanation, path, *, format: str | None = None, max_rows: int 
     if max_rows < 0:
         raise ConfigError(f"report: max_rows must be >= 0, got {max_rows}")
     check_writable(path, "report")
-    extra = {"Regions": regions, "Monotonicity": monotonicity, **(tables or {})}
-    content = report_content(explanation, max_rows=max_rows, title=title,
-                             tables={k: v for k, v in extra.items() if v is not None},
-                             figure_format="svg" if format == "html" else "data-uri")
+    figures = Figures(None if format == "html" else path.with_name(f"{path.stem}_figures"))
+    content = report_content(explanation, max_rows=max_rows, title=title, tables=tables or {},
+                             figures=figures, regions=regions, monotonicity=monotonicity,
+                             profiles=profiles)
     text = _environment().get_template(FORMATS[format]).render(**content)
     path.write_text(text, encoding="utf-8")
     return path

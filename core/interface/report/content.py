@@ -8,6 +8,7 @@ import math
 from datetime import datetime, timezone
 
 from polytrav.interface.report.figure import COLOURS, distance_histogram
+from polytrav.interface.report.model_sections import model_sections
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import CHANGE_TOL
 
@@ -27,12 +28,13 @@ MAX_TABLE_ROWS = 200
 
 
 def report_content(explanation, *, max_rows: int, title: str | None, tables: dict,
-                   figure_format: str) -> dict:
+                   figures, regions, monotonicity, profiles) -> dict:
     """The templates' context: ``title``, ``generated``, ``statuses``, ``colours``,
-    ``model``, ``counterfactual`` / ``local_model`` labels, ``applicants``, ``omitted``,
-    ``dataset`` and ``tables``."""
-    cf = _label(explanation, "counterfactual")
-    lm = _label(explanation, "local_model")
+    ``model``, ``counterfactuals`` / ``local_models`` (their labels), ``applicants``,
+    ``omitted``, ``dataset``, ``sections`` (regions, monotonicity, profiles: see
+    :func:`~polytrav.interface.report.model_sections.model_sections`) and ``tables``."""
+    cf = _labels(explanation, "counterfactual")
+    lm = _labels(explanation, "local_model")
     rows = [_applicant(explanation, r, cf, lm) for r in explanation.rows]
     shown = [a for i, a in enumerate(rows) if i < max_rows]
     unknown = [a for i, a in enumerate(rows) if i >= max_rows and a["unknown"]]
@@ -42,16 +44,18 @@ def report_content(explanation, *, max_rows: int, title: str | None, tables: dic
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "statuses": STATUSES, "colours": COLOURS,
         "model": _model_card(explanation),
-        "counterfactual": cf, "local_model": lm,
+        "counterfactuals": cf, "local_models": lm,
         "applicants": shown, "omitted": len(rows) - len(shown), "n_rows": len(rows),
-        "dataset": _dataset(explanation, rows, cf, figure_format),
+        "dataset": _dataset(explanation, rows, cf, figures),
+        "sections": model_sections(explanation, regions=regions, monotonicity=monotonicity,
+                                   profiles=profiles, figures=figures, number=_number),
         "tables": [_table(name, obj) for name, obj in tables.items()],
     }
 
 
-def _label(explanation, name: str) -> str | None:
-    """The label of the first analysis of that registered name, if any."""
-    return next((label for label, (n, _) in explanation.analyses.items() if n == name), None)
+def _labels(explanation, name: str) -> list[str]:
+    """The labels of the analyses of that registered name, in the given order."""
+    return [label for label, (n, _) in explanation.analyses.items() if n == name]
 
 
 def _number(value, digits: int = 4) -> str:
@@ -88,32 +92,29 @@ def _model_card(explanation) -> dict:
 # ---------------------------------------------------------------- applicants
 
 
-def _applicant(explanation, row, cf: str | None, lm: str | None) -> dict:
+def _applicant(explanation, row, cf: list[str], lm: list[str]) -> dict:
     f = row.figures
-    out = {"label": str(row.label), "position": row.position,
-           "decision": _number(f.get("row.class", f.get("row.prediction"))),
-           "probability": _number(f.get("row.probability")),
-           "error": row.errors.get("row"), "unknown": bool(row.errors),
-           "reasons": None, "counterfactual": None}
-    if lm is not None:
-        out["reasons"] = _reasons(row, lm, explanation.features)
-        out["unknown"] |= out["reasons"]["status"] == "unknown"
-    if cf is not None:
-        out["counterfactual"] = _counterfactual(row, cf, explanation.features,
-                                                _widths(explanation))
-        out["unknown"] |= out["counterfactual"]["status"] != "exact"
-    return out
+    widths = _widths(explanation)
+    reasons = [_reasons(row, label, explanation.features) for label in lm]
+    counterfactuals = [_counterfactual(row, label, explanation.features, widths) for label in cf]
+    return {"label": str(row.label), "position": row.position,
+            "decision": _number(f.get("row.class", f.get("row.prediction"))),
+            "probability": _number(f.get("row.probability")),
+            "error": row.errors.get("row"),
+            "unknown": bool(row.errors) or any(r["status"] == "unknown" for r in reasons)
+            or any(c["status"] != "exact" for c in counterfactuals),
+            "reasons": reasons, "counterfactuals": counterfactuals}
 
 
 def _reasons(row, lm: str, features) -> dict:
     f = row.figures
     if lm in row.errors:
-        return {"status": "unknown", "why": row.errors[lm], "toward": [], "away": [],
-                "attributions": []}
+        return {"label": lm, "status": "unknown", "why": row.errors[lm], "toward": [],
+                "away": [], "attributions": []}
     pick = [(k, f[k]) for k in f if k.startswith(f"{lm}.reason.") and f[k]]
     attributions = [{"feature": name, "value": _number(f.get(f"{lm}.attribution.{name}"))}
                     for name in features if f.get(f"{lm}.attribution.{name}") is not None]
-    return {"status": "exact" if f.get(f"{lm}.exact") else "unknown", "why": None,
+    return {"label": lm, "status": "exact" if f.get(f"{lm}.exact") else "unknown", "why": None,
             "toward": [v for k, v in pick if ".toward." in k],
             "away": [v for k, v in pick if ".away." in k], "attributions": attributions}
 
@@ -121,7 +122,8 @@ def _reasons(row, lm: str, features) -> dict:
 def _counterfactual(row, cf: str, features, widths) -> dict:
     f = row.figures
     result = row.results.get(cf)
-    out = {"status": "unknown", "distance": "—", "metric": f.get(f"{cf}.metric") or "",
+    out = {"label": cf, "status": "unknown", "distance": "—",
+           "metric": f.get(f"{cf}.metric") or "",
            "target": _number(f.get(f"{cf}.class")), "probability": _number(f.get(f"{cf}.probability")),
            "changes": [], "certificate": None}
     if cf in row.errors or result is None:
@@ -167,25 +169,26 @@ def _why_unknown(result) -> str:
 # ---------------------------------------------------------------- the dataset
 
 
-def _dataset(explanation, rows: list[dict], cf: str | None, figure_format: str) -> dict:
-    out = {"unknown": [], "histogram": None, "features": [], "immutable": [],
-           "classes": _class_counts(explanation)}
-    for a in rows:
-        if a["unknown"]:
-            out["unknown"].append({"label": a["label"], "why": _row_why(a)})
-    if cf is None:
-        return out
+def _dataset(explanation, rows: list[dict], cf: list[str], figures) -> dict:
+    """The classes, the rows left unknown and why, and one summary per counterfactual."""
+    return {"classes": _class_counts(explanation),
+            "unknown": [{"label": a["label"], "why": _row_why(a)} for a in rows if a["unknown"]],
+            "counterfactuals": [_distances(explanation, label, figures) for label in cf]}
+
+
+def _distances(explanation, cf: str, figures) -> dict:
+    """One counterfactual over the rows: the distances' histogram, how often each feature
+    changes, the immutable features checked."""
     exact, bound, metric = [], [], ""
     for r in explanation.rows:
-        d, status = r.figures.get(f"{cf}.distance"), None
+        d = r.figures.get(f"{cf}.distance")
         if r.figures.get(f"{cf}.found") and d is not None and math.isfinite(d):
-            status = "exact" if r.figures.get(f"{cf}.exact") else "bound"
-            (exact if status == "exact" else bound).append(float(d))
+            (exact if r.figures.get(f"{cf}.exact") else bound).append(float(d))
             metric = metric or r.figures.get(f"{cf}.metric") or ""
-    out["histogram"] = distance_histogram(exact, bound, metric,
-                                          as_data_uri=figure_format == "data-uri")
-    out["distances"] = {"exact": len(exact), "bound": len(bound), "metric": metric,
-                        "median": _number(_median(exact + bound))}
+    out = {"label": cf, "features": [], "immutable": [],
+           "histogram": distance_histogram(exact, bound, metric, figures, f"distances-{cf}"),
+           "exact": len(exact), "bound": len(bound), "metric": metric,
+           "median": _number(_median(exact + bound))}
     found = [r for r in explanation.rows if r.figures.get(f"{cf}.found")]
     widths = dict(zip(explanation.features, _widths(explanation)))
     for name in explanation.features:
@@ -213,11 +216,10 @@ def _widths(explanation) -> list[float]:
 def _row_why(a: dict) -> str:
     if a["error"]:
         return a["error"]
-    parts = []
-    if a["counterfactual"] and a["counterfactual"]["status"] != "exact":
-        parts.append("counterfactual " + a["counterfactual"]["certificate"])
-    if a["reasons"] and a["reasons"]["status"] == "unknown":
-        parts.append("local model: " + (a["reasons"]["why"] or "not proven"))
+    parts = [f"{c['label']}: {c['certificate']}" for c in a["counterfactuals"]
+             if c["status"] != "exact"]
+    parts += [f"{r['label']}: {r['why'] or 'not proven'}" for r in a["reasons"]
+              if r["status"] == "unknown"]
     return "; ".join(parts)
 
 
