@@ -102,8 +102,8 @@ def run(name: str, rows: int, check_rows: int, scip_limit: float) -> dict:
     out["median_time"] = statistics.median(times)
     out["max_time"] = max(times)
     out["exact"] = sum(r["exact"] for r in out["rows"])
-    out["proofs"] = {p: sum(r["proof"] == p for r in out["rows"])
-                     for p in sorted({str(r["proof"]) for r in out["rows"]})}
+    proofs = [r["proof"] or "unknown" for r in out["rows"]]
+    out["proofs"] = {p: proofs.count(p) for p in sorted(set(proofs))}
     picked = np.random.default_rng(0).choice(len(out["rows"]), min(check_rows, rows),
                                              replace=False)
     checks, bad = [], 0

@@ -149,7 +149,11 @@ class NearestL2:
         answer, the bound is the dual function at ``fallback`` (the parent's multipliers: the
         rows are the same in number and order), else 0."""
         A, b, vlo, vhi = self._rows(L, U, phase, C, d)
-        for res in self._solve(self.P, self.q, A, b, vlo, vhi, backends):
+        # the solver gets no upper bound on an unstable or active neuron's a (the chord and
+        # a <= z imply it); the dual function keeps it (it needs a bounded box)
+        solver_hi = vhi.copy()
+        solver_hi[self.n:][vhi[self.n:] > 0] = np.inf
+        for res in self._solve(self.P, self.q, A, b, vlo, solver_hi, backends):
             farkas = res.extras.get("farkas")
             if farkas is not None and self._farkas(
                     A, b, np.maximum(np.asarray(farkas)[:len(b)], 0.0), vlo, vhi):

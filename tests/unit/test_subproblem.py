@@ -230,7 +230,9 @@ def test_bad_inputs():
 
 
 def test_compiled_subproblems_are_shared_by_key_and_give_fresh_answers():
-    """Counterfactual queries on one region share one compiled problem (x0 is a parameter)."""
+    """Counterfactual queries on one region share one compiled problem (x0 is a parameter);
+    the traversal's own (``milp_after=None``: L2's branch and bound would settle some runs
+    before any cell needs it)."""
     from reference import random_net
 
     from polytrav import Box, analyze
@@ -244,12 +246,14 @@ def test_compiled_subproblems_are_shared_by_key_and_give_fresh_answers():
         fresh = []
         for x0 in points:
             sp_mod._COMPILED.clear()
-            fresh.append(analyze(net, box, Counterfactual(x0, norm=norm))[0].value)
+            fresh.append(analyze(net, box, Counterfactual(x0, norm=norm, milp_after=None))[0].value)
         sp_mod._COMPILED.clear()
-        shared = [analyze(net, box, Counterfactual(x0, norm=norm))[0].value for x0 in points[:1]]
+        shared = [analyze(net, box, Counterfactual(x0, norm=norm, milp_after=None))[0].value
+                  for x0 in points[:1]]
         compiled = set(sp_mod._COMPILED)  # the distance problem (not for L∞ on a box: the
         # direct LP), the step past the boundary, and a cell maximum where vertices are absent
-        shared += [analyze(net, box, Counterfactual(x0, norm=norm))[0].value for x0 in points[1:]]
+        shared += [analyze(net, box, Counterfactual(x0, norm=norm, milp_after=None))[0].value
+                   for x0 in points[1:]]
         assert set(sp_mod._COMPILED) <= compiled | {k for k in sp_mod._COMPILED if k[0] == "max_linear"}
         assert sum(k[0] == "counterfactual" for k in sp_mod._COMPILED) == (0 if norm == np.inf else 1)
         assert None not in fresh and shared == pytest.approx(fresh, abs=1e-9)

@@ -119,6 +119,15 @@ def _reasons(row, lm: str, features) -> dict:
             "away": [v for k, v in pick if ".away." in k], "attributions": attributions}
 
 
+#: A counterfactual's certificate by its ``proof`` figure.
+PROOFS = {
+    "milp": "minimal: proven by a MILP (its dual bound, to the solver's tolerances)",
+    "branch-and-bound": "minimal: proven by branch and bound over the unstable neurons (QP "
+                        "relaxations, certified dual bounds, to 1e-6 relative)",
+    None: "minimal: proven by the traversal",
+}
+
+
 def _counterfactual(row, cf: str, features, widths) -> dict:
     f = row.figures
     result = row.results.get(cf)
@@ -141,9 +150,7 @@ def _counterfactual(row, cf: str, features, widths) -> dict:
                       if (change := f.get(f"{cf}.change.{name}")) is not None
                       and _changed(change, width)]
     if exact:
-        proof = f.get(f"{cf}.proof")
-        out.update(status="exact", certificate="minimal: proven by a MILP (its dual bound, to the "
-                   "solver's tolerances)" if proof == "milp" else "minimal: proven by the traversal")
+        out.update(status="exact", certificate=PROOFS.get(f.get(f"{cf}.proof"), PROOFS[None]))
     else:
         out.update(status="bound" if found else "unknown",
                    certificate=f"unknown: {_why_unknown(result)}")
