@@ -172,9 +172,13 @@ def train_monotone(Xs, y, hidden, names, seed: int = 0, steps: int = 2000):
 
 
 def counterfactual_options(names):
+    """The case study's counterfactual: L1 in fractions of each feature's data range (the
+    features are min-max scaled, so ``scale=None``: ``explain``'s default is MAD, which
+    the MILP check and :func:`run_dice` here do not use; ``benchmarks/explainers.py``
+    compares DiCE in the MAD metric)."""
     immutable = [n for n in names if FEATURES[n][2] is False]
     direction = {n: FEATURES[n][2] for n in names if isinstance(FEATURES[n][2], str)}
-    return {"norm": 1, "immutable": immutable, "direction": direction}
+    return {"norm": 1, "scale": None, "immutable": immutable, "direction": direction}
 
 
 def milp_check(net, Xs, table, names, limit):
@@ -204,7 +208,10 @@ def milp_check(net, Xs, table, names, limit):
 
 
 def run_dice(clf, Xs, y, names, rows, method, polytrav_dist, cf_class):
-    """DiCE on ``rows`` (positions): per row its L1 distance, time, immutable changes."""
+    """DiCE on ``rows`` (positions): per row its L1 distance (unscaled: fractions of the data
+    range), time, immutable changes. Superseded by ``benchmarks/explainers.py`` (DiCE in
+    its own process, in the MAD metric DiCE itself uses, with alibi and shap; docs/explain.md,
+    "Side by side with other explainers"); kept to reproduce docs/credit.md's older table."""
     import dice_ml
     import pandas as pd
 
