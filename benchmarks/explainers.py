@@ -248,16 +248,19 @@ def judge_counterfactuals(case: Case, poly: dict, peer: dict) -> dict:
         if r["found"]:
             xc = np.asarray(r["x"], float)
             moved = np.abs(xc - x) > MOVED * np.maximum(1.0, np.abs(x))
-            cls = int(case.net.forward(xc)[0] >= 0)
+            logit = float(case.net.forward(xc)[0])
+            cls = int(logit >= 0)
             lo = np.array([v[0] for v in case.ranges(x).values()])
             hi = np.array([v[1] for v in case.ranges(x).values()])
             mut = [j for j in range(len(x)) if case.names[j] not in case.immutable]
             slack = MOVED * np.maximum(1.0, np.abs(xc[mut]))
             entry.update({
-                "distance": float(np.sum(np.abs(xc - x) / scale)),
+                "distance": float(np.sum(np.abs(xc - x) / scale)), "logit": logit,
                 "changed_immutable": [case.names[j] for j in imm if moved[j]],
                 "changes_decision": cls != p["class"],
                 "in_ranges": bool(np.all(xc[mut] >= lo - slack) and np.all(xc[mut] <= hi + slack)),
+                "outside": [case.names[j] for j, a, b, e in zip(mut, lo, hi, slack)
+                            if not a - e <= xc[j] <= b + e],
                 "features_changed": [case.names[j] for j in np.flatnonzero(moved)],
             })
             entry["valid"] = (entry["changes_decision"] and entry["in_ranges"]
@@ -276,6 +279,7 @@ def judge_counterfactuals(case: Case, poly: dict, peer: dict) -> dict:
         "no_decision_change": sum(not e["changes_decision"] for e in found),
         "changed_immutable": sum(bool(e["changed_immutable"]) for e in found),
         "out_of_ranges": sum(not e["in_ranges"] for e in found),
+        "outside_features": sorted({n for e in found for n in e["outside"]}),
         "smaller_than_polytrav": wrong,
         "ratio_median": float(np.median(ratios)) if ratios else None,
         "ratio_min": float(np.min(ratios)) if ratios else None,
@@ -371,11 +375,12 @@ def summary(case: Case, poly: dict, peers: dict, judged: dict) -> list[str]:
              "", f"Metric: {poly['metric']} (MAD over all {len(case.X)} rows).", "",
              ("| counterfactual | answered | valid (decision changed, immutables and ranges "
               "kept) | distance / polytrav's exact minimum: median (min-max) | changed an "
-              "immutable | did not change the decision | median s per row | time / polytrav's |"),
-             "|---|---|---|---|---|---|---|---|",
+              "immutable | did not change the decision | left the ranges | median s per row | "
+              "time / polytrav's |"),
+             "|---|---|---|---|---|---|---|---|---|",
              (f"| polytrav (exact, L1 scaled by MAD) | {sum(r['found'] for r in rows)} of {n} "
               f"({exact} proven minimal; proof {proofs}) | {sum(r['found'] for r in rows)} | "
-              f"1 (the minimum) | 0 (held fixed) | 0 | {poly_t:.3g} | - |")]
+              f"1 (the minimum) | 0 (held fixed) | 0 | 0 | {poly_t:.3g} | - |")]
     for name in COUNTERFACTUAL_PEERS:
         j = judged.get(name)
         if j is None:
@@ -387,6 +392,7 @@ def summary(case: Case, poly: dict, peers: dict, judged: dict) -> list[str]:
             f"{j['ratio_median']:.3g} ({j['ratio_min']:.3g}-{j['ratio_max']:.3g})"
         lines.append(f"| {label} | {j['found']} of {j['rows']} | {j['valid']} | {ratio} | "
                      f"{j['changed_immutable']} | {j['no_decision_change']} | "
+                     f"{j['out_of_ranges']} {j['outside_features'] or ''} | "
                      f"{fmt(j['median_s'])} | {j['median_s'] / poly_t:.3g}x |")
     s = judged.get("shap")
     if s is not None and s.get("answered"):
