@@ -5,7 +5,9 @@ a confirmed answer is never called partial; a confirmed violation exits 1.
 
 Ctrl-C comes once the traversal is running, as the user sees it: the progress bar on a
 terminal (stderr is a pseudo-terminal here) shows at least one polytope. Nothing waits a fixed
-time, so a slow start-up on a busy machine only makes the test wait longer.
+time, so a slow start-up on a busy machine only makes the test wait longer. The net has 8
+inputs, so every command runs the LP traversal, which reports its first polytope at once
+(Ctrl-C during the subdivision of a 4-input box: tests/cli/test_ctrl_c_any_moment.py).
 """
 from __future__ import annotations
 
@@ -30,9 +32,10 @@ HANG = 600
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    """``big.onnx`` (far more polytopes than a test waits for, so every command is still
-    running when Ctrl-C comes), its properties and a job file (:func:`ctrl_c.write_big`)."""
-    return write_big(tmp_path_factory.mktemp("interrupt"))
+    """``big.onnx`` on 8 inputs (far more polytopes than a test waits for, so every command
+    is still running when Ctrl-C comes), its properties and a job file
+    (:func:`ctrl_c.write_big`)."""
+    return write_big(tmp_path_factory.mktemp("interrupt"), n_inputs=8)
 
 
 def _read(fd) -> bytes:
@@ -79,7 +82,8 @@ BOX = ["--lower", "-1", "--upper", "1"]
 COMMANDS = {
     "regions": (["regions", "big.onnx", *BOX], "PARTIAL: interrupted"),
     "attack": (["attack", "big.onnx", *BOX, "--output", "0"], "PARTIAL REPORT (interrupted)"),
-    "counterfactual": (["counterfactual", "big.onnx", *BOX, "--x0", "0,0,0,0", "--target", "2"],
+    "counterfactual": (["counterfactual", "big.onnx", *BOX, "--x0", ",".join("0" * 8), "--target",
+                        "2"],
                        "PARTIAL REPORT (interrupted)"),
     "monotonicity": (["monotonicity", "big.onnx", *BOX, "--feature", "0", "--direction",
                       "increasing", "--output", "2"], ""),
