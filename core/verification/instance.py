@@ -239,7 +239,9 @@ def compile_query(query: Query, models: dict) -> Instance:
     x_at = _offsets(inputs)
     y_at = _offsets([v for n in query.networks for v in n.outputs + n.hidden])
     n_x, n_y = sum(v.size for v in inputs), network.n_outputs
-    mixed = any(_kinds(query, a) == {"input", "other"} for a in query.atoms)
+    variables = query.variables
+    kinds = [_kinds(query, a, variables) for a in query.atoms]  # once per atom, not per clause
+    mixed = any(k == {"input", "other"} for k in kinds)
     if mixed:
         network = network.with_inputs()
         y_at.update({name: n_y + at for name, at in x_at.items()})
@@ -250,13 +252,16 @@ def compile_query(query: Query, models: dict) -> Instance:
     cases: dict = {}
     everywhere: list = []
     unbounded: list = []
+    regions: dict = {}  # clauses often share their input atoms (one box, many unsafe sets)
     for clause in query.clauses:
-        region_atoms = [query.atoms[k] for k in clause if k not in used and
-                        _kinds(query, query.atoms[k]) == {"input"}]
-        other = [query.atoms[k] for k in clause if _kinds(query, query.atoms[k]) != {"input"}]
+        region_at = tuple(k for k in clause if k not in used and kinds[k] == {"input"})
+        other = [query.atoms[k] for k in clause if kinds[k] != {"input"}]
         if any(not a.terms and not _HOLDS[a.op](0, a.constant) for a in other):
             continue  # a false comparison of constants: no counterexample here
-        region = _region(query, region_atoms, x_at, origin, basis, free, unbounded)
+        if region_at not in regions:
+            regions[region_at] = _region(query, [query.atoms[k] for k in region_at], x_at,
+                                         origin, basis, free, unbounded)
+        region = regions[region_at]
         if region is None:
             continue
         if not any(a.terms for a in other):  # every input of the region is a counterexample
@@ -289,8 +294,8 @@ def _offsets(variables) -> dict:
     return out
 
 
-def _kinds(query: Query, atom: Atom) -> set:
-    variables = query.variables
+def _kinds(query: Query, atom: Atom, variables: dict | None = None) -> set:
+    variables = query.variables if variables is None else variables
     return {"input" if variables[t.variable].kind == "input" else "other" for t in atom.terms}
 
 

@@ -5,7 +5,11 @@ a confirmed answer is never called partial; a confirmed violation exits 1.
 
 Ctrl-C comes once the traversal is running, as the user sees it: the progress bar on a
 terminal (stderr is a pseudo-terminal here) shows at least one polytope. Nothing waits a fixed
-time, so a slow start-up on a busy machine only makes the test wait longer.
+time, so a slow start-up on a busy machine only makes the test wait longer. The net has 8
+inputs, so the commands run the LP traversal, which reports its first polytope at once; one
+command (``regions-subdivision``) runs on the 4-input net, where the default strategy is
+subdivision: it cuts a first batch of cells through all three layers, seconds of work, before
+it reports a polytope.
 """
 from __future__ import annotations
 
@@ -30,9 +34,16 @@ HANG = 600
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    """``big.onnx`` (far more polytopes than a test waits for, so every command is still
-    running when Ctrl-C comes), its properties and a job file (:func:`ctrl_c.write_big`)."""
-    return write_big(tmp_path_factory.mktemp("interrupt"))
+    """``big.onnx`` on 8 inputs (far more polytopes than a test waits for, so every command
+    is still running when Ctrl-C comes), its properties and a job file
+    (:func:`ctrl_c.write_big`)."""
+    return write_big(tmp_path_factory.mktemp("interrupt"), n_inputs=8)
+
+
+@pytest.fixture(scope="module")
+def big4(tmp_path_factory):
+    """The same on 4 inputs: the default strategy is subdivision."""
+    return write_big(tmp_path_factory.mktemp("interrupt4"))
 
 
 def _read(fd) -> bytes:
@@ -78,8 +89,10 @@ def interrupted(args, cwd):
 BOX = ["--lower", "-1", "--upper", "1"]
 COMMANDS = {
     "regions": (["regions", "big.onnx", *BOX], "PARTIAL: interrupted"),
+    "regions-subdivision": (["regions", "big.onnx", *BOX], "PARTIAL: interrupted"),
     "attack": (["attack", "big.onnx", *BOX, "--output", "0"], "PARTIAL REPORT (interrupted)"),
-    "counterfactual": (["counterfactual", "big.onnx", *BOX, "--x0", "0,0,0,0", "--target", "2"],
+    "counterfactual": (["counterfactual", "big.onnx", *BOX, "--x0", ",".join("0" * 8), "--target",
+                        "2"],
                        "PARTIAL REPORT (interrupted)"),
     "monotonicity": (["monotonicity", "big.onnx", *BOX, "--feature", "0", "--direction",
                       "increasing", "--output", "2"], ""),
@@ -89,9 +102,9 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_ctrl_c_prints_a_partial_answer_and_exits_2(big, command):
+def test_ctrl_c_prints_a_partial_answer_and_exits_2(big, big4, command):
     args, marker = COMMANDS[command]
-    code, out, err = interrupted(args, big)
+    code, out, err = interrupted(args, big4 if command.endswith("-subdivision") else big)
     assert "Traceback" not in err, err
     if command == "monotonicity" and code == 1:  # a violation confirmed before Ctrl-C is final
         assert "VIOLATED (witness confirmed" in out

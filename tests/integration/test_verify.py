@@ -238,7 +238,8 @@ def test_mnistfc_proven_by_the_region_milp(data_dir, monkeypatch):
     """2021 256x2 prop_3_0.03 holds (five tools proved it in 2021); the bounds leave 84
     neurons unstable over its box, branch and bound alone did not decide it in 120 s, and
     one MILP per conjunction (``polytrav.bounds.milp``) proves it. The branch-and-bound probe
-    that runs first (30 % of the time left) is skipped: the benchmark runs it."""
+    that runs first (30 % of the time left) is skipped: the benchmark runs it. An image ball
+    (hundreds of effective inputs) is not split into boxes first."""
     from polytrav.bounds import dnf
 
     monkeypatch.setattr(dnf, "BAB_PROBE_SHARE", 0.0)
@@ -246,6 +247,7 @@ def test_mnistfc_proven_by_the_region_milp(data_dir, monkeypatch):
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_3_0.03.vnnlib"
     result = verify(net_path, prop, timeout=DECIDE)
     assert result.answer == "unsat", result.reason
+    assert result.split is None  # (was test_split's second verify, of prop_2_0.03)
     bab = result.reports[0][0].details["bab"]
     assert bab["method"] == "milp" and bab["verdict"] == "holds" and bab["binaries"] == 84
 

@@ -68,22 +68,27 @@ def random_layers(rng, sizes):
     return weights, biases
 
 
-def write_big(root: Path) -> Path:
+def write_big(root: Path, n_inputs: int = 4) -> Path:
     """A 4-input net with three ReLU layers of 40 (``big.onnx``): far more polytopes in
     [-1, 1]^4 than a test waits for; a VNN-LIB 1.0 property only a full traversal decides
-    (``far.vnnlib``), the same as a 2.0 query (``far2.vnnlib``), and a job file."""
-    weights, biases = random_layers(np.random.default_rng(1), [4, 40, 40, 40, 3])
+    (``far.vnnlib``), the same as a 2.0 query (``far2.vnnlib``), and a job file.
+
+    ``n_inputs`` above 6 makes every command's default strategy the LP traversal, which
+    reports its first polytope at once (on 4 inputs, subdivision cuts a first batch of
+    cells through all three layers, seconds of work, before it reports one)."""
+    weights, biases = random_layers(np.random.default_rng(1), [n_inputs, 40, 40, 40, 3])
     biases[-1][2] = -1e4  # class 2 never wins: a counterfactual towards it visits everything
     save_mlp_onnx(weights, biases, root / "big.onnx")
-    lines = ["(declare-const X_%d Real)" % i for i in range(4)]
+    lines = ["(declare-const X_%d Real)" % i for i in range(n_inputs)]
     lines += ["(declare-const Y_%d Real)" % j for j in range(3)]
-    lines += [f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(4)]
+    lines += [f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(n_inputs)]
     lines += ["(assert (>= Y_0 1000000))"]  # unreachable: only a full traversal says unsat
     (root / "far.vnnlib").write_text("\n".join(lines) + "\n")
     (root / "far2.vnnlib").write_text(
-        "(vnnlib-version <2.0>)\n(declare-network N (declare-input X float32 [1, 4]) "
+        f"(vnnlib-version <2.0>)\n(declare-network N (declare-input X float32 [1, {n_inputs}]) "
         "(declare-output Y float32 [1, 3]))\n"
-        + "".join(f"(assert (>= X[0,{i}] -1.0)) (assert (<= X[0,{i}] 1.0))\n" for i in range(4))
+        + "".join(f"(assert (>= X[0,{i}] -1.0)) (assert (<= X[0,{i}] 1.0))\n"
+                  for i in range(n_inputs))
         + "(assert (>= Y[0,0] 1000000.0))\n")
     (root / "job.toml").write_text('network = "big.onnx"\n[region]\nkind = "box"\nlower = -1\n'
                                    'upper = 1\n[[analysis]]\nname = "output_range"\n')
