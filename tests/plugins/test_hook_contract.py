@@ -176,7 +176,8 @@ def test_a_restrict_ball_keeps_every_polytope_that_meets_it(install, norm):
     start = np.array([0.3, -0.2])
     ball = Ball(start + [0.05, 0.02], 0.3, norm)
     box = Box(*ball.bounding_box())
-    cf = {"name": "counterfactual", "x0": start, "norm": norm}
+    # the traversal's own search (L2's branch and bound would stop it at the second polytope)
+    cf = {"name": "counterfactual", "x0": start, "norm": norm, "milp_after": None}
     codes_seen = set()
 
     class Codes:

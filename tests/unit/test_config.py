@@ -23,7 +23,7 @@ name = "output_range"
 [[analysis]]
 name = "counterfactual"
 x0 = [0.1, 0.2]
-norm = 2
+norm = 1
 [[analysis]]
 name = "monotonicity"
 feature = 0
@@ -65,7 +65,7 @@ def test_cli_run_writes_json_and_csv(job):
     (("[output]", "[output]\nbogus = 1"), r"output: unknown key 'bogus'"),
     (('name = "monotonicity"', 'name = "monotone"'),
      r"analysis\[2\] \(monotone\): unknown analysis 'monotone'.*; known analyses: \[.*'monotonicity'"),
-    (("norm = 2", "norm = 2\nradius = 3"),
+    (("norm = 1", "norm = 1\nradius = 3"),
      r"analysis\[1\] \(counterfactual\): .*does not take parameter\(s\) \['radius'\]; it takes"),
     (('kind = "box"', 'kind = "cube"'), r"region: kind 'cube' is not a region kind; use one of 'box', 'ball'"),
     (("time_limit = 30", 'time_limit = "soon"'), r"time_limit: must be a number .*, got 'soon'"),
