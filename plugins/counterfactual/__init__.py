@@ -339,8 +339,10 @@ class Counterfactual(Analysis):
             lines.append(d["note"])
         milp = d.get("milp")
         if isinstance(milp, dict) and milp["proved"] and "nodes" in milp:
-            lines.append(f"proven minimal by branch and bound over {milp['binaries']} unstable "
-                         f"neurons ({milp['nodes']} nodes, lower bound {fmt(milp['bound'])})")
+            k, nodes = milp["binaries"], milp["nodes"]
+            lines.append(f"proven minimal by branch and bound over {k} unstable "
+                         f"neuron{'s' * (k != 1)} ({nodes} node{'s' * (nodes != 1)}, lower bound "
+                         f"{fmt(milp['bound'])})")
         elif isinstance(milp, dict) and milp["proved"]:
             lines.append(f"proven minimal by a MILP ({milp['binaries']} binaries, lower bound "
                          f"{fmt(milp['bound'])})")
