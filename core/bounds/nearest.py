@@ -22,7 +22,7 @@ at a time (best first, by the node's lower bound), like a mixed-integer QP solve
   from cell to neighbouring cell across the binding neuron rows while the cell's QP improves
   (:meth:`NearestL2.descend`); the same descent from relaxation points during the search. A
   point counts only where a forward pass meets the conjunction.
-* **Stop**: when the smallest open bound reaches the best distance to :data:`REL_GAP`, or
+* **Stop**: when the smallest open bound reaches the best distance to :data:`L2_GAP`, or
   the time limit (the outcome's ``bound`` is then the smallest open bound: still sound).
 """
 from __future__ import annotations
@@ -37,13 +37,11 @@ from polytrav.bounds.crown import Concretizer, L2BallConcretizer, layer_bounds
 from polytrav.bounds.milp import ClosestOutcome
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
-from polytrav.vocabulary.tolerances import BOUND_TOL
+from polytrav.vocabulary.tolerances import (BOUND_TOL, CROSSING_STEPS, DUAL_SUM_TOL, L2_GAP,
+                                            MEETS_TOL)
 
-__all__ = ["REL_GAP", "NearestL2"]
+__all__ = ["NearestL2"]
 
-#: The search stops when its smallest open bound is within this (relative) of the best
-#: distance.
-REL_GAP = 1e-6
 #: Slope-optimisation steps of the root's intermediate bounds.
 ROOT_STEPS = 10
 #: The nodes' bounds choose the ball's multiplier on this grid (multiples of the ball-only
@@ -56,21 +54,17 @@ DESCENT_EVERY = 32
 DESCENT_FLIPS = 50
 #: Steps of the walk along local linear models to the class boundary.
 WALK_STEPS = 60
-#: Relative error allowed to the dual values' sums (10^4 terms of float64).
-SUM_TOL = 1e-12
 #: Backends of the chain a QP tries (an unanswered node keeps its parent's multipliers).
 QP_TRIES = 2
-#: A point meets the conjunction where ``C y - d`` is at most this (relative to ``1 + |d|``).
-FEASIBLE_TOL = 1e-7
 
 
 def _allowance(value: float, A, b, y, v) -> float:
     """What rounding may have moved a dual value ``value`` computed from ``c = A' y``,
-    ``c v`` and ``y b``: :data:`BOUND_TOL` relative to it, and :data:`SUM_TOL` of the sums'
+    ``c v`` and ``y b``: :data:`BOUND_TOL` relative to it, and :data:`DUAL_SUM_TOL` of the
     magnitudes (a float64 sum of ``m`` terms errs by at most ``m`` units of 1.1e-16 of the
     sum of their magnitudes)."""
     magnitude = float(np.abs(y * b).sum() + np.abs(v) @ (np.abs(A).T @ y))
-    return BOUND_TOL * (1.0 + abs(value)) + SUM_TOL * magnitude
+    return BOUND_TOL * (1.0 + abs(value)) + DUAL_SUM_TOL * magnitude
 
 
 class NearestL2:
@@ -235,7 +229,7 @@ class NearestL2:
 
     def meets(self, x, C, d) -> bool:
         y = self.network.forward(x)
-        return bool(np.all(C @ y - d <= FEASIBLE_TOL * (1.0 + np.abs(d))))
+        return bool(np.all(C @ y - d <= MEETS_TOL * (1.0 + np.abs(d))))
 
     def _affine(self, x, phase=None):
         """The linear model of ``x``'s cell (or of the cell of ``phase``, +1 active, else
@@ -278,7 +272,7 @@ class NearestL2:
             _, _, F, f = self._affine(x)
             gap = np.maximum(C @ (F @ x + f) - d, 0.0)
             x_new, _ = self._nearest_qp(x, C @ F, d - C @ f - 0.05 * gap, backends)
-            if x_new is None or np.allclose(x_new, x, rtol=0.0, atol=1e-12):
+            if x_new is None or np.array_equal(x_new, x):
                 return None
             x = x_new
         else:
@@ -314,14 +308,14 @@ class NearestL2:
         for _ in range(flips):
             moved = False
             for k in np.argsort(-duals):
-                if duals[k] <= 1e-9:
+                if duals[k] <= BOUND_TOL:
                     break
                 # just across row k: the point moved past that neuron's hyperplane
                 probe = self._across(point, int(k))
                 if probe is None:
                     continue
                 p2, y2 = self.cell(probe, C, d, backends)
-                if p2 is not None and self.distance(p2) < best * (1.0 - 1e-12):
+                if p2 is not None and self.distance(p2) < best * (1.0 - BOUND_TOL):
                     point, duals, best = p2, y2, self.distance(p2)
                     self.offer(point, C, d)
                     moved = True
@@ -339,7 +333,7 @@ class NearestL2:
             return None
         step = (h[k] - g @ x) / norm  # to the hyperplane g x = h
         was = self._z(x)[k] > 0.0
-        for eps in (1e-7, 1e-5, 1e-3):
+        for eps in CROSSING_STEPS:
             probe = np.clip(x + (step + eps * (1.0 + abs(step))) * g, self.lo, self.hi)
             if (self._z(probe)[k] > 0.0) != was:
                 return probe
@@ -412,7 +406,7 @@ class NearestL2:
         heap, stuck, count, nodes, why = [], [], 0, 0, ""
         if low < self.best:
             heap.append((low, 0, L, U, phase, x, a, y))
-        while heap and heap[0][0] < self.best * (1.0 - REL_GAP):
+        while heap and heap[0][0] < self.best * (1.0 - L2_GAP):
             if deadline is not None and time.perf_counter() > deadline:
                 why = "time limit"
                 break
@@ -427,11 +421,11 @@ class NearestL2:
             else:
                 z = self.Z @ np.concatenate([x, a]) + self.zb
                 viol = np.where(unst, a - np.maximum(z, 0.0), -1.0)
-                exact = viol.max(initial=0.0) <= 1e-9 * (1.0 + np.abs(a).max(initial=0.0))
+                exact = viol.max(initial=0.0) <= BOUND_TOL * (1.0 + np.abs(a).max(initial=0.0))
                 if exact:  # the relaxation is the network here: the node's cell QP
                     self.descend(x, C, d, backends, flips=0,
                                  phase=np.where(L >= 0, 1, phase) if not unst.any() else None)
-                    if low >= self.best * (1.0 - REL_GAP):
+                    if low >= self.best * (1.0 - L2_GAP):
                         continue
                 elif nodes % DESCENT_EVERY == 1:
                     self.descend(x, C, d, backends, flips=2)
@@ -459,7 +453,7 @@ class NearestL2:
                     continue
                 c_low, cx, ca, cy = self.relax(L2, U2, ph, C, d, backends, fallback=y)
                 c_low = max(c_low, low)
-                if c_low < self.best * (1.0 - REL_GAP):
+                if c_low < self.best * (1.0 - L2_GAP):
                     count += 1
                     heapq.heappush(heap, (c_low, count, L2, U2, ph, cx, ca, cy))
         bound = min([self.best] + [h[0] for h in heap] + stuck)

@@ -134,3 +134,17 @@ DISCRETE_MARGIN = 1e-6
 #: this share of the feature's domain width (width 1 for a narrower one): the report's
 #: "how often each feature changes" and its check that immutable features never change.
 CHANGE_TOL = 1e-9
+
+# ---------------------------------------------------------------- the L2 branch and bound
+#: :class:`~polytrav.bounds.nearest.NearestL2` stops when its smallest open bound is within
+#: this (relative) of the best distance.
+L2_GAP = 1e-6
+#: Relative error allowed to a dual value's sums (float64 sums of up to 10^4 terms err by at
+#: most that many units of 1.1e-16 of the sum of their magnitudes).
+DUAL_SUM_TOL = 1e-12
+#: A point meets a conjunction ``C y <= d`` where ``C y - d`` is at most this (relative to
+#: ``1 + |d|``): a cell QP's optimum lies on the class boundary to the solver's tolerance.
+MEETS_TOL = 1e-7
+#: How far past a neuron's hyperplane (relative to ``1 +`` the step to it) a probe of the
+#: neighbouring cell goes, tried in turn until the neuron's phase flips.
+CROSSING_STEPS = (1e-7, 1e-5, 1e-3)

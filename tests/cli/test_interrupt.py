@@ -91,8 +91,9 @@ COMMANDS = {
     "regions": (["regions", "big.onnx", *BOX], "PARTIAL: interrupted"),
     "regions-subdivision": (["regions", "big.onnx", *BOX], "PARTIAL: interrupted"),
     "attack": (["attack", "big.onnx", *BOX, "--output", "0"], "PARTIAL REPORT (interrupted)"),
+    # L1: the traversal's own search (an L2 one hands over to its branch and bound at once)
     "counterfactual": (["counterfactual", "big.onnx", *BOX, "--x0", ",".join("0" * 8), "--target",
-                        "2"],
+                        "2", "--norm", "1"],
                        "PARTIAL REPORT (interrupted)"),
     "monotonicity": (["monotonicity", "big.onnx", *BOX, "--feature", "0", "--direction",
                       "increasing", "--output", "2"], ""),
