@@ -33,7 +33,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from polytrav.bounds.crown import Concretizer, L2BallConcretizer, layer_bounds
+from polytrav.bounds.crown import (Concretizer, L2BallConcretizer, LinearBounds, backsubstitute,
+                                   layer_bounds, rounded_down)
 from polytrav.bounds.milp import ClosestOutcome
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
@@ -101,7 +102,6 @@ class NearestL2:
         self.E = np.eye(N, n + N, n)  # a = E v
         self.P = sp.diags(np.concatenate([2.0 * self.w2, np.zeros(N)]), format="csc")
         self.q = np.concatenate([-2.0 * self.w2 * self.x0, np.zeros(N)])
-        self.const = float(self.w2 @ self.x0 ** 2)
 
     def _rows(self, L, U, phase, C, d):
         """``(A, b, vlo, vhi)`` of a node's relaxation and the target conjunction."""
@@ -197,8 +197,6 @@ class NearestL2:
         """Bounds of the layers after ``after`` again with the node's decided neurons exact
         (CROWN over the root's set), intersected with ``L, U``; ``(None, None)`` where they
         cross (no point of the ball has the node's phases)."""
-        from polytrav.bounds.crown import LinearBounds, backsubstitute, rounded_down
-
         layers, M, mid, conc = self._frame
         L, U = L.copy(), U.copy()
         L = np.where(phase > 0, np.maximum(L, 0.0), L)
@@ -403,7 +401,8 @@ class NearestL2:
         phase = np.zeros(self.N, np.int8)
         unstable = int(((L < 0) & (U > 0)).sum())
         low, x, a, y = self.relax(L, U, phase, C, d, backends)
-        heap, stuck, count, nodes, why = [], [], 0, 0, ""
+        # stuck: bounds of leaves left open; dropped: bounds of nodes closed by the gap only
+        heap, stuck, dropped, count, nodes, why = [], [], [], 0, 0, ""
         if low < self.best:
             heap.append((low, 0, L, U, phase, x, a, y))
         while heap and heap[0][0] < self.best * (1.0 - L2_GAP):
@@ -426,6 +425,7 @@ class NearestL2:
                     self.descend(x, C, d, backends, flips=0,
                                  phase=np.where(L >= 0, 1, phase) if not unst.any() else None)
                     if low >= self.best * (1.0 - L2_GAP):
+                        dropped.append(low)
                         continue
                 elif nodes % DESCENT_EVERY == 1:
                     self.descend(x, C, d, backends, flips=2)
@@ -456,5 +456,8 @@ class NearestL2:
                 if c_low < self.best * (1.0 - L2_GAP):
                     count += 1
                     heapq.heappush(heap, (c_low, count, L2, U2, ph, cx, ca, cy))
-        bound = min([self.best] + [h[0] for h in heap] + stuck)
+                elif c_low < self.best:
+                    dropped.append(c_low)
+        # what is proven: no point nearer than the smallest bound left, or dropped by the gap
+        bound = min([self.best] + [h[0] for h in heap] + stuck + dropped)
         return bound, why, unstable, nodes
