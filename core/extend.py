@@ -23,7 +23,8 @@ use. The groups (see docs/writing-plugins.md):
   point of a class: neuron branch and bound with QP relaxations).
 * **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
   :data:`SOLUTION_PRESENT`, :class:`ChebyshevModel`, :func:`solve_along`,
-  :func:`cvxpy_backend_class` (a backend for any solver cvxpy has).
+  :func:`cvxpy_backend_class` (a backend for any solver cvxpy has), :func:`ctrl_c_held` (a
+  block a Ctrl-C does not cut in half).
 * **Words and tolerances**: :func:`fmt`, :func:`vector`, and the named tolerances plugins
   use (``WITNESS_TOL``, ...; all of them in :mod:`polytrav.vocabulary.tolerances`).
 * **Graphs of polytopes**: :func:`one_flip_pairs`, :func:`adjacency_graph`.
@@ -45,6 +46,7 @@ _HOMES = {
     "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict", "Scope",
                                     "SOLUTION_PRESENT", "DECIDED"),
     "polytrav.vocabulary.text": ("fmt", "vector"),
+    "polytrav.vocabulary.ctrl_c": ("ctrl_c_held",),
     "polytrav.vocabulary.tolerances": ("WITNESS_TOL", "LP_FEASIBILITY_TOL", "MILP_GAP",
                                        "SAME_VALUE_TOL", "SLOPE_TOL", "CORNER_INSET",
                                        "COUNTERFACTUAL_STEP", "DISCRETE_MARGIN", "GRID_TOL",

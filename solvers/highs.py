@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from polytrav.extend import (ChebyshevModel, ConfigError, SolveResult, SolverBackend, SolverError,
-                             Status, LP_FEASIBILITY_TOL, MILP_GAP)
+                             Status, LP_FEASIBILITY_TOL, MILP_GAP, ctrl_c_held)
 
 __all__ = ["HighsBackend"]
 
@@ -225,25 +225,6 @@ def _owned(owner, h):
     return h
 
 
-def _ctrl_c_waits(block):
-    """``block()``, a Ctrl-C during it raised only after it (a ``KeyboardInterrupt`` inside
-    would leave it half done); in the main thread, the only one Python's handler runs in."""
-    import signal
-    import threading
-
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is None):  # None: not set from Python
-        return block()
-    held = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    try:
-        return block()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if held:
-            signal.raise_signal(signal.SIGINT)  # now, to the handler it was meant for
-
-
 def _first_highs():
     """The process's first ``highspy.Highs``, made with the C-level standard output sent to
     the null device (then None): highspy prints its banner there once per process, before any
@@ -273,7 +254,8 @@ def _first_highs():
                 os.dup2(saved, 1)
 
     try:
-        return _ctrl_c_waits(quiet)
+        with ctrl_c_held():
+            return quiet()
     finally:
         os.close(saved)
 

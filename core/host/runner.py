@@ -16,6 +16,7 @@ fails, the analysis records the polytope and the result is inexact (never a proo
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import time
@@ -36,6 +37,7 @@ from polytrav.host.stats import report_stats
 from polytrav.host.steering import Guide, Voters
 from polytrav.model.network import Network
 from polytrav.model.region import Region
+from polytrav.vocabulary.ctrl_c import ctrl_c_held
 from polytrav.vocabulary.text import code_string
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, SolveTally, counting, solve_along, tally_solve
@@ -596,31 +598,39 @@ class RunSession:
                   net.n_inputs, type(trav).__name__, {f: n[:1] for f, n in self._names.items()})
         kept: list | None = [] if options.keep_polytopes else None
         tally = SolveTally()
-        with counting(tally):
-            results = self._drive(items, trav, context, voters, options, kept)
-        stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
-                             subproblems=context.subproblem_stats(), solves=tally.to_dict())
-        log.debug("run %s: %d polytopes, %d LPs, %d subproblems", trav.status.value,
-                  stats["polytopes"], stats["lps"], stats["subproblem_solves"])
-        return Report(
-            results=results,
-            status=trav.status,
-            stats=stats,
-            time=time.perf_counter() - t1,
-            solver={form: list(names) for form, names in self._names.items()},
-            setup_time=t1 - t0,
-            polytopes=kept,
-            network=net,
-            analyses=list(items),
-        )
+        report = options.on_interrupt == "report"
+        with contextlib.ExitStack() as held:
+            with counting(tally):
+                interrupted = self._visit(trav, context, voters, items, options.progress, kept)
+                if report:  # the report is made whole: a Ctrl-C while it is made asks for it
+                    held.enter_context(ctrl_c_held(deliver=False))
+                trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
+                if interrupted is not None and not report:
+                    raise interrupted
+                results = [_result(a, a.end_run(context)) for a in items]
+                self.pm.hook.polytrav_end_run(context=context)  # other plugins' (not results)
+            stats = report_stats(trav.stats.to_dict(), proven_pieces=trav.proven_pieces,
+                                 subproblems=context.subproblem_stats(), solves=tally.to_dict())
+            log.debug("run %s: %d polytopes, %d LPs, %d subproblems", trav.status.value,
+                      stats["polytopes"], stats["lps"], stats["subproblem_solves"])
+            return Report(
+                results=results,
+                status=trav.status,
+                stats=stats,
+                time=time.perf_counter() - t1,
+                solver={form: list(names) for form, names in self._names.items()},
+                setup_time=t1 - t0,
+                polytopes=kept,
+                network=net,
+                analyses=list(items),
+            )
 
-    def _drive(self, items, trav, context, voters, options: RunOptions, kept) -> list:
-        """Begin, every polytope to every voter, the end: the analyses' results."""
-        pm, progress = self.pm, options.progress
-        interrupted = None
+    def _visit(self, trav, context, voters, items, progress, kept) -> KeyboardInterrupt | None:
+        """Begin, then every polytope to every voter: the Ctrl-C that stopped it, if one did
+        (the traversal is closed on any other exception)."""
         for a in items:
             a.begin_run(context)
-        pm.hook.polytrav_begin_run(context=context)
+        self.pm.hook.polytrav_begin_run(context=context)
         try:
             for polytope in trav:
                 if kept is not None:
@@ -630,15 +640,12 @@ class RunSession:
                     progress(trav)
                 if voters.all_stopped:
                     break
-        except KeyboardInterrupt as exc:
-            interrupted = exc
-        finally:
-            trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)
-        if interrupted is not None and options.on_interrupt == "raise":
-            raise interrupted
-        results = [_result(a, a.end_run(context)) for a in items]
-        pm.hook.polytrav_end_run(context=context)  # other plugins' (their returns are not results)
-        return results
+        except KeyboardInterrupt as exc:  # not an interruption once every voter had stopped
+            return None if voters.all_stopped else exc
+        except BaseException:
+            trav.close(None)
+            raise
+        return None
 
 
 def _result(analysis: Analysis, result) -> AnalysisResult:

@@ -30,7 +30,8 @@ def format_report(report) -> str:
     lines = []
     if report.partial:
         lines.append(f"PARTIAL REPORT ({report.status.value}): the run did not finish, so only "
-                     "a confirmed violation below is final; nothing else is a proof")
+                     "a result marked (exact) or a confirmed violation below is final; nothing "
+                     "else is a proof")
     analyses = {getattr(a, "label", None): a for a in (report.analyses or [])}
     for res in report.results:
         lines += describe_result(res, analyses.get(res.analysis), report.network)

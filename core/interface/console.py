@@ -11,7 +11,7 @@ in one of three ways, by phase:
   command prints the part done so far; it is held back while an import is in progress and
   raised as soon as that import ends, and raised again where Python had to drop it (in a
   finaliser or a callback from C: :data:`sys.unraisablehook`), so that it is never lost;
-* **answered** (:func:`answered`, once the answer is printed or the process exits): ignored,
+* **answered** (:func:`answered`, once the answer is in hand or the process exits): ignored,
   so the answer and its exit code stand (and the interpreter's clean-up, which would restore
   the default action of SIGINT for a handler written in Python, is never killed by it).
 
@@ -110,7 +110,7 @@ def working() -> None:
 
 
 def answered() -> None:
-    """From now on Ctrl-C is ignored (the answer is out; the process is ending)."""
+    """From now on Ctrl-C is ignored (the answer is in hand or out; the process is ending)."""
     if _taken:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 

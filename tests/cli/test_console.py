@@ -68,14 +68,15 @@ def test_a_ctrl_c_while_highs_silences_its_banner_waits_until_stdout_is_back():
     that window left it there, and the partial report then went nowhere (exit 2, no output)."""
     res = run("""
         import os
-        from polytrav.solvers.highs import _ctrl_c_waits
+        from polytrav.vocabulary.ctrl_c import ctrl_c_held
         saved = os.dup(1)
         def quiet():
             os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
             signal.raise_signal(signal.SIGINT)  # Ctrl-C while stdout is away
             os.dup2(saved, 1)
         try:
-            _ctrl_c_waits(quiet)
+            with ctrl_c_held():
+                quiet()
         except KeyboardInterrupt:
             print("stdout is back")
     """)

@@ -1,7 +1,9 @@
 """analyze(): analyses by name or instance, reports, directives, fallbacks and bad input."""
 import json
+import signal
 
 import numpy as np
+
 import pytest
 from reference import random_net
 
@@ -230,6 +232,28 @@ def test_ctrl_c_gives_a_partial_report_when_asked(net):
     assert report.status.value == "interrupted" and not report.complete and report.partial
     assert report[0].value == 4 and not report[0].exact and not report[1].exact
     assert str(report).startswith("PARTIAL REPORT (interrupted)")
+
+
+class CtrlCWhileFinishing(Analysis):
+    """Ctrl-C while the run's answer is being made (``finish``), after the traversal ended."""
+    name = "ctrl_c_while_finishing"
+
+    def visit(self, polytope, context):
+        return None
+
+    def finish(self, context):
+        signal.raise_signal(signal.SIGINT)
+        return AnalysisResult(self.label, None, self.n_polytopes, exact=self.exact(context))
+
+
+def test_a_ctrl_c_while_the_answer_is_made_keeps_it_when_a_report_is_asked(net):
+    """The traversal had ended: the Ctrl-C asks for the report being made, whole (it lost
+    the answer: "interrupted before the command finished")."""
+    report = analyze(net, BOX, [CtrlCWhileFinishing(), "output_range"], on_interrupt="report")
+    assert report.complete and report[0].exact and report[1].exact
+    assert report[0].value == report.stats["polytopes"]
+    with pytest.raises(KeyboardInterrupt):  # the default: the Ctrl-C is raised, as asked
+        analyze(net, BOX, [CtrlCWhileFinishing(), "output_range"])
 
 
 def test_unknown_on_interrupt_is_refused(net):

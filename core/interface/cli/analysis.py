@@ -15,6 +15,7 @@ import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
                                            fail, parse_parameters, solver_option)
+from polytrav.interface.console import answered
 from polytrav.vocabulary.results import Verdict, to_json
 
 __all__ = ["regions", "analyze", "attack", "counterfactual", "monotonicity", "run"]
@@ -90,6 +91,7 @@ def run(job, as_json, export_path) -> None:
     try:
         report, spec, root = run_job(job, progress=bar, on_interrupt="report",
                                      keep_polytopes=bool(export_path))
+        answered()  # the report is in hand: a Ctrl-C now would only lose it
     finally:
         bar.close()
     write_job_outputs(report, spec, root)
@@ -310,6 +312,7 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
         report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar,
                          max_polytopes=max_polytopes, keep_polytopes=bool(export_path),
                          on_interrupt="report")
+        answered()  # the report is in hand: a Ctrl-C now would only lose it
     finally:
         bar.close()
     _write_export(export_path, report.polytopes, report=report)
