@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,8 +56,13 @@ DESCENT_EVERY = 32
 DESCENT_FLIPS = 50
 #: Steps of the walk along local linear models to the class boundary.
 WALK_STEPS = 60
-#: Backends of the chain a QP tries (an unanswered node keeps its parent's multipliers).
+#: Backends of the chain a cell's QP tries; a node's relaxation tries the first only (an
+#: unanswered node keeps its parent's multipliers, a sound bound: the next backend, a
+#: first-order one, spent up to a second on the few nodes the first gave up on).
 QP_TRIES = 2
+#: Multiples of an infeasibility certificate that failed its check at which the dual
+#: function is tried (a near-certificate still proves a large bound far along it).
+RAY_SCALES = tuple(10.0 ** k for k in range(0, 13, 2))
 
 
 def _allowance(value: float, A, b, y, v) -> float:
@@ -66,6 +72,32 @@ def _allowance(value: float, A, b, y, v) -> float:
     sum of their magnitudes)."""
     magnitude = float(np.abs(y * b).sum() + np.abs(v) @ (np.abs(A).T @ y))
     return BOUND_TOL * (1.0 + abs(value)) + DUAL_SUM_TOL * magnitude
+
+
+@dataclass
+class Relaxation:
+    """A node's relaxation (:meth:`NearestL2._rows`): rows ``A v <= b`` over ``v = [x, a_u]``
+    in the box ``vlo <= v <= vhi``; ``A_mag``, ``b_mag`` bound the magnitudes of the terms
+    their entries were computed from (for the rounding allowance); ``keys`` name each row
+    (``j``: ``a >= z`` of neuron ``j``; ``N + j``: its chord; ``2N + j``: its decided phase;
+    ``3N + i``: the conjunction's row ``i``), so that multipliers pass from node to node;
+    every neuron's output is ``Av v + ac``."""
+
+    A: np.ndarray
+    b: np.ndarray
+    vlo: np.ndarray
+    vhi: np.ndarray
+    A_mag: np.ndarray
+    b_mag: np.ndarray
+    keys: np.ndarray | None = None
+    Av: np.ndarray | None = None
+    ac: np.ndarray | None = None
+
+    def scatter(self, y, N: int, k: int) -> np.ndarray:
+        """Multipliers of these rows as a vector over every row key (0 where absent)."""
+        full = np.zeros(3 * N + k)
+        full[self.keys] = y
+        return full
 
 
 class NearestL2:
@@ -90,75 +122,115 @@ class NearestL2:
 
     # ------------------------------------------------------------------ the relaxation
     def _template(self):
-        """Dense blocks of the relaxation's rows over ``v = [x, a]``: ``a >= z`` (first N
-        rows: ``z - a <= -b``) and the chord (next N: ``a - s z <= s (b - L)``, ``s`` per
-        node)."""
+        """Every hidden pre-activation as ``z = Z [x, a] + zb`` (``a``: every neuron's
+        output)."""
         n, N = self.n, self.N
-        Z = np.zeros((N, n + N))  # z = Z v + zb
+        Z = np.zeros((N, n + N))
         for k, W in enumerate(self.W[:-1]):
             cols = slice(0, n) if k == 0 else slice(n + self.off[k - 1], n + self.off[k])
             Z[self.off[k]:self.off[k + 1], cols] = W
         self.Z, self.zb = Z, np.concatenate(self.b[:-1])
-        self.E = np.eye(N, n + N, n)  # a = E v
-        self.P = sp.diags(np.concatenate([2.0 * self.w2, np.zeros(N)]), format="csc")
-        self.q = np.concatenate([-2.0 * self.w2 * self.x0, np.zeros(N)])
 
-    def _rows(self, L, U, phase, C, d):
-        """``(A, b, vlo, vhi)`` of a node's relaxation and the target conjunction."""
-        active = (phase > 0) | (L >= 0.0)
+    def _rows(self, L, U, phase, C, d) -> Relaxation:
+        """A node's relaxation over ``v = [x, a_u]``, ``a_u`` the outputs of its unstable
+        neurons: a stable neuron's output is its pre-activation (active) or 0, substituted;
+        per unstable neuron ``a >= z`` and the chord ``a <= U (z - L) / (U - L)``; per decided
+        neuron its phase's row; the target conjunction. The rows of neurons stable by the
+        bounds alone are left out: the bounds hold in the ball of the best distance, where a
+        node's relaxed optimum lies unless the node is pruned (CROWN's bounds hold on the
+        relaxation too), so the optimum that matters is unchanged."""
+        n, N = self.n, self.N
+        active = (phase > 0) | ((phase == 0) & (L >= 0.0))
         inactive = ~active & ((phase < 0) | (U <= 0.0))
-        unstable = ~active & ~inactive
-        width = np.where(unstable, U - L, 1.0)
-        s = np.where(active, 1.0, np.where(unstable, U / width, 0.0))
-        Lc = np.where(unstable, L, 0.0)
-        W, bo = self.W[-1], self.b[-1]
-        last = np.zeros((C.shape[0], self.n + self.N))
-        last[:, self.n + self.off[-2]:] = C @ W if len(self.sizes) else 0.0
-        A = np.vstack([self.Z - self.E, self.E - s[:, None] * self.Z, last])
-        b = np.concatenate([-self.zb, s * (self.zb - Lc), d - C @ bo])
-        vlo = np.concatenate([self.lo, np.where(active, np.maximum(L, 0.0), 0.0)])
-        vhi = np.concatenate([self.hi, np.where(inactive, 0.0, np.maximum(U, 0.0))])
-        return A, b, vlo, vhi
+        cols = np.flatnonzero(~active & ~inactive)
+        m = n + cols.size
+        col = np.zeros(N, int)
+        col[cols] = n + np.arange(cols.size)
+        # z = Zv v + zc and a = Av v + ac, with the magnitudes of their products (|W| |M|)
+        Zv, zc, Zm, zm = np.empty((N, m)), np.empty(N), np.empty((N, m)), np.empty(N)
+        Av, ac, Am, am = np.zeros((N, m)), np.zeros(N), np.zeros((N, m)), np.zeros(N)
+        M, mc = np.eye(n, m), np.zeros(n)  # the previous layer's outputs
+        Mm, mm = M.copy(), mc.copy()
+        for k, (W, b) in enumerate(zip(self.W[:-1], self.b[:-1])):
+            sl = slice(self.off[k], self.off[k + 1])
+            Zv[sl], zc[sl] = W @ M, W @ mc + b
+            Zm[sl], zm[sl] = np.abs(W) @ Mm, np.abs(W) @ mm + np.abs(b)
+            on = np.flatnonzero(active[sl]) + self.off[k]
+            Av[on], ac[on], Am[on], am[on] = Zv[on], zc[on], Zm[on], zm[on]
+            mine = cols[(cols >= self.off[k]) & (cols < self.off[k + 1])]
+            Av[mine, col[mine]] = Am[mine, col[mine]] = 1.0
+            M, mc, Mm, mm = Av[sl], ac[sl], Am[sl], am[sl]
+        s = U[cols] / (U[cols] - L[cols])
+        up, down = np.flatnonzero(phase > 0), np.flatnonzero(phase < 0)
+        Wo, bo, Cm = self.W[-1], self.b[-1], np.abs(C)
+        A = np.vstack([Zv[cols] - Av[cols], Av[cols] - s[:, None] * Zv[cols],
+                       -Zv[up], Zv[down], C @ Wo @ M])
+        b = np.concatenate([-zc[cols], s * (zc[cols] - L[cols]), zc[up], -zc[down],
+                            d - C @ (Wo @ mc + bo)])
+        A_mag = np.vstack([Zm[cols] + Am[cols], Am[cols] + s[:, None] * Zm[cols], Zm[up],
+                           Zm[down], Cm @ np.abs(Wo) @ Mm])
+        b_mag = np.concatenate([zm[cols], s * (zm[cols] + np.abs(L[cols])), zm[up], zm[down],
+                                np.abs(d) + Cm @ (np.abs(Wo) @ mm + np.abs(bo))])
+        keys = np.concatenate([cols, N + cols, 2 * N + up, 2 * N + down,
+                               3 * N + np.arange(C.shape[0])])
+        vlo = np.concatenate([self.lo, np.zeros(cols.size)])
+        vhi = np.concatenate([self.hi, np.maximum(U[cols], 0.0)])
+        return Relaxation(A, b, vlo, vhi, A_mag, b_mag, keys, Av, ac)
 
-    def _lagrangian(self, A, b, y, vlo, vhi) -> float:
+    def _lagrangian(self, r: Relaxation, y) -> float:
         """The dual function at ``y >= 0``: a lower bound of the node's squared distance,
         lowered by :func:`_allowance`."""
-        c = A.T @ y
+        c = r.A.T @ y
         cx, ca = c[:self.n], c[self.n:]
         x = np.clip(self.x0 - cx / (2.0 * self.w2), self.lo, self.hi)
-        a = np.where(ca > 0, vlo[self.n:], vhi[self.n:])
-        val = float(self.w2 @ (x - self.x0) ** 2 + cx @ x + ca @ a - y @ b)
-        return val - _allowance(val, A, b, y, np.concatenate([x, a]))
+        a = np.where(ca > 0, r.vlo[self.n:], r.vhi[self.n:])
+        val = float(self.w2 @ (x - self.x0) ** 2 + cx @ x + ca @ a - y @ r.b)
+        return val - _allowance(val, r.A_mag, r.b_mag, y, np.concatenate([x, a]))
 
-    def _farkas(self, A, b, y, vlo, vhi) -> bool:
+    def _farkas(self, r: Relaxation, y) -> bool:
         """Whether ``y >= 0`` proves the rows infeasible on the box: ``y (A v - b) > 0``."""
-        c = A.T @ y
-        v = np.where(c > 0, vlo, vhi)
-        val = float(c @ v - y @ b)
-        return val > _allowance(val, A, b, y, v)
+        c = r.A.T @ y
+        v = np.where(c > 0, r.vlo, r.vhi)
+        val = float(c @ v - y @ r.b)
+        return val > _allowance(val, r.A_mag, r.b_mag, y, v)
 
     def relax(self, L, U, phase, C, d, backends, fallback=None):
         """Solve a node: ``(bound, x, a, multipliers)``, ``bound`` a distance (inf: proven
-        empty), ``x, a`` the relaxation's point (None if the backends gave none). Without an
-        answer, the bound is the dual function at ``fallback`` (the parent's multipliers: the
-        rows are the same in number and order), else 0."""
-        A, b, vlo, vhi = self._rows(L, U, phase, C, d)
-        # the solver gets no upper bound on an unstable or active neuron's a (the chord and
-        # a <= z imply it); the dual function keeps it (it needs a bounded box)
-        solver_hi = vhi.copy()
-        solver_hi[self.n:][vhi[self.n:] > 0] = np.inf
-        for res in self._solve(self.P, self.q, A, b, vlo, solver_hi, backends):
+        empty), ``x, a`` the relaxation's point (``a``: every neuron's output; None if the
+        backends gave none), the multipliers by row key (:class:`Relaxation`). Without an
+        answer, the bound is the dual function at ``fallback`` (the parent's multipliers,
+        of the rows this node shares with it), else 0."""
+        r = self._rows(L, U, phase, C, d)
+        n, m = self.n, len(r.vlo)
+        P = self._hessian(m)
+        q = np.concatenate([-2.0 * self.w2 * self.x0, np.zeros(m - n)])
+        # the solver gets no upper bound on an unstable neuron's a (the chord implies it);
+        # the dual function keeps it (it needs a bounded box)
+        solver_hi = np.concatenate([self.hi, np.full(m - n, np.inf)])
+        for res in self._solve(P, q, r.A, r.b, r.vlo, solver_hi, backends[:1]):
             farkas = res.extras.get("farkas")
-            if farkas is not None and self._farkas(
-                    A, b, np.maximum(np.asarray(farkas)[:len(b)], 0.0), vlo, vhi):
-                return np.inf, None, None, None
+            if farkas is not None:
+                ray = np.maximum(np.asarray(farkas)[:len(r.b)], 0.0)
+                if self._farkas(r, ray):
+                    return np.inf, None, None, None
+                # nearly a certificate: far along it the dual function may still prune
+                bound = max(self._distance_bound(r, t * ray) for t in RAY_SCALES)
+                if bound >= self.best:
+                    return bound, None, None, None
             if res.status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE) and res.duals is not None:
-                y = np.maximum(np.asarray(res.duals)[:len(b)], 0.0)
-                v = np.clip(res.x, vlo, vhi)
-                return self._distance_bound(A, b, y, vlo, vhi), v[:self.n], v[self.n:], y
+                y = np.maximum(np.asarray(res.duals)[:len(r.b)], 0.0)
+                v = np.clip(res.x, r.vlo, r.vhi)
+                return (self._distance_bound(r, y), v[:n], r.Av @ v + r.ac,
+                        r.scatter(y, self.N, C.shape[0]))
         if fallback is None:
             return 0.0, None, None, None
-        return self._distance_bound(A, b, fallback, vlo, vhi), None, None, fallback
+        return self._distance_bound(r, fallback[r.keys]), None, None, fallback
+
+    def _hessian(self, m: int) -> sp.csc_matrix:
+        """The squared distance's Hessian over ``m`` columns (the first ``n`` are ``x``)."""
+        n = self.n
+        return sp.csc_matrix((2.0 * self.w2, np.arange(n), np.concatenate(
+            [np.arange(n + 1), np.full(m - n, n)])), shape=(m, m))
 
     def _solve(self, P, q, A, b, lo, hi, backends):
         """The answers of the first :data:`QP_TRIES` backends, one at a time (the caller
@@ -167,8 +239,8 @@ class NearestL2:
             self.solves += 1
             yield solve_along([backend], lambda be: be.solve_qp(P, q, A, b, bounds=(lo, hi)))[0]
 
-    def _distance_bound(self, A, b, y, vlo, vhi) -> float:
-        return float(np.sqrt(max(self._lagrangian(A, b, y, vlo, vhi), 0.0)))
+    def _distance_bound(self, r: Relaxation, y) -> float:
+        return float(np.sqrt(max(self._lagrangian(r, y), 0.0)))
 
     # ------------------------------------------------------------------ bounds
     def bounds(self, radius: float):
@@ -231,28 +303,39 @@ class NearestL2:
 
     def _affine(self, x, phase=None):
         """The linear model of ``x``'s cell (or of the cell of ``phase``, +1 active, else
-        inactive): its neuron rows ``G x <= h`` and outputs ``F x + f``."""
+        inactive): its neuron rows ``G x <= h`` and outputs ``F x + f``, then the magnitudes
+        of the terms each entry was computed from (``|W| |M|``: the rounding allowance's)."""
         M, m = np.eye(self.n), np.zeros(self.n)
-        G, h = [], []
+        Mm, mm = M.copy(), m.copy()
+        G, h, Gm, hm = [], [], [], []
         for k, (W, b) in enumerate(zip(self.W[:-1], self.b[:-1])):
             Zm, zm = W @ M, W @ m + b
             on = (Zm @ x + zm) > 0.0 if phase is None else phase[self.off[k]:self.off[k + 1]] > 0
             sign = np.where(on, -1.0, 1.0)
             G.append(sign[:, None] * Zm)
             h.append(-sign * zm)
+            Gm.append(np.abs(W) @ Mm)
+            hm.append(np.abs(W) @ mm + np.abs(b))
             M, m = Zm * on[:, None], zm * on
-        return np.vstack(G), np.concatenate(h), self.W[-1] @ M, self.W[-1] @ m + self.b[-1]
+            Mm, mm = Gm[-1] * on[:, None], hm[-1] * on
+        Wo = self.W[-1]
+        return (np.vstack(G), np.concatenate(h), Wo @ M, Wo @ m + self.b[-1],
+                (np.vstack(Gm), np.concatenate(hm), np.abs(Wo) @ Mm,
+                 np.abs(Wo) @ mm + np.abs(self.b[-1])))
 
-    def _nearest_qp(self, centre, rows, rhs, backends):
+    def _nearest_qp(self, centre, rows, rhs, backends, mags=None):
         """``min ||(x - centre) / unit||^2`` over the box and ``rows x <= rhs``: ``(x, the
         rows' multipliers)``, ``(None, None)`` unanswered, or ``(None, "empty")`` where a
-        checked certificate proves no point meets the rows."""
-        P = sp.diags(2.0 * self.w2, format="csc")
+        checked certificate proves no point meets the rows (``mags``: the magnitudes of the
+        terms of ``rows, rhs``, for the rounding allowance; None: their own)."""
+        P = self._hessian(self.n)
+        rows_mag, rhs_mag = (np.abs(rows), np.abs(rhs)) if mags is None else mags
         for res in self._solve(P, -2.0 * self.w2 * centre, rows, rhs, self.lo, self.hi,
                                backends):
             farkas = res.extras.get("farkas")
             if farkas is not None and self._farkas(
-                    rows, rhs, np.maximum(np.asarray(farkas)[:len(rhs)], 0.0), self.lo, self.hi):
+                    Relaxation(rows, rhs, self.lo, self.hi, rows_mag, rhs_mag),
+                    np.maximum(np.asarray(farkas)[:len(rhs)], 0.0)):
                 return None, "empty"
             if res.status in (Status.OPTIMAL, Status.OPTIMAL_INACCURATE):
                 duals = None if res.duals is None else np.asarray(res.duals)[:len(rhs)]
@@ -267,7 +350,7 @@ class NearestL2:
         for _ in range(WALK_STEPS):
             if self.meets(x, C, d):
                 break
-            _, _, F, f = self._affine(x)
+            _, _, F, f, _ = self._affine(x)
             gap = np.maximum(C @ (F @ x + f) - d, 0.0)
             x_new, _ = self._nearest_qp(x, C @ F, d - C @ f - 0.05 * gap, backends)
             if x_new is None or np.array_equal(x_new, x):
@@ -287,9 +370,12 @@ class NearestL2:
     def cell(self, x, C, d, backends, phase=None):
         """The nearest point of the conjunction in ``x``'s cell (or ``phase``'s; closed) and
         the multipliers of the cell's neuron rows (None if that cell has none)."""
-        G, h, F, f = self._affine(x, phase)
+        G, h, F, f, (Gm, hm, Fm, fm) = self._affine(x, phase)
         rows = np.vstack([G, C @ F])
-        point, duals = self._nearest_qp(self.x0, rows, np.concatenate([h, d - C @ f]), backends)
+        Cm = np.abs(C)
+        mags = (np.vstack([Gm, Cm @ Fm]), np.concatenate([hm, np.abs(d) + Cm @ fm]))
+        point, duals = self._nearest_qp(self.x0, rows, np.concatenate([h, d - C @ f]), backends,
+                                        mags)
         if point is None or duals is None or isinstance(duals, str):
             return point, duals
         return point, duals[:len(h)]
@@ -324,7 +410,7 @@ class NearestL2:
     def _across(self, x, k):
         """A point near ``x`` just across neuron ``k``'s hyperplane (its phase flipped), or
         None."""
-        G, h, _, _ = self._affine(x)
+        G, h, _, _, _ = self._affine(x)
         g = G[k]
         norm = float(g @ g)
         if norm == 0.0:

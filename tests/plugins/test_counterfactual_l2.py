@@ -114,11 +114,11 @@ def test_every_multiplier_gives_a_lower_bound():
     optimum = nearest.distance(x) ** 2
     assert 0 < optimum < found.distance ** 2
     assert optimum * (1 - 1e-6) <= low ** 2 <= optimum * (1 + 1e-9)
-    A, b, vlo, vhi = nearest._rows(L, U, phase, C, d)
+    r = nearest._rows(L, U, phase, C, d)
     rng = np.random.default_rng(0)
     for _ in range(200):
-        y = rng.exponential(rng.uniform(0.01, 10.0), len(b)) * (rng.uniform(size=len(b)) < 0.5)
-        assert nearest._lagrangian(A, b, y, vlo, vhi) <= optimum + 1e-12
+        y = rng.exponential(rng.uniform(0.01, 10.0), len(r.b)) * (rng.uniform(size=len(r.b)) < 0.5)
+        assert nearest._lagrangian(r, y) <= optimum + 1e-12
 
 
 def test_a_wrong_farkas_vector_proves_nothing():
@@ -130,7 +130,6 @@ def test_a_wrong_farkas_vector_proves_nothing():
     nearest = NearestL2(net, lo, hi, x0)
     C = np.array([[1.0]]) if net.forward(x0)[0] >= 0 else np.array([[-1.0]])
     L, U = nearest.bounds(np.inf)
-    A, b, vlo, vhi = nearest._rows(L, U, np.zeros(nearest.N, np.int8), C, np.zeros(1))
+    r = nearest._rows(L, U, np.zeros(nearest.N, np.int8), C, np.zeros(1))
     rng = np.random.default_rng(1)
-    assert not any(nearest._farkas(A, b, rng.exponential(1.0, len(b)), vlo, vhi)
-                   for _ in range(100))
+    assert not any(nearest._farkas(r, rng.exponential(1.0, len(r.b))) for _ in range(100))
