@@ -93,13 +93,17 @@ def run(name: str, rows: int, check_rows: int, scip_limit: float) -> dict:
            "rows": []}
     for r in ex.rows:
         f = r.figures
-        out["rows"].append({"row": int(r.position), "time": r.time,
+        res = r.results.get("counterfactual")
+        milp = (res.details.get("milp") or {}) if res is not None else {}
+        out["rows"].append({"row": int(r.position), "time": r.time, "nodes": milp.get("nodes"),
                             "distance": f.get("counterfactual.distance"),
                             "exact": bool(f.get("counterfactual.exact")),
                             "proof": f.get("counterfactual.proof"),
                             "error": r.errors or None})
     times = [r["time"] for r in out["rows"]]
     out["median_time"] = statistics.median(times)
+    nodes = [r["nodes"] for r in out["rows"] if r["nodes"] is not None]
+    out["median_nodes"] = statistics.median(nodes) if nodes else None
     out["max_time"] = max(times)
     out["exact"] = sum(r["exact"] for r in out["rows"])
     proofs = [r["proof"] or "unknown" for r in out["rows"]]
@@ -149,11 +153,11 @@ def main(argv=None) -> int:
         results["models"].append(res)
         print(f"{name} {res['layers']}: {res['exact']}/{len(res['rows'])} exact "
               f"{res['proofs']}; per row median {res['median_time']:.3f} s, max "
-              f"{res['max_time']:.3f} s")
+              f"{res['max_time']:.3f} s; median {res['median_nodes']} nodes", flush=True)
         for c in res["checks"]:
             print(f"  row {c['row']}: polytrav {c['polytrav']} ({c['polytrav_seconds']:.2f} s) "
                   f"SCIP {c['scip']} [{c['scip_status']}] ({c['scip_seconds']:.2f} s) "
-                  f"agree {c['agree']}")
+                  f"agree {c['agree']}", flush=True)
         if res["disagreements"]:
             print(f"  {res['disagreements']} disagreement(s)")
             status = 1

@@ -6,9 +6,10 @@ which no MILP states (its objective is quadratic). The search branches on one ne
 at a time (best first, by the node's lower bound), like a mixed-integer QP solver:
 
 * **Bounding a node** (phase decisions ``z >= 0`` / ``z <= 0``): the convex QP of the
-  triangle relaxation (``a >= 0``, ``a >= z``, ``a <= U (z - L) / (U - L)`` per unstable
-  neuron, ``a = z`` or ``a = 0`` per decided one) with the squared distance as objective,
-  solved by a ``qp`` backend. Its bound is the Lagrangian dual function evaluated in closed
+  triangle relaxation with the squared distance as objective, over ``x`` and the unstable
+  neurons' outputs (``a >= 0``, ``a >= z``, ``a <= U (z - L) / (U - L)`` each; a stable
+  neuron's output substituted, a decided one's phase a row; :class:`Relaxation`), solved by
+  the first ``qp`` backend. Its bound is the Lagrangian dual function evaluated in closed
   form at the backend's multipliers (clipped to the dual cone): sound for any multipliers,
   so no solver accuracy enters; a node the backend calls infeasible is dropped only with a
   Farkas certificate checked the same way. The pre-activation bounds ``L, U`` hold in the
@@ -201,6 +202,10 @@ class NearestL2:
         answer, the bound is the dual function at ``fallback`` (the parent's multipliers,
         of the rows this node shares with it), else 0."""
         r = self._rows(L, U, phase, C, d)
+        if fallback is not None:  # the parent's multipliers may prune it already
+            inherited = self._distance_bound(r, fallback[r.keys])
+            if inherited >= self.best * (1.0 - L2_GAP):
+                return inherited, None, None, fallback
         n, m = self.n, len(r.vlo)
         P = self._hessian(m)
         q = np.concatenate([-2.0 * self.w2 * self.x0, np.zeros(m - n)])
