@@ -1,0 +1,399 @@
+"""Model difference: how far apart two networks ``f`` and ``g`` are over a region, and where
+their decisions differ (:func:`polytrav.diff` runs it; issue 46).
+
+The analysis runs on the *joint* network ``x -> [f(x); g(x)]`` (the two side by side with
+the input shared, :meth:`polytrav.Network.stack` then :meth:`~polytrav.Network.compose_input`),
+whose polytopes are the joint partition: on each, ``d = g - f`` is affine.
+
+Per polytope ``P`` (in the region ``R``'s frame coordinates ``u``):
+
+* **difference extremes**: per chosen output ``j``, ``max`` and ``min`` of ``d_j`` over
+  ``P ∩ R``, two LPs (:meth:`~polytrav.Analysis.maximize_linear`, skipped by its bounds when
+  they cannot beat the best so far) or, where the traversal computed ``P``'s vertices, read
+  off them with no LP. Their maxima over the polytopes are exact.
+* **decision changes**: the class of a network at ``x`` is its argmax output when it is
+  unique (one output: class 1 if the score is > 0, class 0 if < 0); a tie is no class. For a
+  pair of classes ``a != b`` the cell ``{x in P ∩ R: f picks a, g picks b}`` is open in
+  ``P ∩ R``; it is taken as non-empty when the Chebyshev LP over the polytope's rows, the
+  region's rows and the strict-decision rows ``f_k - f_a <= 0``, ``g_k - g_b <= 0`` (all rows of
+  unit norm in ``u``) has radius ``> RADIUS_TOL``. So a change counts only on a set of positive
+  volume, never on the tie surfaces alone; its centre is a witness with positive margins.
+  First each network's possible classes in ``P`` (one such LP per class), then the pairs.
+* **volume share** of the differing cells: exact from their vertices (qhull, as
+  :func:`polytrav.region_table`) when the region has at most :data:`EXACT_VOLUME_MAX_DIM`
+  free inputs; otherwise a sound interval from inscribed balls: the differing cells' balls
+  from below; one minus the non-differing polytopes' balls (over the frame box's volume,
+  which bounds the region's) from above.
+
+With ``epsilon`` the ε-equivalence verdict: HOLDS iff the exact ``max_j |d_j| <= epsilon``,
+VIOLATED at a forward-pass-checked point with ``|d_j| > epsilon``, else UNKNOWN.
+``verdict_only`` asks only that: the run stops at the first violation and skips pieces whose
+bound proves ``|d_j| < epsilon`` (:meth:`ModelDiff.piece_margin`, the hook point where
+difference-aware bounds plug in).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from polytrav.extend import (RADIUS_TOL, Analysis, AnalysisResult, ConfigError, Status, Stop,
+                             Verdict, cell_rows, dnf_piece_margin, halfspace_volume, hookimpl,
+                             solve_along)
+
+__all__ = ["ModelDiff", "EXACT_VOLUME_MAX_DIM"]
+
+#: Most free inputs for exact volume shares (qhull); above it, a sound interval.
+EXACT_VOLUME_MAX_DIM = 6
+
+
+class ModelDiff(Analysis):
+    """The difference ``g - f`` of two networks run as one joint network ``[f; g]``.
+
+    Parameters
+    ----------
+    split : int
+        How many of the joint network's outputs are ``f``'s (the rest, as many, are ``g``'s).
+    outputs : sequence of int, optional
+        The outputs compared (default all).
+    epsilon : float, optional
+        The ε of the ε-equivalence verdict.
+    decisions : bool
+        Look for decision changes (default True).
+    volumes : bool
+        Measure the volume share where decisions differ (default True).
+    verdict_only : bool
+        Only the ε verdict: stop at the first violation, prune pieces by bounds.
+
+    ``value`` is ``{"max_abs": ..., "max": ..., "min": ...}`` over the chosen outputs; the
+    per-output records, decision changes and volume share are in ``details``.
+    """
+
+    name = "model_diff"
+    uses_vertices = True
+
+    def __init__(self, split: int | None = None, outputs=None, epsilon: float | None = None,
+                 decisions: bool = True, volumes: bool = True, verdict_only: bool = False):
+        self.split = split
+        self.outputs = outputs
+        self.epsilon = epsilon
+        self.decisions = decisions
+        self.volumes = volumes
+        self.verdict_only = verdict_only
+
+    @property
+    def problem_form(self) -> str:
+        return "lp"
+
+    # ------------------------------------------------------------ checks
+    def validate(self, network, region) -> None:
+        n = network.n_outputs
+        m = n // 2 if self.split is None else self.split
+        if not isinstance(m, (int, np.integer)) or m < 1 or 2 * m != n:
+            raise ConfigError(f"analysis {self.name!r}: split must be half the joint network's "
+                              f"{n} outputs (f's outputs, then as many of g's), got {self.split!r}")
+        self._m = int(m)
+        outs = range(m) if self.outputs is None else self.outputs
+        outs = [outs] if isinstance(outs, (int, np.integer)) else list(outs)
+        if not outs or any(not isinstance(j, (int, np.integer)) or not 0 <= j < m for j in outs):
+            raise ConfigError(f"analysis {self.name!r}: outputs must be indices in [0, {m}), "
+                              f"got {self.outputs!r}")
+        self._outs = [int(j) for j in dict.fromkeys(outs)]
+        if self.epsilon is not None and not (np.isfinite(self.epsilon) and self.epsilon >= 0):
+            raise ConfigError(f"analysis {self.name!r}: epsilon must be a finite number >= 0, "
+                              f"got {self.epsilon!r}")
+        if self.verdict_only and self.epsilon is None:
+            raise ConfigError(f"analysis {self.name!r}: verdict_only needs epsilon")
+        D = np.zeros((len(self._outs), n))  # d_j = g_j - f_j
+        for i, j in enumerate(self._outs):
+            D[i, j], D[i, m + j] = -1.0, 1.0
+        self._D = D
+
+    @property
+    def prunes_by_bound(self) -> bool:
+        """Pieces are skipped by bounds only for the ε verdict alone (every other answer needs
+        every polytope)."""
+        return bool(self.verdict_only)
+
+    def piece_margin(self, piece, context) -> float:
+        """A sound lower bound of ``epsilon - max_j |g_j - f_j|`` over the piece (positive:
+        no violation in it), by CROWN on the joint network (:func:`polytrav.extend.dnf_piece_margin`,
+        the unsafe rows ``±d_j >= epsilon``). Difference-aware bounds
+        (``polytrav.bounds.difference``) replace this one call."""
+        if not self.verdict_only:
+            return -np.inf
+        return dnf_piece_margin(self._unsafe_pairs(), piece, context)
+
+    def _unsafe_pairs(self):
+        eps = float(self.epsilon)
+        return [(sign * -row[None], np.array([-eps])) for row in self._D for sign in (1.0, -1.0)]
+
+    # ------------------------------------------------------------ the run
+    def begin(self, context) -> None:
+        k = len(self._outs)
+        self._max = [(-np.inf, None, None) for _ in range(k)]  # (value, x, polytope index)
+        self._min = [(np.inf, None, None) for _ in range(k)]
+        self._codes: dict[int, str] = {}
+        self._interior: dict[int, np.ndarray] = {}
+        self.changes: list[dict] = []
+        self.ambiguous = 0
+        self.violation = None
+        fr = context.frame
+        self._polyhedral = not (fr.l1_balls or fr.l2_balls)
+        self._exact_volumes = self.volumes and self._polyhedral and fr.dim <= EXACT_VOLUME_MAX_DIM
+        self._region_volume = self._frame_volume(context) if self._exact_volumes else None
+        self._changed_volume = 0.0
+        self._volume_failed = 0
+        self._log_ball_changed: list[float] = []  # log of ball volume / 2^d
+        self._log_ball_same: list[float] = []
+        self.n_changed = 0
+
+    def visit(self, polytope, context):
+        fr = context.frame
+        W, c = polytope.network.local_model(polytope.code, self._D)
+        Wu, c0 = fr.pull(W), W @ fr.origin + c
+        x_in = polytope.interior_point
+        d_in = W @ x_in + c
+        for i in range(len(self._outs)):
+            self._fold(i, float(d_in[i]), x_in, polytope, context)
+        V = polytope.vertices
+        for i in range(len(self._outs)):
+            if V is not None:  # extremes of an affine function are at vertices: no LP
+                vals = V @ Wu[i] + c0[i]
+                for k in (int(np.argmax(vals)), int(np.argmin(vals))):
+                    self._fold(i, float(vals[k]), fr.to_x(V[k]), polytope, context)
+                continue
+            for sign in (1.0, -1.0):
+                best = (self._max if sign > 0 else self._min)[i][0]
+                res = self.maximize_linear(context, polytope, sign * Wu[i],
+                                           beat=sign * (best - c0[i]))
+                if res is not None and res.status is Status.OPTIMAL:
+                    self._fold(i, float(c0[i] + sign * res.objective), fr.to_x(res.x),
+                               polytope, context)
+                elif res is not None and res.status is Status.INFEASIBLE:
+                    self.failures.append(f"polytope #{polytope.index}: cell LP infeasible "
+                                         f"({res.solver}) although the traversal found it")
+        if self.verdict_only:
+            return Stop("|g - f| > epsilon") if self.violation is not None else None
+        if self.decisions:
+            self._decisions(polytope, context)
+        return None
+
+    def _fold(self, i, value, x, polytope, context) -> None:
+        if value > self._max[i][0]:
+            self._max[i] = (value, x, polytope.index)
+            self._remember(polytope, context)
+        if value < self._min[i][0]:
+            self._min[i] = (value, x, polytope.index)
+            self._remember(polytope, context)
+        if (self.epsilon is not None and self.violation is None and abs(value) > self.epsilon
+                and self._confirms(context.network, x, i, value)):
+            self.violation = (i, value, x, polytope.index)
+            self._remember(polytope, context)
+
+    def _confirms(self, network, x, i, value) -> bool:
+        """A forward pass at ``x`` gives ``|d_i| > epsilon`` too (and ``x`` is in the region)."""
+        from polytrav.extend import check_witness
+
+        return check_witness(network, self._region, x,
+                             lambda y: abs(float(self._D[i] @ y)) > self.epsilon)
+
+    def begin_run(self, context) -> None:
+        self._region = context.region
+        super().begin_run(context)
+
+    def _remember(self, polytope, context) -> None:
+        self._codes[polytope.index] = context.code_str(polytope)
+        self._interior[polytope.index] = polytope.interior_point
+
+    # ------------------------------------------------------------ decisions
+    def _decisions(self, polytope, context) -> None:
+        fr, m = context.frame, self._m
+        if not self._polyhedral:
+            self.ambiguous += 1  # a ball region: no array LP for the decision cells
+            return
+        A, b = cell_rows(polytope, fr)
+        A, b = np.vstack([A, fr.A]), np.concatenate([b, fr.b])
+        W, c = polytope.network.local_model(polytope.code)
+        Wu, c0 = fr.pull(W), W @ fr.origin + c
+        f_cls = [a for a in range(self._n_classes()) if self._cheb(context, A, b, self._rows(Wu, c0, 0, a))[0] > RADIUS_TOL]
+        g_cls = [a for a in range(self._n_classes()) if self._cheb(context, A, b, self._rows(Wu, c0, m, a))[0] > RADIUS_TOL]
+        found, share, log_ball = [], 0.0, []
+        for a in f_cls:
+            for bb in g_cls:
+                if a == bb:
+                    continue
+                Ea, ea = self._rows(Wu, c0, 0, a)
+                Eb, eb = self._rows(Wu, c0, m, bb)
+                rows = (np.vstack([Ea, Eb]), np.concatenate([ea, eb]))
+                radius, u, ok = self._cheb(context, A, b, rows)
+                if not ok:
+                    self.ambiguous += 1
+                    continue
+                if radius <= RADIUS_TOL:
+                    continue
+                x = fr.to_x(u)
+                rec = {"polytope": polytope.index, "f_class": a, "g_class": bb, "x": x,
+                       "radius": radius, "confirmed": self._decides(context.network, x, a, bb)}
+                if self._exact_volumes:
+                    vol = halfspace_volume(np.vstack([A, rows[0]]), np.concatenate([b, rows[1]]), u)
+                    if vol is None:
+                        self._volume_failed += 1
+                    else:
+                        share += vol / self._region_volume
+                    rec["volume_share"] = None if vol is None else vol / self._region_volume
+                log_ball.append(_log_ball_share(radius, fr.dim))
+                found.append(rec)
+        if found:
+            self.n_changed += 1
+            self._remember(polytope, context)
+            self.changes.extend(found)
+            self._changed_volume += share
+            self._log_ball_changed.extend(log_ball)
+        elif self.volumes:
+            self._log_ball_same.append(_log_ball_share(polytope.radius, fr.dim))
+
+    def _n_classes(self) -> int:
+        return 2 if self._m == 1 else self._m
+
+    def _rows(self, Wu, c0, off, a):
+        """Rows ``E u <= e`` of "this network picks class ``a``" (weak form; the Chebyshev
+        radius makes them strict)."""
+        m = self._m
+        if m == 1:  # binary: class 1 iff score > 0
+            s = -1.0 if a == 1 else 1.0
+            return s * Wu[off][None], np.array([-s * c0[off]])
+        k = [j for j in range(m) if j != a]
+        return Wu[off + np.array(k)] - Wu[off + a], c0[off + a] - c0[off + np.array(k)]
+
+    def _cheb(self, context, A, b, rows):
+        """``(radius, centre, decided)`` of the Chebyshev LP of ``A u <= b`` and ``rows``
+        (rows normalised here; a flat row holds strictly or empties the set)."""
+        E, e = rows
+        norms = np.linalg.norm(E, axis=1)
+        flat = norms <= 1e-12 * max(1.0, float(np.abs(E).max(initial=0.0)))
+        if (e[flat] <= 0).any():  # a constant tie or a constant wrong order
+            return 0.0, None, True
+        E, e = E[~flat] / norms[~flat, None], e[~flat] / norms[~flat]
+        M, r = np.vstack([A, E]), np.concatenate([b, e])
+        d = M.shape[1]
+        nr = np.linalg.norm(M, axis=1)
+        cost = np.r_[np.zeros(d), -1.0]
+        res, _ = solve_along(context.backends("lp"), lambda be: be.solve_lp(
+            cost, np.c_[M, nr], r, bounds=(np.r_[np.full(d, -1.0), 0.0], np.r_[np.ones(d), 2.0])))
+        self.n_solves += 1
+        if res.status is Status.INFEASIBLE:
+            return 0.0, None, True
+        if res.status is not Status.OPTIMAL:
+            self.failures.append(f"decision LP: {res.status} from {res.solver} ({res.message})")
+            return 0.0, None, False
+        return float(res.x[d]), np.asarray(res.x[:d]), True
+
+    def _decides(self, network, x, a, b) -> bool:
+        """Forward passes at ``x``: ``f`` picks ``a`` and ``g`` picks ``b``, strictly."""
+        from polytrav.extend import check_witness
+
+        m = self._m
+
+        def picks(y, cls):
+            if m == 1:
+                return y[0] > 0 if cls == 1 else y[0] < 0
+            return bool(np.all(np.delete(y, cls) < y[cls]))
+
+        return check_witness(network, self._region, x,
+                             lambda y: picks(y[:m], a) and picks(y[m:], b))
+
+    def _frame_volume(self, context) -> float:
+        fr = context.frame
+        if fr.is_box:
+            return 2.0 ** fr.dim
+        A, b = np.asarray(fr.A), np.asarray(fr.b)
+        radius, u, ok = self._cheb(context, A[:0], b[:0], (A, b))
+        if not ok or u is None or radius <= RADIUS_TOL:
+            raise ConfigError(f"analysis {self.name!r}: the region has no interior in its "
+                              "affine hull; no volume shares")
+        vol = halfspace_volume(A, b, u)
+        if vol is None:
+            raise ConfigError(f"analysis {self.name!r}: qhull could not measure the region")
+        return vol
+
+    # ------------------------------------------------------------ the result
+    def finish(self, context) -> AnalysisResult:
+        exact = self.exact(context) and not self.verdict_only
+        per = []
+        for i, j in enumerate(self._outs):
+            (hi, x_hi, p_hi), (lo, x_lo, p_lo) = self._max[i], self._min[i]
+            worst = (hi, x_hi, p_hi) if abs(hi) >= abs(lo) else (lo, x_lo, p_lo)
+            per.append({"output": j, "max": hi, "argmax": x_hi, "max_polytope": p_hi,
+                        "min": lo, "argmin": x_lo, "min_polytope": p_lo,
+                        "max_abs": abs(worst[0]), "argmax_abs": worst[1],
+                        "max_abs_polytope": worst[2]})
+        top = max(per, key=lambda r: r["max_abs"]) if per else None
+        value = {"max_abs": top["max_abs"] if top else None,
+                 "max": max((r["max"] for r in per), default=None),
+                 "min": min((r["min"] for r in per), default=None)}
+        verdict = None
+        if self.epsilon is not None:
+            if self.violation is not None:
+                verdict = Verdict.VIOLATED
+            elif (self.exact(context) and not self.ambiguous
+                  and all(r["max_abs"] <= self.epsilon for r in per)):
+                verdict = Verdict.HOLDS
+            else:
+                verdict = Verdict.UNKNOWN
+        details = {"outputs": per, "split": self._m, "codes": self._codes,
+                   "interior": self._interior, "decisions": self._decision_details(context),
+                   "violation": None if self.violation is None else {
+                       "output": self._outs[self.violation[0]], "value": self.violation[1],
+                       "x": self.violation[2], "polytope": self.violation[3]}}
+        witness = (self.violation[2] if self.violation is not None
+                   else top["argmax_abs"] if top else None)
+        return AnalysisResult(analysis=self.label, verdict=verdict, value=value,
+                              witness=witness, exact=exact, n_polytopes=self.n_polytopes,
+                              n_solves=self.n_solves, failures=tuple(self.failures),
+                              details=details)
+
+    def _decision_details(self, context) -> dict | None:
+        if not self.decisions or self.verdict_only:
+            return None
+        proven = self.exact(context) and not self.ambiguous
+        changed = bool(self.changes)
+        out = {"changed": True if changed else (False if proven else None),
+               "exact": proven, "n_polytopes": self.n_changed, "changes": self.changes,
+               "ambiguous": self.ambiguous}
+        if not self.volumes:
+            out["volume_share"] = None
+            return out
+        d = context.frame.dim
+        lower = sum(math.exp(v) for v in self._log_ball_changed)
+        if self._exact_volumes and not self._volume_failed and proven:
+            out["volume_share"] = (self._changed_volume, self._changed_volume)
+            out["volume_method"] = "exact (qhull)"
+        elif self._exact_volumes and not self._volume_failed:
+            # a partial run: the visited changes from below; above, all but the visited rest
+            out["volume_share"] = (self._changed_volume, 1.0)
+            out["volume_method"] = "visited polytopes only (lower bound)"
+        else:
+            upper = 1.0 - sum(math.exp(v) for v in self._log_ball_same) if proven else 1.0
+            out["volume_share"] = (min(lower, 1.0), max(min(upper, 1.0), lower))
+            out["volume_method"] = (f"inscribed balls in {d} dimensions (sound interval)")
+        return out
+
+    def describe(self, result) -> list[str]:
+        v = result.value
+        return [f"max |g - f| = {v['max_abs']:.6g}, g - f in [{v['min']:.6g}, {v['max']:.6g}]"]
+
+
+def _log_ball_share(radius: float, d: int) -> float:
+    """log of (volume of a ``d``-ball of ``radius``) / 2^d: its share of ``[-1, 1]^d``, a
+    volume at most the region's only when over the box; -inf for radius 0."""
+    if radius <= 0:
+        return -math.inf
+    return (d * math.log(radius) + (d / 2) * math.log(math.pi) - math.lgamma(d / 2 + 1)
+            - d * math.log(2.0))
+
+
+@hookimpl
+def polytrav_add_analyses():
+    """Register :class:`ModelDiff`."""
+    return [ModelDiff]
