@@ -173,12 +173,21 @@ class DiffResult:
                 {**self.violation, "x": _list(self.violation["x"])},
                 "time": self.time, "failures": list(self.failures)}
 
+    def output_rows(self) -> list[dict[str, Any]]:
+        """One flat record per compared output (the witness as ``x0``, ``x1``, ...)."""
+        rows = []
+        for o in self.outputs:
+            rec = {k: v for k, v in o.to_dict().items() if k not in ("argmax", "argmin", "witness")}
+            rec.update({f"x{i}": v for i, v in enumerate(_list(o.witness) or [])})
+            rec["exact"] = self.exact
+            rows.append(rec)
+        return rows
+
     def to_pandas(self):
-        """One row per compared output (pandas)."""
+        """:meth:`output_rows` as a pandas DataFrame."""
         import pandas as pd
 
-        return pd.DataFrame([{k: v for k, v in o.to_dict().items()
-                              if k not in ("argmax", "argmin")} for o in self.outputs])
+        return pd.DataFrame(self.output_rows())
 
 
 def joint_network(f: Network, g: Network) -> Network:

@@ -57,8 +57,8 @@ def grid(n=201, lo=LO, hi=HI):
 
 @pytest.fixture(scope="module")
 def pair():
-    """f: 2-4-3-3 and g: f with perturbed weights (same depth, 3 classes)."""
-    f = random_net(1, 2, [4, 3], n_out=3)
+    """f: 2-3-3-3 and g: f with perturbed weights (same depth, 3 classes)."""
+    f = random_net(9, 2, [3, 3], n_out=3)
     rng = np.random.default_rng(7)
     g = Network.from_arrays([W + 0.15 * rng.standard_normal(W.shape) for W in f.weights],
                             [b + 0.1 * rng.standard_normal(b.shape) for b in f.biases])
