@@ -332,6 +332,11 @@ class ModelDiff(Analysis):
         value = {"max_abs": top["max_abs"] if top else None,
                  "max": max((r["max"] for r in per), default=None),
                  "min": min((r["min"] for r in per), default=None)}
+        if self.violation is not None and not self.verdict_only and top is not None:
+            i = self._outs.index(top["output"])  # report the worst point, when it confirms
+            worst = top["max"] if top["max"] >= -top["min"] else top["min"]
+            if top["argmax_abs"] is not None and self._confirms(context.network, top["argmax_abs"], i, worst):
+                self.violation = (i, worst, top["argmax_abs"], top["max_abs_polytope"])
         verdict = None
         if self.epsilon is not None:
             if self.violation is not None:

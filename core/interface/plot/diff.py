@@ -68,7 +68,7 @@ def save_diff_slice(f: Network, g: Network, region: Region, path: str | PathLike
                         colors=["tab:red"], alpha=0.35, hatches=["//"])
         w = res.worst
         if w.witness is not None:
-            ax.plot(*w.witness, marker="*", color="tab:blue", markersize=14, linestyle="none",
+            ax.plot(*w.witness, marker="*", color="tab:blue", markersize=14, linestyle="none", clip_on=False, zorder=5,
                     label=f"worst: |g{w.output} - f{w.output}| = {w.max_abs:.4g}")
         if res.volume_share is not None:
             lo_s, hi_s = res.volume_share
