@@ -37,9 +37,9 @@ import math
 
 import numpy as np
 
-from polytrav.extend import (RADIUS_TOL, Analysis, AnalysisResult, ConfigError, Status, Stop,
-                             Verdict, cell_rows, dnf_piece_margin, halfspace_volume, hookimpl,
-                             solve_along)
+from polytrav.extend import (RADIUS_TOL, ZERO_ROW_TOL, Analysis, AnalysisResult, ConfigError,
+                             Status, Stop, Verdict, cell_rows, dnf_piece_margin,
+                             halfspace_volume, hookimpl, solve_along)
 
 __all__ = ["ModelDiff", "EXACT_VOLUME_MAX_DIM"]
 
@@ -117,9 +117,9 @@ class ModelDiff(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """A sound lower bound of ``epsilon - max_j |g_j - f_j|`` over the piece (positive:
-        no violation in it), by CROWN on the joint network (:func:`polytrav.extend.dnf_piece_margin`,
-        the unsafe rows ``±d_j >= epsilon``). Difference-aware bounds
-        (``polytrav.bounds.difference``) replace this one call."""
+        no violation in it), by CROWN on the joint network
+        (:func:`polytrav.extend.dnf_piece_margin`, the unsafe rows ``±d_j >= epsilon``). Difference-aware bounds
+        (``core/bounds/difference.py``, in progress) replace this one call."""
         if not self.verdict_only:
             return -np.inf
         return dnf_piece_margin(self._unsafe_pairs(), piece, context)
@@ -216,8 +216,9 @@ class ModelDiff(Analysis):
         A, b = np.vstack([A, fr.A]), np.concatenate([b, fr.b])
         W, c = polytope.network.local_model(polytope.code)
         Wu, c0 = fr.pull(W), W @ fr.origin + c
-        f_cls = [a for a in range(self._n_classes()) if self._cheb(context, A, b, self._rows(Wu, c0, 0, a))[0] > RADIUS_TOL]
-        g_cls = [a for a in range(self._n_classes()) if self._cheb(context, A, b, self._rows(Wu, c0, m, a))[0] > RADIUS_TOL]
+        f_cls, g_cls = ([a for a in range(self._n_classes())
+                         if self._cheb(context, A, b, self._rows(Wu, c0, off, a))[0] > RADIUS_TOL]
+                        for off in (0, m))
         found, share, log_ball = [], 0.0, []
         for a in f_cls:
             for bb in g_cls:
@@ -271,7 +272,7 @@ class ModelDiff(Analysis):
         (rows normalised here; a flat row holds strictly or empties the set)."""
         E, e = rows
         norms = np.linalg.norm(E, axis=1)
-        flat = norms <= 1e-12 * max(1.0, float(np.abs(E).max(initial=0.0)))
+        flat = norms <= ZERO_ROW_TOL * max(1.0, float(np.abs(E).max(initial=0.0)))
         if (e[flat] <= 0).any():  # a constant tie or a constant wrong order
             return 0.0, None, True
         E, e = E[~flat] / norms[~flat, None], e[~flat] / norms[~flat]
@@ -323,10 +324,10 @@ class ModelDiff(Analysis):
         per = []
         for i, j in enumerate(self._outs):
             (hi, x_hi, p_hi), (lo, x_lo, p_lo) = self._max[i], self._min[i]
-            worst = (hi, x_hi, p_hi) if abs(hi) >= abs(lo) else (lo, x_lo, p_lo)
+            worst = (hi, x_hi, p_hi) if hi >= -lo else (lo, x_lo, p_lo)
             per.append({"output": j, "max": hi, "argmax": x_hi, "max_polytope": p_hi,
                         "min": lo, "argmin": x_lo, "min_polytope": p_lo,
-                        "max_abs": abs(worst[0]), "argmax_abs": worst[1],
+                        "max_abs": max(hi, -lo), "argmax_abs": worst[1],
                         "max_abs_polytope": worst[2]})
         top = max(per, key=lambda r: r["max_abs"]) if per else None
         value = {"max_abs": top["max_abs"] if top else None,
@@ -335,7 +336,8 @@ class ModelDiff(Analysis):
         if self.violation is not None and not self.verdict_only and top is not None:
             i = self._outs.index(top["output"])  # report the worst point, when it confirms
             worst = top["max"] if top["max"] >= -top["min"] else top["min"]
-            if top["argmax_abs"] is not None and self._confirms(context.network, top["argmax_abs"], i, worst):
+            x = top["argmax_abs"]
+            if x is not None and self._confirms(context.network, x, i, worst):
                 self.violation = (i, worst, top["argmax_abs"], top["max_abs_polytope"])
         verdict = None
         if self.epsilon is not None:

@@ -122,7 +122,8 @@ class DiffResult:
 
     def __repr__(self) -> str:
         v = "" if self.verdict is None else f", {self.verdict.value}"
-        return (f"DiffResult(max |g - f| = {self.max_abs:.6g}{' (exact)' if self.exact else ' (visited)'}, "
+        scope = " (exact)" if self.exact else " (visited)"
+        return (f"DiffResult(max |g - f| = {self.max_abs:.6g}{scope}, "
                 f"decisions differ: {self.decisions_differ}{v}, {self.n_polytopes} polytopes)")
 
     def __str__(self) -> str:
@@ -244,8 +245,9 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     Examples
     --------
     >>> import polytrav
-    >>> f = polytrav.Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0]]], [[0, 0], [0]])
-    >>> g = polytrav.Network.from_arrays([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0]]], [[0, 0], [0.25]])
+    >>> W = [[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0]]]
+    >>> f = polytrav.Network.from_arrays(W, [[0, 0], [0]])     # relu(x0) - relu(x1)
+    >>> g = polytrav.Network.from_arrays(W, [[0, 0], [0.25]])  # the same plus 0.25
     >>> r = polytrav.diff(f, g, polytrav.Box([-1, -1], [1, 1]), epsilon=0.3)
     >>> r.max_abs, r.verdict.value, r.decisions_differ, r.volume_share[0] == r.volume_share[1]
     (0.25, 'holds', True, True)

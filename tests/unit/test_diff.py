@@ -108,6 +108,12 @@ def test_epsilon_verdicts(pair, result):
     assert holds.verdict is Verdict.HOLDS
     first = polytrav.diff(f, g, Box(LO, HI), epsilon=0.1, verdict_only=True)
     assert first.verdict is Verdict.VIOLATED and first.n_polytopes <= result.n_polytopes
+    pruned = polytrav.diff(f, g, Box(LO, HI), epsilon=2 * result.max_abs, verdict_only=True)
+    assert pruned.verdict is Verdict.HOLDS and not pruned.exact  # pieces proven by bounds
+    assert pruned.n_polytopes < result.n_polytopes
+    tight = polytrav.diff(f, g, Box(LO, HI), epsilon=result.max_abs * (1 - 1e-6),
+                          verdict_only=True)
+    assert tight.verdict is Verdict.VIOLATED
 
 
 def test_budget_gives_unknown_not_holds(pair, result):

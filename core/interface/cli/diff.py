@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from polytrav.interface.cli.analysis import _region_from
+from polytrav.interface.cli.analysis import region_from
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
                                            fail, solver_option)
 from polytrav.vocabulary.results import Verdict, to_json
@@ -28,7 +28,8 @@ DIFF_EXPORTS = (".json", ".csv", ".parquet")
               help="Decide epsilon-equivalence: max |g_j - f_j| <= E over the region.")
 @click.option("--verdict-only", is_flag=True,
               help="Only the epsilon verdict: stop at the first violation.")
-@click.option("--outputs", default=None, help="The outputs compared, comma-separated (default all).")
+@click.option("--outputs", default=None,
+              help="The outputs compared, comma-separated (default all).")
 @click.option("--no-decisions", is_flag=True, help="Skip decision changes and their share.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds of work (an incomplete run is partial).")
@@ -75,7 +76,7 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         from polytrav.interface.plot.check import plane_dims
 
         plane_dims(f.n_inputs, dims)
-    region = _region_from(f, lower, upper, vnnlib)
+    region = region_from(f, lower, upper, vnnlib)
     bar = Progress("diff", sys.stderr.isatty())
     try:
         res = run_diff(f, g, region, outputs=outs, epsilon=epsilon,

@@ -53,7 +53,7 @@ def save_diff_slice(f: Network, g: Network, region: Region, path: str | PathLike
     cols = slice(None) if output is None else [output]
     gap = np.abs(Yg - Yf)[:, cols].max(axis=1)
     differ = _classes(Yf) != _classes(Yg)
-    inside = np.array([r2.contains(x, tol=1e-12) for x in X]) if not r2.is_box else \
+    inside = np.array([r2.contains(x) for x in X]) if not r2.is_box else \
         np.ones(len(X), bool)
     gap[~inside] = np.nan
     differ &= inside
@@ -68,7 +68,8 @@ def save_diff_slice(f: Network, g: Network, region: Region, path: str | PathLike
                         colors=["tab:red"], alpha=0.35, hatches=["//"])
         w = res.worst
         if w.witness is not None:
-            ax.plot(*w.witness, marker="*", color="tab:blue", markersize=14, linestyle="none", clip_on=False, zorder=5,
+            ax.plot(*w.witness, marker="*", color="tab:blue", markersize=14, linestyle="none",
+                    clip_on=False, zorder=5,
                     label=f"worst: |g{w.output} - f{w.output}| = {w.max_abs:.4g}")
         if res.volume_share is not None:
             lo_s, hi_s = res.volume_share
