@@ -215,7 +215,7 @@ def joint_network(f: Network, g: Network) -> Network:
 def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float | None = None,
          decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
          solver=None, time_limit: float | None = None, max_polytopes: int | None = None,
-         progress=None) -> DiffResult:
+         progress=None, on_interrupt: str = "raise") -> DiffResult:
     """Compare two networks over ``region``, exactly.
 
     Parameters
@@ -235,8 +235,9 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     verdict_only : bool
         Only the ε verdict (needs ``epsilon``): stop at the first violation, skip pieces
         whose bound proves ``|g - f| < epsilon``; the differences are then those visited.
-    solver, time_limit, max_polytopes, progress
-        As in :func:`polytrav.analyze`.
+    solver, time_limit, max_polytopes, progress, on_interrupt
+        As in :func:`polytrav.analyze` (``on_interrupt="report"``: Ctrl-C returns the
+        partial result).
 
     Returns
     -------
@@ -263,7 +264,7 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
                                epsilon=epsilon, decisions=decisions and not verdict_only,
                                volumes=volumes, verdict_only=verdict_only)
     report = analyze(joint, region, analysis, solver=solver, time_limit=time_limit,
-                     max_polytopes=max_polytopes, progress=progress)
+                     max_polytopes=max_polytopes, progress=progress, on_interrupt=on_interrupt)
     return _result(f, g, report, epsilon)
 
 

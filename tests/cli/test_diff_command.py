@@ -77,3 +77,31 @@ def test_bad_input_is_one_line(models, args, words, monkeypatch):
     assert out.exit_code == 4, out.output
     lines = [line for line in out.output.splitlines() if line]
     assert len(lines) == 1 and lines[0].startswith("polytrav: error:") and words in lines[0]
+
+
+def job_text(compare: str, epsilon: float) -> str:
+    return f"""network = "f.onnx"
+compare = "{compare}"
+[region]
+kind = "box"
+lower = [-1, -1]
+upper = [1, 1]
+[[analysis]]
+name = "model_diff"
+epsilon = {epsilon}
+[output]
+json = "job_report.json"
+"""
+
+
+def test_job_file_compares_two_models(models):
+    (models / "job.toml").write_text(job_text("g.onnx", 0.3))
+    out = run("run", models / "job.toml")
+    assert out.exit_code == 0, out.output
+    saved = json.loads((models / "job_report.json").read_text())["results"][0]
+    assert saved["verdict"] == "holds" and saved["value"]["max_abs"] == pytest.approx(0.25)
+    (models / "job.toml").write_text(job_text("g.onnx", 0.2))
+    assert run("run", models / "job.toml").exit_code == 1  # violated
+    (models / "job.toml").write_text(job_text("three.onnx", 0.2))
+    out = run("run", models / "job.toml")
+    assert out.exit_code == 4 and "compare:" in out.output and "same input and output" in out.output

@@ -81,7 +81,8 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     try:
         res = run_diff(f, g, region, outputs=outs, epsilon=epsilon,
                        decisions=not no_decisions, verdict_only=verdict_only, solver=solver,
-                       time_limit=timeout, max_polytopes=max_polytopes, progress=bar)
+                       time_limit=timeout, max_polytopes=max_polytopes, progress=bar,
+                       on_interrupt="report")
     finally:
         bar.close()
     click.echo(to_json(res.to_dict()) if as_json else str(res))
