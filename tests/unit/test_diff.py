@@ -30,11 +30,10 @@ def hand_joint(f: Network, g: Network) -> Network:
     return Network.from_arrays(Ws, bs)
 
 
-def brute_extremes(f, g, lo=LO, hi=HI):
+def brute_extremes(f, g, cells):
     """Per output: (max, min) of g_j - f_j, one LP per full-dimensional joint pattern."""
     m = f.n_outputs
     out = []
-    cells = brute_force_regions(hand_joint(f, g), lo, hi)
     for j in range(m):
         hi_, lo_ = -np.inf, np.inf
         for c in cells:
@@ -66,14 +65,20 @@ def pair():
 
 
 @pytest.fixture(scope="module")
+def cells(pair):
+    """Every full-dimensional joint cell in the box, by brute force."""
+    return brute_force_regions(hand_joint(*pair), LO, HI)
+
+
+@pytest.fixture(scope="module")
 def result(pair):
     f, g = pair
     return polytrav.diff(f, g, Box(LO, HI), epsilon=0.1)
 
 
-def test_extremes_equal_brute_force_and_witness_attains(pair, result):
+def test_extremes_equal_brute_force_and_witness_attains(pair, cells, result):
     f, g = pair
-    truth = brute_extremes(f, g)
+    truth = brute_extremes(f, g, cells)
     assert result.exact and result.scope == "region"
     for o, (t_max, t_min) in zip(result.outputs, truth):
         assert o.max == pytest.approx(t_max, abs=1e-7), o
@@ -83,7 +88,7 @@ def test_extremes_equal_brute_force_and_witness_attains(pair, result):
         assert Box(LO, HI).contains(o.witness, tol=1e-9)
         assert o.code
     X = grid()
-    D = np.abs(np.array([g.forward(x) - f.forward(x) for x in X]))
+    D = np.abs(g.forward(X) - f.forward(X))
     assert (D.max(axis=0) <= [o.max_abs + 1e-9 for o in result.outputs]).all()
 
 
@@ -190,3 +195,43 @@ def test_outputs_and_bad_input(pair):
     with pytest.raises(polytrav.ConfigError, match="epsilon"):
         polytrav.diff(f, g, Box(LO, HI), verdict_only=True)
     assert r.to_dict()["outputs"][0]["output"] == 2
+
+
+def test_decision_pairs_equal_brute_force(pair, cells, result):
+    """Which (f class, g class) pairs occur on a set of positive volume: per full-dimensional
+    joint pattern and pair of classes, a Chebyshev LP over the cell and the strict-decision
+    rows (written here, in input space)."""
+    f, g = pair
+    m = f.n_outputs
+    truth = set()
+    for c in cells:
+        for a in range(m):
+            for b in range(m):
+                if a == b:
+                    continue
+                rows = [c["W"][k] - c["W"][a] for k in range(m) if k != a] + \
+                       [c["W"][m + k] - c["W"][m + b] for k in range(m) if k != b]
+                rhs = [c["c"][a] - c["c"][k] for k in range(m) if k != a] + \
+                      [c["c"][m + b] - c["c"][m + k] for k in range(m) if k != b]
+                A, rhs_all = np.vstack([c["A"], rows]), np.concatenate([c["b"], rhs])
+                norms = np.linalg.norm(A, axis=1)
+                res = linprog(np.r_[0.0, 0.0, -1.0], A_ub=np.c_[A, norms], b_ub=rhs_all,
+                              bounds=[(None, None)] * 2 + [(0, None)], method="highs")
+                if res.status == 0 and -res.fun > 1e-6:
+                    truth.add((a, b))
+    assert {(ch.f_class, ch.g_class) for ch in result.changes} == truth
+
+
+def test_polyhedron_region_share_against_monte_carlo(pair):
+    """A triangle-cut box (the region's volume by qhull, not 2^d)."""
+    f, g = pair
+    region = polytrav.Polyhedron([[1.0, 1.0]], [0.5]) & Box(LO, HI)
+    r = polytrav.diff(f, g, region)
+    X = np.random.default_rng(3).uniform(LO, HI, (200_000, 2))
+    X = X[X.sum(axis=1) <= 0.5]
+    share = np.mean(np.argmax(f.forward(X), 1) != np.argmax(g.forward(X), 1))
+    se = np.sqrt(share * (1 - share) / len(X))
+    lo, hi = r.volume_share
+    assert lo == hi and abs(lo - share) <= 5 * se + 1e-4
+    for o in r.outputs:
+        assert o.witness.sum() <= 0.5 + 1e-9 and o.confirmed
