@@ -216,8 +216,8 @@ class ModelDiff(Analysis):
         A, b = np.vstack([A, fr.A]), np.concatenate([b, fr.b])
         W, c = polytope.network.local_model(polytope.code)
         Wu, c0 = fr.pull(W), W @ fr.origin + c
-        f_cls, g_cls = ([a for a in range(self._n_classes())
-                         if self._cheb(context, A, b, self._rows(Wu, c0, off, a))[0] > RADIUS_TOL]
+        u_in = fr.to_u(polytope.interior_point)
+        f_cls, g_cls = (self._possible(context, A, b, Wu, c0, off, u_in, polytope.vertices)
                         for off in (0, m))
         found, share, log_ball = [], 0.0, []
         for a in f_cls:
@@ -253,6 +253,22 @@ class ModelDiff(Analysis):
             self._log_ball_changed.extend(log_ball)
         elif self.volumes:
             self._log_ball_same.append(_log_ball_share(polytope.radius, fr.dim))
+
+    def _possible(self, context, A, b, Wu, c0, off, u_in, V) -> list[int]:
+        """The classes a network may pick on a positive volume of the cell (a superset: the
+        pairs' LPs decide). Without an LP: a class winning strictly at the interior point is
+        kept; one that some row rules out at every vertex of the cell (when the traversal
+        computed them) is dropped; else its Chebyshev LP decides."""
+        out = []
+        for a in range(self._n_classes()):
+            E, e = self._rows(Wu, c0, off, a)
+            if np.all(E @ u_in < e):
+                out.append(a)
+            elif V is not None and np.any(np.min(V @ E.T - e, axis=0) >= 0):
+                continue
+            elif self._cheb(context, A, b, (E, e))[0] > RADIUS_TOL:
+                out.append(a)
+        return out
 
     def _n_classes(self) -> int:
         return 2 if self._m == 1 else self._m
