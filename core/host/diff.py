@@ -104,6 +104,8 @@ class DiffResult:
     violation: dict | None
     time: float
     failures: tuple[str, ...] = ()
+    #: whether decision changes were looked for (``decisions=True`` without ``verdict_only``)
+    decisions_asked: bool = False
     report: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -138,7 +140,7 @@ class DiffResult:
         for o in self.outputs:
             out.append(f"output {o.output}: max |g - f| = {o.max_abs:.6g} ({what}); g - f in "
                        f"[{o.min:.6g}, {o.max:.6g}]; at x = {_short(o.witness)}")
-        if self.decisions_differ is not None or self.changes:
+        if self.decisions_asked:
             state = {True: "yes", False: "no (proven)", None: "unknown"}[self.decisions_differ]
             out.append(f"decisions differ: {state}")
             if self.changes:
@@ -312,7 +314,7 @@ def _result(f: Network, g: Network, report, epsilon) -> DiffResult:
                       volume_share=None if share is None else tuple(share),
                       volume_method=method, epsilon=epsilon, verdict=verdict,
                       violation=violation, time=report.time, failures=res.failures,
-                      report=report)
+                      decisions_asked=dec is not None, report=report)
 
 
 def _classes(net: Network, x) -> int | None:

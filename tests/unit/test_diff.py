@@ -235,3 +235,17 @@ def test_polyhedron_region_share_against_monte_carlo(pair):
     assert lo == hi and abs(lo - share) <= 5 * se + 1e-4
     for o in r.outputs:
         assert o.witness.sum() <= 0.5 + 1e-9 and o.confirmed
+
+
+def test_l2_ball_region_extremes_exact_decisions_unknown(pair):
+    f, g = pair
+    ball = polytrav.Ball([0.1, -0.2], 0.6, norm=2)
+    r = polytrav.diff(f, g, ball)
+    X = grid(301)
+    X = X[np.linalg.norm(X - [0.1, -0.2], axis=1) <= 0.6]
+    D = g.forward(X) - f.forward(X)
+    for j, o in enumerate(r.outputs):
+        assert D[:, j].max() <= o.max + 1e-9 and D[:, j].min() >= o.min - 1e-9
+        assert o.max - D[:, j].max() < 0.02 and o.confirmed
+        assert np.linalg.norm(o.witness - [0.1, -0.2]) <= 0.6 + 1e-7
+    assert r.exact and r.decisions_differ is None and r.volume_share == (0.0, 1.0)
