@@ -131,22 +131,16 @@ class ModelDiff(Analysis):
     # ------------------------------------------------------------ the run
     def begin(self, context) -> None:
         k = len(self._outs)
-        self._max = [(-np.inf, None, None) for _ in range(k)]  # (value, x, polytope index)
-        self._min = [(np.inf, None, None) for _ in range(k)]
-        self._codes: dict[int, str] = {}
-        self._interior: dict[int, np.ndarray] = {}
-        self.changes: list[dict] = []
-        self.ambiguous = 0
-        self.violation = None
+        #: the running answer, mergeable across parts (:meth:`combine`): per output
+        #: ``(value, x, code)`` of the largest and smallest ``d_j``; decision changes; volumes
+        self.raw = {"max": [(-np.inf, None, None)] * k, "min": [(np.inf, None, None)] * k,
+                    "violation": None, "changes": [], "n_changed": 0, "ambiguous": 0,
+                    "changed_volume": 0.0, "volume_failed": 0, "ball_changed": 0.0,
+                    "ball_same": 0.0}
         fr = context.frame
         self._polyhedral = not (fr.l1_balls or fr.l2_balls)
         self._exact_volumes = self.volumes and self._polyhedral and fr.dim <= EXACT_VOLUME_MAX_DIM
         self._region_volume = self._frame_volume(context) if self._exact_volumes else None
-        self._changed_volume = 0.0
-        self._volume_failed = 0
-        self._log_ball_changed: list[float] = []  # log of ball volume / 2^d
-        self._log_ball_same: list[float] = []
-        self.n_changed = 0
 
     def visit(self, polytope, context):
         fr = context.frame
@@ -164,7 +158,7 @@ class ModelDiff(Analysis):
                     self._fold(i, float(vals[k]), fr.to_x(V[k]), polytope, context)
                 continue
             for sign in (1.0, -1.0):
-                best = (self._max if sign > 0 else self._min)[i][0]
+                best = self.raw["max" if sign > 0 else "min"][i][0]
                 res = self.maximize_linear(context, polytope, sign * Wu[i],
                                            beat=sign * (best - c0[i]))
                 if res is not None and res.status is Status.OPTIMAL:
@@ -174,43 +168,34 @@ class ModelDiff(Analysis):
                     self.failures.append(f"polytope #{polytope.index}: cell LP infeasible "
                                          f"({res.solver}) although the traversal found it")
         if self.verdict_only:
-            return Stop("|g - f| > epsilon") if self.violation is not None else None
+            return Stop("|g - f| > epsilon") if self.raw["violation"] is not None else None
         if self.decisions:
             self._decisions(polytope, context)
         return None
 
     def _fold(self, i, value, x, polytope, context) -> None:
-        if value > self._max[i][0]:
-            self._max[i] = (value, x, polytope.index)
-            self._remember(polytope, context)
-        if value < self._min[i][0]:
-            self._min[i] = (value, x, polytope.index)
-            self._remember(polytope, context)
-        if (self.epsilon is not None and self.violation is None and abs(value) > self.epsilon
-                and self._confirms(context.network, x, i, value)):
-            self.violation = (i, value, x, polytope.index)
-            self._remember(polytope, context)
+        raw = self.raw
+        if value > raw["max"][i][0]:
+            raw["max"][i] = (value, x, context.code_str(polytope))
+        if value < raw["min"][i][0]:
+            raw["min"][i] = (value, x, context.code_str(polytope))
+        if (self.epsilon is not None and raw["violation"] is None and abs(value) > self.epsilon
+                and self._confirms(context, x, i)):
+            raw["violation"] = (i, value, x, context.code_str(polytope))
 
-    def _confirms(self, network, x, i, value) -> bool:
+    def _confirms(self, context, x, i) -> bool:
         """A forward pass at ``x`` gives ``|d_i| > epsilon`` too (and ``x`` is in the region)."""
         from polytrav.extend import check_witness
 
-        return check_witness(network, self._region, x,
+        return check_witness(context.network, context.region, x,
                              lambda y: abs(float(self._D[i] @ y)) > self.epsilon)
-
-    def begin_run(self, context) -> None:
-        self._region = context.region
-        super().begin_run(context)
-
-    def _remember(self, polytope, context) -> None:
-        self._codes[polytope.index] = context.code_str(polytope)
-        self._interior[polytope.index] = polytope.interior_point
 
     # ------------------------------------------------------------ decisions
     def _decisions(self, polytope, context) -> None:
         fr, m = context.frame, self._m
+        raw = self.raw
         if not self._polyhedral:
-            self.ambiguous += 1  # a ball region: no array LP for the decision cells
+            raw["ambiguous"] += 1  # a ball region: no array LP for the decision cells
             return
         A, b = cell_rows(polytope, fr)
         A, b = np.vstack([A, fr.A]), np.concatenate([b, fr.b])
@@ -219,7 +204,7 @@ class ModelDiff(Analysis):
         u_in = fr.to_u(polytope.interior_point)
         f_cls, g_cls = (self._possible(context, A, b, Wu, c0, off, u_in, polytope.vertices)
                         for off in (0, m))
-        found, share, log_ball = [], 0.0, []
+        found, share, balls = [], 0.0, 0.0
         for a in f_cls:
             for bb in g_cls:
                 if a == bb:
@@ -229,30 +214,31 @@ class ModelDiff(Analysis):
                 rows = (np.vstack([Ea, Eb]), np.concatenate([ea, eb]))
                 radius, u, ok = self._cheb(context, A, b, rows)
                 if not ok:
-                    self.ambiguous += 1
+                    raw["ambiguous"] += 1
                     continue
                 if radius <= RADIUS_TOL:
                     continue
                 x = fr.to_x(u)
-                rec = {"polytope": polytope.index, "f_class": a, "g_class": bb, "x": x,
-                       "radius": radius, "confirmed": self._decides(context.network, x, a, bb)}
+                rec = {"polytope": polytope.index, "code": context.code_str(polytope),
+                       "f_class": a, "g_class": bb, "x": x, "radius": radius,
+                       "confirmed": self._decides(context, x, a, bb)}
                 if self._exact_volumes:
-                    vol = halfspace_volume(np.vstack([A, rows[0]]), np.concatenate([b, rows[1]]), u)
+                    vol = halfspace_volume(np.vstack([A, rows[0]]), np.concatenate([b, rows[1]]),
+                                           u)
                     if vol is None:
-                        self._volume_failed += 1
+                        raw["volume_failed"] += 1
                     else:
                         share += vol / self._region_volume
                     rec["volume_share"] = None if vol is None else vol / self._region_volume
-                log_ball.append(_log_ball_share(radius, fr.dim))
+                balls += _ball_share(radius, fr.dim)
                 found.append(rec)
         if found:
-            self.n_changed += 1
-            self._remember(polytope, context)
-            self.changes.extend(found)
-            self._changed_volume += share
-            self._log_ball_changed.extend(log_ball)
+            raw["n_changed"] += 1
+            raw["changes"].extend(found)
+            raw["changed_volume"] += share
+            raw["ball_changed"] += balls
         elif self.volumes:
-            self._log_ball_same.append(_log_ball_share(polytope.radius, fr.dim))
+            raw["ball_same"] += _ball_share(polytope.radius, fr.dim)
 
     def _possible(self, context, A, b, Wu, c0, off, u_in, V) -> list[int]:
         """The classes a network may pick on a positive volume of the cell (a superset: the
@@ -306,7 +292,7 @@ class ModelDiff(Analysis):
             return 0.0, None, False
         return float(res.x[d]), np.asarray(res.x[:d]), True
 
-    def _decides(self, network, x, a, b) -> bool:
+    def _decides(self, context, x, a, b) -> bool:
         """Forward passes at ``x``: ``f`` picks ``a`` and ``g`` picks ``b``, strictly."""
         from polytrav.extend import check_witness
 
@@ -317,7 +303,7 @@ class ModelDiff(Analysis):
                 return y[0] > 0 if cls == 1 else y[0] < 0
             return bool(np.all(np.delete(y, cls) < y[cls]))
 
-        return check_witness(network, self._region, x,
+        return check_witness(context.network, context.region, x,
                              lambda y: picks(y[:m], a) and picks(y[m:], b))
 
     def _frame_volume(self, context) -> float:
@@ -336,70 +322,92 @@ class ModelDiff(Analysis):
 
     # ------------------------------------------------------------ the result
     def finish(self, context) -> AnalysisResult:
-        exact = self.exact(context) and not self.verdict_only
+        return self._result(self.raw, context, n_polytopes=self.n_polytopes,
+                            n_solves=self.n_solves, failures=tuple(self.failures))
+
+    def combine(self, parts, context) -> AnalysisResult:
+        """The parts' extremes, changes and volumes merged (each part a disjoint set of
+        polytopes)."""
+        raws = [p.details["raw"] for p in parts]
+        k = len(self._outs)
+        raw = {"max": [max((r["max"][i] for r in raws), key=lambda t: t[0],
+                           default=(-np.inf, None, None)) for i in range(k)],
+               "min": [min((r["min"][i] for r in raws), key=lambda t: t[0],
+                           default=(np.inf, None, None)) for i in range(k)],
+               "violation": next((r["violation"] for r in raws if r["violation"]), None),
+               "changes": [c for r in raws for c in r["changes"]]}
+        for key in ("n_changed", "ambiguous", "changed_volume", "volume_failed",
+                    "ball_changed", "ball_same"):
+            raw[key] = sum(r[key] for r in raws)
+        fr = context.frame
+        self._polyhedral = not (fr.l1_balls or fr.l2_balls)
+        self._exact_volumes = self.volumes and self._polyhedral and fr.dim <= EXACT_VOLUME_MAX_DIM
+        return self._result(raw, context, n_polytopes=sum(p.n_polytopes for p in parts),
+                            n_solves=sum(p.n_solves for p in parts),
+                            failures=tuple(f for p in parts for f in p.failures))
+
+    def _result(self, raw, context, *, n_polytopes, n_solves, failures) -> AnalysisResult:
+        proven = context.complete and not failures
+        exact = proven and not self.verdict_only
         per = []
-        for i, j in enumerate(self._outs):
-            (hi, x_hi, p_hi), (lo, x_lo, p_lo) = self._max[i], self._min[i]
-            worst = (hi, x_hi, p_hi) if hi >= -lo else (lo, x_lo, p_lo)
-            per.append({"output": j, "max": hi, "argmax": x_hi, "max_polytope": p_hi,
-                        "min": lo, "argmin": x_lo, "min_polytope": p_lo,
-                        "max_abs": max(hi, -lo), "argmax_abs": worst[1],
-                        "max_abs_polytope": worst[2]})
+        for j, (hi, x_hi, c_hi), (lo, x_lo, c_lo) in zip(self._outs, raw["max"], raw["min"]):
+            worst = (hi, x_hi, c_hi) if hi >= -lo else (lo, x_lo, c_lo)
+            per.append({"output": j, "max": hi, "argmax": x_hi, "max_code": c_hi,
+                        "min": lo, "argmin": x_lo, "min_code": c_lo, "max_abs": max(hi, -lo),
+                        "signed": worst[0], "argmax_abs": worst[1], "max_abs_code": worst[2]})
         top = max(per, key=lambda r: r["max_abs"]) if per else None
         value = {"max_abs": top["max_abs"] if top else None,
                  "max": max((r["max"] for r in per), default=None),
                  "min": min((r["min"] for r in per), default=None)}
-        if self.violation is not None and not self.verdict_only and top is not None:
+        violation = raw["violation"]
+        if violation is not None and not self.verdict_only and top is not None:
             i = self._outs.index(top["output"])  # report the worst point, when it confirms
-            worst = top["max"] if top["max"] >= -top["min"] else top["min"]
             x = top["argmax_abs"]
-            if x is not None and self._confirms(context.network, x, i, worst):
-                self.violation = (i, worst, top["argmax_abs"], top["max_abs_polytope"])
+            if x is not None and self._confirms(context, x, i):
+                violation = (i, top["signed"], x, top["max_abs_code"])
         verdict = None
         if self.epsilon is not None:
-            if self.violation is not None:
+            if violation is not None:
                 verdict = Verdict.VIOLATED
-            elif (self.exact(context) and not self.ambiguous
+            elif (proven and not raw["ambiguous"]
                   and all(r["max_abs"] <= self.epsilon for r in per)):
                 verdict = Verdict.HOLDS
             else:
                 verdict = Verdict.UNKNOWN
-        details = {"outputs": per, "split": self._m, "codes": self._codes,
-                   "interior": self._interior, "decisions": self._decision_details(context),
-                   "violation": None if self.violation is None else {
-                       "output": self._outs[self.violation[0]], "value": self.violation[1],
-                       "x": self.violation[2], "polytope": self.violation[3]}}
-        witness = (self.violation[2] if self.violation is not None
-                   else top["argmax_abs"] if top else None)
+        details = {"outputs": per, "split": self._m, "raw": raw,
+                   "decisions": self._decision_details(raw, context, proven),
+                   "violation": None if violation is None else {
+                       "output": self._outs[violation[0]], "value": violation[1],
+                       "x": violation[2], "code": violation[3]}}
+        witness = violation[2] if violation is not None else top["argmax_abs"] if top else None
         return AnalysisResult(analysis=self.label, verdict=verdict, value=value,
-                              witness=witness, exact=exact, n_polytopes=self.n_polytopes,
-                              n_solves=self.n_solves, failures=tuple(self.failures),
-                              details=details)
+                              witness=witness, exact=exact, n_polytopes=n_polytopes,
+                              n_solves=n_solves, failures=failures, details=details)
 
-    def _decision_details(self, context) -> dict | None:
+    def _decision_details(self, raw, context, proven) -> dict | None:
         if not self.decisions or self.verdict_only:
             return None
-        proven = self.exact(context) and not self.ambiguous
-        changed = bool(self.changes)
+        proven = proven and not raw["ambiguous"]
+        changed = bool(raw["changes"])
         out = {"changed": True if changed else (False if proven else None),
-               "exact": proven, "n_polytopes": self.n_changed, "changes": self.changes,
-               "ambiguous": self.ambiguous}
+               "exact": proven, "n_polytopes": raw["n_changed"], "changes": raw["changes"],
+               "ambiguous": raw["ambiguous"]}
         if not self.volumes:
             out["volume_share"] = None
             return out
         d = context.frame.dim
-        lower = sum(math.exp(v) for v in self._log_ball_changed)
-        if self._exact_volumes and not self._volume_failed and proven:
-            out["volume_share"] = (self._changed_volume, self._changed_volume)
-            out["volume_method"] = "exact (qhull)"
-        elif self._exact_volumes and not self._volume_failed:
-            # a partial run: the visited changes from below; above, all but the visited rest
-            out["volume_share"] = (self._changed_volume, 1.0)
-            out["volume_method"] = "visited polytopes only (lower bound)"
+        if self._exact_volumes and not raw["volume_failed"]:
+            if proven:
+                out["volume_share"] = (raw["changed_volume"], raw["changed_volume"])
+                out["volume_method"] = "exact (qhull)"
+            else:  # a partial run: the visited changes from below
+                out["volume_share"] = (raw["changed_volume"], 1.0)
+                out["volume_method"] = "visited polytopes only (lower bound)"
         else:
-            upper = 1.0 - sum(math.exp(v) for v in self._log_ball_same) if proven else 1.0
-            out["volume_share"] = (min(lower, 1.0), max(min(upper, 1.0), lower))
-            out["volume_method"] = (f"inscribed balls in {d} dimensions (sound interval)")
+            lower = min(raw["ball_changed"], 1.0)
+            upper = 1.0 - raw["ball_same"] if proven else 1.0
+            out["volume_share"] = (lower, max(min(upper, 1.0), lower))
+            out["volume_method"] = f"inscribed balls in {d} dimensions (sound interval)"
         return out
 
     def describe(self, result) -> list[str]:
@@ -407,13 +415,14 @@ class ModelDiff(Analysis):
         return [f"max |g - f| = {v['max_abs']:.6g}, g - f in [{v['min']:.6g}, {v['max']:.6g}]"]
 
 
-def _log_ball_share(radius: float, d: int) -> float:
-    """log of (volume of a ``d``-ball of ``radius``) / 2^d: its share of ``[-1, 1]^d``, a
-    volume at most the region's only when over the box; -inf for radius 0."""
+def _ball_share(radius: float, d: int) -> float:
+    """(volume of a ``d``-ball of ``radius``) / 2^d: its share of the frame box ``[-1, 1]^d``,
+    which contains the region (so at most its share of the region); 0 for radius 0. Computed
+    in logarithms (tiny in high dimension, never overflowing)."""
     if radius <= 0:
-        return -math.inf
-    return (d * math.log(radius) + (d / 2) * math.log(math.pi) - math.lgamma(d / 2 + 1)
-            - d * math.log(2.0))
+        return 0.0
+    return math.exp(d * math.log(radius) + (d / 2) * math.log(math.pi)
+                    - math.lgamma(d / 2 + 1) - d * math.log(2.0))
 
 
 @hookimpl

@@ -273,7 +273,6 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
 def _result(f: Network, g: Network, report, epsilon) -> DiffResult:
     res = report.results[0]
     det = res.details
-    codes = det["codes"]
     outs = []
     for r in det["outputs"]:
         x = r["argmax_abs"]
@@ -284,7 +283,7 @@ def _result(f: Network, g: Network, report, epsilon) -> DiffResult:
             confirmed = abs(abs(gv - fv) - r["max_abs"]) <= WITNESS_TOL * (1 + r["max_abs"])
         outs.append(OutputDiff(output=r["output"], max=r["max"], min=r["min"],
                                max_abs=r["max_abs"], witness=x, f_value=fv, g_value=gv,
-                               confirmed=confirmed, code=codes.get(r["max_abs_polytope"]),
+                               confirmed=confirmed, code=r["max_abs_code"],
                                argmax=r["argmax"], argmin=r["argmin"]))
     dec = det["decisions"]
     changes, differ, share, method, n_changed = [], None, None, None, 0
@@ -292,7 +291,7 @@ def _result(f: Network, g: Network, report, epsilon) -> DiffResult:
         differ, n_changed = dec["changed"], dec["n_polytopes"]
         for c in dec["changes"]:
             changes.append(DecisionChange(
-                polytope=c["polytope"], code=codes.get(c["polytope"], ""),
+                polytope=c["polytope"], code=c["code"],
                 f_class=_label(f, c["f_class"]), g_class=_label(g, c["g_class"]), x=c["x"],
                 radius=c["radius"], confirmed=c["confirmed"] and _changes(f, g, c),
                 volume_share=c.get("volume_share")))

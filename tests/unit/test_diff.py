@@ -249,3 +249,21 @@ def test_l2_ball_region_extremes_exact_decisions_unknown(pair):
         assert o.max - D[:, j].max() < 0.02 and o.confirmed
         assert np.linalg.norm(o.witness - [0.1, -0.2]) <= 0.6 + 1e-7
     assert r.exact and r.decisions_differ is None and r.volume_share == (0.0, 1.0)
+
+
+def test_in_parts_equals_serial(pair, result):
+    """The model_diff analysis run in parts (combine) gives the serial run's answer."""
+    from polytrav.host.diff import joint_network
+    from polytrav.plugins.model_diff import ModelDiff
+
+    f, g = pair
+    report = polytrav.analyze(joint_network(f, g), Box(LO, HI),
+                              ModelDiff(split=3, epsilon=0.1), parts=4)
+    res = report[0]
+    assert res.exact and res.verdict is Verdict.VIOLATED
+    assert res.value["max_abs"] == pytest.approx(result.max_abs, abs=1e-9)
+    dec = res.details["decisions"]
+    assert dec["changed"] is True
+    assert dec["volume_share"][0] == pytest.approx(result.volume_share[0], abs=1e-9)
+    assert {(c["f_class"], c["g_class"]) for c in dec["changes"]} == \
+        {(c.f_class, c.g_class) for c in result.changes}
