@@ -26,8 +26,8 @@ class OutputDiff:
     """One output ``j``: the extremes of ``g_j - f_j`` and the largest ``|f_j - g_j|``.
 
     ``max_abs`` is attained at ``witness`` (``f`` and ``g`` evaluated there by forward
-    passes: ``f_value``, ``g_value``; ``confirmed`` when ``g_value - f_value`` agrees with the
-    LP's value within ``WITNESS_TOL``); ``code`` is the joint polytope's activation code.
+    passes: ``f_value``, ``g_value``; ``confirmed`` when ``witness`` is in the region and
+    ``g_value - f_value`` agrees with the LP's value, both within ``WITNESS_TOL``); ``code`` is the joint polytope's activation code.
     """
 
     output: int
@@ -267,10 +267,10 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
                                volumes=volumes, verdict_only=verdict_only)
     report = analyze(joint, region, analysis, solver=solver, time_limit=time_limit,
                      max_polytopes=max_polytopes, progress=progress, on_interrupt=on_interrupt)
-    return _result(f, g, report, epsilon)
+    return _result(f, g, region.with_dims(f.n_inputs), report, epsilon)
 
 
-def _result(f: Network, g: Network, report, epsilon) -> DiffResult:
+def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResult:
     res = report.results[0]
     det = res.details
     outs = []
@@ -280,7 +280,8 @@ def _result(f: Network, g: Network, report, epsilon) -> DiffResult:
         confirmed = False
         if x is not None:
             fv, gv = float(f.forward(x)[r["output"]]), float(g.forward(x)[r["output"]])
-            confirmed = abs(abs(gv - fv) - r["max_abs"]) <= WITNESS_TOL * (1 + r["max_abs"])
+            confirmed = (abs(abs(gv - fv) - r["max_abs"]) <= WITNESS_TOL * (1 + r["max_abs"])
+                         and region.contains(x, tol=WITNESS_TOL))
         outs.append(OutputDiff(output=r["output"], max=r["max"], min=r["min"],
                                max_abs=r["max_abs"], witness=x, f_value=fv, g_value=gv,
                                confirmed=confirmed, code=r["max_abs_code"],

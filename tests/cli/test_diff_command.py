@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 from ctrl_c import save_mlp_onnx
 
+import polytrav
 from polytrav import Box, Network, diff
 from polytrav.interface.cli import main
 
@@ -105,3 +106,16 @@ def test_job_file_compares_two_models(models):
     (models / "job.toml").write_text(job_text("three.onnx", 0.2))
     out = run("run", models / "job.toml")
     assert out.exit_code == 4 and "compare:" in out.output and "same input and output" in out.output
+
+
+def test_slice_of_three_inputs(tmp_path):
+    """Above two inputs the figure is a plane through the box's centre (dims 0 and 2)."""
+    from polytrav.interface.plot.diff import save_diff_slice
+    from polytrav.testing.reference import random_net
+
+    f, g = random_net(1, 3, [4], n_out=2), random_net(2, 3, [5], n_out=2)
+    out = save_diff_slice(f, g, Box(-np.ones(3), np.ones(3)), tmp_path / "s.png", dims=(0, 2),
+                          resolution=60)
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(polytrav.ConfigError, match="dims"):
+        save_diff_slice(f, g, Box(-np.ones(3), np.ones(3)), tmp_path / "t.png")
