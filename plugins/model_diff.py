@@ -26,7 +26,8 @@ Per polytope ``P`` (in the region ``R``'s frame coordinates ``u``):
   which bounds the region's) from above.
 
 With ``epsilon`` the ε-equivalence verdict: HOLDS iff the exact ``max_j |d_j| <= epsilon``,
-VIOLATED at a forward-pass-checked point with ``|d_j| > epsilon``, else UNKNOWN.
+VIOLATED at a forward-pass-checked point with ``|d_j| > epsilon``, VIOLATED_UNCONFIRMED when an
+LP optimum exceeds ``epsilon`` but no forward pass confirms it, else UNKNOWN.
 ``verdict_only`` asks only that: the run stops at the first violation and skips pieces whose
 bound proves ``|d_j| < epsilon`` (:meth:`ModelDiff.piece_margin`, the hook point where
 difference-aware bounds plug in).
@@ -370,8 +371,9 @@ class ModelDiff(Analysis):
         if self.epsilon is not None:
             if violation is not None:
                 verdict = Verdict.VIOLATED
-            elif (proven and not raw["ambiguous"]
-                  and all(r["max_abs"] <= self.epsilon for r in per)):
+            elif any(r["max_abs"] > self.epsilon for r in per):  # no forward pass agrees
+                verdict = Verdict.VIOLATED_UNCONFIRMED
+            elif proven and not raw["ambiguous"]:
                 verdict = Verdict.HOLDS
             else:
                 verdict = Verdict.UNKNOWN

@@ -86,7 +86,8 @@ class DiffResult:
     share of the region where the decisions differ as ``(low, high)``, equal ends when exact
     (``volume_method`` says how). ``verdict``: the ε-equivalence verdict when ``epsilon`` was
     given: HOLDS (proven ``max_abs <= epsilon``), VIOLATED (``violation``: a checked point
-    with ``|g_j - f_j| > epsilon``) or UNKNOWN (a budget, a lost LP: never HOLDS then).
+    with ``|g_j - f_j| > epsilon``), VIOLATED_UNCONFIRMED (an LP optimum above ``epsilon``
+    that forward passes do not confirm) or UNKNOWN (a budget, a lost LP: never HOLDS then).
     """
 
     outputs: list[OutputDiff]
@@ -306,7 +307,7 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
         x, j = violation["x"], violation["output"]
         d = float(g.forward(x)[j] - f.forward(x)[j])
         if not abs(d) > epsilon:
-            verdict = Verdict.UNKNOWN
+            verdict = Verdict.VIOLATED_UNCONFIRMED
         violation = {**violation, "value": d}
     return DiffResult(outputs=outs, exact=res.exact, status=report.status.value,
                       n_polytopes=res.n_polytopes, n_solves=res.n_solves,

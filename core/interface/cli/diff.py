@@ -95,7 +95,7 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         click.echo(f"figure written to {saved}", err=True)
     if res.verdict is Verdict.VIOLATED:
         sys.exit(EXIT_VIOLATED)
-    if not res.exact or res.verdict is Verdict.UNKNOWN:
+    if not res.exact or res.verdict not in (None, Verdict.HOLDS):
         sys.exit(EXIT_PARTIAL)
     sys.exit(EXIT_HOLDS)
 
