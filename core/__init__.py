@@ -29,6 +29,7 @@ _HOMES = {
     "polytrav.host.explain": ("Explanation", "RowResult", "explain", "explain_rows"),
     "polytrav.host.regions": ("RegionTable", "region_table"),
     "polytrav.host.profile": ("Profile", "profile"),
+    "polytrav.host.diff": ("DiffResult", "diff"),
     "polytrav.host.monotonicity_table": ("MonotonicityTable", "monotonicity_table"),
     "polytrav.traversal": ("TraversalStatus",),
     "polytrav.verification.verify": ("VerificationResult", "verify", "verify_many"),
@@ -76,6 +77,7 @@ __all__ = [
     "region_table",
     "profile",
     "monotonicity_table",
+    "diff",
     "verify",
     "verify_many",
     # networks and regions
@@ -101,6 +103,7 @@ __all__ = [
     "RowResult",
     "RegionTable",
     "Profile",
+    "DiffResult",
     "MonotonicityTable",
     "VerificationResult",
     "Verdict",

@@ -50,7 +50,7 @@ _HOMES = {
     "polytrav.vocabulary.tolerances": ("WITNESS_TOL", "LP_FEASIBILITY_TOL", "MILP_GAP",
                                        "SAME_VALUE_TOL", "SLOPE_TOL", "CORNER_INSET",
                                        "COUNTERFACTUAL_STEP", "DISCRETE_MARGIN", "GRID_TOL",
-                                       "REACH_TOL"),
+                                       "REACH_TOL", "RADIUS_TOL", "ZERO_ROW_TOL"),
     "polytrav.model.geometry": ("Frame", "halfspace_volume"),
     "polytrav.model.polytope": ("Polytope",),
     "polytrav.model.region": ("Region", "Box", "Ball", "Polyhedron"),

@@ -146,7 +146,7 @@ def test_every_builtin_analysis_has_a_heading_in_analyses_doc(name):
         f"docs/analyses.md has no heading naming the analysis `{name}`")
 
 
-@pytest.mark.parametrize("doc", ["analyses.md", "explain.md", "hooks.md", "parallel.md", "quickstart.md"])
+@pytest.mark.parametrize("doc", ["analyses.md", "diff.md", "explain.md", "hooks.md", "parallel.md", "quickstart.md"])
 def test_python_examples_run(doc, monkeypatch, tmp_path):
     """The python blocks of the page run in order, in one namespace (as the page says)."""
     monkeypatch.chdir(tmp_path)  # files the examples write land here

@@ -72,6 +72,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "polytrav.plugins.linear_property",
     "polytrav.plugins.region_stats",
     "polytrav.plugins.local_model",
+    "polytrav.plugins.model_diff",
 )
 
 

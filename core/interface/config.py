@@ -383,6 +383,8 @@ def prepare(path: str | Path):
     where = f"job file {str(path)!r}"
     net_path = root / job.network
     inputs = {Path(path): "the job file itself", net_path: "the network file"}
+    if job.compare is not None:
+        inputs[root / job.compare] = "the compared network's file"
     if isinstance(job.region, VnnlibRegion):
         inputs[root / job.region.file] = "the region's VNN-LIB file"
     _check_outputs(job, root, path, inputs=inputs)
@@ -394,6 +396,8 @@ def prepare(path: str | Path):
     except OSError as exc:
         raise ConfigError(f"{where}: network: {job.network!r} cannot be read: "
                           f"{exc.strerror or exc}") from exc
+    if job.compare is not None:
+        net = _joint(root, job.compare, net, where)
     region = _checked_region(job, root, net, where)
     _check_start(job, net, region, where)
     pm = get_plugin_manager()
@@ -402,6 +406,22 @@ def prepare(path: str | Path):
     analyses = [_analysis(k, spec, classes, pm, net, region, where)
                 for k, spec in enumerate(job.analysis)]
     return job, net, region, analyses, root
+
+
+def _joint(root: Path, name: str, net, where: str):
+    """``compare = "g.onnx"``: the joint network of the job's network and that one."""
+    from polytrav.host.diff import joint_network
+    from polytrav.verification.verify import load_network
+    from polytrav.vocabulary.errors import PolytravError
+
+    _input_file(root, name, "compare", where, "the compared network's .onnx or .nnet file")
+    try:
+        return joint_network(net, load_network(root / name))
+    except PolytravError as exc:
+        raise ConfigError(f"{where}: compare: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{where}: compare: {name!r} cannot be read: "
+                          f"{exc.strerror or exc}") from exc
 
 
 def _check_outputs(job: Job, root: Path, path, inputs: dict | None = None) -> None:

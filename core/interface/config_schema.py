@@ -120,6 +120,9 @@ class Output(_Strict):
 
 class Job(_Strict):
     network: str
+    #: a second model: the job then runs on the joint network ``x -> [f(x); g(x)]`` (the
+    #: ``model_diff`` analysis compares them; :func:`polytrav.diff`)
+    compare: str | None = None
     region: RegionSpec
     analysis: list[AnalysisSpec] = Field(min_length=1)
     start: list[float] | None = None

@@ -32,6 +32,22 @@ def _property(net, region, cells):
             else Verdict.HOLDS}
 
 
+def _model_diff(net, region, cells):
+    """Output 1 against output 0 (the joint network of two one-output models): the extremes
+    of y1 - y0 by an LP per cell, and the verdict at epsilon 1."""
+    lo, hi = np.inf, -np.inf
+    for cell in cells:
+        w, c = cell["W"][1] - cell["W"][0], cell["c"][1] - cell["c"][0]
+        for sign in (1.0, -1.0):
+            res = linprog(sign * w, A_ub=cell["A"], b_ub=cell["b"], bounds=(None, None),
+                          method="highs")
+            value = sign * res.fun + c
+            lo, hi = min(lo, value), max(hi, value)
+    worst = max(hi, -lo)
+    return {"value": {"max_abs": worst, "max": hi, "min": lo},
+            "verdict": Verdict.VIOLATED if worst > 1.0 else Verdict.HOLDS}
+
+
 #: (name, parameters, options of check_analysis, checks skipped and why)
 BUILT_INS = [
     ("output_range", {}, {"reference": _output_range}, ()),
@@ -45,6 +61,7 @@ BUILT_INS = [
     # min_radius is the smallest Polytope.radius a run reports: the Chebyshev radius under the
     # LP traversal, a certified inscribed radius (smaller) under subdivision
     ("region_stats", {}, {}, ("parts", "strategies")),
+    ("model_diff", {"epsilon": 1.0}, {"n_outputs": 2, "reference": _model_diff}, ()),
 ]
 
 

@@ -122,7 +122,7 @@ def test_plugins_and_solvers_commands():
 
 
 @pytest.mark.parametrize("command", ["run", "verify", "plugins", "solvers", "regions", "attack",
-                                     "counterfactual", "monotonicity"])
+                                     "counterfactual", "monotonicity", "diff"])
 def test_every_command_has_help_with_an_example(command):
     res = CliRunner().invoke(main, [command, "--help"])
     assert res.exit_code == 0 and "Example" in res.output

@@ -34,6 +34,7 @@ from polytrav.interface.cli.analysis import (analyze, attack, counterfactual, mo
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
                                            EXIT_HOLDS, EXIT_INTERNAL, EXIT_PARTIAL, EXIT_TIMEOUT,
                                            EXIT_VIOLATED, error_message, fail)
+from polytrav.interface.cli.diff import diff
 from polytrav.interface.cli.explain import explain
 from polytrav.interface.cli.listing import plugins, solvers
 from polytrav.interface.cli.verify import verify, vnncomp_counterexample  # noqa: F401
@@ -98,5 +99,5 @@ def main() -> None:
 
 
 for _command in (verify, run, plugins, solvers, regions, analyze, attack, counterfactual,
-                 monotonicity, explain):
+                 monotonicity, explain, diff):
     main.add_command(_command)

@@ -18,7 +18,7 @@ from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLAT
 from polytrav.interface.console import answered
 from polytrav.vocabulary.results import Verdict, to_json
 
-__all__ = ["regions", "analyze", "attack", "counterfactual", "monotonicity", "run"]
+__all__ = ["regions", "analyze", "attack", "counterfactual", "monotonicity", "run", "region_from"]
 
 
 def _print_report(report, as_json: bool) -> None:
@@ -179,7 +179,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
 
         check_figure_path(plot)
     net = load_network(network)
-    region = _region_from(net, lower, upper, vnnlib)
+    region = region_from(net, lower, upper, vnnlib)
     names = None if labels is None else [v.strip() for v in labels.split(",")]
     if names is not None and not all(names):
         fail(f"--labels has an empty name ({labels!r}); give one name per input, "
@@ -242,7 +242,7 @@ def regions(network, lower, upper, vnnlib, as_list, plot, dims, labels, max_poly
     sys.exit(EXIT_HOLDS if run.complete else EXIT_PARTIAL)
 
 
-def _region_from(net, lower, upper, vnnlib):
+def region_from(net, lower, upper, vnnlib):
     """The region of a command: a box from --lower/--upper, or a VNN-LIB file's input box."""
     from polytrav.model.region import Box
 
@@ -304,7 +304,7 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
     net = load_network(network)
     if check is not None:
         check(net)
-    region = _region_from(net, lower, upper, vnnlib)
+    region = region_from(net, lower, upper, vnnlib)
     if callable(analysis):
         analysis = analysis(net, region)
     bar = Progress(analysis.name, sys.stderr.isatty())

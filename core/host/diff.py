@@ -1,0 +1,354 @@
+"""``polytrav.diff(f, g, region)``: two models, one answer (issue 46).
+
+How far apart two networks are over a region, where, and whether any decision changes:
+the ``model_diff`` analysis (:mod:`polytrav.plugins.model_diff`, looked up by its registered
+name) run over the joint partition of ``x -> [f(x); g(x)]``, its answer checked by forward
+passes of ``f`` and ``g`` themselves and returned as a :class:`DiffResult`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from polytrav.model.network import Network
+from polytrav.model.region import Region
+from polytrav.vocabulary.errors import ConfigError, NetworkError
+from polytrav.vocabulary.results import Verdict
+from polytrav.vocabulary.tolerances import WITNESS_TOL
+
+__all__ = ["diff", "DiffResult", "OutputDiff", "DecisionChange", "joint_network"]
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    """One output ``j``: the extremes of ``g_j - f_j`` and the largest ``|f_j - g_j|``.
+
+    ``max_abs`` is attained at ``witness`` (``f`` and ``g`` evaluated there by forward
+    passes: ``f_value``, ``g_value``; ``confirmed`` when ``witness`` is in the region and
+    ``g_value - f_value`` agrees with the LP's value, both within ``WITNESS_TOL``); ``code`` is the joint polytope's activation code.
+    """
+
+    output: int
+    max: float
+    min: float
+    max_abs: float
+    witness: np.ndarray | None
+    f_value: float | None
+    g_value: float | None
+    confirmed: bool
+    code: str | None
+    argmax: np.ndarray | None = field(default=None, repr=False)
+    argmin: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"output": self.output, "max": self.max, "min": self.min,
+                "max_abs": self.max_abs, "witness": _list(self.witness),
+                "f_value": self.f_value, "g_value": self.g_value,
+                "confirmed": self.confirmed, "code": self.code,
+                "argmax": _list(self.argmax), "argmin": _list(self.argmin)}
+
+
+@dataclass(frozen=True)
+class DecisionChange:
+    """A cell of a joint polytope where ``f`` picks ``f_class`` and ``g`` picks ``g_class``
+    (both strictly): ``x`` is its Chebyshev centre (checked by forward passes: ``confirmed``),
+    ``radius`` its inscribed radius in the region's normalised coordinates, ``volume_share``
+    its exact share of the region (low dimension) or None."""
+
+    polytope: int
+    code: str
+    f_class: Any
+    g_class: Any
+    x: np.ndarray
+    radius: float
+    confirmed: bool
+    volume_share: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"polytope": self.polytope, "code": self.code, "f_class": _plain(self.f_class),
+                "g_class": _plain(self.g_class), "x": _list(self.x), "radius": self.radius,
+                "confirmed": self.confirmed, "volume_share": self.volume_share}
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """What :func:`diff` found.
+
+    ``outputs``: one :class:`OutputDiff` per compared output. ``max_abs``: the largest
+    ``|f_j - g_j|`` over them (``worst`` is that output's record). ``exact``: every number is
+    exact for the whole region (a complete run with every LP decided); otherwise the
+    extremes are those of the visited polytopes (inside the true range) and ``scope`` says
+    ``"visited"``. ``decisions_differ``: True (with ``changes``, each witness checked by
+    forward passes), False (proven: no cell of positive volume where the classes differ) or
+    None (not asked, or unknown: a partial run or an undecided LP). ``volume_share``: the
+    share of the region where the decisions differ as ``(low, high)``, equal ends when exact
+    (``volume_method`` says how). ``verdict``: the ε-equivalence verdict when ``epsilon`` was
+    given: HOLDS (proven ``max_abs <= epsilon``), VIOLATED (``violation``: a checked point
+    with ``|g_j - f_j| > epsilon``), VIOLATED_UNCONFIRMED (an LP optimum above ``epsilon``
+    that forward passes do not confirm) or UNKNOWN (a budget, a lost LP: never HOLDS then).
+    """
+
+    outputs: list[OutputDiff]
+    exact: bool
+    status: str
+    n_polytopes: int
+    n_solves: int
+    decisions_differ: bool | None
+    changes: list[DecisionChange]
+    n_changed_polytopes: int
+    volume_share: tuple[float, float] | None
+    volume_method: str | None
+    epsilon: float | None
+    verdict: Verdict | None
+    violation: dict | None
+    time: float
+    failures: tuple[str, ...] = ()
+    #: whether decision changes were looked for (``decisions=True`` without ``verdict_only``)
+    decisions_asked: bool = False
+    report: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def worst(self) -> OutputDiff:
+        """The output with the largest ``|f_j - g_j|``."""
+        return max(self.outputs, key=lambda o: o.max_abs)
+
+    @property
+    def max_abs(self) -> float:
+        return self.worst.max_abs
+
+    @property
+    def scope(self) -> str:
+        """``"region"`` when every number is exact, else ``"visited"``."""
+        return "region" if self.exact else "visited"
+
+    def __repr__(self) -> str:
+        v = "" if self.verdict is None else f", {self.verdict.value}"
+        scope = " (exact)" if self.exact else " (visited)"
+        return (f"DiffResult(max |g - f| = {self.max_abs:.6g}{scope}, "
+                f"decisions differ: {self.decisions_differ}{v}, {self.n_polytopes} polytopes)")
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def lines(self) -> list[str]:
+        """The answer in a few lines (the command line prints them)."""
+        what = "exact over the region" if self.exact else \
+            f"over the visited polytopes only ({self.status}): a lower bound"
+        out = [f"{self.n_polytopes} joint polytopes, {self.n_solves} LPs, {self.time:.3g} s "
+               f"({self.status})"]
+        for o in self.outputs:
+            out.append(f"output {o.output}: max |g - f| = {o.max_abs:.6g} ({what}); g - f in "
+                       f"[{o.min:.6g}, {o.max:.6g}]; at x = {_short(o.witness)}")
+        if self.decisions_asked:
+            state = {True: "yes", False: "no (proven)", None: "unknown"}[self.decisions_differ]
+            out.append(f"decisions differ: {state}")
+            if self.changes:
+                c = self.changes[0]
+                out.append(f"  e.g. at x = {_short(c.x)}: f says {c.f_class!r}, g says "
+                           f"{c.g_class!r} ({self.n_changed_polytopes} polytopes)")
+            if self.volume_share is not None:
+                lo, hi = self.volume_share
+                share = f"{lo:.6g}" if lo == hi else f"in [{lo:.6g}, {hi:.6g}]"
+                out.append(f"  share of the region: {share} ({self.volume_method})")
+        if self.epsilon is not None:
+            line = f"epsilon {self.epsilon:g}: {self.verdict.value}"
+            if self.violation is not None:
+                line += (f" (output {self.violation['output']}: g - f = "
+                         f"{self.violation['value']:.6g} at x = {_short(self.violation['x'])})")
+            out.append(line)
+        for f in self.failures[:3]:
+            out.append(f"undecided: {f}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe."""
+        return {"max_abs": self.max_abs, "exact": self.exact, "scope": self.scope,
+                "status": self.status, "n_polytopes": self.n_polytopes,
+                "n_solves": self.n_solves, "outputs": [o.to_dict() for o in self.outputs],
+                "decisions_differ": self.decisions_differ,
+                "changes": [c.to_dict() for c in self.changes],
+                "n_changed_polytopes": self.n_changed_polytopes,
+                "volume_share": None if self.volume_share is None else list(self.volume_share),
+                "volume_method": self.volume_method, "epsilon": self.epsilon,
+                "verdict": None if self.verdict is None else self.verdict.value,
+                "violation": None if self.violation is None else
+                {**self.violation, "x": _list(self.violation["x"])},
+                "time": self.time, "failures": list(self.failures)}
+
+    def output_rows(self) -> list[dict[str, Any]]:
+        """One flat record per compared output (the witness as ``x0``, ``x1``, ...)."""
+        rows = []
+        for o in self.outputs:
+            rec = {k: v for k, v in o.to_dict().items() if k not in ("argmax", "argmin", "witness")}
+            rec.update({f"x{i}": v for i, v in enumerate(_list(o.witness) or [])})
+            rec["exact"] = self.exact
+            rows.append(rec)
+        return rows
+
+    def to_pandas(self):
+        """:meth:`output_rows` as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.output_rows())
+
+
+def joint_network(f: Network, g: Network) -> Network:
+    """The network ``x -> [f(x); g(x)]``: ``f`` and ``g`` side by side (:meth:`Network.stack`)
+    with the input shared (:meth:`Network.compose_input` with ``[I; I]``); exact.
+
+    Raises :class:`~polytrav.NetworkError` unless both are networks with the same numbers of
+    inputs and of outputs.
+    """
+    for who, net in (("f", f), ("g", g)):
+        if not isinstance(net, Network):
+            raise NetworkError(f"diff: {who} is a {type(net).__name__}, not a Network; load it "
+                               "with polytrav.Network.from_onnx / from_torch / ...")
+    if f.n_inputs != g.n_inputs or f.n_outputs != g.n_outputs:
+        raise NetworkError(f"diff: f takes {f.n_inputs} inputs and gives {f.n_outputs} outputs "
+                           f"but g takes {g.n_inputs} and gives {g.n_outputs}; compare models "
+                           "of the same input and output sizes")
+    n = f.n_inputs
+    joint = Network.stack([f, g], names=["f", "g"]).compose_input(np.vstack([np.eye(n)] * 2),
+                                                                np.zeros(2 * n))
+    return joint
+
+
+def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float | None = None,
+         decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
+         solver=None, time_limit: float | None = None, max_polytopes: int | None = None,
+         progress=None, on_interrupt: str = "raise") -> DiffResult:
+    """Compare two networks over ``region``, exactly.
+
+    Parameters
+    ----------
+    f, g : Network
+        The two models (any widths and depths; same numbers of inputs and outputs).
+    region : Region
+    outputs : int or sequence of int, optional
+        The outputs compared (default all).
+    epsilon : float, optional
+        Decide ε-equivalence: ``max_j |f_j - g_j| <= epsilon`` on the whole region.
+    decisions : bool
+        Look for decision changes (argmax, or the sign of a single score) and their volume
+        share (default True).
+    volumes : bool
+        Measure the volume share where decisions differ (default True).
+    verdict_only : bool
+        Only the ε verdict (needs ``epsilon``): stop at the first violation, skip pieces
+        whose bound proves ``|g - f| < epsilon``; the differences are then those visited.
+    solver, time_limit, max_polytopes, progress, on_interrupt
+        As in :func:`polytrav.analyze` (``on_interrupt="report"``: Ctrl-C returns the
+        partial result).
+
+    Returns
+    -------
+    DiffResult
+
+    Examples
+    --------
+    >>> import polytrav
+    >>> W = [[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0]]]
+    >>> f = polytrav.Network.from_arrays(W, [[0, 0], [0]])     # relu(x0) - relu(x1)
+    >>> g = polytrav.Network.from_arrays(W, [[0, 0], [0.25]])  # the same plus 0.25
+    >>> r = polytrav.diff(f, g, polytrav.Box([-1, -1], [1, 1]), epsilon=0.3)
+    >>> r.max_abs, r.verdict.value, r.decisions_differ, r.volume_share[0] == r.volume_share[1]
+    (0.25, 'holds', True, True)
+    """
+    from polytrav.host.manager import create_analysis, get_plugin_manager
+    from polytrav.host.runner import analyze
+
+    joint = joint_network(f, g)
+    if verdict_only and epsilon is None:
+        raise ConfigError("diff: verdict_only=True needs epsilon (the ε of the verdict)")
+    pm = get_plugin_manager()
+    analysis = create_analysis("model_diff", pm=pm, split=f.n_outputs, outputs=outputs,
+                               epsilon=epsilon, decisions=decisions and not verdict_only,
+                               volumes=volumes, verdict_only=verdict_only)
+    report = analyze(joint, region, analysis, solver=solver, time_limit=time_limit,
+                     max_polytopes=max_polytopes, progress=progress, on_interrupt=on_interrupt)
+    return _result(f, g, region.with_dims(f.n_inputs), report, epsilon)
+
+
+def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResult:
+    res = report.results[0]
+    det = res.details
+    outs = []
+    for r in det["outputs"]:
+        x = r["argmax_abs"]
+        fv = gv = None
+        confirmed = False
+        if x is not None:
+            fv, gv = float(f.forward(x)[r["output"]]), float(g.forward(x)[r["output"]])
+            confirmed = (abs(abs(gv - fv) - r["max_abs"]) <= WITNESS_TOL * (1 + r["max_abs"])
+                         and region.contains(x, tol=WITNESS_TOL))
+        outs.append(OutputDiff(output=r["output"], max=r["max"], min=r["min"],
+                               max_abs=r["max_abs"], witness=x, f_value=fv, g_value=gv,
+                               confirmed=confirmed, code=r["max_abs_code"],
+                               argmax=r["argmax"], argmin=r["argmin"]))
+    dec = det["decisions"]
+    changes, differ, share, method, n_changed = [], None, None, None, 0
+    if dec is not None:
+        differ, n_changed = dec["changed"], dec["n_polytopes"]
+        for c in dec["changes"]:
+            changes.append(DecisionChange(
+                polytope=c["polytope"], code=c["code"],
+                f_class=_label(f, c["f_class"]), g_class=_label(g, c["g_class"]), x=c["x"],
+                radius=c["radius"], confirmed=c["confirmed"] and _changes(f, g, c),
+                volume_share=c.get("volume_share")))
+        if differ and not any(c.confirmed for c in changes):
+            differ = None  # found only by LPs that forward passes do not confirm
+        share = dec.get("volume_share")
+        method = dec.get("volume_method")
+    violation = det["violation"]
+    verdict = res.verdict
+    if violation is not None:
+        x, j = violation["x"], violation["output"]
+        d = float(g.forward(x)[j] - f.forward(x)[j])
+        if not abs(d) > epsilon:
+            verdict = Verdict.VIOLATED_UNCONFIRMED
+        violation = {**violation, "value": d}
+    return DiffResult(outputs=outs, exact=res.exact, status=report.status.value,
+                      n_polytopes=res.n_polytopes, n_solves=res.n_solves,
+                      decisions_differ=differ, changes=changes, n_changed_polytopes=n_changed,
+                      volume_share=None if share is None else tuple(share),
+                      volume_method=method, epsilon=epsilon, verdict=verdict,
+                      violation=violation, time=report.time, failures=res.failures,
+                      decisions_asked=dec is not None, report=report)
+
+
+def _classes(net: Network, x) -> int | None:
+    """The class ``net`` picks at ``x`` (argmax, unique; one output: its sign), None at a tie."""
+    y = net.forward(x)
+    if y.shape[0] == 1:
+        return 1 if y[0] > 0 else (0 if y[0] < 0 else None)
+    k = int(np.argmax(y))
+    return k if np.all(np.delete(y, k) < y[k]) else None
+
+
+def _changes(f, g, c) -> bool:
+    """Forward passes of ``f`` and ``g`` themselves at the change's centre."""
+    return _classes(f, c["x"]) == c["f_class"] and _classes(g, c["x"]) == c["g_class"]
+
+
+def _label(net: Network, k: int):
+    if net.classes is not None and len(net.classes) == max(net.n_outputs, 2):
+        return _plain(net.classes[k])
+    return k
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _list(x):
+    return None if x is None else [float(v) for v in np.asarray(x).reshape(-1)]
+
+
+def _short(x) -> str:
+    if x is None:
+        return "-"
+    from polytrav.vocabulary.text import vector
+
+    return vector(x)

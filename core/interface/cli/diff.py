@@ -1,0 +1,146 @@
+"""``polytrav diff F G``: two models over one region (:func:`polytrav.diff`)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from polytrav.interface.cli.analysis import region_from
+from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
+                                           fail, solver_option)
+from polytrav.vocabulary.results import Verdict, to_json
+
+__all__ = ["diff", "DIFF_EXPORTS"]
+
+#: What ``--export`` writes: JSON (everything), or one row per compared output.
+DIFF_EXPORTS = (".json", ".csv", ".parquet")
+
+
+@click.command()
+@click.argument("f_model", metavar="F", type=click.Path(dir_okay=False))
+@click.argument("g_model", metavar="G", type=click.Path(dir_okay=False))
+@click.option("--lower", help="Box lower corner, comma-separated (one value broadcasts).")
+@click.option("--upper", help="Box upper corner, comma-separated.")
+@click.option("--vnnlib", type=click.Path(dir_okay=False),
+              help="Take the region from a VNN-LIB file's (first) input box instead.")
+@click.option("--epsilon", type=click.FloatRange(min=0), default=None,
+              help="Decide epsilon-equivalence: max |g_j - f_j| <= E over the region.")
+@click.option("--verdict-only", is_flag=True,
+              help="Only the epsilon verdict: stop at the first violation.")
+@click.option("--outputs", default=None,
+              help="The outputs compared, comma-separated (default all).")
+@click.option("--no-decisions", is_flag=True, help="Skip decision changes and their share.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds of work (an incomplete run is partial).")
+@click.option("--max-polytopes", type=click.IntRange(min=1), default=None,
+              help="Polytope budget (a run cut short is partial).")
+@solver_option
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Draw a 2-D slice: where the decisions differ and the worst point.")
+@click.option("--dims", nargs=2, type=int, default=None,
+              help="The slice's two inputs (needed above 2 inputs); the others at the box centre.")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the result: .json (everything), .csv or .parquet (one row per output).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs, no_decisions,
+         timeout, max_polytopes, solver, plot, dims, export_path, as_json) -> None:
+    """Compare two models F and G (.onnx, .nnet, .skops) over a box, exactly.
+
+    Prints the largest |g - f| per output with a witness, whether any decision changes
+    (with the share of the region), and with --epsilon the verdict. Exit code: 0 holds /
+    complete, 1 violated (a checked point with |g - f| > E), 2 partial or unknown.
+
+    \b
+    Examples:
+      polytrav diff old.onnx new.onnx --lower 0 --upper 1
+      polytrav diff old.onnx new.onnx --lower 0 --upper 1 --epsilon 0.05 --export diff.json
+      polytrav diff old.onnx new.onnx --lower -1,-1 --upper 1,1 --plot diff.png
+    """
+    from polytrav.host.diff import diff as run_diff, joint_network
+    from polytrav.interface.model_file import load_model
+
+    if export_path is not None:
+        _check_export(export_path)
+    if verdict_only and epsilon is None:
+        fail("--verdict-only needs --epsilon E (the epsilon of the verdict)")
+    if plot is not None:
+        from polytrav.interface.plot.check import check_figure_path
+
+        check_figure_path(plot)
+    f, _ = load_model(f_model)
+    g, _ = load_model(g_model)
+    joint_network(f, g)  # same sizes, or one line naming them
+    outs = _outputs(outputs, f.n_outputs)
+    if plot is not None:
+        from polytrav.interface.plot.check import plane_dims
+
+        plane_dims(f.n_inputs, dims)
+    region = region_from(f, lower, upper, vnnlib)
+    bar = Progress("diff", sys.stderr.isatty())
+    try:
+        res = run_diff(f, g, region, outputs=outs, epsilon=epsilon,
+                       decisions=not no_decisions, verdict_only=verdict_only, solver=solver,
+                       time_limit=timeout, max_polytopes=max_polytopes, progress=bar,
+                       on_interrupt="report")
+    finally:
+        bar.close()
+    click.echo(to_json(res.to_dict()) if as_json else str(res))
+    if export_path is not None:
+        _export(res, export_path)
+    if plot is not None:
+        from polytrav.interface.plot.diff import save_diff_slice
+
+        saved = save_diff_slice(f, g, region, plot, dims=dims, solver=solver)
+        click.echo(f"figure written to {saved}", err=True)
+    if res.verdict is Verdict.VIOLATED:
+        sys.exit(EXIT_VIOLATED)
+    if not res.exact or res.verdict not in (None, Verdict.HOLDS):
+        sys.exit(EXIT_PARTIAL)
+    sys.exit(EXIT_HOLDS)
+
+
+def _outputs(text, m):
+    if text is None:
+        return None
+    try:
+        outs = [int(v) for v in text.split(",")]
+    except ValueError:
+        fail(f"--outputs must be output indices, comma-separated, got {text!r}; e.g. --outputs 0,2")
+    bad = [j for j in outs if not 0 <= j < m]
+    if bad:
+        fail(f"--outputs {text!r}: the models have {m} outputs, so indices are 0..{m - 1}; "
+             f"got {bad}")
+    return outs
+
+
+def _check_export(path) -> None:
+    from polytrav.interface.export import check_writable
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in DIFF_EXPORTS:
+        fail(f"--export {str(path)!r}: diff writes {', '.join(DIFF_EXPORTS)} files; end the "
+             "name in one of them")
+    if suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            fail('--export .parquet needs pyarrow: pip install "polytrav[export]"')
+    check_writable(path, "export")
+
+
+def _export(res, path) -> None:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        Path(path).write_text(to_json(res.to_dict()) + "\n")
+    elif suffix == ".csv":
+        import csv
+
+        rows = res.output_rows()
+        with open(path, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    else:
+        res.to_pandas().to_parquet(path, index=False)
+    click.echo(f"exported the comparison to {path}", err=True)

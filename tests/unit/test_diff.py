@@ -1,0 +1,269 @@
+"""``polytrav.diff(f, g, region)`` against independent truths: brute force over the joint
+activation patterns (``polytrav.testing.reference``: one LP per full-dimensional pattern of
+a hand-built joint network), the MILP of ``tests/support/milp.py``, dense sampling, and Monte
+Carlo for the volume share where decisions differ."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import polytrav
+from polytrav import Box, Network, NetworkError, Verdict
+from polytrav.testing.reference import brute_force_regions, random_net
+
+LO, HI = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
+
+
+def hand_joint(f: Network, g: Network) -> Network:
+    """``x -> [f(x); g(x)]`` written out here (equal depths): block-diagonal layers, the
+    first reading the shared input. Independent of polytrav's stacking."""
+    Ws, bs = [], []
+    for k, (Wf, Wg) in enumerate(zip(f.weights, g.weights)):
+        if k == 0:
+            W = np.vstack([Wf, Wg])
+        else:
+            W = np.block([[Wf, np.zeros((Wf.shape[0], Wg.shape[1]))],
+                          [np.zeros((Wg.shape[0], Wf.shape[1])), Wg]])
+        Ws.append(W)
+        bs.append(np.concatenate([f.biases[k], g.biases[k]]))
+    return Network.from_arrays(Ws, bs)
+
+
+def brute_extremes(f, g, cells):
+    """Per output: (max, min) of g_j - f_j, one LP per full-dimensional joint pattern."""
+    m = f.n_outputs
+    out = []
+    for j in range(m):
+        hi_, lo_ = -np.inf, np.inf
+        for c in cells:
+            w = c["W"][m + j] - c["W"][j]
+            k = c["c"][m + j] - c["c"][j]
+            for sign in (1.0, -1.0):
+                res = linprog(-sign * w, A_ub=c["A"], b_ub=c["b"], bounds=(None, None),
+                              method="highs")
+                assert res.status == 0
+                v = float(w @ res.x + k)
+                hi_, lo_ = max(hi_, v), min(lo_, v)
+        out.append((hi_, lo_))
+    return out
+
+
+def grid(n=201, lo=LO, hi=HI):
+    t = [np.linspace(a, b, n) for a, b in zip(lo, hi)]
+    return np.stack(np.meshgrid(*t), -1).reshape(-1, len(lo))
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """f: 2-3-3-3 and g: f with perturbed weights (same depth, 3 classes)."""
+    f = random_net(9, 2, [3, 3], n_out=3)
+    rng = np.random.default_rng(7)
+    g = Network.from_arrays([W + 0.15 * rng.standard_normal(W.shape) for W in f.weights],
+                            [b + 0.1 * rng.standard_normal(b.shape) for b in f.biases])
+    return f, g
+
+
+@pytest.fixture(scope="module")
+def cells(pair):
+    """Every full-dimensional joint cell in the box, by brute force."""
+    return brute_force_regions(hand_joint(*pair), LO, HI)
+
+
+@pytest.fixture(scope="module")
+def result(pair):
+    f, g = pair
+    return polytrav.diff(f, g, Box(LO, HI), epsilon=0.1)
+
+
+def test_extremes_equal_brute_force_and_witness_attains(pair, cells, result):
+    f, g = pair
+    truth = brute_extremes(f, g, cells)
+    assert result.exact and result.scope == "region"
+    for o, (t_max, t_min) in zip(result.outputs, truth):
+        assert o.max == pytest.approx(t_max, abs=1e-7), o
+        assert o.min == pytest.approx(t_min, abs=1e-7), o
+        assert o.max_abs == pytest.approx(max(t_max, -t_min), abs=1e-7)
+        assert o.confirmed and abs(o.g_value - o.f_value) == pytest.approx(o.max_abs, abs=1e-7)
+        assert Box(LO, HI).contains(o.witness, tol=1e-9)
+        assert o.code
+    X = grid()
+    D = np.abs(g.forward(X) - f.forward(X))
+    assert (D.max(axis=0) <= [o.max_abs + 1e-9 for o in result.outputs]).all()
+
+
+def test_max_abs_equals_milp(pair, result):
+    from milp import milp_max_linear
+
+    f, g = pair
+    J = hand_joint(f, g)
+    j = result.worst.output
+    row = np.zeros(2 * f.n_outputs)
+    row[j], row[f.n_outputs + j] = -1.0, 1.0
+    best = max(milp_max_linear(J, row, LO, HI).value, milp_max_linear(J, -row, LO, HI).value)
+    assert result.max_abs == pytest.approx(best, abs=1e-6)
+
+
+def test_epsilon_verdicts(pair, result):
+    f, g = pair
+    assert result.max_abs > 0.1 and result.verdict is Verdict.VIOLATED
+    x, j = result.violation["x"], result.violation["output"]
+    assert abs(g.forward(x)[j] - f.forward(x)[j]) > 0.1
+    holds = polytrav.diff(f, g, Box(LO, HI), epsilon=result.max_abs + 1e-6, decisions=False)
+    assert holds.verdict is Verdict.HOLDS
+    first = polytrav.diff(f, g, Box(LO, HI), epsilon=0.1, verdict_only=True)
+    assert first.verdict is Verdict.VIOLATED and first.n_polytopes <= result.n_polytopes
+    pruned = polytrav.diff(f, g, Box(LO, HI), epsilon=2 * result.max_abs, verdict_only=True)
+    assert pruned.verdict is Verdict.HOLDS and not pruned.exact  # pieces proven by bounds
+    assert pruned.n_polytopes < result.n_polytopes
+    tight = polytrav.diff(f, g, Box(LO, HI), epsilon=result.max_abs * (1 - 1e-6),
+                          verdict_only=True)
+    assert tight.verdict is Verdict.VIOLATED
+
+
+def test_budget_gives_unknown_not_holds(pair, result):
+    f, g = pair
+    partial = polytrav.diff(f, g, Box(LO, HI), epsilon=10.0, max_polytopes=2)
+    assert not partial.exact and partial.scope == "visited"
+    assert partial.verdict is Verdict.UNKNOWN
+    assert partial.decisions_differ in (True, None)
+    assert partial.max_abs <= result.max_abs + 1e-12
+
+
+def test_decision_share_against_monte_carlo(pair, result):
+    f, g = pair
+    assert result.decisions_differ is True
+    for c in result.changes:
+        assert c.confirmed
+        assert np.argmax(f.forward(c.x)) == c.f_class and np.argmax(g.forward(c.x)) == c.g_class
+    lo, hi = result.volume_share
+    assert lo == hi and result.volume_method.startswith("exact")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(LO, HI, (100_000, 2))
+    share = np.mean(np.argmax(f.forward(X), 1) != np.argmax(g.forward(X), 1))
+    se = np.sqrt(share * (1 - share) / len(X))
+    assert abs(lo - share) <= 5 * se + 1e-4
+    assert sum(c.volume_share for c in result.changes) == pytest.approx(lo)
+
+
+def test_different_architectures_binary():
+    """f: 2-4-1, g: 2-3-3-1 (other width and depth); one score, decision = its sign."""
+    f = random_net(11, 2, [4])
+    g = random_net(12, 2, [3, 3])
+    r = polytrav.diff(f, g, Box(LO, HI))
+    X = grid(151)
+    d = g.forward(X)[:, 0] - f.forward(X)[:, 0]
+    assert d.max() <= r.outputs[0].max + 1e-9 and d.min() >= r.outputs[0].min - 1e-9
+    assert r.outputs[0].max - d.max() < 0.05 and d.min() - r.outputs[0].min < 0.05
+    assert r.outputs[0].confirmed
+    rng = np.random.default_rng(1)
+    Y = rng.uniform(LO, HI, (100_000, 2))
+    share = np.mean((f.forward(Y)[:, 0] > 0) != (g.forward(Y)[:, 0] > 0))
+    assert r.decisions_differ is bool(share > 0)
+    se = np.sqrt(share * (1 - share) / len(Y))
+    assert abs(r.volume_share[0] - share) <= 5 * se + 1e-4
+
+
+def test_same_model_no_change_and_holds():
+    f = random_net(5, 2, [4], n_out=2)
+    r = polytrav.diff(f, f, Box(LO, HI), epsilon=1e-12)
+    assert r.max_abs < 1e-12 and r.verdict is Verdict.HOLDS
+    assert r.decisions_differ is False and r.volume_share == (0.0, 0.0) and not r.changes
+
+
+def test_high_dimension_share_is_a_sound_interval():
+    """7 inputs: no qhull; the interval from inscribed balls contains the Monte Carlo share."""
+    f = random_net(21, 7, [3], n_out=1)
+    g = random_net(22, 7, [3], n_out=1)
+    box = Box(-np.ones(7), np.ones(7))
+    r = polytrav.diff(f, g, box)
+    lo, hi = r.volume_share
+    assert 0.0 <= lo <= hi <= 1.0 and "interval" in r.volume_method
+    X = np.random.default_rng(2).uniform(-1, 1, (50_000, 7))
+    share = np.mean((f.forward(X)[:, 0] > 0) != (g.forward(X)[:, 0] > 0))
+    assert lo - 1e-3 <= share <= hi + 1e-3
+
+
+def test_outputs_and_bad_input(pair):
+    f, g = pair
+    r = polytrav.diff(f, g, Box(LO, HI), outputs=[2], decisions=False)
+    assert [o.output for o in r.outputs] == [2] and r.decisions_differ is None
+    with pytest.raises(NetworkError, match="same input and output sizes"):
+        polytrav.diff(f, random_net(1, 2, [3], n_out=2), Box(LO, HI))
+    with pytest.raises(polytrav.ConfigError, match="outputs"):
+        polytrav.diff(f, g, Box(LO, HI), outputs=[3])
+    with pytest.raises(polytrav.ConfigError, match="epsilon"):
+        polytrav.diff(f, g, Box(LO, HI), verdict_only=True)
+    assert r.to_dict()["outputs"][0]["output"] == 2
+
+
+def test_decision_pairs_equal_brute_force(pair, cells, result):
+    """Which (f class, g class) pairs occur on a set of positive volume: per full-dimensional
+    joint pattern and pair of classes, a Chebyshev LP over the cell and the strict-decision
+    rows (written here, in input space)."""
+    f, g = pair
+    m = f.n_outputs
+    truth = set()
+    for c in cells:
+        for a in range(m):
+            for b in range(m):
+                if a == b:
+                    continue
+                rows = [c["W"][k] - c["W"][a] for k in range(m) if k != a] + \
+                       [c["W"][m + k] - c["W"][m + b] for k in range(m) if k != b]
+                rhs = [c["c"][a] - c["c"][k] for k in range(m) if k != a] + \
+                      [c["c"][m + b] - c["c"][m + k] for k in range(m) if k != b]
+                A, rhs_all = np.vstack([c["A"], rows]), np.concatenate([c["b"], rhs])
+                norms = np.linalg.norm(A, axis=1)
+                res = linprog(np.r_[0.0, 0.0, -1.0], A_ub=np.c_[A, norms], b_ub=rhs_all,
+                              bounds=[(None, None)] * 2 + [(0, None)], method="highs")
+                if res.status == 0 and -res.fun > 1e-6:
+                    truth.add((a, b))
+    assert {(ch.f_class, ch.g_class) for ch in result.changes} == truth
+
+
+def test_polyhedron_region_share_against_monte_carlo(pair):
+    """A triangle-cut box (the region's volume by qhull, not 2^d)."""
+    f, g = pair
+    region = polytrav.Polyhedron([[1.0, 1.0]], [0.5]) & Box(LO, HI)
+    r = polytrav.diff(f, g, region)
+    X = np.random.default_rng(3).uniform(LO, HI, (200_000, 2))
+    X = X[X.sum(axis=1) <= 0.5]
+    share = np.mean(np.argmax(f.forward(X), 1) != np.argmax(g.forward(X), 1))
+    se = np.sqrt(share * (1 - share) / len(X))
+    lo, hi = r.volume_share
+    assert lo == hi and abs(lo - share) <= 5 * se + 1e-4
+    for o in r.outputs:
+        assert o.witness.sum() <= 0.5 + 1e-9 and o.confirmed
+
+
+def test_l2_ball_region_extremes_exact_decisions_unknown(pair):
+    f, g = pair
+    ball = polytrav.Ball([0.1, -0.2], 0.6, norm=2)
+    r = polytrav.diff(f, g, ball)
+    X = grid(301)
+    X = X[np.linalg.norm(X - [0.1, -0.2], axis=1) <= 0.6]
+    D = g.forward(X) - f.forward(X)
+    for j, o in enumerate(r.outputs):
+        assert D[:, j].max() <= o.max + 1e-9 and D[:, j].min() >= o.min - 1e-9
+        assert o.max - D[:, j].max() < 0.02 and o.confirmed
+        assert np.linalg.norm(o.witness - [0.1, -0.2]) <= 0.6 + 1e-7
+    assert r.exact and r.decisions_differ is None and r.volume_share == (0.0, 1.0)
+
+
+def test_in_parts_equals_serial(pair, result):
+    """The model_diff analysis run in parts (combine) gives the serial run's answer."""
+    from polytrav.host.diff import joint_network
+    from polytrav.plugins.model_diff import ModelDiff
+
+    f, g = pair
+    report = polytrav.analyze(joint_network(f, g), Box(LO, HI),
+                              ModelDiff(split=3, epsilon=0.1), parts=4)
+    res = report[0]
+    assert res.exact and res.verdict is Verdict.VIOLATED
+    assert res.value["max_abs"] == pytest.approx(result.max_abs, abs=1e-9)
+    dec = res.details["decisions"]
+    assert dec["changed"] is True
+    assert dec["volume_share"][0] == pytest.approx(result.volume_share[0], abs=1e-9)
+    assert {(c["f_class"], c["g_class"]) for c in dec["changes"]} == \
+        {(c.f_class, c.g_class) for c in result.changes}
