@@ -1,0 +1,317 @@
+"""Sound bounds on the difference ``g(x) - f(x)`` of two networks over boxes (ReluDiff / NeuroDiff).
+
+Bounding ``f`` and ``g`` separately (CROWN on the block-diagonal stack, today's path) loses
+the correlation of the two: when ``g`` is a pruned, perturbed or quantised copy of ``f``, the
+bound on ``g_j - f_j`` is about as wide as the outputs' own ranges, while the difference is
+small. For networks of the same architecture (equal depths and widths) on the same input
+``x``, the difference is propagated layer by layer instead (Paulsen, Wang et al., ReluDiff,
+ICSE 2020, and NeuroDiff, ASE 2020), as one back-substitution (:mod:`polytrav.bounds.crown`'s):
+
+* the *joint system* has, per hidden layer ``k``, the pre-activations ``z_k`` of ``f`` and
+  their differences ``D_k = z'_k - z_k`` to ``g``'s (``z'``), and as post-activations
+  ``a_k = relu(z_k)`` and ``d_k = relu(z'_k) - relu(z_k)``; its affine maps are exact:
+  ``z_{k+1} = W a_k + b`` and ``D_{k+1} = (W' - W) a_k + W' d_k + (b' - b)``
+  (``W, b``: ``f``'s layer; ``W', b'``: ``g``'s), and at the input ``D_0 = (W'_0 - W_0) x +
+  (b'_0 - b_0)``;
+* ``a_k`` is relaxed as CROWN does (bounds of ``z_k`` from ``f``'s own CROWN bounds);
+* ``d_k`` is relaxed by lines in ``D_k`` alone: ``|d| <= |D|`` with the sign of ``D``
+  (ReLU is monotone and 1-Lipschitz), so ``min(D, 0) <= d <= max(D, 0)``; where ``f``'s
+  neuron is active ``d >= D``, inactive ``d >= 0``; where ``g``'s is active ``d <= D``,
+  inactive ``d <= 0``. A neuron stable in both networks is thus exact (``d = D`` or
+  ``d = 0``, or ``D <= d <= 0`` / ``0 <= d <= D`` where the phases differ); otherwise
+  the concave ``min(D, 0)`` is bounded below and the convex ``max(D, 0)`` above by their
+  chords over ``[lo(D), hi(D)]``, the tightest lines in ``D`` there;
+* the bounds of ``D_k`` come from back-substituting its rows through the joint system
+  (the intermediate bounds of the difference, NeuroDiff's symbolic intervals), met with
+  ``lo(z') - hi(z) <= D <= hi(z') - lo(z)``; ``g``'s bounds are met with ``z + D``.
+
+An output row ``c_f . y_f + c_g . y_g`` (``y``: ``f``'s outputs, ``y'``: ``g``'s) is
+``(c_f + c_g) . y_f + c_g . (y' - y)``: a row of the joint system's outputs
+``(y, y' - y)``, so any rows over the stacked outputs are bounded, ``c . (g - f)``
+included. :meth:`NetworkPair.box_output_bounds` also runs today's stacked CROWN (which
+shares its intermediate bounds) and keeps, per box and row, the better of the two affine
+lower bounds (any of them is sound). The lower intercepts of the ``d`` relaxation are why
+:class:`~polytrav.bounds.crown.LinearBounds` has ``lower_intercept``; slopes are not
+optimised (α-CROWN) here.
+
+Networks of different architectures are bounded through their stack with the input shared
+(:meth:`~polytrav.Network.stack` composed with ``x -> (x, x)``), i.e. today's path;
+:func:`difference_bounds` says which path ran. Like every bound here, a value proves a
+strict inequality only after :func:`~polytrav.bounds.crown.rounded_down`, which
+:func:`difference_bounds` applies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from polytrav.bounds.crown import LinearBounds, backsubstitute, box_layer_bounds, rounded_down
+from polytrav.model.network import Network
+from polytrav.vocabulary.errors import NetworkError, RegionError
+
+__all__ = ["DifferenceBounds", "NetworkPair", "difference_bounds", "relax_difference",
+           "same_architecture"]
+
+#: The paths :func:`difference_bounds` may take.
+PATHS = ("best", "difference", "stacked")
+
+
+def same_architecture(f: Network, g: Network) -> bool:
+    """Whether ``f`` and ``g`` have the same input size, depth and layer widths."""
+    return [W.shape for W in f.weights] == [W.shape for W in g.weights]
+
+
+def relax_difference(f_active, f_inactive, g_active, g_inactive, lo, hi):
+    """Lines ``ls D + li <= relu(z') - relu(z) <= us D + ui`` in ``D = z' - z`` (module
+    doc), from the phases each network's bounds prove and the bounds ``[lo, hi]`` of ``D``.
+    Returns ``(ls, li, us, ui)``, arrays of the arguments' shape."""
+    straddles = (lo < 0.0) & (hi > 0.0)
+    width = np.where(straddles, hi - lo, 1.0)
+    # min(D, 0) from below: D where D <= 0 throughout, 0 where D >= 0, else the chord
+    chord_low = np.where(straddles, -lo / width, np.where(hi <= 0.0, 1.0, 0.0))
+    ls = np.where(f_active, 1.0, np.where(f_inactive, 0.0, chord_low))
+    li = np.where(f_active | f_inactive | ~straddles, 0.0, -chord_low * hi)
+    # max(D, 0) from above: 0 where D <= 0 throughout, D where D >= 0, else the chord
+    chord_up = np.where(straddles, hi / width, np.where(lo >= 0.0, 1.0, 0.0))
+    us = np.where(g_active, 1.0, np.where(g_inactive, 0.0, chord_up))
+    ui = np.where(g_active | g_inactive | ~straddles, 0.0, -chord_up * lo)
+    return ls, li, us, ui
+
+
+@dataclass(frozen=True)
+class DifferenceBounds:
+    """Bounds ``lower <= C (g(x) - f(x)) <= upper`` over each box (``(boxes, rows)``, or
+    ``(rows,)`` for one box), rounding allowance applied; ``path``: ``"difference"`` (the
+    difference propagated, with today's bound kept per row where better), or
+    ``"stacked"`` (today's: the two networks' stack with the input shared)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    path: str
+
+
+class NetworkPair:
+    """Two networks of the same architecture on the same input, as the layers ``(W, b)`` of
+    each (``f_layers``, ``g_layers``), bounded together over batches of boxes."""
+
+    def __init__(self, f_layers, g_layers):
+        self.f_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in f_layers]
+        self.g_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in g_layers]
+        if [W.shape for W, _ in self.f_layers] != [W.shape for W, _ in self.g_layers]:
+            raise NetworkError("NetworkPair: the networks' layers differ in shape "
+                               f"({[W.shape for W, _ in self.f_layers]} against "
+                               f"{[W.shape for W, _ in self.g_layers]}); bound networks of "
+                               "different architectures through their stack (difference_bounds)")
+        self.stacked = [_stack_layer(F, G, k == 0)
+                        for k, (F, G) in enumerate(zip(self.f_layers, self.g_layers))]
+        self.joint = [_joint_layer(F, G, k == 0)
+                      for k, (F, G) in enumerate(zip(self.f_layers, self.g_layers))]
+
+    @classmethod
+    def of(cls, f: Network, g: Network) -> "NetworkPair":
+        """The pair of two networks of the same architecture."""
+        return cls(zip(f.weights, f.biases), zip(g.weights, g.biases))
+
+    @classmethod
+    def in_stack(cls, network: Network) -> "NetworkPair | None":
+        """The pair whose stack with the input shared ``network`` is, if it is one: every
+        layer's neurons (outputs included) halve into a first and a second network, each
+        layer after the first block-diagonal with exactly zero blocks across (the shape of a
+        two-network VNN-LIB query, ``Network.stack`` of equal architectures with the input
+        equalities eliminated). None otherwise, and for a network without hidden layers."""
+        Ws, bs = network.weights, network.biases
+        if len(Ws) < 2 or any(W.shape[0] % 2 for W in Ws):
+            return None
+        f_layers, g_layers = [], []
+        cols = None
+        for W, b in zip(Ws, bs):
+            h = W.shape[0] // 2
+            if cols is None:
+                f_layers.append((W[:h], b[:h]))
+                g_layers.append((W[h:], b[h:]))
+            elif W[:h, cols:].any() or W[h:, :cols].any():
+                return None
+            else:
+                f_layers.append((W[:h, :cols], b[:h]))
+                g_layers.append((W[h:, cols:], b[h:]))
+            cols = h
+        return cls(f_layers, g_layers)
+
+    def box_output_bounds(self, mid: np.ndarray, rad: np.ndarray, C: np.ndarray,
+                          phases: np.ndarray | None = None, path: str = "best"
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """Affine lower bounds ``C y >= L[b] u + g[b]`` of rows over the stacked outputs
+        ``y = (f(x), g(x))`` on boxes ``x = mid[b] + rad[b] * u`` (as
+        :func:`~polytrav.bounds.crown.box_output_bounds` on the stack, whose ``phases``, of
+        the stack's neurons, are updated in place the same way, with phases of ``g`` that the
+        difference proves). ``path``: ``"best"`` keeps per box and row the better of the
+        difference's and the stacked CROWN's bound, ``"difference"`` or ``"stacked"`` one."""
+        if path not in PATHS:
+            raise ValueError(f"NetworkPair.box_output_bounds: path must be one of {PATHS}, "
+                             f"got {path!r}")
+        C = np.atleast_2d(np.asarray(C, float))
+        entry = None if phases is None else phases.copy()
+        stack = box_layer_bounds(self.stacked, mid, rad, phases)
+        W, b = self.stacked[-1]
+        L_s, g_s = backsubstitute(C @ W, C @ b, self.stacked, stack, len(self.stacked) - 1,
+                                  None, None)
+        if path == "stacked":
+            return L_s, g_s
+        joint = self._joint_bounds(stack, mid, rad, entry, phases)
+        n_out = self.f_layers[-1][0].shape[0]
+        Cj = np.hstack([C[:, :n_out] + C[:, n_out:], C[:, n_out:]])  # on (y, y' - y)
+        J, c = self.joint[-1]
+        L_d, g_d = backsubstitute(Cj @ J, Cj @ c, self.joint, joint, len(self.joint) - 1,
+                                  None, None)
+        if path == "difference":
+            return L_d, g_d
+        better = (g_d - np.abs(L_d).sum(-1)) > (g_s - np.abs(L_s).sum(-1))
+        return np.where(better[..., None], L_d, L_s), np.where(better, g_d, g_s)
+
+    def _joint_bounds(self, stack: LinearBounds, mid, rad, entry, phases) -> LinearBounds:
+        """The joint system's bounds and relaxations per hidden layer (module doc), from the
+        stack's CROWN bounds ``stack``; ``entry``: the phases known before those (their
+        bounds are only signs), ``phases``: updated with ``g``'s phases proven here."""
+        J0 = self.joint[0][0]
+        joint = LinearBounds([], [], [], [], [], first=(J0[None] * rad[:, None, :], mid @ J0.T),
+                             lower_intercept=[])
+        start = 0
+        for k, (J, c) in enumerate(self.joint[:-1]):
+            n = J.shape[0] // 2
+            lo, hi = stack.lo[k][:, 0], stack.hi[k][:, 0]
+            lf, uf, lg, ug = lo[:, :n], hi[:, :n], lo[:, n:], hi[:, n:]
+            if k == 0:  # exact over each box
+                centre = joint.first[1][:, n:] + c[n:]
+                reach = np.abs(joint.first[0][:, n:]).sum(-1)
+                ld, ud = centre - reach, centre + reach
+            else:
+                L, g = backsubstitute(np.vstack([J[n:], -J[n:]]), np.concatenate([c[n:], -c[n:]]),
+                                      self.joint, joint, k, None, None)
+                low = g - np.abs(L).sum(-1)
+                ld, ud = low[:, :n], -low[:, n:]
+            # the networks' own bounds, where they are numbers (not a known phase's sign)
+            known = np.zeros((lo.shape[0], 2 * n), bool) if entry is None or k == 0 \
+                else entry[:, start:start + 2 * n] != 0
+            real_f, real_g = ~known[:, :n], ~known[:, n:]
+            both = real_f & real_g
+            ld = np.where(both, np.maximum(ld, lg - uf), ld)
+            ud = np.where(both, np.minimum(ud, ug - lf), ud)
+            ud = np.maximum(ud, ld)
+            lg = np.where(real_f & real_g, np.maximum(lg, lf + ld), lg)
+            ug = np.where(real_f & real_g, np.minimum(ug, uf + ud), ug)
+            ug = np.maximum(ug, lg)
+            if phases is not None:
+                seen = phases[:, start + n:start + 2 * n]
+                seen[...] = np.where(seen != 0, seen, np.where(lg >= 0.0, 1, np.where(
+                    ug <= 0.0, -1, 0)))
+            ls, li, us, ui = relax_difference(lf >= 0.0, uf <= 0.0, lg >= 0.0, ug <= 0.0,
+                                              ld, ud)
+            f_half = slice(0, n)
+            joint.lo.append(np.concatenate([lf, ld], -1)[:, None])
+            joint.hi.append(np.concatenate([uf, ud], -1)[:, None])
+            joint.lower_slope.append(np.concatenate(
+                [np.broadcast_to(stack.lower_slope[k][..., f_half], lf[:, None].shape),
+                 ls[:, None]], -1))
+            joint.upper_slope.append(np.concatenate(
+                [np.broadcast_to(stack.upper_slope[k][..., f_half], lf[:, None].shape),
+                 us[:, None]], -1))
+            joint.upper_intercept.append(np.concatenate(
+                [np.broadcast_to(stack.upper_intercept[k][..., f_half], lf[:, None].shape),
+                 ui[:, None]], -1))
+            joint.lower_intercept.append(np.concatenate(
+                [np.zeros_like(lf), li], -1)[:, None])
+            start += 2 * n
+        return joint
+
+
+def _stack_layer(F, G, first: bool):
+    """One layer of the two networks' stack with the input shared (first) or block-diagonal."""
+    (Wf, bf), (Wg, bg) = F, G
+    if first:
+        return np.vstack([Wf, Wg]), np.concatenate([bf, bg])
+    W = np.zeros((Wf.shape[0] + Wg.shape[0], Wf.shape[1] + Wg.shape[1]))
+    W[:Wf.shape[0], :Wf.shape[1]] = Wf
+    W[Wf.shape[0]:, Wf.shape[1]:] = Wg
+    return W, np.concatenate([bf, bg])
+
+
+def _joint_layer(F, G, first: bool):
+    """One affine map of the joint system: ``(z, D)`` from ``x`` (first) or from ``(a, d)``."""
+    (Wf, bf), (Wg, bg) = F, G
+    if first:
+        return np.vstack([Wf, Wg - Wf]), np.concatenate([bf, bg - bf])
+    return np.block([[Wf, np.zeros_like(Wf)], [Wg - Wf, Wg]]), np.concatenate([bf, bg - bf])
+
+
+def difference_bounds(f: Network, g: Network, lo, hi, C=None, *, path: str = "best"
+                      ) -> DifferenceBounds:
+    """Sound bounds of ``C (g(x) - f(x))`` over boxes ``lo <= x <= hi``.
+
+    Parameters
+    ----------
+    f, g : Network
+        Two networks with the same input and output sizes. Of the same architecture, the
+        difference is propagated through both (module doc); otherwise their stack with the
+        input shared is bounded by CROWN.
+    lo, hi : array_like
+        ``(n_inputs,)`` for one box, or ``(boxes, n_inputs)`` for a batch.
+    C : array_like, optional
+        ``(rows, n_outputs)``: the rows bounded; default the identity (``g_j - f_j`` per
+        output).
+    path : {"best", "difference", "stacked"}
+        ``"best"`` (default): per box and row the better of the difference's and today's
+        bound (same architecture; else ``"stacked"``); ``"difference"``: the difference's
+        alone (same architecture only); ``"stacked"``: today's.
+
+    Returns
+    -------
+    DifferenceBounds
+        ``lower``, ``upper`` (rounded outwards by :data:`~polytrav.bounds.crown.BOUND_TOL`)
+        and the path that ran.
+
+    Examples
+    --------
+    >>> f = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> g = Network.from_arrays([[[1.0, -1.0], [1.0, 1.01]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> b = difference_bounds(f, g, [0.0, 0.0], [1.0, 1.0])
+    >>> b.path, bool(b.lower[0] > -1e-6), bool(b.upper[0] < 0.0101)
+    ('difference', True, True)
+    """
+    if path not in PATHS:
+        raise ValueError(f"difference_bounds: path must be one of {PATHS}, got {path!r}")
+    if (f.n_inputs, f.n_outputs) != (g.n_inputs, g.n_outputs):
+        raise NetworkError(f"difference_bounds: f takes {f.n_inputs} inputs to {f.n_outputs} "
+                           f"outputs but g {g.n_inputs} to {g.n_outputs}; compare networks "
+                           "of the same input and output sizes")
+    one = np.ndim(lo) == 1
+    lo, hi = np.atleast_2d(np.asarray(lo, float)), np.atleast_2d(np.asarray(hi, float))
+    if lo.shape != hi.shape or lo.shape[1] != f.n_inputs or (lo > hi).any():
+        raise RegionError(f"difference_bounds: boxes need lo <= hi of {f.n_inputs} inputs "
+                          f"each, got shapes {lo.shape} and {hi.shape}")
+    C = np.eye(f.n_outputs) if C is None else np.atleast_2d(np.asarray(C, float))
+    rows = np.vstack([-C, C])  # g - f from below, then from above
+    stacked_rows = np.hstack([-rows, rows])  # over (y, y')
+    mid, rad = (lo + hi) / 2, (hi - lo) / 2
+    same = same_architecture(f, g) and f.n_hidden_layers > 0
+    if path == "difference" and not same:
+        raise NetworkError("difference_bounds: path='difference' needs networks of the same "
+                           "architecture; use path='best' (the stack is bounded instead)")
+    if same and path != "stacked":
+        L, g0 = NetworkPair.of(f, g).box_output_bounds(mid, rad, stacked_rows, path=path)
+        ran = "difference"
+    else:
+        from polytrav.bounds.crown import box_output_bounds
+
+        n = f.n_inputs
+        shared = Network.stack([f, g]).compose_input(np.vstack([np.eye(n), np.eye(n)]),
+                                                     np.zeros(2 * n))
+        L, g0 = box_output_bounds(list(zip(shared.weights, shared.biases)), mid, rad,
+                                  stacked_rows)
+        ran = "stacked"
+    low = rounded_down(g0 - np.abs(L).sum(-1), g0)
+    r = C.shape[0]
+    lower, upper = low[:, r:], -low[:, :r]
+    if one:
+        lower, upper = lower[0], upper[0]
+    return DifferenceBounds(lower, upper, ran)
