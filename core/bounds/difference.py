@@ -3,8 +3,8 @@
 Bounding ``f`` and ``g`` separately (CROWN on the block-diagonal stack, today's path) loses
 the correlation of the two: when ``g`` is a pruned, perturbed or quantised copy of ``f``, the
 bound on ``g_j - f_j`` is about as wide as the outputs' own ranges, while the difference is
-small. For networks of the same architecture (equal depths and widths) on the same input
-``x``, the difference is propagated layer by layer instead (Paulsen, Wang et al., ReluDiff,
+small. For networks of the same depth on the same input ``x`` (their hidden neurons matched
+layer by layer, a removed neuron meeting a zero neuron: :func:`align`), the difference is propagated layer by layer instead (Paulsen, Wang et al., ReluDiff,
 ICSE 2020, and NeuroDiff, ASE 2020), as one back-substitution (:mod:`polytrav.bounds.crown`'s):
 
 * the *joint system* has, per hidden layer ``k``, the pre-activations ``z_k`` of ``f`` and
@@ -34,7 +34,7 @@ lower bounds (any of them is sound). The lower intercepts of the ``d`` relaxatio
 :class:`~polytrav.bounds.crown.LinearBounds` has ``lower_intercept``; slopes are not
 optimised (α-CROWN) here.
 
-Networks of different architectures are bounded through their stack with the input shared
+Networks of different depths are bounded through their stack with the input shared
 (:meth:`~polytrav.Network.stack` composed with ``x -> (x, x)``), i.e. today's path;
 :func:`difference_bounds` says which path ran. Like every bound here, a value proves a
 strict inequality only after :func:`~polytrav.bounds.crown.rounded_down`, which
@@ -51,15 +51,16 @@ from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError, RegionError
 
 __all__ = ["DifferenceBounds", "NetworkPair", "difference_bounds", "relax_difference",
-           "same_architecture"]
+           "same_depth", "align"]
 
 #: The paths :func:`difference_bounds` may take.
 PATHS = ("best", "difference", "stacked")
 
 
-def same_architecture(f: Network, g: Network) -> bool:
-    """Whether ``f`` and ``g`` have the same input size, depth and layer widths."""
-    return [W.shape for W in f.weights] == [W.shape for W in g.weights]
+def same_depth(f: Network, g: Network) -> bool:
+    """Whether ``f`` and ``g`` have as many hidden layers, at least one (their neurons are
+    then matched layer by layer: :func:`align`)."""
+    return f.n_hidden_layers == g.n_hidden_layers > 0
 
 
 def relax_difference(f_active, f_inactive, g_active, g_inactive, lo, hi):
@@ -92,17 +93,33 @@ class DifferenceBounds:
 
 
 class NetworkPair:
-    """Two networks of the same architecture on the same input, as the layers ``(W, b)`` of
-    each (``f_layers``, ``g_layers``), bounded together over batches of boxes."""
+    """Two networks of the same depth on the same input, as the layers ``(W, b)`` of each
+    (``f_layers``, ``g_layers``), bounded together over batches of boxes.
 
-    def __init__(self, f_layers, g_layers):
-        self.f_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in f_layers]
-        self.g_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in g_layers]
-        if [W.shape for W, _ in self.f_layers] != [W.shape for W, _ in self.g_layers]:
-            raise NetworkError("NetworkPair: the networks' layers differ in shape "
-                               f"({[W.shape for W, _ in self.f_layers]} against "
-                               f"{[W.shape for W, _ in self.g_layers]}); bound networks of "
-                               "different architectures through their stack (difference_bounds)")
+    Their hidden neurons are matched layer by layer (:func:`align`: ``g``'s neurons to
+    ``f``'s with the closest incoming weights, the columns already matched; a pruned neuron
+    meets a zero neuron), so that a copy with neurons removed or reordered still pairs
+    each neuron with its counterpart. ``origin``: per hidden layer, the positions of ``f``'s
+    and ``g``'s neurons in a network that holds both (:meth:`in_stack`), for its phases.
+    """
+
+    def __init__(self, f_layers, g_layers, origin=None):
+        f_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in f_layers]
+        g_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in g_layers]
+        if len(f_layers) != len(g_layers) or f_layers[0][0].shape[1] != g_layers[0][0].shape[1] \
+                or f_layers[-1][0].shape[0] != g_layers[-1][0].shape[0]:
+            raise NetworkError("NetworkPair: the networks differ in depth or in their input or "
+                               f"output sizes ({[W.shape for W, _ in f_layers]} against "
+                               f"{[W.shape for W, _ in g_layers]}); bound networks of "
+                               "different depths through their stack (difference_bounds)")
+        self.f_layers, self.g_layers, maps = align(f_layers, g_layers)
+        if origin is None:  # the plain stack: f's neurons, then g's, per layer
+            origin = [(np.arange(W.shape[0]), W.shape[0] + np.arange(V.shape[0]))
+                      for (W, _), (V, _) in zip(f_layers[:-1], g_layers[:-1])]
+        # per hidden layer of the pair's stack: the neuron's position in the holder, or -1
+        self.index = [np.concatenate([np.where(fm >= 0, F[np.maximum(fm, 0)], -1),
+                                      np.where(gm >= 0, G[np.maximum(gm, 0)], -1)])
+                      for (F, G), (fm, gm) in zip(origin, maps)]
         self.stacked = [_stack_layer(F, G, k == 0)
                         for k, (F, G) in enumerate(zip(self.f_layers, self.g_layers))]
         self.joint = [_joint_layer(F, G, k == 0)
@@ -110,33 +127,38 @@ class NetworkPair:
 
     @classmethod
     def of(cls, f: Network, g: Network) -> "NetworkPair":
-        """The pair of two networks of the same architecture."""
+        """The pair of two networks of the same depth."""
         return cls(zip(f.weights, f.biases), zip(g.weights, g.biases))
 
     @classmethod
     def in_stack(cls, network: Network) -> "NetworkPair | None":
-        """The pair whose stack with the input shared ``network`` is, if it is one: every
-        layer's neurons (outputs included) halve into a first and a second network, each
-        layer after the first block-diagonal with exactly zero blocks across (the shape of a
-        two-network VNN-LIB query, ``Network.stack`` of equal architectures with the input
-        equalities eliminated). None otherwise, and for a network without hidden layers."""
+        """The pair whose stack with the input shared ``network`` is, if it is one: the
+        first half of its outputs depends on one set of neurons, the second half on another,
+        disjoint from it, in every layer (the shape of a two-network VNN-LIB query:
+        ``Network.stack`` of equal depths, the input equalities eliminated; neurons that
+        reach no output are left out). None otherwise, and for a network without hidden
+        layers."""
         Ws, bs = network.weights, network.biases
-        if len(Ws) < 2 or any(W.shape[0] % 2 for W in Ws):
+        if len(Ws) < 2 or Ws[-1].shape[0] % 2:
             return None
-        f_layers, g_layers = [], []
-        cols = None
-        for W, b in zip(Ws, bs):
-            h = W.shape[0] // 2
-            if cols is None:
-                f_layers.append((W[:h], b[:h]))
-                g_layers.append((W[h:], b[h:]))
-            elif W[:h, cols:].any() or W[h:, :cols].any():
+        half = Ws[-1].shape[0] // 2
+        label = np.repeat([1, 2], half)  # 1: f's, 2: g's, 0: reaches no output
+        labels = [label]
+        for W in reversed(Ws[1:]):
+            uses_f, uses_g = (W[label == 1] != 0).any(axis=0), (W[label == 2] != 0).any(axis=0)
+            if (uses_f & uses_g).any():
                 return None
-            else:
-                f_layers.append((W[:h, :cols], b[:h]))
-                g_layers.append((W[h:, cols:], b[h:]))
-            cols = h
-        return cls(f_layers, g_layers)
+            label = np.where(uses_f, 1, np.where(uses_g, 2, 0))
+            labels.insert(0, label)
+        F, G = [np.flatnonzero(v == 1) for v in labels], [np.flatnonzero(v == 2) for v in labels]
+        if any(not len(part) for part in F[:-1] + G[:-1]):
+            return None
+        f_layers = [(Ws[0][F[0]], bs[0][F[0]])] + [
+            (Ws[k][np.ix_(F[k], F[k - 1])], bs[k][F[k]]) for k in range(1, len(Ws))]
+        g_layers = [(Ws[0][G[0]], bs[0][G[0]])] + [
+            (Ws[k][np.ix_(G[k], G[k - 1])], bs[k][G[k]]) for k in range(1, len(Ws))]
+        starts = np.cumsum([0] + [W.shape[0] for W in Ws[:-2]])
+        return cls(f_layers, g_layers, [(s + f, s + g) for s, f, g in zip(starts, F, G)])
 
     def box_output_bounds(self, mid: np.ndarray, rad: np.ndarray, C: np.ndarray,
                           phases: np.ndarray | None = None, path: str = "best"
@@ -151,14 +173,22 @@ class NetworkPair:
             raise ValueError(f"NetworkPair.box_output_bounds: path must be one of {PATHS}, "
                              f"got {path!r}")
         C = np.atleast_2d(np.asarray(C, float))
+        held = None
+        if phases is not None:  # the holder's phases, in the pair's order (padding: unknown)
+            held = phases
+            where = np.concatenate(self.index)
+            phases = np.zeros((held.shape[0], where.shape[0]), held.dtype)
+            phases[:, where >= 0] = held[:, where[where >= 0]]
         entry = None if phases is None else phases.copy()
         stack = box_layer_bounds(self.stacked, mid, rad, phases)
         W, b = self.stacked[-1]
         L_s, g_s = backsubstitute(C @ W, C @ b, self.stacked, stack, len(self.stacked) - 1,
                                   None, None)
+        joint = None if path == "stacked" else self._joint_bounds(stack, mid, rad, entry, phases)
+        if held is not None:
+            held[:, where[where >= 0]] = phases[:, where >= 0]
         if path == "stacked":
             return L_s, g_s
-        joint = self._joint_bounds(stack, mid, rad, entry, phases)
         n_out = self.f_layers[-1][0].shape[0]
         Cj = np.hstack([C[:, :n_out] + C[:, n_out:], C[:, n_out:]])  # on (y, y' - y)
         J, c = self.joint[-1]
@@ -225,6 +255,58 @@ class NetworkPair:
         return joint
 
 
+def align(f_layers, g_layers):
+    """``g``'s hidden neurons matched to ``f``'s, layer by layer: the assignment of least total
+    L1 distance between their incoming weights and biases (the columns matched by the layer
+    before; :func:`scipy.optimize.linear_sum_assignment`); the unmatched neurons of the wider
+    network meet zero neurons of the other (a zero row, bias and column: the same function).
+    Returns the matched layers (equal widths) and per hidden layer ``(fm, gm)``: the neuron
+    of ``f``, of ``g``, at each matched position (-1: a zero neuron)."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.spatial.distance import cdist
+
+    F, G, maps = [], [], []
+    fm = gm = None
+    for k, ((Wf, bf), (Wg, bg)) in enumerate(zip(f_layers, g_layers)):
+        if k:  # the columns: the previous layer's matched positions
+            Wf, Wg = _columns(Wf, fm), _columns(Wg, gm)
+        if k == len(f_layers) - 1:  # the outputs correspond by position
+            F.append((Wf, bf))
+            G.append((Wg, bg))
+            break
+        nf, ng = Wf.shape[0], Wg.shape[0]
+        if nf == ng and np.array_equal(Wf != 0, Wg != 0) and np.allclose(Wf, Wg, rtol=0.5, atol=0):
+            fm, gm = np.arange(nf), np.arange(ng)  # already in step (a perturbed copy)
+        else:
+            rows, cols = linear_sum_assignment(cdist(np.column_stack([Wf, bf]),
+                                                     np.column_stack([Wg, bg]), "cityblock"))
+            n = max(nf, ng)
+            fm, gm = np.full(n, -1), np.full(n, -1)
+            fm[:nf] = np.arange(nf)
+            gm[rows] = cols
+            gm[nf:] = np.setdiff1d(np.arange(ng), cols)
+        F.append(_rows(Wf, bf, fm))
+        G.append(_rows(Wg, bg, gm))
+        maps.append((fm, gm))
+    return F, G, maps
+
+
+def _rows(W, b, where):
+    """The rows ``where`` of a layer (``-1``: a zero neuron)."""
+    keep = where >= 0
+    W2, b2 = np.zeros((where.shape[0], W.shape[1])), np.zeros(where.shape[0])
+    W2[keep], b2[keep] = W[where[keep]], b[where[keep]]
+    return W2, b2
+
+
+def _columns(W, where):
+    """The columns ``where`` of a matrix (``-1``: a zero column)."""
+    keep = where >= 0
+    W2 = np.zeros((W.shape[0], where.shape[0]))
+    W2[:, keep] = W[:, where[keep]]
+    return W2
+
+
 def _stack_layer(F, G, first: bool):
     """One layer of the two networks' stack with the input shared (first) or block-diagonal."""
     (Wf, bf), (Wg, bg) = F, G
@@ -251,7 +333,7 @@ def difference_bounds(f: Network, g: Network, lo, hi, C=None, *, path: str = "be
     Parameters
     ----------
     f, g : Network
-        Two networks with the same input and output sizes. Of the same architecture, the
+        Two networks with the same input and output sizes. Of the same depth, the
         difference is propagated through both (module doc); otherwise their stack with the
         input shared is bounded by CROWN.
     lo, hi : array_like
@@ -261,8 +343,8 @@ def difference_bounds(f: Network, g: Network, lo, hi, C=None, *, path: str = "be
         output).
     path : {"best", "difference", "stacked"}
         ``"best"`` (default): per box and row the better of the difference's and today's
-        bound (same architecture; else ``"stacked"``); ``"difference"``: the difference's
-        alone (same architecture only); ``"stacked"``: today's.
+        bound (same depth; else ``"stacked"``); ``"difference"``: the difference's
+        alone (same depth only); ``"stacked"``: today's.
 
     Returns
     -------
@@ -293,10 +375,10 @@ def difference_bounds(f: Network, g: Network, lo, hi, C=None, *, path: str = "be
     rows = np.vstack([-C, C])  # g - f from below, then from above
     stacked_rows = np.hstack([-rows, rows])  # over (y, y')
     mid, rad = (lo + hi) / 2, (hi - lo) / 2
-    same = same_architecture(f, g) and f.n_hidden_layers > 0
+    same = same_depth(f, g)
     if path == "difference" and not same:
         raise NetworkError("difference_bounds: path='difference' needs networks of the same "
-                           "architecture; use path='best' (the stack is bounded instead)")
+                           "depth; use path='best' (the stack is bounded instead)")
     if same and path != "stacked":
         L, g0 = NetworkPair.of(f, g).box_output_bounds(mid, rad, stacked_rows, path=path)
         ran = "difference"

@@ -67,15 +67,32 @@ def test_bounds_of_pruned_copies_hold_at_sampled_points(seed):
         assert_contains(f, g, lo, hi, difference_bounds(f, g, lo, hi, path=path), seed=seed)
 
 
-def test_different_architectures_are_bounded_through_the_stack():
+def test_different_depths_are_bounded_through_the_stack():
     f = random_net(1, 3, [8, 6], n_out=2)
     g = random_net(2, 3, [5, 5, 4], n_out=2)
     lo, hi = random_box(1, 3)
     bounds = difference_bounds(f, g, lo, hi)
     assert bounds.path == "stacked"
     assert_contains(f, g, lo, hi, bounds)
-    with pytest.raises(Exception, match="same architecture"):
+    with pytest.raises(Exception, match="same depth"):
         difference_bounds(f, g, lo, hi, path="difference")
+
+
+def test_copies_with_neurons_removed_or_reordered_are_matched_neuron_by_neuron():
+    """A copy whose pruned neurons are gone (narrower layers) and whose neurons are
+    shuffled is still bounded by the difference, as tightly as the zeroed copy in order."""
+    f = random_net(4, 3, [10, 9], n_out=2)
+    g = pruned(f, 4, 0.3)
+    Ws, bs = [W.copy() for W in g.weights], [b.copy() for b in g.biases]
+    order = np.random.default_rng(4).permutation(10)
+    live = [i for i in order if Ws[0][i].any()]  # drop the removed neurons, shuffle the rest
+    Ws[0], bs[0], Ws[1] = Ws[0][live], bs[0][live], Ws[1][:, live]
+    h = Network.from_arrays(Ws, bs)
+    lo, hi = random_box(4, 3)
+    zeroed, matched = difference_bounds(f, g, lo, hi), difference_bounds(f, h, lo, hi)
+    assert matched.path == "difference" and h.weights[0].shape[0] < 10
+    assert_contains(f, h, lo, hi, matched)
+    assert np.allclose(matched.lower, zeroed.lower) and np.allclose(matched.upper, zeroed.upper)
 
 
 @pytest.mark.parametrize("seed", range(4))
