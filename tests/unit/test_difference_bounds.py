@@ -163,3 +163,34 @@ def test_a_stack_of_two_copies_is_seen_as_a_pair_and_bounded_with_phases():
         pre = np.hstack(stack.trace(X)[0])  # the hidden layers' pre-activations
         sure = phases[b]
         assert np.all((pre >= 0)[:, sure > 0]) and np.all((pre <= 0)[:, sure < 0])
+
+
+def test_the_input_split_bounds_a_stacked_pair_by_its_difference():
+    """``split_box`` on a two-network stack with the unsafe set |g_j - f_j| >= eps: with eps
+    just above the exact largest difference (MILP) every box is proven, below it the
+    candidate it returns is a real counterexample."""
+    from polytrav.bounds.split import split_box
+    from polytrav.solvers.highs import HighsBackend
+
+    f = random_net(6, 2, [5, 4], n_out=2)
+    g = perturbed(f, 6, 0.02)
+    lo, hi = random_box(6, 2)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(2), np.eye(2)]), np.zeros(4))
+    rows = []
+    for j in range(2):
+        row = np.zeros(4)
+        row[j], row[2 + j] = -1.0, 1.0
+        rows.append(row)
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for row in rows for s in (1, -1))
+    for eps in (top * 1.05, top * 0.8):
+        pairs = [(s * row[None] / np.sqrt(2), np.array([-eps / np.sqrt(2)]))
+                 for row in rows for s in (1, -1)]  # s (g_j - f_j) >= eps
+        result = split_box(stack, lo, hi, pairs, [HighsBackend()], max_boxes=4000)
+        assert result.difference
+        if eps > top:
+            assert result.candidate is None and not result.open_boxes
+            assert result.proven_volume_share == pytest.approx(1.0)
+        else:
+            assert result.candidate is not None
+            gap = np.abs(g.forward(result.candidate) - f.forward(result.candidate)).max()
+            assert gap >= eps - 1e-12
