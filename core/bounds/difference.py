@@ -215,15 +215,21 @@ class NetworkPair:
                 centre = joint.first[1][:, n:] + c[n:]
                 reach = np.abs(joint.first[0][:, n:]).sum(-1)
                 ld, ud = centre - reach, centre + reach
-            else:
-                L, g = backsubstitute(np.vstack([J[n:], -J[n:]]), np.concatenate([c[n:], -c[n:]]),
-                                      self.joint, joint, k, None, None)
-                low = g - np.abs(L).sum(-1)
-                ld, ud = low[:, :n], -low[:, n:]
+                bounded = np.ones(n, bool)
+            else:  # D's rows, of the neurons unstable in f or g on some box (else unused)
+                bounded = ((lf < 0.0) & (uf > 0.0) | (lg < 0.0) & (ug > 0.0)).any(axis=0)
+                j = np.flatnonzero(bounded)
+                ld, ud = np.full(lf.shape, -1.0), np.full(lf.shape, 1.0)  # read by no line
+                if len(j):
+                    L, g = backsubstitute(np.vstack([J[n + j], -J[n + j]]),
+                                          np.concatenate([c[n + j], -c[n + j]]),
+                                          self.joint, joint, k, None, None)
+                    low = g - np.abs(L).sum(-1)
+                    ld[:, j], ud[:, j] = low[:, :len(j)], -low[:, len(j):]
             # the networks' own bounds, where they are numbers (not a known phase's sign)
             known = np.zeros((lo.shape[0], 2 * n), bool) if entry is None or k == 0 \
                 else entry[:, start:start + 2 * n] != 0
-            real_f, real_g = ~known[:, :n], ~known[:, n:]
+            real_f, real_g = ~known[:, :n] & bounded, ~known[:, n:] & bounded
             both = real_f & real_g
             ld = np.where(both, np.maximum(ld, lg - uf), ld)
             ud = np.where(both, np.minimum(ud, ug - lf), ud)
