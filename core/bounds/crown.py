@@ -42,7 +42,7 @@ from polytrav.vocabulary.tolerances import BOUND_TOL
 
 __all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "L2BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
            "layer_bounds",
-           "output_lower_bounds", "box_output_bounds", "interval_bounds", "optimized_rows",
+           "output_lower_bounds", "box_output_bounds", "box_layer_bounds", "interval_bounds", "optimized_rows",
            "rounded_down"]
 
 
@@ -235,6 +235,11 @@ class LinearBounds:
     #: Per layer, the unstable neurons (``lo < 0 < hi``); None: computed from ``lo``, ``hi``
     #: when asked for (:meth:`push` keeps a list up to date).
     unstable: list[np.ndarray] | None = None
+    #: Per layer, a constant term of the lower relaxation (``lower_slope z + lower_intercept
+    #: <= a``), for relaxations of other functions than ReLU (the difference of two ReLUs,
+    #: :mod:`polytrav.bounds.difference`); None: ReLU's, which has none. Not with optimised
+    #: slopes.
+    lower_intercept: list[np.ndarray] | None = None
 
     def free(self, k: int) -> np.ndarray:
         """Layer ``k``'s unstable neurons: those whose lower slope may be chosen."""
@@ -291,6 +296,9 @@ def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.nda
         pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
         Lz = pos * lower + neg * upper  # on z_k
         const = const + (neg @ t if t.ndim == 1 else (neg * t).sum(-1))
+        if bounds.lower_intercept is not None:
+            s = bounds.lower_intercept[k]
+            const = const + (pos @ s if s.ndim == 1 else (pos * s).sum(-1))
         if beta is not None:
             Lz = Lz + bounds.phase_sign[k] * beta[k]
         W, b = layers[k]
@@ -496,21 +504,10 @@ def interval_bounds(layers, M, m, conc: Concretizer) -> tuple[np.ndarray, np.nda
     return low[:n_out], -low[n_out:]
 
 
-def box_output_bounds(layers: list[tuple[np.ndarray, np.ndarray]], mid: np.ndarray,
-                      rad: np.ndarray, C: np.ndarray, phases: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`output_lower_bounds` with CROWN's slopes on a batch of boxes at once.
-
-    Box ``b`` is ``x = mid[b] + rad[b] * u``, ``u`` in ``[-1, 1]^d`` (a piece with no rows
-    and no vertices: its own frame). Returns ``(L, g)``, ``(boxes, rows, d)`` and ``(boxes,
-    rows)``, with ``C y >= L[b] u + g[b]`` on box ``b``: the same bounds as
-    :func:`output_lower_bounds` on each box alone, which bounds only the neurons whose
-    phase is unknown. Here a layer's rows are those of the neurons unknown on some box of
-    the batch; a phase known on a box (``phases``, ``(boxes, neurons)``, int8, updated in
-    place with the phases these bounds prove) clamps that box's bounds to its sign, which
-    gives the relaxation the lone box gets (identity or zero). The back-substitution is
-    :func:`backsubstitute`'s, with the batch as the leading axis of the bounds.
-    """
+def box_layer_bounds(layers: list[tuple[np.ndarray, np.ndarray]], mid: np.ndarray,
+                     rad: np.ndarray, phases: np.ndarray | None = None) -> LinearBounds:
+    """The hidden layers' bounds and relaxations of :func:`box_output_bounds` (a batch of
+    boxes ``x = mid[b] + rad[b] * u``; ``phases`` as there), before the output rows."""
     W0 = layers[0][0]
     B = mid.shape[0]
     bounds = LinearBounds([], [], [], [], [], first=(W0[None] * rad[:, None, :], mid @ W0.T))
@@ -537,6 +534,25 @@ def box_output_bounds(layers: list[tuple[np.ndarray, np.ndarray]], mid: np.ndarr
             known[...] = np.where(lo >= 0.0, 1, np.where(hi <= 0.0, -1, 0))
         bounds.push(lo[:, None, :], hi[:, None, :])  # the rows' axis, as a batch's bounds have
         start += n
+    return bounds
+
+
+def box_output_bounds(layers: list[tuple[np.ndarray, np.ndarray]], mid: np.ndarray,
+                      rad: np.ndarray, C: np.ndarray, phases: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`output_lower_bounds` with CROWN's slopes on a batch of boxes at once.
+
+    Box ``b`` is ``x = mid[b] + rad[b] * u``, ``u`` in ``[-1, 1]^d`` (a piece with no rows
+    and no vertices: its own frame). Returns ``(L, g)``, ``(boxes, rows, d)`` and ``(boxes,
+    rows)``, with ``C y >= L[b] u + g[b]`` on box ``b``: the same bounds as
+    :func:`output_lower_bounds` on each box alone, which bounds only the neurons whose
+    phase is unknown. Here a layer's rows are those of the neurons unknown on some box of
+    the batch; a phase known on a box (``phases``, ``(boxes, neurons)``, int8, updated in
+    place with the phases these bounds prove) clamps that box's bounds to its sign, which
+    gives the relaxation the lone box gets (identity or zero). The back-substitution is
+    :func:`backsubstitute`'s, with the batch as the leading axis of the bounds.
+    """
+    bounds = box_layer_bounds(layers, mid, rad, phases)
     W, b = layers[-1]
     C = np.atleast_2d(np.asarray(C, float))
     if len(layers) == 1:  # affine: C y = C (W_0 M u + W_0 m + b_0)

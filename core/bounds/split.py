@@ -8,7 +8,9 @@ into sub-boxes:
   prove that no conjunction of the unsafe set can be met is *proven* (the same sound bounds
   that prune pieces inside the traversal; the box's own rows are its variables' bounds),
   computed for the :data:`SPLIT_BATCH` worst boxes at once
-  (:func:`~polytrav.bounds.crown.box_output_bounds`, :func:`~polytrav.bounds.dnf.dnf_box_margin`);
+  (:func:`~polytrav.bounds.crown.box_output_bounds`, :func:`~polytrav.bounds.dnf.dnf_box_margin`;
+  for two networks of one architecture side by side on one input, each row's better of that
+  and the bound on their difference, :mod:`polytrav.bounds.difference`);
 * otherwise the LP minimisers of the unproven conjunctions (where the relaxation comes
   closest to the unsafe set; where a box corner that minimises one of a conjunction's rows
   meets all of them, that LP cannot prove it and the corners stand in) and the box's centre
@@ -70,6 +72,12 @@ SPLIT_OPEN_SECONDS = 0.03
 #: the whole queue early on proves the easy boxes first, and the proven share then stops
 #: accelerating: ACAS Xu 3_3 property 2 ended its split at 800 boxes, 544 open).
 SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
+#: Whether the boxes of a network that is two networks of the same architecture side by side
+#: on one input (a two-network query: :meth:`NetworkPair.in_stack
+#: <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
+#: difference as well (each row's better bound); False: the stack's CROWN alone (today's
+#: path, for comparison).
+DIFFERENCE_BOUNDS = True
 
 
 @dataclass
@@ -81,6 +89,8 @@ class SplitResult:
     proven: int = 0  #: boxes proven by bounds
     proven_volume_share: float = 0.0  #: their share of the box's volume (free inputs only)
     boxes: int = 0  #: boxes bounded
+    #: whether the boxes were bounded as a pair of networks (:data:`DIFFERENCE_BOUNDS`)
+    difference: bool = False
     #: boxes open where the deep search began (0: it did not run)
     frontier: int = 0
 
@@ -165,6 +175,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     frontier box that holds open ones returns them if they are at most
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole)."""
     from polytrav.bounds.crown import box_output_bounds
+    from polytrav.bounds.difference import NetworkPair
     from polytrav.bounds.dnf import dnf_box_margin, stacked, unsafe_distance
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
@@ -184,6 +195,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     frontier = None  # the boxes open where the deep search began
     deep_start = None
     layers = list(zip(network.weights, network.biases))
+    pair = NetworkPair.in_stack(network) if DIFFERENCE_BOUNDS else None
+    result.difference = pair is not None
     C = stacked(pairs)[0]
     batch: list = []  # boxes popped and bounded together, then taken one by one
     while heap or batch:
@@ -216,8 +229,12 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
             batch = [heapq.heappop(heap) for _ in range(take)]
             lows, highs = np.array([e[2] for e in batch]), np.array([e[3] for e in batch])
             phases = np.array([e[5] for e in batch])
-            Ls, gs = box_output_bounds(layers, (lows + highs) / 2, (highs - lows) / 2, C,
-                                       phases=phases)
+            if pair is None:
+                Ls, gs = box_output_bounds(layers, (lows + highs) / 2, (highs - lows) / 2, C,
+                                           phases=phases)
+            else:
+                Ls, gs = pair.box_output_bounds((lows + highs) / 2, (highs - lows) / 2, C,
+                                                phases=phases)
             batch = [e[:5] + (p, L, g) for e, p, L, g in zip(batch, phases, Ls, gs)][::-1]
         _, _, lo, hi, anc, phases, L, g = batch.pop()
         piece = BoxPiece(lo, hi)

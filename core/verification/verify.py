@@ -363,7 +363,8 @@ def _split_stats(splits) -> dict | None:
         return None
     return {"boxes": sum(s.boxes for s in splits), "proven": sum(s.proven for s in splits),
             "open": sum(len(s.open_boxes) for s in splits),
-            "proven_volume_share": sum(s.proven_volume_share for s in splits) / len(splits)}
+            "proven_volume_share": sum(s.proven_volume_share for s in splits) / len(splits),
+            "difference": any(s.difference for s in splits)}
 
 
 def _counts(reports) -> tuple[int, int]:

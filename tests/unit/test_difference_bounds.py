@@ -1,0 +1,196 @@
+"""Bounds on g - f of two networks (polytrav.bounds.difference) hold at sampled points and
+contain the exact extremes (an independent MILP of both networks), and beat bounding the
+copies separately where g is close to f."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from milp import milp_max_linear
+
+from polytrav import Network
+from polytrav.bounds.crown import BOUND_TOL
+from polytrav.bounds.difference import NetworkPair, difference_bounds
+from polytrav.testing.reference import random_net
+
+PATHS = ("stacked", "difference", "best")
+#: Sampled points per box.
+SAMPLES = 4000
+
+
+def perturbed(f: Network, seed: int, scale: float) -> Network:
+    rng = np.random.default_rng(seed)
+    return Network.from_arrays([W + scale * rng.standard_normal(W.shape) for W in f.weights],
+                               [b + scale * rng.standard_normal(b.shape) for b in f.biases])
+
+
+def pruned(f: Network, seed: int, share: float = 0.25) -> Network:
+    """``f`` with a share of each hidden layer's neurons removed (their rows and columns 0)."""
+    rng = np.random.default_rng(seed)
+    Ws, bs = [W.copy() for W in f.weights], [b.copy() for b in f.biases]
+    for k in range(len(Ws) - 1):
+        gone = rng.random(Ws[k].shape[0]) < share
+        Ws[k][gone], bs[k][gone], Ws[k + 1][:, gone] = 0.0, 0.0, 0.0
+    return Network.from_arrays(Ws, bs)
+
+
+def random_box(seed: int, n: int):
+    rng = np.random.default_rng(seed + 1000)
+    lo = rng.uniform(-1.0, 0.5, n)
+    return lo, lo + rng.uniform(0.1, 1.0, n)
+
+
+def assert_contains(f, g, lo, hi, bounds, C=None, seed=0):
+    X = np.random.default_rng(seed).uniform(lo, hi, (SAMPLES, lo.shape[0]))
+    D = g.forward(X) - f.forward(X)
+    if C is not None:
+        D = D @ np.asarray(C).T
+    assert (D >= bounds.lower).all(), (bounds.path, D.min(axis=0), bounds.lower)
+    assert (D <= bounds.upper).all(), (bounds.path, D.max(axis=0), bounds.upper)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bounds_of_perturbed_copies_hold_at_sampled_points(seed):
+    f = random_net(seed, 3, [8, 7, 6], n_out=3)
+    g = perturbed(f, seed, scale=[0.005, 0.05, 0.3][seed % 3])
+    lo, hi = random_box(seed, 3)
+    C = np.random.default_rng(seed).standard_normal((2, 3)) if seed % 2 else None
+    for path in PATHS:
+        assert_contains(f, g, lo, hi, difference_bounds(f, g, lo, hi, C, path=path), C, seed)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_of_pruned_copies_hold_at_sampled_points(seed):
+    f = random_net(seed, 4, [10, 10], n_out=2)
+    g = pruned(f, seed)
+    lo, hi = random_box(seed, 4)
+    for path in PATHS:
+        assert_contains(f, g, lo, hi, difference_bounds(f, g, lo, hi, path=path), seed=seed)
+
+
+def test_different_depths_are_bounded_through_the_stack():
+    f = random_net(1, 3, [8, 6], n_out=2)
+    g = random_net(2, 3, [5, 5, 4], n_out=2)
+    lo, hi = random_box(1, 3)
+    bounds = difference_bounds(f, g, lo, hi)
+    assert bounds.path == "stacked"
+    assert_contains(f, g, lo, hi, bounds)
+    with pytest.raises(Exception, match="same depth"):
+        difference_bounds(f, g, lo, hi, path="difference")
+
+
+def test_copies_with_neurons_removed_or_reordered_are_matched_neuron_by_neuron():
+    """A copy whose pruned neurons are gone (narrower layers) and whose neurons are
+    shuffled is still bounded by the difference, as tightly as the zeroed copy in order."""
+    f = random_net(4, 3, [10, 9], n_out=2)
+    g = pruned(f, 4, 0.3)
+    Ws, bs = [W.copy() for W in g.weights], [b.copy() for b in g.biases]
+    order = np.random.default_rng(4).permutation(10)
+    live = [i for i in order if Ws[0][i].any()]  # drop the removed neurons, shuffle the rest
+    Ws[0], bs[0], Ws[1] = Ws[0][live], bs[0][live], Ws[1][:, live]
+    h = Network.from_arrays(Ws, bs)
+    lo, hi = random_box(4, 3)
+    zeroed, matched = difference_bounds(f, g, lo, hi), difference_bounds(f, h, lo, hi)
+    assert matched.path == "difference" and h.weights[0].shape[0] < 10
+    assert_contains(f, h, lo, hi, matched)
+    assert np.allclose(matched.lower, zeroed.lower) and np.allclose(matched.upper, zeroed.upper)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_extremes_lie_inside_the_bounds(seed):
+    """The largest and smallest g_j - f_j over the box by a MILP of both networks (the
+    stack with the input shared), independent of polytrav's bounds."""
+    f = random_net(seed, 2, [5, 4], n_out=2)
+    g = perturbed(f, seed, scale=0.05) if seed % 2 else pruned(f, seed, 0.3)
+    lo, hi = random_box(seed, 2)
+    bounds = difference_bounds(f, g, lo, hi)
+    shared = Network.stack([f, g]).compose_input(np.vstack([np.eye(2), np.eye(2)]), np.zeros(4))
+    for j in range(2):
+        row = np.zeros(4)
+        row[j], row[2 + j] = -1.0, 1.0
+        top = milp_max_linear(shared, row, lo, hi)
+        bottom = -milp_max_linear(shared, -row, lo, hi).value
+        assert top.status == "optimal"
+        assert bounds.lower[j] <= bottom + 1e-9 and top.value <= bounds.upper[j] + 1e-9, \
+            (j, bounds.lower[j], bottom, top.value, bounds.upper[j])
+
+
+def test_identical_networks_differ_by_zero():
+    f = random_net(3, 3, [8, 8], n_out=2)
+    lo, hi = random_box(3, 3)
+    bounds = difference_bounds(f, f, lo, hi)
+    tol = BOUND_TOL * 10
+    assert np.all(np.abs(bounds.lower) <= tol) and np.all(np.abs(bounds.upper) <= tol)
+
+
+def test_the_difference_is_tighter_than_the_copies_bounded_separately():
+    ratios = []
+    for seed in range(8):
+        f = random_net(seed, 3, [10, 10, 8], n_out=3)
+        g = perturbed(f, seed, scale=0.01)
+        lo, hi = random_box(seed, 3)
+        today = difference_bounds(f, g, lo, hi, path="stacked")
+        best = difference_bounds(f, g, lo, hi)
+        assert np.all(best.upper - best.lower <= today.upper - today.lower + 1e-12)
+        ratios.append(np.median((best.upper - best.lower) / (today.upper - today.lower)))
+    assert np.median(ratios) < 0.5, ratios
+
+
+def test_a_stack_of_two_copies_is_seen_as_a_pair_and_bounded_with_phases():
+    """The input split's use: the stacked network of a two-network query, a batch of
+    sub-boxes with the phases proven on their parent; every sampled point of each sub-box
+    meets its affine lower bounds."""
+    f = random_net(5, 3, [8, 8], n_out=2)
+    g = perturbed(f, 5, 0.02)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+    pair = NetworkPair.in_stack(stack)
+    assert pair is not None and NetworkPair.in_stack(f) is None
+    C = np.hstack([-np.eye(2), np.eye(2)])
+    C = np.vstack([C, -C])
+    lo, hi = random_box(5, 3)
+    phases = np.zeros((1, stack.n_neurons), np.int8)
+    pair.box_output_bounds(((lo + hi) / 2)[None], ((hi - lo) / 2)[None], C, phases)
+    cut = (lo[0] + hi[0]) / 2
+    lows, highs = np.array([lo, lo]), np.array([hi, hi])
+    highs[0, 0], lows[1, 0] = cut, cut
+    phases = np.repeat(phases, 2, axis=0)
+    mid, rad = (lows + highs) / 2, (highs - lows) / 2
+    L, g0 = pair.box_output_bounds(mid, rad, C, phases)
+    for b in range(2):
+        X = np.random.default_rng(b).uniform(lows[b], highs[b], (SAMPLES, 3))
+        values = stack.forward(X) @ C.T
+        U = (X - mid[b]) / rad[b]
+        assert (values >= U @ L[b].T + g0[b] - BOUND_TOL * (1 + np.abs(g0[b]))).all()
+        pre = np.hstack(stack.trace(X)[0])  # the hidden layers' pre-activations
+        sure = phases[b]
+        assert np.all((pre >= 0)[:, sure > 0]) and np.all((pre <= 0)[:, sure < 0])
+
+
+def test_the_input_split_bounds_a_stacked_pair_by_its_difference():
+    """``split_box`` on a two-network stack with the unsafe set |g_j - f_j| >= eps: with eps
+    just above the exact largest difference (MILP) every box is proven, below it the
+    candidate it returns is a real counterexample."""
+    from polytrav.bounds.split import split_box
+    from polytrav.solvers.highs import HighsBackend
+
+    f = random_net(6, 2, [5, 4], n_out=2)
+    g = perturbed(f, 6, 0.02)
+    lo, hi = random_box(6, 2)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(2), np.eye(2)]), np.zeros(4))
+    rows = []
+    for j in range(2):
+        row = np.zeros(4)
+        row[j], row[2 + j] = -1.0, 1.0
+        rows.append(row)
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for row in rows for s in (1, -1))
+    for eps in (top * 1.05, top * 0.8):
+        pairs = [(s * row[None] / np.sqrt(2), np.array([-eps / np.sqrt(2)]))
+                 for row in rows for s in (1, -1)]  # s (g_j - f_j) >= eps
+        result = split_box(stack, lo, hi, pairs, [HighsBackend()], max_boxes=4000)
+        assert result.difference
+        if eps > top:
+            assert result.candidate is None and not result.open_boxes
+            assert result.proven_volume_share == pytest.approx(1.0)
+        else:
+            assert result.candidate is not None
+            gap = np.abs(g.forward(result.candidate) - f.forward(result.candidate)).max()
+            assert gap >= eps - 1e-12
