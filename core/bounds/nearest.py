@@ -8,8 +8,8 @@ at a time (best first, by the node's lower bound), like a mixed-integer QP solve
 * **Bounding a node** (phase decisions ``z >= 0`` / ``z <= 0``): the convex QP of the
   triangle relaxation with the squared distance as objective, over ``x`` and the unstable
   neurons' outputs (``a >= 0``, ``a >= z``, ``a <= U (z - L) / (U - L)`` each; a stable
-  neuron's output substituted, a decided one's phase a row; :class:`Relaxation`), solved by
-  the first ``qp`` backend. Its bound is the Lagrangian dual function evaluated in closed
+  neuron's output substituted, a decided one's phase a row; :class:`Relaxation`), solved
+  along the ``qp`` chain (not past a backend that certifies optimality and gave up). Its bound is the Lagrangian dual function evaluated in closed
   form at the backend's multipliers (clipped to the dual cone): sound for any multipliers,
   so no solver accuracy enters; a node the backend calls infeasible is dropped only with a
   Farkas certificate checked the same way. The pre-activation bounds ``L, U`` hold in the
@@ -57,9 +57,9 @@ DESCENT_EVERY = 32
 DESCENT_FLIPS = 50
 #: Steps of the walk along local linear models to the class boundary.
 WALK_STEPS = 60
-#: Backends of the chain a cell's QP tries; a node's relaxation tries the first only (an
-#: unanswered node keeps its parent's multipliers, a sound bound: the next backend, a
-#: first-order one, spent up to a second on the few nodes the first gave up on).
+#: Backends of the chain a QP tries; a node's relaxation stops where a backend that
+#: certifies optimality gave up (an unanswered node keeps its parent's multipliers, a sound
+#: bound: a first-order backend after Clarabel spent up to a second on such a node).
 QP_TRIES = 2
 #: Multiples of an infeasibility certificate that failed its check at which the dual
 #: function is tried (a near-certificate still proves a large bound far along it).
@@ -212,7 +212,7 @@ class NearestL2:
         # the solver gets no upper bound on an unstable neuron's a (the chord implies it);
         # the dual function keeps it (it needs a bounded box)
         solver_hi = np.concatenate([self.hi, np.full(m - n, np.inf)])
-        for res in self._solve(P, q, r.A, r.b, r.vlo, solver_hi, backends[:1]):
+        for res in self._solve(P, q, r.A, r.b, r.vlo, solver_hi, backends):
             farkas = res.extras.get("farkas")
             if farkas is not None:
                 ray = np.maximum(np.asarray(farkas)[:len(r.b)], 0.0)
@@ -227,6 +227,8 @@ class NearestL2:
                 v = np.clip(res.x, r.vlo, r.vhi)
                 return (self._distance_bound(r, y), v[:n], r.Av @ v + r.ac,
                         r.scatter(y, self.N, C.shape[0]))
+            if res.status in (Status.LIMIT, Status.ERROR) and self._tried.certifies_optimality:
+                break  # a certifying backend gave up: a first-order one would fare no better
         if fallback is None:
             return 0.0, None, None, None
         return self._distance_bound(r, fallback[r.keys]), None, None, fallback
@@ -242,6 +244,7 @@ class NearestL2:
         stops at a usable one: an optimum with multipliers, or a certificate it checks)."""
         for backend in backends[:QP_TRIES]:
             self.solves += 1
+            self._tried = backend
             yield solve_along([backend], lambda be: be.solve_qp(P, q, A, b, bounds=(lo, hi)))[0]
 
     def _distance_bound(self, r: Relaxation, y) -> float:

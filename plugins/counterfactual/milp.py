@@ -135,7 +135,9 @@ class MilpStep:
                 # the point met its cell's rows to the MILP's tolerance only: it is the best
                 best.take(out.distance, out.point, problem.targets[out.conjunction], None)
         d = best.distance
-        self.proved = out.bound is not None and d <= out.bound + LP_BOUND_TOL * (1 + d)
+        # no point anywhere (d infinite) is proven only by an infinite bound: inf <= inf + tol
+        self.proved = out.bound is not None and (
+            out.bound == np.inf if np.isinf(d) else d <= out.bound + LP_BOUND_TOL * (1 + d))
         self.info = {"binaries": out.binaries, "seconds": out.seconds,
                      "bound": out.bound, "proved": self.proved, "after": step}
         if problem.p == 2:

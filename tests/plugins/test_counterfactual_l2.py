@@ -133,3 +133,20 @@ def test_a_wrong_farkas_vector_proves_nothing():
     r = nearest._rows(L, U, np.zeros(nearest.N, np.int8), C, np.zeros(1))
     rng = np.random.default_rng(1)
     assert not any(nearest._farkas(r, rng.exponential(1.0, len(r.b))) for _ in range(100))
+
+
+def test_a_search_stopped_without_a_point_proves_nothing(monkeypatch):
+    """No counterfactual found and the search stopped at its budget with a bound of 0: the
+    answer "none exists" is not proven (it was: inf <= 0 + tolerance * inf)."""
+    from polytrav.bounds.milp import ClosestOutcome
+
+    def stopped(self, pairs, backends, **kw):
+        out = ClosestOutcome()
+        out.bound, out.reason = 0.0, "time limit"
+        return out
+
+    monkeypatch.setattr(NearestL2, "closest", stopped)
+    net = random_net(4, 2, [8, 6], n_out=3)
+    res = analyze(net, Box([-1, -1], [1, 1]), Counterfactual(np.array([0.15, -0.1]), norm=2),
+                  max_polytopes=2)
+    assert not res[0].details["milp"]["proved"] and not res[0].exact
