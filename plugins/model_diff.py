@@ -118,10 +118,9 @@ class ModelDiff(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """A sound lower bound of ``epsilon - max_j |g_j - f_j|`` over the piece (positive:
-        no violation in it), by CROWN on the joint network
-        (:func:`polytrav.extend.dnf_piece_margin`, the unsafe rows ``±d_j >= epsilon``).
-        Difference-aware bounds (``core/bounds/difference.py``, in progress) replace this
-        one call."""
+        no violation in it): :func:`polytrav.extend.dnf_piece_margin` on the unsafe rows
+        ``±d_j >= epsilon``, which bounds the joint network, a stack of two networks, by the
+        difference of the two where that is tighter (``NetworkPair.piece_output_bounds``)."""
         if not self.verdict_only:
             return -np.inf
         return dnf_piece_margin(self._unsafe_pairs(), piece, context)

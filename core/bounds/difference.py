@@ -1,4 +1,5 @@
-"""Sound bounds on the difference ``g(x) - f(x)`` of two networks over boxes (ReluDiff / NeuroDiff).
+"""Sound bounds on the difference ``g(x) - f(x)`` of two networks over boxes and traversal
+pieces (ReluDiff / NeuroDiff).
 
 Bounding ``f`` and ``g`` separately (CROWN on the block-diagonal stack, today's path) loses
 the correlation of the two: when ``g`` is a pruned, perturbed or quantised copy of ``f``, the
@@ -30,7 +31,11 @@ An output row ``c_f . y_f + c_g . y_g`` (``y``: ``f``'s outputs, ``y'``: ``g``'s
 ``(y, y' - y)``, so any rows over the stacked outputs are bounded, ``c . (g - f)``
 included. :meth:`NetworkPair.box_output_bounds` also runs today's stacked CROWN (which
 shares its intermediate bounds) and keeps, per box and row, the better of the two affine
-lower bounds (any of them is sound). The lower intercepts of the ``d`` relaxation are why
+lower bounds (any of them is sound). On a traversal piece of the stack (its first hidden
+layers fixed), :meth:`NetworkPair.piece_output_bounds` starts the joint system at the first
+free layer, from the piece's affine input, and concretises over the piece (its vertices,
+or LP-refined first rows); :func:`polytrav.bounds.dnf.dnf_bound` uses it for the stack of a
+two-network query (:func:`stacked_pair`). The lower intercepts of the ``d`` relaxation are why
 :class:`~polytrav.bounds.crown.LinearBounds` has ``lower_intercept``; slopes are not
 optimised (α-CROWN) here.
 
@@ -42,16 +47,18 @@ strict inequality only after :func:`~polytrav.bounds.crown.rounded_down`, which
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from polytrav.bounds.crown import LinearBounds, backsubstitute, box_layer_bounds, rounded_down
+from polytrav.bounds.crown import (Concretizer, LinearBounds, backsubstitute, box_layer_bounds,
+                                   layer_bounds, rounded_down)
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError, RegionError
 
 __all__ = ["DifferenceBounds", "NetworkPair", "difference_bounds", "relax_difference",
-           "same_depth", "align"]
+           "same_depth", "align", "stacked_pair"]
 
 #: The paths :func:`difference_bounds` may take.
 PATHS = ("best", "difference", "stacked")
@@ -100,10 +107,13 @@ class NetworkPair:
     ``f``'s with the closest incoming weights, the columns already matched; a pruned neuron
     meets a zero neuron), so that a copy with neurons removed or reordered still pairs
     each neuron with its counterpart. ``origin``: per hidden layer, the positions of ``f``'s
-    and ``g``'s neurons in a network that holds both (:meth:`in_stack`), for its phases.
+    and ``g``'s neurons in that layer of a network that holds both (:meth:`in_stack`), whose
+    hidden layers have ``widths`` neurons (default: the plain stack, ``f``'s neurons then
+    ``g``'s); ``index`` and ``local`` map the pair's neurons to the holder's, for its phases
+    and its traversal pieces.
     """
 
-    def __init__(self, f_layers, g_layers, origin=None):
+    def __init__(self, f_layers, g_layers, origin=None, widths=None):
         f_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in f_layers]
         g_layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in g_layers]
         if len(f_layers) != len(g_layers) or f_layers[0][0].shape[1] != g_layers[0][0].shape[1] \
@@ -116,10 +126,17 @@ class NetworkPair:
         if origin is None:  # the plain stack: f's neurons, then g's, per layer
             origin = [(np.arange(W.shape[0]), W.shape[0] + np.arange(V.shape[0]))
                       for (W, _), (V, _) in zip(f_layers[:-1], g_layers[:-1])]
-        # per hidden layer of the pair's stack: the neuron's position in the holder, or -1
-        self.index = [np.concatenate([np.where(fm >= 0, F[np.maximum(fm, 0)], -1),
-                                      np.where(gm >= 0, G[np.maximum(gm, 0)], -1)])
+            widths = [W.shape[0] + V.shape[0] for (W, _), (V, _) in zip(f_layers[:-1],
+                                                                      g_layers[:-1])]
+        #: per hidden layer: the holder's neuron in that layer at each of the pair's matched
+        #: positions, ``(f's, g's)`` (-1: a zero neuron)
+        self.local = [(np.where(fm >= 0, F[np.maximum(fm, 0)], -1),
+                       np.where(gm >= 0, G[np.maximum(gm, 0)], -1))
                       for (F, G), (fm, gm) in zip(origin, maps)]
+        # per hidden layer of the pair's stack: the neuron's position in the holder, or -1
+        starts = np.cumsum([0] + list(widths[:-1]))
+        self.index = [np.where(np.concatenate(loc) >= 0, start + np.concatenate(loc), -1)
+                      for start, loc in zip(starts, self.local)]
         self.stacked = [_stack_layer(F, G, k == 0)
                         for k, (F, G) in enumerate(zip(self.f_layers, self.g_layers))]
         self.joint = [_joint_layer(F, G, k == 0)
@@ -157,8 +174,7 @@ class NetworkPair:
             (Ws[k][np.ix_(F[k], F[k - 1])], bs[k][F[k]]) for k in range(1, len(Ws))]
         g_layers = [(Ws[0][G[0]], bs[0][G[0]])] + [
             (Ws[k][np.ix_(G[k], G[k - 1])], bs[k][G[k]]) for k in range(1, len(Ws))]
-        starts = np.cumsum([0] + [W.shape[0] for W in Ws[:-2]])
-        return cls(f_layers, g_layers, [(s + f, s + g) for s, f, g in zip(starts, F, G)])
+        return cls(f_layers, g_layers, list(zip(F[:-1], G[:-1])), [W.shape[0] for W in Ws[:-1]])
 
     def box_output_bounds(self, mid: np.ndarray, rad: np.ndarray, C: np.ndarray,
                           phases: np.ndarray | None = None, path: str = "best"
@@ -184,7 +200,10 @@ class NetworkPair:
         W, b = self.stacked[-1]
         L_s, g_s = backsubstitute(C @ W, C @ b, self.stacked, stack, len(self.stacked) - 1,
                                   None, None)
-        joint = None if path == "stacked" else self._joint_bounds(stack, mid, rad, entry, phases)
+        J0 = self.joint[0][0]
+        joint = None if path == "stacked" else self._joint_bounds(
+            stack, (J0[None] * rad[:, None, :], mid @ J0.T), Concretizer(mid.shape[1]),
+            self.joint, entry, phases)
         if held is not None:
             held[:, where[where >= 0]] = phases[:, where >= 0]
         if path == "stacked":
@@ -199,22 +218,63 @@ class NetworkPair:
         better = (g_d - np.abs(L_d).sum(-1)) > (g_s - np.abs(L_s).sum(-1))
         return np.where(better[..., None], L_d, L_s), np.where(better, g_d, g_s)
 
-    def _joint_bounds(self, stack: LinearBounds, mid, rad, entry, phases) -> LinearBounds:
+    def piece_output_bounds(self, level: int, M: np.ndarray, m: np.ndarray, C: np.ndarray,
+                            conc: Concretizer) -> tuple[np.ndarray, np.ndarray]:
+        """Affine lower bounds ``C y >= L u + g`` of rows over the stacked outputs ``y = (f(x),
+        g(x))`` on a traversal piece of level ``level`` (:class:`~polytrav.traversal.piece.PieceView`):
+        on it the holder's first ``level`` hidden layers are affine and its layer ``level``
+        takes ``M u + m`` (the holder's neurons of layer ``level - 1``, or the input at level
+        0). The difference is propagated from there (module doc), the concretisation is
+        ``conc``'s (the piece's vertices, or the frame box with LP-refined first rows);
+        per row the better of this bound and the stack's CROWN bound is kept."""
+        C = np.atleast_2d(np.asarray(C, float))
+        if level == 0:
+            S, s = M, m  # the stack's input: x itself
+            first = (self.joint[0][0] @ M, self.joint[0][0] @ m)
+        else:  # the holder's layer level-1 neurons, in the pair's (matched) order
+            F, G = (_select(where, M, m) for where in self.local[level - 1])
+            S, s = np.vstack([F[0], G[0]]), np.concatenate([F[1], G[1]])
+            J = self.joint[level][0]
+            first = (J @ np.vstack([F[0], G[0] - F[0]]), J @ np.concatenate([F[1], G[1] - F[1]]))
+        stacked, joint_layers = self.stacked[level:], self.joint[level:]
+        own = layer_bounds(stacked, S, s, conc)
+        W, b = stacked[-1]
+        upto = len(stacked) - 1
+        L_s, g_s = backsubstitute(C @ W, C @ b, stacked, own, upto, S, s)
+        batch = LinearBounds(*[[a[None, None] for a in part] for part in
+                               (own.lo, own.hi, own.lower_slope, own.upper_slope,
+                                own.upper_intercept)])
+        joint = self._joint_bounds(batch, (first[0][None], first[1][None]), conc, joint_layers,
+                                   None, None)
+        n_out = self.f_layers[-1][0].shape[0]
+        Cj = np.hstack([C[:, :n_out] + C[:, n_out:], C[:, n_out:]])
+        J, c = joint_layers[-1]
+        L_d, g_d = backsubstitute(Cj @ J, Cj @ c, joint_layers, joint, upto, None, None)
+        L_d, g_d = L_d[0], g_d[0]
+        better = conc.lower(L_d, g_d) > conc.lower(L_s, g_s)
+        return np.where(better[:, None], L_d, L_s), np.where(better, g_d, g_s)
+
+    def _joint_bounds(self, stack: LinearBounds, first, conc, joint_layers, entry, phases
+                      ) -> LinearBounds:
         """The joint system's bounds and relaxations per hidden layer (module doc), from the
-        stack's CROWN bounds ``stack``; ``entry``: the phases known before those (their
-        bounds are only signs), ``phases``: updated with ``g``'s phases proven here."""
-        J0 = self.joint[0][0]
-        joint = LinearBounds([], [], [], [], [], first=(J0[None] * rad[:, None, :], mid @ J0.T),
-                             lower_intercept=[])
+        stack's CROWN bounds ``stack`` (a batch: boxes, or one piece); ``first``: the joint
+        system's first map on the batch's coordinates (no bias), ``conc`` their lower bounds
+        (a box's or a piece's), ``joint_layers``: the joint system's remaining layers;
+        ``entry``: the phases known before those (their bounds are only signs), ``phases``:
+        updated with ``g``'s phases proven here."""
+        joint = LinearBounds([], [], [], [], [], first=first, lower_intercept=[])
         start = 0
-        for k, (J, c) in enumerate(self.joint[:-1]):
+        for k, (J, c) in enumerate(joint_layers[:-1]):
             n = J.shape[0] // 2
             lo, hi = stack.lo[k][:, 0], stack.hi[k][:, 0]
             lf, uf, lg, ug = lo[:, :n], hi[:, :n], lo[:, n:], hi[:, n:]
-            if k == 0:  # exact over each box
-                centre = joint.first[1][:, n:] + c[n:]
-                reach = np.abs(joint.first[0][:, n:]).sum(-1)
-                ld, ud = centre - reach, centre + reach
+            if k == 0:  # affine on the box or piece: its exact bounds (refined on a piece)
+                L, g = first[0][:, n:], first[1][:, n:] + c[n:]
+                L, g = np.concatenate([L, -L], 1), np.concatenate([g, -g], 1)
+                low = conc.lower(L, g)
+                if L.shape[0] == 1:
+                    low[0] = conc.refine(L[0], g[0], low[0])
+                ld, ud = low[:, :n], -low[:, n:]
                 bounded = np.ones(n, bool)
             else:  # D's rows, of the neurons unstable in f or g on some box (else unused)
                 bounded = ((lf < 0.0) & (uf > 0.0) | (lg < 0.0) & (ug > 0.0)).any(axis=0)
@@ -223,8 +283,8 @@ class NetworkPair:
                 if len(j):
                     L, g = backsubstitute(np.vstack([J[n + j], -J[n + j]]),
                                           np.concatenate([c[n + j], -c[n + j]]),
-                                          self.joint, joint, k, None, None)
-                    low = g - np.abs(L).sum(-1)
+                                          joint_layers, joint, k, None, None)
+                    low = conc.lower(L, g)
                     ld[:, j], ud[:, j] = low[:, :len(j)], -low[:, len(j):]
             # the networks' own bounds, where they are numbers (not a known phase's sign)
             known = np.zeros((lo.shape[0], 2 * n), bool) if entry is None or k == 0 \
@@ -261,6 +321,17 @@ class NetworkPair:
         return joint
 
 
+_PAIRS: "weakref.WeakKeyDictionary[Network, NetworkPair | None]" = weakref.WeakKeyDictionary()
+
+
+def stacked_pair(network: Network) -> "NetworkPair | None":
+    """:meth:`NetworkPair.in_stack` of ``network``, found once per network (a run's pieces
+    all ask)."""
+    if network not in _PAIRS:
+        _PAIRS[network] = NetworkPair.in_stack(network)
+    return _PAIRS[network]
+
+
 def align(f_layers, g_layers):
     """``g``'s hidden neurons matched to ``f``'s, layer by layer: the assignment of least total
     L1 distance between their incoming weights and biases (the columns matched by the layer
@@ -295,6 +366,14 @@ def align(f_layers, g_layers):
         G.append(_rows(Wg, bg, gm))
         maps.append((fm, gm))
     return F, G, maps
+
+
+def _select(where, M, m):
+    """The rows ``where`` of ``M u + m`` (``-1``: a zero row)."""
+    keep = where >= 0
+    S, s = np.zeros((where.shape[0], M.shape[1])), np.zeros(where.shape[0])
+    S[keep], s[keep] = M[where[keep]], m[where[keep]]
+    return S, s
 
 
 def _rows(W, b, where):
