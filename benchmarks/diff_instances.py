@@ -23,6 +23,12 @@ the same seed gives the same files.
 
     python benchmarks/diff_instances.py OUT                      # 45 networks
     python benchmarks/diff_instances.py OUT --networks 1_1 3_3 --epsilons 0.02 0.05
+    python benchmarks/diff_instances.py OUT --boxes p3 --epsilons 0.05 --relative 0.8 1.25
+
+``--relative``: also ε at multiples of each pair's sampled largest difference on the box (below
+1: ``sat``, a sampled point exceeds it; just above 1: a tight ``unsat``, or a ``sat`` the
+samples missed). ``--boxes``: only those boxes' queries (the copies are the same: every
+box's points are in the pruned copy's fit).
 """
 from __future__ import annotations
 
@@ -152,6 +158,10 @@ def main(argv=None) -> int:
     ap.add_argument("out", type=Path, help="folder for the ONNX and VNN-LIB files (created)")
     ap.add_argument("--networks", nargs="*", help="e.g. 1_1 3_3 (default: all 45)")
     ap.add_argument("--epsilons", nargs="*", type=float, default=[0.01, 0.02, 0.05])
+    ap.add_argument("--relative", nargs="*", type=float, default=[],
+                    help="also eps = these multiples of the sampled largest difference, per pair "
+                         "and box (3 significant digits): below 1 sat, just above 1 tight")
+    ap.add_argument("--boxes", nargs="*", choices=sorted(BOXES), default=sorted(BOXES))
     ap.add_argument("--prune", type=int, default=3, help="neurons removed (default 3)")
     ap.add_argument("--layer", type=int, default=2, help="hidden layer pruned, from 0 (default 2)")
     ap.add_argument("--sigma", type=float, default=0.002,
@@ -161,9 +171,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = args.networks or [f"{a}_{b}" for a in range(1, 6) for b in range(1, 10)]
     args.out.mkdir(parents=True, exist_ok=True)
-    boxes = {key: property_box(prop) for key, prop in BOXES.items()}
-    union = (np.min([lo for lo, _ in boxes.values()], axis=0),
-             np.max([hi for _, hi in boxes.values()], axis=0))
+    every = {key: property_box(prop) for key, prop in BOXES.items()}
+    union = (np.min([lo for lo, _ in every.values()], axis=0),  # the fit's points: every box
+             np.max([hi for _, hi in every.values()], axis=0))
+    boxes = {key: every[key] for key in args.boxes}
     rows = []
     for i, name in enumerate(names):
         rng = np.random.default_rng([args.seed, i])
@@ -173,8 +184,8 @@ def main(argv=None) -> int:
         params = arrays(model)
         f_path = args.out / f"{name}_f.onnx"
         f_path.write_bytes(source.read_bytes())
-        X = np.vstack([rng.uniform(lo, hi, (args.samples // len(boxes), 5))
-                       for lo, hi in boxes.values()] + [rng.uniform(*union, (args.samples, 5))])
+        X = np.vstack([rng.uniform(lo, hi, (args.samples // len(every), 5))
+                       for lo, hi in every.values()] + [rng.uniform(*union, (args.samples, 5))])
         copies = {"prune": pruned(params, layers, args.layer, args.prune, X),
                   "perturb": perturbed(params, layers, args.sigma, rng)}
         for kind, g_params in copies.items():
@@ -184,7 +195,8 @@ def main(argv=None) -> int:
             f32 = {k: v.astype(np.float32).astype(np.float64) for k, v in params.items()}
             for box, (lo, hi) in boxes.items():
                 seen = sampled_difference(f32, g32, layers, lo, hi, rng)
-                for eps in args.epsilons:
+                relative = [float(f"{r * seen:.3g}") for r in args.relative]
+                for eps in list(args.epsilons) + relative:
                     q = args.out / f"{name}_{kind}_{box}_eps{eps:g}.vnnlib"
                     q.write_text(query(lo, hi, eps))
                     rows.append({"query": q.name, "f": f_path.name, "g": g_path.name,
