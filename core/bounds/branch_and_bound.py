@@ -110,10 +110,34 @@ def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend]
         return BaBOutcome(BaBVerdict.UNKNOWN, None, 1, 0.0)  # within rounding of the boundary
     bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching,
                     lp_backends=lp_backends, groups=groups)
+    bab.extra_bound = _pair_bound(network, lo, hi, C, d)
     batch = int(np.clip(BATCH_ELEMENTS / (bab.N * max(bab.sizes)), 1, 256))
     verdict, seconds = bab.search(time_limit, batch=batch)
     return BaBOutcome(verdict, bab.counterexample if verdict is BaBVerdict.VIOLATED else None,
                       bab.stats["nodes"], seconds, dict(bab.stats))
+
+
+def _pair_bound(network, lo, hi, C, d):
+    """For the stack of a two-network query (:func:`~polytrav.bounds.difference.stacked_pair`,
+    with :data:`polytrav.bounds.dnf.PAIR_BOUNDS`): ``bound(split)``, each node's lower bounds
+    of the rows ``C y - d`` by the networks' difference, the node's split neurons taken as
+    known phases (facts on the node's part of the box; rounding allowance applied). None
+    otherwise."""
+    from polytrav.bounds import dnf
+    from polytrav.bounds.difference import stacked_pair
+
+    pair = stacked_pair(network) if dnf.PAIR_BOUNDS else None
+    if pair is None:
+        return None
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    mid, rad = (lo + hi) / 2, (hi - lo) / 2
+
+    def bound(split: np.ndarray) -> np.ndarray:
+        B = split.shape[0]
+        L, g = pair.box_output_bounds(np.repeat(mid[None], B, 0), np.repeat(rad[None], B, 0),
+                                      C, phases=split.copy())
+        return rounded_down(g - d - np.abs(L).sum(-1), g - d)
+    return bound
 
 
 def _groups(groups, rows: int) -> list[np.ndarray]:
@@ -491,6 +515,8 @@ class NeuronBaB:
         alpha = np.repeat(rel["a0"][:, None, :], R, axis=1)
         beta = np.zeros((1, R, N))
         bound, tape, Lu = self.final(rel, alpha, beta, self.root_iters)
+        if self.extra_bound is not None:
+            bound = np.maximum(bound, self.extra_bound(split))
         self.root_bound = bound[0].copy()
         done = bound > 0
         Q = dict(lo=lo, hi=hi, split=split, alpha=alpha, beta=beta, done=done, bound=bound)
@@ -512,6 +538,8 @@ class NeuronBaB:
                                     children.pop("kmin"), opt_iters=self.int_iters,
                                     use_beta=True)
             bound, tape, Lu = self.final(rel, children["alpha"], children["beta"], self.iters)
+            if self.extra_bound is not None:
+                bound = np.maximum(bound, self.extra_bound(children["split"]))
             children["bound"] = bound
             children["done"] = children["done"] | (bound > 0)
             new = self._process(children, rel, tape, Lu, bound, t0)
@@ -524,6 +552,9 @@ class NeuronBaB:
 
     unknown = False
     attack = True
+    #: ``bound(split)``: other sound lower bounds of the rows per node (``(B, R)``), each
+    #: node keeping the better (:func:`_pair_bound`); None: none
+    extra_bound = None
 
     def root_bounds(self, lo, hi, split):
         """Root intermediate bounds, alpha-CROWN layer by layer (None past the deadline)."""

@@ -144,8 +144,11 @@ class NetworkPair:
 
     @classmethod
     def of(cls, f: Network, g: Network) -> "NetworkPair":
-        """The pair of two networks of the same depth."""
-        return cls(zip(f.weights, f.biases), zip(g.weights, g.biases))
+        """The pair of two networks of the same depth (matched once per pair of networks)."""
+        known = _PAIRS_OF.setdefault(f, weakref.WeakKeyDictionary())
+        if g not in known:
+            known[g] = cls(zip(f.weights, f.biases), zip(g.weights, g.biases))
+        return known[g]
 
     @classmethod
     def in_stack(cls, network: Network) -> "NetworkPair | None":
@@ -322,6 +325,8 @@ class NetworkPair:
 
 
 _PAIRS: "weakref.WeakKeyDictionary[Network, NetworkPair | None]" = weakref.WeakKeyDictionary()
+_PAIRS_OF: "weakref.WeakKeyDictionary[Network, weakref.WeakKeyDictionary]" = \
+    weakref.WeakKeyDictionary()
 
 
 def stacked_pair(network: Network) -> "NetworkPair | None":

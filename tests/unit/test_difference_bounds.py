@@ -250,3 +250,39 @@ def test_piece_bounds_of_a_stacked_pair_hold_on_the_piece(seed):
         assert (conc.lower(L, g0) >= conc.lower(Ls, gs)).all()  # the better per row
         if seed % 2 and level == 0:  # the difference's bound beats the copies' own
             assert (conc.lower(L[:4], g0[:4]) > conc.lower(Ls[:4], gs[:4])).all()
+
+
+def test_neuron_branch_and_bound_on_a_stacked_pair_uses_the_difference():
+    """``prove_margins`` on the stack of a pair with the unsafe set |g_j - f_j| >= eps: where
+    the difference bounds it (eps = 1, about 15 times the largest difference) the root is
+    proven, without them it takes branching; below a sampled difference its counterexample is
+    real, both ways."""
+    import polytrav.bounds.dnf as dnf
+    from polytrav.bounds.branch_and_bound import BaBVerdict, prove_margins
+    from polytrav.solvers.highs import HighsBackend
+
+    f = random_net(7, 4, [8, 8], n_out=2)
+    g = perturbed(f, 7, 0.01)
+    lo, hi = random_box(7, 4)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
+    X = np.random.default_rng(7).uniform(lo, hi, (SAMPLES, 4))
+    seen = np.abs(g.forward(X) - f.forward(X)).max()
+    rows = np.hstack([-np.eye(2), np.eye(2)])
+    C = np.vstack([rows, -rows])  # every row eps - s (g_j - f_j) > 0: |g - f| < eps
+    groups = [[i] for i in range(4)]
+    nodes = {}
+    for flag in (True, False):
+        dnf.PAIR_BOUNDS = flag
+        try:
+            out = prove_margins(stack, lo, hi, -C, -np.ones(4), groups=groups,
+                                lp_backends=[HighsBackend()])
+            below = prove_margins(stack, lo, hi, -C, -np.full(4, 0.9 * seen), groups=groups,
+                                  lp_backends=[HighsBackend()])
+        finally:
+            dnf.PAIR_BOUNDS = True
+        assert out.verdict is BaBVerdict.HOLDS
+        assert below.verdict is BaBVerdict.VIOLATED
+        x = below.counterexample
+        assert np.abs(g.forward(x) - f.forward(x)).max() >= 0.9 * seen
+        nodes[flag] = out.nodes
+    assert nodes[True] == 1 < nodes[False]
