@@ -304,6 +304,7 @@ def draw(out_dir, f, versions, results, Xs, names):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     from polytrav.interface.plot.diff import save_diff_slice
 
@@ -317,21 +318,38 @@ def draw(out_dir, f, versions, results, Xs, names):
         ax.barh(order + 0.2, near, height=0.4, color="tab:blue",
                 label="largest in the neighbourhoods (exact)")
         ax.barh(order - 0.2, mean, height=0.4, color="tab:orange", label="mean over the rows")
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(r["pair"], fontsize=10)
         ax.set_xlabel("|∂(g - f)/∂x_i| (logit per data range)", fontsize=8)
     axes[0].set_yticks(order, names)
-    axes[-1].legend(fontsize=7, loc="lower right")
+    axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
     fig.suptitle("How differently the new versions respond to each feature", fontsize=10)
     fig.tight_layout()
     fig.savefig(out_dir / "credit_diff_features.png", dpi=80)
     plt.close(fig)
-    for r in results:
+    domain = Box(np.zeros(len(names)), np.ones(len(names)))
+    for r in results:  # two slices: through the worst point; through a changing decision
         g = versions[r["pair"]]
-        top = np.argsort(-np.asarray(r["rows"]["mean_abs_slope"]))[:2]
-        save_diff_slice(f, g, Box(np.zeros(len(names)), np.ones(len(names))),
-                        out_dir / f"credit_diff_slice_{r['pair']}.png",
-                        dims=tuple(int(k) for k in top), point=worst_point(r),
-                        resolution=160, dpi=80)
+        top = tuple(int(k) for k in np.argsort(-np.asarray(r["rows"]["mean_abs_slope"]))[:2])
+        rows = r["rows"]["changed"]
+        through = [("the worst point", worst_point(r))]
+        if rows:
+            through.append((f"applicant {rows[0]} (decision changes)", Xs[rows[0]]))
+        elif r["domain"]["change_witness"] is not None:
+            through.append(("a point where the decisions differ",
+                            np.asarray(r["domain"]["change_witness"])))
+        fig, axes = plt.subplots(1, len(through), figsize=(5.2 * len(through), 4.4))
+        for ax, (what, point) in zip(np.atleast_1d(axes), through):
+            tmp = out_dir / f".credit_diff_slice_{r['pair']}.png"
+            save_diff_slice(f, g, domain, tmp, dims=top, point=point, resolution=160, dpi=80)
+            ax.imshow(plt.imread(tmp))
+            tmp.unlink()
+            ax.set_axis_off()
+            ax.set_title(f"{r['pair']}: through {what}", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out_dir / f"credit_diff_slice_{r['pair']}.png", dpi=80)
+        plt.close(fig)
     fig, axes = plt.subplots(1, len(results), figsize=(3.6 * len(results), 3.6))
     for ax, r in zip(np.atleast_1d(axes), results):
         g = versions[r["pair"]]
