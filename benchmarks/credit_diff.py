@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from credit import FEATURES, load_credit, train  # noqa: E402
-from harness import header  # noqa: E402
+from harness import header, relative  # noqa: E402
 from milp import milp_max_linear  # noqa: E402
 
 import polytrav  # noqa: E402
@@ -427,7 +427,9 @@ def main(argv=None) -> int:
         return 0
     results = [compare(k, f, versions[k], Xs, names, lo, hi, args) for k in args.pairs]
     wrong = [r["pair"] for r in results if not consistent(r)]
-    summary = {**header("credit_diff", args, argv), "accuracy_all_rows": acc,
+    settings = argparse.Namespace(**{k: relative(str(v)) if isinstance(v, Path) else v
+                                      for k, v in vars(args).items()})
+    summary = {**header("credit_diff", settings, argv), "accuracy_all_rows": acc,
                "held_out_accuracy_f": held, "prune": args.prune,
                "units": {n: FEATURES[n][1] for n in names}, "pairs": results,
                "milp_disagrees": wrong}
