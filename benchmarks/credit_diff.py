@@ -439,7 +439,9 @@ def main(argv=None) -> int:
         args.out_dir.mkdir(parents=True, exist_ok=True)
         draw(args.out_dir, f, versions, results, Xs, names)
     for p in wrong:
-        print(f"WRONG: {p}: a check failed (consistent(): exact maxima against the MILP, the MILP inside the sound interval, changed rows' neighbourhoods)", file=sys.stderr)
+        print(f"WRONG: {p}: a check of consistent() failed (exact maxima against the MILP, "
+              "the MILP inside the sound interval, changed rows' neighbourhoods)",
+              file=sys.stderr)
     return 1 if wrong else 0
 
 
