@@ -7,24 +7,29 @@ stratified 80 % split, seed 0, read by ``Network.from_sklearn``: one logit, appr
 
 * **retrained**: the same recipe on another sample (``credit.train`` with seed 1: another
   stratified 80 % split and another initialisation; same hyper-parameters);
-* **pruned**: ``f`` with the smallest ``--prune`` share of its weights (by magnitude, over
-  all layers together; biases kept) set to zero, no retraining;
+* **pruned**: ``f`` with the smallest ``--prune`` share of its live weights (``|w| >``
+  :data:`DEAD`; the L2 penalty drove many to zero) set to zero, by magnitude over all layers
+  together, biases kept, no retraining;
 * **float16**: ``f``'s weights and biases rounded to float16 and back.
 
-Per pair, over the data domain ``[0, 1]^14`` (every feature min-max scaled over the data):
+Per pair, on three sets (docs/diff.md says what each number covers):
 
-* the largest logit difference ``max |g - f|`` and where (``polytrav.diff``: exact over the
-  whole domain when the joint traversal completes within ``--time-limit``; else the
-  visited polytopes' value, a lower bound, and the sound upper bound of
-  ``polytrav.bounds.difference.difference_bounds`` over the domain), checked against an
+* **the rows** (the dataset's 1 000 applicants): whose decision changes, by forward passes;
+  the mean ``|∂(g - f)/∂x_i|`` over them (the local models at the rows);
+* **the neighbourhoods** (exact): per applicant, the box with the 0/1 indicators
+  (:data:`INDICATORS`) fixed and every other feature within ``--radius`` of the data range
+  of the applicant's value; ``polytrav.diff`` on each: the largest ``|g - f|`` over their
+  union (checked against the MILP of both networks in its box, to 1e-6), which boxes hold a
+  decision change (proven either way), ``DiffResult.features`` (the largest
+  ``|∂(g - f)/∂x_i|``);
+* **the domain** ``[0, 1]^14``: ``polytrav.diff`` within ``--time-limit`` (exact when it
+  completes; else the visited polytopes: a confirmed lower bound of ``max |g - f|`` and
+  witnesses of decision changes), the sound upper bound of
+  ``polytrav.bounds.difference.difference_bounds`` over ``--split-boxes`` boxes, an
   independent MILP of both networks (``tests/support/milp.py``, HiGHS, on a block-diagonal
-  joint network written out here) to 1e-6;
-* the applicants (the dataset's 1 000 rows) whose decision changes (forward passes);
-* whether decisions change anywhere in the domain, a checked witness, the number of joint
-  polytopes where they do, and the share (a sound interval in 14-D, as ``diff`` gives);
-* the features along which the models differ most: ``DiffResult.features`` (the largest
-  ``|∂(g - f)/∂x_i|`` over the joint polytopes), and the mean ``|∂(g - f)/∂x_i|`` over the
-  dataset's rows (the local models at the rows).
+  joint network written out here), a Monte Carlo estimate of the share where the decisions
+  differ, and the distinct joint activation patterns among uniform samples (a lower bound on
+  the joint polytopes).
 
 Figures ``docs/results/credit_diff_*.png`` and ``benchmarks/results/credit_diff.json``.
 
