@@ -27,9 +27,10 @@ Per polytope ``P`` (in the region ``R``'s frame coordinates ``u``):
 
 * **where the local models differ**: on ``P``, ``d_j`` has the slope ``∂d_j/∂x_i`` (the
   difference of the two networks' local linear models); per output and input the largest
-  ``|∂d_j/∂x_i|`` over the polytopes, with its polytope, and, where polytope volumes are
-  measured (the exact-volume case above), the volume-weighted mean of ``|∂d_j/∂x_i|`` over
-  the region.
+  ``|∂d_j/∂x_i|`` over the polytopes, with its polytope, and, with ``feature_means`` in the
+  exact-volume case above, the volume-weighted mean of ``|∂d_j/∂x_i|`` over the region (one
+  qhull volume per polytope, from the vertices the traversal computed: it costs about 2-7
+  times the run without).
 
 With ``epsilon`` the ε-equivalence verdict: HOLDS iff the exact ``max_j |d_j| <= epsilon``,
 VIOLATED at a forward-pass-checked point with ``|d_j| > epsilon``, VIOLATED_UNCONFIRMED when an
@@ -71,6 +72,9 @@ class ModelDiff(Analysis):
         Measure the volume share where decisions differ (default True).
     verdict_only : bool
         Only the ε verdict: stop at the first violation, prune pieces by bounds.
+    feature_means : bool
+        Also the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|`` per input (at most
+        :data:`EXACT_VOLUME_MAX_DIM` free inputs; one volume per polytope). Default False.
 
     ``value`` is ``{"max_abs": ..., "max": ..., "min": ...}`` over the chosen outputs; the
     per-output records, decision changes and volume share are in ``details``.
@@ -80,13 +84,15 @@ class ModelDiff(Analysis):
     uses_vertices = True
 
     def __init__(self, split: int | None = None, outputs=None, epsilon: float | None = None,
-                 decisions: bool = True, volumes: bool = True, verdict_only: bool = False):
+                 decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
+                 feature_means: bool = False):
         self.split = split
         self.outputs = outputs
         self.epsilon = epsilon
         self.decisions = decisions
         self.volumes = volumes
         self.verdict_only = verdict_only
+        self.feature_means = feature_means
 
     @property
     def problem_form(self) -> str:
@@ -155,6 +161,8 @@ class ModelDiff(Analysis):
         self._polyhedral = not (fr.l1_balls or fr.l2_balls)
         self._exact_volumes = self.volumes and self._polyhedral and fr.dim <= EXACT_VOLUME_MAX_DIM
         self._region_volume = self._frame_volume(context) if self._exact_volumes else None
+        self._slope_means = bool(self.feature_means) and self._polyhedral \
+            and fr.dim <= EXACT_VOLUME_MAX_DIM
 
     def visit(self, polytope, context):
         fr = context.frame
@@ -207,12 +215,16 @@ class ModelDiff(Analysis):
             for k in np.flatnonzero(mag[i] > np.array([t[0] for t in row])):
                 row[k] = (float(mag[i, k]), float(W[i, k]), polytope.index,
                           context.code_str(polytope), polytope.interior_point)
-        if not self._exact_volumes:
+        if not self._slope_means:
             return
         fr = context.frame
-        A, b = cell_rows(polytope, fr)
-        vol = halfspace_volume(np.vstack([A, fr.A]), np.concatenate([b, fr.b]),
-                               fr.to_u(polytope.interior_point))
+        V = polytope.vertices
+        if V is not None:  # the cell's vertices (in u), from the traversal: their hull
+            vol = _hull_volume(V)
+        else:
+            A, b = cell_rows(polytope, fr)
+            vol = halfspace_volume(np.vstack([A, fr.A]), np.concatenate([b, fr.b]),
+                                   fr.to_u(polytope.interior_point))
         if vol is None:
             raw["slope_volume_failed"] += 1
             return
@@ -384,6 +396,8 @@ class ModelDiff(Analysis):
         fr = context.frame
         self._polyhedral = not (fr.l1_balls or fr.l2_balls)
         self._exact_volumes = self.volumes and self._polyhedral and fr.dim <= EXACT_VOLUME_MAX_DIM
+        self._slope_means = bool(self.feature_means) and self._polyhedral \
+            and fr.dim <= EXACT_VOLUME_MAX_DIM
         return self._result(raw, context, n_polytopes=sum(p.n_polytopes for p in parts),
                             n_solves=sum(p.n_solves for p in parts),
                             failures=tuple(f for p in parts for f in p.failures))
@@ -418,7 +432,7 @@ class ModelDiff(Analysis):
             else:
                 verdict = Verdict.UNKNOWN
         details = {"outputs": per, "split": self._m, "raw": raw,
-                   "features": self._feature_details(raw, proven),
+                   "features": self._feature_details(raw, exact),
                    "decisions": self._decision_details(raw, context, proven),
                    "violation": None if violation is None else {
                        "output": self._outs[violation[0]], "value": violation[1],
@@ -428,21 +442,22 @@ class ModelDiff(Analysis):
                               witness=witness, exact=exact, n_polytopes=n_polytopes,
                               n_solves=n_solves, failures=failures, details=details)
 
-    def _feature_details(self, raw, proven) -> list[dict]:
+    def _feature_details(self, raw, exact) -> list[dict]:
         """Per compared output and input: the largest ``|∂(g_j - f_j)/∂x_i|`` over the
         polytopes (``max_abs``, its signed ``slope``, ``polytope``, ``code`` and a point ``x``
         inside it) and ``mean_abs``, the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|``
         (over the region when the run is complete, else over the visited polytopes; None
-        without exact volumes). ``exact``: the maxima are over every polytope of the region."""
+        without ``feature_means``). ``exact``: the maxima are over every polytope of the
+        region."""
         vol = raw["slope_volume"]
-        weighted = (self._exact_volumes and vol > 0 and not raw["slope_volume_failed"])
+        weighted = self._slope_means and vol > 0 and not raw["slope_volume_failed"]
         out = []
         for i, j in enumerate(self._outs):
             for q, (mag, slope, poly, code, x) in enumerate(raw["slopes"][i]):
                 if poly is None:
                     continue
                 out.append({"output": j, "input": q, "max_abs": mag, "slope": slope,
-                            "polytope": poly, "code": code, "x": x, "exact": proven,
+                            "polytope": poly, "code": code, "x": x, "exact": exact,
                             "mean_abs": float(raw["slope_sums"][i][q] / vol) if weighted
                             else None})
         return out
@@ -476,6 +491,19 @@ class ModelDiff(Analysis):
     def describe(self, result) -> list[str]:
         v = result.value
         return [f"max |g - f| = {v['max_abs']:.6g}, g - f in [{v['min']:.6g}, {v['max']:.6g}]"]
+
+
+def _hull_volume(V: np.ndarray) -> float | None:
+    """The volume of the convex hull of the points ``V`` (qhull; an interval's length in one
+    dimension); None where qhull cannot tell (a sliver)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    if V.shape[1] == 1:
+        return float(V.max() - V.min())
+    try:
+        return float(ConvexHull(V).volume)
+    except (QhullError, ValueError):
+        return None
 
 
 def _ball_share(radius: float, d: int) -> float:

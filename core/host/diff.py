@@ -80,9 +80,8 @@ class FeatureDiff:
     ``max_abs`` is the largest ``|∂(g_j - f_j)/∂x_i|`` over the polytopes (exact over the
     region when ``exact``, else over the visited ones), attained on ``polytope`` (``code``; ``x``
     a point inside it) with the signed ``slope``; ``mean_abs`` the volume-weighted mean of
-    ``|∂(g_j - f_j)/∂x_i|`` over the region (None where volumes are not measured: above
-    :data:`~polytrav.plugins.model_diff.EXACT_VOLUME_MAX_DIM` free inputs, or without
-    ``volumes``)."""
+    ``|∂(g_j - f_j)/∂x_i|`` over the region (with ``diff(..., feature_means=True)`` and at
+    most :data:`~polytrav.plugins.model_diff.EXACT_VOLUME_MAX_DIM` free inputs; else None)."""
 
     output: int
     input: int
@@ -165,9 +164,9 @@ class DiffResult:
             raise ConfigError(f"top_features: by must be 'max_abs' or 'mean_abs', got {by!r}")
         rows = [r for r in self.features if output is None or r.output == output]
         if by == "mean_abs" and any(r.mean_abs is None for r in rows):
-            raise ConfigError("top_features: no volume-weighted means here (more than "
-                              "EXACT_VOLUME_MAX_DIM free inputs, or volumes=False); use "
-                              "by='max_abs'")
+            raise ConfigError("top_features: no volume-weighted means here (ask "
+                              "diff(..., feature_means=True), at most EXACT_VOLUME_MAX_DIM "
+                              "free inputs); use by='max_abs'")
         rows = sorted(rows, key=lambda r: -getattr(r, by))
         return rows if k is None else rows[:k]
 
@@ -273,7 +272,7 @@ def joint_network(f: Network, g: Network) -> Network:
 def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float | None = None,
          decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
          solver=None, time_limit: float | None = None, max_polytopes: int | None = None,
-         progress=None, on_interrupt: str = "raise") -> DiffResult:
+         progress=None, on_interrupt: str = "raise", feature_means: bool = False) -> DiffResult:
     """Compare two networks over ``region``, exactly.
 
     Parameters
@@ -293,6 +292,10 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     verdict_only : bool
         Only the ε verdict (needs ``epsilon``): stop at the first violation, skip pieces
         whose bound proves ``|g - f| < epsilon``; the differences are then those visited.
+    feature_means : bool
+        Also the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|`` per input
+        (``DiffResult.features``' ``mean_abs``; at most 6 free inputs): one volume per
+        polytope, 2-7 times the run's time (measured in 5-D). The largest slopes come always.
     solver, time_limit, max_polytopes, progress, on_interrupt
         As in :func:`polytrav.analyze` (``on_interrupt="report"``: Ctrl-C returns the
         partial result).
@@ -320,7 +323,8 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     pm = get_plugin_manager()
     analysis = create_analysis("model_diff", pm=pm, split=f.n_outputs, outputs=outputs,
                                epsilon=epsilon, decisions=decisions and not verdict_only,
-                               volumes=volumes, verdict_only=verdict_only)
+                               volumes=volumes, verdict_only=verdict_only,
+                               feature_means=feature_means)
     report = analyze(joint, region, analysis, solver=solver, time_limit=time_limit,
                      max_polytopes=max_polytopes, progress=progress, on_interrupt=on_interrupt)
     return _result(f, g, region.with_dims(f.n_inputs), report, epsilon)

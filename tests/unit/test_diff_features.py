@@ -46,7 +46,7 @@ def slopes(pair):
 
 @pytest.fixture(scope="module")
 def result(pair):
-    return polytrav.diff(*pair, Box(LO, HI))
+    return polytrav.diff(*pair, Box(LO, HI), feature_means=True)
 
 
 def test_max_slope_per_input_equals_brute_force(pair, slopes, result):
@@ -97,7 +97,9 @@ def test_top_features_dict_text_and_parts(pair, result):
                                               input_names=["age", "amount"]), pair[1],
                           Box(LO, HI), outputs=[0], decisions=False)
     assert {r.name for r in named.features} == {"age", "amount"}
-    part = polytrav.analyze(joint_network(*pair), Box(LO, HI), ModelDiff(split=2), parts=3)[0]
+    assert all(r.mean_abs is None for r in named.features)  # not asked
+    part = polytrav.analyze(joint_network(*pair), Box(LO, HI),
+                            ModelDiff(split=2, feature_means=True), parts=3)[0]
     for got, want in zip(part.details["features"], result.features):
         assert got["max_abs"] == pytest.approx(want.max_abs, abs=1e-12)
         assert got["mean_abs"] == pytest.approx(want.mean_abs, abs=1e-9)
@@ -110,7 +112,7 @@ def test_high_dimension_has_maxima_but_no_mean():
     g = Network.from_arrays([f.weights[0], 1.05 * f.weights[1]],
                             [f.biases[0], 1.05 * f.biases[1]])
     lo, hi = np.zeros(7), np.ones(7)
-    r = polytrav.diff(f, g, Box(lo, hi), decisions=False)
+    r = polytrav.diff(f, g, Box(lo, hi), decisions=False, feature_means=True)
     assert r.exact and len(r.features) == 7
     assert all(x.mean_abs is None for x in r.features)
     cells = brute_force_regions(f, lo, hi)
