@@ -25,6 +25,13 @@ Per polytope ``P`` (in the region ``R``'s frame coordinates ``u``):
   from below; one minus the non-differing polytopes' balls (over the frame box's volume,
   which bounds the region's) from above.
 
+* **where the local models differ**: on ``P``, ``d_j`` has the slope ``∂d_j/∂x_i`` (the
+  difference of the two networks' local linear models); per output and input the largest
+  ``|∂d_j/∂x_i|`` over the polytopes, with its polytope, and, with ``feature_means`` in the
+  exact-volume case above, the volume-weighted mean of ``|∂d_j/∂x_i|`` over the region (one
+  qhull volume per polytope, from the vertices the traversal computed: it costs about 2-7
+  times the run without).
+
 With ``epsilon`` the ε-equivalence verdict: HOLDS iff the exact ``max_j |d_j| <= epsilon``,
 VIOLATED at a forward-pass-checked point with ``|d_j| > epsilon``, VIOLATED_UNCONFIRMED when an
 LP optimum exceeds ``epsilon`` but no forward pass confirms it, else UNKNOWN.
@@ -65,6 +72,9 @@ class ModelDiff(Analysis):
         Measure the volume share where decisions differ (default True).
     verdict_only : bool
         Only the ε verdict: stop at the first violation, prune pieces by bounds.
+    feature_means : bool
+        Also the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|`` per input (at most
+        :data:`EXACT_VOLUME_MAX_DIM` free inputs; one volume per polytope). Default False.
 
     ``value`` is ``{"max_abs": ..., "max": ..., "min": ...}`` over the chosen outputs; the
     per-output records, decision changes and volume share are in ``details``.
@@ -74,13 +84,15 @@ class ModelDiff(Analysis):
     uses_vertices = True
 
     def __init__(self, split: int | None = None, outputs=None, epsilon: float | None = None,
-                 decisions: bool = True, volumes: bool = True, verdict_only: bool = False):
+                 decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
+                 feature_means: bool = False):
         self.split = split
         self.outputs = outputs
         self.epsilon = epsilon
         self.decisions = decisions
         self.volumes = volumes
         self.verdict_only = verdict_only
+        self.feature_means = feature_means
 
     @property
     def problem_form(self) -> str:
@@ -137,11 +149,19 @@ class ModelDiff(Analysis):
         self.raw = {"max": [(-np.inf, None, None)] * k, "min": [(np.inf, None, None)] * k,
                     "violation": None, "changes": [], "n_changed": 0, "ambiguous": 0,
                     "changed_volume": 0.0, "volume_failed": 0, "ball_changed": 0.0,
-                    "ball_same": 0.0}
+                    "ball_same": 0.0,
+                    #: per output, per input: ``(|slope|, slope, polytope, code, x)`` of the
+                    #: largest ``|∂d_j/∂x_i|``; the volume-weighted sums of ``|∂d_j/∂x_i|``
+                    "slopes": [[(-1.0, 0.0, None, None, None)] * context.network.n_inputs
+                               for _ in range(k)],
+                    "slope_sums": np.zeros((k, context.network.n_inputs)),
+                    "slope_volume": 0.0, "slope_volume_failed": 0}
         fr = context.frame
         self._polyhedral = not (fr.l1_balls or fr.l2_balls)
         self._exact_volumes = self.volumes and self._polyhedral and fr.dim <= EXACT_VOLUME_MAX_DIM
         self._region_volume = self._frame_volume(context) if self._exact_volumes else None
+        self._slope_means = bool(self.feature_means) and self._polyhedral \
+            and fr.dim <= EXACT_VOLUME_MAX_DIM
 
     def visit(self, polytope, context):
         fr = context.frame
@@ -149,6 +169,7 @@ class ModelDiff(Analysis):
         Wu, c0 = fr.pull(W), W @ fr.origin + c
         x_in = polytope.interior_point
         d_in = W @ x_in + c
+        self._fold_slopes(W, polytope, context)
         for i in range(len(self._outs)):
             self._fold(i, float(d_in[i]), x_in, polytope, context)
         V = polytope.vertices
@@ -183,6 +204,31 @@ class ModelDiff(Analysis):
         if (self.epsilon is not None and raw["violation"] is None and abs(value) > self.epsilon
                 and self._confirms(context, x, i)):
             raw["violation"] = (i, value, x, context.code_str(polytope))
+
+    def _fold_slopes(self, W, polytope, context) -> None:
+        """Fold the polytope's slopes ``W = ∂d/∂x`` (one row per compared output) into the
+        per-input maxima, and, with exact volumes, into the volume-weighted sums."""
+        raw = self.raw
+        mag = np.abs(W)
+        for i, row in enumerate(raw["slopes"]):
+            for k in np.flatnonzero(mag[i] > np.array([t[0] for t in row])):
+                row[k] = (float(mag[i, k]), float(W[i, k]), polytope.index,
+                          context.code_str(polytope), polytope.interior_point)
+        if not self._slope_means:
+            return
+        fr = context.frame
+        V = polytope.vertices
+        if V is not None:  # the cell's vertices (in u), from the traversal: their hull
+            vol = _hull_volume(V)
+        else:
+            A, b = cell_rows(polytope, fr)
+            vol = halfspace_volume(np.vstack([A, fr.A]), np.concatenate([b, fr.b]),
+                                   fr.to_u(polytope.interior_point))
+        if vol is None:
+            raw["slope_volume_failed"] += 1
+            return
+        raw["slope_sums"] += vol * mag
+        raw["slope_volume"] += vol
 
     def _confirms(self, context, x, i) -> bool:
         """A forward pass at ``x`` gives ``|d_i| > epsilon`` too (and ``x`` is in the region)."""
@@ -338,11 +384,19 @@ class ModelDiff(Analysis):
                "violation": next((r["violation"] for r in raws if r["violation"]), None),
                "changes": [c for r in raws for c in r["changes"]]}
         for key in ("n_changed", "ambiguous", "changed_volume", "volume_failed",
-                    "ball_changed", "ball_same"):
+                    "ball_changed", "ball_same", "slope_volume", "slope_volume_failed"):
             raw[key] = sum(r[key] for r in raws)
+        n = context.network.n_inputs
+        raw["slopes"] = [[max((r["slopes"][i][q] for r in raws), key=lambda t: t[0],
+                              default=(-1.0, 0.0, None, None, None)) for q in range(n)]
+                         for i in range(k)]
+        raw["slope_sums"] = sum((np.asarray(r["slope_sums"]) for r in raws),
+                                np.zeros((k, n)))
         fr = context.frame
         self._polyhedral = not (fr.l1_balls or fr.l2_balls)
         self._exact_volumes = self.volumes and self._polyhedral and fr.dim <= EXACT_VOLUME_MAX_DIM
+        self._slope_means = bool(self.feature_means) and self._polyhedral \
+            and fr.dim <= EXACT_VOLUME_MAX_DIM
         return self._result(raw, context, n_polytopes=sum(p.n_polytopes for p in parts),
                             n_solves=sum(p.n_solves for p in parts),
                             failures=tuple(f for p in parts for f in p.failures))
@@ -377,6 +431,7 @@ class ModelDiff(Analysis):
             else:
                 verdict = Verdict.UNKNOWN
         details = {"outputs": per, "split": self._m, "raw": raw,
+                   "features": self._feature_details(raw, exact),
                    "decisions": self._decision_details(raw, context, proven),
                    "violation": None if violation is None else {
                        "output": self._outs[violation[0]], "value": violation[1],
@@ -385,6 +440,26 @@ class ModelDiff(Analysis):
         return AnalysisResult(analysis=self.label, verdict=verdict, value=value,
                               witness=witness, exact=exact, n_polytopes=n_polytopes,
                               n_solves=n_solves, failures=failures, details=details)
+
+    def _feature_details(self, raw, exact) -> list[dict]:
+        """Per compared output and input: the largest ``|∂(g_j - f_j)/∂x_i|`` over the
+        polytopes (``max_abs``, its signed ``slope``, ``polytope``, ``code`` and a point ``x``
+        inside it) and ``mean_abs``, the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|``
+        (over the region when the run is complete, else over the visited polytopes; None
+        without ``feature_means``). ``exact``: the maxima are over every polytope of the
+        region."""
+        vol = raw["slope_volume"]
+        weighted = self._slope_means and vol > 0 and not raw["slope_volume_failed"]
+        out = []
+        for i, j in enumerate(self._outs):
+            for q, (mag, slope, poly, code, x) in enumerate(raw["slopes"][i]):
+                if poly is None:
+                    continue
+                out.append({"output": j, "input": q, "max_abs": mag, "slope": slope,
+                            "polytope": poly, "code": code, "x": x, "exact": exact,
+                            "mean_abs": float(raw["slope_sums"][i][q] / vol) if weighted
+                            else None})
+        return out
 
     def _decision_details(self, raw, context, proven) -> dict | None:
         if not self.decisions or self.verdict_only:
@@ -415,6 +490,19 @@ class ModelDiff(Analysis):
     def describe(self, result) -> list[str]:
         v = result.value
         return [f"max |g - f| = {v['max_abs']:.6g}, g - f in [{v['min']:.6g}, {v['max']:.6g}]"]
+
+
+def _hull_volume(V: np.ndarray) -> float | None:
+    """The volume of the convex hull of the points ``V`` (qhull; an interval's length in one
+    dimension); None where qhull cannot tell (a sliver)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    if V.shape[1] == 1:
+        return float(V.max() - V.min())
+    try:
+        return float(ConvexHull(V).volume)
+    except (QhullError, ValueError):
+        return None
 
 
 def _ball_share(radius: float, d: int) -> float:

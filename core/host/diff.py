@@ -18,7 +18,7 @@ from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.vocabulary.results import Verdict
 from polytrav.vocabulary.tolerances import WITNESS_TOL
 
-__all__ = ["diff", "DiffResult", "OutputDiff", "DecisionChange", "joint_network"]
+__all__ = ["diff", "DiffResult", "OutputDiff", "DecisionChange", "FeatureDiff", "joint_network"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,35 @@ class DecisionChange:
 
 
 @dataclass(frozen=True)
+class FeatureDiff:
+    """Input ``input`` (``name``) of output ``output``: how differently ``f`` and ``g`` respond
+    to it, from the difference of their local linear models on each joint polytope.
+
+    ``max_abs`` is the largest ``|∂(g_j - f_j)/∂x_i|`` over the polytopes (exact over the
+    region when ``exact``, else over the visited ones), attained on ``polytope`` (``code``; ``x``
+    a point inside it) with the signed ``slope``; ``mean_abs`` the volume-weighted mean of
+    ``|∂(g_j - f_j)/∂x_i|`` over the region (with ``diff(..., feature_means=True)`` and at
+    most :data:`~polytrav.plugins.model_diff.EXACT_VOLUME_MAX_DIM` free inputs; else None)."""
+
+    output: int
+    input: int
+    name: str
+    max_abs: float
+    slope: float
+    polytope: int
+    code: str
+    x: np.ndarray
+    mean_abs: float | None
+    exact: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"output": self.output, "input": self.input, "name": self.name,
+                "max_abs": self.max_abs, "slope": self.slope, "polytope": self.polytope,
+                "code": self.code, "x": _list(self.x), "mean_abs": self.mean_abs,
+                "exact": self.exact}
+
+
+@dataclass(frozen=True)
 class DiffResult:
     """What :func:`diff` found.
 
@@ -88,6 +117,8 @@ class DiffResult:
     given: HOLDS (proven ``max_abs <= epsilon``), VIOLATED (``violation``: a checked point
     with ``|g_j - f_j| > epsilon``), VIOLATED_UNCONFIRMED (an LP optimum above ``epsilon``
     that forward passes do not confirm) or UNKNOWN (a budget, a lost LP: never HOLDS then).
+    ``features``: per compared output and input a :class:`FeatureDiff` (the largest and the
+    mean ``|∂(g_j - f_j)/∂x_i|``); :meth:`top_features` sorts them.
     """
 
     outputs: list[OutputDiff]
@@ -107,6 +138,7 @@ class DiffResult:
     failures: tuple[str, ...] = ()
     #: whether decision changes were looked for (``decisions=True`` without ``verdict_only``)
     decisions_asked: bool = False
+    features: list[FeatureDiff] = field(default_factory=list)
     report: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -122,6 +154,21 @@ class DiffResult:
     def scope(self) -> str:
         """``"region"`` when every number is exact, else ``"visited"``."""
         return "region" if self.exact else "visited"
+
+    def top_features(self, k: int | None = None, *, output: int | None = None,
+                     by: str = "max_abs") -> list[FeatureDiff]:
+        """The inputs along which ``g - f`` changes most, largest first: the :class:`FeatureDiff`
+        records (of ``output``, default every compared output) sorted by ``by``
+        (``"max_abs"`` or ``"mean_abs"``), the first ``k``."""
+        if by not in ("max_abs", "mean_abs"):
+            raise ConfigError(f"top_features: by must be 'max_abs' or 'mean_abs', got {by!r}")
+        rows = [r for r in self.features if output is None or r.output == output]
+        if by == "mean_abs" and any(r.mean_abs is None for r in rows):
+            raise ConfigError("top_features: no volume-weighted means here (ask "
+                              "diff(..., feature_means=True), at most EXACT_VOLUME_MAX_DIM "
+                              "free inputs); use by='max_abs'")
+        rows = sorted(rows, key=lambda r: -getattr(r, by))
+        return rows if k is None else rows[:k]
 
     def __repr__(self) -> str:
         v = "" if self.verdict is None else f", {self.verdict.value}"
@@ -141,6 +188,12 @@ class DiffResult:
         for o in self.outputs:
             out.append(f"output {o.output}: max |g - f| = {o.max_abs:.6g} ({what}); g - f in "
                        f"[{o.min:.6g}, {o.max:.6g}]; at x = {_short(o.witness)}")
+        if self.features:
+            many = len(self.outputs) > 1
+            parts = [f"{r.name}{f' (output {r.output})' if many else ''} {r.max_abs:.3g}"
+                     + ("" if r.mean_abs is None else f" (mean {r.mean_abs:.3g})")
+                     for r in self.top_features(3)]
+            out.append("largest |slope of g - f| per input: " + ", ".join(parts))
         if self.decisions_asked:
             state = {True: "yes", False: "no (proven)", None: "unknown"}[self.decisions_differ]
             out.append(f"decisions differ: {state}")
@@ -175,7 +228,8 @@ class DiffResult:
                 "verdict": None if self.verdict is None else self.verdict.value,
                 "violation": None if self.violation is None else
                 {**self.violation, "x": _list(self.violation["x"])},
-                "time": self.time, "failures": list(self.failures)}
+                "time": self.time, "failures": list(self.failures),
+                "features": [r.to_dict() for r in self.features]}
 
     def output_rows(self) -> list[dict[str, Any]]:
         """One flat record per compared output (the witness as ``x0``, ``x1``, ...)."""
@@ -218,7 +272,7 @@ def joint_network(f: Network, g: Network) -> Network:
 def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float | None = None,
          decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
          solver=None, time_limit: float | None = None, max_polytopes: int | None = None,
-         progress=None, on_interrupt: str = "raise") -> DiffResult:
+         progress=None, on_interrupt: str = "raise", feature_means: bool = False) -> DiffResult:
     """Compare two networks over ``region``, exactly.
 
     Parameters
@@ -238,6 +292,10 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     verdict_only : bool
         Only the ε verdict (needs ``epsilon``): stop at the first violation, skip pieces
         whose bound proves ``|g - f| < epsilon``; the differences are then those visited.
+    feature_means : bool
+        Also the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|`` per input
+        (``DiffResult.features``' ``mean_abs``; at most 6 free inputs): one volume per
+        polytope, 2-7 times the run's time (measured in 5-D). The largest slopes come always.
     solver, time_limit, max_polytopes, progress, on_interrupt
         As in :func:`polytrav.analyze` (``on_interrupt="report"``: Ctrl-C returns the
         partial result).
@@ -265,7 +323,8 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     pm = get_plugin_manager()
     analysis = create_analysis("model_diff", pm=pm, split=f.n_outputs, outputs=outputs,
                                epsilon=epsilon, decisions=decisions and not verdict_only,
-                               volumes=volumes, verdict_only=verdict_only)
+                               volumes=volumes, verdict_only=verdict_only,
+                               feature_means=feature_means)
     report = analyze(joint, region, analysis, solver=solver, time_limit=time_limit,
                      max_polytopes=max_polytopes, progress=progress, on_interrupt=on_interrupt)
     return _result(f, g, region.with_dims(f.n_inputs), report, epsilon)
@@ -301,6 +360,8 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
             differ = None  # found only by LPs that forward passes do not confirm
         share = dec.get("volume_share")
         method = dec.get("volume_method")
+    names = f.input_names or [f"x{i}" for i in range(f.n_inputs)]
+    features = [FeatureDiff(name=names[r["input"]], **r) for r in det.get("features", [])]
     violation = det["violation"]
     verdict = res.verdict
     if violation is not None:
@@ -315,7 +376,7 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
                       volume_share=None if share is None else tuple(share),
                       volume_method=method, epsilon=epsilon, verdict=verdict,
                       violation=violation, time=report.time, failures=res.failures,
-                      decisions_asked=dec is not None, report=report)
+                      decisions_asked=dec is not None, features=features, report=report)
 
 
 def _classes(net: Network, x) -> int | None:

@@ -119,3 +119,25 @@ def test_slice_of_three_inputs(tmp_path):
     assert out.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(polytrav.ConfigError, match="dims"):
         save_diff_slice(f, g, Box(-np.ones(3), np.ones(3)), tmp_path / "t.png")
+
+
+def test_rows_whose_decision_changes(models, tmp_path):
+    """--rows: the CSV's rows where f and g decide differently (f = relu(x0) - relu(x1),
+    g = f + 0.25: they differ where -0.25 < f <= 0, a tie of f counting as a change)."""
+    data = tmp_path / "rows.csv"
+    data.write_text("id,a,b,label\nr1,0.1,0.2,1\nr2,0.5,0.0,0\nr3,0.0,0.5,1\nr4,0.0,0.0,0\n")
+    f, g = models / "f.onnx", models / "g.onnx"
+    out = run("diff", f, g, "--rows", data, "--drop", "label", "--index-col", "id")
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0] == "rows whose decision changes: 2 of 4"
+    assert lines[1].startswith("  row 'r1': f says 0 (-0.1), g says 1 (0.15)")
+    assert lines[2].startswith("  row 'r4': f says None (0), g says 1 (0.25)")
+    out = run("diff", f, g, "--lower", "-1", "--upper", "1", "--rows", data, "--drop", "label",
+              "--index-col", "id", "--json")
+    assert out.exit_code == 0, out.output
+    saved = json.loads(out.output)
+    assert saved["max_abs"] == pytest.approx(0.25)
+    assert [r["row"] for r in saved["rows"]["changed"]] == ["r1", "r4"]
+    out = run("diff", f, g, "--rows", data)
+    assert out.exit_code == 4 and "--drop" in out.output

@@ -43,8 +43,15 @@ DIFF_EXPORTS = (".json", ".csv", ".parquet")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result: .json (everything), .csv or .parquet (one row per output).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--rows", "rows_path", type=click.Path(dir_okay=False), default=None,
+              help="Also list the rows of this CSV file whose decision changes (forward "
+                   "passes); without a box, only that.")
+@click.option("--index-col", default=None, help="The --rows CSV column holding the rows' labels.")
+@click.option("--drop", multiple=True, metavar="COLUMN",
+              help="A --rows CSV column that is not an input (a label); repeat or comma-separate.")
 def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs, no_decisions,
-         timeout, max_polytopes, solver, plot, dims, export_path, as_json) -> None:
+         timeout, max_polytopes, solver, plot, dims, export_path, as_json, rows_path,
+         index_col, drop) -> None:
     """Compare two models F and G (.onnx, .nnet, .skops) over a box, exactly.
 
     Prints the largest |g - f| per output with a witness, whether any decision changes
@@ -56,6 +63,11 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
       polytrav diff old.onnx new.onnx --lower 0 --upper 1
       polytrav diff old.onnx new.onnx --lower 0 --upper 1 --epsilon 0.05 --export diff.json
       polytrav diff old.onnx new.onnx --lower -1,-1 --upper 1,1 --plot diff.png
+      polytrav diff old.skops new.skops --rows applicants.csv --drop default
+
+    With --rows DATA.csv (a header row of the models' input names, as for polytrav
+    explain) the rows whose decision changes are listed too; with --rows and no box, only
+    they are (exit code 0).
     """
     from polytrav.host.diff import diff as run_diff, joint_network
     from polytrav.interface.model_file import load_model
@@ -71,6 +83,16 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     f, _ = load_model(f_model)
     g, _ = load_model(g_model)
     joint_network(f, g)  # same sizes, or one line naming them
+    rows = None
+    if rows_path is not None:
+        from polytrav.host.diff_rows import changed_rows
+        from polytrav.interface.cli.explain import read_rows
+
+        X = read_rows(rows_path, f, index_col, [c for item in drop for c in item.split(",") if c])
+        rows = (len(X), changed_rows(f, g, X))
+        if lower is None and upper is None and vnnlib is None:
+            _print_rows(rows, as_json)
+            sys.exit(EXIT_HOLDS)
     outs = _outputs(outputs, f.n_outputs)
     if plot is not None:
         from polytrav.interface.plot.check import plane_dims
@@ -85,7 +107,15 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
                        on_interrupt="report")
     finally:
         bar.close()
-    click.echo(to_json(res.to_dict()) if as_json else str(res))
+    if as_json:
+        out = res.to_dict()
+        if rows is not None:
+            out["rows"] = _rows_dict(rows)
+        click.echo(to_json(out))
+    else:
+        click.echo(str(res))
+        if rows is not None:
+            _print_rows(rows, False)
     if export_path is not None:
         _export(res, export_path)
     if plot is not None:
@@ -98,6 +128,24 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     if not res.exact or res.verdict not in (None, Verdict.HOLDS):
         sys.exit(EXIT_PARTIAL)
     sys.exit(EXIT_HOLDS)
+
+
+def _rows_dict(rows) -> dict:
+    n, changed = rows
+    return {"n_rows": n, "n_changed": len(changed), "changed": [r.to_dict() for r in changed]}
+
+
+def _print_rows(rows, as_json) -> None:
+    """The rows whose decision changes: a count, then one line per row."""
+    if as_json:
+        click.echo(to_json(_rows_dict(rows)))
+        return
+    n, changed = rows
+    click.echo(f"rows whose decision changes: {len(changed)} of {n}")
+    for r in changed:
+        fo = ", ".join(f"{v:.4g}" for v in r.f_output)
+        go = ", ".join(f"{v:.4g}" for v in r.g_output)
+        click.echo(f"  row {r.label!r}: f says {r.f_class!r} ({fo}), g says {r.g_class!r} ({go})")
 
 
 def _outputs(text, m):

@@ -16,7 +16,7 @@ from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, fail, parse
                                            solver_option)
 from polytrav.interface.report.model_sections import MONOTONICITY_TIME_LIMIT
 
-__all__ = ["DEFAULT_ANALYSES", "explain"]
+__all__ = ["DEFAULT_ANALYSES", "explain", "read_rows"]
 
 #: The analyses of every row unless --analysis / --analyses say otherwise.
 DEFAULT_ANALYSES = [("counterfactual", {"norm": 1}), "local_model"]
@@ -116,7 +116,7 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
         given = [f"--names {Path(names_path).name!r}" if names_path else None,
                  "--labels" if labels is not None else None]
         source += f"; names from {' and '.join(g for g in given if g)}"
-    X = _read_rows(data, net, index_col, [c for item in drop for c in item.split(",") if c])
+    X = read_rows(data, net, index_col, [c for item in drop for c in item.split(",") if c])
     result = run_explain(net, X, specs, domain=bounds, solver=solver,
                          time_limit=ROW_TIME_LIMIT if time_limit is None else time_limit,
                          source=source)
@@ -180,7 +180,7 @@ def _domain(text: str | None):
     return tuple(sides)
 
 
-def _read_rows(path, net, index_col, drop):
+def read_rows(path, net, index_col, drop):
     """The CSV's rows as a DataFrame of the network's inputs, in its order."""
     import pandas as pd
 
