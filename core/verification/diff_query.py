@@ -49,10 +49,11 @@ class DiffShape:
     outputs: tuple[int, ...]
 
 
-def diff_shape(instance) -> DiffShape | None:
-    """The shape of ``instance.query`` if it is a two-network ε query (module doc), else
-    None."""
-    q = instance.query
+def diff_shape(query) -> DiffShape | None:
+    """The shape of ``query`` (a :class:`~polytrav.verification.query.Query`, or an
+    :class:`~polytrav.verification.instance.Instance` for its query) if it is a two-network
+    ε query (module doc), else None. The models are not needed."""
+    q = getattr(query, "query", query)
     if len(q.networks) != 2 or not q.clauses or any(n.hidden for n in q.networks):
         return None
     if any(len(n.inputs) != 1 or len(n.outputs) != 1 for n in q.networks):
