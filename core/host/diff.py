@@ -336,11 +336,15 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
 def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_polytopes,
                    progress, on_interrupt) -> DiffResult | None:
     """:func:`diff`'s ε verdict on a box by input splitting first (its ``split``), or None
-    where the box has too many effective inputs. As :func:`polytrav.verify` does: the box
-    is bisected by :func:`polytrav.bounds.split.split_box` against the rows
-    ``±(g_j - f_j) >= epsilon``; a candidate point (a forward pass meets a row) starts one
-    traversal of the whole box, else each open sub-box is traversed from its centre, in
-    turn, until one is not HOLDS. The verdict is HOLDS only when every traversal is."""
+    where the box has too many effective inputs. As :func:`polytrav.verify` does: a
+    point past ``epsilon`` among random samples (:func:`_sampled_violation`) starts one
+    traversal of the whole box (its first polytope confirms it); else the box is bisected
+    by :func:`polytrav.bounds.split.split_box` against the rows ``±(g_j - f_j) >= epsilon``;
+    where it leaves boxes open, ``verify``'s start attack
+    (:func:`polytrav.bounds.dnf.attack_start`) runs once. A candidate (the split's or the
+    attack's: a forward pass past a row) starts one traversal of the whole box, else each
+    open sub-box is traversed from its centre, in turn, until one is not HOLDS. The
+    verdict is HOLDS only when every traversal is (none: every sub-box proven)."""
     import time
 
     from polytrav.bounds.split import (SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE,
@@ -369,14 +373,39 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     lo, hi = np.asarray(box.lower, float), np.asarray(box.upper, float)
     if effective_inputs(joint, lo, hi, pairs, lp) > SPLIT_MAX_EFFECTIVE:
         return None
-    split = split_box(joint, lo, hi, pairs, lp, extend=True,
-                      time_limit=None if time_limit is None else time_limit / 2,
-                      deep_time=SPLIT_DEEP_TIME if time_limit is None
-                      else SPLIT_DEEP_SHARE * time_limit)
+    asked = [int(j) for j in outs]
+    start = _sampled_violation(joint, pairs, lo, hi)
+    if start is not None:  # a point past epsilon: its polytope confirms the violation
+        part = _result(f, g, box, session.run(joint, box, create_analysis(
+            "model_diff", pm=session.pm, split=m, outputs=outputs, epsilon=epsilon,
+            decisions=False, volumes=False, verdict_only=True), RunOptions(
+                solver=solver, start=start, max_polytopes=max_polytopes,
+                deadline=None if time_limit is None else t0 + time_limit, progress=progress,
+                on_interrupt=on_interrupt, volume_shares=False)), epsilon)
+        return _merged([part], asked, epsilon, part.status, time.perf_counter() - t0,
+                       {"boxes": 0, "proven": 0, "open": 0, "proven_volume_share": 0.0,
+                        "difference": False, "candidate": "sampled"})
+    try:
+        split = split_box(joint, lo, hi, pairs, lp, extend=True,
+                          time_limit=None if time_limit is None else time_limit / 2,
+                          deep_time=SPLIT_DEEP_TIME if time_limit is None
+                          else SPLIT_DEEP_SHARE * time_limit)
+    except KeyboardInterrupt:
+        if on_interrupt != "report":
+            raise
+        return _merged([], asked, epsilon, "interrupted", time.perf_counter() - t0, None)
     stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
-             "proven_volume_share": split.proven_volume_share, "difference": split.difference}
-    if split.candidate is not None:
-        runs = [(box, split.candidate)]
+             "proven_volume_share": split.proven_volume_share, "difference": split.difference,
+             "candidate": None if split.candidate is None else "split"}
+    candidate = split.candidate
+    if candidate is None and split.open_boxes:  # verify's start attack, before traversals
+        from polytrav.bounds.dnf import attack_start, unsafe_distance
+
+        x = attack_start(pairs, joint, box)
+        if x is not None and unsafe_distance(pairs, joint.forward(x)[None])[0] < 0:
+            candidate, stats["candidate"] = x, "attack"
+    if candidate is not None:
+        runs = [(box, candidate)]
         stats["open"] = 0
     else:
         runs = [(Box(a, b), (a + b) / 2) for a, b in split.open_boxes]
@@ -403,8 +432,23 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         if part.verdict is not Verdict.HOLDS:
             status = part.status
             break
-    asked = [int(j) for j in outs]
     return _merged(parts, asked, epsilon, status, time.perf_counter() - t0, stats)
+
+
+#: Random points of the box (and its centre) tried for a violation before the input split.
+SPLIT_SAMPLES = 1000
+
+
+def _sampled_violation(joint, pairs, lo, hi):
+    """The point deepest past epsilon among the box's centre and :data:`SPLIT_SAMPLES`
+    random points (seed 0), by forward passes of the joint network, or None if none is."""
+    from polytrav.bounds.dnf import unsafe_distance
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0]))])
+    score = unsafe_distance(pairs, joint.forward(X))
+    k = int(np.argmin(score))
+    return X[k] if score[k] < 0 else None
 
 
 def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:

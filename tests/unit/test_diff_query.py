@@ -165,3 +165,20 @@ def test_a_query_at_its_exact_maximum_is_never_unsat(models, truth):
     eps = float(truth.max())
     query = parse_query(HEAD + _box() + TIES + _rows(repr(eps)), source="q.vnnlib")
     assert decide(query, paths, timeout=60).answer != "unsat"
+
+
+def test_a_float32_query_is_proven_beyond_the_rounding_bound(models, truth):
+    """Declared float32: the proof is for eps lowered by f's and g's float32 rounding bound
+    (polytrav.bounds.rounding.float32_error), so it covers onnxruntime's evaluation."""
+    from polytrav.bounds.rounding import float32_error
+    from polytrav.verification.diff_query import _float32_allowance
+
+    f, g, paths = models
+    text = (HEAD + _box() + TIES + _rows(repr(float(1.2 * truth.max())))).replace(
+        "real", "float32")
+    inst = _instance(text, paths)
+    allowance = _float32_allowance(inst, diff_shape(inst))
+    assert 0 < allowance < 1e-4
+    assert allowance >= float32_error(paths["f"], LO, HI).max()
+    d = decide(parse_query(text, source="q.vnnlib"), paths, timeout=60)
+    assert (d.answer, d.route) == ("unsat", "diff")
