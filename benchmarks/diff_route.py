@@ -1,4 +1,4 @@
-"""Two-network ε queries decided both ways: routed to ``polytrav.diff`` against the stacked network.
+"""Two-network ε queries decided both ways: by ``polytrav.diff`` and by the stacked network.
 
 Reads a folder written by ``benchmarks/diff_instances.py``. Per chosen query (``--queries``
 by name, else those of ``--networks`` on ``--boxes`` at ``--epsilons``),

@@ -52,7 +52,25 @@ class DiffShape:
 def diff_shape(query) -> DiffShape | None:
     """The shape of ``query`` (a :class:`~polytrav.verification.query.Query`, or an
     :class:`~polytrav.verification.instance.Instance` for its query) if it is a two-network
-    ε query (module doc), else None. The models are not needed."""
+    ε query (module doc), else None. The models are not needed.
+
+    Examples
+    --------
+    >>> from polytrav.verification.query import parse_query
+    >>> text = '''(vnnlib-version <2.0>)
+    ... (declare-network f (declare-input X_f real [2]) (declare-output Y_f real [1]))
+    ... (declare-network g (isomorphic-to f) (declare-input X_g real [2])
+    ...                    (declare-output Y_g real [1]))
+    ... (assert (>= X_f[0] -1.0)) (assert (<= X_f[0] 1.0))
+    ... (assert (>= X_f[1] 0.0)) (assert (<= X_f[1] 0.5))
+    ... (assert (== X_g[0] X_f[0])) (assert (== X_g[1] X_f[1]))
+    ... (assert (or (> (- Y_g[0] Y_f[0]) 0.05) (< (- Y_g[0] Y_f[0]) -0.05)))'''
+    >>> shape = diff_shape(parse_query(text))
+    >>> float(shape.epsilon), shape.outputs, shape.lower.tolist(), shape.upper.tolist()
+    (0.05, (0,), [-1.0, 0.0], [1.0, 0.5])
+    >>> diff_shape(parse_query(text.replace("(< (- Y_g[0] Y_f[0]) -0.05)", ""))) is None
+    True
+    """
     q = getattr(query, "query", query)
     if len(q.networks) != 2 or not q.clauses or any(n.hidden for n in q.networks):
         return None
