@@ -7,7 +7,7 @@ passes of ``f`` and ``g`` themselves and returned as a :class:`DiffResult`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -374,17 +374,15 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     if effective_inputs(joint, lo, hi, pairs, lp) > SPLIT_MAX_EFFECTIVE:
         return None
     asked = [int(j) for j in outs]
-    start = _sampled_violation(joint, pairs, lo, hi)
-    if start is not None:  # a point past epsilon: its polytope confirms the violation
-        part = _result(f, g, box, session.run(joint, box, create_analysis(
-            "model_diff", pm=session.pm, split=m, outputs=outputs, epsilon=epsilon,
-            decisions=False, volumes=False, verdict_only=True), RunOptions(
-                solver=solver, start=start, max_polytopes=max_polytopes,
-                deadline=None if time_limit is None else t0 + time_limit, progress=progress,
-                on_interrupt=on_interrupt, volume_shares=False)), epsilon)
-        return _merged([part], asked, epsilon, part.status, time.perf_counter() - t0,
-                       {"boxes": 0, "proven": 0, "open": 0, "proven_volume_share": 0.0,
-                        "difference": False, "candidate": "sampled"})
+    start, near = _sampled_violation(joint, pairs, lo, hi, float(epsilon))
+    attacked = False
+    if start is None and near:  # samples come close to epsilon: verify's attack first
+        start, attacked = _attack(joint, pairs, box), True
+    if start is not None:  # a point past epsilon, checked by forward passes: violated
+        return _point_violation(f, g, box, start, asked, epsilon, time.perf_counter() - t0,
+                                {"boxes": 0, "proven": 0, "open": 0,
+                                 "proven_volume_share": 0.0, "difference": False,
+                                 "candidate": "attack" if attacked else "sampled"})
     try:
         split = split_box(joint, lo, hi, pairs, lp, extend=True,
                           time_limit=None if time_limit is None else time_limit / 2,
@@ -398,15 +396,16 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
              "proven_volume_share": split.proven_volume_share, "difference": split.difference,
              "candidate": None if split.candidate is None else "split"}
     candidate = split.candidate
-    if candidate is None and split.open_boxes:  # verify's start attack, before traversals
-        from polytrav.bounds.dnf import attack_start, unsafe_distance
-
-        x = attack_start(pairs, joint, box)
-        if x is not None and unsafe_distance(pairs, joint.forward(x)[None])[0] < 0:
-            candidate, stats["candidate"] = x, "attack"
+    if candidate is None and split.open_boxes and not attacked:  # verify's attack, once
+        candidate = _attack(joint, pairs, box)
+        if candidate is not None:
+            stats["candidate"] = "attack"
     if candidate is not None:
-        runs = [(box, candidate)]
         stats["open"] = 0
+        point = _point_violation(f, g, box, candidate, asked, epsilon, 0.0, stats)
+        if point is not None:
+            return replace(point, time=time.perf_counter() - t0)
+        runs = [(box, candidate)]  # on the boundary: its polytope's LPs decide
     else:
         runs = [(Box(a, b), (a + b) / 2) for a, b in split.open_boxes]
     deadline = None if time_limit is None else t0 + time_limit
@@ -437,18 +436,57 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
 
 #: Random points of the box (and its centre) tried for a violation before the input split.
 SPLIT_SAMPLES = 1000
+#: Where the samples' largest ``|g_j - f_j|`` reaches this share of epsilon, ``verify``'s
+#: start attack runs before the split (a violation is likely near); elsewhere only where
+#: the split leaves boxes open (it costs seconds when it finds nothing).
+ATTACK_NEAR = 0.75
 
 
-def _sampled_violation(joint, pairs, lo, hi):
-    """The point deepest past epsilon among the box's centre and :data:`SPLIT_SAMPLES`
-    random points (seed 0), by forward passes of the joint network, or None if none is."""
+def _sampled_violation(joint, pairs, lo, hi, epsilon):
+    """``(x, near)``: the point deepest past epsilon among the box's centre and
+    :data:`SPLIT_SAMPLES` random points (seed 0), by forward passes of the joint network,
+    or None if none is; ``near``: their largest ``|g_j - f_j|`` is at least
+    :data:`ATTACK_NEAR` times epsilon."""
     from polytrav.bounds.dnf import unsafe_distance
 
     rng = np.random.default_rng(0)
     X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0]))])
-    score = unsafe_distance(pairs, joint.forward(X))
+    score = unsafe_distance(pairs, joint.forward(X))  # (epsilon - max_j |d_j|) / sqrt(2)
     k = int(np.argmin(score))
-    return X[k] if score[k] < 0 else None
+    near = epsilon - np.sqrt(2.0) * float(score[k]) >= ATTACK_NEAR * epsilon
+    return (X[k] if score[k] < 0 else None), bool(near)
+
+
+def _point_violation(f, g, box, x, asked, epsilon, seconds, stats) -> DiffResult | None:
+    """A VIOLATED result at ``x`` when forward passes of ``f`` and ``g`` give some
+    ``|g_j - f_j| > epsilon`` there and ``x`` is in the box (no traversal: the extremes are
+    ``x``'s), else None."""
+    x = np.asarray(x, float)
+    d = g.forward(x) - f.forward(x)
+    j = max(dict.fromkeys(asked), key=lambda k: abs(d[k]))
+    if not (abs(d[j]) > epsilon and box.contains(x, tol=0.0)):
+        return None
+    outs = [OutputDiff(output=k, max=float(d[k]), min=float(d[k]), max_abs=abs(float(d[k])),
+                       witness=x, f_value=float(f.forward(x)[k]),
+                       g_value=float(g.forward(x)[k]), confirmed=True, code=None)
+            for k in dict.fromkeys(asked)]
+    return DiffResult(outputs=outs, exact=False, status="stopped", n_polytopes=0, n_solves=0,
+                      decisions_differ=None, changes=[], n_changed_polytopes=0,
+                      volume_share=None, volume_method=None, epsilon=epsilon,
+                      verdict=Verdict.VIOLATED,
+                      violation={"output": j, "value": float(d[j]), "x": x, "code": None},
+                      time=seconds, split=stats)
+
+
+def _attack(joint, pairs, box):
+    """``verify``'s start attack (:func:`polytrav.bounds.dnf.attack_start`) on the rows: its
+    point if a forward pass puts it strictly past epsilon, else None."""
+    from polytrav.bounds.dnf import attack_start, unsafe_distance
+
+    x = attack_start(pairs, joint, box)
+    if x is not None and unsafe_distance(pairs, joint.forward(x)[None])[0] < 0:
+        return x
+    return None
 
 
 def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
