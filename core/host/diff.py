@@ -336,14 +336,15 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
 def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_polytopes,
                    progress, on_interrupt) -> DiffResult | None:
     """:func:`diff`'s ε verdict on a box by input splitting first (its ``split``), or None
-    where the box has too many effective inputs. As :func:`polytrav.verify` does: a
-    point past ``epsilon`` among random samples (:func:`_sampled_violation`) starts one
-    traversal of the whole box (its first polytope confirms it); else the box is bisected
-    by :func:`polytrav.bounds.split.split_box` against the rows ``±(g_j - f_j) >= epsilon``;
-    where it leaves boxes open, ``verify``'s start attack
-    (:func:`polytrav.bounds.dnf.attack_start`) runs once. A candidate (the split's or the
-    attack's: a forward pass past a row) starts one traversal of the whole box, else each
-    open sub-box is traversed from its centre, in turn, until one is not HOLDS. The
+    where the box has too many effective inputs. As :func:`polytrav.verify` does: random
+    samples first (:func:`_sampled_violation`), and ``verify``'s start attack
+    (:func:`polytrav.bounds.dnf.attack_start`) when they come within :data:`ATTACK_NEAR`
+    of ``epsilon``; then the box is bisected by :func:`polytrav.bounds.split.split_box`
+    against the rows ``±(g_j - f_j) >= epsilon``, and where that leaves boxes open the
+    attack runs (once). A point that forward passes of ``f`` and ``g`` put strictly past
+    ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the split's candidate on
+    the boundary starts one traversal of the whole box; else each open sub-box is
+    traversed from its centre, in turn, until one is not HOLDS. The
     verdict is HOLDS only when every traversal is (none: every sub-box proven)."""
     import time
 
