@@ -142,6 +142,9 @@ class DiffResult:
         out = [f"{self.n_polytopes} joint polytopes, {self.n_solves} LPs, {self.time:.3g} s "
                f"({self.status})"]
         for o in self.outputs:
+            if not np.isfinite(o.max_abs):  # nothing visited: every piece proven by bounds
+                out.append(f"output {o.output}: no polytope visited (bounds decided)")
+                continue
             out.append(f"output {o.output}: max |g - f| = {o.max_abs:.6g} ({what}); g - f in "
                        f"[{o.min:.6g}, {o.max:.6g}]; at x = {_short(o.witness)}")
         if self.decisions_asked:
@@ -155,6 +158,11 @@ class DiffResult:
                 lo, hi = self.volume_share
                 share = f"{lo:.6g}" if lo == hi else f"in [{lo:.6g}, {hi:.6g}]"
                 out.append(f"  share of the region: {share} ({self.volume_method})")
+        if self.split is not None and self.split["boxes"]:
+            sp = self.split
+            out.append(f"input split: {sp['boxes']} boxes bounded, {sp['proven']} proven "
+                       f"({sp['proven_volume_share']:.3g} of the volume), {sp['open']} "
+                       "traversed")
         if self.epsilon is not None:
             line = f"epsilon {self.epsilon:g}: {self.verdict.value}"
             if self.violation is not None:
