@@ -33,6 +33,9 @@ Per polytope ``P`` (in the region ``R``'s frame coordinates ``u``):
   times the run without).
 
 With ``epsilon`` the ε-equivalence verdict: HOLDS iff the exact ``max_j |d_j| <= epsilon``,
+shown with the LPs' tolerance to spare (:meth:`ModelDiff.holds_below`: ``epsilon -
+LP_BOUND_TOL (1 + epsilon)``; a maximum in that band, with no checked point above
+``epsilon``, is UNKNOWN),
 VIOLATED at a forward-pass-checked point with ``|d_j| > epsilon``, VIOLATED_UNCONFIRMED when an
 LP optimum exceeds ``epsilon`` but no forward pass confirms it, else UNKNOWN.
 ``verdict_only`` asks only that: the run stops at the first violation and skips pieces whose
@@ -45,7 +48,8 @@ import math
 
 import numpy as np
 
-from polytrav.extend import (RADIUS_TOL, ZERO_ROW_TOL, Analysis, AnalysisResult, ConfigError,
+from polytrav.extend import (LP_BOUND_TOL, RADIUS_TOL, ZERO_ROW_TOL, Analysis, AnalysisResult,
+                             ConfigError,
                              Status, Stop, Verdict, cell_rows, dnf_piece_margin,
                              halfspace_volume, hookimpl, solve_along)
 
@@ -136,6 +140,15 @@ class ModelDiff(Analysis):
         if not self.verdict_only:
             return -np.inf
         return dnf_piece_margin(self._unsafe_pairs(), piece, context)
+
+    def holds_below(self) -> float:
+        """HOLDS needs every exact ``max_j |g_j - f_j|`` at most this: ``epsilon`` lowered
+        by the LPs' tolerance (:data:`~polytrav.vocabulary.tolerances.LP_BOUND_TOL`,
+        relative to ``1 + epsilon``). An LP optimum is exact only to that tolerance, so one
+        just below ``epsilon`` may stand for a true maximum just above it, where a point
+        with ``|g_j - f_j| > epsilon`` exists: it leaves the verdict UNKNOWN (a run that
+        finds no checked point above ``epsilon``), never HOLDS."""
+        return float(self.epsilon) - LP_BOUND_TOL * (1.0 + abs(float(self.epsilon)))
 
     def _unsafe_pairs(self):
         eps = float(self.epsilon)
@@ -426,7 +439,8 @@ class ModelDiff(Analysis):
                 verdict = Verdict.VIOLATED
             elif any(r["max_abs"] > self.epsilon for r in per):  # no forward pass agrees
                 verdict = Verdict.VIOLATED_UNCONFIRMED
-            elif proven and not raw["ambiguous"]:
+            elif proven and not raw["ambiguous"] and \
+                    all(r["max_abs"] <= self.holds_below() for r in per):
                 verdict = Verdict.HOLDS
             else:
                 verdict = Verdict.UNKNOWN

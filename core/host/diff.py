@@ -7,13 +7,13 @@ passes of ``f`` and ``g`` themselves and returned as a :class:`DiffResult`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from polytrav.model.network import Network
-from polytrav.model.region import Region
+from polytrav.model.region import Box, Region
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.vocabulary.results import Verdict
 from polytrav.vocabulary.tolerances import WITNESS_TOL
@@ -140,6 +140,9 @@ class DiffResult:
     decisions_asked: bool = False
     features: list[FeatureDiff] = field(default_factory=list)
     report: Any = field(default=None, repr=False, compare=False)
+    #: the input split of a ``verdict_only`` run on a box (:func:`diff`'s ``split``): boxes
+    #: bounded, proven, and left open for the traversal; None if unused
+    split: dict | None = None
 
     @property
     def worst(self) -> OutputDiff:
@@ -186,6 +189,9 @@ class DiffResult:
         out = [f"{self.n_polytopes} joint polytopes, {self.n_solves} LPs, {self.time:.3g} s "
                f"({self.status})"]
         for o in self.outputs:
+            if not np.isfinite(o.max_abs):  # nothing visited: every piece proven by bounds
+                out.append(f"output {o.output}: no polytope visited (bounds decided)")
+                continue
             out.append(f"output {o.output}: max |g - f| = {o.max_abs:.6g} ({what}); g - f in "
                        f"[{o.min:.6g}, {o.max:.6g}]; at x = {_short(o.witness)}")
         if self.features:
@@ -205,6 +211,11 @@ class DiffResult:
                 lo, hi = self.volume_share
                 share = f"{lo:.6g}" if lo == hi else f"in [{lo:.6g}, {hi:.6g}]"
                 out.append(f"  share of the region: {share} ({self.volume_method})")
+        if self.split is not None and self.split["boxes"]:
+            sp = self.split
+            out.append(f"input split: {sp['boxes']} boxes bounded, {sp['proven']} proven "
+                       f"({sp['proven_volume_share']:.3g} of the volume), {sp['open']} "
+                       "traversed")
         if self.epsilon is not None:
             line = f"epsilon {self.epsilon:g}: {self.verdict.value}"
             if self.violation is not None:
@@ -229,7 +240,7 @@ class DiffResult:
                 "violation": None if self.violation is None else
                 {**self.violation, "x": _list(self.violation["x"])},
                 "time": self.time, "failures": list(self.failures),
-                "features": [r.to_dict() for r in self.features]}
+                "features": [r.to_dict() for r in self.features], "split": self.split}
 
     def output_rows(self) -> list[dict[str, Any]]:
         """One flat record per compared output (the witness as ``x0``, ``x1``, ...)."""
@@ -272,7 +283,8 @@ def joint_network(f: Network, g: Network) -> Network:
 def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float | None = None,
          decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
          solver=None, time_limit: float | None = None, max_polytopes: int | None = None,
-         progress=None, on_interrupt: str = "raise", feature_means: bool = False) -> DiffResult:
+         progress=None, on_interrupt: str = "raise", feature_means: bool = False,
+         split: bool = True) -> DiffResult:
     """Compare two networks over ``region``, exactly.
 
     Parameters
@@ -299,6 +311,13 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     solver, time_limit, max_polytopes, progress, on_interrupt
         As in :func:`polytrav.analyze` (``on_interrupt="report"``: Ctrl-C returns the
         partial result).
+    split : bool
+        With ``verdict_only`` on a :class:`~polytrav.Box` of few effective inputs (the
+        criterion of :func:`polytrav.verify`, :func:`polytrav.bounds.split.effective_inputs`),
+        first bisect the box by :func:`polytrav.bounds.split.split_box` with the rows
+        ``±(g_j - f_j) >= epsilon`` (bounds on the difference of the two networks where they
+        have one depth): sub-boxes the bounds prove are done, and only the open ones are
+        traversed (default True). HOLDS then needs a proof on every sub-box.
 
     Returns
     -------
@@ -320,6 +339,11 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     joint = joint_network(f, g)
     if verdict_only and epsilon is None:
         raise ConfigError("diff: verdict_only=True needs epsilon (the ε of the verdict)")
+    if verdict_only and split and type(region) is Box:
+        done = _split_verdict(f, g, joint, region, outputs, epsilon, solver, time_limit,
+                              max_polytopes, progress, on_interrupt)
+        if done is not None:
+            return done
     pm = get_plugin_manager()
     analysis = create_analysis("model_diff", pm=pm, split=f.n_outputs, outputs=outputs,
                                epsilon=epsilon, decisions=decisions and not verdict_only,
@@ -377,6 +401,205 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
                       volume_method=method, epsilon=epsilon, verdict=verdict,
                       violation=violation, time=report.time, failures=res.failures,
                       decisions_asked=dec is not None, features=features, report=report)
+
+
+def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_polytopes,
+                   progress, on_interrupt) -> DiffResult | None:
+    """:func:`diff`'s ε verdict on a box by input splitting first (its ``split``), or None
+    where the box has too many effective inputs. As :func:`polytrav.verify` does: random
+    samples first (:func:`_sampled_violation`), and ``verify``'s start attack
+    (:func:`polytrav.bounds.dnf.attack_start`) when they come within :data:`ATTACK_NEAR`
+    of ``epsilon``; then the box is bisected by :func:`polytrav.bounds.split.split_box`
+    against the rows ``±(g_j - f_j) >= epsilon``, and where that leaves boxes open the
+    attack runs (once). A point that forward passes of ``f`` and ``g`` put strictly past
+    ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the split's candidate on
+    the boundary starts one traversal of the whole box; else each open sub-box is
+    traversed from its centre, in turn, until one is not HOLDS. The
+    verdict is HOLDS only when every traversal is (none: every sub-box proven)."""
+    import time
+
+    from polytrav.bounds.split import (SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE,
+                                       effective_inputs, split_box)
+    from polytrav.host.manager import create_analysis
+    from polytrav.host.options import RunOptions
+    from polytrav.host.runner import RunSession
+
+    t0 = time.perf_counter()
+    box = box.with_dims(joint.n_inputs)
+    m = f.n_outputs
+    outs = range(m) if outputs is None else [outputs] if np.isscalar(outputs) else outputs
+    rows = []
+    for j in outs:
+        if isinstance(j, (int, np.integer)) and 0 <= j < m:
+            row = np.zeros(2 * m)
+            row[j], row[m + j] = -1.0, 1.0  # g_j - f_j
+            rows.append(row)
+    if not rows:
+        return None  # bad outputs: the analysis names them
+    s2 = np.sqrt(2.0)  # split_box takes unit-norm rows:  -s (g_j - f_j) / √2 <= -ε / √2
+    pairs = [((-sign * row / s2)[None], np.array([-float(epsilon) / s2]))
+             for row in rows for sign in (1.0, -1.0)]
+    session = RunSession(solver)
+    lp = session.chains["lp"]
+    lo, hi = np.asarray(box.lower, float), np.asarray(box.upper, float)
+    if effective_inputs(joint, lo, hi, pairs, lp) > SPLIT_MAX_EFFECTIVE:
+        return None
+    asked = [int(j) for j in outs]
+    start, near = _sampled_violation(joint, pairs, lo, hi, float(epsilon))
+    attacked = False
+    if start is None and near:  # samples come close to epsilon: verify's attack first
+        start, attacked = _attack(joint, pairs, box), True
+    if start is not None:  # a point past epsilon, checked by forward passes: violated
+        return _point_violation(f, g, box, start, asked, epsilon, time.perf_counter() - t0,
+                                {"boxes": 0, "proven": 0, "open": 0,
+                                 "proven_volume_share": 0.0, "difference": False,
+                                 "candidate": "attack" if attacked else "sampled"})
+    try:
+        split = split_box(joint, lo, hi, pairs, lp, extend=True,
+                          time_limit=None if time_limit is None else time_limit / 2,
+                          deep_time=SPLIT_DEEP_TIME if time_limit is None
+                          else SPLIT_DEEP_SHARE * time_limit)
+    except KeyboardInterrupt:
+        if on_interrupt != "report":
+            raise
+        return _merged([], asked, epsilon, "interrupted", time.perf_counter() - t0, None)
+    stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
+             "proven_volume_share": split.proven_volume_share, "difference": split.difference,
+             "candidate": None if split.candidate is None else "split"}
+    candidate = split.candidate
+    if candidate is None and split.open_boxes and not attacked:  # verify's attack, once
+        candidate = _attack(joint, pairs, box)
+        if candidate is not None:
+            stats["candidate"] = "attack"
+    if candidate is not None:
+        stats["open"] = 0
+        point = _point_violation(f, g, box, candidate, asked, epsilon, 0.0, stats)
+        if point is not None:
+            return replace(point, time=time.perf_counter() - t0)
+        runs = [(box, candidate)]  # on the boundary: its polytope's LPs decide
+    else:
+        runs = [(Box(a, b), (a + b) / 2) for a, b in split.open_boxes]
+    deadline = None if time_limit is None else t0 + time_limit
+    parts, status = [], "complete"
+    for region, start in runs:
+        if deadline is not None and time.perf_counter() >= deadline:
+            status = "time_limit"
+            break
+        used = sum(p.n_polytopes for p in parts)
+        if max_polytopes is not None and used >= max_polytopes:
+            status = "max_polytopes"
+            break
+        analysis = create_analysis("model_diff", pm=session.pm, split=m, outputs=outputs,
+                                   epsilon=epsilon, decisions=False, volumes=False,
+                                   verdict_only=True)
+        options = RunOptions(solver=solver, start=start, deadline=deadline,
+                             max_polytopes=None if max_polytopes is None
+                             else max_polytopes - used,
+                             progress=progress, on_interrupt=on_interrupt, volume_shares=False,
+                             order="best-first")
+        part = _result(f, g, region, session.run(joint, region, analysis, options), epsilon)
+        parts.append(part)
+        if part.verdict is not Verdict.HOLDS:
+            status = part.status
+            break
+    return _merged(parts, asked, epsilon, status, time.perf_counter() - t0, stats)
+
+
+#: Random points of the box (and its centre) tried for a violation before the input split.
+SPLIT_SAMPLES = 1000
+#: Where the samples' largest ``|g_j - f_j|`` reaches this share of epsilon, ``verify``'s
+#: start attack runs before the split (a violation is likely near); elsewhere only where
+#: the split leaves boxes open (it costs seconds when it finds nothing).
+ATTACK_NEAR = 0.75
+
+
+def _sampled_violation(joint, pairs, lo, hi, epsilon):
+    """``(x, near)``: the point deepest past epsilon among the box's centre and
+    :data:`SPLIT_SAMPLES` random points (seed 0), by forward passes of the joint network,
+    or None if none is; ``near``: their largest ``|g_j - f_j|`` is at least
+    :data:`ATTACK_NEAR` times epsilon."""
+    from polytrav.bounds.dnf import unsafe_distance
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0]))])
+    score = unsafe_distance(pairs, joint.forward(X))  # (epsilon - max_j |d_j|) / sqrt(2)
+    k = int(np.argmin(score))
+    near = epsilon - np.sqrt(2.0) * float(score[k]) >= ATTACK_NEAR * epsilon
+    return (X[k] if score[k] < 0 else None), bool(near)
+
+
+def _point_violation(f, g, box, x, asked, epsilon, seconds, stats) -> DiffResult | None:
+    """A VIOLATED result at ``x`` when forward passes of ``f`` and ``g`` give some
+    ``|g_j - f_j| > epsilon`` there and ``x`` is in the box (no traversal: the extremes are
+    ``x``'s), else None."""
+    x = np.asarray(x, float)
+    d = g.forward(x) - f.forward(x)
+    j = max(dict.fromkeys(asked), key=lambda k: abs(d[k]))
+    if not (abs(d[j]) > epsilon and box.contains(x, tol=0.0)):
+        return None
+    outs = [OutputDiff(output=k, max=float(d[k]), min=float(d[k]), max_abs=abs(float(d[k])),
+                       witness=x, f_value=float(f.forward(x)[k]),
+                       g_value=float(g.forward(x)[k]), confirmed=True, code=None)
+            for k in dict.fromkeys(asked)]
+    return DiffResult(outputs=outs, exact=False, status="stopped", n_polytopes=0, n_solves=0,
+                      decisions_differ=None, changes=[], n_changed_polytopes=0,
+                      volume_share=None, volume_method=None, epsilon=epsilon,
+                      verdict=Verdict.VIOLATED,
+                      violation={"output": j, "value": float(d[j]), "x": x, "code": None},
+                      time=seconds, split=stats)
+
+
+def _attack(joint, pairs, box):
+    """``verify``'s start attack (:func:`polytrav.bounds.dnf.attack_start`) on the rows: its
+    point if a forward pass puts it strictly past epsilon, else None."""
+    from polytrav.bounds.dnf import attack_start, unsafe_distance
+
+    x = attack_start(pairs, joint, box)
+    if x is not None and unsafe_distance(pairs, joint.forward(x)[None])[0] < 0:
+        return x
+    return None
+
+
+def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
+    """One :class:`DiffResult` of the split's traversals (``parts``, disjoint sub-boxes):
+    the visited extremes merged; VIOLATED from a part that found it, HOLDS when every part
+    holds (none: every sub-box proven by bounds), else the last part's verdict (UNKNOWN if
+    the runs stopped before every open sub-box)."""
+    k = len(parts[0].outputs) if parts else None
+    outs = []
+    for i in range(k if k is not None else 0):
+        recs = [p.outputs[i] for p in parts]
+        top = max(recs, key=lambda o: o.max_abs)
+        hi = max(recs, key=lambda o: o.max)
+        lo = min(recs, key=lambda o: o.min)
+        outs.append(OutputDiff(output=top.output, max=hi.max, min=lo.min,
+                               max_abs=top.max_abs, witness=top.witness,
+                               f_value=top.f_value, g_value=top.g_value,
+                               confirmed=top.confirmed, code=top.code, argmax=hi.argmax,
+                               argmin=lo.argmin))
+    if not parts:  # nothing traversed: the outputs are those asked, none visited
+        outs = [OutputDiff(output=j, max=-np.inf, min=np.inf, max_abs=-np.inf, witness=None,
+                           f_value=None, g_value=None, confirmed=False, code=None)
+                for j in dict.fromkeys(asked)]
+    last = parts[-1] if parts else None
+    violated = next((p for p in parts if p.verdict is Verdict.VIOLATED), None)
+    if violated is not None:
+        verdict, violation = Verdict.VIOLATED, violated.violation
+    elif status == "complete" and all(p.verdict is Verdict.HOLDS for p in parts):
+        verdict, violation = Verdict.HOLDS, None
+    else:
+        verdict = Verdict.UNKNOWN if last is None or last.verdict is Verdict.HOLDS \
+            else last.verdict
+        violation = None
+    return DiffResult(outputs=outs, exact=False, status=status,
+                      n_polytopes=sum(p.n_polytopes for p in parts),
+                      n_solves=sum(p.n_solves for p in parts), decisions_differ=None,
+                      changes=[], n_changed_polytopes=0, volume_share=None,
+                      volume_method=None, epsilon=epsilon, verdict=verdict,
+                      violation=violation, time=seconds,
+                      failures=tuple(x for p in parts for x in p.failures),
+                      decisions_asked=False, report=last.report if last else None,
+                      split=stats)
 
 
 def _classes(net: Network, x) -> int | None:

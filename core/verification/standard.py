@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from polytrav.verification.assignment import INTEGER_TYPES
+from polytrav.verification.diff_query import ROUTES, decide_diff, diff_shape
 from polytrav.verification.instance import Instance, Witness, compile_query, is_real_query
 from polytrav.verification.monotone_query import decide_monotone, monotone_shape
 from polytrav.verification.query import Query
@@ -67,7 +68,8 @@ def capability_lines(flag: str) -> list[str]:
 @dataclass(frozen=True)
 class Decision:
     """A query's result: ``answer`` (the standard's word), the witness for ``sat``, why an
-    answer is not a proof, the seconds spent, and the traversal's counts (polytopes, LPs)."""
+    answer is not a proof, the seconds spent, the traversal's counts (polytopes, LPs) and
+    the route that decided it."""
 
     answer: str
     witness: Witness | None
@@ -75,6 +77,9 @@ class Decision:
     seconds: float
     polytopes: int = 0
     lps: int = 0
+    #: what decided it: ``"stack"`` (:func:`polytrav.verify` on the stacked network),
+    #: ``"diff"`` (:func:`polytrav.diff`, a two-network ε query) or ``"monotone"``
+    route: str = "stack"
 
 
 def needs_instance(query: Query) -> bool:
@@ -136,16 +141,23 @@ def check_soundness(instance: Instance, query_name: str) -> None:
 
 
 def decide(query: Query, models: dict, *, timeout: float | None = None,
-           query_name: str = "the query", solver=None) -> Decision:
+           query_name: str = "the query", solver=None, route: str = "diff") -> Decision:
     """Decide ``query`` with ``models`` (checked by :func:`check_mapping`) within
     ``timeout`` seconds: the :class:`Decision`.
 
     ``sat`` only with a witness that holds exactly (:meth:`Instance.witness`); ``unsat`` only
     for a complete proof; ``timed-out`` when the time ran out first; else ``unknown``.
-    ``solver``: the backends, as :func:`polytrav.analyze` takes them.
+    ``solver``: the backends, as :func:`polytrav.analyze` takes them. ``route``: how a
+    two-network ε query (:func:`polytrav.verification.diff_query.diff_shape`) is decided:
+    ``"diff"`` (default: :func:`polytrav.diff` over the joint partition) or ``"stack"``
+    (the stacked network through :func:`polytrav.verify`, as every other query); other
+    queries ignore it. ``Decision.route`` says which ran.
     """
     from polytrav.verification.verify import verify
 
+    if route not in ROUTES:
+        raise ConfigError(f"decide: route must be one of {', '.join(map(repr, ROUTES))}, got "
+                          f"{route!r}")
     t0 = time.perf_counter()
     instance = compile_query(query, models)
     check_soundness(instance, query_name)
@@ -181,7 +193,14 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                                          "an ulp; write the query in real to ask about the "
                                          "exact function")
         return Decision(answer, found[-1] if answer == "sat" else None, reason,
-                        time.perf_counter() - t0, polytopes)
+                        time.perf_counter() - t0, polytopes, route="monotone")
+    shape = diff_shape(instance) if route == "diff" else None
+    if shape is not None:
+        answer, reason, polytopes, lps = decide_diff(instance, shape, left, confirm, real=real,
+                                                     solver=solver)
+        answer = {"timeout": "timed-out"}.get(answer, answer)
+        return Decision(answer, found[-1] if answer == "sat" else None, reason,
+                        time.perf_counter() - t0, polytopes, lps, route="diff")
     # a proof for float32 holds with the unsafe set widened by the rounding bound
     spec = instance.spec if real else instance.widened()
     result = verify(instance.network, spec, timeout=left, confirm=confirm, solver=solver)

@@ -141,3 +141,45 @@ def test_rows_whose_decision_changes(models, tmp_path):
     assert [r["row"] for r in saved["rows"]["changed"]] == ["r1", "r4"]
     out = run("diff", f, g, "--rows", data)
     assert out.exit_code == 4 and "--drop" in out.output
+
+
+PAIR_QUERY = """(vnnlib-version <2.0>)
+(declare-network f (declare-input X_f real [1, 2]) (declare-output Y_f real [1, 1]))
+(declare-network g (isomorphic-to f) (declare-input X_g real [1, 2]) (declare-output Y_g real [1, 1]))
+(assert (>= X_f[0,0] -1.0)) (assert (<= X_f[0,0] 1.0))
+(assert (>= X_f[0,1] -1.0)) (assert (<= X_f[0,1] 1.0))
+(assert (== X_g[0,0] X_f[0,0])) (assert (== X_g[0,1] X_f[0,1]))
+(assert (or (> (- Y_g[0,0] Y_f[0,0]) EPS) (< (- Y_g[0,0] Y_f[0,0]) -EPS)))
+"""
+
+
+@pytest.mark.parametrize("eps, extra, code, verdict", [
+    ("0.2", [], 1, "violated"), ("0.3", [], 0, "holds"),
+    ("0.2", ["--epsilon", "0.3"], 0, "holds")])
+def test_two_network_query_gives_box_and_epsilon(models, eps, extra, code, verdict):
+    """g - f = 0.25 everywhere: the query's box and eps, or --epsilon over the query's."""
+    q = models / f"pair_{eps}.vnnlib"
+    q.write_text(PAIR_QUERY.replace("EPS", eps))
+    out = run("diff", models / "f.onnx", models / "g.onnx", "--vnnlib", q, "--verdict-only",
+              "--json", *extra)
+    assert out.exit_code == code, out.output
+    res = json.loads(out.output)
+    assert res["verdict"] == verdict and res["epsilon"] == float(extra[-1] if extra else eps)
+
+
+def test_two_network_query_of_another_shape_is_refused(models):
+    q = models / "one_sign.vnnlib"
+    q.write_text(PAIR_QUERY.replace("(< (- Y_g[0,0] Y_f[0,0]) -EPS)", "").replace("EPS", "0.2"))
+    out = run("diff", models / "f.onnx", models / "g.onnx", "--vnnlib", q)
+    assert out.exit_code == 4 and "polytrav verify QUERY --network" in out.output
+
+
+@pytest.mark.parametrize("route", ["diff", "stack"])
+def test_verify_routes_a_two_network_query(models, route):
+    q = models / "pair_verify.vnnlib"
+    q.write_text(PAIR_QUERY.replace("EPS", "0.3"))
+    out = run("verify", q, "--network", f"f={models / 'f.onnx'}", "--network",
+              f"g={models / 'g.onnx'}", "--route", route, "--json")
+    assert out.exit_code == 0, out.output  # unsat
+    res = json.loads(out.output)
+    assert res["answer"] == "unsat" and res["route"] == route

@@ -217,3 +217,36 @@ def test_polytrav_verify_reads_two_network_queries_the_same_way(tmp_path, model)
     q.write_text(q.read_text().replace("0.75", "1.25"))  # relu(x) - relu(x') <= 1 on [-1, 1]
     res = CliRunner().invoke(polytrav, ["verify", str(q), "--network", f"N={model}"])
     assert res.exit_code == 0 and res.output.startswith("unsat\n"), res.output
+
+
+@pytest.mark.parametrize("route", ["diff", "stack"])
+def test_a_two_network_epsilon_query_prints_every_variable(capsysbinary, tmp_path, model, route):
+    """``g = f + 0.1`` (``relu(x) - 0.4``): ``|Y_g - Y_f| > 0.05`` is sat by either route,
+    with the §5.3.1 assignment of X_f, Y_f, X_g, Y_g; ``> 0.15`` is unsat."""
+    g = tmp_path / "g.onnx"
+    m = onnx.load(str(model))
+    m.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([0.4, 0.4], np.float32),
+                                                            "c"))
+    onnx.save(m, str(g))
+    text = ("(vnnlib-version <2.0>)\n"
+            "(declare-network f (declare-input X_f float32 [1, 2]) "
+            "(declare-output Y_f float32 [1, 2]))\n"
+            "(declare-network g (isomorphic-to f) (declare-input X_g float32 [1, 2]) "
+            "(declare-output Y_g float32 [1, 2]))\n"
+            "(assert (>= X_f[0,0] -1.0)) (assert (<= X_f[0,0] 1.0))\n"
+            "(assert (>= X_f[0,1] -1.0)) (assert (<= X_f[0,1] 1.0))\n"
+            "(assert (== X_g[0,0] X_f[0,0])) (assert (== X_g[0,1] X_f[0,1]))\n"
+            "(assert (or (> (- Y_g[0,1] Y_f[0,1]) EPS) (< (- Y_g[0,1] Y_f[0,1]) -EPS)))\n")
+    q = tmp_path / "eps.vnnlib"
+    q.write_text(text.replace("EPS", "0.05"))
+    code, out, _ = run(capsysbinary, "verify", str(q), "--network", f"f={model}",
+                       "--network", f"g={g}", "--route", route)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "sat"
+    assert [lines[k] for k in (1, 4, 7, 10)] == [
+        "X_f float32 [1,2]", "Y_f float32 [1,2]", "X_g float32 [1,2]", "Y_g float32 [1,2]"]
+    assert lines[2:4] == lines[8:10]  # the inputs tied equal
+    assert abs(float(lines[12]) - float(lines[6])) > 0.05
+    q.write_text(text.replace("EPS", "0.15"))
+    assert run(capsysbinary, "verify", str(q), "--network", f"f={model}", "--network",
+               f"g={g}", "--route", route)[:2] == (0, "unsat\n")

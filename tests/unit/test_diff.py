@@ -109,8 +109,12 @@ def test_epsilon_verdicts(pair, result):
     assert result.max_abs > 0.1 and result.verdict is Verdict.VIOLATED
     x, j = result.violation["x"], result.violation["output"]
     assert abs(g.forward(x)[j] - f.forward(x)[j]) > 0.1
-    holds = polytrav.diff(f, g, Box(LO, HI), epsilon=result.max_abs + 1e-6, decisions=False)
+    holds = polytrav.diff(f, g, Box(LO, HI), epsilon=result.max_abs + 1e-5, decisions=False)
     assert holds.verdict is Verdict.HOLDS
+    # an LP optimum within the LPs' tolerance of epsilon is no proof of max |d| <= epsilon
+    for eps in (result.max_abs, result.max_abs + 1e-7):
+        at = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, decisions=False)
+        assert at.verdict is Verdict.UNKNOWN and at.max_abs == result.max_abs
     first = polytrav.diff(f, g, Box(LO, HI), epsilon=0.1, verdict_only=True)
     assert first.verdict is Verdict.VIOLATED and first.n_polytopes <= result.n_polytopes
     pruned = polytrav.diff(f, g, Box(LO, HI), epsilon=2 * result.max_abs, verdict_only=True)
@@ -166,8 +170,11 @@ def test_different_architectures_binary():
 
 def test_same_model_no_change_and_holds():
     f = random_net(5, 2, [4], n_out=2)
-    r = polytrav.diff(f, f, Box(LO, HI), epsilon=1e-12)
+    r = polytrav.diff(f, f, Box(LO, HI), epsilon=1e-5)
     assert r.max_abs < 1e-12 and r.verdict is Verdict.HOLDS
+    # an epsilon below the LPs' tolerance (LP_BOUND_TOL) is never proven
+    tiny = polytrav.diff(f, f, Box(LO, HI), epsilon=1e-12, decisions=False)
+    assert tiny.verdict is Verdict.UNKNOWN
     assert r.decisions_differ is False and r.volume_share == (0.0, 0.0) and not r.changes
 
 
@@ -267,3 +274,25 @@ def test_in_parts_equals_serial(pair, result):
     assert dec["volume_share"][0] == pytest.approx(result.volume_share[0], abs=1e-9)
     assert {(c["f_class"], c["g_class"]) for c in dec["changes"]} == \
         {(c.f_class, c.g_class) for c in result.changes}
+
+
+def test_verdict_by_input_split_agrees_and_a_budget_never_holds(pair, result):
+    """``verdict_only`` on a box bisects it first (``split``): the same verdicts as the
+    traversal alone; HOLDS only with every open sub-box proven, never after a budget."""
+    f, g = pair
+    for eps in (0.5 * result.max_abs, 1.5 * result.max_abs):
+        split = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
+        alone = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True, split=False)
+        assert split.verdict is alone.verdict
+        assert split.split is not None and alone.split is None
+        if split.verdict is Verdict.VIOLATED:
+            x, j = split.violation["x"], split.violation["output"]
+            assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps
+    assert split.verdict is Verdict.HOLDS and split.split["proven"] > 0
+    tight = result.max_abs * (1 + 1e-4)  # holds, by a thin margin
+    short = polytrav.diff(f, g, Box(LO, HI), epsilon=tight, verdict_only=True, split=False,
+                          max_polytopes=1)
+    assert short.verdict is Verdict.UNKNOWN
+    short = polytrav.diff(f, g, Box(LO, HI), epsilon=tight, verdict_only=True, max_polytopes=1)
+    assert short.verdict is not Verdict.HOLDS or (short.split["open"] == 0
+                                                 and short.n_polytopes == 0)

@@ -23,7 +23,8 @@ DIFF_EXPORTS = (".json", ".csv", ".parquet")
 @click.option("--lower", help="Box lower corner, comma-separated (one value broadcasts).")
 @click.option("--upper", help="Box upper corner, comma-separated.")
 @click.option("--vnnlib", type=click.Path(dir_okay=False),
-              help="Take the region from a VNN-LIB file's (first) input box instead.")
+              help="Take the region from a VNN-LIB file's (first) input box instead; a "
+                   "two-network |Y_g - Y_f| > eps query also gives epsilon and the outputs.")
 @click.option("--epsilon", type=click.FloatRange(min=0), default=None,
               help="Decide epsilon-equivalence: max |g_j - f_j| <= E over the region.")
 @click.option("--verdict-only", is_flag=True,
@@ -58,12 +59,18 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     (with the share of the region), and with --epsilon the verdict. Exit code: 0 holds /
     complete, 1 violated (a checked point with |g - f| > E), 2 partial or unknown.
 
+    --vnnlib QUERY with a VNN-LIB 2.0 query of two networks (inputs tied equal, a box on
+    one network's inputs, unsafe |Y_g[j] - Y_f[j]| > eps for some j) takes the box, eps
+    (unless --epsilon is given) and the outputs named (unless --outputs) from it; F is
+    the network declared first.
+
     \b
     Examples:
       polytrav diff old.onnx new.onnx --lower 0 --upper 1
       polytrav diff old.onnx new.onnx --lower 0 --upper 1 --epsilon 0.05 --export diff.json
       polytrav diff old.onnx new.onnx --lower -1,-1 --upper 1,1 --plot diff.png
       polytrav diff old.skops new.skops --rows applicants.csv --drop default
+      polytrav diff f.onnx g.onnx --vnnlib eps_query.vnnlib --verdict-only
 
     With --rows DATA.csv (a header row of the models' input names, as for polytrav
     explain) the rows whose decision changes are listed too; with --rows and no box, only
@@ -74,6 +81,10 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
 
     if export_path is not None:
         _check_export(export_path)
+    pair = _pair_query(vnnlib, lower, upper) if vnnlib is not None else None
+    if pair is not None:
+        epsilon = float(pair.epsilon) if epsilon is None else epsilon
+        outputs = ",".join(map(str, pair.outputs)) if outputs is None else outputs
     if verdict_only and epsilon is None:
         fail("--verdict-only needs --epsilon E (the epsilon of the verdict)")
     if plot is not None:
@@ -98,7 +109,16 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         from polytrav.interface.plot.check import plane_dims
 
         plane_dims(f.n_inputs, dims)
-    region = region_from(f, lower, upper, vnnlib)
+    if pair is None:
+        region = region_from(f, lower, upper, vnnlib)
+    elif pair.lower.size != f.n_inputs or max(pair.outputs) >= f.n_outputs:
+        fail(f"{vnnlib} is over {pair.lower.size} inputs and outputs up to "
+             f"{max(pair.outputs)}, but the models take {f.n_inputs} inputs and give "
+             f"{f.n_outputs} outputs")
+    else:
+        from polytrav.model.region import Box
+
+        region = Box(pair.lower, pair.upper)
     bar = Progress("diff", sys.stderr.isatty())
     try:
         res = run_diff(f, g, region, outputs=outs, epsilon=epsilon,
@@ -125,7 +145,9 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         click.echo(f"figure written to {saved}", err=True)
     if res.verdict is Verdict.VIOLATED:
         sys.exit(EXIT_VIOLATED)
-    if not res.exact or res.verdict not in (None, Verdict.HOLDS):
+    if res.verdict is Verdict.HOLDS:  # a proof, also with --verdict-only (extremes visited)
+        sys.exit(EXIT_HOLDS)
+    if not res.exact or res.verdict is not None:
         sys.exit(EXIT_PARTIAL)
     sys.exit(EXIT_HOLDS)
 
@@ -146,6 +168,34 @@ def _print_rows(rows, as_json) -> None:
         fo = ", ".join(f"{v:.4g}" for v in r.f_output)
         go = ", ".join(f"{v:.4g}" for v in r.g_output)
         click.echo(f"  row {r.label!r}: f says {r.f_class!r} ({fo}), g says {r.g_class!r} ({go})")
+
+
+def _pair_query(path, lower, upper):
+    """The :class:`~polytrav.verification.diff_query.DiffShape` of a VNN-LIB 2.0 query of
+    two networks, None for any other file (a one-network file's box is read as before);
+    a two-network query of another shape fails, naming what it needs."""
+    from polytrav.verification.diff_query import diff_shape
+    from polytrav.verification.query import read_query
+    from polytrav.vocabulary.errors import PolytravError
+
+    if Path(path).suffix.lower() in (".onnx", ".nnet") or not Path(path).is_file():
+        return None  # region_from says what is wrong
+    try:
+        query = read_query(path)
+    except PolytravError:
+        return None
+    if len(query.networks) != 2:
+        return None
+    if lower is not None or upper is not None:
+        fail("give the box with --lower and --upper, or --vnnlib FILE, not both")
+    shape = diff_shape(query)
+    if shape is None:
+        fail(f"{path} declares two networks but is not a query 'is |Y_g[j] - Y_f[j]| <= eps': "
+             "polytrav diff reads one with every input of one network tied equal to the "
+             "other's, a box on one network's inputs, and the unsafe rows "
+             "(> (- Y_g[j] Y_f[j]) eps) and (< (- Y_g[j] Y_f[j]) -eps) for each output j "
+             "named; decide other queries with polytrav verify QUERY --network NAME=FILE ...")
+    return shape
 
 
 def _outputs(text, m):

@@ -65,12 +65,16 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
 @click.option("--network", "networks", multiple=True, metavar="NAME=FILE",
               help="A VNN-LIB 2.0 query's network and its model file (repeat for several "
                    "networks; then PROP alone names the query).")
+@click.option("--route", type=click.Choice(["diff", "stack"]), default="diff",
+              show_default=True,
+              help="A two-network |Y_g - Y_f| > eps query (--network): decide it by "
+                   "polytrav.diff over the joint partition, or as the stacked network.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Local worker processes (instances of a batch, or parts of one traversal).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results, bounds, order, split, bab, total_timeout, networks, workers,
+           results, bounds, order, split, bab, total_timeout, networks, route, workers,
            scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
@@ -110,7 +114,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         if prop is not None or network is None:
             fail("with --network NAME=FILE give only the query: polytrav verify QUERY "
                  "--network NAME=FILE ...")
-        sys.exit(_run_query(network, _mapping(networks), timeout, as_json, solver))
+        sys.exit(_run_query(network, _mapping(networks), timeout, as_json, solver, route))
     if network and prop:
         if (Path(network).suffix.lower() == ".vnnlib"
                 and Path(prop).suffix.lower() in NETWORK_SUFFIXES):
@@ -118,7 +122,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
                  "network: swap them")
         check_property_path(prop, "PROP")
     if network and prop and _is_v2_instance(prop):
-        sys.exit(_run_query(prop, {None: network}, timeout, as_json, solver))
+        sys.exit(_run_query(prop, {None: network}, timeout, as_json, solver, route))
     if not (network and prop):
         fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
     if results or total_timeout is not None:
@@ -175,10 +179,11 @@ def _is_v2_instance(prop) -> bool:
     return query.version == "2.0" and needs_instance(query)
 
 
-def _run_query(prop, models, timeout, as_json, solver=None) -> int:
+def _run_query(prop, models, timeout, as_json, solver=None, route="diff") -> int:
     """A VNN-LIB 2.0 query with several networks, hidden nodes or input-output comparisons
-    (:func:`polytrav.verification.standard.decide`, as ``polytrav-vnnlib verify`` runs it):
-    the answer, for ``sat`` the assignment (VNN-LIB 2.0, §5.3.1), and the exit code."""
+    (:func:`polytrav.verification.standard.decide`, as ``polytrav-vnnlib verify`` runs it;
+    ``route`` as there): the answer, for ``sat`` the assignment (VNN-LIB 2.0, §5.3.1), and
+    the exit code."""
     from polytrav.verification.assignment import render_assignment
     from polytrav.verification.query import read_query
     from polytrav.verification.standard import check_mapping, decide
@@ -191,12 +196,13 @@ def _run_query(prop, models, timeout, as_json, solver=None) -> int:
                  f"({', '.join(own)}); give each with --network NAME=FILE")
         models = {own[0]: models[None]}
     decision = decide(query, check_mapping(query, models, Path(prop).name), timeout=timeout,
-                      query_name=Path(prop).name, solver=solver)
+                      query_name=Path(prop).name, solver=solver, route=route)
     answer = "timeout" if decision.answer == "timed-out" else decision.answer
     if as_json:
         click.echo(to_json({"property": prop, "answer": answer, "reason": decision.reason,
                             "seconds": decision.seconds, "polytopes": decision.polytopes,
-                            "lps": decision.lps, "assignment": None if decision.witness is None
+                            "lps": decision.lps, "route": decision.route,
+                            "assignment": None if decision.witness is None
                             else {k: [float(v) for v in vals] for k, vals in
                                   decision.witness.values.items()}}))
     else:
@@ -206,7 +212,7 @@ def _run_query(prop, models, timeout, as_json, solver=None) -> int:
         elif decision.reason:
             click.echo(f"why: {decision.reason}")
         click.echo(f"{decision.polytopes} polytopes, {decision.lps} LPs, "
-                   f"{decision.seconds:.3f} s")
+                   f"{decision.seconds:.3f} s (route: {decision.route})")
     return ANSWER_EXIT[answer]
 
 

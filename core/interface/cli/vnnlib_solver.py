@@ -3,7 +3,7 @@
 ::
 
     polytrav-vnnlib (--name | --version)
-    polytrav-vnnlib verify QUERY [--network NAME=FILE]... [--timeout SECONDS]
+    polytrav-vnnlib verify QUERY [--network NAME=FILE]... [--timeout SECONDS] [--route diff|stack]
     polytrav-vnnlib supports --CAPABILITY          (alias: capabilities)
 
 ``verify`` prints exactly one of ``sat``, ``unsat``, ``unknown``, ``timed-out`` on the first
@@ -70,9 +70,12 @@ def cli(ctx, show_name, show_version) -> None:
                    "another).")
 @click.option("--timeout", type=float, default=None,
               help="Seconds from the process start (VNN-COMP's convention).")
+@click.option("--route", type=click.Choice(["diff", "stack"]), default="diff",
+              help="A two-network |Y_g - Y_f| > eps query: polytrav.diff over the joint "
+                   "partition (default), or the stacked network.")
 @click.option("--serialise-assignments", "--assignments", "serialise", default=None,
               hidden=True, help="Not supported (supports --serialise-assignments: false).")
-def verify(query, networks, timeout, serialise) -> None:
+def verify(query, networks, timeout, route, serialise) -> None:
     """Decide QUERY: print sat (with the assignment), unsat, unknown or timed-out."""
     from polytrav.verification.query import read_query
     from polytrav.verification.standard import check_mapping, decide
@@ -102,7 +105,7 @@ def verify(query, networks, timeout, serialise) -> None:
     if left is not None and left <= 0:
         _out(["timed-out"])
         return
-    decision = decide(parsed, models, timeout=left, query_name=name)
+    decision = decide(parsed, models, timeout=left, query_name=name, route=route)
     if decision.answer != "sat":
         _out([decision.answer])
         if decision.reason:
