@@ -131,16 +131,21 @@ def write_model(model, params: dict, path: Path) -> None:
     path.write_bytes(copy.SerializeToString())
 
 
+def decimal(v: float) -> str:
+    """``v`` as a VNN-LIB (SMT-LIB) decimal: no exponent."""
+    return np.format_float_positional(float(v), unique=True, trim="-")
+
+
 def query(lo, hi, eps: float) -> str:
     lines = ["(vnnlib-version <2.0>)",
              "(declare-network f (declare-input X_f real [1, 1, 1, 5]) "
              "(declare-output Y_f real [1, 5]))",
              "(declare-network g (isomorphic-to f) (declare-input X_g real [1, 1, 1, 5]) "
              "(declare-output Y_g real [1, 5]))"]
-    lines += [f"(assert (>= X_f[0,0,0,{i}] {float(lo[i])!r})) (assert (<= X_f[0,0,0,{i}] {float(hi[i])!r}))"
+    lines += [f"(assert (>= X_f[0,0,0,{i}] {decimal(lo[i])})) (assert (<= X_f[0,0,0,{i}] {decimal(hi[i])}))"
               for i in range(5)]
     lines += [f"(assert (== X_g[0,0,0,{i}] X_f[0,0,0,{i}]))" for i in range(5)]
-    terms = [f"(> (- Y_g[0,{j}] Y_f[0,{j}]) {eps!r}) (< (- Y_g[0,{j}] Y_f[0,{j}]) {-eps!r})"
+    terms = [f"(> (- Y_g[0,{j}] Y_f[0,{j}]) {decimal(eps)}) (< (- Y_g[0,{j}] Y_f[0,{j}]) {decimal(-eps)})"
              for j in range(5)]
     lines.append("(assert (or " + " ".join(terms) + "))")
     return "\n".join(lines) + "\n"
