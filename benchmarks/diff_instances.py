@@ -24,6 +24,7 @@ the same seed gives the same files.
     python benchmarks/diff_instances.py OUT                      # 45 networks
     python benchmarks/diff_instances.py OUT --networks 1_1 3_3 --epsilons 0.02 0.05
     python benchmarks/diff_instances.py OUT --boxes p3 --epsilons 0.05 --relative 0.8 1.25
+    python benchmarks/diff_instances.py OUT --small 10       # small random pairs instead
 
 ``--relative``: also ε at multiples of each pair's sampled largest difference on the box (below
 1: ``sat``, a sampled point exceeds it; just above 1: a tight ``unsat``, or a ``sat`` the
@@ -133,22 +134,97 @@ def write_model(model, params: dict, path: Path) -> None:
 
 def decimal(v: float) -> str:
     """``v`` as a VNN-LIB (SMT-LIB) decimal: no exponent."""
-    return np.format_float_positional(float(v), unique=True, trim="-")
+    return np.format_float_positional(float(v), unique=True, trim="0")
 
 
-def query(lo, hi, eps: float) -> str:
+def query(lo, hi, eps: float, in_shape=(1, 1, 1, 5), outputs: int = 5) -> str:
+    """The VNN-LIB 2.0 query ``|Y_g[j] - Y_f[j]| > eps`` for some ``j``, inputs tied equal,
+    the box on ``X_f`` (an input of shape ``in_shape``, flat index last; outputs ``[1, n]``)."""
+    n = int(np.prod(in_shape))
+    shape = ", ".join(map(str, in_shape))
+    at = "0," * (len(in_shape) - 1)
     lines = ["(vnnlib-version <2.0>)",
-             "(declare-network f (declare-input X_f real [1, 1, 1, 5]) "
-             "(declare-output Y_f real [1, 5]))",
-             "(declare-network g (isomorphic-to f) (declare-input X_g real [1, 1, 1, 5]) "
-             "(declare-output Y_g real [1, 5]))"]
-    lines += [f"(assert (>= X_f[0,0,0,{i}] {decimal(lo[i])})) (assert (<= X_f[0,0,0,{i}] {decimal(hi[i])}))"
-              for i in range(5)]
-    lines += [f"(assert (== X_g[0,0,0,{i}] X_f[0,0,0,{i}]))" for i in range(5)]
+             f"(declare-network f (declare-input X_f real [{shape}]) "
+             f"(declare-output Y_f real [1, {outputs}]))",
+             f"(declare-network g (isomorphic-to f) (declare-input X_g real [{shape}]) "
+             f"(declare-output Y_g real [1, {outputs}]))"]
+    lines += [f"(assert (>= X_f[{at}{i}] {decimal(lo[i])})) (assert (<= X_f[{at}{i}] {decimal(hi[i])}))"
+              for i in range(n)]
+    lines += [f"(assert (== X_g[{at}{i}] X_f[{at}{i}]))" for i in range(n)]
     terms = [f"(> (- Y_g[0,{j}] Y_f[0,{j}]) {decimal(eps)}) (< (- Y_g[0,{j}] Y_f[0,{j}]) {decimal(-eps)})"
-             for j in range(5)]
+             for j in range(outputs)]
     lines.append("(assert (or " + " ".join(terms) + "))")
     return "\n".join(lines) + "\n"
+
+
+def write_small_onnx(Ws, bs, path: Path) -> None:
+    """A small network as ONNX (float32 MatMul + Add + Relu; input and output ``[1, n]``)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, init, x = [], [], "X"
+    for k, (W, b) in enumerate(zip(Ws, bs)):
+        init += [numpy_helper.from_array(np.asarray(W.T, np.float32), f"W{k}"),
+                 numpy_helper.from_array(np.asarray(b, np.float32), f"B{k}")]
+        nodes += [helper.make_node("MatMul", [x, f"W{k}"], [f"m{k}"]),
+                  helper.make_node("Add", [f"m{k}", f"B{k}"], [f"z{k}"])]
+        x = f"z{k}"
+        if k < len(Ws) - 1:
+            nodes.append(helper.make_node("Relu", [x], [f"a{k}"]))
+            x = f"a{k}"
+    nodes[-1].output[0] = "Y"
+    graph = helper.make_graph(
+        nodes, "pair", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, Ws[0].shape[1]])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, Ws[-1].shape[0]])], init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def small_pairs(out: Path, count: int, seed: int) -> list[dict]:
+    """``count`` small pairs for the MILP checks: ``f`` a random 5-12-12-3 network (float32
+    weights), ``g`` a perturbed (1 % noise) or pruned (a quarter of the hidden neurons
+    removed) copy, a random box in ``[-1, 1]^5``; per pair the queries at 0.8 and 1.25 times
+    the sampled largest difference."""
+    rows = []
+    for i in range(count):
+        rng = np.random.default_rng([seed, 1000 + i])
+        sizes = [5, 12, 12, 3]
+        Ws = [rng.standard_normal((m, n)) / np.sqrt(n) for n, m in zip(sizes, sizes[1:])]
+        bs = [0.3 * rng.standard_normal(m) for m in sizes[1:]]
+        kind = "perturb" if i % 2 else "prune"
+        if kind == "perturb":
+            Vs = [W * (1 + 0.01 * rng.standard_normal(W.shape)) for W in Ws]
+            cs = [b * (1 + 0.01 * rng.standard_normal(b.shape)) for b in bs]
+        else:
+            Vs, cs = [W.copy() for W in Ws], [b.copy() for b in bs]
+            for k in range(len(Vs) - 1):
+                gone = rng.random(Vs[k].shape[0]) < 0.25
+                gone[rng.integers(Vs[k].shape[0])] = True  # at least one
+                Vs[k][gone], cs[k][gone], Vs[k + 1][:, gone] = 0.0, 0.0, 0.0
+        f32 = lambda A: [a.astype(np.float32).astype(np.float64) for a in A]  # noqa: E731
+        Ws, bs, Vs, cs = f32(Ws), f32(bs), f32(Vs), f32(cs)
+        name = f"s{i}"
+        write_small_onnx(Ws, bs, out / f"{name}_f.onnx")
+        write_small_onnx(Vs, cs, out / f"{name}_{kind}.onnx")
+        lo = rng.uniform(-1.0, 0.0, 5)
+        hi = lo + rng.uniform(0.3, 1.0, 5)
+        X = rng.uniform(lo, hi, (CHECK_SAMPLES, 5))
+
+        def forward(Ws, bs, X):
+            for k, (W, b) in enumerate(zip(Ws, bs)):
+                X = X @ W.T + b
+                X = X if k == len(Ws) - 1 else np.maximum(X, 0.0)
+            return X
+        seen = float(np.abs(forward(Vs, cs, X) - forward(Ws, bs, X)).max())
+        for r in (0.8, 1.25):
+            eps = float(f"{r * seen:.3g}")
+            q = out / f"{name}_{kind}_small_eps{eps:g}.vnnlib"
+            q.write_text(query(lo, hi, eps, in_shape=(1, 5), outputs=3))
+            rows.append({"query": q.name, "f": f"{name}_f.onnx", "g": f"{name}_{kind}.onnx",
+                         "network": name, "kind": kind, "box": "small", "epsilon": eps,
+                         "sampled": f"{seen:.6g}"})
+    return rows
 
 
 def sampled_difference(f_params, g_params, layers, lo, hi, rng) -> float:
@@ -173,14 +249,18 @@ def main(argv=None) -> int:
                     help="relative weight perturbation (default 0.002)")
     ap.add_argument("--samples", type=int, default=5000, help="least-squares points (default 5000)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--small", type=int, default=0,
+                    help="instead: this many small random pairs (5-12-12-3), for MILP checks")
     args = ap.parse_args(argv)
     names = args.networks or [f"{a}_{b}" for a in range(1, 6) for b in range(1, 10)]
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.small:
+        names = []
+    rows = small_pairs(args.out, args.small, args.seed) if args.small else []
     every = {key: property_box(prop) for key, prop in BOXES.items()}
     union = (np.min([lo for lo, _ in every.values()], axis=0),  # the fit's points: every box
              np.max([hi for _, hi in every.values()], axis=0))
     boxes = {key: every[key] for key in args.boxes}
-    rows = []
     for i, name in enumerate(names):
         rng = np.random.default_rng([args.seed, i])
         source = ONNX / f"ACASXU_run2a_{name}_batch_2000.onnx"

@@ -20,6 +20,11 @@ above ``eps`` would make it wrong, and is replayed as a sat witness would be). T
 
     python benchmarks/diff_instances.py ../scratch/diff --boxes p3 --epsilons 0.05 --relative 0.8 1.25
     python benchmarks/diff_verify.py ../scratch/diff --timeout 100 --out benchmarks/results/diff_verify.json
+    python benchmarks/diff_instances.py ../scratch/small --small 10
+    python benchmarks/diff_verify.py ../scratch/small --exact --out benchmarks/results/diff_verify_small.json
+
+``--exact`` (small nets): also ``polytrav.diff``'s exact largest ``|g_j - f_j|`` over each
+query's box against the MILP's (when the MILP closed its gap), to 1e-6.
 """
 from __future__ import annotations
 
@@ -110,21 +115,34 @@ def replay(folder: Path, row: dict, x) -> tuple[bool, float]:
     return bool(gaps.max() > float(row["epsilon"])), float(gaps.max())
 
 
-def milp_check(folder: Path, row: dict, limit: float) -> dict:
-    """The largest ``|g_j - f_j|`` over the query's box by the MILP of both networks."""
-    sys.path.insert(0, str(HERE.parent / "tests" / "support"))
-    from diff_instances import BOXES, property_box
-    from milp import lp_bounds, milp_max_linear
+def query_box(folder: Path, row: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The query's box on the shared input (its ε-query shape)."""
+    from polytrav.verification.diff_query import diff_shape
+    from polytrav.verification.query import read_query
 
+    shape = diff_shape(read_query(folder / row["query"]))
+    return shape.lower, shape.upper
+
+
+def joint_of(folder: Path, row: dict):
     from polytrav import Network
 
     f, g = Network.from_onnx(folder / row["f"]), Network.from_onnx(folder / row["g"])
     n = f.n_inputs
-    joint = Network.stack([f, g]).compose_input(np.vstack([np.eye(n)] * 2), np.zeros(2 * n))
-    lo, hi = property_box(BOXES[row["box"]])
+    return f, g, Network.stack([f, g]).compose_input(np.vstack([np.eye(n)] * 2), np.zeros(2 * n))
+
+
+def milp_check(folder: Path, row: dict, limit: float) -> dict:
+    """The largest ``|g_j - f_j|`` over the query's box by the MILP of both networks: its dual
+    bound (``milp_max``: proves the maximum is at most it) and its best point's value."""
+    sys.path.insert(0, str(HERE.parent / "tests" / "support"))
+    from milp import lp_bounds, milp_max_linear
+
+    f, _, joint = joint_of(folder, row)
+    lo, hi = query_box(folder, row)
     m = f.n_outputs
     best, seen, t = -np.inf, -np.inf, time.perf_counter()  # dual bound, best point
-    bounds = lp_bounds(joint, lo, hi)  # once for the ten MILPs (MIPVerify's tightening)
+    bounds = lp_bounds(joint, lo, hi)  # once for the MILPs (MIPVerify's tightening)
     for j in range(m):
         for s in (1.0, -1.0):
             c = np.zeros(2 * m)
@@ -140,6 +158,21 @@ def milp_check(folder: Path, row: dict, limit: float) -> dict:
             "milp_seconds": time.perf_counter() - t}
 
 
+def exact_check(folder: Path, row: dict, milp: dict, timeout: float) -> dict:
+    """``polytrav.diff``'s exact largest ``|g_j - f_j|`` over the box against the MILP's."""
+    import polytrav
+
+    f, g, _ = joint_of(folder, row)
+    lo, hi = query_box(folder, row)
+    t = time.perf_counter()
+    r = polytrav.diff(f, g, polytrav.Box(lo, hi), decisions=False, time_limit=timeout)
+    out = {"exact_max": r.max_abs, "exact_complete": r.exact, "exact_polytopes": r.n_polytopes,
+           "exact_seconds": time.perf_counter() - t}
+    if r.exact and milp.get("milp") == "bound" and milp["milp_max"] - milp["milp_point"] <= 1e-9:
+        out["exact_vs_milp"] = abs(r.max_abs - milp["milp_point"])
+    return out
+
+
 def check(folder: Path, row: dict, rec: dict, milp_limit: float, cache: dict) -> dict:
     """The independent checks of one route's answer (the MILP once per query: ``cache``)."""
     eps = float(row["epsilon"])
@@ -147,9 +180,9 @@ def check(folder: Path, row: dict, rec: dict, milp_limit: float, cache: dict) ->
         ok, gap = replay(folder, row, rec["x"]) if rec.get("x") else (False, None)
         return {"check": "replayed" if ok else "WRONG: witness not replayed", "replay_gap": gap}
     if rec.get("answer") == "unsat" and milp_limit > 0:
-        if row["query"] not in cache:
-            cache[row["query"]] = milp_check(folder, row, milp_limit)
-        m = cache[row["query"]]
+        if "milp" not in cache:
+            cache["milp"] = milp_check(folder, row, milp_limit)
+        m = cache["milp"]
         if m["milp"] != "bound":
             return {"check": f"unchecked (MILP {m['milp']})", **m}
         if m["milp_point"] > eps:
@@ -183,6 +216,10 @@ def summarise(rows: list[dict], timeout: float) -> dict:
     out["unsat_checked_by_milp"] = sum(str(x.get(f"{r}_check", "")) == "milp agrees"
                                        for x in rows for r in ROUTES)
     out["sat_replayed"] = sum(x.get(f"{r}_check") == "replayed" for x in rows for r in ROUTES)
+    gaps = [x["exact_vs_milp"] for x in rows if "exact_vs_milp" in x]
+    if gaps:
+        out["exact_vs_milp"] = {"compared": len(gaps), "max_abs_difference": max(gaps),
+                                "within_1e-6": sum(g <= 1e-6 for g in gaps)}
     return out
 
 
@@ -195,6 +232,8 @@ def main(argv=None) -> int:
     ap.add_argument("--milp-limit", type=float, default=120.0,
                     help="seconds of MILP per unsat answer (0: no check)")
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out")
+    ap.add_argument("--exact", action="store_true",
+                    help="also polytrav.diff's exact largest |g - f| against the MILP (small nets)")
     ap.add_argument("--one", help=argparse_hidden())
     ap.add_argument("--route", choices=ROUTES, help=argparse_hidden())
     args = ap.parse_args(argv)
@@ -224,6 +263,11 @@ def main(argv=None) -> int:
                                                               args.milp_limit, cache).items()})
             if r.get("x") is not None:
                 rec[f"{route}_x"] = r["x"]
+        if args.exact:  # small nets: the exact largest difference against the MILP's
+            if "milp" not in cache:
+                cache["milp"] = milp_check(args.folder, row, args.milp_limit)
+            rec.update({k: v for k, v in cache["milp"].items()})
+            rec.update(exact_check(args.folder, row, cache["milp"], args.timeout))
         run.add(rec)
         run.record["summary"] = summarise(run.rows, args.timeout)
         run.write(args.out)
