@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from credit import FEATURES, load_credit, train  # noqa: E402
 from harness import header, relative  # noqa: E402
-from milp import milp_max_linear  # noqa: E402
+from milp import joint_by_hand, milp_max_linear  # noqa: E402
 
 import polytrav  # noqa: E402
 from polytrav import Box, Network  # noqa: E402
@@ -82,22 +82,10 @@ def new_versions(f: Network, Xs, y, hidden, alpha, prune: float) -> dict[str, Ne
                                            [half(b) for b in f.biases], input_names=names)}
 
 
-def block_joint(f: Network, g: Network) -> Network:
-    """``x -> [f(x); g(x)]`` with block-diagonal layers (equal depths), written out here for
-    the MILP (independent of polytrav's ``Network.stack``)."""
-    Ws, bs = [], []
-    for k, (Wf, Wg) in enumerate(zip(f.weights, g.weights)):
-        W = np.vstack([Wf, Wg]) if k == 0 else np.block(
-            [[Wf, np.zeros((Wf.shape[0], Wg.shape[1]))],
-             [np.zeros((Wg.shape[0], Wf.shape[1])), Wg]])
-        Ws.append(W)
-        bs.append(np.concatenate([f.biases[k], g.biases[k]]))
-    return Network.from_arrays(Ws, bs)
-
 
 def milp_extremes(f, g, lo, hi, limit):
     """``max`` and ``min`` of ``g - f`` over the box by the MILP, with their times."""
-    J = block_joint(f, g)
+    J = joint_by_hand(f, g)
     out = {}
     for key, row in (("max", [-1.0, 1.0]), ("min", [1.0, -1.0])):
         r = milp_max_linear(J, row, lo, hi, time_limit=limit, bounds="lp")

@@ -37,6 +37,7 @@ __all__ = [
     "milp_max_linear",
     "milp_max_margin",
     "milp_robust",
+    "joint_by_hand",
 ]
 
 INF = np.inf
@@ -649,3 +650,19 @@ def milp_linear_dnf_feasible(net, disjuncts, lo, hi, A=None, b=None, E=None, e=N
     out = _combine(results, "max")
     out.feasible = bool(out.x is not None and out.value >= -tol)
     return out
+
+
+def joint_by_hand(f, g):
+    """``x -> [f(x); g(x)]`` of two networks of equal depth, written out here (block-diagonal
+    layers, the first reading the shared input): independent of polytrav's ``Network.stack``,
+    for the MILPs and brute-force checks of two-model comparisons."""
+    from polytrav import Network
+
+    Ws, bs = [], []
+    for k, (Wf, Wg) in enumerate(zip(f.weights, g.weights)):
+        W = np.vstack([Wf, Wg]) if k == 0 else np.block(
+            [[Wf, np.zeros((Wf.shape[0], Wg.shape[1]))],
+             [np.zeros((Wg.shape[0], Wf.shape[1])), Wg]])
+        Ws.append(W)
+        bs.append(np.concatenate([f.biases[k], g.biases[k]]))
+    return Network.from_arrays(Ws, bs)

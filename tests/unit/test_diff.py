@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from milp import joint_by_hand
 from scipy.optimize import linprog
 
 import polytrav
@@ -13,21 +14,6 @@ from polytrav import Box, Network, NetworkError, Verdict
 from polytrav.testing.reference import brute_force_regions, random_net
 
 LO, HI = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
-
-
-def hand_joint(f: Network, g: Network) -> Network:
-    """``x -> [f(x); g(x)]`` written out here (equal depths): block-diagonal layers, the
-    first reading the shared input. Independent of polytrav's stacking."""
-    Ws, bs = [], []
-    for k, (Wf, Wg) in enumerate(zip(f.weights, g.weights)):
-        if k == 0:
-            W = np.vstack([Wf, Wg])
-        else:
-            W = np.block([[Wf, np.zeros((Wf.shape[0], Wg.shape[1]))],
-                          [np.zeros((Wg.shape[0], Wf.shape[1])), Wg]])
-        Ws.append(W)
-        bs.append(np.concatenate([f.biases[k], g.biases[k]]))
-    return Network.from_arrays(Ws, bs)
 
 
 def brute_extremes(f, g, cells):
@@ -67,7 +53,7 @@ def pair():
 @pytest.fixture(scope="module")
 def cells(pair):
     """Every full-dimensional joint cell in the box, by brute force."""
-    return brute_force_regions(hand_joint(*pair), LO, HI)
+    return brute_force_regions(joint_by_hand(*pair), LO, HI)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +82,7 @@ def test_max_abs_equals_milp(pair, result):
     from milp import milp_max_linear
 
     f, g = pair
-    J = hand_joint(f, g)
+    J = joint_by_hand(f, g)
     j = result.worst.output
     row = np.zeros(2 * f.n_outputs)
     row[j], row[f.n_outputs + j] = -1.0, 1.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from milp import joint_by_hand
 
 import polytrav
 from polytrav import Box, Network
@@ -12,17 +13,6 @@ from polytrav.testing.reference import brute_force_regions, random_net
 
 LO, HI = np.array([-1.0, -0.5]), np.array([1.0, 1.5])
 
-
-def hand_joint(f: Network, g: Network) -> Network:
-    """``x -> [f(x); g(x)]`` written out here (equal depths): block-diagonal layers."""
-    Ws, bs = [], []
-    for k, (Wf, Wg) in enumerate(zip(f.weights, g.weights)):
-        W = np.vstack([Wf, Wg]) if k == 0 else np.block(
-            [[Wf, np.zeros((Wf.shape[0], Wg.shape[1]))],
-             [np.zeros((Wg.shape[0], Wf.shape[1])), Wg]])
-        Ws.append(W)
-        bs.append(np.concatenate([f.biases[k], g.biases[k]]))
-    return Network.from_arrays(Ws, bs)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +31,7 @@ def slopes(pair):
     f, g = pair
     m = f.n_outputs
     return [(c["A"], c["b"], c["W"][m:] - c["W"][:m])
-            for c in brute_force_regions(hand_joint(f, g), LO, HI)]
+            for c in brute_force_regions(joint_by_hand(f, g), LO, HI)]
 
 
 @pytest.fixture(scope="module")
