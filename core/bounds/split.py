@@ -175,7 +175,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     frontier box that holds open ones returns them if they are at most
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole)."""
     from polytrav.bounds.crown import box_output_bounds
-    from polytrav.bounds.difference import NetworkPair
+    from polytrav.bounds.difference import stacked_pair
     from polytrav.bounds.dnf import dnf_box_margin, stacked, unsafe_distance
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
@@ -195,7 +195,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     frontier = None  # the boxes open where the deep search began
     deep_start = None
     layers = list(zip(network.weights, network.biases))
-    pair = NetworkPair.in_stack(network) if DIFFERENCE_BOUNDS else None
+    pair = stacked_pair(network) if DIFFERENCE_BOUNDS else None
     result.difference = pair is not None
     C = stacked(pairs)[0]
     batch: list = []  # boxes popped and bounded together, then taken one by one
