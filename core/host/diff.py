@@ -535,13 +535,14 @@ def _point_violation(f, g, box, x, asked, epsilon, seconds, stats) -> DiffResult
     ``|g_j - f_j| > epsilon`` there and ``x`` is in the box (no traversal: the extremes are
     ``x``'s), else None."""
     x = np.asarray(x, float)
-    d = g.forward(x) - f.forward(x)
+    yf, yg = f.forward(x), g.forward(x)
+    d = yg - yf
     j = max(dict.fromkeys(asked), key=lambda k: abs(d[k]))
     if not (abs(d[j]) > epsilon and box.contains(x, tol=0.0)):
         return None
     outs = [OutputDiff(output=k, max=float(d[k]), min=float(d[k]), max_abs=abs(float(d[k])),
-                       witness=x, f_value=float(f.forward(x)[k]),
-                       g_value=float(g.forward(x)[k]), confirmed=True, code=None)
+                       witness=x, f_value=float(yf[k]), g_value=float(yg[k]), confirmed=True,
+                       code=None)
             for k in dict.fromkeys(asked)]
     return DiffResult(outputs=outs, exact=False, status="stopped", n_polytopes=0, n_solves=0,
                       decisions_differ=None, changes=[], n_changed_polytopes=0,
@@ -567,9 +568,8 @@ def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
     the visited extremes merged; VIOLATED from a part that found it, HOLDS when every part
     holds (none: every sub-box proven by bounds), else the last part's verdict (UNKNOWN if
     the runs stopped before every open sub-box)."""
-    k = len(parts[0].outputs) if parts else None
     outs = []
-    for i in range(k if k is not None else 0):
+    for i in range(len(parts[0].outputs) if parts else 0):
         recs = [p.outputs[i] for p in parts]
         top = max(recs, key=lambda o: o.max_abs)
         hi = max(recs, key=lambda o: o.max)
