@@ -240,6 +240,11 @@ class LinearBounds:
     #: :mod:`polytrav.bounds.difference`); None: ReLU's, which has none. Not with optimised
     #: slopes.
     lower_intercept: list[np.ndarray] | None = None
+    #: Per layer, slopes ``(lower, upper)`` of the second half's lines in the first half's
+    #: pre-activations: neuron ``n_k/2 + i``'s lines also read ``z_i`` (the difference of two
+    #: ReLUs reads the first network's pre-activation, :mod:`polytrav.bounds.difference`);
+    #: None: none. Not with optimised slopes.
+    paired: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     def free(self, k: int) -> np.ndarray:
         """Layer ``k``'s unstable neurons: those whose lower slope may be chosen."""
@@ -299,6 +304,10 @@ def backsubstitute(Lam: np.ndarray, const: np.ndarray, layers: list[tuple[np.nda
         if bounds.lower_intercept is not None:
             s = bounds.lower_intercept[k]
             const = const + (pos @ s if s.ndim == 1 else (pos * s).sum(-1))
+        if bounds.paired is not None:
+            pl, pu = bounds.paired[k]
+            h = Lz.shape[-1] // 2
+            Lz[..., :h] += pos[..., h:] * pl + neg[..., h:] * pu
         if beta is not None:
             Lz = Lz + bounds.phase_sign[k] * beta[k]
         W, b = layers[k]

@@ -9,7 +9,7 @@ from milp import milp_max_linear
 
 from polytrav import Network
 from polytrav.bounds.crown import BOUND_TOL
-from polytrav.bounds.difference import NetworkPair, difference_bounds
+from polytrav.bounds.difference import NetworkPair, difference_bounds, relax_difference_paired
 from polytrav.testing.reference import random_net
 
 PATHS = ("stacked", "difference", "best")
@@ -46,6 +46,43 @@ def assert_contains(f, g, lo, hi, bounds, C=None, seed=0):
         D = D @ np.asarray(C).T
     assert (D >= bounds.lower).all(), (bounds.path, D.min(axis=0), bounds.lower)
     assert (D <= bounds.upper).all(), (bounds.path, D.max(axis=0), bounds.upper)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_paired_lines_hold_on_a_grid_of_every_phase_case(seed):
+    """``relu(z + D) - relu(z)`` lies between its lines at every point of the box of ``(z,
+    D)`` with ``z + D`` in ``g``'s bounds, in each case of phases (active, inactive,
+    unstable, for ``f`` and ``g``), with the bounds of ``z`` real or only its sign."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([-2.0, -0.2, 0.0, 0.3, 2.0])
+    lf, uf, ld, ud = [], [], [], []
+    for zc in centres:
+        for dc in (-1.0, -0.05, 0.0, 0.05, 1.0):
+            wz, wd = rng.uniform(0.1, 1.0), rng.uniform(0.01, 0.5)
+            lf.append(zc - wz), uf.append(zc + wz), ld.append(dc - wd), ud.append(dc + wd)
+    lf, uf, ld, ud = map(np.array, (lf, uf, ld, ud))
+    # g's bounds: z + D's, tightened at random (never past the true range's far side)
+    lg, ug = lf + ld, uf + ud
+    cut = rng.uniform(0.0, 0.3, lg.shape) * (ug - lg)
+    lg, ug = lg + cut * (rng.random(lg.shape) < 0.5), ug - cut * (rng.random(lg.shape) < 0.5)
+    for real in (np.ones(lf.shape, bool), rng.random(lf.shape) < 0.5):
+        lines = relax_difference_paired(lf, uf, lg, ug, ld, ud, real)
+        ls, lp, li, us, up, ui = lines
+        assert all(np.isfinite(a).all() for a in lines)
+        u = np.linspace(0.0, 1.0, 41)
+        z = lf[:, None, None] + (uf - lf)[:, None, None] * u[None, :, None]
+        D = ld[:, None, None] + (ud - ld)[:, None, None] * u[None, None, :]
+        inside = (z + D >= lg[:, None, None]) & (z + D <= ug[:, None, None])
+        d = np.maximum(z + D, 0.0) - np.maximum(z, 0.0)
+        low = ls[:, None, None] * D + lp[:, None, None] * z + li[:, None, None]
+        high = us[:, None, None] * D + up[:, None, None] * z + ui[:, None, None]
+        assert (low <= d + 1e-12)[inside].all()
+        assert (d <= high + 1e-12)[inside].all()
+    # both phases known: the exact line, e.g. f active and g inactive: d = -z
+    lines = relax_difference_paired(np.array([0.5]), np.array([1.0]), np.array([-1.0]),
+                                    np.array([-0.2]), np.array([-2.0]), np.array([-0.7]),
+                                    np.array([False]))
+    assert [float(a[0]) for a in lines] == [0.0, -1.0, 0.0, 0.0, -1.0, 0.0]
 
 
 @pytest.mark.parametrize("seed", range(12))
