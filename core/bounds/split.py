@@ -156,7 +156,8 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
 
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, extend: bool = False,
-              deep_time: float | None = None) -> SplitResult:
+              deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS
+              ) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
@@ -170,7 +171,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     :data:`SPLIT_MAX_BOXES` bounded.
 
     ``deep_time``: where that stops (the *frontier*), go on for at most this many seconds
-    more (and at most :data:`SPLIT_OPEN_SECONDS` per frontier box), doubling while each doubling proves at least :data:`SPLIT_DEEP_STALL` of the volume
+    more (and at most ``open_seconds`` per frontier box: about what a traversal of an open
+    box costs), doubling while each doubling proves at least :data:`SPLIT_DEEP_STALL` of the volume
     still unproven, up to :data:`SPLIT_DEEP_MAX_BOXES`. If boxes are still open then, each
     frontier box that holds open ones returns them if they are at most
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole)."""
@@ -213,7 +215,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                     heap = [e[:4] + (i, e[5]) for i, e in enumerate(heap)]  # same order: a heap
                     narrow = [(lo, hi, len(heap) + i) for i, (lo, hi, _) in enumerate(narrow)]
                     deep_start, mark = time.perf_counter(), 2 * mark
-                    deep_time = min(deep_time, SPLIT_OPEN_SECONDS * len(frontier))
+                    deep_time = min(deep_time, open_seconds * len(frontier))
                 elif frontier is not None and _deep_progress(share, mark) \
                         and mark < SPLIT_DEEP_MAX_BOXES:
                     mark *= 2
