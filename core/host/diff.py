@@ -16,9 +16,11 @@ from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.vocabulary.results import Verdict
+from polytrav.vocabulary.text import code_text, parse_code
 from polytrav.vocabulary.tolerances import WITNESS_TOL
 
-__all__ = ["diff", "DiffResult", "OutputDiff", "DecisionChange", "FeatureDiff", "joint_network"]
+__all__ = ["diff", "DiffResult", "OutputDiff", "DecisionChange", "FeatureDiff", "joint_network",
+           "network_codes"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,9 @@ class OutputDiff:
 
     ``max_abs`` is attained at ``witness`` (``f`` and ``g`` evaluated there by forward
     passes: ``f_value``, ``g_value``; ``confirmed`` when ``witness`` is in the region and
-    ``g_value - f_value`` agrees with the LP's value, both within ``WITNESS_TOL``); ``code`` is the joint polytope's activation code.
+    ``g_value - f_value`` agrees with the LP's value, both within ``WITNESS_TOL``); ``code`` is
+    the joint polytope's activation code, ``codes`` each network's part of it
+    (:func:`network_codes`).
     """
 
     output: int
@@ -41,12 +45,13 @@ class OutputDiff:
     code: str | None
     argmax: np.ndarray | None = field(default=None, repr=False)
     argmin: np.ndarray | None = field(default=None, repr=False)
+    codes: dict[str, str] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"output": self.output, "max": self.max, "min": self.min,
                 "max_abs": self.max_abs, "witness": _list(self.witness),
                 "f_value": self.f_value, "g_value": self.g_value,
-                "confirmed": self.confirmed, "code": self.code,
+                "confirmed": self.confirmed, "code": self.code, "codes": self.codes,
                 "argmax": _list(self.argmax), "argmin": _list(self.argmin)}
 
 
@@ -65,11 +70,13 @@ class DecisionChange:
     radius: float
     confirmed: bool
     volume_share: float | None = None
+    codes: dict[str, str] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"polytope": self.polytope, "code": self.code, "f_class": _plain(self.f_class),
-                "g_class": _plain(self.g_class), "x": _list(self.x), "radius": self.radius,
-                "confirmed": self.confirmed, "volume_share": self.volume_share}
+        return {"polytope": self.polytope, "code": self.code, "codes": self.codes,
+                "f_class": _plain(self.f_class), "g_class": _plain(self.g_class),
+                "x": _list(self.x), "radius": self.radius, "confirmed": self.confirmed,
+                "volume_share": self.volume_share}
 
 
 @dataclass(frozen=True)
@@ -93,12 +100,13 @@ class FeatureDiff:
     x: np.ndarray
     mean_abs: float | None
     exact: bool
+    codes: dict[str, str] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"output": self.output, "input": self.input, "name": self.name,
                 "max_abs": self.max_abs, "slope": self.slope, "polytope": self.polytope,
-                "code": self.code, "x": _list(self.x), "mean_abs": self.mean_abs,
-                "exact": self.exact}
+                "code": self.code, "codes": self.codes, "x": _list(self.x),
+                "mean_abs": self.mean_abs, "exact": self.exact}
 
 
 @dataclass(frozen=True)
@@ -243,10 +251,13 @@ class DiffResult:
                 "features": [r.to_dict() for r in self.features], "split": self.split}
 
     def output_rows(self) -> list[dict[str, Any]]:
-        """One flat record per compared output (the witness as ``x0``, ``x1``, ...)."""
+        """One flat record per compared output (each network's code as ``f_code``, ``g_code``;
+        the witness as ``x0``, ``x1``, ...)."""
         rows = []
         for o in self.outputs:
-            rec = {k: v for k, v in o.to_dict().items() if k not in ("argmax", "argmin", "witness")}
+            rec = {k: v for k, v in o.to_dict().items()
+                   if k not in ("argmax", "argmin", "witness", "codes")}
+            rec.update({f"{name}_code": code for name, code in (o.codes or {}).items()})
             rec.update({f"x{i}": v for i, v in enumerate(_list(o.witness) or [])})
             rec["exact"] = self.exact
             rows.append(rec)
@@ -278,6 +289,29 @@ def joint_network(f: Network, g: Network) -> Network:
     joint = Network.stack([f, g], names=["f", "g"]).compose_input(np.vstack([np.eye(n)] * 2),
                                                                 np.zeros(2 * n))
     return joint
+
+
+def network_codes(code: str | None, f: Network, g: Network) -> dict[str, str] | None:
+    """``{"f": ..., "g": ...}``: each network's own activation code within the code of a
+    polytope of :func:`joint_network` ``(f, g)`` (per hidden layer ``f``'s neurons, then
+    ``g``'s; a shallower network's padding neurons are neither's), spelled as a run spells
+    codes (:func:`~polytrav.vocabulary.text.code_text`; a hex code is read back whole). None
+    for None.
+
+    >>> f = Network.from_arrays([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> g = Network.from_arrays([[[2.0]], [[1.0]]], [[0.0], [0.0]])
+    >>> network_codes("101", f, g)  # one hidden layer: f's two neurons, then g's one
+    {'f': '10', 'g': '1'}
+    """
+    if code is None:
+        return None
+    own = [[W.shape[0] for W in net.weights[:-1]] for net in (f, g)]
+    pad = 2 * f.n_outputs
+    sizes = [[w[k] if k < len(w) else pad for w in own] for k in range(max(map(len, own)))]
+    layers = parse_code(code, [a + b for a, b in sizes]) if sizes else ()
+    f_code = [layer[:a] for layer, (a, _) in zip(layers, sizes)][:len(own[0])]
+    g_code = [layer[a:] for layer, (a, _) in zip(layers, sizes)][:len(own[1])]
+    return {"f": code_text(f_code), "g": code_text(g_code)}
 
 
 def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float | None = None,
@@ -369,7 +403,8 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
         outs.append(OutputDiff(output=r["output"], max=r["max"], min=r["min"],
                                max_abs=r["max_abs"], witness=x, f_value=fv, g_value=gv,
                                confirmed=confirmed, code=r["max_abs_code"],
-                               argmax=r["argmax"], argmin=r["argmin"]))
+                               argmax=r["argmax"], argmin=r["argmin"],
+                               codes=network_codes(r["max_abs_code"], f, g)))
     dec = det["decisions"]
     changes, differ, share, method, n_changed = [], None, None, None, 0
     if dec is not None:
@@ -379,13 +414,14 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
                 polytope=c["polytope"], code=c["code"],
                 f_class=_label(f, c["f_class"]), g_class=_label(g, c["g_class"]), x=c["x"],
                 radius=c["radius"], confirmed=c["confirmed"] and _changes(f, g, c),
-                volume_share=c.get("volume_share")))
+                volume_share=c.get("volume_share"), codes=network_codes(c["code"], f, g)))
         if differ and not any(c.confirmed for c in changes):
             differ = None  # found only by LPs that forward passes do not confirm
         share = dec.get("volume_share")
         method = dec.get("volume_method")
     names = f.input_names or [f"x{i}" for i in range(f.n_inputs)]
-    features = [FeatureDiff(name=names[r["input"]], **r) for r in det.get("features", [])]
+    features = [FeatureDiff(name=names[r["input"]], codes=network_codes(r["code"], f, g), **r)
+                for r in det.get("features", [])]
     violation = det["violation"]
     verdict = res.verdict
     if violation is not None:
@@ -393,7 +429,7 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
         d = float(g.forward(x)[j] - f.forward(x)[j])
         if not abs(d) > epsilon:
             verdict = Verdict.VIOLATED_UNCONFIRMED
-        violation = {**violation, "value": d}
+        violation = {**violation, "value": d, "codes": network_codes(violation["code"], f, g)}
     return DiffResult(outputs=outs, exact=res.exact, status=report.status.value,
                       n_polytopes=res.n_polytopes, n_solves=res.n_solves,
                       decisions_differ=differ, changes=changes, n_changed_polytopes=n_changed,
@@ -557,7 +593,8 @@ def _point_violation(f, g, box, x, asked, epsilon, seconds, stats) -> DiffResult
                       decisions_differ=None, changes=[], n_changed_polytopes=0,
                       volume_share=None, volume_method=None, epsilon=epsilon,
                       verdict=Verdict.VIOLATED,
-                      violation={"output": j, "value": float(d[j]), "x": x, "code": None},
+                      violation={"output": j, "value": float(d[j]), "x": x, "code": None,
+                                 "codes": None},
                       time=seconds, split=stats)
 
 
@@ -587,7 +624,7 @@ def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
                                max_abs=top.max_abs, witness=top.witness,
                                f_value=top.f_value, g_value=top.g_value,
                                confirmed=top.confirmed, code=top.code, argmax=hi.argmax,
-                               argmin=lo.argmin))
+                               argmin=lo.argmin, codes=top.codes))
     if not parts:  # nothing traversed: the outputs are those asked, none visited
         outs = [OutputDiff(output=j, max=-np.inf, min=np.inf, max_abs=-np.inf, witness=None,
                            f_value=None, g_value=None, confirmed=False, code=None)

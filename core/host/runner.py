@@ -38,7 +38,7 @@ from polytrav.host.steering import Guide, Voters
 from polytrav.model.network import Network
 from polytrav.model.region import Region
 from polytrav.vocabulary.ctrl_c import ctrl_c_held
-from polytrav.vocabulary.text import code_string
+from polytrav.vocabulary.text import code_text
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, SolveTally, counting, solve_along, tally_solve
 from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
@@ -234,11 +234,9 @@ class RunContext:
 
     @staticmethod
     def code_str(polytope) -> str:
-        """The polytope's activation code for messages (:func:`~polytrav.vocabulary.text.code_string`;
+        """The polytope's activation code for messages (:func:`~polytrav.vocabulary.text.code_text`:
         past 128 neurons its packed bits in hex, which stay unique)."""
-        if sum(c.size for c in polytope.code) > 128:
-            return "0x" + polytope.key.hex()
-        return code_string(polytope.code)
+        return code_text(polytope.code)
 
 
 def _as_analyses(analyses, pm) -> list[Analysis]:

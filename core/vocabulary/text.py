@@ -15,7 +15,11 @@ import numpy as np
 
 from polytrav.vocabulary.results import AnalysisResult, Scope, Verdict
 
-__all__ = ["describe_result", "coverage", "fmt", "vector", "code_string", "parse_code", "SHOWN"]
+__all__ = ["describe_result", "coverage", "fmt", "vector", "code_string", "code_text", "parse_code",
+           "SHOWN", "HEX_CODES_PAST"]
+
+#: Past this many neurons a run spells a code as its packed bits in hex (:func:`code_text`).
+HEX_CODES_PAST = 128
 
 #: Coordinates of a point shown in text; the rest are elided (all are in the JSON).
 SHOWN = 6
@@ -109,11 +113,35 @@ def describe_result(result: AnalysisResult, analysis=None, network=None) -> list
     return lines
 
 
-def parse_code(text: str) -> tuple[np.ndarray, ...]:
-    """The inverse of :func:`code_string`: one bool array per layer.
+def code_text(code) -> str:
+    """An activation code as a run spells it in records and messages: :func:`code_string`, or
+    past :data:`HEX_CODES_PAST` neurons ``"0x"`` and its packed bits in hex (unique, short).
+
+    >>> code_text((np.array([False, True, True]), np.array([True, False])))
+    '011|10'
+    >>> code_text((np.ones(129, bool),))
+    '0xffffffffffffffffffffffffffffffff80'
+    """
+    if sum(np.size(c) for c in code) > HEX_CODES_PAST:
+        bits = np.concatenate([np.asarray(c, bool).ravel() for c in code])
+        return "0x" + np.packbits(bits).tobytes().hex()
+    return code_string(code)
+
+
+def parse_code(text: str, widths=None) -> tuple[np.ndarray, ...]:
+    """The inverse of :func:`code_text`: one bool array per layer; a hex code needs the
+    layers' ``widths``.
 
     >>> layers = parse_code("011|10")
     >>> len(layers), layers[1].tolist()
     (2, [True, False])
+    >>> [c.sum() for c in parse_code("0xffffffffffffffffffffffffffffffff80", [100, 29])]
+    [np.int64(100), np.int64(29)]
     """
-    return tuple(np.array([c == "1" for c in layer], bool) for layer in str(text).split("|"))
+    text = str(text)
+    if text.startswith("0x"):
+        if widths is None:
+            raise ValueError("parse_code: a hex code needs its layers' widths")
+        bits = np.unpackbits(np.frombuffer(bytes.fromhex(text[2:]), np.uint8)).astype(bool)
+        return tuple(np.split(bits[:sum(widths)], np.cumsum(widths)[:-1]))
+    return tuple(np.array([c == "1" for c in layer], bool) for layer in text.split("|"))

@@ -282,3 +282,30 @@ def test_verdict_by_input_split_agrees_and_a_budget_never_holds(pair, result):
     short = polytrav.diff(f, g, Box(LO, HI), epsilon=tight, verdict_only=True, max_polytopes=1)
     assert short.verdict is not Verdict.HOLDS or (short.split["open"] == 0
                                                  and short.n_polytopes == 0)
+
+
+@pytest.mark.parametrize("widths", [([4], [3, 3]), ([70, 70], [60])])
+def test_each_network_s_own_code_of_every_record(widths):
+    """``codes`` splits a record's joint code into f's and g's own codes (other widths and
+    depths; past 128 neurons the joint code is hex): at a record's interior point each is that
+    network's activation code there, and at the largest difference, on the boundary of its
+    polytope, each network's local model on its own code gives its value."""
+    from polytrav.vocabulary.text import code_text, parse_code
+
+    f = random_net(21, 2, widths[0], n_out=2)
+    g = random_net(22, 2, widths[1], n_out=2)
+    r = polytrav.diff(f, g, Box(LO, HI), max_polytopes=60)
+    assert r.changes and r.features
+    assert all((o.code.startswith("0x") for o in r.outputs)) == (sum(widths[0]) + sum(
+        widths[1]) > 128)
+    for rec in [*r.changes, *r.features]:
+        for name, net in (("f", f), ("g", g)):
+            assert rec.codes[name] == code_text(net.activation_code(rec.x))
+    for o in r.outputs:
+        for name, net in (("f", f), ("g", g)):
+            code = parse_code(o.codes[name], [W.shape[0] for W in net.weights[:-1]])
+            W, c = net.local_model(code)
+            assert np.allclose(W @ o.witness + c, net.forward(o.witness), atol=1e-9)
+    assert r.to_dict()["outputs"][0]["codes"] == r.outputs[0].codes
+    row = r.output_rows()[0]
+    assert (row["f_code"], row["g_code"]) == (r.outputs[0].codes["f"], r.outputs[0].codes["g"])
