@@ -38,7 +38,7 @@ __all__ = ["BoxPiece", "BoxFrame", "LpContext", "SplitResult", "split_box", "eff
            "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
            "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS", "SPLIT_LEAVES_PER_BOX",
-           "SPLIT_BATCH", "SPLIT_BATCH_SHARE"]
+           "SPLIT_BATCH", "SPLIT_BATCH_SHARE", "SPLIT_PROBE_BOXES"]
 
 #: Input splitting is used for boxes of at most this many *effective* inputs
 #: (:func:`effective_inputs`): halving each of ``k`` inputs once takes ``2^k`` boxes.
@@ -60,6 +60,8 @@ SPLIT_DEEP_MAX_BOXES = 400_000
 #: those to the traversal, else it is traversed whole (a small open box's traversal costs
 #: about a quarter of a frontier box's: 25 against 100 ms on ACAS Xu 3_3 property 2).
 SPLIT_LEAVES_PER_BOX = 4
+#: The worst open boxes :func:`split_box`'s ``probe`` is given where the deep search begins.
+SPLIT_PROBE_BOXES = 32
 #: ``verify``'s deep search time: this share of the time left, or these seconds without a
 #: time limit.
 SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME = 0.25, 30.0
@@ -156,8 +158,8 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
 
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, extend: bool = False,
-              deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS
-              ) -> SplitResult:
+              deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
+              probe=None) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
@@ -175,7 +177,12 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     box costs), doubling while each doubling proves at least :data:`SPLIT_DEEP_STALL` of the volume
     still unproven, up to :data:`SPLIT_DEEP_MAX_BOXES`. If boxes are still open then, each
     frontier box that holds open ones returns them if they are at most
-    :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole)."""
+    :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole).
+
+    ``probe``: called once where the deep search begins, with the :data:`SPLIT_PROBE_BOXES`
+    worst open boxes (``(lower, upper)`` pairs); a point it returns (a counterexample it
+    found, e.g. by traversing them) ends the split as its candidate. A deep search can
+    take most of the time on a query that holds nowhere near its worst boxes."""
     from polytrav.bounds.crown import box_output_bounds
     from polytrav.bounds.difference import stacked_pair
     from polytrav.bounds.dnf import dnf_box_margin, stacked, unsafe_distance
@@ -214,6 +221,12 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                     frontier = [e[2:4] for e in heap] + [(lo, hi) for lo, hi, _ in narrow]
                     heap = [e[:4] + (i, e[5]) for i, e in enumerate(heap)]  # same order: a heap
                     narrow = [(lo, hi, len(heap) + i) for i, (lo, hi, _) in enumerate(narrow)]
+                    if probe is not None:
+                        worst = sorted(heap, key=lambda e: e[:2])[:SPLIT_PROBE_BOXES]
+                        found = probe([e[2:4] for e in worst])
+                        if found is not None:
+                            result.candidate = np.asarray(found, float)
+                            return result
                     deep_start, mark = time.perf_counter(), 2 * mark
                     deep_time = min(deep_time, open_seconds * len(frontier))
                 elif frontier is not None and _deep_progress(share, mark) \

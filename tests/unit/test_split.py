@@ -243,3 +243,32 @@ def test_a_box_skips_its_conjunctions_lp_only_where_the_lp_could_not_prove_it(mo
             skipped += lps == 0 and forced <= 0
             compared += 1
     assert compared >= 50 and skipped >= 5
+
+
+def test_the_probe_gets_the_worst_open_boxes_once_and_its_point_ends_the_split():
+    """Where the deep search begins, ``probe`` is called once with at most
+    SPLIT_PROBE_BOXES open boxes inside the box, the least proven first; a point it returns
+    is the split's candidate (and None lets the deep search go on)."""
+    from polytrav.bounds.split import SPLIT_PROBE_BOXES
+
+    for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
+        prop = LinearProperty(unsafe)
+        prop.validate(net, Box(lo, hi))
+        calls = []
+
+        def probe(boxes):
+            calls.append(boxes)
+            return None
+
+        result = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
+                           probe=probe)
+        if result.frontier == 0:
+            continue
+        assert len(calls) == 1 and 0 < len(calls[0]) <= SPLIT_PROBE_BOXES
+        assert all(np.all(lo <= a) and np.all(a <= b) and np.all(b <= hi) for a, b in calls[0])
+        point = (calls[0][0][0] + calls[0][0][1]) / 2
+        again = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
+                          probe=lambda boxes: point)
+        assert np.array_equal(again.candidate, point) and again.frontier == 0
+        return
+    pytest.fail("no instance reached the deep search")
