@@ -24,7 +24,9 @@ above ``eps`` would make it wrong, and is replayed as a sat witness would be). T
     python benchmarks/diff_verify.py ../scratch/small --exact --out benchmarks/results/diff_verify_small.json
 
 ``--exact`` (small nets): also ``polytrav.diff``'s exact largest ``|g_j - f_j|`` over each
-query's box against the MILP's (when the MILP closed its gap), to 1e-6.
+query's box against the MILP's (when the MILP closed its gap), to 1e-6. ``--resume --routes
+diff``: the diff path again on the rows already in ``--out``, today's columns kept (each row's
+``routes_run`` says what ran in this run).
 """
 from __future__ import annotations
 
@@ -232,6 +234,10 @@ def main(argv=None) -> int:
     ap.add_argument("--milp-limit", type=float, default=120.0,
                     help="seconds of MILP per unsat answer (0: no check)")
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out")
+    ap.add_argument("--routes", nargs="*", choices=ROUTES, default=list(ROUTES),
+                    help="with --resume: run only these routes again on the rows already in "
+                         "--out, keeping the others' columns (e.g. the diff path after a change "
+                         "to it, against today's path measured before); new rows run every route")
     ap.add_argument("--exact", action="store_true",
                     help="also polytrav.diff's exact largest |g - f| against the MILP (small nets)")
     ap.add_argument("--one", help=argparse_hidden())
@@ -249,14 +255,21 @@ def main(argv=None) -> int:
     if args.resume and args.out and Path(args.out).exists():
         done = {r["query"]: r for r in load(args.out)["rows"]}
     for row in rows:
+        again = ROUTES
         if row["query"] in done:
-            run.add(done[row["query"]])
-            continue
+            again = [r for r in ROUTES if r in args.routes]
+            if again == list(ROUTES):
+                run.add(done[row["query"]])
+                continue
         rec = {"query": row["query"], "network": row["network"], "kind": row["kind"],
                "box": row["box"], "epsilon": float(row["epsilon"]),
                "sampled": float(row["sampled"])}
+        if again != ROUTES:  # the other routes' columns, as measured before
+            rec = {k: v for k, v in done[row["query"]].items()
+                   if not any(k.startswith(f"{r}_") for r in again)}
+        rec["routes_run"] = list(again)
         cache: dict = {}
-        for route in ROUTES:
+        for route in again:
             r = run_route(args.folder, row, route, args.timeout)
             rec.update({f"{route}_{k}": v for k, v in r.items() if k != "x"})
             rec.update({f"{route}_{k}": v for k, v in check(args.folder, row, r,
