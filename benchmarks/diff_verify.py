@@ -26,7 +26,8 @@ above ``eps`` would make it wrong, and is replayed as a sat witness would be). T
 ``--exact`` (small nets): also ``polytrav.diff``'s exact largest ``|g_j - f_j|`` over each
 query's box against the MILP's (when the MILP closed its gap), to 1e-6. ``--resume --routes
 diff``: the diff path again on the rows already in ``--out``, today's columns kept (each row's
-``routes_run`` says what ran in this run).
+``routes_run`` says what ran in this run). ``--summarise A.json B.json ...``: one summary of
+several results files' rows.
 """
 from __future__ import annotations
 
@@ -227,7 +228,8 @@ def summarise(rows: list[dict], timeout: float) -> dict:
 
 def main(argv=None) -> int:
     ap = parser(__doc__, repeats=None)
-    ap.add_argument("folder", type=Path, help="written by benchmarks/diff_instances.py")
+    ap.add_argument("folder", type=Path, nargs="?",
+                    help="written by benchmarks/diff_instances.py")
     ap.add_argument("--timeout", type=float, default=100.0, help="seconds per instance and route")
     ap.add_argument("--networks", nargs="*", help="only these networks (e.g. 1_1 3_3)")
     ap.add_argument("--kinds", nargs="*", default=["prune", "perturb"])
@@ -240,9 +242,15 @@ def main(argv=None) -> int:
                          "to it, against today's path measured before); new rows run every route")
     ap.add_argument("--exact", action="store_true",
                     help="also polytrav.diff's exact largest |g - f| against the MILP (small nets)")
+    ap.add_argument("--summarise", nargs="+", type=Path, metavar="RESULTS",
+                    help="instead: the summary of these results files' rows together")
     ap.add_argument("--one", help=argparse_hidden())
     ap.add_argument("--route", choices=ROUTES, help=argparse_hidden())
     args = ap.parse_args(argv)
+    if args.summarise:
+        rows = [r for path in args.summarise for r in load(path)["rows"]]
+        print(json.dumps(summarise(rows, args.timeout), indent=1))
+        return 0
     rows = list(csv.DictReader(open(args.folder / "instances.csv")))
     if args.one:
         row = next(r for r in rows if r["query"] == args.one)
