@@ -151,6 +151,32 @@ def test_exact_extremes_lie_inside_the_bounds(seed):
             (j, bounds.lower[j], bottom, top.value, bounds.upper[j])
 
 
+def test_the_stack_bounded_copy_by_copy_gives_crown_s_numbers_for_the_whole_stack():
+    """The pair's stacked bounds come from each network's own CROWN (the stack is
+    block-diagonal after its shared first layer): the same numbers as CROWN on the stack,
+    phases included."""
+    from polytrav.bounds.crown import box_output_bounds
+
+    f = random_net(4, 3, [9, 8, 7], n_out=2)
+    g = pruned(f, 4, 0.2)
+    pair = NetworkPair.of(f, g)
+    rng = np.random.default_rng(4)
+    lo = rng.uniform(-1.0, 0.0, (5, 3))
+    mid, rad = lo + 0.3, np.full((5, 3), 0.3)
+    C = rng.standard_normal((3, 4))
+    L, g0 = pair.box_output_bounds(mid, rad, C, path="stacked")
+    L2, g2 = box_output_bounds(pair.stacked, mid, rad, C)
+    assert np.allclose(L, L2, atol=1e-12) and np.allclose(g0, g2, atol=1e-12)
+    # the phases proven: the stack's (in the pair's matched order) against the holder's (the
+    # plain stack of f and g, in their own order), mapped by the pair's index
+    stack_phases = np.zeros((5, sum(W.shape[0] for W, _ in pair.stacked[:-1])), np.int8)
+    box_output_bounds(pair.stacked, mid, rad, C, phases=stack_phases)
+    held = np.zeros((5, max(int(i.max()) for i in pair.index) + 1), np.int8)
+    pair.box_output_bounds(mid, rad, C, phases=held, path="stacked")
+    where = np.concatenate(pair.index)
+    assert np.array_equal(held[:, where[where >= 0]], stack_phases[:, where >= 0])
+
+
 def test_identical_networks_differ_by_zero():
     f = random_net(3, 3, [8, 8], n_out=2)
     lo, hi = random_box(3, 3)
