@@ -135,8 +135,8 @@ def parse_code(text: str, widths=None) -> tuple[np.ndarray, ...]:
     >>> layers = parse_code("011|10")
     >>> len(layers), layers[1].tolist()
     (2, [True, False])
-    >>> [c.sum() for c in parse_code("0xffffffffffffffffffffffffffffffff80", [100, 29])]
-    [np.int64(100), np.int64(29)]
+    >>> tuple(int(c.sum()) for c in parse_code("0xffffffffffffffffffffffffffffffff80", (100, 29)))
+    (100, 29)
     """
     text = str(text)
     if text.startswith("0x"):
