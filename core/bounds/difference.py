@@ -251,14 +251,10 @@ class NetworkPair:
             phases = np.zeros((held.shape[0], where.shape[0]), held.dtype)
             phases[:, where >= 0] = held[:, where[where >= 0]]
         entry = None if phases is None else phases.copy()
-        if phases is None:
-            stack = _side_by_side(box_layer_bounds(self.f_layers, mid, rad),
-                                  box_layer_bounds(self.g_layers, mid, rad))
-        else:  # each network's phases, bounded and written back
-            own = [phases[:, half] for half in self.halves]
-            stack = _side_by_side(*(box_layer_bounds(layers, mid, rad, known)
-                                    for layers, known in zip((self.f_layers, self.g_layers),
-                                                             own)))
+        own = [None if phases is None else phases[:, half] for half in self.halves]
+        stack = _side_by_side(*(box_layer_bounds(layers, mid, rad, known) for layers, known
+                                in zip((self.f_layers, self.g_layers), own)))
+        if phases is not None:  # each network's phases proven, written back
             for half, known in zip(self.halves, own):
                 phases[:, half] = known
         W, b = self.stacked[-1]

@@ -491,6 +491,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
                                 {"boxes": 0, "proven": 0, "open": 0,
                                  "proven_volume_share": 0.0, "difference": False,
                                  "candidate": "attack" if attacked else "sampled"})
+
     def traverse(region, start, deadline, budget) -> DiffResult:
         analysis = create_analysis("model_diff", pm=session.pm, split=m, outputs=outputs,
                                    epsilon=epsilon, decisions=False, volumes=False,
@@ -501,7 +502,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
                              order="best-first")
         return _result(f, g, region, session.run(joint, region, analysis, options), epsilon)
 
-    probed = []  # the probe's traversals, the violated one last
+    probed = []  # the probe's traversals, a violated one last
 
     def probe(boxes):
         """The worst open boxes traversed where the deep search begins, for
@@ -535,8 +536,8 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
              "probed": len(probed)}
     if probed and probed[-1].verdict is Verdict.VIOLATED:
         stats.update(candidate="probe", open=0)
-        return _merged([probed[-1]], asked, epsilon, probed[-1].status,
-                       time.perf_counter() - t0, stats)
+        return _merged(probed, asked, epsilon, probed[-1].status, time.perf_counter() - t0,
+                       stats)
     candidate = split.candidate
     if candidate is None and split.open_boxes and not attacked:  # verify's attack, once
         candidate = _attack(joint, pairs, box)
@@ -566,7 +567,9 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         if part.verdict is not Verdict.HOLDS:
             status = part.status
             break
-    return _merged(parts, asked, epsilon, status, time.perf_counter() - t0, stats)
+    merged = _merged(parts, asked, epsilon, status, time.perf_counter() - t0, stats)
+    # the probe's polytopes count too (its boxes held, so they take no part in the verdict)
+    return replace(merged, n_polytopes=merged.n_polytopes + sum(p.n_polytopes for p in probed))
 
 
 #: The shares of the time limit that the input split, and its deep search, may take. The

@@ -10,6 +10,17 @@ from polytrav.testing.reference import (brute_force_cells, brute_force_regions, 
                                         chebyshev_radius, random_net)
 
 
+def perturbed_copy(net, seed: int, weights: float, biases: float | None = None):
+    """``net`` with Gaussian noise of scale ``weights`` added to its weights and ``biases``
+    (default ``weights``) to its biases, drawn in that order from ``default_rng(seed)``."""
+    from polytrav import Network
+
+    rng = np.random.default_rng(seed)
+    biases = weights if biases is None else biases
+    return Network.from_arrays([W + weights * rng.standard_normal(W.shape) for W in net.weights],
+                               [b + biases * rng.standard_normal(b.shape) for b in net.biases])
+
+
 def dnf_instance(net_seed: int, seed: int, shape, conjunctions=(1, 3), rows=(2, 4),
                  quantile: float = 0.4, shifts=(0.0, 0.05, 0.3)):
     """A random net of ``shape`` ``(n_in, widths, n_out)``, an L∞ box around a random point,

@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from milp import joint_by_hand
+from reference import perturbed_copy
 from scipy.optimize import linprog
 
 import polytrav
-from polytrav import Box, Network, NetworkError, Verdict
+from polytrav import Box, NetworkError, Verdict
 from polytrav.testing.reference import brute_force_regions, random_net
 
 LO, HI = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
@@ -44,10 +45,7 @@ def grid(n=201, lo=LO, hi=HI):
 def pair():
     """f: 2-3-3-3 and g: f with perturbed weights (same depth, 3 classes)."""
     f = random_net(9, 2, [3, 3], n_out=3)
-    rng = np.random.default_rng(7)
-    g = Network.from_arrays([W + 0.15 * rng.standard_normal(W.shape) for W in f.weights],
-                            [b + 0.1 * rng.standard_normal(b.shape) for b in f.biases])
-    return f, g
+    return f, perturbed_copy(f, 7, 0.15, 0.1)
 
 
 @pytest.fixture(scope="module")
@@ -282,6 +280,30 @@ def test_verdict_by_input_split_agrees_and_a_budget_never_holds(pair, result):
     short = polytrav.diff(f, g, Box(LO, HI), epsilon=tight, verdict_only=True, max_polytopes=1)
     assert short.verdict is not Verdict.HOLDS or (short.split["open"] == 0
                                                  and short.n_polytopes == 0)
+
+
+def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
+        monkeypatch, pair, result):
+    """With the samples, the attack and the split's own points blind, the probe's traversal
+    of the worst open boxes is what finds a violation (replayed by forward passes); on a
+    query that holds, the probed boxes take no part in the verdict, which stays HOLDS."""
+    import polytrav.bounds.dnf as dnf
+    import polytrav.host.diff as host_diff
+
+    f, g = pair
+    monkeypatch.setattr(host_diff, "_sampled_violation", lambda *args: (None, False))
+    monkeypatch.setattr(host_diff, "_attack", lambda *args: None)
+    monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)  # the deep search: early
+    monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
+    for q in (0.9, 0.999):
+        eps = q * result.max_abs
+        r = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
+        assert r.verdict is Verdict.VIOLATED and r.split["candidate"] == "probe"
+        x, j = r.violation["x"], r.violation["output"]
+        assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps and r.n_polytopes >= 1
+    held = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True)
+    assert held.verdict is Verdict.HOLDS and held.split["probed"] > 0
 
 
 @pytest.mark.parametrize("widths", [([4], [3, 3]), ([70, 70], [60])])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from milp import joint_by_hand
+from reference import perturbed_copy
 
 import polytrav
 from polytrav import Box, Network
@@ -19,10 +20,7 @@ LO, HI = np.array([-1.0, -0.5]), np.array([1.0, 1.5])
 def pair():
     """f: 2-3-3-2 and g: f with perturbed weights; g's inputs named."""
     f = random_net(3, 2, [3, 3], n_out=2)
-    rng = np.random.default_rng(11)
-    g = Network.from_arrays([W + 0.2 * rng.standard_normal(W.shape) for W in f.weights],
-                            [b + 0.1 * rng.standard_normal(b.shape) for b in f.biases])
-    return f, g
+    return f, perturbed_copy(f, 11, 0.2, 0.1)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from milp import milp_max_linear
+from reference import perturbed_copy
 
 from polytrav import Network
 from polytrav.bounds.crown import BOUND_TOL
@@ -15,12 +16,6 @@ from polytrav.testing.reference import random_net
 PATHS = ("stacked", "difference", "best")
 #: Sampled points per box.
 SAMPLES = 4000
-
-
-def perturbed(f: Network, seed: int, scale: float) -> Network:
-    rng = np.random.default_rng(seed)
-    return Network.from_arrays([W + scale * rng.standard_normal(W.shape) for W in f.weights],
-                               [b + scale * rng.standard_normal(b.shape) for b in f.biases])
 
 
 def pruned(f: Network, seed: int, share: float = 0.25) -> Network:
@@ -88,7 +83,7 @@ def test_the_paired_lines_hold_on_a_grid_of_every_phase_case(seed):
 @pytest.mark.parametrize("seed", range(12))
 def test_bounds_of_perturbed_copies_hold_at_sampled_points(seed):
     f = random_net(seed, 3, [8, 7, 6], n_out=3)
-    g = perturbed(f, seed, scale=[0.005, 0.05, 0.3][seed % 3])
+    g = perturbed_copy(f, seed, [0.005, 0.05, 0.3][seed % 3])
     lo, hi = random_box(seed, 3)
     C = np.random.default_rng(seed).standard_normal((2, 3)) if seed % 2 else None
     for path in PATHS:
@@ -137,7 +132,7 @@ def test_exact_extremes_lie_inside_the_bounds(seed):
     """The largest and smallest g_j - f_j over the box by a MILP of both networks (the
     stack with the input shared), independent of polytrav's bounds."""
     f = random_net(seed, 2, [5, 4], n_out=2)
-    g = perturbed(f, seed, scale=0.05) if seed % 2 else pruned(f, seed, 0.3)
+    g = perturbed_copy(f, seed, 0.05) if seed % 2 else pruned(f, seed, 0.3)
     lo, hi = random_box(seed, 2)
     bounds = difference_bounds(f, g, lo, hi)
     shared = Network.stack([f, g]).compose_input(np.vstack([np.eye(2), np.eye(2)]), np.zeros(4))
@@ -189,7 +184,7 @@ def test_the_difference_is_tighter_than_the_copies_bounded_separately():
     ratios = []
     for seed in range(8):
         f = random_net(seed, 3, [10, 10, 8], n_out=3)
-        g = perturbed(f, seed, scale=0.01)
+        g = perturbed_copy(f, seed, 0.01)
         lo, hi = random_box(seed, 3)
         today = difference_bounds(f, g, lo, hi, path="stacked")
         best = difference_bounds(f, g, lo, hi)
@@ -203,7 +198,7 @@ def test_a_stack_of_two_copies_is_seen_as_a_pair_and_bounded_with_phases():
     sub-boxes with the phases proven on their parent; every sampled point of each sub-box
     meets its affine lower bounds."""
     f = random_net(5, 3, [8, 8], n_out=2)
-    g = perturbed(f, 5, 0.02)
+    g = perturbed_copy(f, 5, 0.02)
     stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
     pair = NetworkPair.in_stack(stack)
     assert pair is not None and NetworkPair.in_stack(f) is None
@@ -236,7 +231,7 @@ def test_the_input_split_bounds_a_stacked_pair_by_its_difference():
     from polytrav.solvers.highs import HighsBackend
 
     f = random_net(6, 2, [5, 4], n_out=2)
-    g = perturbed(f, 6, 0.02)
+    g = perturbed_copy(f, 6, 0.02)
     lo, hi = random_box(6, 2)
     stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(2), np.eye(2)]), np.zeros(4))
     rows = []
@@ -287,7 +282,7 @@ def test_piece_bounds_of_a_stacked_pair_hold_on_the_piece(seed):
     from polytrav.solvers.highs import HighsBackend
 
     f = random_net(seed, 3, [8, 7, 6], n_out=2)
-    g = perturbed(f, seed, 0.01) if seed % 2 else pruned(f, seed)
+    g = perturbed_copy(f, seed, 0.01) if seed % 2 else pruned(f, seed)
     stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
     pair = stacked_pair(stack)
     assert pair is not None and stacked_pair(stack) is pair
@@ -325,7 +320,7 @@ def test_neuron_branch_and_bound_on_a_stacked_pair_uses_the_difference():
     from polytrav.solvers.highs import HighsBackend
 
     f = random_net(7, 4, [8, 8], n_out=2)
-    g = perturbed(f, 7, 0.01)
+    g = perturbed_copy(f, 7, 0.01)
     lo, hi = random_box(7, 4)
     stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
     X = np.random.default_rng(7).uniform(lo, hi, (SAMPLES, 4))
