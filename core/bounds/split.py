@@ -89,7 +89,9 @@ class SplitResult:
     candidate: np.ndarray | None
     open_boxes: list = field(default_factory=list)  #: ``(lower, upper)`` pairs, worst first
     proven: int = 0  #: boxes proven by bounds
-    proven_volume_share: float = 0.0  #: their share of the box's volume (free inputs only)
+    held: int = 0  #: boxes proven by ``split_box``'s ``probe``
+    #: the share of the box's volume proven, by bounds or the probe (free inputs only)
+    proven_volume_share: float = 0.0
     boxes: int = 0  #: boxes bounded
     #: whether the boxes were bounded as a pair of networks (:data:`DIFFERENCE_BOUNDS`)
     difference: bool = False
@@ -180,9 +182,11 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole).
 
     ``probe``: called once where the deep search begins, with the :data:`SPLIT_PROBE_BOXES`
-    worst open boxes (``(lower, upper)`` pairs); a point it returns (a counterexample it
-    found, e.g. by traversing them) ends the split as its candidate. A deep search can
-    take most of the time on a query that holds nowhere near its worst boxes."""
+    worst open boxes (``(lower, upper)`` pairs, worst first); it returns ``(point, held)``.
+    A point (a counterexample it found, e.g. by traversing them) ends the split as its
+    candidate; else the first ``held`` boxes are proven by it (e.g. their traversals hold)
+    and leave the search. A deep search can take most of the time on a query that holds
+    nowhere near its worst boxes, and those boxes are the ones it bounds worst."""
     from polytrav.bounds.crown import box_output_bounds
     from polytrav.bounds.difference import stacked_pair
     from polytrav.bounds.dnf import dnf_box_margin, stacked, unsafe_distance
@@ -223,10 +227,16 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                     narrow = [(lo, hi, len(heap) + i) for i, (lo, hi, _) in enumerate(narrow)]
                     if probe is not None:
                         worst = sorted(heap, key=lambda e: e[:2])[:SPLIT_PROBE_BOXES]
-                        found = probe([e[2:4] for e in worst])
+                        found, held = probe([e[2:4] for e in worst])
                         if found is not None:
                             result.candidate = np.asarray(found, float)
                             return result
+                        gone = {e[1] for e in worst[:held]}  # proven: out of the search
+                        heap = [e for e in heap if e[1] not in gone]
+                        heapq.heapify(heap)
+                        result.held = len(gone)
+                        result.proven_volume_share += sum(
+                            float(np.prod(e[3][free] - e[2][free])) for e in worst[:held]) / total
                     deep_start, mark = time.perf_counter(), 2 * mark
                     deep_time = min(deep_time, open_seconds * len(frontier))
                 elif frontier is not None and _deep_progress(share, mark) \
@@ -235,6 +245,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                 else:
                     break
             now = time.perf_counter()
+            if not heap:  # the probe held every box left
+                break
             if time_limit is not None and now - t0 > time_limit:
                 break
             if deep_start is not None and now - deep_start > deep_time:

@@ -506,7 +506,8 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
 
     def probe(boxes):
         """The worst open boxes traversed where the deep search begins, for
-        :data:`PROBE_SHARE` of the time: a counterexample near the worst bounds."""
+        :data:`PROBE_SHARE` of the time: a counterexample near the worst bounds, else
+        the boxes whose traversals hold (the first ones) are proven."""
         end = time.perf_counter() + (PROBE_SECONDS if time_limit is None
                                      else PROBE_SHARE * time_limit)
         for a, b in boxes:
@@ -518,8 +519,10 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
                             None if max_polytopes is None else max_polytopes - used)
             probed.append(part)
             if part.verdict is Verdict.VIOLATED:
-                return part.violation["x"]
-        return None
+                return part.violation["x"], 0
+            if part.verdict is not Verdict.HOLDS:
+                break
+        return None, sum(p.verdict is Verdict.HOLDS for p in probed)
 
     try:
         split = split_box(joint, lo, hi, pairs, lp, extend=True,
@@ -533,7 +536,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
              "proven_volume_share": split.proven_volume_share, "difference": split.difference,
              "candidate": None if split.candidate is None else "split",
-             "probed": len(probed)}
+             "probed": len(probed), "held": split.held}
     if probed and probed[-1].verdict is Verdict.VIOLATED:
         stats.update(candidate="probe", open=0)
         return _merged(probed, asked, epsilon, probed[-1].status, time.perf_counter() - t0,
@@ -552,12 +555,14 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     else:
         runs = [(Box(a, b), (a + b) / 2) for a, b in split.open_boxes]
     deadline = None if time_limit is None else t0 + time_limit
-    parts, status = [], "complete"
+    # the probe's held boxes are proven, unless the whole box is traversed
+    held = probed[:split.held] if candidate is None else []
+    parts, status = list(held), "complete"
     for region, start in runs:
         if deadline is not None and time.perf_counter() >= deadline:
             status = "time_limit"
             break
-        used = sum(p.n_polytopes for p in parts + probed)
+        used = sum(p.n_polytopes for p in parts + probed[len(held):])
         if max_polytopes is not None and used >= max_polytopes:
             status = "max_polytopes"
             break
@@ -568,8 +573,9 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
             status = part.status
             break
     merged = _merged(parts, asked, epsilon, status, time.perf_counter() - t0, stats)
-    # the probe's polytopes count too (its boxes held, so they take no part in the verdict)
-    return replace(merged, n_polytopes=merged.n_polytopes + sum(p.n_polytopes for p in probed))
+    # the probe's other traversals count their polytopes too
+    return replace(merged, n_polytopes=merged.n_polytopes
+                   + sum(p.n_polytopes for p in probed[len(held):]))
 
 
 #: The shares of the time limit that the input split, and its deep search, may take. The

@@ -286,7 +286,7 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
         monkeypatch, pair, result):
     """With the samples, the attack and the split's own points blind, the probe's traversal
     of the worst open boxes is what finds a violation (replayed by forward passes); on a
-    query that holds, the probed boxes take no part in the verdict, which stays HOLDS."""
+    query that holds, the probed boxes that hold are proven and the verdict stays HOLDS."""
     import polytrav.bounds.dnf as dnf
     import polytrav.host.diff as host_diff
 
@@ -304,6 +304,7 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
         assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps and r.n_polytopes >= 1
     held = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True)
     assert held.verdict is Verdict.HOLDS and held.split["probed"] > 0
+    assert held.split["held"] == held.split["probed"]
 
 
 @pytest.mark.parametrize("widths", [([4], [3, 3]), ([70, 70], [60])])

@@ -258,7 +258,7 @@ def test_the_probe_gets_the_worst_open_boxes_once_and_its_point_ends_the_split()
 
         def probe(boxes):
             calls.append(boxes)
-            return None
+            return None, 0
 
         result = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
                            probe=probe)
@@ -268,7 +268,34 @@ def test_the_probe_gets_the_worst_open_boxes_once_and_its_point_ends_the_split()
         assert all(np.all(lo <= a) and np.all(a <= b) and np.all(b <= hi) for a, b in calls[0])
         point = (calls[0][0][0] + calls[0][0][1]) / 2
         again = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
-                          probe=lambda boxes: point)
+                          probe=lambda boxes: (point, 0))
         assert np.array_equal(again.candidate, point) and again.frontier == 0
         return
     pytest.fail("no instance reached the deep search")
+
+
+def test_the_boxes_the_probe_holds_leave_the_split():
+    """The first ``held`` boxes handed to the probe are proven by it: none of the boxes
+    left open meets one of them, and their volume counts as proven."""
+    for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
+        prop = LinearProperty(unsafe)
+        prop.validate(net, Box(lo, hi))
+        handed = []
+
+        def probe(boxes):
+            handed.extend(boxes)
+            return None, 2
+
+        kwargs = dict(max_boxes=4, deep_time=5.0, open_seconds=1.0)
+        result = split_box(net, lo, hi, prop.pairs, lp_chain(), probe=probe, **kwargs)
+        if result.frontier == 0 or len(handed) < 3:
+            continue
+        plain = split_box(net, lo, hi, prop.pairs, lp_chain(), **kwargs)
+        assert result.held == 2 and plain.held == 0
+        for a, b in handed[:2]:
+            assert not any(np.all(np.maximum(a, c) < np.minimum(b, d))
+                           for c, d in result.open_boxes), case
+        volume = sum(np.prod(b - a) for a, b in handed[:2]) / np.prod(hi - lo)
+        assert result.proven_volume_share >= volume - 1e-12
+        return
+    pytest.fail("no instance handed the probe three boxes")
