@@ -18,7 +18,7 @@ from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
-__all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "dnf_bound",
+__all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "box_attack", "dnf_bound",
            "decision_margin", "dnf_box_margin", "dnf_piece_margin", "region_bab", "stacked",
            "unsafe_distance"]
 
@@ -57,6 +57,8 @@ ATTACK_STARTS, ATTACK_STEPS, ATTACK_STEP = 8, 60, 0.1
 #: If those do not reach the unsafe set: batched descents from this many random points, with
 #: a first step of this fraction of the box's width.
 RESTARTS, RESTART_STEP = 200, 0.25
+#: :func:`box_attack`'s random starts per box (besides its centre) and steps.
+BOX_ATTACK_STARTS, BOX_ATTACK_STEPS = 8, 30
 #: Then sequential linear programming (:func:`_slp`) from this many of the best samples, each
 #: for at most this many LPs, with a first trust region of this fraction of the box's width,
 #: halved when a step does not improve, down to the last.
@@ -168,28 +170,59 @@ def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
     (batched), from random points of the box, with steps of :data:`RESTART_STEP` times its
     width shrinking by 3 % a step; None if none gets there."""
     X = rng.uniform(lo, hi, (RESTARTS, lo.shape[0]))
+    score, X = _descend(pairs, network, X, lo, hi, RESTART_STEP * (hi - lo), inside)
+    return next((X[i] for i in np.argsort(score) if score[i] < 0 and inside(X[i])), None)
+
+
+def box_attack(pairs, network, lows, highs, starts: int = BOX_ATTACK_STARTS, seed: int = 0
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per box ``[lows[b], highs[b]]``: the point closest to (or deepest in) the unsafe set
+    of ``pairs`` that signed-gradient descents from its centre and ``starts`` random points
+    of it reach (all boxes at once, each descent kept in its box; as :func:`_restarts`,
+    :data:`BOX_ATTACK_STEPS` steps), and its :func:`unsafe_distance`. Returns ``(score,
+    points)``; the descents stop once a point is inside the unsafe set."""
+    lows, highs = np.atleast_2d(lows).astype(float), np.atleast_2d(highs).astype(float)
+    rng = np.random.default_rng(seed)
+    n, dim = lows.shape
+    lo, hi = np.repeat(lows, starts + 1, axis=0), np.repeat(highs, starts + 1, axis=0)
+    X = lo + rng.uniform(size=lo.shape) * (hi - lo)
+    X[::starts + 1] = (lows + highs) / 2
+    score, X = _descend(pairs, network, X, lo, hi, RESTART_STEP * (hi - lo), lambda x: True,
+                        BOX_ATTACK_STEPS)
+    best = score.reshape(n, starts + 1).argmin(axis=1) + (starts + 1) * np.arange(n)
+    return score[best], X[best]
+
+
+def _descend(pairs, network, X, lo, hi, step, inside, steps: int = ATTACK_STEPS):
+    """Signed-gradient descents on :func:`unsafe_distance` from the points ``X`` (a batch),
+    kept in ``[lo, hi]`` (per point, or one box), the steps ``step`` shrinking by 3 % each;
+    each point's best score and where it was. They stop early at a point inside the unsafe
+    set that ``inside`` accepts."""
     C = np.vstack([C for C, _ in pairs])
     d = np.concatenate([d for _, d in pairs])
     ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
-    step = RESTART_STEP * (hi - lo)
     layers = list(zip(network.weights, network.biases))
-    for _ in range(ATTACK_STEPS):
+    best, where = np.full(X.shape[0], np.inf), X.copy()
+    for _ in range(steps):
         hs, Y = network.trace(X)
         masks = [h > 0 for h in hs]
         excess = Y @ C.T - d  # per row: > 0 is safe
         per = np.stack([ex.max(axis=1) for ex in np.split(excess, ends[:-1], axis=1)], axis=1)
-        for i in np.flatnonzero(per.min(axis=1) < 0):
-            if inside(X[i]):
-                return X[i].copy()
+        score = per.min(axis=1)
+        better = score < best
+        best[better], where[better] = score[better], X[better]
+        if any(inside(X[i]) for i in np.flatnonzero(score < 0)):
+            break
         k = per.argmin(axis=1)  # each point's nearest conjunction, and its worst row
-        rows = np.array([np.arange(e - C_k.shape[0], e)[np.argmax(excess[i, e - C_k.shape[0]:e])]
-                         for i, (e, C_k) in enumerate((ends[j], pairs[j][0]) for j in k)])
+        rows = k if len(C) == len(pairs) else np.array(  # one row each: the conjunction's
+            [np.arange(e - C_k.shape[0], e)[np.argmax(excess[i, e - C_k.shape[0]:e])]
+             for i, (e, C_k) in enumerate((ends[j], pairs[j][0]) for j in k)])
         G = C[rows] @ layers[-1][0]
         for (W, _), mask in zip(reversed(layers[:-1]), reversed(masks)):
             G = (G * mask) @ W
         X = np.clip(X - step * np.sign(G), lo, hi)
-        step *= 0.97
-    return None
+        step = step * 0.97
+    return best, where
 
 
 def dnf_piece_margin(pairs, piece, context) -> float:

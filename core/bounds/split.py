@@ -61,7 +61,7 @@ SPLIT_DEEP_MAX_BOXES = 400_000
 #: about a quarter of a frontier box's: 25 against 100 ms on ACAS Xu 3_3 property 2).
 SPLIT_LEAVES_PER_BOX = 4
 #: The worst open boxes :func:`split_box`'s ``probe`` is given where the deep search begins.
-SPLIT_PROBE_BOXES = 32
+SPLIT_PROBE_BOXES = 4096
 #: ``verify``'s deep search time: this share of the time left, or these seconds without a
 #: time limit.
 SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME = 0.25, 30.0
@@ -184,8 +184,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     ``probe``: called once where the deep search begins, with the :data:`SPLIT_PROBE_BOXES`
     worst open boxes (``(lower, upper)`` pairs, worst first); it returns ``(point, held)``.
     A point (a counterexample it found, e.g. by traversing them) ends the split as its
-    candidate; else the first ``held`` boxes are proven by it (e.g. their traversals hold)
-    and leave the search. A deep search can take most of the time on a query that holds
+    candidate; else the boxes at the positions ``held`` are proven by it (e.g. their
+    traversals hold) and leave the search. A deep search can take most of the time on a query that holds
     nowhere near its worst boxes, and those boxes are the ones it bounds worst."""
     from polytrav.bounds.crown import box_output_bounds
     from polytrav.bounds.difference import stacked_pair
@@ -231,12 +231,13 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                         if found is not None:
                             result.candidate = np.asarray(found, float)
                             return result
-                        gone = {e[1] for e in worst[:held]}  # proven: out of the search
+                        held = [worst[i] for i in set(held)]  # proven: out of the search
+                        gone = {e[1] for e in held}
                         heap = [e for e in heap if e[1] not in gone]
                         heapq.heapify(heap)
-                        result.held = len(gone)
+                        result.held = len(held)
                         result.proven_volume_share += sum(
-                            float(np.prod(e[3][free] - e[2][free])) for e in worst[:held]) / total
+                            float(np.prod(e[3][free] - e[2][free])) for e in held) / total
                     deep_start, mark = time.perf_counter(), 2 * mark
                     deep_time = min(deep_time, open_seconds * len(frontier))
                 elif frontier is not None and _deep_progress(share, mark) \

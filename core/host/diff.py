@@ -503,26 +503,37 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         return _result(f, g, region, session.run(joint, region, analysis, options), epsilon)
 
     probed = []  # the probe's traversals, a violated one last
+    attacked_boxes = []  # the box whose attack the probe's point is
 
     def probe(boxes):
-        """The worst open boxes traversed where the deep search begins, for
-        :data:`PROBE_SHARE` of the time: a counterexample near the worst bounds, else
-        the boxes whose traversals hold (the first ones) are proven."""
+        """The open boxes where the deep search begins, attacked all at once
+        (:func:`polytrav.bounds.dnf.box_attack`), then traversed from their attacks' best
+        points, best first, for :data:`PROBE_SHARE` of the time: a counterexample near the
+        attacks' best points, else the boxes whose traversals hold are proven."""
+        from polytrav.bounds.dnf import box_attack
+
         end = time.perf_counter() + (PROBE_SECONDS if time_limit is None
                                      else PROBE_SHARE * time_limit)
-        for a, b in boxes:
+        lows, highs = np.array([a for a, _ in boxes]), np.array([b for _, b in boxes])
+        score, points = box_attack(pairs, joint, lows, highs)
+        held = []
+        for i in np.argsort(score, kind="stable"):
+            if score[i] < 0:  # past epsilon by a forward pass
+                attacked_boxes.append(i)
+                return points[i], []
             used = sum(p.n_polytopes for p in probed)
             if time.perf_counter() >= end or (max_polytopes is not None
                                               and used >= max_polytopes):
                 break
-            part = traverse(Box(a, b), (a + b) / 2, end,
+            part = traverse(Box(lows[i], highs[i]), points[i], end,
                             None if max_polytopes is None else max_polytopes - used)
             probed.append(part)
             if part.verdict is Verdict.VIOLATED:
-                return part.violation["x"], 0
+                return part.violation["x"], []
             if part.verdict is not Verdict.HOLDS:
                 break
-        return None, sum(p.verdict is Verdict.HOLDS for p in probed)
+            held.append(int(i))
+        return None, held
 
     try:
         split = split_box(joint, lo, hi, pairs, lp, extend=True,
@@ -535,7 +546,8 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         return _merged([], asked, epsilon, "interrupted", time.perf_counter() - t0, None)
     stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
              "proven_volume_share": split.proven_volume_share, "difference": split.difference,
-             "candidate": None if split.candidate is None else "split",
+             "candidate": None if split.candidate is None else
+             "probe" if attacked_boxes else "split",
              "probed": len(probed), "held": split.held}
     if probed and probed[-1].verdict is Verdict.VIOLATED:
         stats.update(candidate="probe", open=0)

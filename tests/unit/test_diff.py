@@ -284,9 +284,10 @@ def test_verdict_by_input_split_agrees_and_a_budget_never_holds(pair, result):
 
 def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
         monkeypatch, pair, result):
-    """With the samples, the attack and the split's own points blind, the probe's traversal
-    of the worst open boxes is what finds a violation (replayed by forward passes); on a
-    query that holds, the probed boxes that hold are proven and the verdict stays HOLDS."""
+    """With the samples, the attack and the split's own points blind, the probe finds a
+    violation (replayed by forward passes): by its attack on the open boxes, or with that
+    blind too, by its traversals; on a query that holds, the probed boxes that hold are
+    proven and the verdict stays HOLDS."""
     import polytrav.bounds.dnf as dnf
     import polytrav.host.diff as host_diff
 
@@ -296,12 +297,19 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
     monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)  # the deep search: early
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
-    for q in (0.9, 0.999):
-        eps = q * result.max_abs
-        r = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
-        assert r.verdict is Verdict.VIOLATED and r.split["candidate"] == "probe"
-        x, j = r.violation["x"], r.violation["output"]
-        assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps and r.n_polytopes >= 1
+    attack = dnf.box_attack
+    for blind in (False, True):
+        if blind:  # every box's attack reaches nothing: its centre, far from epsilon
+            monkeypatch.setattr(dnf, "box_attack", lambda pairs, net, lows, highs: (
+                np.ones(len(lows)), (np.asarray(lows) + highs) / 2))
+        for q in (0.9, 0.999):
+            eps = q * result.max_abs
+            r = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
+            assert r.verdict is Verdict.VIOLATED and r.split["candidate"] == "probe"
+            x, j = r.violation["x"], r.violation["output"]
+            assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps
+            assert (r.n_polytopes >= 1) == blind
+    monkeypatch.setattr(dnf, "box_attack", attack)
     held = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True)
     assert held.verdict is Verdict.HOLDS and held.split["probed"] > 0
     assert held.split["held"] == held.split["probed"]

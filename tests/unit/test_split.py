@@ -258,7 +258,7 @@ def test_the_probe_gets_the_worst_open_boxes_once_and_its_point_ends_the_split()
 
         def probe(boxes):
             calls.append(boxes)
-            return None, 0
+            return None, []
 
         result = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
                            probe=probe)
@@ -268,15 +268,15 @@ def test_the_probe_gets_the_worst_open_boxes_once_and_its_point_ends_the_split()
         assert all(np.all(lo <= a) and np.all(a <= b) and np.all(b <= hi) for a, b in calls[0])
         point = (calls[0][0][0] + calls[0][0][1]) / 2
         again = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
-                          probe=lambda boxes: (point, 0))
+                          probe=lambda boxes: (point, []))
         assert np.array_equal(again.candidate, point) and again.frontier == 0
         return
     pytest.fail("no instance reached the deep search")
 
 
 def test_the_boxes_the_probe_holds_leave_the_split():
-    """The first ``held`` boxes handed to the probe are proven by it: none of the boxes
-    left open meets one of them, and their volume counts as proven."""
+    """The boxes at the positions the probe says it held are proven by it: none of the
+    boxes left open meets one of them, and their volume counts as proven."""
     for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
         prop = LinearProperty(unsafe)
         prop.validate(net, Box(lo, hi))
@@ -284,7 +284,7 @@ def test_the_boxes_the_probe_holds_leave_the_split():
 
         def probe(boxes):
             handed.extend(boxes)
-            return None, 2
+            return None, [0, 2]
 
         kwargs = dict(max_boxes=4, deep_time=5.0, open_seconds=1.0)
         result = split_box(net, lo, hi, prop.pairs, lp_chain(), probe=probe, **kwargs)
@@ -292,10 +292,33 @@ def test_the_boxes_the_probe_holds_leave_the_split():
             continue
         plain = split_box(net, lo, hi, prop.pairs, lp_chain(), **kwargs)
         assert result.held == 2 and plain.held == 0
-        for a, b in handed[:2]:
+        held = [handed[0], handed[2]]
+        for a, b in held:
             assert not any(np.all(np.maximum(a, c) < np.minimum(b, d))
                            for c, d in result.open_boxes), case
-        volume = sum(np.prod(b - a) for a, b in handed[:2]) / np.prod(hi - lo)
+        volume = sum(np.prod(b - a) for a, b in held) / np.prod(hi - lo)
         assert result.proven_volume_share >= volume - 1e-12
         return
     pytest.fail("no instance handed the probe three boxes")
+
+
+def test_the_box_attack_stays_in_each_box_and_scores_its_point():
+    """``box_attack``: each box's point lies in that box and its score is the point's
+    ``unsafe_distance``, no worse than its centre's (a start); on a linear network, each
+    box's point is the corner that minimises the output."""
+    from polytrav.bounds.dnf import box_attack, unsafe_distance
+
+    rng = np.random.default_rng(3)
+    net = Network([rng.normal(size=(6, 3)), rng.normal(size=(2, 6))],
+                  [rng.normal(size=6), rng.normal(size=2)])
+    lows = rng.uniform(-1, 0, (20, 3))
+    highs = lows + rng.uniform(0.1, 1, (20, 3))
+    pairs = [(np.array([[1.0, 0.0]]), np.array([-100.0]))]  # far: no early stop
+    score, points = box_attack(pairs, net, lows, highs)
+    assert np.all(points >= lows) and np.all(points <= highs)
+    assert np.allclose(score, unsafe_distance(pairs, net.forward(points)))
+    assert np.all(score <= unsafe_distance(pairs, net.forward((lows + highs) / 2)))
+    linear = Network([np.array([[1.0, -2.0, 0.5]])], [np.zeros(1)])
+    score, points = box_attack([(np.ones((1, 1)), np.array([-100.0]))], linear, lows, highs)
+    corner = np.where(np.array([1.0, -2.0, 0.5]) > 0, lows, highs)
+    assert np.allclose(points, corner)
