@@ -353,15 +353,13 @@ def bab_details(outcome) -> dict | None:
     return out
 
 
-def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None,
-              phases: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None
+              ) -> tuple[float, np.ndarray]:
     """:func:`dnf_piece_margin` and the rows' affine bounds ``L`` (in ``u``, one row per row
     of the stacked ``C``). ``steps``: slope optimisation steps (default :data:`SLOPE_STEPS`).
     ``points``: if given, the candidate counterexamples of every unproven conjunction are
     appended: its LP's minimiser (an input where the relaxation comes closest to the unsafe
     set), or, where the LP cannot prove it, its rows' minimisers over the frame box.
-    ``phases``: the hidden neurons' known phases on the piece, updated in place
-    (:func:`~polytrav.bounds.crown.output_lower_bounds`).
     """
     steps = SLOPE_STEPS if steps is None else steps
     net = context.network
@@ -371,17 +369,15 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
         halfspaces, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
     conc = Concretizer(piece.frame.dim, piece.vertices, halfspaces, lp)
     C, d, rows = stacked(pairs)
-    L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc, phases=phases)
+    pair = stacked_pair(net) if PAIR_BOUNDS and len(layers) > 1 else None
+    if pair is not None:  # a two-network query: per row, the better of CROWN's and the
+        # difference's bound (CROWN on the copies side by side is CROWN on the stack)
+        L, g = pair.piece_output_bounds(piece.level, piece.M, piece.m, C, conc)
+        steps = 0  # the copies' own optimised slopes: twice slower runs (PAIR_BOUNDS)
+    else:
+        L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
     g = g - d
     margins = _row_margins(L, g, conc, rows)
-    pair = stacked_pair(net) if PAIR_BOUNDS and len(layers) > 1 else None
-    if pair is not None and min(margins) <= 0:  # a two-network query: bound the difference
-        Lp, gp = pair.piece_output_bounds(piece.level, piece.M, piece.m, C, conc)
-        gp = gp - d
-        better = conc.lower(Lp, gp) > conc.lower(L, g)
-        L[better], g[better] = Lp[better], gp[better]
-        margins = _row_margins(L, g, conc, rows)
-        steps = 0  # the copies' own optimised slopes: twice slower runs (PAIR_BOUNDS)
     groups = [r for r, s in zip(rows, margins) if s <= 0]
     if steps and groups and len(layers) > 1:  # the ascent ends once these are proven
         open_rows = np.concatenate(groups)
