@@ -60,7 +60,8 @@ SPLIT_DEEP_MAX_BOXES = 400_000
 #: those to the traversal, else it is traversed whole (a small open box's traversal costs
 #: about a quarter of a frontier box's: 25 against 100 ms on ACAS Xu 3_3 property 2).
 SPLIT_LEAVES_PER_BOX = 4
-#: The worst open boxes :func:`split_box`'s ``probe`` is given where the deep search begins.
+#: At most this many open boxes, the worst first, are given to :func:`split_box`'s ``probe``
+#: where the deep search begins.
 SPLIT_PROBE_BOXES = 4096
 #: ``verify``'s deep search time: this share of the time left, or these seconds without a
 #: time limit.
