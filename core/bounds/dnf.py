@@ -398,11 +398,12 @@ def stacked(pairs) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
             [np.arange(end - C_k.shape[0], end) for end, (C_k, _) in zip(ends, pairs)])
 
 
-def dnf_box_margin(pairs, L, g, piece, context, points: list | None = None) -> float:
+def dnf_box_margin(pairs, L, g, piece, context, points: list | None = None,
+                   stack: tuple | None = None) -> float:
     """:func:`dnf_bound`'s margin (CROWN's slopes) on a box of the input split, from the
-    bounds ``C y >= L u + g`` of the stacked rows (:func:`stacked`) that
-    :func:`~polytrav.bounds.crown.box_output_bounds` computed for a batch of boxes."""
-    _, d, rows = stacked(pairs)
+    bounds ``C y >= L u + g`` of the stacked rows (:func:`stacked`, or ``stack`` if given)
+    that :func:`~polytrav.bounds.crown.box_output_bounds` computed for a batch of boxes."""
+    _, d, rows = stacked(pairs) if stack is None else stack
     g = g - d
     margins = _row_margins(L, g, Concretizer(piece.frame.dim), rows)
     return _conjunctions_margin(L, g, rows, margins, piece, context, points)

@@ -190,7 +190,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     nowhere near its worst boxes, and those boxes are the ones it bounds worst."""
     from polytrav.bounds.crown import box_output_bounds
     from polytrav.bounds.difference import stacked_pair
-    from polytrav.bounds.dnf import dnf_box_margin, stacked, unsafe_distance
+    from polytrav.bounds.dnf import stacked
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
     max_boxes = SPLIT_BOXES if max_boxes is None else max_boxes
@@ -211,7 +211,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     layers = list(zip(network.weights, network.biases))
     pair = stacked_pair(network) if DIFFERENCE_BOUNDS else None
     result.difference = pair is not None
-    C = stacked(pairs)[0]
+    rows = stacked(pairs)
+    C = rows[0]
     batch: list = []  # boxes popped and bounded together, then taken one by one
     while heap or batch:
         if not batch:
@@ -264,20 +265,15 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
             else:
                 Ls, gs = pair.box_output_bounds((lows + highs) / 2, (highs - lows) / 2, C,
                                                 phases=phases)
-            batch = [e[:5] + (p, L, g) for e, p, L, g in zip(batch, phases, Ls, gs)][::-1]
-        _, _, lo, hi, anc, phases, L, g = batch.pop()
-        piece = BoxPiece(lo, hi)
-        points = [piece.m]
-        margin = dnf_box_margin(pairs, L, g, piece, context, points)
+            batch = _checked(batch, phases, Ls, gs, pairs, rows, network, context)[::-1]
+        _, _, lo, hi, anc, phases, L, margin, unsafe = batch.pop()
         result.boxes += 1
         if margin > 0:
             result.proven += 1
             result.proven_volume_share += float(np.prod(hi[free] - lo[free])) / total
             continue
-        X = np.array(points)
-        unsafe = unsafe_distance(pairs, network.forward(X)) <= 0
-        if unsafe.any():
-            result.candidate = X[int(np.argmax(unsafe))]
+        if unsafe is not None:
+            result.candidate = unsafe
             return result
         score = np.abs(L).sum(axis=0) * (hi - lo)  # L is in u: the width counts twice
         if not score.any():
@@ -303,6 +299,30 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                              for box in (boxes if len(boxes) <= SPLIT_LEAVES_PER_BOX
                                          else [frontier[anc]])]
     return result
+
+
+def _checked(batch, phases, Ls, gs, pairs, rows, network, context) -> list:
+    """The batch's boxes with their phases, bounds ``L``, margins
+    (:func:`~polytrav.bounds.dnf.dnf_box_margin`) and, where unproven, the first of their
+    candidate points (the conjunctions' minimisers, the centre) that a forward pass puts in
+    the unsafe set, or None: one forward pass for the batch."""
+    from polytrav.bounds.dnf import dnf_box_margin, unsafe_distance
+
+    out, points, owner = [], [], []
+    for e, p, L, g in zip(batch, phases, Ls, gs):
+        piece = BoxPiece(e[2], e[3])
+        found = [piece.m]
+        margin = dnf_box_margin(pairs, L, g, piece, context, found, rows)
+        if margin <= 0:
+            points += found
+            owner += [len(out)] * len(found)
+        out.append(e[:5] + (p, L, margin, None))
+    if points:
+        X = np.array(points)
+        unsafe = unsafe_distance(pairs, network.forward(X)) <= 0
+        for k in np.flatnonzero(unsafe)[::-1]:  # each box's first unsafe point
+            out[owner[k]] = out[owner[k]][:-1] + (X[k],)
+    return out
 
 
 def _deep_progress(share: dict, at: int) -> bool:
