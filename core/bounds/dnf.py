@@ -10,6 +10,8 @@ neuron-level branch and bound on the whole region. The ``linear_property`` and
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from polytrav.bounds.crown import Concretizer, output_lower_bounds, rounded_down
@@ -174,13 +176,14 @@ def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
     return next((X[i] for i in np.argsort(score) if score[i] < 0 and inside(X[i])), None)
 
 
-def box_attack(pairs, network, lows, highs, starts: int = BOX_ATTACK_STARTS, seed: int = 0
-               ) -> tuple[np.ndarray, np.ndarray]:
+def box_attack(pairs, network, lows, highs, starts: int = BOX_ATTACK_STARTS, seed: int = 0,
+               deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per box ``[lows[b], highs[b]]``: the point closest to (or deepest in) the unsafe set
     of ``pairs`` that signed-gradient descents from its centre and ``starts`` random points
     of it reach (all boxes at once, each descent kept in its box; as :func:`_restarts`,
     :data:`BOX_ATTACK_STEPS` steps), and its :func:`unsafe_distance`. Returns ``(score,
-    points)``; the descents stop once a point is inside the unsafe set."""
+    points)``; the descents stop once a point is inside the unsafe set, or at ``deadline``
+    (``time.perf_counter()``'s clock) after their first step."""
     lows, highs = np.atleast_2d(lows).astype(float), np.atleast_2d(highs).astype(float)
     rng = np.random.default_rng(seed)
     n, dim = lows.shape
@@ -188,16 +191,17 @@ def box_attack(pairs, network, lows, highs, starts: int = BOX_ATTACK_STARTS, see
     X = lo + rng.uniform(size=lo.shape) * (hi - lo)
     X[::starts + 1] = (lows + highs) / 2
     score, X = _descend(pairs, network, X, lo, hi, RESTART_STEP * (hi - lo), lambda x: True,
-                        BOX_ATTACK_STEPS)
+                        BOX_ATTACK_STEPS, deadline)
     best = score.reshape(n, starts + 1).argmin(axis=1) + (starts + 1) * np.arange(n)
     return score[best], X[best]
 
 
-def _descend(pairs, network, X, lo, hi, step, inside, steps: int = ATTACK_STEPS):
+def _descend(pairs, network, X, lo, hi, step, inside, steps: int = ATTACK_STEPS,
+             deadline: float | None = None):
     """Signed-gradient descents on :func:`unsafe_distance` from the points ``X`` (a batch),
     kept in ``[lo, hi]`` (per point, or one box), the steps ``step`` shrinking by 3 % each;
     each point's best score and where it was. They stop early at a point inside the unsafe
-    set that ``inside`` accepts."""
+    set that ``inside`` accepts, or at ``deadline``."""
     C = np.vstack([C for C, _ in pairs])
     d = np.concatenate([d for _, d in pairs])
     ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
@@ -211,7 +215,8 @@ def _descend(pairs, network, X, lo, hi, step, inside, steps: int = ATTACK_STEPS)
         score = per.min(axis=1)
         better = score < best
         best[better], where[better] = score[better], X[better]
-        if any(inside(X[i]) for i in np.flatnonzero(score < 0)):
+        if any(inside(X[i]) for i in np.flatnonzero(score < 0)) or (
+                deadline is not None and time.perf_counter() >= deadline):
             break
         k = per.argmin(axis=1)  # each point's nearest conjunction, and its worst row
         rows = k if len(C) == len(pairs) else np.array(  # one row each: the conjunction's

@@ -515,7 +515,8 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         end = time.perf_counter() + (PROBE_SECONDS if time_limit is None
                                      else PROBE_SHARE * time_limit)
         lows, highs = np.array([a for a, _ in boxes]), np.array([b for _, b in boxes])
-        score, points = box_attack(pairs, joint, lows, highs)
+        now = time.perf_counter()  # the attack: at most half of the probe's time
+        score, points = box_attack(pairs, joint, lows, highs, deadline=(now + end) / 2)
         held = []
         for i in np.argsort(score, kind="stable"):
             if score[i] < 0:  # past epsilon by a forward pass

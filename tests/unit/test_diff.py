@@ -300,7 +300,7 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     attack = dnf.box_attack
     for blind in (False, True):
         if blind:  # every box's attack reaches nothing: its centre, far from epsilon
-            monkeypatch.setattr(dnf, "box_attack", lambda pairs, net, lows, highs: (
+            monkeypatch.setattr(dnf, "box_attack", lambda pairs, net, lows, highs, **_: (
                 np.ones(len(lows)), (np.asarray(lows) + highs) / 2))
         for q in (0.9, 0.999):
             eps = q * result.max_abs

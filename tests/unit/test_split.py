@@ -304,8 +304,9 @@ def test_the_boxes_the_probe_holds_leave_the_split():
 
 def test_the_box_attack_stays_in_each_box_and_scores_its_point():
     """``box_attack``: each box's point lies in that box and its score is the point's
-    ``unsafe_distance``, no worse than its centre's (a start); on a linear network, each
-    box's point is the corner that minimises the output."""
+    ``unsafe_distance``, no worse than its centre's (a start), nor than where a deadline
+    stops the descents; on a linear network, each box's point is the corner that
+    minimises the output."""
     from polytrav.bounds.dnf import box_attack, unsafe_distance
 
     rng = np.random.default_rng(3)
@@ -318,6 +319,9 @@ def test_the_box_attack_stays_in_each_box_and_scores_its_point():
     assert np.all(points >= lows) and np.all(points <= highs)
     assert np.allclose(score, unsafe_distance(pairs, net.forward(points)))
     assert np.all(score <= unsafe_distance(pairs, net.forward((lows + highs) / 2)))
+    first, where = box_attack(pairs, net, lows, highs, deadline=0.0)  # past: one step
+    assert np.all(where >= lows) and np.all(where <= highs) and np.all(score <= first)
+    assert np.all(first <= unsafe_distance(pairs, net.forward((lows + highs) / 2)))
     linear = Network([np.array([[1.0, -2.0, 0.5]])], [np.zeros(1)])
     score, points = box_attack([(np.ones((1, 1)), np.array([-100.0]))], linear, lows, highs)
     corner = np.where(np.array([1.0, -2.0, 0.5]) > 0, lows, highs)
