@@ -30,9 +30,10 @@ __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "box_atta
 #: slopes do not prove (0: none).
 SLOPE_STEPS = 10
 #: Whether a piece of a two networks' stack (a two-network query, :func:`~polytrav.bounds.
-#: difference.stacked_pair`) that CROWN leaves unproven is bounded again with the bound on
-#: their difference (:meth:`~polytrav.bounds.difference.NetworkPair.piece_output_bounds`),
-#: per row the better of the two. Its slopes are then not optimised: optimising the copies'
+#: difference.stacked_pair`) is bounded by the pair
+#: (:meth:`~polytrav.bounds.difference.NetworkPair.piece_output_bounds`: per row the better
+#: of CROWN on the copies, which is CROWN on the stack, and the bound on their difference)
+#: instead of CROWN on the stack alone. Its slopes are then not optimised: optimising the copies'
 #: own slopes on what the difference leaves unproven doubled the time of ``diff``'s verdict
 #: on ACAS Xu 3_3 against its perturbed copy (property 3's box, eps 0.02: 28 s against 14 s,
 #: 577 and 610 pieces bounded; 38 s and 930 pieces with no difference bound at all).
@@ -186,7 +187,7 @@ def box_attack(pairs, network, lows, highs, starts: int = BOX_ATTACK_STARTS, see
     (``time.perf_counter()``'s clock) after their first step."""
     lows, highs = np.atleast_2d(lows).astype(float), np.atleast_2d(highs).astype(float)
     rng = np.random.default_rng(seed)
-    n, dim = lows.shape
+    n = lows.shape[0]
     lo, hi = np.repeat(lows, starts + 1, axis=0), np.repeat(highs, starts + 1, axis=0)
     X = lo + rng.uniform(size=lo.shape) * (hi - lo)
     X[::starts + 1] = (lows + highs) / 2

@@ -186,8 +186,9 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     worst open boxes (``(lower, upper)`` pairs, worst first); it returns ``(point, held)``.
     A point (a counterexample it found, e.g. by traversing them) ends the split as its
     candidate; else the boxes at the positions ``held`` are proven by it (e.g. their
-    traversals hold) and leave the search. A deep search can take most of the time on a query that holds
-    nowhere near its worst boxes, and those boxes are the ones it bounds worst."""
+    traversals hold) and leave the search. A deep search can take most of the time on a
+    query that holds nowhere near its worst boxes, and those boxes are the ones it bounds
+    worst."""
     from polytrav.bounds.crown import box_output_bounds
     from polytrav.bounds.difference import stacked_pair
     from polytrav.bounds.dnf import stacked
@@ -211,8 +212,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     layers = list(zip(network.weights, network.biases))
     pair = stacked_pair(network) if DIFFERENCE_BOUNDS else None
     result.difference = pair is not None
-    rows = stacked(pairs)
-    C = rows[0]
+    stack = stacked(pairs)
+    C = stack[0]
     batch: list = []  # boxes popped and bounded together, then taken one by one
     while heap or batch:
         if not batch:
@@ -265,7 +266,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
             else:
                 Ls, gs = pair.box_output_bounds((lows + highs) / 2, (highs - lows) / 2, C,
                                                 phases=phases)
-            batch = _checked(batch, phases, Ls, gs, pairs, rows, network, context)[::-1]
+            batch = _checked(batch, phases, Ls, gs, pairs, stack, network, context)[::-1]
         _, _, lo, hi, anc, phases, L, margin, unsafe = batch.pop()
         result.boxes += 1
         if margin > 0:
@@ -301,7 +302,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     return result
 
 
-def _checked(batch, phases, Ls, gs, pairs, rows, network, context) -> list:
+def _checked(batch, phases, Ls, gs, pairs, stack, network, context) -> list:
     """The batch's boxes with their phases, bounds ``L``, margins
     (:func:`~polytrav.bounds.dnf.dnf_box_margin`) and, where unproven, the first of their
     candidate points (the conjunctions' minimisers, the centre) that a forward pass puts in
@@ -312,7 +313,7 @@ def _checked(batch, phases, Ls, gs, pairs, rows, network, context) -> list:
     for e, p, L, g in zip(batch, phases, Ls, gs):
         piece = BoxPiece(e[2], e[3])
         found = [piece.m]
-        margin = dnf_box_margin(pairs, L, g, piece, context, found, rows)
+        margin = dnf_box_margin(pairs, L, g, piece, context, found, stack)
         if margin <= 0:
             points += found
             owner += [len(out)] * len(found)

@@ -446,13 +446,15 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     samples first (:func:`_sampled_violation`), and ``verify``'s start attack
     (:func:`polytrav.bounds.dnf.attack_start`) when they come within :data:`ATTACK_NEAR`
     of ``epsilon``; then the box is bisected by :func:`polytrav.bounds.split.split_box`
-    against the rows ``±(g_j - f_j) >= epsilon`` (where its deep search begins, its worst
-    open boxes are traversed for :data:`PROBE_SHARE` of the time: its ``probe``), and where
-    that leaves boxes open the attack runs (once). A point that forward passes of ``f`` and ``g`` put strictly past
-    ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the split's candidate on
-    the boundary starts one traversal of the whole box; else each open sub-box is
-    traversed from its centre, in turn, until one is not HOLDS. The
-    verdict is HOLDS only when every traversal is (none: every sub-box proven)."""
+    against the rows ``±(g_j - f_j) >= epsilon`` (where its deep search begins, its
+    ``probe`` attacks the open boxes, then traverses them from the attacks' best points for
+    :data:`PROBE_SHARE` of the time; the boxes whose traversals hold are proven), and where
+    that leaves boxes open the attack runs (once). A point that forward passes of ``f`` and
+    ``g`` put strictly past ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the
+    split's candidate on the boundary starts one traversal of the whole box; else each open
+    sub-box is traversed from its centre, in turn, until one is not HOLDS. The verdict is
+    HOLDS only when every traversal is, the probe's held ones included (none: every sub-box
+    proven)."""
     import time
 
     from polytrav.bounds.split import (SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE, effective_inputs,
@@ -503,7 +505,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         return _result(f, g, region, session.run(joint, region, analysis, options), epsilon)
 
     probed = []  # the probe's traversals, a violated one last
-    attacked_boxes = []  # the box whose attack the probe's point is
+    attack_found = []  # non-empty: the split's candidate is the probe's attack's point
 
     def probe(boxes):
         """The open boxes where the deep search begins, attacked all at once
@@ -520,7 +522,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         held = []
         for i in np.argsort(score, kind="stable"):
             if score[i] < 0:  # past epsilon by a forward pass
-                attacked_boxes.append(i)
+                attack_found.append(int(i))
                 return points[i], []
             used = sum(p.n_polytopes for p in probed)
             if time.perf_counter() >= end or (max_polytopes is not None
@@ -548,7 +550,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
              "proven_volume_share": split.proven_volume_share, "difference": split.difference,
              "candidate": None if split.candidate is None else
-             "probe" if attacked_boxes else "split",
+             "probe" if attack_found else "split",
              "probed": len(probed), "held": split.held}
     if probed and probed[-1].verdict is Verdict.VIOLATED:
         stats.update(candidate="probe", open=0)
