@@ -297,6 +297,7 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
     monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)  # the deep search: early
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
+    monkeypatch.setattr(host_diff, "WHOLE_OPEN_SHARE", 2.0)  # the open boxes' traversals
     attack = dnf.box_attack
     for blind in (False, True):
         if blind:  # every box's attack reaches nothing: its centre, far from epsilon
@@ -313,6 +314,36 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     held = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True)
     assert held.verdict is Verdict.HOLDS and held.split["probed"] > 0
     assert held.split["held"] == held.split["probed"]
+
+
+def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_it(
+        monkeypatch, pair, result):
+    """Where the deep search begins with most of the box open, the probe traverses the
+    whole box: with the samples, the attacks and the split's points blind, it finds the
+    violation (replayed by forward passes), and a query that holds is HOLDS from that one
+    traversal, whose polytopes are those of the whole box's."""
+    import polytrav.bounds.dnf as dnf
+    import polytrav.host.diff as host_diff
+
+    f, g = pair
+    monkeypatch.setattr(host_diff, "_sampled_violation", lambda *args: (None, False))
+    monkeypatch.setattr(host_diff, "_attack", lambda *args: None)
+    monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
+    monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
+    monkeypatch.setattr(host_diff, "WHOLE_OPEN_SHARE", 0.0)
+    monkeypatch.setattr(dnf, "box_attack", lambda pairs, net, lows, highs, **_: (
+        np.ones(len(lows)), (np.asarray(lows) + highs) / 2))
+    eps = 0.95 * result.max_abs
+    r = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
+    assert r.verdict is Verdict.VIOLATED and r.split["whole"] and r.n_polytopes >= 1
+    x, j = r.violation["x"], r.violation["output"]
+    assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps
+    held = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True)
+    plain = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True,
+                          split=False)
+    assert held.verdict is Verdict.HOLDS and held.status == "complete" and held.split["whole"]
+    assert held.split["probed"] == 0 and held.n_polytopes == plain.n_polytopes
 
 
 @pytest.mark.parametrize("widths", [([4], [3, 3]), ([70, 70], [60])])
