@@ -448,7 +448,9 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     of ``epsilon``; then the box is bisected by :func:`polytrav.bounds.split.split_box`
     against the rows ``±(g_j - f_j) >= epsilon`` (where its deep search begins, its
     ``probe`` attacks the open boxes, then traverses them from the attacks' best points for
-    :data:`PROBE_SHARE` of the time; the boxes whose traversals hold are proven), and where
+    :data:`PROBE_SHARE` of the time; the boxes whose traversals hold are proven; where they
+    hold :data:`WHOLE_OPEN_SHARE` of the volume, it traverses the whole box instead, whose
+    run is then the answer), and where
     that leaves boxes open the attack runs (once). A point that forward passes of ``f`` and
     ``g`` put strictly past ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the
     split's candidate on the boundary starts one traversal of the whole box; else each open
@@ -512,7 +514,9 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         """The open boxes where the deep search begins, attacked all at once
         (:func:`polytrav.bounds.dnf.box_attack`), then traversed from their attacks' best
         points, best first, for :data:`PROBE_SHARE` of the time: a counterexample near the
-        attacks' best points, else the boxes whose traversals hold are proven."""
+        attacks' best points, else the boxes whose traversals hold are proven. Where they
+        hold :data:`WHOLE_OPEN_SHARE` of the box's volume, the whole box is traversed
+        instead, from the best point, for the time left."""
         from polytrav.bounds.dnf import box_attack
 
         end = time.perf_counter() + (PROBE_SECONDS if time_limit is None
