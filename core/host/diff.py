@@ -151,6 +151,8 @@ class DiffResult:
     #: the input split of a ``verdict_only`` run on a box (:func:`diff`'s ``split``): boxes
     #: bounded, proven, and left open for the traversal; None if unused
     split: dict | None = None
+    #: every LP the traversals solved: their cells' and the analysis's (``n_solves``)
+    n_lps: int = 0
 
     @property
     def worst(self) -> OutputDiff:
@@ -194,7 +196,7 @@ class DiffResult:
         """The answer in a few lines (the command line prints them)."""
         what = "exact over the region" if self.exact else \
             f"over the visited polytopes only ({self.status}): a lower bound"
-        out = [f"{self.n_polytopes} joint polytopes, {self.n_solves} LPs, {self.time:.3g} s "
+        out = [f"{self.n_polytopes} joint polytopes, {self.n_lps} LPs, {self.time:.3g} s "
                f"({self.status})"]
         for o in self.outputs:
             if not np.isfinite(o.max_abs):  # nothing visited: every piece proven by bounds
@@ -238,7 +240,8 @@ class DiffResult:
         """JSON-safe."""
         return {"max_abs": self.max_abs, "exact": self.exact, "scope": self.scope,
                 "status": self.status, "n_polytopes": self.n_polytopes,
-                "n_solves": self.n_solves, "outputs": [o.to_dict() for o in self.outputs],
+                "n_solves": self.n_solves, "n_lps": self.n_lps,
+                "outputs": [o.to_dict() for o in self.outputs],
                 "decisions_differ": self.decisions_differ,
                 "changes": [c.to_dict() for c in self.changes],
                 "n_changed_polytopes": self.n_changed_polytopes,
@@ -436,7 +439,8 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
                       volume_share=None if share is None else tuple(share),
                       volume_method=method, epsilon=epsilon, verdict=verdict,
                       violation=violation, time=report.time, failures=res.failures,
-                      decisions_asked=dec is not None, features=features, report=report)
+                      decisions_asked=dec is not None, features=features, report=report,
+                      n_lps=int(report.stats["lps"]) + res.n_solves)
 
 
 def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_polytopes,
@@ -607,7 +611,8 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     merged = _merged(parts, asked, epsilon, status, time.perf_counter() - t0, stats)
     # the probe's other traversals count their polytopes too
     return replace(merged, n_polytopes=merged.n_polytopes
-                   + sum(p.n_polytopes for p in probed[len(held):]))
+                   + sum(p.n_polytopes for p in probed[len(held):]),
+                   n_lps=merged.n_lps + sum(p.n_lps for p in probed[len(held):]))
 
 
 #: The shares of the time limit that the input split, and its deep search, may take. The
@@ -730,7 +735,8 @@ def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
         violation = None
     return DiffResult(outputs=outs, exact=False, status=status,
                       n_polytopes=sum(p.n_polytopes for p in parts),
-                      n_solves=sum(p.n_solves for p in parts), decisions_differ=None,
+                      n_solves=sum(p.n_solves for p in parts),
+                      n_lps=sum(p.n_lps for p in parts), decisions_differ=None,
                       changes=[], n_changed_polytopes=0, volume_share=None,
                       volume_method=None, epsilon=epsilon, verdict=verdict,
                       violation=violation, time=seconds,

@@ -184,7 +184,7 @@ def decide_diff(instance, shape: DiffShape, timeout: float | None, confirm, *, r
                                "query in real to ask about the exact networks"), polytopes, lps
         res = diff(f, g, box, outputs=list(shape.outputs), epsilon=target, verdict_only=True,
                    solver=solver, time_limit=left)
-        polytopes, lps = polytopes + res.n_polytopes, lps + res.n_solves
+        polytopes, lps = polytopes + res.n_polytopes, lps + res.n_lps
         if res.verdict is Verdict.HOLDS:
             if k == 0:
                 return "unsat", "", polytopes, lps

@@ -346,6 +346,23 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
     assert held.split["probed"] == 0 and held.n_polytopes == plain.n_polytopes
 
 
+def test_every_lp_of_the_traversals_is_counted(pair, result):
+    """``n_lps`` counts the traversal's LPs and the analysis's, for a run and for the
+    verdict's runs of the open sub-boxes merged."""
+    f, g = pair
+    assert result.n_lps == result.report.stats["lps"] + result.n_solves > 0
+    assert f"{result.n_lps} LPs" in str(result) and result.to_dict()["n_lps"] == result.n_lps
+    eps = 1.2 * result.max_abs
+    plain = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True, split=False)
+    assert plain.n_lps == plain.report.stats["lps"] + plain.n_solves
+    parts = [polytrav.diff(f, g, Box(a, b), epsilon=eps, verdict_only=True, split=False)
+             for a, b in ((LO, [0.0, 1.0]), ([0.0, -1.0], HI))]
+    from polytrav.host.diff import _merged
+
+    merged = _merged(parts, [0, 1, 2], eps, "complete", 0.0, None)
+    assert merged.n_lps == sum(p.n_lps for p in parts)
+
+
 @pytest.mark.parametrize("widths", [([4], [3, 3]), ([70, 70], [60])])
 def test_each_network_s_own_code_of_every_record(widths):
     """``codes`` splits a record's joint code into f's and g's own codes (other widths and
