@@ -343,7 +343,11 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
     plain = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True,
                           split=False)
     assert held.verdict is Verdict.HOLDS and held.status == "complete" and held.split["whole"]
-    assert held.split["probed"] == 0 and held.n_polytopes == plain.n_polytopes
+    assert held.split["probed"] == held.split["held"] == 0
+    assert held.n_polytopes == plain.n_polytopes
+    # the split's own share: what its bounds proved before the whole box's traversal
+    assert 0.0 <= held.split["proven_volume_share"] < 1.0
+    assert "then the whole box traversed" in str(held)
 
 
 def test_every_lp_of_the_traversals_is_counted(pair, result):
