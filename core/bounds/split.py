@@ -186,7 +186,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     worst open boxes (``(lower, upper)`` pairs, worst first); it returns ``(point, held)``.
     A point (a counterexample it found, e.g. by traversing them) ends the split as its
     candidate; else the boxes at the positions ``held`` are proven by it (e.g. their
-    traversals hold) and leave the search. A deep search can take most of the time on a
+    traversals hold) and leave the search; ``held`` None ends the split there, every open
+    box left open (the probe answered for the whole box otherwise). A deep search can take most of the time on a
     query that holds nowhere near its worst boxes, and those boxes are the ones it bounds
     worst."""
     from polytrav.bounds.crown import box_output_bounds
@@ -234,6 +235,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                         if found is not None:
                             result.candidate = np.asarray(found, float)
                             return result
+                        if held is None:  # the probe answered otherwise: the split ends
+                            break
                         held = [worst[i] for i in set(held)]  # proven: out of the search
                         gone = {e[1] for e in held}
                         heap = [e for e in heap if e[1] not in gone]

@@ -512,7 +512,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         return _result(f, g, region, session.run(joint, region, analysis, options), epsilon)
 
     probed = []  # the probe's traversals, a violated one last
-    whole = []  # the probe's traversal of the whole box and the share then open, if it ran
+    whole = []  # the probe's traversal of the whole box, if it ran one
     attack_found = []  # non-empty: the split's candidate is the probe's attack's point
 
     def probe(boxes):
@@ -529,16 +529,13 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
         lows, highs = np.array([a for a, _ in boxes]), np.array([b for _, b in boxes])
         now = time.perf_counter()  # the attack: at most half of the probe's time
         score, points = box_attack(pairs, joint, lows, highs, deadline=(now + end) / 2)
-        share = _volume_share(lows, highs, lo, hi)
-        if score.min() >= 0 and share >= WHOLE_OPEN_SHARE:
+        if score.min() >= 0 and _volume_share(lows, highs, lo, hi) >= WHOLE_OPEN_SHARE:
             # the split leaves most of the box open: traverse all of it instead
-            whole.append((traverse(box, points[int(np.argmin(score))],
-                                   None if time_limit is None else t0 + time_limit,
-                                   max_polytopes), share))
-            run = whole[0][0]
-            if run.verdict is Verdict.VIOLATED:
-                return run.violation["x"], []
-            return None, list(range(len(boxes))) if run.verdict is Verdict.HOLDS else []
+            whole.append(traverse(box, points[int(np.argmin(score))],
+                                  None if time_limit is None else t0 + time_limit,
+                                  max_polytopes))
+            run = whole[0]
+            return (run.violation["x"], []) if run.verdict is Verdict.VIOLATED else (None, None)
         held = []
         for i in np.argsort(score, kind="stable"):
             if score[i] < 0:  # past epsilon by a forward pass
@@ -573,10 +570,8 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
              "probe" if attack_found else "split",
              "probed": len(probed), "held": split.held, "whole": bool(whole)}
     if whole:  # the whole box's traversal answers for all of it
-        run, share = whole[0]
-        stats.update(open=0, held=0, proven_volume_share=1.0 - share,
-                     candidate="probe" if run.verdict is Verdict.VIOLATED else None)
-        return replace(run, time=time.perf_counter() - t0, split=stats)
+        stats.update(candidate="probe" if whole[0].verdict is Verdict.VIOLATED else None)
+        return replace(whole[0], time=time.perf_counter() - t0, split=stats)
     if probed and probed[-1].verdict is Verdict.VIOLATED:
         stats.update(candidate="probe", open=0)
         return _merged(probed, asked, epsilon, probed[-1].status, time.perf_counter() - t0,

@@ -302,6 +302,32 @@ def test_the_boxes_the_probe_holds_leave_the_split():
     pytest.fail("no instance handed the probe three boxes")
 
 
+def test_a_probe_that_holds_nothing_ends_the_split_with_its_boxes_open():
+    """``held`` None ends the split where the probe ran: no box is bounded after it, the
+    boxes open then stay open (with those the split proved, they cover the box), none is
+    counted as held."""
+    for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
+        prop = LinearProperty(unsafe)
+        prop.validate(net, Box(lo, hi))
+        seen = []
+
+        def probe(boxes):
+            seen.append(len(boxes))
+            return None, None
+
+        kwargs = dict(max_boxes=4, deep_time=5.0, open_seconds=1.0)
+        result = split_box(net, lo, hi, prop.pairs, lp_chain(), probe=probe, **kwargs)
+        if result.frontier == 0:
+            continue
+        plain = split_box(net, lo, hi, prop.pairs, lp_chain(), **kwargs)
+        assert result.held == 0 and result.candidate is None and result.open_boxes
+        assert result.boxes <= plain.boxes and len(result.open_boxes) == seen[0]
+        open_volume = sum(np.prod(b - a) for a, b in result.open_boxes) / np.prod(hi - lo)
+        assert abs(result.proven_volume_share + open_volume - 1.0) < 1e-9, case
+        return
+    pytest.fail("no instance reached the deep search")
+
+
 def test_the_box_attack_stays_in_each_box_and_scores_its_point():
     """``box_attack``: each box's point lies in that box and its score is the point's
     ``unsafe_distance``, no worse than its centre's (a start), nor than where a deadline
