@@ -13,6 +13,7 @@ use. The groups (see docs/writing-plugins.md):
   :class:`Row` (a dataset row of :func:`polytrav.explain`, with its :class:`DataSummary`),
   regions; per-feature units (:class:`FeatureScale`, :func:`as_scale`).
 * **Per-polytope problems**: :class:`CellProblem`, :class:`Subproblem`, :func:`compiled`,
+  :class:`LinearProgram` and :func:`cell_linear_program` (an LP in arrays: no cvxpy),
   :func:`cell_values`, :func:`local_model_u`, :func:`cell_rows`, :class:`LayerPlanes`,
   :func:`check_witness`, :func:`corner_ascent`, :func:`combine_worst`,
   :func:`pieces_proven`, :func:`halfspace_volume`.
@@ -23,6 +24,7 @@ use. The groups (see docs/writing-plugins.md):
   point of a class: neuron branch and bound with QP relaxations).
 * **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
   :data:`SOLUTION_PRESENT`, :class:`ChebyshevModel`, :func:`solve_along`,
+  :func:`is_sparse` (a SciPy sparse matrix, never importing SciPy),
   :func:`cvxpy_backend_class` (a backend for any solver cvxpy has), :func:`ctrl_c_held` (a
   block a Ctrl-C does not cut in half).
 * **Words and tolerances**: :func:`fmt`, :func:`vector`, and the named tolerances plugins
@@ -37,7 +39,7 @@ _HOMES = {
     "polytrav.host.analysis": ("Analysis", "Directive", "Stop", "Restrict", "CellProblem",
                                "cell_values", "check_witness", "corner_ascent",
                                "combine_worst", "combined_verdict", "pieces_proven",
-                               "linear_cell_subproblem"),
+                               "linear_cell_subproblem", "cell_linear_program"),
     "polytrav.host.runner": ("RunContext",),
     "polytrav.host.row": ("Row",),
     "polytrav.host.manager": ("get_plugin_manager", "create_analysis", "get_solver"),
@@ -58,9 +60,10 @@ _HOMES = {
     "polytrav.model.integrality": ("Integrality",),
     "polytrav.model.scales": ("DataSummary", "FeatureScale", "as_scale"),
     "polytrav.model.adjacency": ("one_flip_pairs", "adjacency_graph"),
-    "polytrav.solve.backend": ("SolverBackend", "solve_along"),
+    "polytrav.solve.backend": ("SolverBackend", "solve_along", "is_sparse"),
     "polytrav.solve.chebyshev": ("ChebyshevModel",),
     "polytrav.solve.subproblem": ("Subproblem", "compiled"),
+    "polytrav.solve.linear_program": ("LinearProgram",),
     "polytrav.bounds.dnf": ("dnf_piece_margin", "decision_margin", "attack_start",
                             "bab_details", "BOUND_TOL", "LP_BOUND_TOL"),
     "polytrav.bounds.slope": ("slope_bounds",),

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from polytrav.extend import (Analysis, AnalysisResult, CellProblem, ConfigError, Scope, Status,
-                             Stop, Verdict, attack_start, bab_details, cell_values, check_witness,
+                             Stop, Verdict, attack_start, bab_details, cell_linear_program,
+                             cell_values, check_witness,
                              combine_worst, decision_margin, hookimpl, local_model_u, WITNESS_TOL)
 
 __all__ = ["LinearProperty"]
@@ -147,16 +148,25 @@ class LinearProperty(Analysis):
                      and check_witness(network, region, x, self._violates(k))), None)
 
     def begin(self, context) -> None:
-        from polytrav.extend import compiled
-
-        fr, n_rows = context.frame, context.network.n_neurons
-        self._subs = [compiled((self.name, fr.cell_fingerprint, n_rows, C.shape[0]),
-                               lambda k=C.shape[0]: self._build(fr, n_rows, k))
-                      for C, _ in self._pairs]
+        self._subs = {}  # per disjunct, its cvxpy subproblem (regions with norm balls only)
         self._best = (-np.inf, None, None)
         self._confirmed = None
         self.skipped = 0
         self._bab = None
+
+    def _problem(self, context, k: int, M, r, values):
+        """Disjunct ``k``'s LP on a cell (``values``: its rows): in arrays (no cvxpy) over a
+        polyhedral region, else the compiled subproblem, with its parameter values."""
+        lp = cell_linear_program(context.frame, values, M=M, r=r)
+        if lp is not None:
+            return lp, {}
+        if k not in self._subs:
+            from polytrav.extend import compiled
+
+            fr, n_rows, rows = context.frame, context.network.n_neurons, M.shape[0]
+            self._subs[k] = compiled((self.name, fr.cell_fingerprint, n_rows, rows),
+                                     lambda: self._build(fr, n_rows, rows))
+        return self._subs[k], {"M": M, "r": r, **values}
 
     @staticmethod
     def _build(frame, n_rows: int, k: int):
@@ -206,7 +216,8 @@ class LinearProperty(Analysis):
                 found = (t_in, x_in)
             else:
                 values = values or cell_values(polytope, context.frame)
-                res = self.solve(context, self._subs[k], polytope, M=M, r=r, **values)
+                problem, params = self._problem(context, k, M, r, values)
+                res = self.solve(context, problem, polytope, **params)
                 if res.status is not Status.OPTIMAL:
                     continue
                 found = (res.objective, context.frame.to_x(res.x))

@@ -23,9 +23,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
-from polytrav.extend import (ConfigError, SolveResult, SolverBackend, SolverError, Status,
+from polytrav.extend import (ConfigError, is_sparse, SolveResult, SolverBackend, SolverError, Status,
                              LP_FEASIBILITY_TOL)
 
 __all__ = ["ClarabelBackend"]
@@ -59,13 +58,14 @@ class ClarabelBackend(SolverBackend):
     def solve_qp(self, P, q, A_ub=None, b_ub=None, A_eq=None, b_eq=None,
                  bounds=None) -> SolveResult:
         import clarabel
+        import scipy.sparse as sp  # Clarabel takes CSC matrices (loaded by its first solve)
 
         q = np.asarray(q, float)
         n = q.size
         blocks, rhs, cones = [], [], []
         layout = {"eq": 0, "ub": 0, "box": [], "fixed": np.zeros(0, int)}  # for the duals
         fixed = np.zeros(0, int)
-        dense = not (sp.issparse(A_ub) or sp.issparse(A_eq))  # then one conversion at the end
+        dense = not (is_sparse(A_ub) or is_sparse(A_eq))  # then one conversion at the end
         if bounds is not None:
             lo, hi = (np.broadcast_to(np.asarray(v, float), (n,)) for v in bounds)
             if np.any(lo > hi):
@@ -149,13 +149,17 @@ def _unit_rows(idx: np.ndarray, sign: float, n: int, dense: bool):
         rows = np.zeros((idx.size, n))
         rows[np.arange(idx.size), idx] = sign
         return rows
+    import scipy.sparse as sp
+
     return sp.csc_matrix((np.full(idx.size, sign), (np.arange(idx.size), idx)),
                          shape=(idx.size, n))
 
 
-def _upper(P) -> sp.csc_matrix:
+def _upper(P):
     """The upper triangle of ``P`` as CSC (a diagonal CSC matrix as it is: ``triu`` costs
     more than a small solve)."""
+    import scipy.sparse as sp
+
     if sp.issparse(P) and P.format == "csc" and P.nnz == np.count_nonzero(P.diagonal()):
         return P
     return sp.triu(sp.csc_matrix(P), format="csc")
@@ -163,6 +167,6 @@ def _upper(P) -> sp.csc_matrix:
 
 def _block(M, n: int):
     """A constraint block with ``n`` columns: CSC if sparse, else a dense float array."""
-    if sp.issparse(M):
-        return sp.csc_matrix(M, dtype=float)
+    if is_sparse(M):
+        return M.tocsc().astype(float)
     return np.asarray(M, float).reshape(-1, n)

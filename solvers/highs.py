@@ -34,9 +34,8 @@ import time
 import weakref
 
 import numpy as np
-import scipy.sparse as sp
 
-from polytrav.extend import (ChebyshevModel, ConfigError, SolveResult, SolverBackend, SolverError,
+from polytrav.extend import (ChebyshevModel, ConfigError, is_sparse, SolveResult, SolverBackend, SolverError,
                              Status, LP_FEASIBILITY_TOL, MILP_GAP, ctrl_c_held)
 
 __all__ = ["HighsBackend"]
@@ -343,8 +342,10 @@ class _LpData:
     def __init__(self, c, A_ub, b_ub, A_eq, b_eq, bounds):
         self.c = np.asarray(c, float)
         n = self.n = self.c.shape[0]
-        sparse = sp.issparse(A_ub) or sp.issparse(A_eq)
+        sparse = is_sparse(A_ub) or is_sparse(A_eq)
         if sparse:
+            import scipy.sparse as sp
+
             A_ub, A_eq = (sp.csr_matrix((0, n)) if M is None else sp.csr_matrix(M, dtype=float)
                           for M in (A_ub, A_eq))
         else:
@@ -353,7 +354,8 @@ class _LpData:
         b_ub = np.zeros(0) if b_ub is None else np.asarray(b_ub, float)
         b_eq = np.zeros(0) if b_eq is None else np.asarray(b_eq, float)
         self.lo, self.hi = (np.full(n, -np.inf), np.full(n, np.inf)) if bounds is None else bounds
-        self.A = sp.vstack([A_ub, A_eq], format="csr") if sparse else np.vstack([A_ub, A_eq])
+        self.A = (sp.vstack([A_ub, A_eq], format="csr") if sparse
+                  else np.vstack([A_ub, A_eq]))
         self.rlo = np.concatenate([np.full(A_ub.shape[0], -np.inf), b_eq])
         self.rhi = np.concatenate([b_ub, b_eq])
         self.shape = (n, A_ub.shape[0], A_eq.shape[0], sparse)
@@ -378,7 +380,9 @@ def _add_rows(h, A, lo: np.ndarray, hi: np.ndarray) -> None:
     """Add rows ``lo <= A x <= hi`` (``A`` dense or CSR) to ``h``."""
     if A.shape[0] == 0:
         return
-    if sp.issparse(A):
+    if is_sparse(A):
+        import scipy.sparse as sp
+
         A = sp.csr_matrix(A)
         starts, idx, vals = A.indptr[:-1], A.indices, A.data
     else:
@@ -391,7 +395,9 @@ def _add_rows(h, A, lo: np.ndarray, hi: np.ndarray) -> None:
 
 def _row_matches(A, S) -> tuple[np.ndarray, np.ndarray]:
     """Masks of the rows of ``A`` equal to ``S``'s and of those equal to their negation."""
-    if sp.issparse(A):
+    if is_sparse(A):
+        import scipy.sparse as sp
+
         def empty(M):
             M = sp.csr_matrix(M)
             M.eliminate_zeros()
@@ -405,7 +411,11 @@ def _row_matches(A, S) -> tuple[np.ndarray, np.ndarray]:
 def _signed_rows(A, flip: np.ndarray):
     """``A`` with the rows in ``flip`` negated (dense or CSR)."""
     sign = np.where(flip, -1.0, 1.0)
-    return sp.csr_matrix(sp.diags(sign) @ A) if sp.issparse(A) else sign[:, None] * A
+    if is_sparse(A):
+        import scipy.sparse as sp
+
+        return sp.csr_matrix(sp.diags(sign) @ A)
+    return sign[:, None] * A
 
 
 class HighsChebyshevModel(ChebyshevModel):

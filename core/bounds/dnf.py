@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from polytrav.bounds.box_lp import BoxLpStatus, maximize_in_box
 from polytrav.bounds.crown import Concretizer, output_lower_bounds, rounded_down
 from polytrav.bounds.difference import stacked_pair
 from polytrav.solve.backend import solve_along
@@ -133,31 +134,27 @@ def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
     against each other, which a signed-gradient step on the worst row zig-zags over; a
     one-row conjunction is left to those steps, whose corner is its LP's optimum); the best
     new point by a forward pass is taken, else the trust region halves. Stops inside
-    the unsafe set, after :data:`SLP_STEPS` LPs, or below :data:`SLP_MIN_RADIUS`.
+    the unsafe set, after :data:`SLP_STEPS` LPs, or below :data:`SLP_MIN_RADIUS`. The LPs
+    have a few rows over a box: :func:`~polytrav.bounds.box_lp.maximize_in_box` solves them
+    (one that it leaves undecided is a step not taken).
     """
-    from scipy.optimize import linprog
-
     span, radius = hi - lo, SLP_RADIUS
     best = float(unsafe_distance(pairs, network.forward(x)[None, :])[0])
-    n = x.shape[0]
-    cost = np.zeros(n + 1)
-    cost[n] = 1.0
     steps = 0
     while steps < SLP_STEPS and radius > SLP_MIN_RADIUS:
         if best < 0:
             return x
         W, c = network.local_model(network.activation_code(x))
-        bounds = list(zip(np.maximum(lo, x - radius * span), np.minimum(hi, x + radius * span)))
+        near_lo, near_hi = np.maximum(lo, x - radius * span), np.minimum(hi, x + radius * span)
         moved = None
         for C, d in pairs:
             if C.shape[0] == 1:  # one row: its LP's optimum is the signed-gradient corner
                 continue
             steps += 1
-            res = linprog(cost, A_ub=np.hstack([C @ W, -np.ones((C.shape[0], 1))]),
-                          b_ub=d - C @ c, bounds=bounds + [(None, None)], method="highs")
-            if res.status != 0:
+            cand = _minimax_step(C @ W, C @ c - d, near_lo, near_hi)
+            if cand is None:
                 continue
-            cand = np.clip(res.x[:n], lo, hi)
+            cand = np.clip(cand, lo, hi)
             value = float(unsafe_distance(pairs, network.forward(cand)[None, :])[0])
             if value < best:
                 best, moved = value, cand
@@ -166,6 +163,30 @@ def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
         else:
             x = moved
     return x if best < 0 else None
+
+
+def _minimax_step(A: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                  ) -> np.ndarray | None:
+    """A minimiser over the box ``[lo, hi]`` of ``max_i (A x + e)_i``, or None (undecided).
+
+    As :func:`~polytrav.bounds.box_lp.maximize_in_box` takes it: ``x = m + h u`` with ``u``
+    in ``[-1, 1]^n``, and the bound ``t`` of the rows scaled into ``[-1, 1]`` over the range
+    that the largest row takes on the box (``t`` at its top makes every ``u`` feasible)."""
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    rows, offset = A * half, A @ mid + e
+    reach = np.abs(rows).sum(axis=1)
+    t_lo, t_hi = float(np.max(offset - reach)), float(np.max(offset + reach))
+    t_mid, t_half = (t_lo + t_hi) / 2, (t_hi - t_lo) / 2
+    if not t_half > 0:  # every row is constant on the box: nothing to move
+        return None
+    n = A.shape[1]
+    g = np.zeros(n + 1)
+    g[n] = -1.0  # maximise -t
+    res = maximize_in_box(np.hstack([rows, np.full((A.shape[0], 1), -t_half)]),
+                          t_mid - offset, g)
+    if res.status is not BoxLpStatus.OPTIMAL:
+        return None
+    return mid + half * res.u[:n]
 
 
 def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:

@@ -371,9 +371,9 @@ def pre_activation_bounds(net: Network, lower: np.ndarray, upper: np.ndarray
 
 
 def _check_float32_inputs(path) -> None:
-    import onnx
+    from polytrav.model.loaders.onnx_file import read_model
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = read_model(path, external_data=False)
     initialised = {t.name for t in model.graph.initializer}
     for value in model.graph.input:
         elem = value.type.tensor_type.elem_type

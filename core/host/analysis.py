@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from polytrav.solve.subproblem import Subproblem
 
 __all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "combined_verdict",
-           "combine_worst", "cell_values", "linear_cell_subproblem", "check_witness",
+           "combine_worst", "cell_values", "linear_cell_subproblem", "cell_linear_program",
+           "check_witness",
            "corner_ascent", "pieces_proven"]
 
 
@@ -254,8 +255,13 @@ class Analysis:
         if res is not None:
             self.n_solves += 1
         else:
-            sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
-            res = self.solve(context, sub, polytope, g=g, **cell_values(polytope, context.frame))
+            values = cell_values(polytope, context.frame)
+            lp = cell_linear_program(context.frame, values, g=g)
+            if lp is not None:
+                res = self.solve(context, lp, polytope)
+            else:
+                sub = linear_cell_subproblem(context.frame, context.network.n_neurons)
+                res = self.solve(context, sub, polytope, g=g, **values)
         if rows is not None and res.status is Status.OPTIMAL:
             bound.learn(*rows, g, res.x)
         return res
@@ -376,6 +382,33 @@ def linear_cell_subproblem(frame: "Frame", n_rows: int) -> "Subproblem":
         return Subproblem(cp.Problem(cp.Maximize(g @ cell.u), cell.constraints), {"u": cell.u})
 
     return compiled(("max_linear", frame.cell_fingerprint, n_rows), build)
+
+
+def cell_linear_program(frame: "Frame", values: dict[str, np.ndarray], g=None, M=None, r=None):
+    """An LP over polytope ∩ region with no cvxpy (:class:`~polytrav.solve.linear_program.LinearProgram`),
+    or None where the region has norm balls (then :class:`CellProblem` states it).
+
+    ``values``: the cell's rows (:func:`cell_values`). With ``g``: ``maximise g·u`` (variable
+    ``u``). With ``M`` and ``r``: ``maximise t`` s.t. ``M u + t <= r``, ``t <= 1`` (variables
+    ``u``, ``t``): how deep the cell reaches into ``{M u <= r}``, capped at 1.
+    """
+    from polytrav.solve.linear_program import LinearProgram
+
+    if frame.l1_balls or frame.l2_balls:
+        return None
+    d = frame.dim
+    A, b = values["A"], values["b"]
+    A_ub, b_ub = [A, np.asarray(frame.A_extra, float)], [b, np.asarray(frame.b_extra, float)]
+    if g is not None:
+        return LinearProgram(g, np.vstack(A_ub), np.concatenate(b_ub), -np.ones(d), np.ones(d),
+                             {"u": d}, maximize=True)
+    zero = np.zeros((sum(a.shape[0] for a in A_ub), 1))
+    rows = np.vstack([np.hstack([np.vstack(A_ub), zero]),
+                      np.hstack([M, np.ones((M.shape[0], 1))])])
+    c = np.zeros(d + 1)
+    c[d] = 1.0
+    return LinearProgram(c, rows, np.concatenate(b_ub + [r]), np.append(-np.ones(d), -np.inf),
+                         np.ones(d + 1), {"u": d, "t": 1}, maximize=True)
 
 
 class CellProblem:

@@ -656,18 +656,17 @@ def _result(analysis: Analysis, result) -> AnalysisResult:
 
 
 def _warm_up(analyses: Sequence[Analysis], chains: dict[str, list]) -> None:
-    """Import, before the run's clock starts, the libraries its first solves would import:
-    the first backend of the LP chain (the traversal's) and of each form an analysis solves,
-    qhull, and cvxpy when an analysis solves subproblems (their first import is most of a
-    first call's time; a form no analysis uses costs nothing)."""
+    """Import, before the run's clock starts, the solver libraries its first solves import:
+    those of the first backend of the LP chain (the traversal's) and of each form an
+    analysis solves. Nothing the run may not use: qhull (vertices) and cvxpy (subproblems)
+    load on their first use, inside the run (a verification answered by bounds uses neither,
+    and cvxpy alone takes about a second to import)."""
     forms = {"lp"} | {a.problem_form for a in analyses if a.problem_form is not None}
-    modules = ["scipy.spatial"]
+    modules = []
     for form in sorted(forms):
         chain = chains.get(form) or []
         if chain:
             modules += list(getattr(chain[0], "required_modules", ()))
-    if len(forms) > 1 or any(a.problem_form is not None for a in analyses):
-        modules.append("cvxpy")
     for name in modules:
         try:
             importlib.import_module(name)

@@ -33,12 +33,20 @@ if TYPE_CHECKING:
     from polytrav.model.geometry import Frame
     from polytrav.solve.chebyshev import ChebyshevModel
 
-__all__ = ["SolverBackend", "settles", "solve_along", "SolveTally", "counting", "tally_solve"]
+__all__ = ["SolverBackend", "settles", "solve_along", "SolveTally", "counting", "tally_solve",
+           "is_sparse"]
 
 log = logging.getLogger(__name__)
 
 
 _FOUND: set[str] = set()
+
+
+def is_sparse(M) -> bool:
+    """Whether ``M`` is a ``scipy.sparse`` matrix or array, without importing SciPy (such an
+    object exists only once ``scipy.sparse`` is loaded): dense callers never pay its import."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(M)
 
 
 def _importable(module: str) -> bool:

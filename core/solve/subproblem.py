@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import SOLUTION_PRESENT, SolveResult, Status
 
 if TYPE_CHECKING:
     import cvxpy as cp
+    import scipy.sparse as sp
 
 __all__ = ["StandardForm", "Subproblem", "SPARSE_ABOVE", "compiled", "COMPILED_CACHE_SIZE"]
 
@@ -197,6 +197,7 @@ class Subproblem:
     def _compile(self) -> None:
         """Compile once: the parameter -> data maps as sparse matrices plus the row layout."""
         import cvxpy as cp
+        import scipy.sparse as sp
         from cvxpy.lin_ops.lin_op import CONSTANT_ID
         from cvxpy.reductions.cvx_attr2constr import CvxAttr2Constr
 
@@ -303,6 +304,8 @@ class Subproblem:
 
     def standard_form(self) -> StandardForm:
         """The LP/QP data at the current parameter values (the compiled map, re-applied)."""
+        import scipy.sparse as sp
+
         if self.form == "socp":
             raise ConfigError("Subproblem.standard_form: the problem has conic constraints "
                               "(form 'socp'); only cvxpy:<SOLVER> backends solve it")

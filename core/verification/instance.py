@@ -554,15 +554,16 @@ _SESSIONS: dict = {}
 def _run_onnx(path: str, inputs: list, hidden: list) -> list:
     """onnxruntime's outputs, then the ``hidden`` tensors, of the model at ``inputs`` (one
     flat value list per graph input, cast to the input's type)."""
-    import onnx
     import onnxruntime as ort
+
+    from polytrav.model.loaders.onnx_file import message_class, read_model
 
     stat = os.stat(path)  # a model rewritten in place gets a new session
     key = (path, stat.st_mtime_ns, stat.st_size, tuple(hidden))
     if key not in _SESSIONS:
-        model = onnx.load(path)
+        model = read_model(path)
         for name in hidden:
-            model.graph.output.append(onnx.ValueInfoProto(name=name))
+            model.graph.output.append(message_class("ValueInfoProto")(name=name))
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         _SESSIONS[key] = ort.InferenceSession(model.SerializeToString(), options,

@@ -26,7 +26,6 @@ listed in :mod:`polytrav.model.loaders.onnx_registry`; this module walks the gra
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from polytrav.model.loaders.onnx_file import attribute_value, numpy_type, read_model, to_array, type_name
 from polytrav.model.loaders.onnx_ops import FLOAT_TYPES, UnsupportedUse, as_float64, broadcast_pad
 from polytrav.model.loaders.onnx_registry import NOT_PIECEWISE_LINEAR, SUPPORTED_OPS, op_maps
 from polytrav.model.loaders.onnx_relu import max_pool_map, max_pool_windows, relu_map
@@ -78,15 +78,13 @@ def _node_label(node) -> str:
 class _Chain:
     """Walks one ONNX graph and collects its layers."""
 
-    def __init__(self, onnx, model, label: str, extra_outputs=(), observer=None):
-        from onnx import numpy_helper
-
-        self.onnx, self.to_array, self.label = onnx, numpy_helper.to_array, label
+    def __init__(self, model, label: str, extra_outputs=(), observer=None):
+        self.label = label
         self.observer: WalkObserver | None = observer
         #: the ReLU layers' records for the observer (:func:`onnx_relu.relu_layer`)
         self.layer_record: list | None = None if observer is None else []
         self.graph = model.graph
-        self.consts = {t.name: self.to_array(t) for t in self.graph.initializer}
+        self.consts = {t.name: to_array(t) for t in self.graph.initializer}
         #: the network's outputs: the graph's, then the requested intermediate tensors
         self.outputs = [v.name for v in self.graph.output] + list(extra_outputs)
         #: per tensor, how many reads are still to come (an output counts as one): a tensor
@@ -105,7 +103,7 @@ class _Chain:
         """The input's ONNX shape with the batch dimension set to 1, and its sample shape."""
         tensor = value.type.tensor_type
         if tensor.elem_type not in FLOAT_TYPES:
-            kind = self.onnx.TensorProto.DataType.Name(tensor.elem_type).lower()
+            kind = type_name(tensor.elem_type).lower()
             raise self.fail(
                 f"input {value.name!r} holds {kind} numbers (ONNX element type "
                 f"{tensor.elem_type}); polytrav analyses networks of real-valued inputs: "
@@ -214,9 +212,7 @@ class _Chain:
     def attributes(self, node) -> dict:
         attrs = {}
         for a in node.attribute:
-            value = self.onnx.helper.get_attribute_value(a)
-            if isinstance(value, self.onnx.TensorProto):
-                value = self.to_array(value)
+            value = attribute_value(a)
             attrs[a.name] = value.decode() if isinstance(value, bytes) else value
         return attrs
 
@@ -273,7 +269,7 @@ class _Chain:
             if op == "Relu":
                 self.consts[outputs[0]] = np.maximum(args[0], 0)
             elif op == "Cast":
-                dtype = self.onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
+                dtype = numpy_type(attrs["to"])
                 self.consts[outputs[0]] = np.asarray(args[0]).astype(dtype)
             elif op == "MaxPool":
                 dims, windows = max_pool_windows(attrs, np.shape(args[0]))
@@ -392,7 +388,7 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
         message names the op, the node and its position), uses one in a way that is not
         piecewise linear (the message says which), or names an output no node produces.
     ImportError
-        If the ``onnx`` package is missing.
+        If the ``protobuf`` package is missing (``polytrav[onnx]`` installs it).
 
     Examples
     --------
@@ -412,51 +408,17 @@ def load_onnx(path: str | PathLike, *, extra_outputs: Sequence[str] = (),
     >>> net, net.forward([3.0, 1.0])
     (<Network 'tiny' 2-1-1>, array([2.]))
     """
-    try:
-        import onnx
-    except ImportError as exc:
-        raise ImportError(
-            'load_onnx needs the onnx package; install it with pip install "polytrav[onnx]"'
-        ) from exc
     path = Path(path)
     label = f"ONNX model '{path.name}'"
-    model = _read_model(onnx, path)
+    model = read_model(path)
     if not model.graph.node and not model.graph.input:
         raise NetworkError(f"{label}: holds no graph (no inputs, no nodes); it is not an ONNX "
                            "model, or an empty one: give the model file itself")
     try:
-        chain = _Chain(onnx, model, label, extra_outputs, observer)
+        chain = _Chain(model, label, extra_outputs, observer)
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise NetworkError(f"{label}: malformed initializer ({type(exc).__name__}: {exc})") from exc
     return chain.run(path.stem)
-
-
-def _read_model(onnx, path: Path, **options):
-    """``onnx.load(path, **options)``; an empty or unparsable file is a :class:`NetworkError`
-    saying what it is instead (an ``OSError`` passes)."""
-    label = f"ONNX model '{path.name}'"
-    if path.is_file() and path.stat().st_size == 0:
-        raise NetworkError(f"{label}: the file is empty (0 bytes); give the model file itself "
-                           "(an interrupted download or copy leaves an empty file)")
-    try:
-        return onnx.load(os.fspath(path), **options)
-    except OSError:
-        raise
-    except Exception as exc:  # protobuf and onnx raise many types on corrupt input
-        raise NetworkError(f"{label}: cannot parse the file as ONNX; {_not_onnx(path)}") from exc
-
-
-def _not_onnx(path: Path) -> str:
-    """What a file that does not parse as ONNX may be instead."""
-    head = path.read_bytes()[:4096]
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        return "it is truncated, corrupt, or not an ONNX model: give the model file itself"
-    if text.lstrip().startswith(("(", ";")):
-        return "it is text that looks like VNN-LIB: give the network's .onnx file here"
-    return ("it is a text file, not an ONNX model (a .nnet network must be named .nnet): "
-            "give the model file itself")
 
 
 class Port(NamedTuple):
@@ -480,14 +442,12 @@ def onnx_signature(path: str | PathLike) -> tuple[tuple[Port, ...], tuple[Port, 
     NetworkError
         If the file cannot be parsed as an ONNX model.
     """
-    import onnx
-
-    graph = _read_model(onnx, Path(path), load_external_data=False).graph
+    graph = read_model(path, external_data=False).graph
     constant = {t.name for t in graph.initializer}
 
     def port(value) -> Port:
         tensor = value.type.tensor_type
-        kind = onnx.TensorProto.DataType.Name(tensor.elem_type)
+        kind = type_name(tensor.elem_type)
         dims = tuple(d.dim_value if d.HasField("dim_value") else None
                      for d in tensor.shape.dim)
         return Port(value.name, _SPELLING.get(kind, kind.lower()), dims)
