@@ -21,7 +21,8 @@ from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
-__all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "box_attack", "dnf_bound",
+__all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "box_attack", "deep_attack",
+           "dnf_bound",
            "decision_margin", "dnf_box_margin", "dnf_piece_margin", "region_bab", "stacked",
            "unsafe_distance"]
 
@@ -74,30 +75,16 @@ def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
     return np.min([np.max(Y @ C.T - d, axis=1) for C, d in pairs], axis=0)
 
 
-def attack_start(pairs, network, region) -> np.ndarray | None:
+def attack_start(pairs, network, region, *, deep: bool = True) -> np.ndarray | None:
     """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
     cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
-    descents from the best few, until one is inside the unsafe set; if none is, sequential
-    linear programming from the best few (:func:`_slp`; conjunctions of several rows only),
-    then a batch of :data:`RESTARTS` descents from random points with large steps
-    (:func:`_restarts`), whose points are taken only if inside the unsafe set. It chooses
-    where a traversal starts (``verify`` answers from it when it is a confirmed
-    counterexample); None for an unbounded region."""
-    lo, hi = region.bounding_box()
-    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+    descents from the best few, until one is inside the unsafe set; if none is and ``deep``,
+    :func:`deep_attack`. It chooses where a traversal starts (``verify`` answers from it when
+    it is a confirmed counterexample); None for an unbounded region."""
+    start = _samples(pairs, network, region)
+    if start is None:
         return None
-    if region.is_box:  # every point of the bounding box is inside
-        inside = lambda x: True  # noqa: E731
-    else:
-        cons = region.constraints()
-        inside = lambda x: not cons.violations(x)  # noqa: E731
-    rng = np.random.default_rng(0)
-    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (START_SAMPLES, lo.shape[0]))])
-    if not region.is_box:
-        X = X[[inside(x) for x in X]]
-    if not len(X):
-        return None
-    score = unsafe_distance(pairs, network.forward(X))
+    X, score, lo, hi, inside, rng = start
     best, best_score = X[int(np.argmin(score))], float(score.min())
     for x in X[np.argsort(score)[:ATTACK_STARTS]]:
         step = ATTACK_STEP * (hi - lo)
@@ -113,16 +100,51 @@ def attack_start(pairs, network, region) -> np.ndarray | None:
             W, _ = network.local_model(network.activation_code(x))
             x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
             step *= 0.95
-    if best_score >= 0:
-        if any(C.shape[0] > 1 for C, _ in pairs):
-            for x in X[np.argsort(score)[:SLP_STARTS]]:
-                found = _slp(pairs, network, lo, hi, x)
-                if found is not None and inside(found):
-                    return found
-        found = _restarts(pairs, network, lo, hi, inside, rng)
+    if best_score >= 0 and deep:
+        found = _deep(pairs, network, X, score, lo, hi, inside, rng)
         if found is not None:
             return found
     return best
+
+
+def deep_attack(pairs, network, region) -> np.ndarray | None:
+    """A point of the unsafe set that the costlier searches find, or None: sequential linear
+    programming from the best of :func:`attack_start`'s samples (:func:`_slp`; conjunctions
+    of several rows only), then a batch of :data:`RESTARTS` descents from random points with
+    large steps (:func:`_restarts`), whose points are taken only if inside the unsafe set.
+    ``verify`` runs it only where the input split has not proven the whole region."""
+    start = _samples(pairs, network, region)
+    return None if start is None else _deep(pairs, network, *start)
+
+
+def _samples(pairs, network, region):
+    """``(X, score, lo, hi, inside, rng)``: the region's centre and :data:`START_SAMPLES`
+    random points in it with their :func:`unsafe_distance`, the bounding box, a membership
+    test and the generator after drawing them; None for an unbounded or empty region."""
+    lo, hi = region.bounding_box()
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    if region.is_box:  # every point of the bounding box is inside
+        inside = lambda x: True  # noqa: E731
+    else:
+        cons = region.constraints()
+        inside = lambda x: not cons.violations(x)  # noqa: E731
+    rng = np.random.default_rng(0)
+    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (START_SAMPLES, lo.shape[0]))])
+    if not region.is_box:
+        X = X[[inside(x) for x in X]]
+    if not len(X):
+        return None
+    return X, unsafe_distance(pairs, network.forward(X)), lo, hi, inside, rng
+
+
+def _deep(pairs, network, X, score, lo, hi, inside, rng) -> np.ndarray | None:
+    if any(C.shape[0] > 1 for C, _ in pairs):
+        for x in X[np.argsort(score)[:SLP_STARTS]]:
+            found = _slp(pairs, network, lo, hi, x)
+            if found is not None and inside(found):
+                return found
+    return _restarts(pairs, network, lo, hi, inside, rng)
 
 
 def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:

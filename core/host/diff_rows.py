@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from polytrav.host.row import Table
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 
@@ -40,8 +41,8 @@ def changed_rows(f: Network, g: Network, X) -> list[RowChange]:
     A decision is the argmax output when it is unique, or for one output the score's sign
     (class 1 when > 0, class 0 when < 0), as :func:`polytrav.diff` counts them; a tie is no
     class, and a row where exactly one model ties counts as changed. ``X``: an array of rows
-    in the models' input order, or a DataFrame (its columns picked by ``f``'s input names
-    when it has them; its index labels the rows).
+    in the models' input order, or a DataFrame or :class:`~polytrav.host.row.Table` (its
+    columns picked by ``f``'s input names when it has them; its index labels the rows).
 
     >>> f = Network.from_arrays([[[1.0]]], [[0.0]])
     >>> g = Network.from_arrays([[[1.0]]], [[-0.5]])
@@ -53,7 +54,13 @@ def changed_rows(f: Network, g: Network, X) -> list[RowChange]:
                            f"outputs but g {g.n_inputs} to {g.n_outputs}; compare models of "
                            "the same input and output sizes")
     labels = None
-    if hasattr(X, "columns") and hasattr(X, "index"):  # a DataFrame
+    if isinstance(X, Table):
+        labels = list(X.index)
+        if f.input_names and all(n in X.columns for n in f.input_names):
+            X = X.values[:, [X.columns.index(n) for n in f.input_names]]
+        else:
+            X = X.values
+    elif hasattr(X, "columns") and hasattr(X, "index"):  # a DataFrame
         labels = list(X.index)
         if f.input_names and all(n in X.columns for n in f.input_names):
             X = X[list(f.input_names)]

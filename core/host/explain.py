@@ -30,7 +30,7 @@ import numpy as np
 from polytrav.host.analysis import Analysis
 from polytrav.host.explanation import Explanation, RowResult
 from polytrav.host.manager import analysis_classes, check_options
-from polytrav.host.row import Row
+from polytrav.host.row import Row, Table
 from polytrav.host.options import RunOptions
 from polytrav.host.specs import analysis_specs
 from polytrav.host.runner import RunSession
@@ -148,7 +148,10 @@ def as_table(X, net: Network, who: str = "explain") -> tuple[np.ndarray, tuple[s
     """``(values, feature names, index labels, index name)`` from an array or a DataFrame
     (errors name ``who``)."""
     n = net.n_inputs
-    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a pandas DataFrame
+    if isinstance(X, Table):
+        values, features = np.asarray(X.values, float), tuple(X.columns)
+        index, index_name = list(X.index), X.index_name
+    elif hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a pandas DataFrame
         features = tuple(str(c) for c in X.columns)
         index, index_name = list(X.index), X.index.name
         try:
@@ -293,9 +296,9 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
     Parameters
     ----------
     net : Network
-    X : array_like, shape (n_rows, n_inputs), or pandas.DataFrame
-        The rows. A DataFrame's column names become the feature names and its index the
-        table's index; otherwise the network's ``input_names``, else ``x0, x1, ...``.
+    X : array_like, shape (n_rows, n_inputs), pandas.DataFrame or :class:`~polytrav.host.row.Table`
+        The rows. A DataFrame's (or Table's) column names become the feature names and its
+        index the table's index; otherwise the network's ``input_names``, else ``x0, x1, ...``.
     analyses : str, (str, dict), dict, or a list of these
         Registered analysis names with their per-row options
         (:meth:`Analysis.for_row <polytrav.Analysis.for_row>`), e.g.

@@ -9,7 +9,7 @@ part the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -17,7 +17,19 @@ from polytrav.model.region import Box
 from polytrav.model.scales import DataSummary
 from polytrav.vocabulary.errors import ConfigError
 
-__all__ = ["Row"]
+__all__ = ["Row", "Table"]
+
+
+class Table(NamedTuple):
+    """Rows of named numeric columns without pandas (what ``polytrav explain`` and ``diff
+    --rows`` read from a CSV file): ``values`` of shape ``(n_rows, n_columns)``, the column
+    names, each row's label and the labels' name. :func:`polytrav.explain` and
+    :func:`~polytrav.host.diff_rows.changed_rows` take it as they take a DataFrame."""
+
+    values: np.ndarray
+    columns: tuple[str, ...]
+    index: list
+    index_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -226,19 +226,24 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
         start = None
         prop = case.property("verify", bounds=bounds, bab=bab, pm=session.pm)  # once per case
         prop.validate(network, case.region())  # bad unsafe sets fail here, named
-        if bounds:
+        if bounds:  # the cheap attack, the input split, then the deep attack if still open
             start, hit = _attack(network, case, prop.pairs, confirm, onnx_path)
-            if hit is not None:  # the start attack met the unsafe set: no traversal needed
+            plan = None
+            if hit is None and split and case.A is None:
+                plan = _split_case(network, case, prop, start, session.chains["lp"], timeout, t0)
+                if plan is not None:
+                    split_result, runs = plan
+                    if split_result is not None:
+                        splits.append(split_result)
+            if hit is None and runs and (plan is None or plan[0] is not None
+                                         and plan[0].candidate is None):
+                start, hit = _attack(network, case, prop.pairs, confirm, onnx_path, deep=True,
+                                     start=start)
+            if hit is not None:  # an attack met the unsafe set: no traversal needed
                 return VerificationResult("sat", start, hit, *_counts(reports),
                                           time.perf_counter() - t0,
                                           f"input region {k} (start attack)", reports,
                                           _proven(reports), _split_stats(splits))
-        if bounds and split and case.A is None:
-            plan = _split_case(network, case, prop, start, session.chains["lp"], timeout, t0)
-            if plan is not None:
-                split_result, runs = plan
-                if split_result is not None:
-                    splits.append(split_result)
         for region, start in runs:
             left = None if timeout is None else timeout - (time.perf_counter() - t0)
             if left is not None and left <= 0:
@@ -291,16 +296,23 @@ def _refuted(x, case, confirm, onnx_path) -> str | None:
     return None
 
 
-def _attack(network, case, pairs, confirm, onnx_path):
-    """``(x, y)``: the start attack's point (:func:`polytrav.bounds.dnf.attack_start`, None
-    for an unbounded region) and, when a forward pass puts it in the region and the unsafe
-    set and :func:`_refuted` finds nothing against it, its output (a counterexample found
-    without a traversal); else ``y`` is None (the traversal starts from ``x``)."""
-    from polytrav.bounds.dnf import attack_start
+def _attack(network, case, pairs, confirm, onnx_path, deep=False, start=None):
+    """``(x, y)``: the start attack's point (:func:`polytrav.bounds.dnf.attack_start` without
+    its deep part, None for an unbounded region; ``deep``: the deep part,
+    :func:`~polytrav.bounds.dnf.deep_attack`, ``start`` if it finds nothing) and, when a
+    forward pass puts it in the region and the unsafe set and :func:`_refuted` finds nothing
+    against it, its output (a counterexample found without a traversal); else ``y`` is None
+    (the traversal starts from ``x``)."""
+    from polytrav.bounds.dnf import attack_start, deep_attack
     from polytrav.host.analysis import check_witness
 
     region = case.region()
-    x = attack_start(pairs, network, region)
+    if deep:
+        x = deep_attack(pairs, network, region)
+        if x is None:
+            return start, None
+    else:
+        x = attack_start(pairs, network, region, deep=False)
     unsafe = lambda y: any(np.all(C @ y <= d) for C, d in case.unsafe)  # noqa: E731
     if x is None or not check_witness(network, region, x, unsafe, tol=0.0):
         return x, None

@@ -171,3 +171,22 @@ def test_untrusted_skops_types_are_named(files, tmp_path):
     assert out.exit_code == 4
     assert "holds types skops does not trust by default" in out.stderr
     assert "['textwrap.dedent']" in out.stderr and "pass --trust TYPE for each" in out.stderr
+
+
+def test_the_csv_is_read_without_pandas_as_pandas_reads_it(files, tmp_path):
+    """Missing cells are NaN (that row's error), a label column keeps its numbers; a ragged
+    line or an unknown --index-col is one line naming it."""
+    from polytrav.host.row import Table
+    from polytrav.interface.cli.explain import read_rows
+
+    folder, pipe, data = files
+    net = Network.from_sklearn(pipe)
+    (tmp_path / "rows.csv").write_text("n,age,income,debt\n7,30,50,\n8,40,NA,10\n")
+    rows = read_rows(tmp_path / "rows.csv", net, "n", [])
+    assert isinstance(rows, Table) and rows.index == [7, 8] and rows.index_name == "n"
+    assert rows.columns == ("age", "income", "debt") and np.isnan(rows.values[[0, 1], [2, 1]]).all()
+    (tmp_path / "ragged.csv").write_text("age,income,debt\n1,2,3\n1,2\n")
+    for args, says in (([tmp_path / "ragged.csv"], "line 3 has 2 fields, the header 3"),
+                       (["rows.csv", "--index-col", "nope"], "no column 'nope'")):
+        out = run(folder, "model.skops", *args)
+        assert out.exit_code == 4 and says in out.stderr, out.stderr

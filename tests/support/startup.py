@@ -32,9 +32,8 @@ COMMANDS = {
     "regions": ("polytrav", ["regions", "f.onnx", *BOX], 0, ()),
     "attack": ("polytrav", ["attack", "f.onnx", *BOX, "--label", "0"], 1, ()),
     "analyze": ("polytrav", ["analyze", "f.onnx", *BOX, "--analysis", "output_range"], 0, ()),
-    # explain's data, table and report are DataFrames (pyarrow: pandas loads it if installed)
     "explain": ("polytrav", ["explain", "f.onnx", "rows.csv", "--domain", "-1:1", "--analysis",
-                             "local_model"], 0, ("pandas", "pyarrow")),
+                             "local_model"], 0, ()),  # pandas only for --table or --report
     "diff": ("polytrav", ["diff", "f.onnx", "g.onnx", *BOX], 0, ()),
 }
 

@@ -99,7 +99,8 @@ def test_a_forced_unsound_box_bound_is_caught(monkeypatch, truth):
         return margin + 1.0, L
 
     monkeypatch.setattr(dnf, "dnf_bound", shifted)
-    monkeypatch.setattr("polytrav.bounds.dnf.attack_start", lambda *a: None)
+    monkeypatch.setattr("polytrav.bounds.dnf.attack_start", lambda *a, **k: None)
+    monkeypatch.setattr("polytrav.bounds.dnf.deep_attack", lambda *a, **k: None)
     bad, _, _ = mismatches(24, truth)
     assert bad, "an unsound box bound went unnoticed"
 

@@ -180,36 +180,76 @@ def _domain(text: str | None):
     return tuple(sides)
 
 
+#: Cells read as missing values (NaN), as pandas reads them.
+_MISSING = {"", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "#N/A"}
+
+
 def read_rows(path, net, index_col, drop):
-    """The CSV's rows as a DataFrame of the network's inputs, in its order."""
-    import pandas as pd
+    """The CSV's rows as a :class:`~polytrav.host.row.Table` of the network's inputs, in its
+    order (read with the standard library: pandas loads only for a table or report)."""
+    import csv
+
+    import numpy as np
+
+    from polytrav.host.row import Table
 
     try:
-        X = pd.read_csv(path, index_col=index_col)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        fail(f"DATA {str(path)!r} is not a readable CSV file: {str(exc).strip()}")
-    except ValueError as exc:  # index_col not a column
-        fail(f"DATA {str(path)!r}: {exc}; check --index-col")
-    missing = [c for c in drop if c not in X.columns]
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            lines = [row for row in csv.reader(fh) if row]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        fail(f"DATA {str(path)!r} is not a readable CSV file: {exc}")
+    if not lines:
+        fail(f"DATA {str(path)!r} is not a readable CSV file: it is empty (a header row of "
+             "column names, then the rows)")
+    header, body = [c.strip() for c in lines[0]], lines[1:]
+    bad = next((k for k, row in enumerate(body, 2) if len(row) != len(header)), None)
+    if bad is not None:
+        fail(f"DATA {str(path)!r} is not a readable CSV file: line {bad} has "
+             f"{len(body[bad - 2])} fields, the header {len(header)}")
+    columns = {name: [row[j] for row in body] for j, name in enumerate(header)}
+    labels, label_name = list(range(len(body))), None
+    if index_col is not None:
+        if index_col not in columns:
+            fail(f"DATA {str(path)!r}: no column {index_col!r} (columns: {header[:10]}); check "
+                 "--index-col")
+        labels, label_name = _labels(columns.pop(index_col)), index_col
+    missing = [c for c in drop if c not in columns]
     if missing:
-        fail(f"--drop {missing}: no such column in {str(path)!r} (columns: {list(X.columns)[:10]})")
-    X = X.drop(columns=list(drop))
+        fail(f"--drop {missing}: no such column in {str(path)!r} (columns: {list(columns)[:10]})")
+    for c in drop:
+        del columns[c]
     names = net.input_names
     if names:
-        absent = [n for n in names if n not in X.columns]
+        absent = [n for n in names if n not in columns]
         if absent:
             fail(f"DATA {str(path)!r} lacks the model's input column(s) {absent[:5]} "
-                 f"(columns: {list(X.columns)[:10]}); name the header's columns as the model's inputs")
-        extra = [c for c in X.columns if c not in names]
+                 f"(columns: {list(columns)[:10]}); name the header's columns as the model's inputs")
+        extra = [c for c in columns if c not in names]
         if extra:
             fail(f"DATA {str(path)!r} has column(s) {extra[:5]} the model does not take; "
                  "drop them with --drop (or --index-col for the rows' labels)")
-        X = X[list(names)]
-    elif X.shape[1] != net.n_inputs:
-        fail(f"DATA {str(path)!r} has {X.shape[1]} columns but the model takes {net.n_inputs} "
+        columns = {n: columns[n] for n in names}
+    elif len(columns) != net.n_inputs:
+        fail(f"DATA {str(path)!r} has {len(columns)} columns but the model takes {net.n_inputs} "
              "inputs; --drop the others (e.g. the label)")
-    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    values, text = [], []
+    for name, cells in columns.items():
+        try:
+            values.append([np.nan if v.strip() in _MISSING else float(v) for v in cells])
+        except ValueError:
+            text.append(name)
     if text:
         fail(f"DATA {str(path)!r}: column(s) {text[:5]} are not numbers; encode them as the "
              "model's inputs are")
-    return X
+    return Table(np.array(values, float).T.reshape(len(body), len(columns)), tuple(columns),
+                 labels, label_name)
+
+
+def _labels(cells: list[str]) -> list:
+    """A label column's values: integers, else numbers, else the text (as pandas reads them)."""
+    for kind in (int, float):
+        try:
+            return [kind(c) for c in cells]
+        except ValueError:
+            pass
+    return list(cells)
