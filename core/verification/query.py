@@ -43,7 +43,7 @@ from polytrav.verification.location import Source
 from polytrav.vocabulary.errors import ConfigError
 
 __all__ = ["MAX_DISJUNCTS", "ELEMENT_TYPES", "Variable", "QueryNetwork", "Term", "Atom",
-           "Query", "parse_query", "read_query"]
+           "Query", "parse_query", "read_query", "query_version"]
 
 #: Largest number of disjuncts the expansion into disjunctive normal form may produce.
 MAX_DISJUNCTS = 100_000
@@ -197,13 +197,25 @@ def read_query(path: str | PathLike) -> Query:
         The file cannot be opened.
     """
     source = str(os.fspath(path))
+    return parse_query(_read_text(path), source=source)
+
+
+def query_version(path: str | PathLike) -> str:
+    """``"2.0"`` if the file's first form declares VNN-LIB 2.0, else ``"1.0"`` (nothing parsed
+    beyond that; errors as :func:`read_query`'s)."""
+    from polytrav.verification.vnnlib_shim import is_v1
+
+    return "1.0" if is_v1(_read_text(path)) else "2.0"
+
+
+def _read_text(path) -> str:
+    source = str(os.fspath(path))
     opener = gzip.open if source.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
-            text = fh.read()
+            return fh.read()
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
         raise ConfigError(f"{source}: not a VNN-LIB text file ({exc})") from exc
-    return parse_query(text, source=source)
 
 
 def parse_query(text: str, *, source: str = "<string>") -> Query:

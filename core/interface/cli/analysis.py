@@ -341,7 +341,7 @@ def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polyto
     Values are TOML (numbers, inf, true, "text", [lists]); a bare a,b,c is a list. Exit code
     0 holds / complete, 1 violated, 2 unknown or partial, 4 bad input.
     """
-    from polytrav.interface.config import build_analysis
+    from polytrav.interface.analysis_params import build_analysis
 
     params = parse_parameters(parameters)
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,

@@ -96,7 +96,10 @@ def solver_option(f):
 def parse_parameters(tokens) -> dict:
     """``KEY=VALUE`` arguments as parameters: each value read as a TOML value (``1``, ``inf``,
     ``[0.1, 0.2]``, ``"text"``), a bare comma-separated list as an array, else as text."""
-    from polytrav.interface.config_schema import tomllib  # tomli before Python 3.11
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
 
     out = {}
     for token in tokens:

@@ -167,16 +167,18 @@ def _mapping(tokens) -> dict:
 
 def _is_v2_instance(prop) -> bool:
     """Whether PROP is a VNN-LIB 2.0 query that needs the multi-network path."""
-    from polytrav.verification.query import read_query
+    from polytrav.verification.query import query_version, read_query
     from polytrav.verification.standard import needs_instance
 
     if not Path(prop).is_file():
         return False
     try:
+        if query_version(prop) != "2.0":  # a 1.0 file is parsed once, by the usual path
+            return False
         query = read_query(prop)
     except PolytravError:
         return False  # the usual path reports the error
-    return query.version == "2.0" and needs_instance(query)
+    return needs_instance(query)
 
 
 def _run_query(prop, models, timeout, as_json, solver=None, route="diff") -> int:
