@@ -106,9 +106,7 @@ def main() -> None:
     print(f"{'command':16s} {'wall s':>8s} {'start-up s':>10s}  exit  heavy modules loaded")
     for name in args.commands:
         program, cmd_args, expected, _ = startup.COMMANDS[name]
-        modules = set()
-        if Path(python).resolve() == Path(sys.executable).resolve():
-            modules, _ = startup.loaded_modules(name, folder)
+        modules, _ = startup.loaded_modules(name, folder, python=python)
         loaded = startup.heavy(modules)
         t = median(times[name])
         run.add({"kind": "command", "case": name, "command": [program, *cmd_args],

@@ -62,9 +62,9 @@ def write_inputs(folder: Path) -> Path:
     return folder
 
 
-def console_script(name: str) -> Path:
-    """The console script ``name`` next to this interpreter."""
-    return Path(sys.executable).parent / name
+def console_script(name: str, python: str | None = None) -> Path:
+    """The console script ``name`` next to ``python`` (default: this interpreter)."""
+    return Path(python or sys.executable).parent / name
 
 
 def environment() -> dict:
@@ -87,21 +87,23 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def loaded_modules(command: str, folder: Path, timeout: float = 600) -> tuple[set, object]:
-    """Run ``command`` of :data:`COMMANDS` in ``folder``: every module it loaded, and the
-    finished process (its exit code and output)."""
+def loaded_modules(command: str, folder: Path, timeout: float = 600,
+                   python: str | None = None) -> tuple[set, object]:
+    """Run ``command`` of :data:`COMMANDS` in ``folder`` (with ``python``'s console script):
+    every module it loaded, and the finished process (its exit code and output)."""
     program, args, _, _ = COMMANDS[command]
-    return modules_of(program, args, folder, timeout)
+    return modules_of(program, args, folder, timeout, python)
 
 
-def modules_of(program: str, args: list[str], folder: Path, timeout: float = 600
-               ) -> tuple[set, object]:
+def modules_of(program: str, args: list[str], folder: Path, timeout: float = 600,
+               python: str | None = None) -> tuple[set, object]:
     """Run console script ``program`` with ``args`` in ``folder``: every module it loaded,
     and the finished process."""
+    python = python or sys.executable
     out = folder / f"modules-{os.getpid()}.json"
     out.unlink(missing_ok=True)
     env = {**environment(), "POLYTRAV_MODULES_OUT": str(out)}
-    proc = subprocess.run([sys.executable, "-c", _RUN, str(console_script(program)), *args],
+    proc = subprocess.run([python, "-c", _RUN, str(console_script(program, python)), *args],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
     modules = set(json.loads(out.read_text())) if out.exists() else set()
     return modules, proc
