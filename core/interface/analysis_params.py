@@ -95,15 +95,9 @@ def _culprits(exc: BaseException, cls, params: dict) -> list[str]:
             if named:
                 return named
 
-    def holds(value, text) -> bool:
-        if isinstance(value, (list, tuple)):
-            return any(holds(v, text) for v in value)
-        if isinstance(value, dict):
-            return any(holds(v, text) for v in value.values())
-        return isinstance(value, str) and value == text
-
     quoted = re.findall(r"'([^']*)'", str(exc))
-    named = [p for p, v in params.items() if any(holds(v, q) for q in quoted)]
+    named = [p for p, v in params.items()
+             if any(_holds(v, lambda x, q=q: isinstance(x, str) and x == q) for q in quoted)]
     if named:
         return named
     if len(params) == 1:
