@@ -78,9 +78,10 @@ def unsafe_distance(pairs, Y: np.ndarray) -> np.ndarray:
 def attack_start(pairs, network, region, *, deep: bool = True) -> np.ndarray | None:
     """The point of the region closest to (or deepest in) the unsafe set of ``pairs`` that a
     cheap attack finds: the best of :data:`START_SAMPLES` random points, then signed-gradient
-    descents from the best few, until one is inside the unsafe set; if none is and ``deep``,
-    :func:`deep_attack`. It chooses where a traversal starts (``verify`` answers from it when
-    it is a confirmed counterexample); None for an unbounded region."""
+    descents from the best few, until one is inside the unsafe set; if none is, sequential
+    linear programming from the best few (:func:`_slp`; conjunctions of several rows only),
+    and if ``deep``, :func:`deep_attack`. It chooses where a traversal starts (``verify``
+    answers from it when it is a confirmed counterexample); None for an unbounded region."""
     start = _samples(pairs, network, region)
     if start is None:
         return None
@@ -100,21 +101,29 @@ def attack_start(pairs, network, region, *, deep: bool = True) -> np.ndarray | N
             W, _ = network.local_model(network.activation_code(x))
             x = np.clip(x - step * np.sign(C[int(np.argmax(C @ y - d))] @ W), lo, hi)
             step *= 0.95
-    if best_score >= 0 and deep:
-        found = _deep(pairs, network, X, score, lo, hi, inside, rng)
-        if found is not None:
-            return found
+    if best_score >= 0:
+        if any(C.shape[0] > 1 for C, _ in pairs):
+            for x in X[np.argsort(score)[:SLP_STARTS]]:
+                found = _slp(pairs, network, lo, hi, x)
+                if found is not None and inside(found):
+                    return found
+        if deep:
+            found = _restarts(pairs, network, lo, hi, inside, rng)
+            if found is not None:
+                return found
     return best
 
 
 def deep_attack(pairs, network, region) -> np.ndarray | None:
-    """A point of the unsafe set that the costlier searches find, or None: sequential linear
-    programming from the best of :func:`attack_start`'s samples (:func:`_slp`; conjunctions
-    of several rows only), then a batch of :data:`RESTARTS` descents from random points with
-    large steps (:func:`_restarts`), whose points are taken only if inside the unsafe set.
-    ``verify`` runs it only where the input split has not proven the whole region."""
+    """A point of the unsafe set that the costliest search of :func:`attack_start` finds, or
+    None: a batch of :data:`RESTARTS` descents from random points with large steps
+    (:func:`_restarts`), whose points are taken only if inside the unsafe set. ``verify``
+    runs it only where the input split has not proven the whole region."""
     start = _samples(pairs, network, region)
-    return None if start is None else _deep(pairs, network, *start)
+    if start is None:
+        return None
+    _, _, lo, hi, inside, rng = start
+    return _restarts(pairs, network, lo, hi, inside, rng)
 
 
 def _samples(pairs, network, region):
@@ -136,15 +145,6 @@ def _samples(pairs, network, region):
     if not len(X):
         return None
     return X, unsafe_distance(pairs, network.forward(X)), lo, hi, inside, rng
-
-
-def _deep(pairs, network, X, score, lo, hi, inside, rng) -> np.ndarray | None:
-    if any(C.shape[0] > 1 for C, _ in pairs):
-        for x in X[np.argsort(score)[:SLP_STARTS]]:
-            found = _slp(pairs, network, lo, hi, x)
-            if found is not None and inside(found):
-                return found
-    return _restarts(pairs, network, lo, hi, inside, rng)
 
 
 def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
