@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import ROOT, Run, median, parser  # noqa: E402
+from harness import ROOT, Run, median, parser, relative  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 import startup  # noqa: E402
@@ -38,9 +38,7 @@ import startup  # noqa: E402
 LIGHT = ("numpy", "click", "pluggy", "google.protobuf.message_factory", "highspy", "clarabel",
          "pydantic", "tqdm", "vnnlib", "scipy")
 #: Distributions whose versions are recorded (the import names' own where they differ).
-DISTRIBUTIONS = {"google.protobuf.message_factory": "protobuf", "skops.io": "skops", "sklearn": "scikit-learn",
-                 "distributed": "distributed", "dask": "dask", "scipy.optimize": "scipy",
-                 "scipy.sparse": "scipy"}
+DISTRIBUTIONS = {"google.protobuf.message_factory": "protobuf", "sklearn": "scikit-learn"}
 _IMPORT = ("import time, numpy\n"
            "t = time.perf_counter()\n"
            "import {name}\n"
@@ -85,6 +83,7 @@ def main() -> None:
     python = str(Path(args.python).absolute())  # a venv's python: not resolved past the link
     bin_dir = Path(python).parent
     env = startup.environment()
+    args.python = relative(python)  # the record names it relative to the repository
     run = Run("startup", args, quiet=True)
     folder = startup.write_inputs(Path(tempfile.mkdtemp(prefix="polytrav-startup-")))
     baseline_argv = [python, "-c", "import numpy"]

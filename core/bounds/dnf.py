@@ -82,10 +82,11 @@ def attack_start(pairs, network, region, *, deep: bool = True) -> np.ndarray | N
     linear programming from the best few (:func:`_slp`; conjunctions of several rows only),
     and if ``deep``, :func:`deep_attack`. It chooses where a traversal starts (``verify``
     answers from it when it is a confirmed counterexample); None for an unbounded region."""
-    start = _samples(pairs, network, region)
+    start = _samples(region)
     if start is None:
         return None
-    X, score, lo, hi, inside, rng = start
+    X, lo, hi, inside, rng = start
+    score = unsafe_distance(pairs, network.forward(X))
     best, best_score = X[int(np.argmin(score))], float(score.min())
     for x in X[np.argsort(score)[:ATTACK_STARTS]]:
         step = ATTACK_STEP * (hi - lo)
@@ -119,17 +120,17 @@ def deep_attack(pairs, network, region) -> np.ndarray | None:
     None: a batch of :data:`RESTARTS` descents from random points with large steps
     (:func:`_restarts`), whose points are taken only if inside the unsafe set. ``verify``
     runs it only where the input split has not proven the whole region."""
-    start = _samples(pairs, network, region)
+    start = _samples(region)
     if start is None:
         return None
-    _, _, lo, hi, inside, rng = start
+    _, lo, hi, inside, rng = start  # the generator where attack_start's restarts take it
     return _restarts(pairs, network, lo, hi, inside, rng)
 
 
-def _samples(pairs, network, region):
-    """``(X, score, lo, hi, inside, rng)``: the region's centre and :data:`START_SAMPLES`
-    random points in it with their :func:`unsafe_distance`, the bounding box, a membership
-    test and the generator after drawing them; None for an unbounded or empty region."""
+def _samples(region):
+    """``(X, lo, hi, inside, rng)``: the region's centre and :data:`START_SAMPLES` random
+    points in it, the bounding box, a membership test and the generator after drawing them;
+    None for an unbounded or empty region."""
     lo, hi = region.bounding_box()
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         return None
@@ -144,7 +145,7 @@ def _samples(pairs, network, region):
         X = X[[inside(x) for x in X]]
     if not len(X):
         return None
-    return X, unsafe_distance(pairs, network.forward(X)), lo, hi, inside, rng
+    return X, lo, hi, inside, rng
 
 
 def _slp(pairs, network, lo, hi, x) -> np.ndarray | None:
