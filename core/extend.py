@@ -58,6 +58,7 @@ _HOMES = {
     "polytrav.model.region": ("Region", "Box", "Ball", "Polyhedron"),
     "polytrav.model.cell": ("local_model_u", "cell_rows", "LayerPlanes"),
     "polytrav.model.integrality": ("Integrality",),
+    "polytrav.model.decision": ("decisions", "TIE"),
     "polytrav.model.scales": ("DataSummary", "FeatureScale", "as_scale"),
     "polytrav.model.adjacency": ("one_flip_pairs", "adjacency_graph"),
     "polytrav.solve.backend": ("SolverBackend", "solve_along", "is_sparse"),

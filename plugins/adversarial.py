@@ -59,7 +59,8 @@ class SoftmaxAttack(Analysis):
         neuron-level branch and bound on it first
         (:func:`~polytrav.bounds.dnf.region_bab`). Default True.
 
-    ``verdict`` is HOLDS (robust: every margin is negative, proven), VIOLATED (a point where
+    ``verdict`` is HOLDS (robust: no margin is positive, proven: no other class wins
+    anywhere; a margin of exactly 0 is a tie, which decides no class), VIOLATED (a point where
     another class wins, confirmed by a forward pass) or UNKNOWN. ``witness`` is the point of
     the largest margin found (``verify``: the first confirmed adversarial point); ``value``
     and ``details["class"]`` are the margin ``max_{i != label} logit_i - logit_label`` and
@@ -245,8 +246,11 @@ class SoftmaxAttack(Analysis):
         wins = result.value > 0
         beats = f"class {c} beats the label {q}"
         if result.scope is Scope.REGION:
-            head = (f"worst margin over the region: {margin} at the witness; "
-                    + (beats if wins else f"the label {q} wins everywhere in the region"))
+            head = (f"worst margin over the region: {margin} at the witness; " + (
+                beats if wins else
+                f"class {c} ties with the label {q} there (a tie decides no class); no other "
+                f"class wins anywhere in the region" if result.value == 0 else
+                f"the label {q} wins everywhere in the region"))
         elif result.scope is Scope.WITNESS:
             head = (f"at the witness (the first adversarial input found, not the worst): "
                     f"{margin}; {beats}")

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.extend import Analysis, AnalysisResult, ConfigError, RegionError, Stop, hookimpl
+from polytrav.extend import (Analysis, AnalysisResult, ConfigError, RegionError, Stop,
+                             decisions, hookimpl)
 
 __all__ = ["REASONS", "LocalModel", "ranked_reasons"]
 
@@ -215,9 +216,9 @@ def _answer(network, y0: np.ndarray, k: int) -> tuple[int, object]:
     if m == 1 or link == "sigmoid":  # a logit: the side of 0 that y_k(x0) is on
         sign = 1 if y0[k] >= 0 else -1
         if m == 1:
-            return sign, network.class_label(int(y0[0] >= 0))
+            return sign, network.class_label(int(decisions(y0[None])[0]))  # None: a tie
         return sign, None  # multilabel: label k present (sign +1) or absent
-    q = int(np.argmax(y0))  # one score per class
+    q = int(decisions(y0[None])[0])  # one score per class; -1: a tie
     return (1 if k == q else -1), network.class_label(q)
 
 

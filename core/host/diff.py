@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from polytrav.model.decision import TIE, decisions
 from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
 from polytrav.vocabulary.errors import ConfigError, NetworkError
@@ -745,12 +746,10 @@ def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
 
 
 def _classes(net: Network, x) -> int | None:
-    """The class ``net`` picks at ``x`` (argmax, unique; one output: its sign), None at a tie."""
-    y = net.forward(x)
-    if y.shape[0] == 1:
-        return 1 if y[0] > 0 else (0 if y[0] < 0 else None)
-    k = int(np.argmax(y))
-    return k if np.all(np.delete(y, k) < y[k]) else None
+    """The class ``net`` decides at ``x`` (:func:`~polytrav.model.decision.decisions`), None
+    at a tie."""
+    k = int(decisions(net.forward(x)[None])[0])
+    return None if k == TIE else k
 
 
 def _changes(f, g, c) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from polytrav.host.row import Table
+from polytrav.model.decision import decisions
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 
@@ -70,7 +71,7 @@ def changed_rows(f: Network, g: Network, X) -> list[RowChange]:
         raise ConfigError(f"changed_rows: the rows have {X.shape[1]} columns but the models "
                           f"take {f.n_inputs} inputs")
     Yf, Yg = f.forward(X), g.forward(X)
-    cf, cg = _classes(Yf), _classes(Yg)
+    cf, cg = decisions(Yf), decisions(Yg)
     out = []
     for k in np.flatnonzero(cf != cg):
         out.append(RowChange(label=int(k) if labels is None else labels[k], position=int(k),
@@ -79,13 +80,6 @@ def changed_rows(f: Network, g: Network, X) -> list[RowChange]:
     return out
 
 
-def _classes(Y: np.ndarray) -> np.ndarray:
-    """Per row the class (argmax, unique; one output: its sign), -1 at a tie."""
-    if Y.shape[1] == 1:
-        return np.where(Y[:, 0] > 0, 1, np.where(Y[:, 0] < 0, 0, -1))
-    k = np.argmax(Y, axis=1)
-    ties = (Y == Y[np.arange(len(Y)), k][:, None]).sum(axis=1) > 1
-    return np.where(ties, -1, k)
 
 
 def _label(net: Network, k: int):

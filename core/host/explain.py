@@ -122,8 +122,8 @@ def _prediction(net: Network, x: np.ndarray) -> dict[str, Any]:
     if net.link == "sigmoid" and net.n_outputs > 1:
         return {}
     k = net.class_index(x)
-    out = {"row.class": net.class_label(k)}
-    p = net.class_probability(x, k)
+    out = {"row.class": net.class_label(k)}  # None at a tie: no class
+    p = None if k < 0 else net.class_probability(x, k)
     if p is not None:
         out["row.probability"] = p
     return out

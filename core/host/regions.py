@@ -27,6 +27,9 @@ from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
 
 __all__ = ["VOLUME_MAX_DIM", "RegionRow", "RegionTable", "cell_halfspaces", "region_table"]
 
+#: The ``classes`` key of the rows' points where the scores tie (no class is decided).
+TIE_LABEL = "(tie)"
+
 #: Volume shares are computed for domains of at most this many free dimensions (features
 #: of positive width); above it, ``volume_share`` is None.
 VOLUME_MAX_DIM = 6
@@ -247,7 +250,8 @@ def _region(net, code, rid, labels, X, box, geometry) -> RegionRow:
     classes = {}
     if len(X) and _is_classifier(net):
         k = net.class_index(X)
-        classes = {net.class_label(int(i)): n for i, n in sorted(Counter(k.tolist()).items())}
+        classes = {TIE_LABEL if i < 0 else net.class_label(int(i)): n
+                   for i, n in sorted(Counter(k.tolist()).items())}
     radius, share, centre = _measure(net, code, box, geometry)
     return RegionRow(rid, _code_string(code), len(labels), tuple(labels), rid is not None,
                      classes, mean, std, pmean, pstd, W, c, radius, share, centre)

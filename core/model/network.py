@@ -16,6 +16,7 @@ from os import PathLike
 
 import numpy as np
 
+from polytrav.model.decision import TIE, decisions
 from polytrav.vocabulary.errors import NetworkError
 
 __all__ = ["LINKS", "Network"]
@@ -515,9 +516,11 @@ class Network:
     def class_index(self, x):
         """The index of the class the network gives ``x`` (one point or a batch).
 
-        One output is a binary logit: class 1 iff it is ``>= 0`` (scikit-learn says
-        ``classes_[0]`` at exactly 0); several outputs: the largest (the first on a tie).
-        That is how polytrav's analyses read a network of unknown ``link`` too.
+        One output is a binary logit: class 1 where it is ``> 0``, class 0 where ``< 0``;
+        several outputs: the strictly largest. At a tie the model decides no class: -1
+        (:func:`~polytrav.model.decision.decisions`, the rule of every analysis, the report
+        and ``diff``; scikit-learn's ``predict`` says ``classes_[0]`` or the first largest
+        there). That is how polytrav's analyses read a network of unknown ``link`` too.
 
         Raises
         ------
@@ -526,27 +529,29 @@ class Network:
 
         >>> net = Network.from_arrays([[[1.0, -1.0]]], [[0.0]], classes=["no", "yes"])
         >>> net.class_index([2.0, 1.0]), net.class_index([[0.0, 1.0], [1.0, 1.0]]).tolist()
-        (1, [0, 1])
+        (1, [0, -1])
         """
         self._n_classes("class_index")
         X, single = self._as_input(x)
-        Y = self._propagate(X, None)
-        k = (Y[:, 0] >= 0).astype(int) if Y.shape[1] == 1 else np.argmax(Y, axis=1)
+        k = decisions(self._propagate(X, None))
         return int(k[0]) if single else k
 
     def class_label(self, index: int):
         """The label of class ``index``: ``classes[index]``, else ``index`` itself (the
         helper for anything reporting a class index: any network, ``index`` in ``[0, 2)``
-        for one output, ``[0, n_outputs)`` for several; a multilabel network's labels).
+        for one output, ``[0, n_outputs)`` for several; a multilabel network's labels);
+        None for a tie (``-1``, :meth:`class_index`'s no class).
 
         >>> Network.from_arrays([[[1.0, -1.0]]], [[0.0]], classes=["no", "yes"]).class_label(1)
         'yes'
         """
         n = 2 if self.n_outputs == 1 else self.n_outputs
         if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)) \
-                or not 0 <= index < n:
-            raise NetworkError(f"Network.class_label: index must be a class index in [0, {n}), "
-                               f"got {index!r}")
+                or not TIE <= index < n:
+            raise NetworkError(f"Network.class_label: index must be a class index in [0, {n}) "
+                               f"or -1 (a tie), got {index!r}")
+        if index == TIE:
+            return None
         return int(index) if self.classes is None else self.classes[int(index)]
 
     def predict_proba(self, x) -> np.ndarray:
@@ -604,7 +609,8 @@ class Network:
         """The model's prediction at ``x``, as scikit-learn's ``predict``.
 
         A classifier's class labels (:meth:`class_index` through :meth:`class_label`: an
-        array of labels for a batch, one label for one point); a multilabel classifier's
+        array of labels for a batch, one label for one point; None where the scores tie,
+        polytrav's one decision rule); a multilabel classifier's
         0/1 matrix (row); a regressor's (link ``"identity"``) outputs, one column dropped
         for one output.
 
@@ -623,12 +629,14 @@ class Network:
         k = self.class_index(X)
         if single:
             return self.class_label(int(k[0]))
-        if self.classes is None:
+        tie = k == TIE
+        if self.classes is None and not tie.any():
             return k
-        labels = np.asarray(self.classes)
-        if labels.tolist() != list(self.classes):  # mixed types: numpy would convert them
-            labels = np.array(self.classes, dtype=object)
-        return labels[k]
+        labels = list(range(max(self.n_outputs, 2)) if self.classes is None else self.classes)
+        arr = np.asarray(labels)
+        if tie.any() or arr.tolist() != labels:  # a tie's None, or mixed types numpy converts
+            arr = np.array(labels + [None], dtype=object)  # index -1 (a tie): None
+        return arr[k]
 
     def activation_code(self, x) -> Code:
         """Activation code at ``x``: one boolean array per hidden layer, ``True`` iff pre-activation >= 0."""

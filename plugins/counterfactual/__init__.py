@@ -3,11 +3,13 @@
 For ``x0`` of class ``q0``, the problem is ``min ||x - x0||_p`` over the region such that
 the class changes. Per polytope, where the logits are ``W x + c``, reaching class ``q`` is a
 set of halfspaces (``(w_q - w_i)·x + c_q - c_i >= 0`` for every ``i != q``; for one output,
-a binary classifier with class 1 iff the logit is ``>= 0``, the logit's sign), so the
+a binary classifier: class 1 where the logit is ``> 0``, class 0 where ``< 0``), so the
 subproblem on polytope ∩ region is an LP (``p = 1, inf``) or a QP (``p = 2``; an L2-ball
-region makes it an SOCP). The constraints are closed: the optimum is the *infimum* distance,
-attained on the class boundary; the returned witness steps just past the boundary until a
-forward pass confirms the new class (its distance is ``returned_distance``). Immutable
+region makes it an SOCP). A class is where its score is strictly the largest (a tie is no
+class: docs/concepts.md, "Decisions"); the subproblem's constraints are its closure, so the
+optimum is the *infimum* distance, attained on the class boundary, on a cell where the class
+wins somewhere (:meth:`~.search.Search.reaches`); the returned witness steps just past the
+boundary until a forward pass confirms the new class (its distance is ``returned_distance``). Immutable
 features are equality constraints ``x_j = x0_j``.
 
 Search (``search=``): ``"shrink"`` is the paper's: it solves on every polytope it visits, and
@@ -114,7 +116,8 @@ class Counterfactual(Analysis):
         region) every cell's subproblem is a MILP, and the answer is exact over the valid
         points (package docstring, "Discrete features").
 
-    ``value`` is the infimum distance (``None`` if no point of the region changes class);
+    ``value`` is the infimum distance to the inputs of another class, where that class's
+    score is strictly the largest (a tie is no class; ``None`` if no such input exists);
     ``witness`` a point past the boundary whose class a forward pass confirms; ``details``
     hold the boundary point, the class reached and ``returned_distance``.
     """
@@ -297,7 +300,7 @@ class Counterfactual(Analysis):
                    "x0": problem.x0, "class0": problem.class0, "class": q,
                    "boundary_point": x,
                    "search": self.search, "skipped_by_bound": search.skipped,
-                   "closed_form": search.n_projections}
+                   "closed_form": search.n_projections, "ties": search.ties}
         if self._milp.details is not None:
             details["milp"] = self._milp.details
         if witness is not None:
@@ -306,8 +309,9 @@ class Counterfactual(Analysis):
         elif x is not None:
             details["note"] = "no point past the boundary was confirmed by a forward pass"
         elif self.exact(context):
-            details["note"] = ("no input of another class in the region: the class is the same "
-                               "everywhere (proven)")
+            details["note"] = "no input of another class exists in the region (proven)" + (
+                "; on part of it the scores tie, where the model decides no class"
+                if search.ties else "")
         else:
             details["note"] = ("no input of another class was found before the run ended "
                                "(partial: one may exist)")
@@ -351,7 +355,7 @@ class Counterfactual(Analysis):
     def combine(self, parts, context) -> AnalysisResult:
         best = min(parts, key=lambda p: np.inf if p.value is None else p.value, default=None)
         details = dict(best.details) if best is not None else {}
-        for key in ("skipped_by_bound", "closed_form"):
+        for key in ("skipped_by_bound", "closed_form", "ties"):
             details[key] = sum(p.details.get(key, 0) for p in parts)
         return self.merged(parts, context, value=None if best is None else best.value,
                            witness=None if best is None else best.witness, details=details)

@@ -131,9 +131,12 @@ class MilpStep:
             code = context.network.activation_code(out.point)
             search.fold(Polytope(code, out.point, 0.0, -1, None, context.network,
                                  context.region), context, best)
-            if out.distance < best.distance - LP_BOUND_TOL * (1 + out.distance):
-                # the point met its cell's rows to the MILP's tolerance only: it is the best
-                best.take(out.distance, out.point, problem.targets[out.conjunction], None)
+            q = problem.targets[out.conjunction]
+            if out.distance < best.distance - LP_BOUND_TOL * (1 + out.distance) and \
+                    problem.has_class(q)(context.network.forward(out.point)):
+                # the point met its cell's rows to the MILP's tolerance only, and a forward
+                # pass gives it the class strictly (not a tie): it is the best
+                best.take(out.distance, out.point, q, None)
         d = best.distance
         # no point anywhere (d infinite) is proven only by an infinite bound: inf <= inf + tol
         self.proved = out.bound is not None and (

@@ -9,6 +9,7 @@ import numpy as np
 
 from polytrav.plugins.counterfactual.discrete import check_integrality
 from polytrav.extend import ConfigError, RegionError, DISCRETE_MARGIN, FeatureScale, as_scale
+from polytrav.extend import decisions
 
 if TYPE_CHECKING:
     from polytrav.extend import Integrality
@@ -32,9 +33,7 @@ class HasClass:
     binary: bool
 
     def __call__(self, y: np.ndarray):
-        if self.binary:
-            return y[0] > 0 if self.q == 1 else y[0] < 0
-        return bool(np.all(np.delete(y, self.q) < y[self.q]))
+        return bool(decisions(np.asarray(y, float)[None])[0] == self.q)
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,7 +43,7 @@ class Problem:
     x0: np.ndarray  #: shape (n_inputs,)
     p: float  #: 1, 2 or inf
     immutable: np.ndarray  #: input indices held at ``x0``'s values
-    binary: bool  #: one output: class 1 iff the logit is ``>= 0``
+    binary: bool  #: one output: class 1 where the logit is ``> 0``, 0 where ``< 0``
     class0: int  #: ``x0``'s class
     n_out: int
     targets: tuple[int, ...]  #: the classes to reach
@@ -71,7 +70,8 @@ class Problem:
         return name if self.scale is None else f"{name} {self.scale.describe()}"
 
     def reach(self, q: int) -> np.ndarray:
-        """``C``: the class is ``q`` iff ``C y <= 0`` (closed), over the outputs ``y``."""
+        """``C``: the class is ``q`` where ``C y < 0`` (strictly: a tie is no class), over the
+        outputs ``y``; the subproblems state its closure ``C y <= 0``."""
         if self.binary:
             return np.array([[-1.0 if q == 1 else 1.0]])
         eye = np.eye(self.n_out)
@@ -123,7 +123,11 @@ def check_problem(a, network: Network, region: Region) -> Problem:
                           f"{list(a.immutable)}")
     y0 = network.forward(x0)
     binary = m == 1
-    class0 = int(y0[0] >= 0) if binary else int(np.argmax(y0))
+    class0 = int(decisions(y0[None])[0])
+    if class0 < 0:
+        raise ConfigError(f"{who}: x0 lies on the decision boundary (its scores tie: "
+                          f"{np.round(y0, 6).tolist()}), where the model decides no class; "
+                          "move x0 off the boundary")
     n_classes = 2 if binary else m
     if a.target is not None:
         if not isinstance(a.target, (int, np.integer)) or not 0 <= a.target < n_classes:

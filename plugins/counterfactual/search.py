@@ -6,6 +6,13 @@ first path that decides it: the closed-form projection, the direct L∞ LP
 (:class:`~.direct.DirectLinf`), the compiled subproblem (:class:`~.subproblem.CellSubproblems`);
 with discrete features, that optimum is the relaxation's and the cell's MILP follows
 (:class:`~.discrete.DiscreteCells`).
+
+Those paths solve over the *closed* class set (``K u + h >= 0``), whose nearest point is the
+infimum over the open one (the class wins strictly: a tie is no class) only where the open
+set is not empty. A minimiser that would become the best is therefore taken only if the cell
+reaches the class by more than :data:`~polytrav.vocabulary.tolerances.RADIUS_TOL`
+(:meth:`Search.reaches`): on a cell where the class only ties (a dead ReLU output that is 0
+throughout), it is not a counterfactual (``ties`` counts them).
 """
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from polytrav.plugins.counterfactual.direct import DirectLinf
 from polytrav.plugins.counterfactual.discrete import DiscreteCells
 from polytrav.plugins.counterfactual.state import NOTHING_NEARER, ClassCell
 from polytrav.plugins.counterfactual.subproblem import CellSubproblems
-from polytrav.extend import Status, REACH_TOL
+from polytrav.extend import Status, RADIUS_TOL, REACH_TOL, cell_linear_program
 
 if TYPE_CHECKING:
     from polytrav.extend import Analysis
@@ -33,7 +40,8 @@ __all__ = ["Search"]
 class Search:
     """The per-polytope part of one run on ``context``'s frame; solves, failures and LPs
     count on ``owner`` (the analysis). ``skipped`` counts the classes a bound or the reach
-    check skipped, ``n_projections`` the cells the closed form settled."""
+    check skipped, ``n_projections`` the cells the closed form settled, ``ties`` the cells
+    whose nearest point of a class was not taken because the class only ties there."""
 
     def __init__(self, owner: Analysis, problem: Problem, context, *, search: str,
                  closed_form: bool, direct_linf: bool):
@@ -42,7 +50,7 @@ class Search:
         self.prune = search != "shrink"  # skip by the bounds (shrink: only by the region)
         self.bounds = DistanceBounds(problem, net)
         self.subproblems = CellSubproblems(owner.name, problem, fr, net.n_neurons)
-        self.skipped = self.n_projections = 0
+        self.skipped = self.n_projections = self.ties = 0
         # coordinates a closed-form minimiser may move (free in the frame, not immutable)
         self.movable = None
         if closed_form and fr.free is not None:
@@ -96,9 +104,29 @@ class Search:
             x = fr.to_x(u)
             dist = problem.distance(x)
             if dist < best.distance:
+                if self.discrete is None and not self.reaches(context, polytope, values, K, h):
+                    self.ties += 1
+                    continue
                 best.take(dist, x, q, ClassCell(values, K, h, u))
                 improved = True
         return improved
+
+    def reaches(self, context, polytope, values, K, h) -> bool:
+        """Whether some point of polytope ∩ region has the class strictly, by more than
+        ``RADIUS_TOL`` on every (unit) class row: ``max t`` s.t. ``K u + h >= t`` over the
+        cell, unless the polytope's interior point already shows it. False also when the LP
+        is undecided (recorded as a failure: the answer is then not exact)."""
+        fr = context.frame
+        held = [j for j in self.problem.immutable if np.abs(fr.U[j]).max() > 0]
+        if not held and (K @ fr.to_u(polytope.interior_point) + h).min() > RADIUS_TOL:
+            return True
+        lp = None if held else cell_linear_program(fr, values, M=-K, r=h)
+        if lp is not None:
+            res = self.owner.solve(context, lp, polytope)
+        else:  # norm balls or held inputs: the witness's step problem over the whole frame box
+            res = self.owner.solve(context, self.subproblems.step(), polytope, K=K, h=h,
+                                   center=np.zeros(fr.dim), delta=np.array(2.0), **values)
+        return res.status is Status.OPTIMAL and res.objective > RADIUS_TOL
 
     def projection(self, fr, values, G, g, K, h):
         """The nearest point to ``x0`` of the class row farthest from it, if it lies in the

@@ -134,7 +134,7 @@ def test_predictions_probabilities_and_labels_follow_the_link():
                                            r"outputs have no probabilities"):
         unknown.predict_proba(X)
     with pytest.raises(NetworkError, match=r"class_label: index must be a class index in "
-                                           r"\[0, 2\), got 2"):
+                                           r"\[0, 2\) or -1 \(a tie\), got 2"):
         unknown.class_label(2)
     softmax = Network.from_arrays([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]], [[0.0, 0.1, -0.5]],
                                   classes=["a", 2, "c"], link="softmax")

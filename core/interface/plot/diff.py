@@ -11,6 +11,7 @@ import numpy as np
 from polytrav.interface.plot.check import (check_figure_path, import_pyplot, plane_dims,
                                            plane_labels)
 from polytrav.interface.plot.slice import plane_slice, slice_region
+from polytrav.model.decision import decisions
 from polytrav.model.network import Network
 from polytrav.model.region import Region
 
@@ -52,7 +53,7 @@ def save_diff_slice(f: Network, g: Network, region: Region, path: str | PathLike
     Yf, Yg = f2.forward(X), g2.forward(X)
     cols = slice(None) if output is None else [output]
     gap = np.abs(Yg - Yf)[:, cols].max(axis=1)
-    differ = _classes(Yf) != _classes(Yg)
+    differ = decisions(Yf) != decisions(Yg)
     inside = np.array([r2.contains(x) for x in X]) if not r2.is_box else \
         np.ones(len(X), bool)
     gap[~inside] = np.nan
@@ -85,11 +86,3 @@ def save_diff_slice(f: Network, g: Network, region: Region, path: str | PathLike
     return path
 
 
-def _classes(Y: np.ndarray) -> np.ndarray:
-    """Per row the class (argmax; one output: its sign), -1 at a tie."""
-    if Y.shape[1] == 1:
-        return np.where(Y[:, 0] > 0, 1, np.where(Y[:, 0] < 0, 0, -1))
-    k = np.argmax(Y, axis=1)
-    top = Y[np.arange(len(Y)), k]
-    ties = (Y == top[:, None]).sum(axis=1) > 1
-    return np.where(ties, -1, k)
