@@ -95,6 +95,11 @@ class Counterfactual(Analysis):
     norm : {1, 2, inf}
     target : int, optional
         Required class (default: any class other than ``x0``'s).
+    threshold : float, optional
+        For a network of one output: the scores are ``output - threshold``. A regressor
+        (link ``"identity"``) needs it: its classes are the prediction below and above
+        ``threshold``, and the answer is the nearest input on the other side; for a binary
+        logit it is a decision threshold other than 0.
     immutable : sequence of int
         Features held at ``x0``'s values.
     search : {"best-first", "shrink", "full"}
@@ -132,8 +137,9 @@ class Counterfactual(Analysis):
 
     def __init__(self, x0, norm=2, target: int | None = None, immutable=(),
                  search: str = "best-first", milp_after: int | None = MILP_AFTER,
-                 integer=(), one_hot=(), scale=None):
+                 integer=(), one_hot=(), scale=None, threshold: float | None = None):
         self.x0 = x0
+        self.decision_threshold = threshold  # (``threshold()`` is the pruning hook)
         self.scale = scale
         self.norm = norm
         self.target = target
@@ -158,7 +164,7 @@ class Counterfactual(Analysis):
     @classmethod
     def for_row(cls, row, *, norm=2, target=None, immutable=(), bounds=None, direction=None,
                 search: str = "best-first", milp_after: int | None = MILP_AFTER,
-                integer=(), one_hot=(), scale="mad", zero_scale="std"):
+                integer=(), one_hot=(), scale="mad", zero_scale="std", threshold=None):
         """The counterfactual of ``row.x`` inside the domain and the actionability constraints.
 
         ``scale``: each feature's unit of change, ``"mad"`` (default), ``"std"`` or
@@ -185,7 +191,7 @@ class Counterfactual(Analysis):
                                        if len(immutable) else []) | set(scale.held))
         if not (bounds or direction or len(immutable) or len(integer) or len(one_hot)):
             return cls(row.x, norm=norm, target=target, search=search,
-                       milp_after=milp_after, scale=scale), row.domain
+                       milp_after=milp_after, scale=scale, threshold=threshold), row.domain
         lo, hi = row.domain.lower.copy(), row.domain.upper.copy()
         for j, (b_lo, b_hi) in row.per_feature(bounds or {}, who + " bounds").items():
             lo[j] = lo[j] if b_lo is None else max(lo[j], float(b_lo))
@@ -214,7 +220,7 @@ class Counterfactual(Analysis):
                   + [None] * (None in list(g)) for g in one_hot]
         return cls(row.x, norm=norm, target=target, immutable=held.tolist(),
                    search=search, milp_after=milp_after, integer=steps,
-                   one_hot=groups, scale=scale), Box(lo, hi)
+                   one_hot=groups, scale=scale, threshold=threshold), Box(lo, hi)
 
     def figures(self, result, row) -> dict:
         """``distance`` (the infimum, in ``metric``), ``returned_distance`` (the
@@ -293,8 +299,9 @@ class Counterfactual(Analysis):
             context, q, x, best.cell)
         net = context.network
         details = {"norm": problem.p, "metric": problem.metric(),
-                   "label0": net.class_label(problem.class0),
-                   "label": None if q is None else net.class_label(q),
+                   "label0": problem.label(net, problem.class0),
+                   "label": None if q is None else problem.label(net, q),
+                   "threshold": problem.threshold,
                    "probability0": net.class_probability(problem.x0, problem.class0),
                    "scale": None if problem.scale is None else problem.unit,
                    "x0": problem.x0, "class0": problem.class0, "class": q,

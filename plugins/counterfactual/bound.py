@@ -77,7 +77,7 @@ class DistanceBounds:
         from scipy.spatial.distance import cdist
 
         problem = self.problem
-        W, c = polytope.local_model
+        W, c = problem.local_scores(polytope)
         T = np.asarray(problem.targets)
         y, z = W @ problem.x0 + c, W @ frame.origin + c
         if problem.binary:  # class 1: logit >= 0; class 0: -logit >= 0

@@ -178,7 +178,8 @@ class DiscreteCells:
             snapped = problem.integrality.snap(x, outward)
             dist = problem.distance(snapped)
             if dist < best.distance and context.region.contains(snapped) and np.all(
-                    -problem.reach(q) @ context.network.forward(snapped) >= DISCRETE_MARGIN):
+                    -problem.reach(q) @ problem.scores(context.network.forward(snapped))
+                    >= DISCRETE_MARGIN):
                 best.take(dist, snapped, q, None)
         u = self.optimum(context, polytope, values, K, h - DISCRETE_MARGIN / norms, best)
         return None if u is None or u is NOTHING_NEARER else u

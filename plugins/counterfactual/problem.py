@@ -1,5 +1,6 @@
 """What a counterfactual run asks, fixed by ``validate``: ``x0``, its class, the classes to
-reach, the norm, the immutable and discrete inputs (:class:`Problem`)."""
+reach, the norm, the immutable and discrete inputs, a regressor's threshold
+(:class:`Problem`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,15 +26,16 @@ NORMS = {1: 1, "1": 1, "l1": 1, 2: 2, "2": 2, "l2": 2, np.inf: np.inf, "inf": np
 DUAL = {1: np.inf, 2: 2, np.inf: 1}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HasClass:
-    """Whether outputs ``y`` give class ``q`` strictly (the witness's forward-pass check)."""
+    """Whether outputs ``y`` give class ``q`` strictly (the witness's forward-pass check;
+    the scores are ``y - offset``)."""
 
     q: int
-    binary: bool
+    offset: np.ndarray
 
     def __call__(self, y: np.ndarray):
-        return bool(decisions(np.asarray(y, float)[None])[0] == self.q)
+        return bool(decisions((np.asarray(y, float) - self.offset)[None])[0] == self.q)
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +53,10 @@ class Problem:
     #: each input's unit of change: the distance is ``||(x - x0) / unit||_p`` (ones: raw units)
     unit: np.ndarray
     scale: FeatureScale | None  #: where ``unit`` came from (None: raw units)
+    #: the scores are the outputs less this, shape (n_out,): a regressor's ``threshold``
+    #: (its two classes: the prediction below and above it), else zeros
+    offset: np.ndarray
+    threshold: float | None  #: the ``threshold`` asked (None: the outputs are the scores)
 
     @property
     def dual(self) -> float:
@@ -78,19 +84,35 @@ class Problem:
         return eye[[i for i in range(self.n_out) if i != q]] - eye[[q]]
 
     def has_class(self, q: int) -> HasClass:
-        return HasClass(q, self.binary)
+        return HasClass(q, self.offset)
+
+    def scores(self, y: np.ndarray) -> np.ndarray:
+        """The scores of the outputs ``y``: ``y - offset``."""
+        return y - self.offset
+
+    def local_scores(self, polytope: Polytope) -> tuple[np.ndarray, np.ndarray]:
+        """The scores ``W x + c`` on the polytope (its local model less ``offset``)."""
+        W, c = polytope.local_model
+        return W, c - self.offset
 
     def class_rows(self, polytope: Polytope, q: int) -> tuple[np.ndarray, np.ndarray]:
         """``G x + g >= 0`` on the polytope iff the class is ``q`` (closed): ``-C (W x + c)``
-        with :meth:`reach`'s ``C``."""
-        W, c = polytope.local_model
+        with :meth:`reach`'s ``C`` and the scores ``W x + c``."""
+        W, c = self.local_scores(polytope)
         C = self.reach(q)
         return -C @ W[:C.shape[1]], -C @ c[:C.shape[1]]
 
     def pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per target class, the outputs' conjunction ``C y <= 0`` that reaches it (closed)."""
+        """Per target class, the outputs' conjunction ``C y <= d`` that reaches it (closed:
+        ``C (y - offset) <= 0``)."""
         margin = 0.0 if self.integrality is None else DISCRETE_MARGIN
-        return [(C, np.full(C.shape[0], -margin)) for C in map(self.reach, self.targets)]
+        return [(C, C @ self.offset - margin) for C in map(self.reach, self.targets)]
+
+    def label(self, network: Network, q: int):
+        """Class ``q``'s label: the network's, or a regressor's side of its threshold."""
+        if self.threshold is not None and network.link == "identity":
+            return f"prediction {'>' if q == 1 else '<'} {self.threshold:g}"
+        return network.class_label(q)
 
 
 def check_problem(a, network: Network, region: Region) -> Problem:
@@ -121,7 +143,8 @@ def check_problem(a, network: Network, region: Region) -> Problem:
     if imm.size and (imm.min() < 0 or imm.max() >= n or len(set(imm)) != imm.size):
         raise ConfigError(f"{who}: immutable must be distinct input indices in [0, {n}), got "
                           f"{list(a.immutable)}")
-    y0 = network.forward(x0)
+    offset, threshold = _offset(a, network, who)
+    y0 = network.forward(x0) - offset
     binary = m == 1
     class0 = int(decisions(y0[None])[0])
     if class0 < 0:
@@ -141,4 +164,24 @@ def check_problem(a, network: Network, region: Region) -> Problem:
                else [q for q in range(n_classes) if q != class0])
     scale = as_scale(a.scale, n, who)
     unit = np.ones(n) if scale is None else scale.values
-    return Problem(x0, p, imm, binary, class0, m, tuple(targets), integrality, unit, scale)
+    return Problem(x0, p, imm, binary, class0, m, tuple(targets), integrality, unit, scale,
+                   offset, threshold)
+
+
+def _offset(a, network: Network, who: str) -> tuple[np.ndarray, float | None]:
+    """The outputs' ``offset`` and the ``threshold`` (checked): a regressor needs one (its
+    prediction has no classes), one output may have one (a binary logit's decision
+    threshold), several outputs none."""
+    m, t = network.n_outputs, a.decision_threshold
+    if t is None:
+        if network.link == "identity":
+            raise ConfigError(f"{who}: the network is a regressor (link 'identity'): its "
+                              "prediction has no classes; give threshold=T for the nearest "
+                              "input whose prediction is on the other side of T")
+        return np.zeros(m), None
+    if m != 1:
+        raise ConfigError(f"{who}: threshold applies to a network of one output (a regressor's "
+                          f"prediction or a binary logit), this one has {m}")
+    if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not np.isfinite(t):
+        raise ConfigError(f"{who}: threshold must be a finite number, got {t!r}")
+    return np.array([float(t)]), float(t)

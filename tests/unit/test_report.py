@@ -89,7 +89,8 @@ def test_the_model_sections_are_exact_and_match_their_tables(explanation, tmp_pa
     for r in regions.regions[:3]:  # the representative: the row nearest the region's mean
         X = explanation.data[list(r.rows)] / width
         nearest = r.rows[int(np.argmin(((X - X.mean(axis=0)) ** 2).sum(axis=1)))]
-        assert f"Region {r.id} ({r.count} rows): row a{nearest} along " in text
+        assert re.search(rf"Region {r.id} \({r.count} rows\): score at row a{nearest} along ",
+                         text)
     for r in monotonicity_table(explanation.network, explanation.domain).rows:
         assert f"<td>{r.name}</td><td>{r.verdict}</td>" in text
     assert "logit of approve" in text

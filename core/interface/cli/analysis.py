@@ -400,8 +400,11 @@ def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_jso
               help="The distance: L1, L2 or L-infinity.")
 @click.option("--target", type=click.IntRange(min=0), default=None,
               help="Multiclass: the class to reach.")
+@click.option("--threshold", type=float, default=None,
+              help="One output: the decision threshold (a regressor needs one: the nearest "
+                   "input whose prediction is on the other side of it).")
 def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                   export_path, x0, norm, target):
+                   export_path, x0, norm, target, threshold):
     """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
 
     Prints the distance, the classes, and the counterfactual point (just past the boundary,
@@ -416,7 +419,8 @@ def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver
     from polytrav.host.manager import create_analysis
 
     analysis = create_analysis("counterfactual", x0=_finite(_vector(x0, "--x0"), "--x0"),
-                               norm=np.inf if norm == "inf" else int(norm), target=target)
+                               norm=np.inf if norm == "inf" else int(norm), target=target,
+                               threshold=threshold)
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
                       export_path, analysis)
 

@@ -5,7 +5,10 @@ the dataset's summaries and any extra tables. Every number carries its status: `
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timezone
+
+import numpy as np
 
 from polytrav.interface.report.figure import COLOURS, distance_histogram
 from polytrav.interface.report.model_sections import model_sections
@@ -35,7 +38,8 @@ def report_content(explanation, *, max_rows: int, title: str | None, tables: dic
     :func:`~polytrav.interface.report.model_sections.model_sections`) and ``tables``."""
     cf = _labels(explanation, "counterfactual")
     lm = _labels(explanation, "local_model")
-    rows = [_applicant(explanation, r, cf, lm) for r in explanation.rows]
+    steps = _resolutions(explanation)
+    rows = [_applicant(explanation, r, cf, lm, steps) for r in explanation.rows]
     shown = [a for i, a in enumerate(rows) if i < max_rows]
     unknown = [a for i, a in enumerate(rows) if i >= max_rows and a["unknown"]]
     shown += unknown[:10 * max(max_rows, 1)]
@@ -46,7 +50,7 @@ def report_content(explanation, *, max_rows: int, title: str | None, tables: dic
         "model": _model_card(explanation),
         "counterfactuals": cf, "local_models": lm,
         "applicants": shown, "omitted": len(rows) - len(shown), "n_rows": len(rows),
-        "dataset": _dataset(explanation, rows, cf, figures),
+        "dataset": _dataset(explanation, rows, cf, figures, steps),
         "sections": model_sections(explanation, regions=regions, monotonicity=monotonicity,
                                    profiles=profiles, figures=figures, number=_number),
         "tables": [_table(name, obj) for name, obj in tables.items()],
@@ -92,13 +96,14 @@ def _model_card(explanation) -> dict:
 # ---------------------------------------------------------------- applicants
 
 
-def _applicant(explanation, row, cf: list[str], lm: list[str]) -> dict:
+def _applicant(explanation, row, cf: list[str], lm: list[str], steps: list) -> dict:
     f = row.figures
-    widths = _widths(explanation)
     reasons = [_reasons(row, label, explanation.features) for label in lm]
-    counterfactuals = [_counterfactual(row, label, explanation.features, widths) for label in cf]
+    counterfactuals = [_counterfactual(row, label, explanation.features, steps) for label in cf]
     return {"label": str(row.label), "position": row.position,
-            "decision": _number(f.get("row.class", f.get("row.prediction"))),
+            "answer": "Decision" if "row.class" in f else "Prediction",
+            "decision": ("none (the scores tie)" if "row.class" in f and f["row.class"] is None
+                         else _number(f.get("row.class", f.get("row.prediction")))),
             "probability": _number(f.get("row.probability")),
             "error": row.errors.get("row"),
             "unknown": bool(row.errors) or any(r["status"] == "unknown" for r in reasons)
@@ -128,27 +133,32 @@ PROOFS = {
 }
 
 
-def _counterfactual(row, cf: str, features, widths) -> dict:
+def _counterfactual(row, cf: str, features, steps: list) -> dict:
     f = row.figures
     result = row.results.get(cf)
     out = {"label": cf, "status": "unknown", "distance": "—",
            "metric": f.get(f"{cf}.metric") or "",
            "target": _number(f.get(f"{cf}.class")), "probability": _number(f.get(f"{cf}.probability")),
-           "changes": [], "certificate": None}
+           "changes": [], "small": 0, "certificate": None}
     if cf in row.errors or result is None:
         out["certificate"] = f"unknown: {row.errors.get(cf, 'the analysis did not run')}"
         return out
     found, exact = bool(f.get(f"{cf}.found")), bool(f.get(f"{cf}.exact"))
     if exact and not found:
-        out.update(status="exact", certificate="no other decision anywhere in the row's region: "
-                   "proven by the traversal")
+        out.update(status="exact", certificate="no input of another class exists in the row's "
+                   "region: proven by the traversal")
         return out
     out["distance"] = _number(f.get(f"{cf}.distance"))
-    out["changes"] = [{"feature": name, "from": _number(f.get(f"{cf}.x.{name}") - change),
-                       "to": _number(f.get(f"{cf}.x.{name}")), "change": f"{change:+.4g}"}
-                      for name, width in zip(features, widths)
-                      if (change := f.get(f"{cf}.change.{name}")) is not None
-                      and _changed(change, width)]
+    for name, step in zip(features, steps):
+        change = f.get(f"{cf}.change.{name}")
+        if change is None or not _changed(change, step.width):
+            continue  # none, or the solver's rounding
+        if not step.counts(change):
+            out["small"] += 1  # below the data's resolution: not a change a person makes
+            continue
+        to = f.get(f"{cf}.x.{name}")
+        out["changes"].append({"feature": name, "from": step.show(to - change),
+                               "to": step.show(to, 1), "change": step.show(change, 1, sign=True)})
     if exact:
         out.update(status="exact", certificate=PROOFS.get(f.get(f"{cf}.proof"), PROOFS[None]))
     else:
@@ -157,8 +167,55 @@ def _counterfactual(row, cf: str, features, widths) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """A feature's resolution in the data: its values are whole multiples of ``10**-decimals``
+    (``decimals`` None: no such step up to :data:`MAX_DECIMALS`; then a change counts past
+    ``CHANGE_TOL`` of the domain ``width``)."""
+
+    decimals: int | None
+    width: float
+
+    def counts(self, change: float) -> bool:
+        """Whether a counterfactual's change is one at the data's resolution: at least half
+        its step (it survives rounding to the data's decimals)."""
+        if self.decimals is None:
+            return abs(change) > CHANGE_TOL * max(self.width, 1.0)
+        return abs(change) >= 0.5 * 10.0 ** -self.decimals
+
+    def show(self, value: float, extra: int = 0, sign: bool = False) -> str:
+        """``value`` at the data's decimals (plus ``extra``), else 4 significant digits."""
+        if self.decimals is None:
+            return f"{value:+.4g}" if sign else _number(float(value))
+        return f"{value:{'+' if sign else ''}.{self.decimals + extra}f}"
+
+    def words(self) -> str:
+        return "—" if self.decimals is None else f"{10.0 ** -self.decimals:g}"
+
+
+#: Most decimals a feature's resolution is looked for with (finer data has none).
+MAX_DECIMALS = 6
+
+
+def _resolutions(explanation) -> list[Resolution]:
+    """Each feature's :class:`Resolution` over the explanation's rows."""
+    data = explanation.data
+    out = []
+    for j, width in enumerate(_widths(explanation)):
+        v = np.asarray([] if data is None else data[:, j], float)
+        v = v[np.isfinite(v)]
+        decimals = None
+        for k in range(MAX_DECIMALS + 1):
+            scaled = v * 10.0 ** k
+            if v.size and np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled))):
+                decimals = k
+                break
+        out.append(Resolution(decimals, width))
+    return out
+
+
 def _changed(change: float, width: float = 1.0) -> bool:
-    """Whether a feature's change counts (``CHANGE_TOL`` of its domain width)."""
+    """Whether an immutable feature changed at all (``CHANGE_TOL`` of its domain width)."""
     return abs(change) > CHANGE_TOL * max(width, 1.0)
 
 
@@ -176,31 +233,69 @@ def _why_unknown(result) -> str:
 # ---------------------------------------------------------------- the dataset
 
 
-def _dataset(explanation, rows: list[dict], cf: list[str], figures) -> dict:
+def _dataset(explanation, rows: list[dict], cf: list[str], figures, steps: list) -> dict:
     """The classes, the rows left unknown and why, and one summary per counterfactual."""
     return {"classes": _class_counts(explanation),
             "unknown": [{"label": a["label"], "why": _row_why(a)} for a in rows if a["unknown"]],
-            "counterfactuals": [_distances(explanation, label, figures) for label in cf]}
+            "counterfactuals": [_distances(explanation, label, figures, steps) for label in cf]}
 
 
-def _distances(explanation, cf: str, figures) -> dict:
-    """One counterfactual over the rows: the distances' histogram, how often each feature
-    changes, the immutable features checked."""
+#: The norms of the metrics, in formulas.
+_SUMS = {"L1": "Σ_j |x_j − x0_j| / s_j", "L2": "√(Σ_j ((x_j − x0_j) / s_j)²)",
+         "L∞": "max_j |x_j − x0_j| / s_j"}
+#: The scales of the metrics, in words.
+_SCALES = {
+    "MAD": "feature j's median absolute deviation over the report's rows, "
+           "median(|x_j − median(x_j)|) (without the normal-consistency factor 1.4826)",
+    "std": "feature j's standard deviation over the report's rows",
+    "range": "feature j's range over the report's rows (maximum − minimum)",
+    "given scales": "the unit given for feature j"}
+
+
+def _definition(metric: str) -> str | None:
+    """The metric in a sentence: its formula and what ``s_j`` is (None: unscaled units)."""
+    norm = metric.split(" ")[0]
+    if "scaled by" not in metric or norm not in _SUMS:
+        return None
+    kind = next((k for k in _SCALES if f"scaled by {k}" in metric), "given scales")
+    return (f"{metric}: the distance from the row x0 to a point x is {_SUMS[norm]}, where s_j "
+            f"is {_SCALES[kind]}; the parenthesis names what replaced a scale of 0. A distance "
+            f"of 1 is a change of one such unit in one feature. The units are listed below.")
+
+
+def _units(explanation, cf: str) -> list[float] | None:
+    """The per-feature units a row's counterfactual measured its distance in."""
+    for r in explanation.rows:
+        result = r.results.get(cf)
+        unit = None if result is None else result.details.get("scale")
+        if unit is not None:
+            return [float(u) for u in unit]
+    return None
+
+
+def _distances(explanation, cf: str, figures, steps: list) -> dict:
+    """One counterfactual over the rows: the distances' histogram, its metric defined with
+    each feature's unit, how often each feature changes (at the data's resolution), the
+    immutable features checked."""
     exact, bound, metric = [], [], ""
     for r in explanation.rows:
         d = r.figures.get(f"{cf}.distance")
         if r.figures.get(f"{cf}.found") and d is not None and math.isfinite(d):
             (exact if r.figures.get(f"{cf}.exact") else bound).append(float(d))
             metric = metric or r.figures.get(f"{cf}.metric") or ""
+    units = _units(explanation, cf)
     out = {"label": cf, "features": [], "immutable": [],
            "histogram": distance_histogram(exact, bound, metric, figures, f"distances-{cf}"),
            "exact": len(exact), "bound": len(bound), "metric": metric,
-           "median": _number(_median(exact + bound))}
+           "median": _number(_median(exact + bound)), "definition": _definition(metric),
+           "units": [] if units is None else [
+               {"feature": name, "unit": _number(u), "resolution": step.words()}
+               for name, u, step in zip(explanation.features, units, steps)]}
     found = [r for r in explanation.rows if r.figures.get(f"{cf}.found")]
     widths = dict(zip(explanation.features, _widths(explanation)))
-    for name in explanation.features:
+    for name, step in zip(explanation.features, steps):
         changes = [r.figures.get(f"{cf}.change.{name}") for r in found]
-        moved = [abs(c) for c in changes if c is not None and _changed(c, widths[name])]
+        moved = [abs(c) for c in changes if c is not None and step.counts(c)]
         out["features"].append({"feature": name, "rows": len(moved),
                                 "share": f"{len(moved) / len(found):.0%}" if found else "—",
                                 "median": _number(_median(moved))})
