@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,33 @@ def _report(tmp_path) -> Path:
     return e.to_html(tmp_path / "report.html", max_rows=3)
 
 
+def test_a_multi_class_report_shows_scores_per_class(tmp_path):
+    rng = np.random.default_rng(5)
+    net = Network.from_arrays([rng.normal(size=(6, 3)), rng.normal(size=(3, 6))],
+                              [rng.normal(size=6) * 0.3, np.zeros(3)],
+                              input_names=["acidity", "sugar", "alcohol"], link="softmax",
+                              classes=["red", "white", "rose"])
+    X = pd.DataFrame(rng.uniform(-1, 1, (20, 3)).round(2), columns=["acidity", "sugar", "alcohol"])
+    path = explain(net, X, [("counterfactual", {"norm": 1})], domain=(-1.0, 1.0)).to_html(
+        tmp_path / "classes.html")
+    with Chromium(timeout=120) as browser:
+        page = browser.open(path.as_uri())
+        assert page.errors() == []
+        head = page.evaluate("[...document.querySelectorAll('#monotonicity-table th')]"
+                             ".map(c => c.innerText)")
+        assert head[:3] == ["feature", "log-odds", "verdict"]
+        pairs = page.evaluate("[...document.querySelectorAll('#monotonicity-table tbody tr')]"
+                              ".map(r => r.cells[1].innerText)")
+        assert sorted(set(pairs)) == ["rose vs red", "white vs red"]
+        scores = page.evaluate("[...document.querySelectorAll('#region-table tbody tr')]"
+                               ".map(r => r.cells[4].innerText)")
+        assert scores and all(re.match(r"(red|white|rose) − (red|white|rose): ", t)
+                              for t in scores)
+        captions = page.evaluate("[...document.querySelectorAll('figure.profile figcaption')]"
+                                 ".map(c => c.innerText)")
+        assert captions and all("logit[" in c for c in captions)
+
+
 def test_the_report_renders_in_chromium_without_errors(tmp_path):
     path = _report(tmp_path)
     with Chromium(timeout=120) as browser:
@@ -72,6 +100,12 @@ def test_the_report_renders_in_chromium_without_errors(tmp_path):
         assert page.evaluate("document.querySelectorAll('section.applicant').length") == 4
         assert page.evaluate("document.body.innerText.includes('not a finite number')")
         assert page.evaluate("document.body.innerText.includes('Counterfactual (cf_inf)')")
+        # the scaled metric defined, with each feature's unit and the data's resolution
+        assert page.evaluate("[...document.querySelectorAll('.metric-definition')]"
+                             ".filter(e => e.getBoundingClientRect().height > 0).length") == 2
+        units = page.evaluate("[...document.querySelectorAll('table.feature-units')][0]"
+                              ".innerText")
+        assert "age" in units and "0.1" in units and "0.01" in units
         page.screenshot(tmp_path / "report.png")
         page.evaluate("document.getElementById('regions').scrollIntoView()")
         page.screenshot(tmp_path / "report-regions.png")
