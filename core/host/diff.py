@@ -423,6 +423,9 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
             differ = None  # found only by LPs that forward passes do not confirm
         share = dec.get("volume_share")
         method = dec.get("volume_method")
+        if differ is None and share is not None and share[0] > 0:
+            # no change confirmed: nothing is known to differ, so the share may be 0
+            share, method = (0.0, share[1]), f"{method}; no change confirmed by forward passes"
     names = f.input_names or [f"x{i}" for i in range(f.n_inputs)]
     features = [FeatureDiff(name=names[r["input"]], codes=network_codes(r["code"], f, g), **r)
                 for r in det.get("features", [])]
