@@ -121,7 +121,8 @@ class DiffResult:
     forward passes), False (proven: no cell of positive volume where the classes differ) or
     None (not asked, or unknown: a partial run or an undecided LP). ``volume_share``: the
     share of the region where the decisions differ as ``(low, high)``, equal ends when exact
-    (``volume_method`` says how). ``verdict``: the ε-equivalence verdict when ``epsilon`` was
+    (``volume_method`` says how); ``(0, 0)`` when ``decisions_differ`` is False, a lower end
+    of 0 unless it is True. ``verdict``: the ε-equivalence verdict when ``epsilon`` was
     given: HOLDS (proven ``max_abs <= epsilon``), VIOLATED (``violation``: a checked point
     with ``|g_j - f_j| > epsilon``), VIOLATED_UNCONFIRMED (an LP optimum above ``epsilon``
     that forward passes do not confirm) or UNKNOWN (a budget, a lost LP: never HOLDS then).
