@@ -145,9 +145,13 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             click.echo(f"why: {result.reason}")
         click.echo(result.work_line())
         if result.solves:
-            from polytrav.host.summary import solves_line
+            from polytrav.host.summary import solves_lines
 
-            click.echo(solves_line(result.solves))
+            for line in solves_lines(result.solves, chains=result.reports[0].solver,
+                                     lps=sum(r.stats["lps"] for r in result.reports),
+                                     subproblems=sum(r.stats["subproblem_solves"]
+                                                     for r in result.reports)):
+                click.echo(line)
     sys.exit(result.exit_code)
 
 
