@@ -13,6 +13,7 @@ from polytrav.interface.plot.check import (check_figure_path, import_pyplot, pla
 from polytrav.interface.plot.slice import plane_slice, slice_region
 from polytrav.model.network import Network
 from polytrav.model.region import Region
+from polytrav.vocabulary.tolerances import EQUALITY_TOL
 
 __all__ = ["save_diff_slice"]
 
@@ -148,7 +149,7 @@ def _region_worst(result, output, point, dims):
     x = np.asarray(w.witness, float)
     held = np.ones(x.shape[0], bool)
     held[list(dims)] = False
-    tol = 1e-9 * (1 + np.abs(point[held]).max(initial=0.0))
+    tol = EQUALITY_TOL * (1 + np.abs(point[held]).max(initial=0.0))
     return w if np.all(np.abs(x[held] - point[held]) <= tol) else None
 
 
