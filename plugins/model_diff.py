@@ -487,7 +487,10 @@ class ModelDiff(Analysis):
             out["volume_share"] = None
             return out
         d = context.frame.dim
-        if self._exact_volumes and not raw["volume_failed"]:
+        if out["changed"] is False:  # proven: no cell of positive volume where they differ
+            out["volume_share"] = (0.0, 0.0)
+            out["volume_method"] = "exact: no decision differs"
+        elif self._exact_volumes and not raw["volume_failed"]:
             if proven:
                 out["volume_share"] = (raw["changed_volume"], raw["changed_volume"])
                 out["volume_method"] = "exact (qhull)"

@@ -122,7 +122,8 @@ class DiffResult:
     forward passes), False (proven: no cell of positive volume where the classes differ) or
     None (not asked, or unknown: a partial run or an undecided LP). ``volume_share``: the
     share of the region where the decisions differ as ``(low, high)``, equal ends when exact
-    (``volume_method`` says how). ``verdict``: the ε-equivalence verdict when ``epsilon`` was
+    (``volume_method`` says how); ``(0, 0)`` when ``decisions_differ`` is False, a lower end
+    of 0 unless it is True. ``verdict``: the ε-equivalence verdict when ``epsilon`` was
     given: HOLDS (proven ``max_abs <= epsilon``), VIOLATED (``violation``: a checked point
     with ``|g_j - f_j| > epsilon``), VIOLATED_UNCONFIRMED (an LP optimum above ``epsilon``
     that forward passes do not confirm) or UNKNOWN (a budget, a lost LP: never HOLDS then).
@@ -424,6 +425,9 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
             differ = None  # found only by LPs that forward passes do not confirm
         share = dec.get("volume_share")
         method = dec.get("volume_method")
+        if differ is None and share is not None and share[0] > 0:
+            # no change confirmed: nothing is known to differ, so the share may be 0
+            share, method = (0.0, share[1]), f"{method}; no change confirmed by forward passes"
     names = f.input_names or [f"x{i}" for i in range(f.n_inputs)]
     features = [FeatureDiff(name=names[r["input"]], codes=network_codes(r["code"], f, g), **r)
                 for r in det.get("features", [])]

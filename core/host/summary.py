@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from polytrav.vocabulary.text import describe_result
 
-__all__ = ["format_report", "solves_line"]
+__all__ = ["format_report", "solves_line", "solves_lines", "CERTIFIED_CHOICE"]
+
+#: Per problem form, the backend to name when a first-order one's answers fell through.
+CERTIFIED_CHOICE = {"lp": "highs", "qp": "clarabel"}
 
 
 def format_report(report) -> str:
@@ -41,9 +44,46 @@ def format_report(report) -> str:
     lines.append(f"{st.get('polytopes', 0)} polytopes, {st.get('lps', 0)} LPs, "
                  f"{st.get('subproblem_solves', 0)} subproblems; {report.time:.3f} s "
                  f"(+{report.setup_time:.3f} s set-up); {state}")
-    if st.get("solves"):
-        lines.append(solves_line(st["solves"]))
+    lines += solves_lines(st.get("solves"), lps=st.get("lps", 0),
+                          subproblems=st.get("subproblem_solves", 0), chains=report.solver)
     return "\n".join(lines)
+
+
+def solves_lines(solves: dict[str, dict] | None, *, lps: int = 0, subproblems: int = 0,
+                 chains: dict[str, list] | None = None) -> list[str]:
+    """The ``solved by:`` line (:func:`solves_line`) where it says more than the counts line
+    (``lps``: the traversal's LPs): subproblems solved, solves beyond the LPs (fallbacks, a
+    branch and bound), a try that fell through to another backend, or more than one backend
+    answering; then, once, a note for each first-order backend whose answers fell through (a
+    poor choice for the forms whose chain it leads, ``chains`` as ``Report.solver``).
+
+    >>> solves = {"highs": {"answered": 40, "fell_through": 0, "seconds": 0.02},
+    ...           "osqp": {"answered": 80, "fell_through": 40, "seconds": 0.9,
+    ...                    "first_order": True}}
+    >>> print("\\n".join(solves_lines(solves, chains={"lp": ["osqp", "highs"]})))
+    solved by: highs 40 (0.020 s); osqp 80 (0.900 s), 40 fell through to the next backend
+    note: osqp is a first-order solver: its answers are not certified, so 40 of them were solved again on another backend; LPs are faster and exact with highs (--solver lp=highs)
+    >>> solves_lines({"highs": {"answered": 9, "fell_through": 0, "seconds": 0.01}}, lps=9)
+    []
+    """
+    if not solves:
+        return []
+    fell = sum(r["fell_through"] for r in solves.values())
+    tries = sum(r["answered"] for r in solves.values()) + fell
+    if not (subproblems or fell or tries > lps
+            or sum(bool(r["answered"]) for r in solves.values()) > 1):
+        return []  # the traversal's LPs, each answered by its one backend: the counts say it
+    lines = [solves_line(solves)]
+    for name, row in solves.items():
+        if row.get("first_order") and row["fell_through"]:
+            forms = [f for f, chain in (chains or {}).items()
+                     if chain and chain[0] == name and f in CERTIFIED_CHOICE]
+            advice = "; ".join(f"{f.upper()}s are faster and exact with {CERTIFIED_CHOICE[f]} "
+                               f"(--solver {f}={CERTIFIED_CHOICE[f]})" for f in forms)
+            lines.append(f"note: {name} is a first-order solver: its answers are not "
+                         f"certified, so {row['fell_through']} of them were solved again on "
+                         "another backend" + (f"; {advice}" if advice else ""))
+    return lines
 
 
 def solves_line(solves: dict[str, dict]) -> str:

@@ -124,6 +124,29 @@ def _check_classes(classes, link: str | None, n_outputs: int) -> tuple | None:
     return labels
 
 
+def _input_problem(x, n_inputs: int) -> str:
+    """What is wrong with an input numpy cannot read as float64 numbers."""
+    shape = f"an array of shape ({n_inputs},) or (n, {n_inputs})"
+    if x is None:
+        return f"Network: input is None; give {shape}"
+    if isinstance(x, (str, bytes)):
+        return f"Network: input is text ({x!r}), not numbers; give {shape}"
+    try:
+        ragged = np.asarray(x, dtype=object).dtype == object and np.ndim(x) >= 1 and \
+            len({np.shape(v) for v in x}) > 1
+    except (TypeError, ValueError):
+        ragged = True
+    if ragged:
+        return f"Network: input is not a rectangular array (rows of different lengths); give {shape}"
+    return (f"Network: input is not numeric ({type(x).__name__} {_brief(x)}); give {shape} "
+            "of numbers")
+
+
+def _brief(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _sigmoid(y: np.ndarray) -> np.ndarray:
     """``1 / (1 + exp(-y))`` without overflow warnings."""
     e = np.exp(-np.abs(y))
@@ -447,14 +470,32 @@ class Network:
 
     # ------------------------------------------------------------------ evaluation
     def _as_input(self, x) -> tuple[np.ndarray, bool]:
-        x = np.asarray(x, dtype=np.float64)
+        """``x`` as a float64 batch and whether it was one point; a :class:`NetworkError`
+        naming what is wrong for None, a non-numeric or ragged value, a wrong shape, or a
+        NaN or infinite value (the public entry points' one check; :meth:`_propagate` takes
+        checked batches unchecked)."""
+        if x is None:
+            raise NetworkError(_input_problem(x, self.n_inputs))
+        try:
+            x = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise NetworkError(_input_problem(x, self.n_inputs)) from None
         single = x.ndim == 1
-        X = x.reshape(1, -1) if single else x.reshape(x.shape[0], -1)
+        if x.ndim == 0:
+            raise NetworkError(f"Network: input is a single number ({x.item()!r}) but the network "
+                               f"takes {self.n_inputs} values per sample; give an array of "
+                               f"shape ({self.n_inputs},) or (n, {self.n_inputs})")
+        X = x.reshape(1, -1) if single else x.reshape(x.shape[0], int(np.prod(x.shape[1:])))
         if X.shape[1] != self.n_inputs:
             raise NetworkError(
                 f"Network: input has {X.shape[1]} values per sample (shape {x.shape}) but the "
                 f"network takes {self.n_inputs}"
             )
+        if not np.isfinite(X).all():
+            k, j = (int(v) for v in np.argwhere(~np.isfinite(X))[0])
+            where = f"input {j}" if single else f"sample {k}, input {j}"
+            raise NetworkError(f"Network: input has {X[k, j]} at {where}; every input value "
+                               "must be finite (a missing value must be filled in first)")
         return X, single
 
     def _propagate(self, X: np.ndarray, hidden: list | None, output: bool = True):

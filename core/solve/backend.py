@@ -159,21 +159,24 @@ def settles(result: SolveResult, backend: SolverBackend) -> bool:
 
 class SolveTally:
     """Per backend: the solves it answered, the tries that fell through to the next backend
-    of a chain, and their seconds. A run counts every solve along a chain
-    (:func:`solve_along`) made while it is :func:`counting`."""
+    of a chain, their seconds, and whether it is a first-order method (it does not certify
+    optimality). A run counts every solve along a chain (:func:`solve_along`) and every LP
+    of its traversal (:func:`tally_solve`) made while it is :func:`counting`."""
 
     def __init__(self):
-        self.rows: dict[str, list] = {}  # backend name -> [answered, fell through, seconds]
+        self.rows: dict[str, list] = {}  # name -> [answered, fell through, seconds, first-order]
 
-    def record(self, name: str, answered: bool, seconds: float) -> None:
-        row = self.rows.setdefault(name, [0, 0, 0.0])
+    def record(self, name: str, answered: bool, seconds: float, first_order: bool = False) -> None:
+        row = self.rows.setdefault(name, [0, 0, 0.0, False])
         row[0 if answered else 1] += 1
         row[2] += seconds
+        row[3] = row[3] or bool(first_order)
 
     def to_dict(self) -> dict[str, dict]:
-        """``{backend: {"answered", "fell_through", "seconds"}}``, by backend name."""
-        return {name: {"answered": a, "fell_through": f, "seconds": t}
-                for name, (a, f, t) in sorted(self.rows.items())}
+        """``{backend: {"answered", "fell_through", "seconds", "first_order"}}``, by backend
+        name."""
+        return {name: {"answered": a, "fell_through": f, "seconds": t, "first_order": o}
+                for name, (a, f, t, o) in sorted(self.rows.items())}
 
     @staticmethod
     def merge(dicts: Iterable[dict]) -> dict[str, dict]:
@@ -181,10 +184,11 @@ class SolveTally:
         out = SolveTally()
         for d in dicts:
             for name, row in d.items():
-                mine = out.rows.setdefault(name, [0, 0, 0.0])
+                mine = out.rows.setdefault(name, [0, 0, 0.0, False])
                 mine[0] += row["answered"]
                 mine[1] += row["fell_through"]
                 mine[2] += row["seconds"]
+                mine[3] = mine[3] or bool(row.get("first_order", False))
         return out.to_dict()
 
 
@@ -202,11 +206,11 @@ def counting(tally: SolveTally) -> Iterator[SolveTally]:
         _TALLY.reset(token)
 
 
-def tally_solve(name: str, answered: bool, seconds: float) -> None:
-    """Count one solve made outside :func:`solve_along` (in the traversal's own LP model)."""
+def tally_solve(name: str, answered: bool, seconds: float, first_order: bool = False) -> None:
+    """Count one solve made outside :func:`solve_along` (the traversal's own LPs)."""
     tally = _TALLY.get()
     if tally is not None:
-        tally.record(name, answered, seconds)
+        tally.record(name, answered, seconds, first_order)
 
 
 def solve_along(backends: Iterable[SolverBackend],
@@ -230,7 +234,8 @@ def solve_along(backends: Iterable[SolverBackend],
         tried.append(f"{backend.name}: {res.status}")
         settled = settles(res, backend)
         if tally is not None:
-            tally.record(backend.name, settled, time.perf_counter() - t0)
+            tally.record(backend.name, settled, time.perf_counter() - t0,
+                         not backend.certifies_optimality)
         if settled:
             return res, len(tried)
         log.debug("backend %s: %s (%s); the next backend of the chain tries", backend.name,

@@ -8,13 +8,17 @@ bounds and certified by pulling the centre inward. An LP that is neither optimal
 infeasible is re-solved cold and then on each fallback backend in turn
 (:func:`~polytrav.solve.backend.solve_along`); a "no polytope here" from a backend that does
 not certify optimality is confirmed on the first certifying fallback. What no backend decides
-is recorded in ``stats.failures``.
+is recorded in ``stats.failures``. Every LP is counted per backend in the run's
+:class:`~polytrav.solve.backend.SolveTally` (answered, or fell through to another backend: a
+failed try, or an uncertified "no polytope here" that the fallback confirmed).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from polytrav.solve.backend import settles, solve_along
+from polytrav.solve.backend import settles, solve_along, tally_solve
 from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.traversal.status import TraversalStats
 from polytrav.vocabulary.results import SolveResult, Status
@@ -41,6 +45,9 @@ class CellSolver:
         self.stats = stats
         #: Whether the backend that answered the last LP certifies optimality.
         self.certified = True
+        #: The decided tries of the cell being solved, ``(backend, seconds)``: counted as
+        #: answered, or as fallen through when the confirmer has to re-solve the cell.
+        self._tries: list = []
 
     def certified_radius(self, model: ChebyshevModel, u: np.ndarray) -> float:
         """Smallest slack of every constraint of ``model`` at ``u`` (a ball of that radius fits)."""
@@ -64,14 +71,37 @@ class CellSolver:
         certify optimality (first-order methods) is confirmed on the first certifying fallback;
         without one it counts as undecided.
         """
+        self._tries = []
         cell = self._solve_cells(model, what)
         if cell is None or cell[0] > RADIUS_TOL or self.certified:
+            self._count_tries(answered=True)
             return cell
+        self._count_tries(answered=False)  # its answer does not stand alone
         self.stats.retries += 1
         if self.confirmer is None:
             self.fail(what, f"{self.backend.name} does not certify optimality and no fallback confirms")
             return None
-        return self._solve_cells(_Rebuilt(model, self.confirmer), what)
+        cell = self._solve_cells(_Rebuilt(model, self.confirmer), what)
+        self._count_tries(answered=True)
+        return cell
+
+    def _count_tries(self, answered: bool) -> None:
+        for backend, seconds in self._tries:
+            tally_solve(backend.name, answered, seconds, not backend.certifies_optimality)
+        self._tries = []
+
+    def _timed(self, model: ChebyshevModel, solve) -> SolveResult:
+        """``solve()`` on ``model``'s backend: a decided answer waits in ``_tries`` (see
+        :meth:`solve`), an undecided one is counted as fallen through at once."""
+        t0 = time.perf_counter()
+        res = solve()
+        seconds = time.perf_counter() - t0
+        if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            self._tries.append((model.backend, seconds))
+        else:
+            tally_solve(model.backend.name, False, seconds,
+                        not model.backend.certifies_optimality)
+        return res
 
     def fail(self, what, why: str) -> None:
         """Record an LP no backend could decide (the run ends ``solver_failure``)."""
@@ -125,7 +155,7 @@ class CellSolver:
         if cert[best] > RADIUS_TOL:
             return float(cert[best]), (1.0 - lam[best]) * u
         self.stats.lps += 1
-        res = model.solve_exact()
+        res = self._timed(model, model.solve_exact)
         if res.status is Status.INFEASIBLE:
             return 0.0, None
         if res.status is not Status.OPTIMAL:
@@ -152,7 +182,7 @@ class CellSolver:
         Every LP counts, one per backend tried.
         """
         st = self.stats
-        res = model.solve()
+        res = self._timed(model, model.solve)
         st.lps += 1
         self.certified = model.backend.certifies_optimality
         if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
@@ -160,7 +190,7 @@ class CellSolver:
         first = res
         st.retries += 1
         if hasattr(model, "solve_cold"):
-            res = model.solve_cold()
+            res = self._timed(model, model.solve_cold)
             st.lps += 1
             if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
                 return res

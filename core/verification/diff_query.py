@@ -150,8 +150,10 @@ def _outward(values, direction: int) -> np.ndarray:
 
 
 def decide_diff(instance, shape: DiffShape, timeout: float | None, confirm, *, real: bool,
-                solver=None) -> tuple[str, str, int, int]:
-    """``(answer, reason, polytopes, LPs)`` by :func:`polytrav.diff` with ``verdict_only``:
+                solver=None) -> tuple[str, str, int, int, dict | None]:
+    """``(answer, reason, polytopes, LPs, split)`` by :func:`polytrav.diff` with
+    ``verdict_only`` (``split``: its input split's counts, :attr:`DiffResult.split`, None
+    where it did not run or the whole box was traversed instead):
     ``answer`` is ``"sat"`` (a violation that ``confirm``, the query's own check, accepts),
     ``"unsat"`` (HOLDS), ``"timeout"`` or ``"unknown"``.
 
@@ -174,35 +176,38 @@ def decide_diff(instance, shape: DiffShape, timeout: float | None, confirm, *, r
     proof_eps = eps if real else eps - _float32_allowance(instance, shape)
     names = (q.networks[shape.f].inputs[0].name, q.networks[shape.g].inputs[0].name)
     polytopes = lps = 0
+    split = None
     reasons = []
     for k, target in enumerate((proof_eps, eps + WITNESS_GAP * (1 + eps))):
         left = None if timeout is None else timeout - (time.perf_counter() - t0)
         if left is not None and left <= 0:
-            return "timeout", "; ".join(reasons + ["no time left"]), polytopes, lps
+            return "timeout", "; ".join(reasons + ["no time left"]), polytopes, lps, split
         if target < 0:
             return "unknown", (f"the float32 rounding bound exceeds epsilon {eps:g}; write the "
-                               "query in real to ask about the exact networks"), polytopes, lps
+                               "query in real to ask about the exact networks"), \
+                polytopes, lps, split
         res = diff(f, g, box, outputs=list(shape.outputs), epsilon=target, verdict_only=True,
                    solver=solver, time_limit=left)
         polytopes, lps = polytopes + res.n_polytopes, lps + res.n_lps
+        split = None if not res.split or res.split.get("whole") else res.split
         if res.verdict is Verdict.HOLDS:
             if k == 0:
-                return "unsat", "", polytopes, lps
+                return "unsat", "", polytopes, lps, split
             break  # no point past the raised epsilon: the first run's point stays unconfirmed
         if res.verdict is Verdict.VIOLATED:
             x = np.asarray(res.violation["x"], float)
             why = confirm(instance.free_inputs({names[0]: x, names[1]: x}))
             if why is None:
-                return "sat", "", polytopes, lps
+                return "sat", "", polytopes, lps, split
             reasons.append(f"diff: the violation at epsilon {target:g} is not confirmed: {why}")
             continue
         if res.status == "time_limit" or (timeout is not None and
                                            time.perf_counter() - t0 >= timeout):
-            return "timeout", f"diff: {res.verdict.value} ({res.status})", polytopes, lps
+            return "timeout", f"diff: {res.verdict.value} ({res.status})", polytopes, lps, split
         reasons.append(f"diff: {res.verdict.value} ({res.status}"
                        + (f"; {res.failures[0]}" if res.failures else "") + ")")
         break
-    return "unknown", "; ".join(reasons), polytopes, lps
+    return "unknown", "; ".join(reasons), polytopes, lps, split
 
 
 def _float32_allowance(instance, shape: DiffShape) -> float:

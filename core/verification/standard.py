@@ -80,6 +80,18 @@ class Decision:
     #: what decided it: ``"stack"`` (:func:`polytrav.verify` on the stacked network),
     #: ``"diff"`` (:func:`polytrav.diff`, a two-network ε query) or ``"monotone"``
     route: str = "stack"
+    #: pieces proven by bounds, and the input split's counts (boxes bounded, proven, left
+    #: open) where one ran, as :class:`~polytrav.verification.verify.VerificationResult` has
+    proven: int = 0
+    split: dict | None = None
+
+    def work_line(self) -> str:
+        """How the answer was reached, with the counts
+        (:func:`polytrav.verification.verify.work_line`)."""
+        from polytrav.verification.verify import work_line
+
+        return work_line(self.answer, self.polytopes, self.lps, self.seconds,
+                         proven=self.proven, split=self.split)
 
 
 def needs_instance(query: Query) -> bool:
@@ -196,11 +208,11 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                         time.perf_counter() - t0, polytopes, route="monotone")
     shape = diff_shape(instance) if route == "diff" else None
     if shape is not None:
-        answer, reason, polytopes, lps = decide_diff(instance, shape, left, confirm, real=real,
-                                                     solver=solver)
+        answer, reason, polytopes, lps, split = decide_diff(instance, shape, left, confirm,
+                                                            real=real, solver=solver)
         answer = {"timeout": "timed-out"}.get(answer, answer)
         return Decision(answer, found[-1] if answer == "sat" else None, reason,
-                        time.perf_counter() - t0, polytopes, lps, route="diff")
+                        time.perf_counter() - t0, polytopes, lps, route="diff", split=split)
     # a proof for float32 holds with the unsafe set widened by the rounding bound
     spec = instance.spec if real else instance.widened()
     result = verify(instance.network, spec, timeout=left, confirm=confirm, solver=solver)
@@ -215,9 +227,10 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                 result = inside
     answer = {"timeout": "timed-out"}.get(result.answer.value, result.answer.value)
     counts = (result.polytopes, result.lps)
+    how = {"proven": result.proven, "split": result.split}
     if answer == "unsat" and instance.unbounded:
         return Decision("unknown", None, f"no counterexample with the unbounded inputs "
                         f"{', '.join(instance.unbounded)} in a box; a proof needs them bounded",
-                        time.perf_counter() - t0, *counts)
+                        time.perf_counter() - t0, *counts, **how)
     return Decision(answer, found[-1] if answer == "sat" else None, result.reason,
-                    time.perf_counter() - t0, *counts)
+                    time.perf_counter() - t0, *counts, **how)

@@ -30,7 +30,7 @@ from polytrav.vocabulary.results import Answer, Verdict, jsonable
 from polytrav.vocabulary.tolerances import BOUND_TOL, ONNXRUNTIME_TOL
 
 __all__ = ["VerificationResult", "verify", "verify_many", "check_with_onnxruntime",
-           "load_network", "INTERRUPTED"]
+           "load_network", "work_line", "INTERRUPTED"]
 
 
 @dataclass
@@ -71,6 +71,12 @@ class VerificationResult:
 
         return SolveTally.merge(r.stats.get("solves", {}) for r in self.reports)
 
+    def work_line(self) -> str:
+        """What decided the answer, with the counts (``polytrav verify`` prints it):
+        :func:`work_line`."""
+        return work_line(self.answer, self.polytopes, self.lps, self.seconds,
+                         proven=self.proven, split=self.split)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dictionary."""
         as_list = (lambda a: None if a is None else np.asarray(a, float))
@@ -78,6 +84,33 @@ class VerificationResult:
                           "output": as_list(self.output), "polytopes": self.polytopes,
                           "lps": self.lps, "seconds": self.seconds, "reason": self.reason,
                           "proven": self.proven, "split": self.split, "solves": self.solves})
+
+
+def work_line(answer, polytopes: int, lps: int, seconds: float, *, proven: int = 0,
+              split: dict | None = None) -> str:
+    """One line on how an answer was reached: the input split's boxes (``split``, as
+    :attr:`VerificationResult.split`) when it ran, then the traversal's polytopes, pieces
+    proven by bounds and LPs. An ``unsat`` that no traversal touched says it was proven by
+    the input split alone.
+
+    >>> work_line("unsat", 0, 0, 5.2, split={"boxes": 6793, "proven": 3397, "open": 0})
+    'proven by an input split: 3397 boxes proven by bounds (6793 bounded), 0 polytopes traversed, 0 LPs, 5.200 s'
+    >>> work_line("unsat", 12, 30, 0.5, proven=2)
+    '12 polytopes, 2 pieces proven by bounds, 30 LPs, 0.500 s'
+    """
+    traversal = f"{polytopes} polytopes, {proven} pieces proven by bounds, {lps} LPs"
+    if not split or not split.get("boxes"):
+        return f"{traversal}, {seconds:.3f} s"
+    boxes, done, left = split["boxes"], split["proven"], split.get("open", 0)
+    split_text = f"{done} boxes proven by bounds ({boxes} bounded)"
+    if str(getattr(answer, "value", answer)) == "unsat":
+        if polytopes == 0 and proven == 0:
+            return (f"proven by an input split: {split_text}, 0 polytopes traversed, "
+                    f"{lps} LPs, {seconds:.3f} s")
+        return (f"proven by an input split and a traversal: {split_text}, then "
+                f"{traversal}, {seconds:.3f} s")
+    return (f"input split: {split_text}, {left} left open; then {traversal}, "
+            f"{seconds:.3f} s")
 
 
 def load_network(path: str | PathLike) -> Network:

@@ -325,3 +325,42 @@ def test_tick_labels_do_not_overlap_on_a_thin_strip():
             for a, b in zip(extents, extents[1:]):
                 assert a.p1[along] < b.p0[along], [t.get_text() for t in labels]
         plt.close(fig)
+
+
+def tree_arrows(ax) -> list:
+    """The BFS tree's arrows: annotations with an arrow (the figure's numbers are plain text)."""
+    return [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+
+
+def test_paper_figure_3_draws_the_discovery_tree():
+    """Issue 63: examples/paper_figures.py's Figure 3 ("discovery tree") draws one arrow from
+    each polytope's parent to it: every polytope but the first."""
+    import importlib.util
+    from pathlib import Path
+
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parents[2] / "examples" / "paper_figures.py"
+    spec = importlib.util.spec_from_file_location("paper_figures", script)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    net, region = random_net(3, 2, [6, 6], n_out=1), Box([-1, -1], [1, 1])
+    ax = example.figure3(net, region)
+    n = len(list(traverse(net, region, strategy="hierarchical")))
+    assert n > 10 and len(tree_arrows(ax)) == n - 1
+    assert "BFS tree (discovery)" in legend(ax) and "discovery tree" in ax.get_title()
+    plt.close(ax.figure)
+
+
+def test_bfs_tree_without_parents_warns_and_draws_none():
+    """Subdivision's polytopes (strategy "auto" on a box) have no discovery parents: the tree
+    cannot be drawn, and partition says so instead of drawing nothing silently."""
+    net, region = random_net(3, 2, [6, 6], n_out=1), Box([-1, -1], [1, 1])
+    cells = list(traverse(net, region))
+    assert all(p.parent is None for p in cells)
+    with pytest.warns(UserWarning, match="bfs_tree=True drew no tree.*strategy='hierarchical'"):
+        ax = partition(net, region, polytopes=cells, bfs_tree=True)
+    assert tree_arrows(ax) == [] and "BFS tree (discovery)" not in legend(ax)
+    plt.close(ax.figure)
+    ax = partition(net, region, bfs_tree=True)  # no polytopes: partition runs the traversal
+    assert len(tree_arrows(ax)) == len(list(traverse(net, region))) - 1
+    plt.close(ax.figure)

@@ -141,7 +141,7 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     if plot is not None:
         from polytrav.interface.plot.diff import save_diff_slice
 
-        saved = save_diff_slice(f, g, region, plot, dims=dims, solver=solver)
+        saved = save_diff_slice(f, g, region, plot, dims=dims, solver=solver, region_result=res)
         click.echo(f"figure written to {saved}", err=True)
     if res.verdict is Verdict.VIOLATED:
         sys.exit(EXIT_VIOLATED)

@@ -143,12 +143,15 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
             click.echo(f"network output there:  {np.array2string(result.output, precision=9)}")
         elif result.reason:
             click.echo(f"why: {result.reason}")
-        click.echo(f"{result.polytopes} polytopes, {result.proven} pieces proven by bounds, "
-                   f"{result.lps} LPs, {result.seconds:.3f} s")
+        click.echo(result.work_line())
         if result.solves:
-            from polytrav.host.summary import solves_line
+            from polytrav.host.summary import solves_lines
 
-            click.echo(solves_line(result.solves))
+            for line in solves_lines(result.solves, chains=result.reports[0].solver,
+                                     lps=sum(r.stats["lps"] for r in result.reports),
+                                     subproblems=sum(r.stats["subproblem_solves"]
+                                                     for r in result.reports)):
+                click.echo(line)
     sys.exit(result.exit_code)
 
 
@@ -203,7 +206,8 @@ def _run_query(prop, models, timeout, as_json, solver=None, route="diff") -> int
     if as_json:
         click.echo(to_json({"property": prop, "answer": answer, "reason": decision.reason,
                             "seconds": decision.seconds, "polytopes": decision.polytopes,
-                            "lps": decision.lps, "route": decision.route,
+                            "lps": decision.lps, "proven": decision.proven,
+                            "split": decision.split, "route": decision.route,
                             "assignment": None if decision.witness is None
                             else {k: [float(v) for v in vals] for k, vals in
                                   decision.witness.values.items()}}))
@@ -213,8 +217,7 @@ def _run_query(prop, models, timeout, as_json, solver=None, route="diff") -> int
             click.echo(render_assignment(query, decision.witness.values), nl=False)
         elif decision.reason:
             click.echo(f"why: {decision.reason}")
-        click.echo(f"{decision.polytopes} polytopes, {decision.lps} LPs, "
-                   f"{decision.seconds:.3f} s (route: {decision.route})")
+        click.echo(f"{decision.work_line()} (route: {decision.route})")
     return ANSWER_EXIT[answer]
 
 
@@ -358,7 +361,7 @@ def _batch(instances: Path, results, solver, max_polytopes, as_json, timeout_ove
                                     **res.to_dict()}))
             else:
                 why = f": {res.reason}" if res.answer in ("error", "unknown") and res.reason else ""
-                click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({rec[3]} polytopes, {rec[5]} s){why}")
+                click.echo(f"{rec[0]} {rec[1]}: {rec[2]} ({res.work_line()}){why}")
     except KeyboardInterrupt:
         click.echo(f"PARTIAL: interrupted after {done} of {len(jobs)} instances"
                    + (f" ({cut} interrupted while running: answer unknown)" if cut else "")

@@ -242,7 +242,9 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
         counterfactual's start, boundary point and norm ball, monotonicity violations
         (hatched red), and any other analysis's witness point (X).
     bfs_tree : bool
-        Arrows from each polytope to those its exploration discovered (the BFS tree).
+        Arrows from each polytope to those its exploration discovered (the BFS tree): the
+        parents of the LP traversal (``strategy="hierarchical"``); polytopes without them
+        (subdivision's) draw no tree, with a warning.
     decision : bool
         Each polytope's local decision boundary (``logit = 0`` for one output, the border
         between the top two classes for several), dashed.
@@ -326,6 +328,14 @@ def partition(net: Network, region, ax=None, *, polytopes=None, report=None,
                 ax.annotate("", xy=b_, xytext=a, arrowprops=dict(arrowstyle="->", color="dimgray",
                                                                 lw=0.6))
                 drew_tree = True
+        if not drew_tree and len(polytopes) > 1:
+            import warnings
+
+            warnings.warn("partition: bfs_tree=True drew no tree: these polytopes carry no "
+                          "discovery parents (subdivision, the default on a polyhedral "
+                          "region, finds cells without a traversal tree); pass the polytopes "
+                          "of traverse(..., strategy='hierarchical'), or no polytopes "
+                          "(partition then runs that traversal)", UserWarning, stacklevel=2)
     if start is not None:
         ax.plot(*start, marker="o", markersize=7, markerfacecolor="white",
                 markeredgecolor="black", linestyle="", zorder=6, clip_on=False)
