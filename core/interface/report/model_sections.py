@@ -166,7 +166,7 @@ def _profiles(explanation, table, n, output, score, figures) -> list[dict]:
         x = explanation.data[pick]
         idx = top_features(net, x, min(PROFILE_FEATURES, net.n_inputs), output, scale=widths)
         out.append({"region": r.id, "count": r.count,
-                    "row": str(explanation.rows[pick].label),
+                    "row": str(explanation.index[pick]),
                     "features": [explanation.features[j] for j in idx],
                     "figure": profile_figure(net, x, box, idx, figures, f"profile-region-{r.id}",
                                              output=output, names=list(explanation.features),
