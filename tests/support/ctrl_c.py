@@ -186,9 +186,12 @@ def in_interpreter_start_up(code: int, err: str) -> bool:
     never one of these."""
     if code == -2 and err == "":
         return True
+    # CPython reports the interrupt while it sets up sys.path, then runs on: no frame of the
+    # repository's code (the console script's own path, .../bin/polytrav, may show)
     if err.startswith("Failed checking if argv[0] is an import path entry\n") and re.search(
-            r"KeyboardInterrupt:?\s*$", err) and "polytrav" not in err:
-        return True  # CPython reports the interrupt while it sets up sys.path, then runs on
+            r"KeyboardInterrupt:?\s*$", err) and not re.search(
+                rf'File "{re.escape(str(CONSOLE.parents[2]))}/(core|plugins|solvers)/', err):
+        return True
     # Python's start-up reports: a fatal ``init_...`` error, or (CPython 3.11) failing to set
     # ``__main__.__loader__`` as the script's module is set up, before it runs a line
     fatal = code == 1 and re.match(

@@ -101,7 +101,7 @@ class _Cli(click.Group):
     def _bug(exc: Exception):
         """A bug: one line and exit 5 (``POLYTRAV_DEBUG=1``: the traceback)."""
         if os.environ.get("POLYTRAV_DEBUG") == "1":
-            raise  # the exception being handled, with its traceback
+            raise exc  # with its traceback
         click.echo(f"polytrav: internal error: {type(exc).__name__}: {exc} (this is a bug; "
                    "POLYTRAV_DEBUG=1 shows the traceback)", err=True)
         sys.exit(EXIT_INTERNAL)

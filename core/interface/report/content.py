@@ -66,9 +66,9 @@ def report_content(explanation, *, max_rows: int, title: str | None, tables: dic
         "applicants": shown, "omitted": len(rows) - len(shown), "n_rows": len(rows),
         "dataset": _dataset(explanation, rows, cf, figures),
         "sections": model_sections(
-            explanation, regions=regions and "regions" not in (left_out or {}),
-            monotonicity=monotonicity and "monotonicity" not in (left_out or {}),
-            profiles=profiles and "profiles" not in (left_out or {}), figures=figures,
+            explanation, regions=False if "regions" in (left_out or {}) else regions,
+            monotonicity=False if "monotonicity" in (left_out or {}) else monotonicity,
+            profiles=False if "profiles" in (left_out or {}) else profiles, figures=figures,
             number=_number),
         "tables": [_table(name, obj) for name, obj in tables.items()],
     }
