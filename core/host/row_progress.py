@@ -28,7 +28,7 @@ class RowProgress:
         if bar:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc="explain", unit=" rows", file=sys.stderr,
+            self.bar = tqdm(total=total, desc="explain", unit="row", file=sys.stderr,
                             dynamic_ncols=True, leave=False, mininterval=0.2)
 
     def start(self, label) -> None:

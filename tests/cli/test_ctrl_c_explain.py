@@ -53,6 +53,7 @@ def test_ctrl_c_writes_the_rows_done_marked_partial(folder):
     assert out.startswith("PARTIAL (interrupted): explained 1 of 3 rows: 1 proven, 0 unknown "
                           "or with an error; 2 rows not explained"), out
     assert "wrote t.csv, r.html" in out
+    assert "explain: interrupted after 1 of 3 rows; writing them to t.csv, r.html" in terminal
     table = pd.read_csv(folder / "t.csv", index_col="id")
     assert table.index.tolist() == ["quick", "long", "centre"]  # every input row
     assert table.loc["quick", "counterfactual.exact"] and pd.isna(table.loc["quick", "row.error"])

@@ -142,6 +142,10 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
             answered()
             if report and report["monotonicity"]:  # a new long run: not after a Ctrl-C
                 left_out["monotonicity"] = "the run was interrupted (Ctrl-C) before it began"
+            written = [p for p in (table_path, report_path) if p]
+            if written and sys.stderr.isatty():
+                click.echo(f"explain: interrupted after {len(result)} of {len(result.index)} "
+                           f"rows; writing them to {', '.join(written)}", err=True)
         _write(result, table_path, report_path, report, left_out)
     except KeyboardInterrupt:  # Ctrl-C after the rows: the report without what it interrupted
         if result is None:
