@@ -13,10 +13,18 @@ Rows are independent: an error in one (a NaN, a row outside the domain, a failed
 recorded for that row and analysis, and the others go on. With an ``executor``
 (:func:`polytrav.parallel.get_executor`: local processes or Dask), chunks of rows run in the
 workers, each worker keeping its session between chunks; :func:`explain_rows` yields the rows
-as they finish, :func:`explain` collects them into an :class:`Explanation`.
+as they finish, :func:`explain` collects them into an :class:`Explanation`, telling its
+progress row by row (:mod:`~polytrav.host.row_progress`) and, on Ctrl-C with
+``on_interrupt="report"``, returning the rows done, marked partial.
+
+Options are checked before any row runs: their names against ``for_row``, and their values by
+building each analysis for the rows (``for_row``, then ``validate``) until one row passes; an
+analysis that fails the same way on every row (``norm=3``) is refused up front, while an
+error of some rows only (a row outside its bounds) stays those rows' error.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
@@ -32,6 +40,7 @@ from polytrav.host.explanation import Explanation, RowResult
 from polytrav.host.manager import analysis_classes, check_options
 from polytrav.host.row import Row, Table
 from polytrav.host.options import RunOptions
+from polytrav.host.row_progress import row_progress
 from polytrav.host.specs import analysis_specs
 from polytrav.host.runner import RunSession
 from polytrav.model.network import Network
@@ -241,6 +250,39 @@ def _as_specs(analyses, pm) -> tuple[AnalysisSpec, ...]:
     return tuple(specs)
 
 
+#: What a value the analysis's own code could not use raises (as in analysis_params).
+_VALUE_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError)
+
+
+def _check_values(job: _Job, rows) -> None:
+    """Build each analysis for the rows (``for_row``, ``validate``) until one row passes;
+    refuse the analysis (``ConfigError``) if every finite row fails with the same message:
+    its options cannot work on this data, and no row should run to say so."""
+    finite = [(label, x) for _, label, x in rows if np.isfinite(x).all()]
+    for spec in job.specs:
+        first = None
+        for label, x in finite:
+            row = Row(x=x, domain=job.domain, features=job.features, label=label, data=job.data)
+            try:
+                analysis, region = spec.cls.for_row(row, **spec.options)
+                analysis.validate(job.net, region.with_dims(job.net.n_inputs))
+            except Exception as exc:  # noqa: BLE001  (a row's error, unless every row has it)
+                if not isinstance(exc, (PolytravError, *_VALUE_ERRORS)):
+                    break  # not about a value: the row's run records it
+                kind = "" if isinstance(exc, PolytravError) else f"{type(exc).__name__}: "
+                message = f"{kind}{exc}"
+                first = message if first is None else first
+                if message != first:
+                    break  # the rows differ: an error of rows, not of the options
+                continue
+            break  # a row passes: the options work
+        else:
+            if first is not None:
+                which = "" if spec.label == spec.cls.name else f"analysis {spec.label!r}; "
+                raise ConfigError(f"explain: {first} ({which}the same on every row, so no row "
+                                  "ran)")
+
+
 # ---------------------------------------------------------------- the API
 
 
@@ -255,12 +297,15 @@ def _prepare(net, X, analyses, domain, solver, time_limit, max_polytopes):
                RunOptions(solver=solver, time_limit=time_limit, max_polytopes=max_polytopes),
                DataSummary.of(values))
     rows = [(i, index[i], values[i]) for i in range(values.shape[0])]
+    _check_values(job, rows)
     return session, job, rows, index, index_name
 
 
-def _run(session, job, rows, executor, chunk_size) -> Iterator[RowResult]:
+def _run(session, job, rows, executor, chunk_size, progress=None) -> Iterator[RowResult]:
     if executor is None:
         for pos, label, x in rows:
+            if progress is not None:
+                progress.start(label)
             yield _explain_row(session, job, pos, label, x)
         return
     from polytrav.parallel import finished, n_workers
@@ -290,7 +335,8 @@ def explain_rows(net: Network, X, analyses, *, domain=None, solver=None, executo
 
 def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=None,
             chunk_size: int | None = None, time_limit: float | None = ROW_TIME_LIMIT,
-            max_polytopes: int | None = None, source: str | None = None) -> Explanation:
+            max_polytopes: int | None = None, source: str | None = None, progress=None,
+            on_interrupt: str = "raise") -> Explanation:
     """Run per-row analyses on every row of ``X``, the fixed costs paid once per worker.
 
     Parameters
@@ -325,6 +371,15 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
     source : str, optional
         How the model was loaded, for the report (:meth:`Explanation.to_html`); default: the
         network's description.
+    progress : bool or callable, optional
+        True: a progress bar on stderr (tqdm: rows done, time left, rows proven and unknown
+        so far, the row being worked on). A callable is called as ``progress(row, done,
+        total)`` after each row (its :class:`RowResult`, the rows done, the rows in all).
+    on_interrupt : {"raise", "report"}
+        What Ctrl-C (``KeyboardInterrupt``) does: ``"raise"`` (default) re-raises it;
+        ``"report"`` returns the rows done so far as a partial :class:`Explanation`
+        (``partial`` True, ``missing`` the rows not explained; the row being worked on is
+        one of them).
 
     Returns
     -------
@@ -358,12 +413,29 @@ def explain(net: Network, X, analyses, *, domain=None, solver=None, executor=Non
     "row 2: not a finite number in feature(s) ['x0']"
     """
     t0 = time.perf_counter()
+    if on_interrupt not in ("raise", "report"):
+        raise ConfigError(f"explain: on_interrupt must be 'raise' or 'report', got "
+                          f"{on_interrupt!r}")
     session, job, rows, index, index_name = _prepare(net, X, analyses, domain, solver,
                                                      time_limit, max_polytopes)
-    done = list(_run(session, job, rows, executor, chunk_size))
+    bar = row_progress(progress, len(rows))
+    done, interrupted = [], False
+    try:
+        with contextlib.closing(_run(session, job, rows, executor, chunk_size, bar)) as run:
+            for row in run:
+                done.append(row)
+                if bar is not None:
+                    bar.done(row)
+    except KeyboardInterrupt:
+        if on_interrupt == "raise":
+            raise
+        interrupted = len(done) < len(rows)
+    finally:
+        if bar is not None:
+            bar.close()
     return Explanation(done, [s.label for s in job.specs], index, index_name=index_name,
                        wall_time=time.perf_counter() - t0, network=net, domain=job.domain,
                        features=job.features,
                        data=np.reshape([x for _, _, x in rows], (len(rows), net.n_inputs)),
-                       source=source or repr(net),
+                       source=source or repr(net), interrupted=interrupted,
                        analyses={s.label: (s.cls.name, dict(s.options)) for s in job.specs})

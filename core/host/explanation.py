@@ -4,12 +4,13 @@
 is the table (one row per input row, the DataFrame's index kept, one column per figure named
 ``<analysis>.<figure>`` plus ``<analysis>.error``, and the row's own ``row.<figure>``: its
 predicted class and probability), :meth:`Explanation.to_parquet` writes it
-(pandas and pyarrow: ``pip install "polytrav[export]"``).
+(pandas and pyarrow: ``pip install "polytrav[export]"``). A run stopped by Ctrl-C
+(``explain(..., on_interrupt="report")``) is :attr:`~Explanation.partial`: its table still has
+a row per input row, those not explained marked so in ``row.error``.
 """
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.extras import require
 from polytrav.vocabulary.results import AnalysisResult
 
-__all__ = ["RowResult", "Explanation"]
+__all__ = ["RowResult", "Explanation", "NOT_EXPLAINED"]
+
+#: ``row.error`` of a row that a run stopped by Ctrl-C did not explain (its table row has
+#: nothing else).
+NOT_EXPLAINED = "not explained: the run was interrupted (Ctrl-C) before this row finished"
 
 
 @dataclass
@@ -51,6 +56,11 @@ class RowResult:
         return not self.errors
 
     @property
+    def proven(self) -> bool:
+        """Whether every analysis of the row ran and its answer is exact (proven)."""
+        return not self.errors and all(r.exact for r in self.results.values())
+
+    @property
     def fixed_time(self) -> float:
         """The row's seconds outside its analyses' work (set-up, bookkeeping)."""
         return max(self.time - self.work_time, 0.0)
@@ -65,13 +75,17 @@ class Explanation:
     :class:`~polytrav.Box`), ``features`` (the column names), ``data`` (the rows' values,
     ``(n_rows, n_inputs)``, in :attr:`rows`' order), ``analyses`` (label -> ``(name,
     options)``) and ``source`` (how the model was loaded, free text). Iterate it for
-    the :class:`RowResult` objects; ``len()`` is the number of rows.
+    the :class:`RowResult` objects; ``len()`` is the number of rows explained.
+
+    ``interrupted``: the run was stopped (Ctrl-C) before every row was explained; then
+    :attr:`partial` is True and :attr:`missing` lists the rows not explained (``rows`` holds
+    only those explained; ``index`` and ``data`` keep every input row).
     """
 
     def __init__(self, rows: list[RowResult], labels: list[str], index: list, *,
                  index_name=None, wall_time: float = 0.0, network=None, domain=None,
                  features: tuple[str, ...] = (), data=None, analyses: dict | None = None,
-                 source: str | None = None):
+                 source: str | None = None, interrupted: bool = False):
         self.rows = sorted(rows, key=lambda r: r.position)
         self.labels = list(labels)
         self.index = list(index)
@@ -83,6 +97,7 @@ class Explanation:
         self.data = None if data is None else np.asarray(data, dtype=float)
         self.analyses = dict(analyses or {})
         self.source = source
+        self.interrupted = interrupted
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -95,8 +110,30 @@ class Explanation:
 
     def __repr__(self) -> str:
         bad = sum(not r.ok for r in self.rows)
-        return (f"Explanation({len(self.rows)} rows, analyses {self.labels}, {bad} with errors, "
+        rows = f"{len(self.rows)} of {len(self.index)} rows (PARTIAL: interrupted)" \
+            if self.partial else f"{len(self.rows)} rows"
+        return (f"Explanation({rows}, analyses {self.labels}, {bad} with errors, "
                 f"{self.wall_time:.3g} s)")
+
+    @property
+    def partial(self) -> bool:
+        """Whether some input row was not explained (the run was interrupted)."""
+        return self.interrupted or len(self.rows) < len(self.index)
+
+    @property
+    def missing_positions(self) -> list[int]:
+        """The positions in ``X`` of the rows not explained, in X's order."""
+        done = {r.position for r in self.rows}
+        return [p for p in range(len(self.index)) if p not in done]
+
+    @property
+    def missing(self) -> list:
+        """The index labels of the rows not explained (empty unless :attr:`partial`)."""
+        return [self.index[p] for p in self.missing_positions]
+
+    def _positions(self) -> list[int]:
+        """The table's rows: every input row when partial, else the rows explained."""
+        return list(range(len(self.index))) if self.partial else [r.position for r in self.rows]
 
     @property
     def errors(self) -> dict[Any, dict[str, str]]:
@@ -117,25 +154,34 @@ class Explanation:
         return cols
 
     def records(self) -> list[dict[str, Any]]:
-        """One dict per row over :meth:`columns` (None where a row has no value)."""
+        """One dict per row over :meth:`columns` (None where a row has no value); when
+        :attr:`partial`, one per input row, those not explained with only ``row.error``
+        (:data:`NOT_EXPLAINED`)."""
         cols = self.columns()
+        by_position = {r.position: r for r in self.rows}
         out = []
-        for r in self.rows:
+        for position in self._positions():
             rec = dict.fromkeys(cols)
-            rec.update(r.figures)
-            for label, message in r.errors.items():
-                rec[f"{label}.error"] = message
+            r = by_position.get(position)
+            if r is None:
+                rec["row.error"] = NOT_EXPLAINED
+            else:
+                rec.update(r.figures)
+                for label, message in r.errors.items():
+                    rec[f"{label}.error"] = message
             out.append(rec)
         return out
 
     def to_pandas(self):
         """The table as a ``pandas.DataFrame``: one row per input row (the dataset's index),
         one column per figure (:meth:`columns`). Each column has one type: ``float64``,
-        nullable ``Int64`` / ``boolean``, or ``string`` (missing values are ``NA``)."""
+        nullable ``Int64`` / ``boolean``, or ``string`` (missing values are ``NA``). When
+        :attr:`partial`, the rows not explained have only ``row.error``
+        (:data:`NOT_EXPLAINED`)."""
         _require("to_pandas", ("pandas",))
         import pandas as pd
 
-        index = pd.Index([self.index[r.position] for r in self.rows], name=self.index_name)
+        index = pd.Index([self.index[p] for p in self._positions()], name=self.index_name)
         records = self.records()
         data = {c: pd.array([rec[c] for rec in records], dtype=_dtype(c, records))
                 for c in self.columns()}
@@ -153,7 +199,7 @@ class Explanation:
         figures as inline SVG; opens offline); returns the path. ``options``: see
         :func:`polytrav.interface.report.write_report` (``max_rows``, ``title``, ``regions``,
         ``monotonicity`` (its budget), ``profiles``: the region table, monotonicity table
-        and profile plots, on by default; ``tables``). Needs jinja2 and matplotlib:
+        and profile plots, on by default; ``tables``). Needs jinja2, matplotlib and pandas:
         ``pip install "polytrav[report]"``."""
         return _report().write_report(self, path, format="html", **options)
 
@@ -191,12 +237,9 @@ def _report():
     """The report module (the interface layer). Named as a string, as the host names its
     built-in plugins (``DEFAULT_PLUGINS``): the host does not depend on the layer above it,
     which holds all of the report's code."""
-    _require("to_html", ("jinja2", "matplotlib"), extra="report")
+    require("Explanation.to_html", "report")
     return importlib.import_module("polytrav.interface.report")
 
 
 def _require(who: str, modules: tuple[str, ...], extra: str = "export") -> None:
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ConfigError(f"Explanation.{who} needs {' and '.join(missing)}: "
-                          f'pip install "polytrav[{extra}]"')
+    require(f"Explanation.{who}", extra, modules)

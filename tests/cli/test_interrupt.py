@@ -13,23 +13,14 @@ it reports a polytope.
 """
 from __future__ import annotations
 
-import os
-import pty
 import re
-import select
-import signal
 import subprocess
-import tempfile
-import termios
-import time
 
 import pytest
-from ctrl_c import as_from_a_terminal, console_script, write_big
+from ctrl_c import HANG, console_script, interrupted_when, write_big
 
 #: The progress bar once it counts a polytope: the traversal is running.
 READY = re.compile(rb"\b[1-9]\d* polytopes")
-#: Seconds to wait for the bar, or for the end after Ctrl-C: a hang guard only.
-HANG = 600
 
 
 @pytest.fixture(scope="module")
@@ -46,44 +37,10 @@ def big4(tmp_path_factory):
     return write_big(tmp_path_factory.mktemp("interrupt4"))
 
 
-def _read(fd) -> bytes:
-    """What the pseudo-terminal has, or b"" once the process closed it."""
-    ready, _, _ = select.select([fd], [], [], HANG)
-    assert ready, f"nothing on the terminal for {HANG} s: the command hangs"
-    try:
-        return os.read(fd, 65536)
-    except OSError:  # EIO: every writer is gone
-        return b""
-
-
 def interrupted(args, cwd):
     """Run ``polytrav args``, Ctrl-C once its progress bar counts a polytope (never, if it
     ends before); the exit code, stdout and what the terminal (stderr) showed."""
-    main, terminal = pty.openpty()
-    termios.tcsetwinsize(terminal, (24, 120))  # the bar needs a width
-    with tempfile.TemporaryFile("w+") as stdout:
-        proc = subprocess.Popen([console_script("polytrav"), *args], stdout=stdout,
-                                preexec_fn=as_from_a_terminal,
-                                stderr=terminal, stdin=subprocess.DEVNULL, cwd=cwd)
-        os.close(terminal)
-        try:
-            shown, chunk = b"", b"?"
-            while chunk and not READY.search(shown):
-                chunk = _read(main)
-                shown += chunk
-            if chunk:  # the bar counts a polytope; else the command ended on its own
-                proc.send_signal(signal.SIGINT)
-            guard = time.monotonic() + HANG  # a hang guard only: a lost Ctrl-C fails, not hangs
-            while chunk := _read(main):
-                shown += chunk
-                assert time.monotonic() < guard, f"still running {HANG} s after its Ctrl-C"
-            code = proc.wait(timeout=HANG)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            os.close(main)
-        stdout.seek(0)
-        return code, stdout.read(), shown.decode(errors="replace")
+    return interrupted_when(READY, args, cwd)
 
 
 BOX = ["--lower", "-1", "--upper", "1"]

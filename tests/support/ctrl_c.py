@@ -1,10 +1,18 @@
 """What the Ctrl-C tests share: a network with far more polytopes than a test waits for, the
-installed console scripts, and how a run that got SIGINT may end."""
+installed console scripts, a run Ctrl-C'd once its terminal shows it is ready, and how a run
+that got SIGINT may end."""
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
 import signal
+import subprocess
 import sys
+import tempfile
+import termios
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +25,8 @@ BEFORE_ANY_RESULT = {"polytrav": ("polytrav: interrupted before any result", 2),
 #: The one line of a Ctrl-C that a command did not catch itself (loading, set-up).
 BEFORE_THE_END = ("polytrav: interrupted before the command finished", 2)
 CONSOLE = Path(__file__).resolve().parents[2] / "core" / "interface" / "console.py"
+#: Seconds to wait for a readiness signal, or for the end after Ctrl-C: a hang guard only.
+HANG = 600
 
 
 def as_from_a_terminal() -> None:
@@ -33,6 +43,47 @@ def console_script(name: str) -> str:
         pytest.skip(f"the console script {name} is not installed next to {sys.executable} "
                     "(pip install -e . installs it)")
     return str(path)
+
+
+def _read(fd) -> bytes:
+    """What the pseudo-terminal has, or b"" once the process closed it."""
+    ready, _, _ = select.select([fd], [], [], HANG)
+    assert ready, f"nothing on the terminal for {HANG} s: the command hangs"
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: every writer is gone
+        return b""
+
+
+def interrupted_when(ready: re.Pattern, args, cwd):
+    """Run ``polytrav args`` with stderr on a pseudo-terminal (as a user's: progress bars
+    show), Ctrl-C once the terminal shows ``ready`` (never, if the command ends before);
+    the exit code, stdout and what the terminal showed. Nothing waits a fixed time."""
+    main, terminal = pty.openpty()
+    termios.tcsetwinsize(terminal, (24, 120))  # the bar needs a width
+    with tempfile.TemporaryFile("w+") as stdout:
+        proc = subprocess.Popen([console_script("polytrav"), *args], stdout=stdout,
+                                preexec_fn=as_from_a_terminal,
+                                stderr=terminal, stdin=subprocess.DEVNULL, cwd=cwd)
+        os.close(terminal)
+        try:
+            shown, chunk = b"", b"?"
+            while chunk and not ready.search(shown):
+                chunk = _read(main)
+                shown += chunk
+            if chunk:  # the terminal shows it ready; else the command ended on its own
+                proc.send_signal(signal.SIGINT)
+            guard = time.monotonic() + HANG  # a hang guard only: a lost Ctrl-C fails, not hangs
+            while chunk := _read(main):
+                shown += chunk
+                assert time.monotonic() < guard, f"still running {HANG} s after its Ctrl-C"
+            code = proc.wait(timeout=HANG)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.close(main)
+        stdout.seek(0)
+        return code, stdout.read(), shown.decode(errors="replace")
 
 
 def save_mlp_onnx(weights, biases, path: Path) -> None:
@@ -92,7 +143,26 @@ def write_big(root: Path, n_inputs: int = 4) -> Path:
         + "(assert (>= Y[0,0] 1000000.0))\n")
     (root / "job.toml").write_text('network = "big.onnx"\n[region]\nkind = "box"\nlower = -1\n'
                                    'upper = 1\n[[analysis]]\nname = "output_range"\n')
+    names = [f"x{i}" for i in range(n_inputs)]
+    (root / "rows.csv").write_text("\n".join([  # explain: see EXPLAIN_LONG
+        ",".join(["id", *names]), ",".join(["quick", *["0.999"] * n_inputs]),
+        ",".join(["long", *["-1"] * n_inputs]), ",".join(["centre", *["0"] * n_inputs])]) + "\n")
     return root
+
+
+def explain_long(n_inputs: int) -> list[str]:
+    """``polytrav explain`` options on ``rows.csv`` of :func:`write_big` that make the run
+    certain to be in its second row long after the first: each counterfactual may only
+    increase every feature and searches its whole box (``search "full"``, no MILP, no time
+    limit), so row ``quick`` (every feature at 0.999) searches a box that meets one polytope,
+    rows ``long`` and ``centre`` boxes with far more polytopes than a test waits for."""
+    import json
+
+    names = [f"x{i}" for i in range(n_inputs)]
+    analyses = [["counterfactual", {"norm": 1, "search": "full", "milp_after": None,
+                                    "direction": {name: "increase" for name in names}}]]
+    return ["--index-col", "id", "--domain", "-1:1", "--time-limit", "1e9",
+            "--analyses", json.dumps(analyses)]
 
 
 def _take_over_line() -> int:
@@ -116,9 +186,12 @@ def in_interpreter_start_up(code: int, err: str) -> bool:
     never one of these."""
     if code == -2 and err == "":
         return True
+    # CPython reports the interrupt while it sets up sys.path, then runs on: no frame of the
+    # repository's code (the console script's own path, .../bin/polytrav, may show)
     if err.startswith("Failed checking if argv[0] is an import path entry\n") and re.search(
-            r"KeyboardInterrupt:?\s*$", err) and "polytrav" not in err:
-        return True  # CPython reports the interrupt while it sets up sys.path, then runs on
+            r"KeyboardInterrupt:?\s*$", err) and not re.search(
+                rf'File "{re.escape(str(CONSOLE.parents[2]))}/(core|plugins|solvers)/', err):
+        return True
     # Python's start-up reports: a fatal ``init_...`` error, or (CPython 3.11) failing to set
     # ``__main__.__loader__`` as the script's module is set up, before it runs a line
     fatal = code == 1 and re.match(

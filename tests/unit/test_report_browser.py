@@ -1,7 +1,8 @@
 """The HTML report in a real browser: Debian's headless Chromium, driven over the DevTools
 protocol on a pipe (``tests/support/headless_chromium.py``). It loads with no console error
 and no request for anything outside the file, and shows every section and its figures (the
-distance histograms, the profile plots, the region and monotonicity tables).
+distance histograms, the profile plots, the region and monotonicity tables); the report of a
+run stopped by Ctrl-C shows, first, that it is partial and which rows were explained.
 ``POLYTRAV_UPDATE_DOCS_IMAGES=1`` also saves the screenshots that docs/explain.md shows."""
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +35,9 @@ pytestmark = pytest.mark.skipif(
            "needs it")
 
 
-def _report(tmp_path) -> Path:
+def _report(tmp_path, stop_after: int | None = None) -> Path:
+    """The report of 40 rows; ``stop_after``: Ctrl-C (a real SIGINT) after that many rows,
+    and the partial report, its monotonicity table left out as the command line does."""
     net = Network.from_arrays(
         [[[0.08, -0.04, 0.5], [0.02, 0.05, -1.0], [-0.05, 0.03, 1.0], [0.04, 0.02, 0.2]],
          [[1.0, -1.0, 0.5, 0.5]]],
@@ -45,10 +49,18 @@ def _report(tmp_path) -> Path:
                       "debt": rng.normal(4, 1.5, 40).round(2)},
                      index=pd.Index([f"A-{1000 + i}" for i in range(40)], name="applicant"))
     X.iloc[30, 2] = np.nan  # a row the report lists as unknown, with its reason
+    def ctrl_c(row, done, total):
+        if done == stop_after:
+            signal.raise_signal(signal.SIGINT)
+
     e = explain(net, X, [("counterfactual", {"norm": 1, "immutable": ["age"]}),
                          ("counterfactual", {"norm": "inf", "label": "cf_inf"}), "local_model"],
-                source="hand-written 3-4-1 credit network (tests/unit/test_report_browser.py)")
-    return e.to_html(tmp_path / "report.html", max_rows=3)
+                source="hand-written 3-4-1 credit network (tests/unit/test_report_browser.py)",
+                progress=ctrl_c, on_interrupt="report")
+    if stop_after is None:
+        return e.to_html(tmp_path / "report.html", max_rows=3)
+    return e.to_html(tmp_path / "partial.html", max_rows=3, left_out={
+        "monotonicity": "the run was interrupted (Ctrl-C) before it began"})
 
 
 def test_a_multi_class_report_shows_scores_per_class(tmp_path):
@@ -114,3 +126,35 @@ def test_the_report_renders_in_chromium_without_errors(tmp_path):
         if os.environ.get("POLYTRAV_UPDATE_DOCS_IMAGES") == "1":
             DOCS_IMAGES.mkdir(exist_ok=True)
             shutil.copyfile(tmp_path / name, DOCS_IMAGES / f"explain-{name}")
+
+
+def test_a_partial_report_says_so_first_in_chromium(tmp_path):
+    path = _report(tmp_path, stop_after=5)
+    with Chromium(timeout=120) as browser:
+        page = browser.open(path.as_uri())
+        assert page.errors() == []
+        assert page.evaluate("document.title") == \
+            "Model validation report (PARTIAL: 5 of 40 rows explained)"
+        # the first section, shown and framed, before the legend
+        first = page.evaluate("document.querySelector('section').id")
+        box = page.evaluate("(() => { const r = document.getElementById('partial')"
+                            ".getBoundingClientRect(); return [r.top, r.height] })()")
+        assert first == "partial" and 0 < box[0] < 400 and box[1] > 50
+        assert page.evaluate("getComputedStyle(document.getElementById('partial'))"
+                             ".borderTopColor") == "rgb(198, 40, 40)"
+        rows = page.evaluate("[...document.querySelectorAll('#partial-rows tr')]"
+                             ".map(r => r.innerText.replace(/\\s+/g, ' ').trim())")
+        assert rows == ["explained (5) A-1000 … A-1004 (5 rows)",
+                        "not explained (35) A-1005 … A-1039 (35 rows)"]
+        text = page.evaluate("document.getElementById('partial').innerText")
+        assert "PARTIAL REPORT: 5 of 40 rows explained" in text
+        assert "Left out: the monotonicity table" in text
+        assert "Not computed: the run was interrupted" in page.evaluate(
+            "document.getElementById('monotonicity').innerText")
+        assert page.evaluate("document.querySelectorAll('#monotonicity-table').length") == 0
+        assert page.evaluate("document.querySelectorAll('section.applicant').length") == 3
+        assert page.evaluate("document.getElementById('row-5')") is None  # not explained
+        assert "Every row explained is proven; 35 rows were not explained" in page.evaluate(
+            "document.getElementById('unknown-rows').innerText")  # not "every row's answer"
+        page.screenshot(tmp_path / "partial.png")
+    assert (tmp_path / "partial.png").stat().st_size > 10_000

@@ -10,8 +10,8 @@ runs per-row analyses on a dataset and writes the report; ``polytrav plugins`` a
 
 Exit codes (every command): 0 holds / complete, 1 violated (a confirmed counterexample or
 violation), 2 unknown or partial (a budget, a lost LP, Ctrl-C), 3 timeout (``verify``), 4 bad
-input (one line on stderr naming the problem), 5 internal error (a bug; ``POLYTRAV_DEBUG=1``
-shows the traceback). JSON output never holds ``NaN`` or ``Infinity`` (they become null).
+input (one line on stderr naming the problem; also a missing extra, named with its pip line),
+5 internal error (a bug; ``POLYTRAV_DEBUG=1`` shows the traceback). JSON output never holds ``NaN`` or ``Infinity`` (they become null).
 
 This module holds the command group (every way a command can end maps to one line and an
 exit code; the console script enters through :mod:`polytrav.interface.console`, which
@@ -83,13 +83,28 @@ class _Cli(click.Group):
             sys.exit(EXIT_PARTIAL)
         except (PolytravError, OSError) as exc:
             fail(error_message(exc))
+        except ModuleNotFoundError as exc:  # a path without its own check: name the extra
+            from polytrav.vocabulary.extras import extra_of, pip_line
+
+            extra = extra_of(exc.name)
+            if extra is None or os.environ.get("POLYTRAV_DEBUG") == "1":
+                self._bug(exc)
+            words = list(args) if args is not None else sys.argv[1:]
+            command = f"polytrav {words[0]}" if words else "this command"
+            fail(f"{command} needs {exc.name} (the {extra!r} extra), which is not installed: "
+                 f"{pip_line(extra)}")
         except Exception as exc:  # noqa: BLE001  a bug: one line, the traceback on request
-            if os.environ.get("POLYTRAV_DEBUG") == "1":
-                raise
-            click.echo(f"polytrav: internal error: {type(exc).__name__}: {exc} (this is a bug; "
-                       "POLYTRAV_DEBUG=1 shows the traceback)", err=True)
-            sys.exit(EXIT_INTERNAL)
+            self._bug(exc)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    @staticmethod
+    def _bug(exc: Exception):
+        """A bug: one line and exit 5 (``POLYTRAV_DEBUG=1``: the traceback)."""
+        if os.environ.get("POLYTRAV_DEBUG") == "1":
+            raise exc  # with its traceback
+        click.echo(f"polytrav: internal error: {type(exc).__name__}: {exc} (this is a bug; "
+                   "POLYTRAV_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,18 +2,27 @@
 the table (``--table``) and the model-validation report (``--report``) written.
 
 Exit codes as in :mod:`polytrav.interface.cli`: 0 every row's answer proven, 2 some row
-left unknown or with an error, 4 bad input.
+left unknown or with an error (or Ctrl-C), 4 bad input (also a missing extra: pandas for the
+table, the ``report`` extra for the report, checked before any row runs).
+
+A progress bar on a terminal (stderr) counts the rows. Ctrl-C while the rows run keeps the
+rows done: the table (every input row, those not explained marked in ``row.error``) and the
+report (marked partial, without the monotonicity table, which would start a new long run)
+are written, and the line on stdout starts with ``PARTIAL (interrupted)``; a Ctrl-C while the
+report's monotonicity table is computed writes the report without it.
 """
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import click
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, fail, parse_parameters,
                                            solver_option)
+from polytrav.interface.console import answered
 from polytrav.interface.report.model_sections import MONOTONICITY_TIME_LIMIT
 
 __all__ = ["DEFAULT_ANALYSES", "explain", "read_rows"]
@@ -89,8 +98,10 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
     DATA.csv has a header row of feature names (a model's own input names pick and order
     the columns; --names gives them to a model without). The report holds the applicants,
     the dataset's summaries, the region table, profile plots and the monotonicity table
-    (--no-regions, --no-profiles, --no-monotonicity leave them out). Exit code 0 every row
-    proven, 2 some row unknown or with an error, 4 bad input.
+    (--no-regions, --no-profiles, --no-monotonicity leave them out). On a terminal a
+    progress bar counts the rows; Ctrl-C writes the rows done (table and report, marked
+    PARTIAL). Exit code 0 every row proven, 2 some row unknown or with an error (or
+    Ctrl-C), 4 bad input.
     """
     from polytrav.host.explain import ROW_TIME_LIMIT
     from polytrav.host.explain import explain as run_explain
@@ -105,6 +116,7 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
             if Path(path).suffix.lower() not in suffixes:
                 fail(f"{what} {path!r}: give a file ending in {' or '.join(suffixes)}")
             check_writable(path, what)
+    _check_extras(report_path, table_path)
     net, source = load_model(model, trust=trust, unsafe_pickle=unsafe_pickle)
     features, classes = read_names(names_path) if names_path else (None, None)
     if labels is not None:
@@ -117,27 +129,80 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
                  "--labels" if labels is not None else None]
         source += f"; names from {' and '.join(g for g in given if g)}"
     X = read_rows(data, net, index_col, [c for item in drop for c in item.split(",") if c])
-    result = run_explain(net, X, specs, domain=bounds, solver=solver,
-                         time_limit=ROW_TIME_LIMIT if time_limit is None else time_limit,
-                         source=source)
+    report = None if report_path is None else {
+        "max_rows": max_rows, "regions": not no_regions, "profiles": not no_profiles,
+        "monotonicity": not no_monotonicity and {"time_limit": monotonicity_time_limit,
+                                                 "solver": solver}}
+    result, left_out = None, {}
+    try:
+        result = run_explain(net, X, specs, domain=bounds, solver=solver,
+                             time_limit=ROW_TIME_LIMIT if time_limit is None else time_limit,
+                             source=source, progress=sys.stderr.isatty(), on_interrupt="report")
+        if result.partial:  # Ctrl-C while the rows ran: write what is done, ignore another
+            answered()
+            if report and report["monotonicity"]:  # a new long run: not after a Ctrl-C
+                left_out["monotonicity"] = "the run was interrupted (Ctrl-C) before it began"
+            written = [p for p in (table_path, report_path) if p]
+            if written and sys.stderr.isatty():
+                click.echo(f"explain: interrupted after {len(result)} of {len(result.index)} "
+                           f"rows; writing them to {', '.join(written)}", err=True)
+        _write(result, table_path, report_path, report, left_out)
+    except KeyboardInterrupt:  # Ctrl-C after the rows: the report without what it interrupted
+        if result is None:
+            raise  # while setting up: nothing done yet
+        answered()
+        if report and report["monotonicity"]:
+            left_out["monotonicity"] = ("interrupted (Ctrl-C) while the report was written; "
+                                        "run again, or give --no-monotonicity")
+        _write(result, table_path, report_path, report, left_out)
+    click.echo(_summary(result, [p for p in (table_path, report_path) if p], left_out))
+    raise SystemExit(EXIT_PARTIAL if result.partial or left_out
+                     or not all(r.proven for r in result) else EXIT_HOLDS)
+
+
+def _check_extras(report_path, table_path) -> None:
+    """Refuse, before any row runs, an output whose extra is not installed."""
+    from polytrav.vocabulary.extras import require
+
     if table_path is not None:
-        table = result.to_pandas()
+        parquet = Path(table_path).suffix.lower() == ".parquet"
+        require(f"--table {table_path!r}", "export",
+                ("pandas", "pyarrow") if parquet else ("pandas",))
+    if report_path is not None:
+        require(f"--report {report_path!r}", "report")
+
+
+def _write(result, table_path, report_path, report, left_out) -> None:
+    """Write the table and the report of ``result`` (each partial if the result is)."""
+    if table_path is not None:
         if table_path.lower().endswith(".csv"):
-            table.to_csv(table_path)
+            result.to_pandas().to_csv(table_path)
         else:
             result.to_parquet(table_path)
     if report_path is not None:
         from polytrav.interface.report import write_report
 
-        write_report(result, report_path, max_rows=max_rows, regions=not no_regions,
-                     profiles=not no_profiles, monotonicity=not no_monotonicity and {
-                         "time_limit": monotonicity_time_limit, "solver": solver})
-    unproven = sum(1 for r in result if r.errors or any(
-        not res.exact for res in r.results.values()))
-    written = [p for p in (report_path, table_path) if p]
-    click.echo(f"explained {len(result)} rows: {len(result) - unproven} proven, {unproven} "
-               f"unknown or with an error" + (f"; wrote {', '.join(written)}" if written else ""))
-    raise SystemExit(EXIT_PARTIAL if unproven else EXIT_HOLDS)
+        if report["monotonicity"] and "monotonicity" not in left_out and sys.stderr.isatty():
+            click.echo(f"explain: writing {report_path} with its monotonicity table (up to "
+                       f"{report['monotonicity']['time_limit']:g} s per feature and direction;"
+                       " Ctrl-C leaves it out)", err=True)
+        write_report(result, report_path, left_out=left_out, **report)
+
+
+def _summary(result, written: list[str], left_out: dict) -> str:
+    """The line on stdout: the rows proven, unknown and (after Ctrl-C) not explained."""
+    unproven = sum(not r.proven for r in result)
+    counts = f"{len(result) - unproven} proven, {unproven} unknown or with an error"
+    wrote = f"; wrote {', '.join(written)}" if written else ""
+    if result.partial:
+        line = (f"PARTIAL (interrupted): explained {len(result)} of {len(result.index)} rows: "
+                f"{counts}; {len(result.missing)} rows not explained (marked in the table and "
+                f"the report){wrote}")
+    else:
+        line = f"explained {len(result)} rows: {counts}{wrote}"
+    if "monotonicity" in left_out and not result.partial:
+        line += "; the report's monotonicity table was interrupted (Ctrl-C) and left out"
+    return line
 
 
 def _analyses(analysis: tuple[str, ...], analyses_json: str | None) -> list:
@@ -202,6 +267,9 @@ def read_rows(path, net, index_col, drop):
         fail(f"DATA {str(path)!r} is not a readable CSV file: it is empty (a header row of "
              "column names, then the rows)")
     header, body = [c.strip() for c in lines[0]], lines[1:]
+    if not body:
+        fail(f"DATA {str(path)!r} has no rows, only the header ({len(header)} columns); "
+             "give one row per line under it")
     bad = next((k for k, row in enumerate(body, 2) if len(row) != len(header)), None)
     if bad is not None:
         fail(f"DATA {str(path)!r} is not a readable CSV file: line {bad} has "

@@ -10,7 +10,8 @@ left unknown and why), the region table, the monotonicity table and profile plot
 (:mod:`~polytrav.interface.report.model_sections`), any extra tables passed in, and every
 number's status (exact / bound / unknown). In Markdown the figures are ``.svg`` files in
 ``<stem>_figures/`` next to the report (data URIs are not shown by GitHub or GitLab).
-:meth:`Explanation.to_html` and ``to_markdown`` call it.
+:meth:`Explanation.to_html` and ``to_markdown`` call it. The report of a partial explanation
+(Ctrl-C) says so in its title and in a first section: the rows explained and those not.
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ MAX_ROWS = 20
 
 def write_report(explanation, path, *, format: str | None = None, max_rows: int = MAX_ROWS,
                  title: str | None = None, regions: bool = True, monotonicity=True,
-                 profiles: bool | int = True, tables: dict | None = None) -> Path:
+                 profiles: bool | int = True, tables: dict | None = None,
+                 left_out: dict[str, str] | None = None) -> Path:
     """Write the report of ``explanation`` to ``path``; returns the path.
 
     Parameters
@@ -59,6 +61,10 @@ def write_report(explanation, path, *, format: str | None = None, max_rows: int 
     tables : dict, optional
         More sections: ``{heading: DataFrame-like}`` (anything with ``to_pandas()``, or a
         pandas DataFrame).
+    left_out : dict, optional
+        Sections left out and why, said where they would be: ``{"monotonicity": "not
+        computed: the run was interrupted (Ctrl-C)"}`` (keys ``regions``, ``profiles``,
+        ``monotonicity``).
     """
     path = Path(path)
     if format is None:
@@ -75,7 +81,7 @@ def write_report(explanation, path, *, format: str | None = None, max_rows: int 
     figures = Figures(None if format == "html" else path.with_name(f"{path.stem}_figures"))
     content = report_content(explanation, max_rows=max_rows, title=title, tables=tables or {},
                              figures=figures, regions=regions, monotonicity=monotonicity,
-                             profiles=profiles)
+                             profiles=profiles, left_out=left_out)
     text = _environment().get_template(FORMATS[format]).render(**content)
     path.write_text(text, encoding="utf-8")
     return path

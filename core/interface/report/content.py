@@ -1,7 +1,8 @@
 """What the report says, as plain data for its templates: the model card, the applicants,
 the dataset's summaries and any extra tables. Every number carries its status: ``exact``
 (proven), ``bound`` (an upper bound: a point was found, its minimality not proven) or
-``unknown``."""
+``unknown``. A partial explanation (a run stopped by Ctrl-C) is marked at the top: which
+rows were explained and which were not, and the sections left out."""
 from __future__ import annotations
 
 import math
@@ -28,13 +29,20 @@ STATUSES = {
 
 #: Rows of an extra table shown (the rest is counted).
 MAX_TABLE_ROWS = 200
+#: Runs of consecutive rows named in the partial report's lists (the rest are counted).
+MAX_SPANS = 20
+#: The report's sections that a caller may leave out with a reason (``left_out``).
+SECTION_TITLES = {"regions": "the region table", "profiles": "the profile plots",
+                  "monotonicity": "the monotonicity table"}
 
 
 def report_content(explanation, *, max_rows: int, title: str | None, tables: dict,
-                   figures, regions, monotonicity, profiles) -> dict:
+                   figures, regions, monotonicity, profiles, left_out: dict | None = None) -> dict:
     """The templates' context: ``title``, ``generated``, ``statuses``, ``colours``,
-    ``model``, ``counterfactuals`` / ``local_models`` (their labels), ``applicants``,
-    ``omitted``, ``dataset``, ``sections`` (regions, monotonicity, profiles: see
+    ``partial`` (None, or which rows were explained and which not), ``left_out`` (sections
+    left out and why: ``{"monotonicity": why}``, keys of :data:`SECTION_TITLES`), ``model``,
+    ``counterfactuals`` / ``local_models`` (their labels), ``applicants``, ``omitted``,
+    ``dataset``, ``sections`` (regions, monotonicity, profiles: see
     :func:`~polytrav.interface.report.model_sections.model_sections`) and ``tables``."""
     cf = _labels(explanation, "counterfactual")
     lm = _labels(explanation, "local_model")
@@ -43,16 +51,29 @@ def report_content(explanation, *, max_rows: int, title: str | None, tables: dic
     shown = [a for i, a in enumerate(rows) if i < max_rows]
     unknown = [a for i, a in enumerate(rows) if i >= max_rows and a["unknown"]]
     shown += unknown[:10 * max(max_rows, 1)]
+    unexpected = sorted(set(left_out or {}) - set(SECTION_TITLES))
+    if unexpected:
+        raise ConfigError(f"report: left_out names sections {unexpected}; known: "
+                          f"{sorted(SECTION_TITLES)}")
+    partial = _partial(explanation)
+    title = title or "Model validation report"
     return {
-        "title": title or "Model validation report",
+        "title": title if partial is None else
+        f"{title} (PARTIAL: {partial['done']} of {partial['total']} rows explained)",
+        "partial": partial,
+        "left_out": {key: {"title": SECTION_TITLES[key], "why": why}
+                     for key, why in (left_out or {}).items()},
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "statuses": STATUSES, "colours": COLOURS,
         "model": _model_card(explanation),
         "counterfactuals": cf, "local_models": lm,
         "applicants": shown, "omitted": len(rows) - len(shown), "n_rows": len(rows),
         "dataset": _dataset(explanation, rows, cf, figures, steps),
-        "sections": model_sections(explanation, regions=regions, monotonicity=monotonicity,
-                                   profiles=profiles, figures=figures, number=_number),
+        "sections": model_sections(
+            explanation, regions=False if "regions" in (left_out or {}) else regions,
+            monotonicity=False if "monotonicity" in (left_out or {}) else monotonicity,
+            profiles=False if "profiles" in (left_out or {}) else profiles, figures=figures,
+            number=_number),
         "tables": [_table(name, obj) for name, obj in tables.items()],
     }
 
@@ -70,6 +91,38 @@ def _number(value, digits: int = 4) -> str:
     return str(value)
 
 
+# ---------------------------------------------------------------- a partial run
+
+
+def _partial(explanation) -> dict | None:
+    """Which rows were explained and which not, for a partial explanation (else None)."""
+    if not getattr(explanation, "partial", False):
+        return None
+    done = sorted(r.position for r in explanation.rows)
+    missing = explanation.missing_positions
+    return {"done": len(done), "missing": len(missing), "total": len(explanation.index),
+            "why": "The run was interrupted (Ctrl-C)" if explanation.interrupted
+            else "The run stopped",
+            "done_rows": _spans(done, explanation.index),
+            "missing_rows": _spans(missing, explanation.index)}
+
+
+def _spans(positions: list[int], index: list) -> str:
+    """Sorted positions as runs of consecutive rows by their labels: ``c0 … c2, c7``."""
+    runs: list[list[int]] = []
+    for p in positions:
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    text = [str(index[a]) if a == b else f"{index[a]} … {index[b]} ({b - a + 1} rows)"
+            for a, b in runs[:MAX_SPANS]]
+    if len(runs) > MAX_SPANS:
+        rest = sum(b - a + 1 for a, b in runs[MAX_SPANS:])
+        text.append(f"and {rest} more rows")
+    return ", ".join(text) or "none"
+
+
 # ---------------------------------------------------------------- the model card
 
 
@@ -84,7 +137,9 @@ def _model_card(explanation) -> dict:
             "analyses": [{"label": label, "name": name,
                           "options": ", ".join(f"{k}={v!r}" for k, v in options.items()) or "defaults"}
                          for label, (name, options) in explanation.analyses.items()],
-            "rows": len(explanation), "wall_time": f"{explanation.wall_time:.3g} s"}
+            "rows": len(explanation) if not getattr(explanation, "partial", False) else
+            f"{len(explanation)} of {len(explanation.index)} (PARTIAL: interrupted)",
+            "wall_time": f"{explanation.wall_time:.3g} s"}
     if net is not None:
         card.update(
             layers=" → ".join(str(n) for n in (net.n_inputs, *net.hidden_sizes, net.n_outputs)),

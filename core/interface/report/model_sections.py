@@ -241,7 +241,7 @@ def _profiles(explanation, table, n, score: Score, figures) -> list[dict]:
         k = 0 if score.pairwise else score.output
         idx = top_features(shown, x, min(PROFILE_FEATURES, net.n_inputs), k, scale=widths)
         out.append({"region": r.id, "count": r.count,
-                    "row": str(explanation.rows[pick].label), "score": ylabel,
+                    "row": str(explanation.index[pick]), "score": ylabel,
                     "features": [explanation.features[j] for j in idx],
                     "figure": profile_figure(shown, x, box, idx, figures, f"profile-region-{r.id}",
                                              output=k, names=list(explanation.features),
