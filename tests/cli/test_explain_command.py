@@ -190,3 +190,32 @@ def test_the_csv_is_read_without_pandas_as_pandas_reads_it(files, tmp_path):
                        (["rows.csv", "--index-col", "nope"], "no column 'nope'")):
         out = run(folder, "model.skops", *args)
         assert out.exit_code == 4 and says in out.stderr, out.stderr
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_regressor_gets_the_analyses_that_mean_something(files, tmp_path):
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    folder, _, data = files
+    X = data[["age", "income", "debt"]]
+    reg = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(4,), max_iter=200,
+                                                       random_state=0)).fit(X, X.income)
+    sio.dump(reg, tmp_path / "reg.skops")
+    X.to_csv(tmp_path / "rows.csv", index=False)
+    out = run(tmp_path, "reg.skops", "rows.csv", "--report", "r.html")
+    assert out.exit_code == 0, out.output
+    assert "the model is a regressor, so no counterfactual by default" in out.output
+    text = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Prediction: <strong>" in text and "Counterfactual" not in text
+    out = run(tmp_path, "reg.skops", "rows.csv", "--analysis", "counterfactual norm=1")
+    assert out.exit_code == 4 and "give threshold=T" in out.output
+    assert len(out.output.strip().splitlines()) == 1
+    t = float(np.median(reg.predict(X)))
+    out = run(tmp_path, "reg.skops", "rows.csv", "--analysis", f"counterfactual norm=1 threshold={t}",
+              "--table", "t.csv")
+    assert out.exit_code == 0, out.output
+    table = pd.read_csv(tmp_path / "t.csv")
+    assert table["counterfactual.found"].all()
+    assert set(table["counterfactual.class"]) <= {f"prediction < {t:g}", f"prediction > {t:g}"}

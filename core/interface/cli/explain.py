@@ -28,7 +28,9 @@ from polytrav.interface.report.model_sections import MONOTONICITY_TIME_LIMIT
 __all__ = ["DEFAULT_ANALYSES", "explain", "read_rows"]
 
 #: The analyses of every row unless --analysis / --analyses say otherwise.
-DEFAULT_ANALYSES = [("counterfactual", {"norm": 1}), "local_model"]
+DEFAULT_COUNTERFACTUAL = ("counterfactual", {"norm": 1})
+#: (a regressor's default has no counterfactual: its prediction has no classes)
+DEFAULT_ANALYSES = [DEFAULT_COUNTERFACTUAL, "local_model"]
 
 #: Where --analysis text starts a parameter: blanks before ``KEY=`` (values may hold blanks).
 _KEY_START = re.compile(r"\s+(?=[A-Za-z_]\w*=)")
@@ -128,6 +130,11 @@ def explain(model, data, analysis, analyses_json, domain, index_col, drop, repor
         given = [f"--names {Path(names_path).name!r}" if names_path else None,
                  "--labels" if labels is not None else None]
         source += f"; names from {' and '.join(g for g in given if g)}"
+    if specs is DEFAULT_ANALYSES and net.link == "identity":  # a regressor: no classes
+        specs = [s for s in specs if s != DEFAULT_COUNTERFACTUAL]
+        click.echo("note: the model is a regressor, so no counterfactual by default; add "
+                   "--analysis 'counterfactual threshold=T' for the nearest input whose "
+                   "prediction is on the other side of T", err=True)
     X = read_rows(data, net, index_col, [c for item in drop for c in item.split(",") if c])
     report = None if report_path is None else {
         "max_rows": max_rows, "regions": not no_regions, "profiles": not no_profiles,
@@ -225,7 +232,7 @@ def _analyses(analysis: tuple[str, ...], analyses_json: str | None) -> list:
             fail(f"--analysis {text!r} is not 'NAME KEY=VALUE ...' (e.g. --analysis "
                  "'counterfactual norm=1 immutable=[\"age\"]')")
         out.append((name, parse_parameters(params)))
-    return out or list(DEFAULT_ANALYSES)
+    return out or DEFAULT_ANALYSES
 
 
 def _domain(text: str | None):
