@@ -8,7 +8,9 @@ bounds and certified by pulling the centre inward. An LP that is neither optimal
 infeasible is re-solved cold and then on each fallback backend in turn
 (:func:`~polytrav.solve.backend.solve_along`); a "no polytope here" from a backend that does
 not certify optimality is confirmed on the first certifying fallback. What no backend decides
-is recorded in ``stats.failures``.
+is recorded in ``stats.failures``. No LP starts once the run's time is spent (its
+:class:`~polytrav.traversal.status.Clock`, which includes the run's deadline): the run ends
+``time_limit`` instead, and an LP the deadline cut short is no failure but the same end.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from polytrav.solve.backend import settles, solve_along
 from polytrav.solve.chebyshev import ChebyshevModel
-from polytrav.traversal.status import TraversalStats
+from polytrav.traversal.status import Clock, TraversalStats
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import (
     CUT_QUALITY,
@@ -32,8 +34,10 @@ __all__ = ["CellSolver", "cuts_decide"]
 class CellSolver:
     """Decides cells: ``(radius, centre)`` of a model's current cell, certified."""
 
-    def __init__(self, frame, backend, fallbacks, stats: TraversalStats):
+    def __init__(self, frame, backend, fallbacks, stats: TraversalStats,
+                 clock: Clock | None = None):
         self.frame = frame
+        self.clock = clock
         self.backend = backend
         self.fallbacks = fallbacks
         #: The first fallback that certifies optimality (confirms "no polytope here" answers).
@@ -152,12 +156,14 @@ class CellSolver:
         Every LP counts, one per backend tried.
         """
         st = self.stats
+        self._check_time()
         res = model.solve()
         st.lps += 1
         self.certified = model.backend.certifies_optimality
         if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
             return res
         first = res
+        self._check_time()  # an LP the deadline cut short, or refused: the run's end
         st.retries += 1
         if hasattr(model, "solve_cold"):
             res = model.solve_cold()
@@ -169,9 +175,15 @@ class CellSolver:
         if tried and settles(res, self.fallbacks[tried - 1]):
             self.certified = self.fallbacks[tried - 1].certifies_optimality
             return res
+        self._check_time()
         self.fail(what, f"{first.solver}: {first.status} ({first.message}); "
                         f"fallbacks: {res.message if tried else 'none'}")
         return None
+
+    def _check_time(self) -> None:
+        """End the run (``RunEnded``: ``time_limit``) once its time is spent."""
+        if self.clock is not None:
+            self.clock.check()
 
 
 def cuts_decide(t_cert: float, t_lp: float) -> bool:
