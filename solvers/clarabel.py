@@ -119,7 +119,7 @@ class ClarabelBackend(SolverBackend):
             setattr(settings, key, value)
         t0 = time.perf_counter()
         try:
-            sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+            sol = self.new_solver(P, q, A, b, cones, settings).solve()
         except BaseException as exc:  # the Rust core panics as PanicException
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -133,6 +133,12 @@ class ClarabelBackend(SolverBackend):
                            message=str(sol.status),
                            extras={"farkas": y} if str(sol.status).endswith("PrimalInfeasible")
                            else {})
+
+    def new_solver(self, P, q, A, b, cones, settings):
+        """Clarabel's solver of one problem, its ``settings`` final (time limit included)."""
+        import clarabel
+
+        return clarabel.DefaultSolver(P, q, A, b, cones, settings)
 
 
 def _duals(z: np.ndarray, layout: dict, n: int) -> np.ndarray:
