@@ -18,6 +18,7 @@ import numpy as np
 
 from polytrav.solve.backend import settles, solve_along
 from polytrav.solve.chebyshev import ChebyshevModel
+from polytrav.solve.deadline import until
 from polytrav.traversal.status import Clock, TraversalStats
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import (
@@ -66,8 +67,13 @@ class CellSolver:
 
         A "no polytope here" answer (radius <= RADIUS_TOL) from a backend that does not
         certify optimality (first-order methods) is confirmed on the first certifying fallback;
-        without one it counts as undecided.
+        without one it counts as undecided. Every LP ends by the clock's end (a traversal's own
+        ``time_limit`` too, outside any run).
         """
+        with until(None if self.clock is None else self.clock.end()):
+            return self._solve_checked(model, what)
+
+    def _solve_checked(self, model: ChebyshevModel, what):
         cell = self._solve_cells(model, what)
         if cell is None or cell[0] > RADIUS_TOL or self.certified:
             return cell

@@ -115,6 +115,11 @@ class Clock:
         self.t0 = time.perf_counter()
         return self.t0
 
+    def end(self) -> float | None:
+        """The budget's end (a :func:`time.perf_counter` value), None without one or before
+        :meth:`start`."""
+        return None if self.time_limit is None or self.t0 is None else self.t0 + self.time_limit
+
     def left(self) -> float | None:
         """Seconds left of the budget or until the deadline, the fewer (None without either)."""
         own = None if self.time_limit is None else self.time_limit - (
