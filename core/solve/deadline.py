@@ -30,10 +30,12 @@ __all__ = ["Deadline", "until", "time_left", "call_limit", "refused"]
 @dataclass
 class Deadline:
     """A deadline (a :func:`time.perf_counter` value; None: none) and the solver calls it
-    refused (``refused``: how many were not started because nothing was left)."""
+    refused (``refused``: how many were not started because nothing was left, in this block
+    and the blocks inside it); ``outer``: the deadline of the block around it."""
 
     at: float | None
     refused: int = 0
+    outer: "Deadline | None" = None
 
 
 _NOW: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("polytrav_deadline",
@@ -47,7 +49,7 @@ def until(at: float | None) -> Iterator[Deadline]:
     outer = _NOW.get()
     if outer is not None and outer.at is not None and (at is None or outer.at < at):
         at = outer.at
-    scope = Deadline(at)
+    scope = Deadline(at, outer=outer)
     token = _NOW.set(scope)
     try:
         yield scope
@@ -76,9 +78,10 @@ def call_limit(own: float | None = None) -> float | None:
 
 def refused(solver: str) -> SolveResult:
     """The result of a call not started because the deadline had passed: ``LIMIT`` (which
-    settles nothing), counted in the deadline's ``refused``."""
+    settles nothing), counted in the ``refused`` of its deadline and of those around it."""
     scope = _NOW.get()
-    if scope is not None:
+    while scope is not None:
         scope.refused += 1
+        scope = scope.outer
     return SolveResult(Status.LIMIT, solver=solver,
                        message="not started: the run's time budget is spent")
