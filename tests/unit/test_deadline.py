@@ -109,3 +109,26 @@ def test_deadlines_nest_to_the_earlier_and_refuse_past_it():
                 assert refused("x").status is Status.LIMIT
             assert spent.refused == 2 and spent.outer.refused == 2
     assert time_left() is None
+
+
+def test_a_run_with_a_refused_solve_is_partial_though_its_traversal_ended():
+    """An affine network is one polytope, visited with no LP: its analysis's one solve is
+    refused (the deadline is spent when the visit asks), so the run is not complete."""
+    from polytrav import Analysis, AnalysisResult, Network
+
+    class AsksOnce(Analysis):
+        name = "asks_once"
+
+        def visit(self, polytope, context):
+            with until(time.perf_counter() - 1.0):  # the visit's solve finds no time left
+                self.failures.append(refused("highs").message)
+
+        def finish(self, context):
+            return AnalysisResult(analysis=self.label, verdict=None, value=None,
+                                  exact=self.exact(context))
+
+    net = Network.from_arrays([[[1.0, 2.0]]], [[0.5]])
+    report = analyze(net, Box([-1.0, -1.0], [1.0, 1.0]), AsksOnce())
+    assert report.stats["polytopes"] == 1
+    assert report.status is TraversalStatus.TIME_LIMIT and report.partial
+    assert not report[0].exact
