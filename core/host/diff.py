@@ -375,10 +375,12 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     """
     from polytrav.host.manager import create_analysis, get_plugin_manager
     from polytrav.host.runner import analyze
+    from polytrav.traversal.engine import check_budgets
 
     joint = joint_network(f, g)
     if verdict_only and epsilon is None:
         raise ConfigError("diff: verdict_only=True needs epsilon (the ε of the verdict)")
+    check_budgets(max_polytopes, time_limit, "diff")
     if verdict_only and split and type(region) is Box:  # its solver calls end by time_limit
         with until(None if time_limit is None else time.perf_counter() + time_limit):
             done = _split_verdict(f, g, joint, region, outputs, epsilon, solver, time_limit,

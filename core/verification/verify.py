@@ -173,7 +173,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     t0 = time.perf_counter()
     partial: list = []  # the reports so far, for an interrupted run
     try:  # every solver call of the instance ends by its timeout (polytrav.solve.deadline)
-        with until(None if timeout is None else t0 + timeout):
+        with until(_end(t0, timeout)):
             return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
                            executor, bounds, order, split, bab, t0, partial, confirm)
     except KeyboardInterrupt:
@@ -183,6 +183,13 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
                                   time.perf_counter() - t0,
                                   "interrupted (Ctrl-C) before an answer", partial,
                                   _proven(partial))
+
+
+def _end(t0: float, timeout) -> float | None:
+    """``t0 + timeout`` for a timeout of positive seconds, else None (``_verify`` names a bad
+    one, after the network and the property)."""
+    valid = isinstance(timeout, Real) and not isinstance(timeout, bool) and timeout > 0
+    return t0 + timeout if valid else None
 
 
 def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
