@@ -101,12 +101,10 @@ class HighsBackend(SolverBackend):
         ``fresh`` (a run time of 0: a MILP's, module docstring)."""
         import highspy
 
-        try:
-            if fresh:
-                raise IndexError
-            h = _IDLE.pop()  # its model was cleared when it was recycled
-            h.resetOptions()
-        except IndexError:
+        h = None if fresh or not _IDLE else _IDLE.pop()
+        if h is not None:
+            h.resetOptions()  # its model was cleared when it was recycled
+        else:
             h = _first_highs() or highspy.Highs()
         for key, value in {**self.DEFAULT_OPTIONS, **self.options}.items():
             status = h.setOptionValue(key, value)
