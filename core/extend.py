@@ -24,7 +24,8 @@ use. The groups (see docs/writing-plugins.md):
   point of a class: neuron branch and bound with QP relaxations).
 * **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
   :data:`SOLUTION_PRESENT`, :class:`ChebyshevModel`, :func:`solve_along`,
-  :func:`is_sparse` (a SciPy sparse matrix, never importing SciPy),
+  :func:`call_limit` and :func:`refused` (the run's deadline: the seconds a solve may take,
+  and the result of one not started), :func:`is_sparse` (a SciPy sparse matrix, never importing SciPy),
   :func:`cvxpy_backend_class` (a backend for any solver cvxpy has), :func:`ctrl_c_held` (a
   block a Ctrl-C does not cut in half).
 * **Words and tolerances**: :func:`fmt`, :func:`vector`, and the named tolerances plugins
@@ -62,6 +63,7 @@ _HOMES = {
     "polytrav.model.scales": ("DataSummary", "FeatureScale", "as_scale"),
     "polytrav.model.adjacency": ("one_flip_pairs", "adjacency_graph"),
     "polytrav.solve.backend": ("SolverBackend", "solve_along", "is_sparse"),
+    "polytrav.solve.deadline": ("call_limit", "refused"),
     "polytrav.solve.chebyshev": ("ChebyshevModel",),
     "polytrav.solve.subproblem": ("Subproblem", "compiled"),
     "polytrav.solve.linear_program": ("LinearProgram",),

@@ -16,7 +16,9 @@ Quirks: ``AlmostSolved`` (tolerances reduced) maps to :attr:`Status.OPTIMAL_INAC
 "almost infeasible" statuses to :attr:`Status.ERROR`, so callers retry them elsewhere.
 
 ``DEFAULT_OPTIONS`` (the only native defaults polytrav overrides): ``verbose=False``,
-``tol_gap_abs=tol_gap_rel=tol_feas=1e-9``, ``time_limit=60`` seconds.
+``tol_gap_abs=tol_gap_rel=tol_feas=1e-9``, ``time_limit=60`` seconds, never more than the
+run's deadline leaves (:func:`~polytrav.solve.deadline.call_limit`; a solve with nothing left
+is not started).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import time
 import numpy as np
 
 from polytrav.extend import (ConfigError, is_sparse, SolveResult, SolverBackend, SolverError, Status,
-                             LP_FEASIBILITY_TOL)
+                             LP_FEASIBILITY_TOL, call_limit, refused)
 
 __all__ = ["ClarabelBackend"]
 
@@ -60,6 +62,12 @@ class ClarabelBackend(SolverBackend):
         import clarabel
         import scipy.sparse as sp  # Clarabel takes CSC matrices (loaded by its first solve)
 
+        options = {**self.DEFAULT_OPTIONS, **self.options}
+        limit = call_limit(options.get("time_limit"))
+        if limit == 0.0:
+            return refused(self.name)
+        if limit is not None:
+            options["time_limit"] = limit
         q = np.asarray(q, float)
         n = q.size
         blocks, rhs, cones = [], [], []
@@ -104,14 +112,14 @@ class ClarabelBackend(SolverBackend):
         b = np.concatenate(rhs) if rhs else np.zeros(0)
         P = sp.csc_matrix((n, n)) if P is None else _upper(P)
         settings = clarabel.DefaultSettings()
-        for key, value in {**self.DEFAULT_OPTIONS, **self.options}.items():
+        for key, value in options.items():
             if not hasattr(settings, key):
                 raise ConfigError(f"solver {self.name!r} rejected option {key}={value!r}: "
                                   "Clarabel has no such setting")
             setattr(settings, key, value)
         t0 = time.perf_counter()
         try:
-            sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+            sol = self.new_solver(P, q, A, b, cones, settings).solve()
         except BaseException as exc:  # the Rust core panics as PanicException
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -125,6 +133,12 @@ class ClarabelBackend(SolverBackend):
                            message=str(sol.status),
                            extras={"farkas": y} if str(sol.status).endswith("PrimalInfeasible")
                            else {})
+
+    def new_solver(self, P, q, A, b, cones, settings):
+        """Clarabel's solver of one problem, its ``settings`` final (time limit included)."""
+        import clarabel
+
+        return clarabel.DefaultSolver(P, q, A, b, cones, settings)
 
 
 def _duals(z: np.ndarray, layout: dict, n: int) -> np.ndarray:

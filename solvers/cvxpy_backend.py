@@ -26,7 +26,10 @@ bounds a solve); SCS ``eps_abs=eps_rel=1e-9``, ``max_iters=100000``,
 ``time_limit_secs=60``; OSQP ``eps_abs=eps_rel=1e-9``, ``max_iter=100000``,
 ``polishing=True``, ``time_limit=60`` (and for LPs ``LP_OPTIONS`` ``adaptive_rho=False``,
 ``alpha=1.0``, as in :mod:`polytrav.solvers.osqp`); HIGHS ``primal_feasibility_tolerance=1e-9``,
-``dual_feasibility_tolerance=1e-9``, ``time_limit=60``.
+``dual_feasibility_tolerance=1e-9``, ``time_limit=60``. Each solve's time limit
+(:data:`TIME_LIMIT_OPTION`) is never more than the run's deadline leaves
+(:func:`~polytrav.solve.deadline.call_limit`); ECOS, which has none, is only not started past
+the deadline, as no solver is.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from typing import ClassVar
 import numpy as np
 
 from polytrav.extend import (ConfigError, SolveResult, SolverBackend, SolverError, Status,
-                             LP_FEASIBILITY_TOL, SOLUTION_PRESENT)
+                             LP_FEASIBILITY_TOL, SOLUTION_PRESENT, call_limit, refused)
 
 __all__ = [
     "SOLVERS",
@@ -75,6 +78,12 @@ SOLVERS: dict[str, tuple[str, frozenset[str], str | None, dict]] = {
         "time_limit": 60.0,
     }),
 }
+
+#: The option that bounds a solve's seconds, per solver (cvxpy passes it to the solver as
+#: is; ECOS has none).
+TIME_LIMIT_OPTION: dict[str, str | None] = {"CLARABEL": "time_limit", "ECOS": None,
+                                            "SCS": "time_limit_secs", "OSQP": "time_limit",
+                                            "HIGHS": "time_limit"}
 
 #: Options added for LPs, per solver (see :mod:`polytrav.solvers.osqp` for OSQP's).
 SOLVER_LP_OPTIONS: dict[str, dict] = {"OSQP": {"adaptive_rho": False, "alpha": 1.0}}
@@ -175,6 +184,12 @@ class CvxpyBackend(SolverBackend):
 
         lp = self.LP_OPTIONS if form == "lp" else {}
         options = {**self.DEFAULT_OPTIONS, **lp, **self.options}
+        key = TIME_LIMIT_OPTION.get(self.solver)
+        limit = call_limit(options.get(key) if key else None)
+        if limit == 0.0:
+            return Status.LIMIT, refused(self.name).message
+        if key and limit is not None:
+            options[key] = limit
         try:
             with warnings.catch_warnings():  # the status says it
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")

@@ -14,10 +14,16 @@ cold and on a fallback backend. HiGHS' QP solver can hang on tiny QPs (see
 
 ``DEFAULT_OPTIONS`` (the only native defaults polytrav overrides): ``output_flag=False``,
 ``primal_feasibility_tolerance=1e-9``, ``dual_feasibility_tolerance=1e-9``, ``threads=1``,
-``time_limit=60`` (seconds per solve, so no solve can hang a run). HiGHS measures its time
-limit against the run time its object has accumulated over all its runs, not the current one
-(HiGHS issue #1477); a warm model older than the limit would then fail every solve. So each
-run is given the object's run time so far plus the limit (:meth:`HighsBackend.run`).
+``time_limit=60`` (seconds per solve, so no solve can hang a run), and never more than the
+run's deadline leaves (:func:`~polytrav.solve.deadline.call_limit`; a solve with nothing left
+is not started). HiGHS measures an LP's time limit against the run time its object has
+accumulated over all its runs, not the current one (HiGHS issue #1477; HiGHS 2.0 is to
+change it); a warm model older than the limit would then fail every solve. So each run is
+given the object's run time so far plus the limit (:meth:`HighsBackend.run`). HiGHS 1.16's
+MIP solver counts from the start of the current run instead: a pooled object's run time
+added to a MILP's limit let it run that much longer, so that a MILP of ``explain`` ran for
+twice the time of the one before it (issue 63). Each MILP gets a new object, whose run time
+is 0, which both conventions read alike.
 
 Making a ``highspy.Highs`` object costs about 55 µs, as much as a small warm solve; objects
 whose owner (a Chebyshev model, an LP session, a one-shot solve) is gone wait in a small
@@ -36,7 +42,8 @@ import weakref
 import numpy as np
 
 from polytrav.extend import (ChebyshevModel, ConfigError, is_sparse, SolveResult, SolverBackend, SolverError,
-                             Status, LP_FEASIBILITY_TOL, MILP_GAP, ctrl_c_held)
+                             Status, LP_FEASIBILITY_TOL, MILP_GAP, call_limit, ctrl_c_held,
+                             refused)
 
 __all__ = ["HighsBackend"]
 
@@ -89,14 +96,15 @@ class HighsBackend(SolverBackend):
         "mip_heuristic_run_root_reduced_cost": False,
     }
 
-    def new_highs(self):
-        """A configured ``highspy.Highs`` object (options checked here)."""
+    def new_highs(self, fresh: bool = False):
+        """A configured ``highspy.Highs`` object (options checked here): from the pool, or
+        ``fresh`` (a run time of 0: a MILP's, module docstring)."""
         import highspy
 
-        try:
-            h = _IDLE.pop()  # its model was cleared when it was recycled
-            h.resetOptions()
-        except IndexError:
+        h = None if fresh or not _IDLE else _IDLE.pop()
+        if h is not None:
+            h.resetOptions()  # its model was cleared when it was recycled
+        else:
             h = _first_highs() or highspy.Highs()
         for key, value in {**self.DEFAULT_OPTIONS, **self.options}.items():
             status = h.setOptionValue(key, value)
@@ -106,14 +114,18 @@ class HighsBackend(SolverBackend):
                 )
         return h
 
-    def run(self, h, limit: float | None = None) -> None:
+    def run(self, h, limit: float | None = None) -> bool:
         """``h.run()`` with ``limit`` seconds (default: this backend's time limit) counted
-        from now (module docstring)."""
+        from now, no more than the run's deadline leaves (module docstring); False, without
+        running, when nothing is left."""
         import highspy
 
         if limit is None:
             limit = {**self.DEFAULT_OPTIONS, **self.options}.get("time_limit", np.inf)
-        h.setOptionValue("time_limit", h.getRunTime() + float(limit))
+        limit = call_limit(float(limit))
+        if limit == 0.0:
+            return False
+        h.setOptionValue("time_limit", h.getRunTime() + limit)
         try:
             if h.run() == highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kNotset:
                 # HiGHS's thread scheduler is global: a Highs of the process that ran a MIP
@@ -123,6 +135,7 @@ class HighsBackend(SolverBackend):
                 h.run()
         except Exception as exc:  # pragma: no cover - native crash
             raise SolverError(f"solver 'highs' crashed: {exc}") from exc
+        return True
 
     def read(self, h, t0: float, duals: bool = True) -> SolveResult:
         """Normalised result of the last ``run()`` of ``h`` (``duals=False``: without the
@@ -149,8 +162,7 @@ class HighsBackend(SolverBackend):
         h.addVars(lp.n, _inf(lp.lo), _inf(lp.hi))
         h.changeColsCost(lp.n, np.arange(lp.n, dtype=np.int32), lp.c)
         _add_rows(h, lp.A, lp.rlo, lp.rhi)
-        self.run(h)
-        res = self.read(h, t0)
+        res = self.read(h, t0) if self.run(h) else refused(self.name)
         _recycle(h)
         return res
 
@@ -161,7 +173,7 @@ class HighsBackend(SolverBackend):
 
         t0 = time.perf_counter()
         lp = _LpData(c, A_ub, b_ub, A_eq, b_eq, bounds)
-        h = self.new_highs()
+        h = self.new_highs(fresh=True)
         for key, value in self.MILP_OPTIONS.items():
             if key not in self.options and not (heuristics and key.startswith("mip_heuristic")):
                 h.setOptionValue(key, value)
@@ -175,7 +187,9 @@ class HighsBackend(SolverBackend):
         if cutoff is not None:  # prune nodes bounded below by it; stop at the first point under
             h.setOptionValue("objective_bound", float(cutoff))
             h.setOptionValue("mip_max_improving_sols", 1)
-        self.run(h, time_limit)
+        if not self.run(h, time_limit):
+            _recycle(h)
+            return refused(self.name)
         M = highspy.HighsModelStatus
         ms = h.getModelStatus()
         status = _status_map().get(ms, Status.ERROR)
@@ -306,7 +320,8 @@ class HighsLpSession:
         if rows.size:
             h.changeRowsBounds(rows.size, self.pos[rows].astype(np.int32), _inf(rlo[rows]),
                                _inf(rhi[rows]))
-        self.backend.run(h)
+        if not self.backend.run(h):
+            return refused(self.backend.name)
         res = self.backend.read(h, t0)
         if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
             return self._build(c, A, lp.rlo, lp.rhi, lo, hi, shape)
@@ -331,7 +346,8 @@ class HighsLpSession:
         self.shape, self.S = shape, A.copy()
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         self.pos = np.arange(A.shape[0])  # HiGHS row index of each row of A
-        self.backend.run(h)
+        if not self.backend.run(h):
+            return refused(self.backend.name)
         return self.backend.read(h, t0)
 
 
@@ -500,7 +516,8 @@ class HighsChebyshevModel(ChebyshevModel):
 
     def _solve(self) -> SolveResult:
         t0 = time.perf_counter()
-        self.backend.run(self.h)
+        if not self.backend.run(self.h):
+            return refused(self.backend.name)
         res = self.backend.read(self.h, t0, duals=False)
         if res.x is None:
             return res
@@ -521,11 +538,13 @@ class HighsChebyshevModel(ChebyshevModel):
         h.changeColsCost(d, cols, np.asarray(g, float))
         h.changeColCost(d, 0.0)
         try:
-            self.backend.run(h)
-            res = self.backend.read(h, t0, duals=False)
+            ran = self.backend.run(h)
+            res = self.backend.read(h, t0, duals=False) if ran else refused(self.backend.name)
         finally:
             h.changeColsCost(d, cols, np.zeros(d))
             h.changeColCost(d, 1.0)
+        if not ran:
+            return res
         if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
             return super().maximize(g)
         if res.x is None:
@@ -538,8 +557,8 @@ class HighsChebyshevModel(ChebyshevModel):
         """Solve the current model in a fresh ``Highs`` object (no warm start)."""
         t0 = time.perf_counter()
         h = self._build(cold=True)
-        self.backend.run(h)
-        res = self.backend.read(h, t0, duals=False)
+        res = (self.backend.read(h, t0, duals=False) if self.backend.run(h)
+               else refused(self.backend.name))
         _recycle(h)
         self.n_solves += 1
         self.solve_time += res.solve_time

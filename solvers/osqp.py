@@ -24,7 +24,9 @@ even with ``verbose=False``.
 
 ``DEFAULT_OPTIONS`` (the only native defaults polytrav overrides): ``verbose=False``,
 ``eps_abs=1e-9``, ``eps_rel=1e-9``, ``polishing=True``, ``polish_refine_iter=10``,
-``max_iter=100000``, ``time_limit=60`` (seconds per solve, so no solve can hang a run).
+``max_iter=100000``, ``time_limit=60`` (seconds per solve, so no solve can hang a run; never
+more than the run's deadline leaves, :func:`~polytrav.solve.deadline.call_limit`, set before
+every solve of a session; a solve with nothing left is not started; OSQP reads 0 as no limit).
 ``solve_lp`` adds ``LP_OPTIONS``: ``adaptive_rho=False``, ``alpha=1.0``; with adaptive rho on,
 ADMM oscillates on about 2% of the traversal's Chebyshev LPs and stops at ``max_iter`` (0.1%
 with these), while it helps on QPs. User options override both.
@@ -38,7 +40,7 @@ import time
 import numpy as np
 
 from polytrav.extend import (ConfigError, SolveResult, SolverBackend, Status, LP_FEASIBILITY_TOL,
-                             SOLUTION_PRESENT)
+                             SOLUTION_PRESENT, call_limit, refused)
 
 __all__ = ["OsqpBackend", "OsqpSession"]
 
@@ -217,6 +219,9 @@ class OsqpSession:
     def solve(self) -> SolveResult:
         """Solve the current model (warm from the previous solve when there was one)."""
         t0 = time.perf_counter()
+        limit = call_limit(self.backend.settings(self.form).get("time_limit") or None)
+        if limit == 0.0:
+            return refused(self.backend.name)
         self.n_solves += 1
         bad = np.flatnonzero(self.l > self.u)
         if bad.size:
@@ -240,6 +245,8 @@ class OsqpSession:
                     kwargs["u"] = self.u
                 if kwargs:
                     self._solver.update(**kwargs)
+            if limit is not None:  # what the run's deadline leaves, or the backend's own
+                self._solver.update_settings(time_limit=limit)
             self._q_dirty = self._lu_dirty = False
             results = self._solver.solve(raise_error=False)
         except ConfigError:

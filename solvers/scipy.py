@@ -3,7 +3,9 @@
 ``scipy.optimize.linprog(method="highs")`` builds and solves every LP from scratch (no warm
 start); the ``seed-faithful`` traversal uses it for every check, as the paper's code does.
 Forms: ``lp``. Statuses come from ``OptimizeResult.status`` (0 optimal, 1 iteration limit,
-2 infeasible, 3 unbounded, 4 numerical difficulties). ``DEFAULT_OPTIONS``: none overridden.
+2 infeasible, 3 unbounded, 4 numerical difficulties). ``DEFAULT_OPTIONS``: none overridden;
+each solve gets ``time_limit`` (an option of every ``highs`` method) of at most what the run's
+deadline leaves (:func:`~polytrav.solve.deadline.call_limit`), and none starts past it.
 ``duals`` (from HiGHS' marginals, ``method="highs"``) are laid out as OSQP's.
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 
 import numpy as np
 
-from polytrav.extend import ConfigError, SolveResult, SolverBackend, Status
+from polytrav.extend import ConfigError, SolveResult, SolverBackend, Status, call_limit, refused
 
 __all__ = ["ScipyBackend"]
 
@@ -42,6 +44,11 @@ class ScipyBackend(SolverBackend):
             bounds = (None, None)
         options = {**self.DEFAULT_OPTIONS, **self.options}
         method = options.pop("method", "highs")
+        limit = call_limit(options.get("time_limit"))
+        if limit == 0.0:
+            return refused(self.name)
+        if limit is not None:
+            options["time_limit"] = limit
         empty = lambda A: A is None or np.shape(A)[0] == 0 if not hasattr(A, "shape") \
             else A.shape[0] == 0  # noqa: E731
         try:

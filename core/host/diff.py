@@ -7,6 +7,7 @@ passes of ``f`` and ``g`` themselves and returned as a :class:`DiffResult`.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 from polytrav.model.decision import TIE, decisions
 from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
+from polytrav.solve.deadline import until
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.vocabulary.results import Verdict
 from polytrav.vocabulary.text import code_text, parse_code
@@ -375,13 +377,16 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     """
     from polytrav.host.manager import create_analysis, get_plugin_manager
     from polytrav.host.runner import analyze
+    from polytrav.traversal.engine import check_budgets
 
     joint = joint_network(f, g)
     if verdict_only and epsilon is None:
         raise ConfigError("diff: verdict_only=True needs epsilon (the ε of the verdict)")
-    if verdict_only and split and type(region) is Box:
-        done = _split_verdict(f, g, joint, region, outputs, epsilon, solver, time_limit,
-                              max_polytopes, progress, on_interrupt)
+    check_budgets(max_polytopes, time_limit, "diff")
+    if verdict_only and split and type(region) is Box:  # its solver calls end by time_limit
+        with until(None if time_limit is None else time.perf_counter() + time_limit):
+            done = _split_verdict(f, g, joint, region, outputs, epsilon, solver, time_limit,
+                                  max_polytopes, progress, on_interrupt)
         if done is not None:
             return done
     pm = get_plugin_manager()
@@ -467,8 +472,6 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     sub-box is traversed from its centre, in turn, until one is not HOLDS. The verdict is
     HOLDS only when every traversal is, the probe's held ones included (none: every sub-box
     proven)."""
-    import time
-
     from polytrav.bounds.split import (SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE, effective_inputs,
                                        split_box)
     from polytrav.host.manager import create_analysis

@@ -41,6 +41,7 @@ from polytrav.vocabulary.ctrl_c import ctrl_c_held
 from polytrav.vocabulary.text import code_text
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, SolveTally, counting, solve_along, tally_solve
+from polytrav.solve.deadline import until
 from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
 from polytrav.traversal.subdivision_run import open_traversal
 
@@ -453,7 +454,10 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     time_limit : float, optional
         Seconds of work (``Report.time``): counted once the one-time set-up is done (the
         plugin manager, the solver libraries' first imports: ``Report.setup_time``), so that
-        a budget is the same on the first call of a process and the next.
+        a budget is the same on the first call of a process and the next. It is the run's
+        deadline for every solver call in it (LPs, QPs, MILPs, a counterfactual's MILP or
+        branch and bound): each gets at most what is left, none starts once nothing is, and
+        a run that hits it is partial (``time_limit``).
     deadline : float, optional
         A :func:`time.perf_counter` value the run ends by, its set-up included: the
         wall-clock convention of :func:`polytrav.verify` and ``polytrav-vnnlib``. With
@@ -558,18 +562,23 @@ class RunSession:
             left = max(options.deadline - t1, 1e-6)
             limit = options.time_limit
             options = options.replace(time_limit=left if limit is None else min(limit, left))
-        if options.start is None:  # an analysis's start point: now for a run in parts (every
-            def start():           # part starts from it), else when the search needs one
-                return next((p for p in (a.start_point() for a in items) if p is not None), None)
-            options = options.replace(start=start() if options.in_parts else start)
-        if options.in_parts:
-            from polytrav.parallel import run_in_parts
+        # every solver call of the work ends by its deadline (polytrav.solve.deadline)
+        with until(None if options.time_limit is None else t1 + options.time_limit) as deadline:
+            if options.start is None:  # an analysis's start point: now for a run in parts
+                def start():           # (every part starts from it), else when needed
+                    return next((p for p in (a.start_point() for a in items) if p is not None),
+                                None)
+                options = options.replace(start=start() if options.in_parts else start)
+            if options.in_parts:
+                from polytrav.parallel import run_in_parts
 
-            return run_in_parts(net, region, items, options, self)
-        return self._serial(net, region, items, options, t0, t1)
+                return run_in_parts(net, region, items, options, self)
+            return self._serial(net, region, items, options, t0, t1, deadline)
 
-    def _serial(self, net, region, items, options: RunOptions, t0: float, t1: float) -> Report:
-        """The serial run of :meth:`run`."""
+    def _serial(self, net, region, items, options: RunOptions, t0: float, t1: float,
+                deadline) -> Report:
+        """The serial run of :meth:`run` (``deadline``: its
+        :class:`~polytrav.solve.deadline.Deadline`)."""
         pm, chains = self.pm, self.chains
         context = RunContext(net, region, chains, pm)
         voters = Voters(items, pm)
@@ -600,6 +609,8 @@ class RunSession:
         with contextlib.ExitStack() as held:
             with counting(tally):
                 interrupted = self._visit(trav, context, voters, items, options.progress, kept)
+                if deadline.refused and trav.status is TraversalStatus.COMPLETE:
+                    trav.status = TraversalStatus.TIME_LIMIT  # a solve was not started: partial
                 if report:  # the report is made whole: a Ctrl-C while it is made asks for it
                     held.enter_context(ctrl_c_held(deliver=False))
                 trav.close(TraversalStatus.INTERRUPTED if interrupted is not None else None)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, ClassVar
 
+from polytrav.solve.deadline import call_limit, refused
 from polytrav.vocabulary.results import SolveResult, Status
 
 if TYPE_CHECKING:
@@ -58,7 +59,13 @@ def _importable(module: str) -> bool:
 
 
 class SolverBackend:
-    """Base class of solver backends; subclasses set the class data and ``solve_lp``."""
+    """Base class of solver backends; subclasses set the class data and ``solve_lp``.
+
+    Every solve honours the run's deadline: it takes at most
+    :func:`~polytrav.solve.deadline.call_limit` seconds (its own time limit, or the caller's,
+    no more than what is left) and, when that is ``0.0``, returns
+    :func:`~polytrav.solve.deadline.refused` without starting (both in :mod:`polytrav.extend`).
+    """
 
     #: Registry key.
     name: ClassVar[str] = ""
@@ -114,7 +121,8 @@ class SolverBackend:
                    heuristics: bool = False) -> SolveResult:
         """Minimise ``c @ x`` subject to the constraints of :meth:`solve_lp` with the columns
         where ``integer`` is True integral (a mixed-integer LP), for at most ``time_limit``
-        seconds (default: the backend's own limit). INFEASIBLE is the solver's proof that no
+        seconds (default: the backend's own limit; never more than the run's deadline leaves,
+        :func:`~polytrav.solve.deadline.call_limit`). INFEASIBLE is the solver's proof that no
         point exists, to its feasibility tolerances. With ``cutoff``, only points with
         ``c @ x < cutoff`` are sought: OPTIMAL returns the first one found (not necessarily
         the minimiser), INFEASIBLE proves there is none. Without it, OPTIMAL is the minimiser
@@ -220,12 +228,16 @@ def solve_along(backends: Iterable[SolverBackend],
     Returns the settling result and how many backends were tried. When none settles, the
     result is the last one, made undecided (an unconfirmed "infeasible" becomes ERROR) and
     its message lists every try. An exception from a backend is one more failed try. Each try
-    is counted in the :class:`SolveTally` of the run :func:`counting`, if any.
+    is counted in the :class:`SolveTally` of the run :func:`counting`, if any. Past the run's
+    deadline (:mod:`polytrav.solve.deadline`) no backend is tried: the result is
+    :func:`~polytrav.solve.deadline.refused`'s ``LIMIT``, with no try counted.
     """
     tried: list[str] = []
     tally = _TALLY.get()
     res = SolveResult(Status.ERROR, message="no backend tried")
     for backend in backends:
+        if call_limit() == 0.0:  # nothing left of the run's time: no backend starts
+            return refused(backend.name), len(tried)
         t0 = time.perf_counter()
         try:
             res = attempt(backend)

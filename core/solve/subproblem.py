@@ -387,8 +387,8 @@ class Subproblem:
     def _solve_cvxpy(self, backend):
         prob = self.problem
         status, message = backend.solve_problem(prob, self.form)
-        if message:
-            return Status.ERROR, None, None, None, message, {"cvxpy_status": None}
+        if message:  # the solver failed (ERROR), or was not started past the deadline (LIMIT)
+            return status, None, None, None, message, {"cvxpy_status": None}
         extras = {"cvxpy_status": prob.status, "inaccurate": "inaccurate" in str(prob.status)}
         vals = obj = None
         if status in SOLUTION_PRESENT:

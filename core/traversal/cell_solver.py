@@ -10,7 +10,9 @@ infeasible is re-solved cold and then on each fallback backend in turn
 not certify optimality is confirmed on the first certifying fallback. What no backend decides
 is recorded in ``stats.failures``. Every LP is counted per backend in the run's
 :class:`~polytrav.solve.backend.SolveTally` (answered, or fell through to another backend: a
-failed try, or an uncertified "no polytope here" that the fallback confirmed).
+failed try, or an uncertified "no polytope here" that the fallback confirmed). No LP starts once the run's time is spent (its
+:class:`~polytrav.traversal.status.Clock`, which includes the run's deadline): the run ends
+``time_limit`` instead, and an LP the deadline cut short is no failure but the same end.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ import numpy as np
 
 from polytrav.solve.backend import settles, solve_along, tally_solve
 from polytrav.solve.chebyshev import ChebyshevModel
-from polytrav.traversal.status import TraversalStats
+from polytrav.solve.deadline import until
+from polytrav.traversal.status import Clock, TraversalStats
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import (
     CUT_QUALITY,
@@ -36,8 +39,10 @@ __all__ = ["CellSolver", "cuts_decide"]
 class CellSolver:
     """Decides cells: ``(radius, centre)`` of a model's current cell, certified."""
 
-    def __init__(self, frame, backend, fallbacks, stats: TraversalStats):
+    def __init__(self, frame, backend, fallbacks, stats: TraversalStats,
+                 clock: Clock | None = None):
         self.frame = frame
+        self.clock = clock
         self.backend = backend
         self.fallbacks = fallbacks
         #: The first fallback that certifies optimality (confirms "no polytope here" answers).
@@ -69,8 +74,13 @@ class CellSolver:
 
         A "no polytope here" answer (radius <= RADIUS_TOL) from a backend that does not
         certify optimality (first-order methods) is confirmed on the first certifying fallback;
-        without one it counts as undecided.
+        without one it counts as undecided. Every LP ends by the clock's end (a traversal's own
+        ``time_limit`` too, outside any run).
         """
+        with until(None if self.clock is None else self.clock.end()):
+            return self._solve_checked(model, what)
+
+    def _solve_checked(self, model: ChebyshevModel, what):
         self._tries = []
         cell = self._solve_cells(model, what)
         if cell is None or cell[0] > RADIUS_TOL or self.certified:
@@ -182,12 +192,14 @@ class CellSolver:
         Every LP counts, one per backend tried.
         """
         st = self.stats
+        self._check_time()
         res = self._timed(model, model.solve)
         st.lps += 1
         self.certified = model.backend.certifies_optimality
         if res.status in (Status.OPTIMAL, Status.INFEASIBLE):
             return res
         first = res
+        self._check_time()  # an LP the deadline cut short, or refused: the run's end
         st.retries += 1
         if hasattr(model, "solve_cold"):
             res = self._timed(model, model.solve_cold)
@@ -199,9 +211,15 @@ class CellSolver:
         if tried and settles(res, self.fallbacks[tried - 1]):
             self.certified = self.fallbacks[tried - 1].certifies_optimality
             return res
+        self._check_time()
         self.fail(what, f"{first.solver}: {first.status} ({first.message}); "
                         f"fallbacks: {res.message if tried else 'none'}")
         return None
+
+    def _check_time(self) -> None:
+        """End the run (``RunEnded``: ``time_limit``) once its time is spent."""
+        if self.clock is not None:
+            self.clock.check()
 
 
 def cuts_decide(t_cert: float, t_lp: float) -> bool:

@@ -150,12 +150,13 @@ class Traversal(Iterator[Polytope]):
         self.status = TraversalStatus.RUNNING
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
                                     proven=[0] * net.n_hidden_layers)
-        cells = CellSolver(self.frame, solver, self.fallbacks, self.stats)
+        clock = Clock(time_limit)
+        cells = CellSolver(self.frame, solver, self.fallbacks, self.stats, clock)
         guidance = GuideRules(guide, net, self.frame, cells, self.stats)
         screen = Screen(net, self.frame, self.strategy, cells, self.stats)
         screen.misses = guidance.misses  # None until a guide gives balls
         self._tools = LevelTools(
-            net=net, frame=self.frame, stats=self.stats, clock=Clock(time_limit), cells=cells,
+            net=net, frame=self.frame, stats=self.stats, clock=clock, cells=cells,
             screen=screen,
             emitter=Emitter(net, self.region, self.frame, self.strategy, self.stats, guidance,
                             max_polytopes=max_polytopes, vertices=vertices),

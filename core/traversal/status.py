@@ -12,6 +12,8 @@ import enum
 import time
 from dataclasses import dataclass, field
 
+from polytrav.solve.deadline import time_left
+
 __all__ = ["Clock", "RunEnded", "STRATEGIES", "Strategy", "TraversalStats", "TraversalStatus"]
 
 
@@ -101,7 +103,8 @@ class RunEnded(Exception):
 
 
 class Clock:
-    """The time budget of one run: ``time_limit`` seconds (None: no limit) from :meth:`start`."""
+    """The time budget of one run: ``time_limit`` seconds (None: no limit) from :meth:`start`,
+    and never past the deadline of the run around it (:mod:`polytrav.solve.deadline`)."""
 
     def __init__(self, time_limit: float | None):
         self.time_limit = time_limit
@@ -112,13 +115,20 @@ class Clock:
         self.t0 = time.perf_counter()
         return self.t0
 
+    def end(self) -> float | None:
+        """The budget's end (a :func:`time.perf_counter` value), None without one or before
+        :meth:`start`."""
+        return None if self.time_limit is None or self.t0 is None else self.t0 + self.time_limit
+
     def left(self) -> float | None:
-        """Seconds left of the budget (None without one)."""
-        if self.time_limit is None:
-            return None
-        return self.time_limit - (time.perf_counter() - self.t0)
+        """Seconds left of the budget or until the deadline, the fewer (None without either)."""
+        own = None if self.time_limit is None else self.time_limit - (
+            0.0 if self.t0 is None else time.perf_counter() - self.t0)
+        until = time_left()
+        return own if until is None else until if own is None else min(own, until)
 
     def check(self) -> None:
         """Raise :class:`RunEnded` (``time_limit``) once the budget is spent."""
-        if self.time_limit is not None and time.perf_counter() - self.t0 > self.time_limit:
+        left = self.left()
+        if left is not None and left <= 0:
             raise RunEnded(TraversalStatus.TIME_LIMIT)

@@ -244,7 +244,8 @@ class SubdivisionRun(Iterator[Polytope]):
             raise ConfigError("traverse: subdivision found a thin cell and has no LP backend "
                               "to decide it")
         if self._lp is None:
-            self._lp = CellSolver(self.frame, self.backend, self.fallbacks, self.stats)
+            self._lp = CellSolver(self.frame, self.backend, self.fallbacks, self.stats,
+                                  self._clock)
         fr = self.frame
         model = self.backend.chebyshev_model(fr)
         for (Wh, bh), bits in zip(self.net.hyperplanes(code), code):

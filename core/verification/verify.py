@@ -26,6 +26,7 @@ import numpy as np
 from polytrav.vocabulary.exits import ANSWER_EXIT
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.model.network import Network
+from polytrav.solve.deadline import until
 from polytrav.vocabulary.results import Answer, Verdict, jsonable
 from polytrav.vocabulary.tolerances import BOUND_TOL, ONNXRUNTIME_TOL
 
@@ -204,9 +205,10 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         raise ConfigError(f"verify: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
     t0 = time.perf_counter()
     partial: list = []  # the reports so far, for an interrupted run
-    try:
-        return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
-                       executor, bounds, order, split, bab, t0, partial, confirm)
+    try:  # every solver call of the instance ends by its timeout (polytrav.solve.deadline)
+        with until(_end(t0, timeout)):
+            return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
+                           executor, bounds, order, split, bab, t0, partial, confirm)
     except KeyboardInterrupt:
         if on_interrupt == "raise":
             raise
@@ -214,6 +216,13 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
                                   time.perf_counter() - t0,
                                   "interrupted (Ctrl-C) before an answer", partial,
                                   _proven(partial))
+
+
+def _end(t0: float, timeout) -> float | None:
+    """``t0 + timeout`` for a timeout of positive seconds, else None (``_verify`` names a bad
+    one, after the network and the property)."""
+    valid = isinstance(timeout, Real) and not isinstance(timeout, bool) and timeout > 0
+    return t0 + timeout if valid else None
 
 
 def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,

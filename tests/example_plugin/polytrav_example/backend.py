@@ -1,7 +1,8 @@
 """``example-lp``: a toy LP backend, SciPy's dual simplex with a solve counter.
 
 Forms: ``lp``. Statuses from ``scipy.optimize.linprog``'s ``status`` (0 optimal, 1 iteration
-limit, 2 infeasible, 3 unbounded; anything else is an error). No warm start.
+limit, 2 infeasible, 3 unbounded; anything else is an error). No warm start. Each solve gets
+at most what the run's deadline leaves (``call_limit``), and none starts past it.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 import numpy as np
 
 from polytrav import SolverBackend
-from polytrav.extend import ConfigError, SolveResult, Status
+from polytrav.extend import ConfigError, SolveResult, Status, call_limit, refused
 
 __all__ = ["ExampleLPBackend"]
 
@@ -28,9 +29,14 @@ class ExampleLPBackend(SolverBackend):
     def solve_lp(self, c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None) -> SolveResult:
         from scipy.optimize import linprog  # the native library, imported when solving
 
+        options = {**self.DEFAULT_OPTIONS, **self.options}
+        limit = call_limit(options.get("time_limit"))  # the run's deadline, or none
+        if limit == 0.0:
+            return refused(self.name)  # nothing left: not started
+        if limit is not None:
+            options["time_limit"] = limit
         type(self).solves += 1
         t0 = time.perf_counter()
-        options = {**self.DEFAULT_OPTIONS, **self.options}
         method = options.pop("method")
         columns = None if bounds is None else [
             (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
