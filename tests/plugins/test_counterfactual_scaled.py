@@ -14,7 +14,7 @@ import pytest
 from milp import milp_counterfactual
 from reference import random_net
 
-from polytrav import Box, Network, analyze, explain
+from polytrav import Box, ConfigError, Network, analyze, explain
 from polytrav.extend import DataSummary
 from polytrav.plugins.counterfactual import Counterfactual
 
@@ -114,8 +114,8 @@ def test_explain_defaults_to_the_mad_of_the_data_and_names_the_metric():
         assert "held fixed: 'c'" in r.figures["counterfactual.metric"]
     raw = explain(net, frame, [("counterfactual", {"norm": 1, "scale": None})], domain=(LO, HI))
     assert raw[0].figures["counterfactual.metric"] == "L1"
-    refused = explain(net, frame, [("counterfactual", {"zero_scale": "error"})], domain=(LO, HI))
-    assert "feature 'c' has a mad of 0" in refused[0].errors["counterfactual"]
+    with pytest.raises(ConfigError, match=r"feature 'c' has a mad of 0.*the same on every row"):
+        explain(net, frame, [("counterfactual", {"zero_scale": "error"})], domain=(LO, HI))
 
 
 def test_classes_and_probabilities_in_the_estimators_vocabulary():
