@@ -130,6 +130,9 @@ GRID_TOL = 1e-9
 #: far side), so that every point a MILP returns, within its feasibility tolerance, is
 #: confirmed by a forward pass: on a grid the minimum is attained, not an infimum.
 DISCRETE_MARGIN = 1e-6
+#: The report: a feature's values lie on a grid of ``10**-k`` when each is within this
+#: (relative) of a multiple of it (the data's resolution, where a change counts).
+GRID_VALUE_RTOL = 1e-6
 #: A feature's change in a counterfactual counts as a change in the report when it exceeds
 #: this share of the feature's domain width (width 1 for a narrower one): the report's
 #: "how often each feature changes" and its check that immutable features never change.

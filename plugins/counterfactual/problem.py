@@ -146,16 +146,17 @@ def check_problem(a, network: Network, region: Region) -> Problem:
     offset, threshold = _offset(a, network, who)
     y0 = network.forward(x0) - offset
     binary = m == 1
+    n_classes = 2 if binary else m
+    if a.target is not None and (not isinstance(a.target, (int, np.integer))
+                                 or not 0 <= a.target < n_classes):
+        raise ConfigError(f"{who}: target must be a class in [0, {n_classes}), "
+                          f"got {a.target!r}")
     class0 = int(decisions(y0[None])[0])
     if class0 < 0:
         raise ConfigError(f"{who}: x0 lies on the decision boundary (its scores tie: "
                           f"{np.round(y0, 6).tolist()}), where the model decides no class; "
                           "move x0 off the boundary")
-    n_classes = 2 if binary else m
     if a.target is not None:
-        if not isinstance(a.target, (int, np.integer)) or not 0 <= a.target < n_classes:
-            raise ConfigError(f"{who}: target must be a class in [0, {n_classes}), "
-                              f"got {a.target!r}")
         if a.target == class0:
             raise ConfigError(f"{who}: target {a.target} is x0's own class")
     p = NORMS[key]

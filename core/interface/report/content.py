@@ -14,7 +14,7 @@ import numpy as np
 from polytrav.interface.report.figure import COLOURS, distance_histogram
 from polytrav.interface.report.model_sections import model_sections
 from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.tolerances import CHANGE_TOL
+from polytrav.vocabulary.tolerances import CHANGE_TOL, GRID_VALUE_RTOL
 
 __all__ = ["MAX_TABLE_ROWS", "STATUSES", "report_content"]
 
@@ -262,7 +262,8 @@ def _resolutions(explanation) -> list[Resolution]:
         decimals = None
         for k in range(MAX_DECIMALS + 1):
             scaled = v * 10.0 ** k
-            if v.size and np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled))):
+            if v.size and np.all(np.abs(scaled - np.round(scaled))
+                                 <= GRID_VALUE_RTOL * np.maximum(1.0, np.abs(scaled))):
                 decimals = k
                 break
         out.append(Resolution(decimals, width))
