@@ -115,16 +115,17 @@ def attack_start(pairs, network, region, *, deep: bool = True) -> np.ndarray | N
     return best
 
 
-def deep_attack(pairs, network, region) -> np.ndarray | None:
+def deep_attack(pairs, network, region, restarts: int | None = None) -> np.ndarray | None:
     """A point of the unsafe set that the costliest search of :func:`attack_start` finds, or
-    None: a batch of :data:`RESTARTS` descents from random points with large steps
-    (:func:`_restarts`), whose points are taken only if inside the unsafe set. ``verify``
-    runs it only where the input split has not proven the whole region."""
+    None: a batch of ``restarts`` (default :data:`RESTARTS`) descents from random points with
+    large steps (:func:`_restarts`), whose points are taken only if inside the unsafe set.
+    The settle stage (:mod:`polytrav.bounds.settle`) runs it only where the input split has
+    not proven the whole region."""
     start = _samples(region)
     if start is None:
         return None
     _, lo, hi, inside, rng = start  # the generator where attack_start's restarts take it
-    return _restarts(pairs, network, lo, hi, inside, rng)
+    return _restarts(pairs, network, lo, hi, inside, rng, restarts)
 
 
 def _samples(region):
@@ -212,11 +213,12 @@ def _minimax_step(A: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray
     return mid + half * res.u[:n]
 
 
-def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
-    """A point of the unsafe set found by :data:`RESTARTS` signed-gradient descents at once
-    (batched), from random points of the box, with steps of :data:`RESTART_STEP` times its
-    width shrinking by 3 % a step; None if none gets there."""
-    X = rng.uniform(lo, hi, (RESTARTS, lo.shape[0]))
+def _restarts(pairs, network, lo, hi, inside, rng, restarts: int | None = None
+              ) -> np.ndarray | None:
+    """A point of the unsafe set found by ``restarts`` (default :data:`RESTARTS`)
+    signed-gradient descents at once (batched), from random points of the box, with steps of
+    :data:`RESTART_STEP` times its width shrinking by 3 % a step; None if none gets there."""
+    X = rng.uniform(lo, hi, (RESTARTS if restarts is None else restarts, lo.shape[0]))
     score, X = _descend(pairs, network, X, lo, hi, RESTART_STEP * (hi - lo), inside)
     return next((X[i] for i in np.argsort(score) if score[i] < 0 and inside(X[i])), None)
 
