@@ -2,8 +2,9 @@
 
 A VNN-LIB file describes counterexamples: an input region (one or more boxes) and an unsafe
 output set. :func:`verify` runs :class:`~polytrav.plugins.linear_property.LinearProperty` in
-its ``verify`` mode on every input region of the file (one :func:`polytrav.analyze` run each,
-all within one time budget) and answers in VNN-COMP terms:
+its ``verify`` mode on every input region of the file (one run each, all within one time
+budget: the run settles the region first, attacks and input splitting, then traverses what
+is left open, :mod:`polytrav.host.settling`) and maps its answer to VNN-COMP's terms:
 
 * ``sat``: a counterexample exists. Reported only for an input whose output, by a plain
   float64 forward pass, meets the unsafe set (and, for an ONNX model, by onnxruntime too:
@@ -138,14 +139,13 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         With bounds, descend into the pieces of each level by increasing margin
         (``best-first``, default: counterexamples early) or in the paper's order.
     split : bool
-        With bounds, an input box of at most :data:`polytrav.bounds.split.SPLIT_MAX_EFFECTIVE`
-        effective inputs (:func:`polytrav.bounds.split.effective_inputs`) is first bisected
-        by :func:`polytrav.bounds.split.split_box` (default True): sub-boxes that bounds
-        prove are done, a candidate counterexample is confirmed by a traversal that starts at
-        it, and the sub-boxes left open are traversed one by one.
+        With bounds, the run's settle stage bisects an input box of few effective inputs
+        first (:func:`polytrav.bounds.settle.settle_dnf`; default True): sub-boxes that
+        bounds prove are done, a candidate counterexample is confirmed by a traversal that
+        starts at it, and the sub-boxes left open are traversed one by one.
     bab : bool
-        With bounds, a box of many inputs is first given to neuron-level branch and bound (:func:`polytrav.bounds.dnf.region_bab`;
-        default True).
+        With bounds, a box of many inputs is first given to neuron-level branch and bound
+        (:func:`polytrav.bounds.dnf.region_bab`; default True).
     on_interrupt : {"raise", "report"}
         Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
         re-raises it; ``"report"`` returns ``unknown`` with the reason ``interrupted``.
