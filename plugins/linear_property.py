@@ -39,7 +39,7 @@ class LinearProperty(Analysis):
         answer is the same, with far fewer polytopes. Default True.
     bab : bool
         With ``bounds``: when the bounds do not prove the whole region, run neuron-level
-        branch and bound on it first (:func:`~polytrav.bounds.dnf.region_bab`; boxes of many
+        branch and bound on it first (:func:`~polytrav.bounds.settle.region_bab`; boxes of many
         inputs). Default True.
     split : bool
         With ``bounds``: the settle stage (:meth:`settle`) bisects a box of few effective
@@ -82,7 +82,7 @@ class LinearProperty(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of the distance into the unsafe set over the piece
-        (:func:`~polytrav.bounds.dnf.decision_margin`); positive proves the piece holds no
+        (:func:`~polytrav.bounds.settle.decision_margin`); positive proves the piece holds no
         counterexample. Once the start attack has met the unsafe set (a forward pass says
         so), no bound is computed: the run stops at the first polytope (:meth:`visit`
         confirms the attack's point there)."""

@@ -145,7 +145,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         starts at it, and the sub-boxes left open are traversed one by one.
     bab : bool
         With bounds, a box of many inputs is first given to neuron-level branch and bound
-        (:func:`polytrav.bounds.dnf.region_bab`; default True).
+        (:func:`polytrav.bounds.settle.region_bab`; default True).
     on_interrupt : {"raise", "report"}
         Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
         re-raises it; ``"report"`` returns ``unknown`` with the reason ``interrupted``.

@@ -247,10 +247,13 @@ def robust_instance():
 
 def test_verify_mode_proves_the_region_by_milp(monkeypatch):
     """With no time for the branch-and-bound probe, the region's MILP proves it."""
-    from polytrav import Box, LinearProperty, Verdict, analyze
-    from polytrav.bounds import dnf
+    import dataclasses
 
-    monkeypatch.setattr(dnf, "BAB_PROBE_SHARE", 0.0)
+    from polytrav import Box, LinearProperty, Verdict, analyze
+    from polytrav.bounds import settle
+
+    monkeypatch.setattr(settle, "VERIFY_POLICY",
+                        dataclasses.replace(settle.VERIFY_POLICY, bab_probe_share=0.0))
     net, lo, hi, pairs = robust_instance()
     report = analyze(net, Box(lo, hi), LinearProperty(pairs), time_limit=DECIDE,
                      settle=False)  # the region's piece margin, not the input split
