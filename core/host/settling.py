@@ -144,12 +144,15 @@ def _finished(session, net, analysis, context, options, t0, t1, stage):
                   analyses=[analysis])
 
 
-def _part(session, analysis, context) -> AnalysisResult:
-    """The analysis's result on ``context`` with no polytope visited (the run hooks around)."""
+def _part(session, analysis, context, hooks: bool = True) -> AnalysisResult:
+    """The analysis's result on ``context`` with no polytope visited (with ``hooks``, the run
+    hooks around: a run the stage decided; not for the proven rest, a part of a run)."""
     analysis.begin_run(context)
-    session.pm.hook.polytrav_begin_run(context=context)
+    if hooks:
+        session.pm.hook.polytrav_begin_run(context=context)
     result = analysis.end_run(context)
-    session.pm.hook.polytrav_end_run(context=context)
+    if hooks:
+        session.pm.hook.polytrav_end_run(context=context)
     if not isinstance(result, AnalysisResult):
         raise PluginError(f"analysis {analysis.name!r} ({type(analysis).__name__}): finish() "
                           f"returned {type(result).__name__}, not a polytrav.AnalysisResult",
@@ -164,7 +167,7 @@ def _boxes(session, net, region, analysis, context, settled, options, t0, t1, en
     parts = []
     if settled.proven_boxes:  # the proven rest: an exact part
         context.traversal.status = TraversalStatus.COMPLETE
-        parts.append(_part(session, analysis, context))
+        parts.append(_part(session, analysis, context, hooks=False))
     reports, status, polytopes = [], TraversalStatus.COMPLETE, 0
     for box in settled.boxes:
         left = None if end is None else end - time.perf_counter()

@@ -89,6 +89,9 @@ class Settled:
             raise ValueError("Settled.violated needs the violating point")
         if self.boxes and self.outcome is not Settlement.OPEN:
             raise ValueError(f"a {self.outcome} region has no open boxes")
+        if self.boxes and self.point is not None:
+            raise ValueError("open boxes carry their own start points (OpenBox.start), not "
+                             "the region's")
 
     @classmethod
     def proven(cls, by: SettledBy | str, boxes: int = 1, **stats) -> "Settled":
