@@ -5,7 +5,9 @@ checks it), so a third-party plugin can do what a built-in does. Names are impor
 use. The groups (see docs/writing-plugins.md):
 
 * **Analyses**: :class:`Analysis` and what it returns or asks (:class:`AnalysisResult`,
-  :class:`Verdict`, :class:`Scope`, the directives :class:`Stop` and :class:`Restrict`),
+  :class:`Verdict`, :class:`Scope`, the directives :class:`Stop` and :class:`Restrict`,
+  the settle stage's :class:`Settled` with :class:`Settlement`, :class:`SettledBy` and
+  :class:`OpenBox`),
   registration (:func:`hookimpl`; :func:`get_plugin_manager`, :func:`create_analysis`,
   :func:`get_solver` to look plugins up by name), errors.
 * **The run** an analysis sees: :class:`RunContext`, :class:`Frame` (the region's
@@ -19,6 +21,8 @@ use. The groups (see docs/writing-plugins.md):
   :func:`pieces_proven`, :func:`halfspace_volume`.
 * **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
   over a piece), :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
+  :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting) with its
+  :class:`SettlePolicy` (``VERIFY_POLICY``),
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
   :class:`RegionMilp`, :class:`Integrality`, :class:`NearestL2` (the exact weighted-L2 nearest
   point of a class: neuron branch and bound with QP relaxations).
@@ -48,6 +52,7 @@ _HOMES = {
                                    "SolverError", "SolverNotAvailable", "NetworkError"),
     "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict", "Scope",
                                     "SOLUTION_PRESENT", "DECIDED"),
+    "polytrav.vocabulary.settled": ("Settled", "Settlement", "SettledBy", "OpenBox"),
     "polytrav.vocabulary.text": ("fmt", "vector"),
     "polytrav.vocabulary.ctrl_c": ("ctrl_c_held",),
     "polytrav.vocabulary.tolerances": ("WITNESS_TOL", "LP_FEASIBILITY_TOL", "MILP_GAP",
@@ -67,10 +72,11 @@ _HOMES = {
     "polytrav.solve.chebyshev": ("ChebyshevModel",),
     "polytrav.solve.subproblem": ("Subproblem", "compiled"),
     "polytrav.solve.linear_program": ("LinearProgram",),
-    "polytrav.bounds.dnf": ("dnf_piece_margin", "decision_margin", "attack_start",
-                            "bab_details", "BOUND_TOL", "LP_BOUND_TOL"),
+    "polytrav.bounds.dnf": ("dnf_piece_margin", "attack_start", "BOUND_TOL", "LP_BOUND_TOL"),
     "polytrav.bounds.slope": ("slope_bounds",),
     "polytrav.bounds.split": ("BoxPiece",),
+    "polytrav.bounds.settle": ("settle_dnf", "SettlePolicy", "VERIFY_POLICY", "decision_margin",
+                               "bab_details"),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
     "polytrav.bounds.milp": ("RegionMilp", "MILP_TIME_SHARE"),
     "polytrav.bounds.nearest": ("NearestL2",),

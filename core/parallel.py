@@ -34,7 +34,7 @@ import numpy as np
 
 from polytrav.vocabulary.errors import CheckpointError, ConfigError, PolytravError
 from polytrav.host.runner import pieces
-from polytrav.host.stats import report_stats
+from polytrav.host.stats import merge_traversal_stats, report_stats
 from polytrav.solve.backend import SolveTally
 from polytrav.traversal import Piece, TraversalStats, TraversalStatus
 
@@ -274,19 +274,6 @@ class MergedTraversal:
         return None  # the parts are done: nothing is left to spend
 
 
-def _merge_stats(dicts: list[dict], n_levels: int) -> TraversalStats:
-    st = TraversalStats(pieces=[0] * n_levels, proven=[0] * n_levels)
-    for d in dicts:
-        for name, value in d.items():
-            if name in ("pieces", "proven"):
-                setattr(st, name, [a + b for a, b in zip(getattr(st, name), value)])
-            elif name == "failures":
-                st.failures += list(value)
-            elif name in st.__dataclass_fields__ and isinstance(getattr(st, name), (int, float)):
-                setattr(st, name, getattr(st, name) + value)
-    return st
-
-
 def _chunks(todo: list[Piece], n_parts: int) -> list[list[Piece]]:
     size = max(1, math.ceil(len(todo) / max(n_parts, 1)))
     return [todo[i:i + size] for i in range(0, len(todo), size)]
@@ -386,7 +373,7 @@ def run_in_parts(net, region, analyses, options, session):
 
     if status is None:
         status = TraversalStatus.COMPLETE
-    stats = _merge_stats([state.enumeration] + state.stats, net.n_hidden_layers)
+    stats = merge_traversal_stats([state.enumeration] + state.stats, net.n_hidden_layers)
     stats.pieces[0] = sum(s["pieces"][0] for s in state.stats) if state.stats else 0
     stats.failures += lost
     frame = _frame_of(net, region)

@@ -57,7 +57,7 @@ class SoftmaxAttack(Analysis):
     bab : bool
         With ``bounds`` in ``verify`` mode: when the bounds do not prove the whole region, run
         neuron-level branch and bound on it first
-        (:func:`~polytrav.bounds.dnf.region_bab`). Default True.
+        (:func:`~polytrav.bounds.settle.region_bab`). Default True.
 
     ``verdict`` is HOLDS (robust: no margin is positive, proven: no other class wins
     anywhere; a margin of exactly 0 is a tie, which decides no class), VIOLATED (a point where
@@ -88,7 +88,7 @@ class SoftmaxAttack(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of ``min_i logit_label - logit_i`` over the piece; positive proves the
-        label wins everywhere on it (:func:`~polytrav.bounds.dnf.decision_margin`)."""
+        label wins everywhere on it (:func:`~polytrav.bounds.settle.decision_margin`)."""
         unsafe = self._unsafe(context.network.n_outputs)
         margin, bab = decision_margin(unsafe, piece, context, self.start_point, self.bab)
         self._bab = bab or self._bab

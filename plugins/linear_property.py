@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.extend import (Analysis, AnalysisResult, CellProblem, ConfigError, Scope, Status,
-                             Stop, Verdict, attack_start, bab_details, cell_linear_program,
-                             cell_values, check_witness,
-                             combine_worst, decision_margin, hookimpl, local_model_u, WITNESS_TOL)
+from polytrav.extend import (Analysis, AnalysisResult, CellProblem, ConfigError, Scope, Settled,
+                             Settlement, Status, Stop, Verdict, attack_start, bab_details,
+                             cell_linear_program, cell_values, check_witness, combine_worst,
+                             decision_margin, hookimpl, local_model_u, settle_dnf, WITNESS_TOL)
 
 __all__ = ["LinearProperty"]
 
@@ -39,11 +39,24 @@ class LinearProperty(Analysis):
         answer is the same, with far fewer polytopes. Default True.
     bab : bool
         With ``bounds``: when the bounds do not prove the whole region, run neuron-level
-        branch and bound on it first (:func:`~polytrav.bounds.dnf.region_bab`; boxes of many
+        branch and bound on it first (:func:`~polytrav.bounds.settle.region_bab`; boxes of many
         inputs). Default True.
+    split : bool
+        With ``bounds``: the settle stage (:meth:`settle`) bisects a box of few effective
+        inputs before the traversal (:func:`~polytrav.bounds.settle.split_region`). Default
+        True.
+    confirm : callable, optional
+        ``confirm(x)``: None when ``x``, a point a forward pass puts in the unsafe set, is a
+        counterexample, else the reason it is not (the model in its own precision:
+        ``polytrav.verify`` checks with onnxruntime). Without it the forward pass decides.
+        A point it refuses is not a witness: the run leaves it (in ``verify`` mode it stops,
+        as at a witness), the verdict is VIOLATED_UNCONFIRMED unless a later point stands,
+        and ``details["refused"]`` says why. Runs in parts pickle it.
 
     ``verdict``: VIOLATED (confirmed witness), HOLDS (complete, every LP decided) or
-    UNKNOWN. ``witness`` is the point of the largest margin found (``verify``: the first
+    UNKNOWN. In ``verify`` mode with ``bounds`` the run first settles the region
+    (:meth:`settle`: attacks, input splitting), then traverses what is left open.
+    ``witness`` is the point of the largest margin found (``verify``: the first
     confirmed counterexample); ``value`` is the margin there by a forward pass,
     ``min(1, max_k min(d_k - C_k y))`` (>= 0: ``y`` is unsafe), and ``details["disjunct"]``
     the ``k`` attaining it. The value is ``exact`` (the largest over the region) only in
@@ -54,11 +67,14 @@ class LinearProperty(Analysis):
     name = "linear_property"
     uses_vertices = True
 
-    def __init__(self, unsafe, mode: str = "verify", bounds: bool = True, bab: bool = True):
+    def __init__(self, unsafe, mode: str = "verify", bounds: bool = True, bab: bool = True,
+                 split: bool = True, confirm=None):
         self.unsafe = unsafe
         self.mode = mode
         self.bounds = bounds
         self.bab = bab
+        self.split = split
+        self.confirm = confirm
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -66,7 +82,7 @@ class LinearProperty(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of the distance into the unsafe set over the piece
-        (:func:`~polytrav.bounds.dnf.decision_margin`); positive proves the piece holds no
+        (:func:`~polytrav.bounds.settle.decision_margin`); positive proves the piece holds no
         counterexample. Once the start attack has met the unsafe set (a forward pass says
         so), no bound is computed: the run stops at the first polytope (:meth:`visit`
         confirms the attack's point there)."""
@@ -87,7 +103,7 @@ class LinearProperty(Analysis):
         if isinstance(self.unsafe, tuple) and len(self.unsafe) == 2 and np.ndim(self.unsafe[1]) <= 1 \
                 and np.ndim(self.unsafe[0]) == 2:
             self.unsafe = [self.unsafe]
-        pairs = []
+        pairs, raw = [], []
         for k, pair in enumerate(self.unsafe):
             try:
                 C, d = pair
@@ -105,11 +121,17 @@ class LinearProperty(Analysis):
             if (norms == 0).any():
                 raise ConfigError(f"analysis {self.name!r}: unsafe[{k}] has an all-zero row of C")
             pairs.append((C / norms[:, None], d / norms))
+            raw.append((C, d))
         if not pairs:
             raise ConfigError(f"analysis {self.name!r}: unsafe is empty (nothing to check)")
+        if self.confirm is not None and not callable(self.confirm):
+            raise ConfigError(f"analysis {self.name!r}: confirm must be a callable confirm(x) "
+                              f"-> None or the reason, got {type(self.confirm).__name__}")
         self._pairs = pairs
+        self._raw = raw  # as given: the settle stage's attacks are checked on these
         self._run_inputs = (network, region)
         self._attack = None
+        self._settled = None  # the settle stage's violation (t, x, k), for finish
 
     def __getstate__(self) -> dict:
         """Pickled without the run's network and region (parts of a parallel run get them)."""
@@ -141,16 +163,52 @@ class LinearProperty(Analysis):
 
     def _met(self, network, region, x) -> int | None:
         """The first disjunct ``x`` meets as :meth:`visit` confirms a witness (margin ``t >=
-        0`` by a forward pass, then :func:`check_witness`), or None."""
+        0`` by a forward pass, then :func:`check_witness` and ``confirm``), or None."""
         y = network.forward(x)
-        return next((k for k, (C, d) in enumerate(self._pairs)
-                     if np.min(d - C @ y) >= 0
-                     and check_witness(network, region, x, self._violates(k))), None)
+        k = next((k for k, (C, d) in enumerate(self._pairs)
+                  if np.min(d - C @ y) >= 0
+                  and check_witness(network, region, x, self._violates(k))), None)
+        return None if k is None or self._refused(x) is not None else k
+
+    def _refused(self, x) -> str | None:
+        """Why ``confirm`` refuses the point ``x``, or None (also without ``confirm``)."""
+        return None if self.confirm is None else self.confirm(np.asarray(x, float))
+
+    def settle(self, context) -> Settled | None:
+        """In ``verify`` mode with ``bounds``: the region settled before the traversal by
+        :func:`~polytrav.bounds.settle.settle_dnf` (the start attack's samples and
+        descents, input splitting of a box of few effective inputs, the attack's restarts
+        where the split left the region open or does not apply). A point is a counterexample
+        as at the start of a run: a forward pass (no tolerance) puts it in the region and in
+        a conjunction of the unsafe set as given, and ``confirm`` takes it. None otherwise
+        (the run traverses the region as it is)."""
+        if not self.prunes_by_bound:
+            return None
+        network, region = context.network, context.region
+
+        def accept(x) -> bool:
+            return (check_witness(network, region, x, self._in_unsafe, tol=0.0)
+                    and self._refused(x) is None)
+
+        settled = settle_dnf(self._pairs, network, region, context.backends("lp"),
+                             accept=accept, time_left=context.time_left,
+                             split_boxes=self.split)
+        if settled.outcome is Settlement.VIOLATED:
+            y = network.forward(settled.point)
+            depth = [float(np.min(d - C @ y)) for C, d in self._pairs]
+            k = int(np.argmax(depth))
+            self._settled = (depth[k], settled.point, k)
+        return settled
+
+    def _in_unsafe(self, y) -> bool:
+        """Whether the output ``y`` meets a conjunction of the unsafe set as given."""
+        return any(bool(np.all(C @ y <= d)) for C, d in self._raw)
 
     def begin(self, context) -> None:
         self._subs = {}  # per disjunct, its cvxpy subproblem (regions with norm balls only)
-        self._best = (-np.inf, None, None)
-        self._confirmed = None
+        self._best = (-np.inf, None, None) if self._settled is None else self._settled
+        self._confirmed = self._settled  # the settle stage's counterexample, if it found one
+        self._refusals = []  # why confirm refused witnesses
         self.skipped = 0
         self._bab = None
 
@@ -226,6 +284,13 @@ class LinearProperty(Analysis):
                 self._best = (t, x, k)
             if t >= 0 and (self._confirmed is None or t > self._confirmed[0]):
                 if check_witness(context.network, context.region, x, self._violates(k)):
+                    why = self._refused(x)
+                    if why is not None:  # not a witness: in verify mode, left as verify did
+                        self._refusals.append(why)
+                        if self.mode == "verify":
+                            return Stop(f"disjunct {k} met at an input that confirm refuses: "
+                                        f"{why}")
+                        continue
                     self._confirmed = (t, x, k)
                     if self.mode == "verify":
                         return Stop(f"disjunct {k} met at an input (margin {t:.3g})")
@@ -246,7 +311,9 @@ class LinearProperty(Analysis):
                  Scope.WITNESS if self.mode == "verify" and verdict is Verdict.VIOLATED
                  else Scope.VISITED)
         details = {"disjunct": k, "mode": self.mode, "skipped_by_bound": self.skipped,
-                   "bab": bab_details(self._bab)}
+                   "bab": bab_details(self._bab),
+                   "refused": None if verdict is Verdict.VIOLATED or not self._refusals
+                   else self._refusals[0]}
         value = None
         if x is not None:  # the margin and disjunct at the witness, by a forward pass
             y = context.network.forward(x)

@@ -26,7 +26,7 @@ float64, no directed rounding), as do the leaves' Lagrangian bounds. The LPs go 
 caller's LP backend chain (:func:`~polytrav.solve.backend.solve_along`).
 :func:`prove_margins` is the entry point; the analyses of
 :mod:`polytrav.plugins.linear_property` and :mod:`polytrav.plugins.adversarial` run it on the
-whole region before the traversal (see :func:`polytrav.bounds.dnf.region_bab`).
+whole region before the traversal (see :func:`polytrav.bounds.settle.region_bab`).
 """
 from __future__ import annotations
 

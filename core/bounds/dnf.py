@@ -3,10 +3,10 @@
 The unsafe set is a disjunction of conjunctions ``C_k y <= d_k`` (``pairs``: ``(C_k, d_k)``
 with rows scaled to unit norm). :func:`unsafe_distance` scores outputs (``<= 0``: unsafe),
 :func:`attack_start` finds a start point near the unsafe set, :func:`dnf_bound` proves a piece
-safe by sound bounds (CROWN, then optimised slopes, then LP-refined first layers),
-:func:`dnf_piece_margin` is the margin a run prunes pieces by, and :func:`region_bab` runs
-neuron-level branch and bound on the whole region. The ``linear_property`` and
-``softmax_attack`` analyses and :func:`polytrav.verify` build on these.
+safe by sound bounds (CROWN, then optimised slopes, then LP-refined first layers), and
+:func:`dnf_piece_margin` is the margin a run prunes pieces by. The settle stage's tools
+(:mod:`polytrav.bounds.settle`: the attacks, input splitting, the region's branch and bound
+and MILP), the ``linear_property`` and ``softmax_attack`` analyses build on these.
 """
 from __future__ import annotations
 
@@ -21,10 +21,8 @@ from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
-__all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "bab_details", "box_attack", "deep_attack",
-           "dnf_bound",
-           "decision_margin", "dnf_box_margin", "dnf_piece_margin", "region_bab", "stacked",
-           "unsafe_distance"]
+__all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "box_attack", "deep_attack",
+           "dnf_bound", "dnf_box_margin", "dnf_piece_margin", "stacked", "unsafe_distance"]
 
 # Margins from bounds evaluated in closed form are lowered by BOUND_TOL (relative; the one
 # rounding allowance, polytrav.bounds.crown.rounded_down) before a piece counts as proven.
@@ -40,21 +38,6 @@ SLOPE_STEPS = 10
 #: on ACAS Xu 3_3 against its perturbed copy (property 3's box, eps 0.02: 28 s against 14 s,
 #: 577 and 610 pieces bounded; 38 s and 930 pieces with no difference bound at all).
 PAIR_BOUNDS = True
-#: Neuron-level branch and bound on the whole region (:func:`region_bab`) runs only with more
-#: free inputs than this: below, ``verify``'s input splitting does better.
-BAB_MIN_INPUTS = 9
-#: Share of the run's time left that the region's branch and bound may use.
-BAB_TIME_SHARE = 0.5
-#: Where the box leaves at most :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES` unstable
-#: neurons: branch and bound first with this share (it decides shallow cases in a few
-#: nodes), then the region's MILP with this share (:class:`~polytrav.bounds.milp.RegionMilp`),
-#: then branch and bound again. With more, branch and bound alone, as before the MILP: a
-#: probe that restarts would cost the instances it decides late (256x6 prop_5_0.03 was
-#: decided at 134 s, with 150 s for branch and bound). The probe's share is 0.3: MNIST
-#: 256x4 prop_10_0.05 (188 binaries) takes branch and bound 75 s and the MILP 231 s (a
-#: timeout at 300 s in a run with a 0.1 probe on a loaded machine), while the MILP's
-#: instances of 256x2 (120 s) still have 66 s for it after the probe (they need 16-50 s).
-BAB_PROBE_SHARE = 0.3
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
@@ -115,16 +98,17 @@ def attack_start(pairs, network, region, *, deep: bool = True) -> np.ndarray | N
     return best
 
 
-def deep_attack(pairs, network, region) -> np.ndarray | None:
+def deep_attack(pairs, network, region, restarts: int | None = None) -> np.ndarray | None:
     """A point of the unsafe set that the costliest search of :func:`attack_start` finds, or
-    None: a batch of :data:`RESTARTS` descents from random points with large steps
-    (:func:`_restarts`), whose points are taken only if inside the unsafe set. ``verify``
-    runs it only where the input split has not proven the whole region."""
+    None: a batch of ``restarts`` (default :data:`RESTARTS`) descents from random points with
+    large steps (:func:`_restarts`), whose points are taken only if inside the unsafe set.
+    The settle stage (:mod:`polytrav.bounds.settle`) runs it only where the input split has
+    not proven the whole region."""
     start = _samples(region)
     if start is None:
         return None
     _, lo, hi, inside, rng = start  # the generator where attack_start's restarts take it
-    return _restarts(pairs, network, lo, hi, inside, rng)
+    return _restarts(pairs, network, lo, hi, inside, rng, restarts)
 
 
 def _samples(region):
@@ -212,11 +196,12 @@ def _minimax_step(A: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray
     return mid + half * res.u[:n]
 
 
-def _restarts(pairs, network, lo, hi, inside, rng) -> np.ndarray | None:
-    """A point of the unsafe set found by :data:`RESTARTS` signed-gradient descents at once
-    (batched), from random points of the box, with steps of :data:`RESTART_STEP` times its
-    width shrinking by 3 % a step; None if none gets there."""
-    X = rng.uniform(lo, hi, (RESTARTS, lo.shape[0]))
+def _restarts(pairs, network, lo, hi, inside, rng, restarts: int | None = None
+              ) -> np.ndarray | None:
+    """A point of the unsafe set found by ``restarts`` (default :data:`RESTARTS`)
+    signed-gradient descents at once (batched), from random points of the box, with steps of
+    :data:`RESTART_STEP` times its width shrinking by 3 % a step; None if none gets there."""
+    X = rng.uniform(lo, hi, (RESTARTS if restarts is None else restarts, lo.shape[0]))
     score, X = _descend(pairs, network, X, lo, hi, RESTART_STEP * (hi - lo), inside)
     return next((X[i] for i in np.argsort(score) if score[i] < 0 and inside(X[i])), None)
 
@@ -290,117 +275,6 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     the piece. (:func:`dnf_bound` with its defaults.)
     """
     return dnf_bound(pairs, piece, context)[0]
-
-
-def decision_margin(pairs, piece, context, attack, bab: bool = True):
-    """The margin by which a decision analysis (``verify`` mode) proves a piece, and the
-    branch-and-bound outcome if it ran: :func:`dnf_piece_margin`, then, on the region (level
-    0) with ``bab``, :func:`region_bab` (``attack``: the analysis's start attack)."""
-    margin = dnf_piece_margin(pairs, piece, context)
-    if bab and piece.level == 0:
-        return region_bab(margin, pairs, piece, context, attack)
-    return margin, None
-
-
-def region_bab(margin, pairs, piece, context, attack):
-    """``(margin, outcome)``: a piece's bound ``margin`` after neuron-level branch and bound
-    (:func:`polytrav.bounds.branch_and_bound.prove_margins`) over the whole region, run when the
-    piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
-    does not run; HOLDS makes the margin ``inf`` (the region is proven).
-
-    It applies when the region is a box of at least :data:`BAB_MIN_INPUTS` free inputs; each
-    unsafe conjunction is a group of rows, of which branch and bound proves one positive. ``attack()``
-    (the analysis's start attack) runs first: a point in the unsafe set makes the search
-    needless. Where a backend serves the ``milp`` form and the box leaves at most
-    :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES` unstable neurons (CROWN's optimised
-    bounds: 0.1-1.8 s on MNIST's networks), branch and bound runs for
-    :data:`BAB_PROBE_SHARE` of the time left (it decides shallow cases in a few nodes), then
-    one MILP per conjunction (:class:`~polytrav.bounds.milp.RegionMilp`) for
-    :data:`~polytrav.bounds.milp.MILP_TIME_SHARE`. Otherwise, or if neither decides, branch and bound gets
-    :data:`BAB_TIME_SHARE` of the run's time left (no limit without one; its stats then say
-    why the MILP did not decide, under ``milp``). The
-    outcome's ``start`` (a counterexample, forward-pass checked, else the attack's point) is
-    where the traversal should start.
-    """
-    from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
-    from polytrav.bounds.milp import MILP_MAX_BINARIES, RegionMilp
-
-    fr = piece.frame
-    if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < BAB_MIN_INPUTS:
-        return margin, None
-    point = attack()
-    if point is not None and unsafe_distance(pairs, context.network.forward(point)[None, :])[0] <= 0:
-        return margin, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0, {"found_by": "attack"},
-                                  start=point)
-    lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
-    decided = (BaBVerdict.HOLDS, BaBVerdict.VIOLATED)
-    why_not = "no backend serves the 'milp' form"
-    if context.backends("milp", required=False):
-        milp = RegionMilp(context.network, lo, hi)
-        why_not = f"{milp.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
-        if milp.binaries <= MILP_MAX_BINARIES:
-            out = _bab(pairs, context, lo, hi, BAB_PROBE_SHARE, point)
-            if out.verdict not in decided:
-                out, why_not = _milp(milp, pairs, context, point)
-            if out is not None:
-                return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
-    out = _bab(pairs, context, lo, hi, BAB_TIME_SHARE, point)
-    out.stats["milp"] = why_not
-    return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
-
-
-def _bab(pairs, context, lo, hi, share, point):
-    """:func:`~polytrav.bounds.branch_and_bound.prove_margins` on the region with ``share``
-    of the time left; its ``start``: the counterexample, else the attack's ``point``."""
-    from polytrav.bounds.branch_and_bound import prove_margins
-
-    left = context.time_left()
-    ends = np.cumsum([C.shape[0] for C, _ in pairs])
-    out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
-                        np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
-                        time_limit=None if left is None else share * max(left, 0.0),
-                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)])
-    out.start = out.counterexample if out.counterexample is not None else point
-    return out
-
-
-def _milp(milp, pairs, context, point):
-    """``(outcome, reason)``: the region decided by ``milp`` (a
-    :class:`~polytrav.bounds.milp.RegionMilp`) in
-    :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left,
-    as a :class:`BaBOutcome` (0 nodes; its stats say ``method: milp``), or, where it decides
-    nothing, None and why not."""
-    from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
-    from polytrav.bounds.milp import MILP_TIME_SHARE
-
-    net = context.network
-    left = context.time_left()
-    out = milp.prove(pairs, context.backends("milp"),
-                     time_limit=None if left is None else MILP_TIME_SHARE * max(left, 0.0),
-                     unsafe=lambda x: unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0)
-    if out.verdict == "unknown":
-        return None, out.reason
-    stats = {"method": "milp", "binaries": out.binaries, "solves": out.solves}
-    if out.verdict == "holds":
-        return BaBOutcome(BaBVerdict.HOLDS, None, 0, out.seconds, stats, start=point), ""
-    return BaBOutcome(BaBVerdict.VIOLATED, out.point, 0, out.seconds, stats,
-                      start=out.point), ""
-
-
-def bab_details(outcome) -> dict | None:
-    """The ``details["bab"]`` entry of a decision analysis's result: how the region was
-    decided (``method``: ``branch_and_bound``, ``milp`` or ``attack``), the verdict, nodes
-    and seconds, the MILP's binaries where it decided, and why it did not where branch and
-    bound had the last word (``milp``)."""
-    if outcome is None:
-        return None
-    st = outcome.stats
-    out = {"method": "attack" if "found_by" in st else st.get("method", "branch_and_bound"),
-           "verdict": outcome.verdict, "nodes": outcome.nodes, "seconds": outcome.seconds}
-    for key in ("binaries", "milp"):  # the MILP's size, or why it did not decide
-        if key in st:
-            out[key] = st[key]
-    return out
 
 
 def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None

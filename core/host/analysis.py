@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from polytrav.host.row import Row
     from polytrav.host.runner import RunContext
     from polytrav.solve.subproblem import Subproblem
+    from polytrav.vocabulary.settled import Settled
 
 __all__ = ["Analysis", "Directive", "Stop", "Restrict", "CellProblem", "combined_verdict",
            "combine_worst", "cell_values", "linear_cell_subproblem", "cell_linear_program",
@@ -138,6 +139,29 @@ class Analysis:
     def prunes_by_bound(self) -> bool:
         """Whether :meth:`piece_margin` may prove pieces (then the run can skip them)."""
         return type(self).piece_margin is not Analysis.piece_margin
+
+    def settle(self, context: "RunContext") -> "Settled | None":
+        """Decide the region, or what of it is left to traverse, before the traversal.
+
+        The run calls it once, after :meth:`validate` and before :meth:`begin`, when this
+        is the run's only analysis, no plugin visits polytopes and the run is not a part of
+        a run in parts (``analyze(..., settle=False)`` turns it off). ``context`` is the
+        run's, before its traversal: ``network``, ``region``, ``frame``, ``backends()``,
+        ``time_left()`` (the run's budget covers the stage). Return a
+        :class:`~polytrav.vocabulary.settled.Settled`: PROVEN (the run visits no polytope;
+        :meth:`finish` then sees a complete run), VIOLATED with a point checked as a witness
+        is (record it: :meth:`finish` then reports it), or OPEN: the whole region from a
+        start point, or boxes, each traversed as a run of its own and merged with
+        :meth:`combine` together with the proven rest (which needs :meth:`combine`); or
+        None: no stage, the run goes as without one. The tools are plain functions in
+        :mod:`polytrav.bounds.settle`. The default settles nothing.
+        """
+        return None
+
+    @property
+    def settles(self) -> bool:
+        """Whether the analysis implements :meth:`settle`."""
+        return type(self).settle is not Analysis.settle
 
     def combine(self, parts: list[AnalysisResult], context: "RunContext") -> AnalysisResult:
         """The result over the region from the results over disjoint parts of it.
@@ -325,8 +349,11 @@ def combined_verdict(parts: list[AnalysisResult], exact: bool) -> Verdict:
 
 
 def pieces_proven(context: "RunContext") -> int:
-    """Pieces the run skipped whole because bounds proved them (their polytopes unvisited)."""
-    return int(sum(context.stats.proven or ()))
+    """Pieces the run skipped whole because bounds proved them (their polytopes unvisited),
+    the boxes its settle stage proved included (``context.settled``)."""
+    settled = getattr(context, "settled", None)
+    return int(sum(context.stats.proven or ())) + (0 if settled is None
+                                                   else settled.proven_boxes)
 
 
 def combine_worst(analysis: "Analysis", parts: list[AnalysisResult], context: "RunContext",

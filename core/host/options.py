@@ -20,7 +20,8 @@ __all__ = ["RunOptions"]
 @dataclass(frozen=True)
 class RunOptions:
     """The options of :func:`polytrav.analyze` (see there for each): where to start, the
-    backends, the strategy and order, budgets, scale-out and the interrupt policy."""
+    backends, the strategy and order, budgets, scale-out, the interrupt policy and whether
+    the analysis's settle stage runs."""
 
     start: Any = None
     solver: Any = None
@@ -39,6 +40,7 @@ class RunOptions:
     keep_polytopes: bool = False
     on_interrupt: str = "raise"
     volume_shares: bool = True
+    settle: bool = True
 
     def __post_init__(self):
         if self.on_interrupt not in ("raise", "report"):

@@ -30,6 +30,7 @@ from polytrav.host.analysis import Analysis
 from polytrav.vocabulary.errors import ConfigError, PluginError
 from polytrav.bounds.lagrange import CellBound
 from polytrav.host.manager import available_solvers, create_analysis, get_plugin_manager, get_solver
+from polytrav.host import settling
 from polytrav.host.options import RunOptions
 from polytrav.host.specs import analysis_specs
 from polytrav.host.views import TraversalView
@@ -160,6 +161,8 @@ class RunContext:
         #: level-1 pieces whose bound a guided run asked its analyses for (piece_bound)
         self.n_pieces_bounded = 0
         self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
+        #: what the analysis's settle stage found (a Settled), None where none ran
+        self.settled = None
 
     def attach(self, traversal: TraversalView) -> None:
         """The run's traversal (a :class:`~polytrav.host.views.TraversalView`)."""
@@ -431,7 +434,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
             checkpoint=None, resume: bool = False, checkpoint_every: float = 60.0,
             parts: int | None = None, order: str = "bfs", keep_polytopes: bool = False,
             on_interrupt: str = "raise", volume_shares: bool = True,
-            deadline: float | None = None) -> Report:
+            deadline: float | None = None, settle: bool = True) -> Report:
     """Run analyses over every polytope of ``net`` inside ``region``.
 
     Parameters
@@ -492,6 +495,12 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
     volume_shares : bool
         Record the volume share of each piece the bounds prove (``stats["proven_pieces"]``,
         ``stats["proven_volume_share"]``; see :func:`polytrav.traverse`), in parts too.
+    settle : bool
+        Let the run's analysis decide the region, or what is left to traverse, before the
+        traversal (:meth:`~polytrav.Analysis.settle`: ``LinearProperty``'s attacks and input
+        splitting), when it is the run's only analysis and no plugin visits polytopes
+        (default True; ``stats["settle"]`` says what it found). False: the traversal alone,
+        with the same answer.
 
     Returns
     -------
@@ -511,7 +520,7 @@ def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
         time_limit=time_limit, deadline=deadline, within=within, progress=progress,
         executor=executor, checkpoint=checkpoint, resume=resume,
         checkpoint_every=checkpoint_every, parts=parts, keep_polytopes=keep_polytopes,
-        on_interrupt=on_interrupt, volume_shares=volume_shares)
+        on_interrupt=on_interrupt, volume_shares=volume_shares, settle=settle)
     return RunSession(solver).run(net, region, analyses, options, t0=t0)
 
 
@@ -564,6 +573,10 @@ class RunSession:
             options = options.replace(time_limit=left if limit is None else min(limit, left))
         # every solver call of the work ends by its deadline (polytrav.solve.deadline)
         with until(None if options.time_limit is None else t1 + options.time_limit) as deadline:
+            if options.settle and settling.applies(items, self.pm, options):  # a stage first
+                report = settling.run_settled(self, net, region, items[0], options, t0, t1)
+                if report is not None:
+                    return report
             if options.start is None:  # an analysis's start point: now for a run in parts
                 def start():           # (every part starts from it), else when needed
                     return next((p for p in (a.start_point() for a in items) if p is not None),

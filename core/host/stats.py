@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["PART_STATS", "report_stats"]
+from polytrav.traversal import TraversalStats
+
+__all__ = ["PART_STATS", "report_stats", "merge_traversal_stats"]
 
 #: The counters of a run in parts, in ``Report.stats`` of every run.
 PART_STATS = ("parts", "workers", "pieces_total", "pieces_done", "lost_parts", "part_seconds",
@@ -22,7 +24,7 @@ def report_stats(traversal: dict[str, Any], *, proven_pieces: Iterable, subprobl
                  solves: dict[str, dict] | None = None, parts: int = 0, workers: int = 1, pieces_total: int | None = None,
                  pieces_done: int | None = None, lost_parts: int = 0,
                  part_seconds: Iterable[float | None] = (), part_pieces: Iterable[int | None] = (),
-                 enumeration_seconds: float = 0.0) -> dict[str, Any]:
+                 enumeration_seconds: float = 0.0, settle: dict | None = None) -> dict[str, Any]:
     """The ``stats`` of a :class:`~polytrav.Report`.
 
     Parameters
@@ -41,6 +43,9 @@ def report_stats(traversal: dict[str, Any], *, proven_pieces: Iterable, subprobl
     parts, workers, pieces_total, pieces_done, lost_parts, part_seconds, part_pieces, enumeration_seconds
         The counters of a run in parts (:data:`PART_STATS`); the defaults describe a serial
         run.
+    settle : dict, optional
+        What the analysis's settle stage found (:meth:`polytrav.vocabulary.settled.Settled.summary`
+        with the stage's seconds and solves); None where no stage ran. The key ``settle``.
 
     Returns
     -------
@@ -64,4 +69,20 @@ def report_stats(traversal: dict[str, Any], *, proven_pieces: Iterable, subprobl
     out["solves"] = dict(solves or {})
     out.update(zip(PART_STATS, (parts, workers, pieces_total, pieces_done, lost_parts,
                                 list(part_seconds), list(part_pieces), enumeration_seconds)))
+    out["settle"] = settle
     return out
+
+
+def merge_traversal_stats(dicts: Iterable[dict], n_levels: int) -> TraversalStats:
+    """The traversal counters of runs over disjoint parts of a region, added up (the pieces
+    and proven pieces per level, failures listed; other numbers summed)."""
+    st = TraversalStats(pieces=[0] * n_levels, proven=[0] * n_levels)
+    for d in dicts:
+        for name, value in d.items():
+            if name in ("pieces", "proven"):
+                setattr(st, name, [a + b for a, b in zip(getattr(st, name), value)])
+            elif name == "failures":
+                st.failures += list(value)
+            elif name in st.__dataclass_fields__ and isinstance(getattr(st, name), (int, float)):
+                setattr(st, name, getattr(st, name) + value)
+    return st

@@ -1,5 +1,6 @@
 """Contract checks a plugin author runs in their own tests (like scikit-learn's
-``check_estimator``): :func:`check_analysis` and :func:`check_backend`.
+``check_estimator``): :func:`check_analysis`, :func:`check_backend` and, for an analysis
+with a settle stage, :func:`check_settle`.
 
 Each runs every check of the contract and raises one ``AssertionError`` listing the checks
 that failed, each with what broke and how to fix it; it returns the names of the checks run.
@@ -16,8 +17,8 @@ from collections.abc import Callable
 
 from polytrav.testing.reference import brute_force_cells, brute_force_regions, random_net
 
-__all__ = ["check_analysis", "check_backend", "random_net", "brute_force_cells",
-           "brute_force_regions"]
+__all__ = ["check_analysis", "check_backend", "check_settle", "random_net",
+           "brute_force_cells", "brute_force_regions"]
 
 
 def _run_checks(checks, args: tuple, what: str, skip=()) -> list[str]:
@@ -108,6 +109,19 @@ def check_analysis(analysis, *, params: dict | None = None, n_inputs: int = 2,
     case = Case(cls, make, nets, Box(-np.ones(n_inputs), np.ones(n_inputs)), registered,
                 reference, row_options if registered else None, params)
     return _run_checks(ANALYSIS_CHECKS, (case,), f"analysis {cls.__name__}", skip)
+
+
+def check_settle(analysis_factory: Callable, *, n_inputs: int = 3, n_outputs: int = 2,
+                 hidden=(8, 8, 6), seeds=range(8), **options) -> list[str]:
+    """Check an analysis's settle stage (:meth:`~polytrav.Analysis.settle`): on random small
+    networks the run with it answers as the full traversal without it (``settle=False``).
+    ``analysis_factory(net, region)`` makes a fresh analysis; ``options`` go to both runs.
+    Returns the stage's outcome per network (``proven``, ``violated``, ``open``, ``none``).
+    See :func:`polytrav.testing.settle_checks.check_settle`."""
+    from polytrav.testing.settle_checks import check_settle as check
+
+    return check(analysis_factory, n_inputs=n_inputs, n_outputs=n_outputs, hidden=hidden,
+                 seeds=seeds, **options)
 
 
 def check_backend(backend, *, registered: bool = True, skip=()) -> list[str]:

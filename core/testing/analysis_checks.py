@@ -23,7 +23,7 @@ from polytrav.vocabulary.errors import ConfigError, PolytravError
 from polytrav.vocabulary.results import AnalysisResult, Verdict
 from polytrav.vocabulary.tolerances import WITNESS_TOL
 
-__all__ = ["Case", "ANALYSIS_CHECKS"]
+__all__ = ["Case", "ANALYSIS_CHECKS", "same_answer"]
 
 #: Values of two runs that should agree are equal to this (absolute and relative).
 AGREE_TOL = 1e-6
@@ -51,7 +51,7 @@ class Case:
         return self._runs[key]
 
 
-def _same(a: AnalysisResult, b: AnalysisResult, what: str) -> None:
+def same_answer(a: AnalysisResult, b: AnalysisResult, what: str) -> None:
     """Two results of the same question agree: verdict, exactness, and the value when it is
     exact (a value that is not covers what each run visited, which may differ)."""
     assert a.verdict == b.verdict, f"{what}: verdict {a.verdict} vs {b.verdict}"
@@ -155,7 +155,7 @@ def check_reusable(case: Case) -> None:
     a = case.make()
     first = analyze(case.nets[0], case.region, a)[0]
     again = analyze(case.nets[0], case.region, a)[0]
-    _same(first, again, f"analysis {case.cls.name!r} run twice")
+    same_answer(first, again, f"analysis {case.cls.name!r} run twice")
 
 
 def check_pickles(case: Case) -> None:
@@ -163,7 +163,7 @@ def check_pickles(case: Case) -> None:
     the same."""
     copy = pickle.loads(pickle.dumps(case.make()))
     assert isinstance(copy, case.cls)
-    _same(analyze(case.nets[0], case.region, copy)[0], case.run(0)[0],
+    same_answer(analyze(case.nets[0], case.region, copy)[0], case.run(0)[0],
           f"analysis {case.cls.name!r} after a pickle round trip")
 
 
@@ -175,7 +175,7 @@ def check_parts(case: Case) -> None:
 
     for k in range(len(case.nets)):
         parts = case.run(k, executor=SerialExecutor(), parts=3)[0]
-        _same(parts, case.run(k)[0], f"analysis {case.cls.name!r} in parts (net {k})")
+        same_answer(parts, case.run(k)[0], f"analysis {case.cls.name!r} in parts (net {k})")
 
 
 def check_strategies(case: Case) -> None:
@@ -184,7 +184,7 @@ def check_strategies(case: Case) -> None:
     for k in range(len(case.nets)):
         base = case.run(k, strategy="hierarchical")[0]
         for strategy in ("subdivision", "seed-faithful"):
-            _same(case.run(k, strategy=strategy)[0], base,
+            same_answer(case.run(k, strategy=strategy)[0], base,
                   f"analysis {case.cls.name!r}, {strategy} vs hierarchical (net {k})")
 
 
@@ -229,7 +229,7 @@ def check_for_row(case: Case) -> None:
         assert row.ok, f"analysis {case.cls.name!r}, row {i}: {row.errors}"
         analysis, region = case.cls.for_row(Row(X[i], box, features, data=DataSummary.of(X)),
                                             **case.row_options)
-        _same(row.results[case.cls.name], analyze(net, region, analysis)[0],
+        same_answer(row.results[case.cls.name], analyze(net, region, analysis)[0],
               f"analysis {case.cls.name!r}, explain row {i} vs analyze")
 
 

@@ -2,8 +2,9 @@
 
 A VNN-LIB file describes counterexamples: an input region (one or more boxes) and an unsafe
 output set. :func:`verify` runs :class:`~polytrav.plugins.linear_property.LinearProperty` in
-its ``verify`` mode on every input region of the file (one :func:`polytrav.analyze` run each,
-all within one time budget) and answers in VNN-COMP terms:
+its ``verify`` mode on every input region of the file (one run each, all within one time
+budget: the run settles the region first, attacks and input splitting, then traverses what
+is left open, :mod:`polytrav.host.settling`) and maps its answer to VNN-COMP's terms:
 
 * ``sat``: a counterexample exists. Reported only for an input whose output, by a plain
   float64 forward pass, meets the unsafe set (and, for an ONNX model, by onnxruntime too:
@@ -172,14 +173,13 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         With bounds, descend into the pieces of each level by increasing margin
         (``best-first``, default: counterexamples early) or in the paper's order.
     split : bool
-        With bounds, an input box of at most :data:`polytrav.bounds.split.SPLIT_MAX_EFFECTIVE`
-        effective inputs (:func:`polytrav.bounds.split.effective_inputs`) is first bisected
-        by :func:`polytrav.bounds.split.split_box` (default True): sub-boxes that bounds
-        prove are done, a candidate counterexample is confirmed by a traversal that starts at
-        it, and the sub-boxes left open are traversed one by one.
+        With bounds, the run's settle stage bisects an input box of few effective inputs
+        first (:func:`polytrav.bounds.settle.settle_dnf`; default True): sub-boxes that
+        bounds prove are done, a candidate counterexample is confirmed by a traversal that
+        starts at it, and the sub-boxes left open are traversed one by one.
     bab : bool
-        With bounds, a box of many inputs is first given to neuron-level branch and bound (:func:`polytrav.bounds.dnf.region_bab`;
-        default True).
+        With bounds, a box of many inputs is first given to neuron-level branch and bound
+        (:func:`polytrav.bounds.settle.region_bab`; default True).
     on_interrupt : {"raise", "report"}
         Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
         re-raises it; ``"report"`` returns ``unknown`` with the reason ``interrupted``.
@@ -264,57 +264,41 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             if point:
                 reasons.append(f"region {k}: {point}")
             continue
-        runs = [(case.region(), None)]
-        start = None
-        prop = case.property("verify", bounds=bounds, bab=bab, pm=session.pm)  # once per case
+        check = confirm if confirm is not None or onnx_path is None else \
+            OnnxConfirm(onnx_path, case.unsafe)
+        # the run settles the region first (attacks, input splitting), then traverses what
+        # is left open (polytrav.host.settling)
+        prop = case.property("verify", bounds=bounds, bab=bab, split=split, confirm=check,
+                             pm=session.pm)
         prop.validate(network, case.region())  # bad unsafe sets fail here, named
-        if bounds:  # the cheap attack, the input split, then the deep attack if still open
-            start, hit = _attack(network, case, prop.pairs, confirm, onnx_path)
-            plan = None
-            if hit is None and split and case.A is None:
-                plan = _split_case(network, case, prop, start, session.chains["lp"], timeout, t0)
-                if plan is not None:
-                    split_result, runs = plan
-                    if split_result is not None:
-                        splits.append(split_result)
-            if hit is None and runs and (plan is None or plan[0] is not None
-                                         and plan[0].candidate is None):
-                start, hit = _attack(network, case, prop.pairs, confirm, onnx_path, deep=True,
-                                     start=start)
-            if hit is not None:  # an attack met the unsafe set: no traversal needed
-                return VerificationResult("sat", start, hit, *_counts(reports),
-                                          time.perf_counter() - t0,
-                                          f"input region {k} (start attack)", reports,
-                                          _proven(reports), _split_stats(splits))
-        for region, start in runs:
-            left = None if timeout is None else timeout - (time.perf_counter() - t0)
-            if left is not None and left <= 0:
-                timed_out = True
-                reasons.append(f"no time left for input region {k}")
-                break
-            report = session.run(network, region, prop, options.replace(start=start))
-            reports.append(report)
-            if report.status is TraversalStatus.INTERRUPTED:
-                raise KeyboardInterrupt  # verify's caller decides (its counts include this run)
-            result = report[0]
-            if result.verdict is Verdict.VIOLATED:
-                x = np.asarray(result.witness, float)
-                y = network.forward(x)
-                why = _refuted(x, case, confirm, onnx_path)
-                if why is not None:
-                    reasons.append(f"region {k}: {why}")
-                    continue
-                return VerificationResult("sat", x, y, *_counts(reports),
-                                          time.perf_counter() - t0, f"input region {k}",
-                                          reports, _proven(reports), _split_stats(splits))
-            if result.verdict is not Verdict.HOLDS:
-                if report.status.value == "time_limit":
-                    timed_out = True
+        if timeout is not None and timeout - (time.perf_counter() - t0) <= 0:
+            timed_out = True
+            reasons.append(f"no time left for input region {k}")
+            break
+        report = session.run(network, case.region(), prop, options)
+        reports.append(report)
+        if report.status is TraversalStatus.INTERRUPTED:
+            raise KeyboardInterrupt  # verify's caller decides (its counts include this run)
+        stage = report.stats["settle"] or {}
+        if stage.get("split") is not None:
+            splits.append(stage["split"])
+        result = report[0]
+        if result.verdict is Verdict.VIOLATED:  # confirmed by a forward pass and `check`
+            x = np.asarray(result.witness, float)
+            how = " (start attack)" if stage.get("by") == "attack" else ""
+            return VerificationResult("sat", x, network.forward(x), *_counts(reports),
+                                      time.perf_counter() - t0, f"input region {k}{how}",
+                                      reports, _proven(reports), _split_stats(splits))
+        if result.verdict is not Verdict.HOLDS:
+            refused = result.details.get("refused")
+            if refused is not None:  # a point `check` refused: the other cases go on
+                reasons.append(f"region {k}: {refused}")
+            if refused is None or report.partial:
                 reasons.append(f"region {k}: {result.verdict.value} ({report.status.value}"
                                + (f"; {result.failures[0]}" if result.failures else "") + ")")
-                break  # one open sub-box that is not proven leaves the region undecided
-        if timed_out:
-            break
+                if report.status is TraversalStatus.TIME_LIMIT:
+                    timed_out = True
+                    break
     seconds = time.perf_counter() - t0
     if not reasons:
         return VerificationResult("unsat", None, None, *_counts(reports), seconds, "", reports,
@@ -324,41 +308,21 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                               reports, _proven(reports), _split_stats(splits))
 
 
-def _refuted(x, case, confirm, onnx_path) -> str | None:
-    """Why the counterexample ``x`` (a forward pass puts it in the unsafe set) does not
-    stand, or None: ``confirm`` (the caller's check) if given, else onnxruntime on the model
-    file, as the competition's scorer runs it."""
-    if confirm is not None:
-        return confirm(x)
-    if onnx_path is not None:
-        ok, y_rt = check_with_onnxruntime(onnx_path, x, case.unsafe)
-        if not ok:
-            return (f"the counterexample's onnxruntime output {np.round(y_rt, 6).tolist()} "
-                    f"misses the unsafe set")
-    return None
+class OnnxConfirm:
+    """``confirm(x)`` of a case's :class:`~polytrav.plugins.linear_property.LinearProperty`
+    (picklable: runs in parts take it along): None when onnxruntime's output at ``x``, in
+    the model's own precision, meets the case's ``unsafe`` set as the competition's scorer
+    checks it (:func:`check_with_onnxruntime`), else why not."""
 
+    def __init__(self, onnx_path, unsafe):
+        self.onnx_path, self.unsafe = onnx_path, unsafe
 
-def _attack(network, case, pairs, confirm, onnx_path, deep=False, start=None):
-    """``(x, y)``: the start attack's point (:func:`polytrav.bounds.dnf.attack_start` without
-    its deep part, None for an unbounded region; ``deep``: the deep part,
-    :func:`~polytrav.bounds.dnf.deep_attack`, ``start`` if it finds nothing) and, when a
-    forward pass puts it in the region and the unsafe set and :func:`_refuted` finds nothing
-    against it, its output (a counterexample found without a traversal); else ``y`` is None
-    (the traversal starts from ``x``)."""
-    from polytrav.bounds.dnf import attack_start, deep_attack
-    from polytrav.host.analysis import check_witness
-
-    region = case.region()
-    if deep:
-        x = deep_attack(pairs, network, region)
-        if x is None:
-            return start, None
-    else:
-        x = attack_start(pairs, network, region, deep=False)
-    unsafe = lambda y: any(np.all(C @ y <= d) for C, d in case.unsafe)  # noqa: E731
-    if x is None or not check_witness(network, region, x, unsafe, tol=0.0):
-        return x, None
-    return x, (None if _refuted(x, case, confirm, onnx_path) is not None else network.forward(x))
+    def __call__(self, x) -> str | None:
+        ok, y_rt = check_with_onnxruntime(self.onnx_path, x, self.unsafe)
+        if ok:
+            return None
+        return (f"the counterexample's onnxruntime output {np.round(y_rt, 6).tolist()} "
+                f"misses the unsafe set")
 
 
 def _point_case(network, case, confirm, onnx_path):
@@ -385,40 +349,15 @@ def _point_case(network, case, confirm, onnx_path):
     return ""
 
 
-def _split_case(network, case, prop, start, lp_chain, timeout, t0):
-    """Input splitting on one box case (:mod:`polytrav.bounds.split`), or None where it does not
-    apply (too many effective inputs). ``prop``: the case's validated property; ``start``: the
-    start attack's point. Returns the split's result (None if the start attack already met
-    the unsafe set) and the ``(region, start)`` traversals that remain: the whole box from a
-    counterexample candidate (its first polytope confirms it), else each open sub-box from
-    its centre."""
-    from polytrav.bounds.dnf import unsafe_distance
-    from polytrav.model.region import Box
-    from polytrav.bounds.split import (SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE,
-                                       effective_inputs, split_box)
-
-    lower, upper = np.asarray(case.lower, float), np.asarray(case.upper, float)
-    region = case.region()
-    if effective_inputs(network, lower, upper, prop.pairs, lp_chain) > SPLIT_MAX_EFFECTIVE:
-        return None
-    if start is not None and unsafe_distance(prop.pairs, network.forward(start)[None, :])[0] <= 0:
-        return None, [(region, start)]  # the traversal confirms it in its first polytope
-    left = None if timeout is None else timeout - (time.perf_counter() - t0)
-    result = split_box(network, lower, upper, prop.pairs, lp_chain, extend=True,
-                       time_limit=None if left is None else left / 2,
-                       deep_time=SPLIT_DEEP_TIME if left is None else SPLIT_DEEP_SHARE * left)
-    if result.candidate is not None:
-        return result, [(region, result.candidate)]
-    return result, [(Box(lo, hi), (lo + hi) / 2) for lo, hi in result.open_boxes]
-
-
 def _split_stats(splits) -> dict | None:
+    """The input splits of the cases (each :func:`polytrav.bounds.settle.split_stats`) added
+    up, the proven volume share averaged; None where no case was split."""
     if not splits:
         return None
-    return {"boxes": sum(s.boxes for s in splits), "proven": sum(s.proven for s in splits),
-            "open": sum(len(s.open_boxes) for s in splits),
-            "proven_volume_share": sum(s.proven_volume_share for s in splits) / len(splits),
-            "difference": any(s.difference for s in splits)}
+    return {"boxes": sum(s["boxes"] for s in splits), "proven": sum(s["proven"] for s in splits),
+            "open": sum(s["open"] for s in splits),
+            "proven_volume_share": sum(s["proven_volume_share"] for s in splits) / len(splits),
+            "difference": any(s["difference"] for s in splits)}
 
 
 def _counts(reports) -> tuple[int, int]:

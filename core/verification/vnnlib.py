@@ -101,13 +101,14 @@ class VnnlibCase:
         box = Box(self.lower, self.upper)
         return box if self.A is None else box & Polyhedron(self.A, self.b)
 
-    def property(self, mode: str = "verify", bounds: bool = True, bab: bool = True, pm=None):
+    def property(self, mode: str = "verify", bounds: bool = True, bab: bool = True, pm=None,
+                 split: bool = True, confirm=None):
         """The unsafe set as the registered ``linear_property`` analysis (the built-in
         :class:`~polytrav.plugins.linear_property.LinearProperty`, looked up by name).
 
         Parameters
         ----------
-        mode : {"verify", "all"}, bounds : bool, bab : bool
+        mode : {"verify", "all"}, bounds : bool, bab : bool, split : bool, confirm : callable
             Passed on to the analysis.
         pm : plugin manager, optional
             The registry to look the analysis up in (default: a fresh one).
@@ -119,7 +120,7 @@ class VnnlibCase:
         from polytrav.host.manager import create_analysis
 
         return create_analysis("linear_property", pm=pm, unsafe=list(self.unsafe), mode=mode,
-                               bounds=bounds, bab=bab)
+                               bounds=bounds, bab=bab, split=split, confirm=confirm)
 
 
 @dataclass(frozen=True, eq=False)

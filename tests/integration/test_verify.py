@@ -240,9 +240,12 @@ def test_mnistfc_proven_by_the_region_milp(data_dir, monkeypatch):
     one MILP per conjunction (``polytrav.bounds.milp``) proves it. The branch-and-bound probe
     that runs first (30 % of the time left) is skipped: the benchmark runs it. An image ball
     (hundreds of effective inputs) is not split into boxes first."""
-    from polytrav.bounds import dnf
+    import dataclasses
 
-    monkeypatch.setattr(dnf, "BAB_PROBE_SHARE", 0.0)
+    from polytrav.bounds import settle
+
+    monkeypatch.setattr(settle, "VERIFY_POLICY",
+                        dataclasses.replace(settle.VERIFY_POLICY, bab_probe_share=0.0))
     net_path = data_dir / "mnistfc" / "onnx" / "mnist-net_256x2.onnx"
     prop = data_dir / "mnistfc" / "vnnlib_2021" / "prop_3_0.03.vnnlib"
     result = verify(net_path, prop, timeout=DECIDE)

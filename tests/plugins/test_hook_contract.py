@@ -96,10 +96,12 @@ def test_a_voter_that_cannot_prove_pieces_turns_pruning_off(install):
     net = _net()
     prop = _violated_property(net)
     prop["unsafe"] = ([[-1.0]], [-1e6])  # y >= 1e6: holds, proven by bounds alone
-    assert sum(analyze(net, BOX, prop).stats["proven"]) > 0
-    install(Watcher())
+    # (settle=False: the settle stage's input split would prove the box before any piece)
+    assert sum(analyze(net, BOX, prop, settle=False).stats["proven"]) > 0
+    install(Watcher())  # a plugin that visits polytopes: no settle stage, no pruning
     report = analyze(net, BOX, prop)
     assert report[0].verdict is Verdict.HOLDS and sum(report.stats["proven"]) == 0
+    assert report.stats["settle"] is None  # nor may the settle stage skip a polytope
 
 
 class Margin(Watcher):
@@ -124,6 +126,7 @@ def test_piece_margin_skips_a_piece_only_when_every_voter_proves_it(install):
     refuse = install(Margin(-1.0))
     report = analyze(net, BOX, prop)
     assert report[0].verdict is Verdict.HOLDS and sum(report.stats["proven"]) == 0
+    assert report.stats["settle"] is None  # nor may the settle stage skip a polytope
     assert refuse.asked >= 1 and len(refuse.seen) == report.stats["polytopes"] > 0
     unsure = install(Margin(None))
     assert sum(analyze(net, BOX, prop).stats["proven"]) == 0 and unsure.asked >= 1

@@ -365,11 +365,12 @@ def truth():
 
 def mismatches(truth, first: bool = False) -> tuple[list, int]:
     """Cases where the pruned verdict differs from the exact one (only the first if ``first``),
-    and how many pruned runs proved a piece."""
+    and how many pruned runs proved a piece. The runs have no settle stage (its input split
+    would prove the boxes before any piece: tests/unit/test_settle.py compares it)."""
     bad, pruned_any = [], 0
     for case, net, region, unsafe, verdict in truth:
         for order in ("bfs", "best-first"):
-            pruned = analyze(net, region, LinearProperty(unsafe), order=order)
+            pruned = analyze(net, region, LinearProperty(unsafe), order=order, settle=False)
             final = ("holds", "violated")  # verify mode: the verdict is the answer
             assert pruned[0].verdict.value in final
             if pruned[0].verdict != verdict:
@@ -437,22 +438,22 @@ def test_only_the_first_proven_pieces_get_a_volume_share(monkeypatch):
     region = Box(-np.ones(2), np.ones(2))
     top = analyze(net, region, OutputRange(0))[0].value["max"]
     prop = [(np.array([[-1.0, 0.0]]), np.array([-(top + 0.05)]))]
-    every = analyze(net, region, LinearProperty(prop))
+    every = analyze(net, region, LinearProperty(prop), settle=False)  # the pieces' shares
     from polytrav.parallel import SerialExecutor
 
     for flag in (True, False):  # a run in parts passes the flag to every part
         parted = analyze(net, region, LinearProperty(prop), volume_shares=flag, parts=3,
-                         executor=SerialExecutor())
+                         executor=SerialExecutor(), settle=False)
         shared = [s is not None for _, _, s in parted.stats["proven_pieces"]]
         assert len(shared) == len(every.stats["proven_pieces"]) and any(shared) == flag
     monkeypatch.setattr(frontier, "PROVEN_VOLUMES", 2)
-    capped = analyze(net, region, LinearProperty(prop))
+    capped = analyze(net, region, LinearProperty(prop), settle=False)
     shares = [s for _, _, s in capped.stats["proven_pieces"]]
     assert len(shares) > 2 and capped.stats["proven_volumes"] == 2
     assert all(s is not None for s in shares[:2]) and all(s is None for s in shares[2:])
     assert capped[0].verdict == every[0].verdict and capped.stats["proven"] == every.stats["proven"]
     assert capped.stats["proven_volume_share"] == pytest.approx(sum(shares[:2]))
-    skipped = analyze(net, region, LinearProperty(prop), volume_shares=False)
+    skipped = analyze(net, region, LinearProperty(prop), volume_shares=False, settle=False)
     assert [s for _, _, s in skipped.stats["proven_pieces"]] == [None] * len(shares)
     assert skipped.stats["proven"] == every.stats["proven"] and skipped.stats["proven_volumes"] == 0
 
@@ -573,14 +574,14 @@ def test_an_attack_that_meets_the_unsafe_set_ends_the_run_at_the_first_polytope(
     real = module.decision_margin
     monkeypatch.setattr(module, "decision_margin",
                         lambda pairs, piece, *a: bounded.append(piece.level) or real(pairs, piece, *a))
-    hit = analyze(net, region, LinearProperty(unsafe))
-    assert hit[0].verdict == full[0].verdict and hit[0].verdict.value == "violated"
+    hit = analyze(net, region, LinearProperty(unsafe), settle=False)  # (the stage would
+    assert hit[0].verdict == full[0].verdict and hit[0].verdict.value == "violated"  # answer)
     assert np.all(C @ net.forward(hit[0].witness) <= d) and region.contains(hit[0].witness)
     assert hit.stats["polytopes"] == 1 and bounded == [0]  # the region's bound, before the attack
     # without the shortcut the same run bounds the start's piece at every level
     bounded.clear()
     monkeypatch.setattr(LinearProperty, "_met", lambda self, *args: None)
-    slow = analyze(net, region, LinearProperty(unsafe))
+    slow = analyze(net, region, LinearProperty(unsafe), settle=False)
     assert slow[0].verdict.value == "violated" and bounded == [0, 1, 2]
 
 

@@ -253,3 +253,17 @@ def test_no_private_name_of_another_library_is_used():
                     and not node.attr.startswith("__") and node.attr not in own:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "private names of other libraries:\n" + "\n".join(found)
+
+
+def test_the_bounds_layer_calls_no_run():
+    """The settle stage's data flows host -> bounds only (issue 59): no module of
+    ``polytrav.bounds`` imports the traversal, the host (runs, analyses), parallel runs,
+    verification or the interfaces, lazily or not; what the stage leaves open the host
+    traverses (``polytrav.host.settling``)."""
+    above = ("polytrav.traversal", "polytrav.host", "polytrav.parallel",
+             "polytrav.verification", "polytrav.interface", "polytrav.testing")
+    found = [f"{name} imports {target}" for name, path in _modules()
+             if name.startswith("polytrav.bounds") for target in sorted(_imports(path))
+             if target.startswith(above) or target in FACADES]
+    assert not found, "\n".join(found)
+    assert any(name == "polytrav.bounds.settle" for name, _ in _modules())

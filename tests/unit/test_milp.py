@@ -247,12 +247,16 @@ def robust_instance():
 
 def test_verify_mode_proves_the_region_by_milp(monkeypatch):
     """With no time for the branch-and-bound probe, the region's MILP proves it."""
-    from polytrav import Box, LinearProperty, Verdict, analyze
-    from polytrav.bounds import dnf
+    import dataclasses
 
-    monkeypatch.setattr(dnf, "BAB_PROBE_SHARE", 0.0)
+    from polytrav import Box, LinearProperty, Verdict, analyze
+    from polytrav.bounds import settle
+
+    monkeypatch.setattr(settle, "VERIFY_POLICY",
+                        dataclasses.replace(settle.VERIFY_POLICY, bab_probe_share=0.0))
     net, lo, hi, pairs = robust_instance()
-    report = analyze(net, Box(lo, hi), LinearProperty(pairs), time_limit=DECIDE)
+    report = analyze(net, Box(lo, hi), LinearProperty(pairs), time_limit=DECIDE,
+                     settle=False)  # the region's piece margin, not the input split
     bab = report[0].details["bab"]
     assert report[0].verdict is Verdict.HOLDS and report.stats["polytopes"] == 0
     assert bab["method"] == "milp" and bab["binaries"] > 0, bab
@@ -265,7 +269,7 @@ def test_verify_mode_says_why_the_milp_did_not_decide():
 
     net, lo, hi, pairs = robust_instance()
     report = analyze(net, Box(lo, hi), LinearProperty(pairs), solver={"milp": []},
-                     time_limit=DECIDE)
+                     time_limit=DECIDE, settle=False)  # not the input split: the margin
     bab = report[0].details["bab"]
     assert bab["method"] == "branch_and_bound"
     assert bab["milp"] == "no backend serves the 'milp' form"

@@ -168,8 +168,9 @@ def test_a_lost_lp_makes_the_verdict_unknown_not_holds(net7):
 def test_a_failed_solve_is_retried_on_the_next_backend(net7):
     prop = barely_holds(net7, BOX7)
     backend = FailingBackend(fail_on={"all"})
-    report = analyze(net7, BOX7, LinearProperty(prop), solver={"lp": backend})
-    # proven (verify mode: the value covers the LPs solved, not the region)
+    report = analyze(net7, BOX7, LinearProperty(prop), solver={"lp": backend}, settle=False)
+    # proven (verify mode: the value covers the LPs solved, not the region; no settle
+    # stage: the traversal's subproblems are what fall back)
     assert report[0].verdict is Verdict.HOLDS and not report[0].failures
     assert report.solver["lp"][0] == "failing" and len(report.solver["lp"]) > 1
     assert report.stats["subproblem_fallbacks"] >= report[0].n_solves > 0
@@ -278,10 +279,13 @@ def test_a_decided_run_is_not_partial(net):
 
 def test_stop_ends_the_run_once_every_analysis_is_decided(net):
     reachable = [(np.array([[-1.0]]), np.array([1e3]))]  # y >= -1000: everywhere
-    report = analyze(net, BOX, LinearProperty(reachable))
+    report = analyze(net, BOX, LinearProperty(reachable), settle=False)
     # a final verdict; its value is the witness's, not the region's
     assert report[0].verdict is Verdict.VIOLATED and not report[0].exact
     assert report.stats["polytopes"] == 1 and report.status.value == "stopped"
+    settled = analyze(net, BOX, LinearProperty(reachable))  # the settle stage's attack
+    assert settled[0].verdict is Verdict.VIOLATED and settled.status.value == "stopped"
+    assert settled.stats["polytopes"] == 0 and settled.stats["settle"]["by"] == "attack"
     both = analyze(net, BOX, [LinearProperty(reachable), "region_stats"])
     assert both.complete and both[1].value["polytopes"] > 1
 
@@ -312,7 +316,8 @@ def test_a_traversal_that_lost_an_lp_gives_unknown(net):
                 return SolveResult(Status.ERROR, solver=self.name, message="injected")
             return super().solve_lp(*args, **kwargs)
 
-    report = analyze(net, BOX, LinearProperty(barely_holds(net, BOX)), solver=[Flaky()])
+    report = analyze(net, BOX, LinearProperty(barely_holds(net, BOX)), solver=[Flaky()],
+                     settle=False)  # the traversal's LPs, not the settle stage's split
     assert report.status.value == "solver_failure" and not report.complete
     assert report[0].verdict is Verdict.UNKNOWN and not report[0].exact
 
