@@ -47,7 +47,11 @@ class RowProgress:
             self.callback(row, self.n_done, self.total)
 
     def close(self) -> None:
+        """Draw the final count (tqdm skips frames within ``mininterval``: on a fast run
+        the last rows would never show), then close the bar."""
         if self.bar is not None:
+            self.bar.set_postfix_str(self._postfix(), refresh=False)
+            self.bar.refresh()
             self.bar.close()
 
     def _postfix(self, now: str = "") -> str:
