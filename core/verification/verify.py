@@ -99,8 +99,13 @@ def work_line(answer, polytopes: int, lps: int, seconds: float, *, proven: int =
     'proven by an input split: 3397 boxes proven by bounds (6793 bounded), 0 polytopes traversed, 0 LPs, 5.200 s'
     >>> work_line("unsat", 12, 30, 0.5, proven=2)
     '12 polytopes, 2 pieces proven by bounds, 30 LPs, 0.500 s'
+    >>> work_line("sat", 0, 0, 0.1)[:48]
+    'counterexample found before any traversal (an at'
     """
     traversal = f"{polytopes} polytopes, {proven} pieces proven by bounds, {lps} LPs"
+    if str(getattr(answer, "value", answer)) == "sat" and polytopes == 0:
+        return (f"counterexample found before any traversal (an attack or a forward pass), "
+                f"0 polytopes, {lps} LPs, {seconds:.3f} s")
     if not split or not split.get("boxes"):
         return f"{traversal}, {seconds:.3f} s"
     boxes, done, left = split["boxes"], split["proven"], split.get("open", 0)
