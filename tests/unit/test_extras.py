@@ -67,3 +67,11 @@ def test_require_names_the_extra_and_its_pip_line():
     assert (info.value.extra, info.value.modules) == ("export", ("no_such_module_x",))
     assert [extra_of(m) for m in ("pandas", "pandas.io", "google.protobuf", "jinja2", "numpy",
                                   None)] == ["export", "export", "onnx", "report", None, None]
+
+
+def test_a_loader_without_its_extra_raises_the_library_error(monkeypatch):
+    from polytrav import Network
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not installed
+    with pytest.raises(MissingExtra, match=r'load_torch needs torch .* pip install "polytrav\[torch\]"'):
+        Network.from_torch("model.pt")

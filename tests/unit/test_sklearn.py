@@ -287,8 +287,9 @@ def test_not_an_estimator_and_missing_sklearn(monkeypatch):
     with pytest.raises(ConfigError, match=r"expected a fitted scikit-learn estimator, got list"):
         Network.from_sklearn([[1.0]])
     monkeypatch.setitem(sys.modules, "sklearn", None)
-    with pytest.raises(ImportError, match=r'pip install "polytrav\[sklearn\]"'):
-        Network.from_sklearn(object())
+    with pytest.raises(ConfigError, match=r'load_sklearn needs sklearn \(the .sklearn. extra\), '
+                                          r'which is not installed: pip install "polytrav\[sklearn\]"'):
+        Network.from_sklearn(object())  # MissingExtra: the library's own error
 
 
 def test_traversal_and_analysis_run_on_a_converted_classifier():

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from polytrav.vocabulary.errors import ConfigError, NetworkError
+from polytrav.vocabulary.extras import require
 from polytrav.model.network import Network
 
 __all__ = ["load_sklearn", "SUPPORTED_ESTIMATORS", "SUPPORTED_PREPROCESSING"]
@@ -153,17 +154,13 @@ def load_sklearn(model) -> Network:
     >>> net, bool(np.allclose(net.forward(X)[:, 0], model.predict(X), rtol=0, atol=1e-12))
     (<Network 'Pipeline' 2-4-1>, True)
     """
-    try:
-        import sklearn.base
-        import sklearn.exceptions
-        import sklearn.neural_network
-        import sklearn.pipeline
-        import sklearn.preprocessing
-        import sklearn.utils.validation
-    except ImportError as exc:
-        raise ImportError(
-            'load_sklearn needs scikit-learn; install it with pip install "polytrav[sklearn]"'
-        ) from exc
+    require("load_sklearn", "sklearn", ("sklearn",))  # MissingExtra with its pip line
+    import sklearn.base
+    import sklearn.exceptions
+    import sklearn.neural_network
+    import sklearn.pipeline
+    import sklearn.preprocessing
+    import sklearn.utils.validation
     sk = sklearn
     if not isinstance(model, sk.base.BaseEstimator):
         raise ConfigError(

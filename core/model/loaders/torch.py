@@ -22,6 +22,7 @@ from os import PathLike
 from pathlib import Path
 
 from polytrav.vocabulary.errors import ConfigError, NetworkError
+from polytrav.vocabulary.extras import MissingExtra, installed
 from polytrav.model.network import Network
 
 __all__ = ["load_torch", "SUPPORTED_LAYERS"]
@@ -212,13 +213,12 @@ def load_torch(obj, *, input_shape: tuple[int, ...] | None = None, module=None) 
     >>> net, net.forward([1.0, -3.0])
     (<Network 'Sequential' 2-2-1>, array([1.]))
     """
-    try:
-        import torch
-    except ImportError as exc:
-        raise ImportError(
-            'load_torch needs torch; install it with pip install "polytrav[torch]" (for the CPU '
-            'build, first: pip install torch --index-url https://download.pytorch.org/whl/cpu)'
-        ) from exc
+    if not installed("torch"):
+        raise MissingExtra(
+            'load_torch needs torch (the \'torch\' extra), which is not installed: '
+            'pip install "polytrav[torch]" (for the CPU build, first: pip install torch '
+            '--index-url https://download.pytorch.org/whl/cpu)', "torch", ("torch",))
+    import torch
     if isinstance(obj, (str, PathLike)):
         name = Path(obj).stem
         if module is not None and not isinstance(module, torch.nn.Module):
