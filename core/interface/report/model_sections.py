@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from polytrav.interface.report.figure import profile_figure
+from polytrav.model.network import Network
 from polytrav.vocabulary.errors import ConfigError
 
 __all__ = ["MONOTONICITY_TIME_LIMIT", "PROFILE_FEATURES", "PROFILE_REGIONS", "REGION_ROWS",
@@ -74,25 +75,28 @@ class Score:
     """What the sections show of the network's outputs: one ``output`` (``pairwise``
     False), or, for a classifier of several classes, a difference of two logits."""
 
-    net: object
+    net: Network
     pairwise: bool
     output: int  #: the output shown (one-output networks and regressors)
+    name: str  #: the score's short name (a profile's axis)
     words: str  #: the score in words, for the sections' notes
 
     @classmethod
     def of(cls, net) -> Score:
         m = net.n_outputs
         if net.link == "identity":
-            return cls(net, False, 0, "prediction" if m == 1 else
+            return cls(net, False, 0, "prediction" if m == 1 else "prediction's output 0",
+                       "prediction" if m == 1 else
                        f"prediction's output 0 (of {m}; polytrav.region_table lists every one)")
         if m == 1:
             label = f" of {net.classes[1]}" if net.classes else ""
-            return cls(net, False, 0, f"score (the logit{label}; > 0 decides "
+            return cls(net, False, 0, "score", f"score (the logit{label}; > 0 decides "
                                       f"{net.class_label(1)}, < 0 {net.class_label(0)})")
         if net.link == "sigmoid":  # multilabel: each output its own logit
-            return cls(net, False, 0, "logit of the first label (polytrav.region_table lists "
-                                      "every one)")
-        return cls(net, True, 0, "margin of a class over another: the difference of their "
+            return cls(net, False, 0, "logit of the first label", "logit of the first label "
+                                      "(polytrav.region_table lists every one)")
+        return cls(net, True, 0, "logit[a] − logit[b]",
+                   "margin of a class over another: the difference of their "
                                  "logits, logit[a] − logit[b], > 0 where a beats b (a region's a "
                                  "is its majority class, b the runner-up, named per row)")
 
@@ -111,8 +115,6 @@ class Score:
     def contrast(self, a: int, b: int):
         """The network of the one output ``logit[a] - logit[b]`` (a binary classifier
         between ``b`` and ``a``)."""
-        from polytrav.model.network import Network
-
         net = self.net
         W, c = net.weights[-1], net.biases[-1]
         return Network([*net.weights[:-1], (W[a] - W[b])[None]], [*net.biases[:-1],
@@ -232,7 +234,7 @@ def _profiles(explanation, table, n, score: Score, figures) -> list[dict]:
         X = explanation.data[positions] / scale
         pick = positions[int(np.argmin(((X - X.mean(axis=0)) ** 2).sum(axis=1)))]
         x = explanation.data[pick]
-        shown, threshold, ylabel = net, _threshold(net), score.words.split(" (")[0]
+        shown, threshold, ylabel = net, _threshold(net), score.name
         if score.pairwise:  # the row's class against its runner-up
             y = net.forward(x)
             a, b = np.argsort(-y, kind="stable")[:2]
