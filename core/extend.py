@@ -2,30 +2,38 @@
 
 Built-in analyses and backends import only from here and from :mod:`polytrav` (a test
 checks it), so a third-party plugin can do what a built-in does. Names are imported on first
-use. The groups (see docs/writing-plugins.md):
+use. Every name is listed below by group (a test checks that too); a name no built-in uses
+stays because a plugin needs it to do what the core does (the reason is given).
 
 * **Analyses**: :class:`Analysis` and what it returns or asks (:class:`AnalysisResult`,
-  :class:`Verdict`, :class:`Scope`, the directives :class:`Stop` and :class:`Restrict`,
-  the settle stage's :class:`Settled` with :class:`Settlement`, :class:`SettledBy` and
-  :class:`OpenBox`),
-  registration (:func:`hookimpl`; :func:`get_plugin_manager`, :func:`create_analysis`,
-  :func:`get_solver` to look plugins up by name), errors.
-* **The run** an analysis sees: :class:`RunContext`, :class:`Frame` (the region's
-  coordinates), :class:`Polytope`, :class:`PieceView`,
-  :class:`Row` (a dataset row of :func:`polytrav.explain`, with its :class:`DataSummary`),
-  regions; per-feature units (:class:`FeatureScale`, :func:`as_scale`).
+  :class:`Verdict`, :class:`Scope`, :class:`Directive` with :class:`Stop` and
+  :class:`Restrict`; the settle stage's :class:`Settled` with :class:`Settlement`,
+  :class:`SettledBy` and :class:`OpenBox`); registration (:func:`hookimpl`); looking plugins
+  up by name, for a plugin that composes others (:func:`get_plugin_manager`,
+  :func:`create_analysis`, :func:`get_solver`).
+* **Errors** a plugin raises or catches: :class:`PolytravError` (the base),
+  :class:`ConfigError`, :class:`RegionError`, :class:`PluginError`, :class:`SolverError`,
+  :class:`SolverNotAvailable`, :class:`NetworkError`.
+* **The run** an analysis sees: :class:`RunContext` (the type of ``context``), :class:`Frame`
+  (the region's coordinates), :class:`Polytope`, :class:`PieceView`, :class:`Row` (a dataset
+  row of :func:`polytrav.explain`, with its :class:`DataSummary`), the regions
+  (:class:`Region`, :class:`Box`, :class:`Ball`, :class:`Polyhedron`), per-feature units
+  (:class:`FeatureScale`, :func:`as_scale`), the decision rule (:func:`decisions`, with
+  :data:`TIE` where scores tie).
 * **Per-polytope problems**: :class:`CellProblem`, :class:`Subproblem`, :func:`compiled`,
   :class:`LinearProgram` and :func:`cell_linear_program` (an LP in arrays: no cvxpy),
   :func:`cell_values`, :func:`local_model_u`, :func:`cell_rows`, :class:`LayerPlanes`,
   :func:`check_witness`, :func:`corner_ascent`, :func:`combine_worst`,
-  :func:`pieces_proven`, :func:`halfspace_volume`.
+  :func:`pieces_proven`, :func:`halfspace_volume`, :class:`Integrality`.
 * **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
-  over a piece), :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
+  over a piece) with its allowances ``BOUND_TOL`` and ``LP_BOUND_TOL``,
+  :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
   :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting) with its
   :class:`SettlePolicy` (``VERIFY_POLICY``),
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
-  :class:`RegionMilp`, :class:`Integrality`, :class:`NearestL2` (the exact weighted-L2 nearest
-  point of a class: neuron branch and bound with QP relaxations).
+  :class:`RegionMilp` (with ``MILP_TIME_SHARE``, the share of a budget it takes),
+  :class:`NearestL2` (the exact weighted-L2 nearest point of a class: neuron branch and
+  bound with QP relaxations).
 * **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
   :data:`SOLUTION_PRESENT`, :class:`ChebyshevModel`, :func:`solve_along`,
   :func:`call_limit` and :func:`refused` (the run's deadline: the seconds a solve may take,
@@ -33,7 +41,10 @@ use. The groups (see docs/writing-plugins.md):
   :func:`cvxpy_backend_class` (a backend for any solver cvxpy has), :func:`ctrl_c_held` (a
   block a Ctrl-C does not cut in half).
 * **Words and tolerances**: :func:`fmt`, :func:`vector`, and the named tolerances plugins
-  use (``WITNESS_TOL``, ...; all of them in :mod:`polytrav.vocabulary.tolerances`).
+  use (``WITNESS_TOL``, ``LP_FEASIBILITY_TOL``, ``MILP_GAP``, ``SAME_VALUE_TOL``,
+  ``SLOPE_TOL``, ``CORNER_INSET``, ``COUNTERFACTUAL_STEP``, ``DISCRETE_MARGIN``,
+  ``GRID_TOL``, ``REACH_TOL``, ``RADIUS_TOL``, ``ZERO_ROW_TOL``; what each means:
+  :mod:`polytrav.vocabulary.tolerances`).
 * **Graphs of polytopes**: :func:`one_flip_pairs`, :func:`adjacency_graph`.
 """
 import importlib
@@ -43,15 +54,14 @@ _HOMES = {
     "polytrav.host.hookspecs": ("hookimpl",),
     "polytrav.host.analysis": ("Analysis", "Directive", "Stop", "Restrict", "CellProblem",
                                "cell_values", "check_witness", "corner_ascent",
-                               "combine_worst", "combined_verdict", "pieces_proven",
-                               "linear_cell_subproblem", "cell_linear_program"),
+                               "combine_worst", "pieces_proven", "cell_linear_program"),
     "polytrav.host.runner": ("RunContext",),
     "polytrav.host.row": ("Row",),
     "polytrav.host.manager": ("get_plugin_manager", "create_analysis", "get_solver"),
     "polytrav.vocabulary.errors": ("PolytravError", "ConfigError", "RegionError", "PluginError",
                                    "SolverError", "SolverNotAvailable", "NetworkError"),
     "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict", "Scope",
-                                    "SOLUTION_PRESENT", "DECIDED"),
+                                    "SOLUTION_PRESENT"),
     "polytrav.vocabulary.settled": ("Settled", "Settlement", "SettledBy", "OpenBox"),
     "polytrav.vocabulary.text": ("fmt", "vector"),
     "polytrav.vocabulary.ctrl_c": ("ctrl_c_held",),

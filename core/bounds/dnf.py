@@ -235,11 +235,9 @@ def _descend(pairs, network, X, lo, hi, step, inside, steps: int = ATTACK_STEPS,
     C = np.vstack([C for C, _ in pairs])
     d = np.concatenate([d for _, d in pairs])
     ends = np.cumsum([C_k.shape[0] for C_k, _ in pairs])
-    layers = list(zip(network.weights, network.biases))
     best, where = np.full(X.shape[0], np.inf), X.copy()
     for _ in range(steps):
         hs, Y = network.trace(X)
-        masks = [h > 0 for h in hs]
         excess = Y @ C.T - d  # per row: > 0 is safe
         per = np.stack([ex.max(axis=1) for ex in np.split(excess, ends[:-1], axis=1)], axis=1)
         score = per.min(axis=1)
@@ -252,10 +250,7 @@ def _descend(pairs, network, X, lo, hi, step, inside, steps: int = ATTACK_STEPS,
         rows = k if len(C) == len(pairs) else np.array(  # one row each: the conjunction's
             [np.arange(e - C_k.shape[0], e)[np.argmax(excess[i, e - C_k.shape[0]:e])]
              for i, (e, C_k) in enumerate((ends[j], pairs[j][0]) for j in k)])
-        G = C[rows] @ layers[-1][0]
-        for (W, _), mask in zip(reversed(layers[:-1]), reversed(masks)):
-            G = (G * mask) @ W
-        X = np.clip(X - step * np.sign(G), lo, hi)
+        X = np.clip(X - step * np.sign(network.input_gradient(C[rows], hs)), lo, hi)
         step = step * 0.97
     return best, where
 

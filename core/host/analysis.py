@@ -489,7 +489,6 @@ def corner_ascent(network: "Network", frame: "Frame", g: np.ndarray, u: np.ndarr
     (``frame.is_box``), so the values are attained: a maximising analysis may start from the
     best one, and the bounds then skip more LPs.
     """
-    weights = network.weights
     best, x_best = -np.inf, None
     for _ in range(steps):
         x = frame.to_x(u)
@@ -497,10 +496,7 @@ def corner_ascent(network: "Network", frame: "Frame", g: np.ndarray, u: np.ndarr
         value = float(g @ y)
         if value > best:
             best, x_best = value, x
-        v = g @ weights[-1]
-        for W, h in zip(reversed(weights[:-1]), reversed(hs)):
-            v = (v * (h >= 0.0)) @ W  # active: the activation code's convention
-        corner = np.sign(frame.pull(v))
+        corner = np.sign(frame.pull(network.input_gradient(g, hs)))
         if np.array_equal(corner, u):
             break
         u = corner

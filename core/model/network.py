@@ -526,6 +526,21 @@ class Network:
         y = self._propagate(X, hidden)
         return ([h[0] for h in hidden], y[0]) if single else (hidden, y)
 
+    def input_gradient(self, G, hidden: list[np.ndarray]) -> np.ndarray:
+        """The gradient in ``x`` of ``G @ f(x)`` where :meth:`trace` gave the pre-activations
+        ``hidden``: backpropagation through the active neurons (``h >= 0``, the activation
+        code's convention). ``G`` is one row over the outputs, or one row per traced point.
+
+        >>> net = Network.from_arrays([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> hs, _ = net.trace([1.0, 2.0])
+        >>> net.input_gradient([1.0], hs).tolist()
+        [1.0, 1.0]
+        """
+        G = np.asarray(G, float) @ self.weights[-1]
+        for W, h in zip(reversed(self.weights[:-1]), reversed(hidden)):
+            G = (G * (h >= 0.0)) @ W
+        return G
+
     def pre_activations(self, x) -> list[np.ndarray]:
         """Pre-activations of every hidden layer at ``x`` (``(n_inputs,)`` or ``(n, n_inputs)``)."""
         X, single = self._as_input(x)

@@ -33,7 +33,7 @@ class Polytope:
         0.1 for regions of more than 50 dimensions (see ``polytrav.model.geometry``); always
         ``> polytrav.vocabulary.tolerances.RADIUS_TOL``. With an L2-ball region (cutting planes) the
         centre is a certified interior point and the radius a certified inscribed radius,
-        at least half the Chebyshev radius. Under strategy ``"subdivision"`` the point is the
+        at least half the Chebyshev radius (``0.0`` for :meth:`of_point`'s). Under strategy ``"subdivision"`` the point is the
         centroid of the polytope's vertices and the radius the distance from it to the
         nearest hyperplane: a certified inscribed radius, at most the Chebyshev radius.
     index : int
@@ -60,6 +60,14 @@ class Polytope:
         self.network = network
         self.region = region
         self.vertices = vertices
+
+    @classmethod
+    def of_point(cls, x: np.ndarray, network: Network, region: Region) -> "Polytope":
+        """The polytope of ``x``'s activation code, found outside a traversal (a MILP's
+        point, say): ``x`` is its interior point, its radius is unknown (``0.0``) and its
+        ``index`` is ``-1``; its rows and local model are the code's, as for any polytope."""
+        x = np.asarray(x, dtype=float)
+        return cls(network.activation_code(x), x, 0.0, -1, None, network, region)
 
     @cached_property
     def local_model(self) -> tuple[np.ndarray, np.ndarray]:

@@ -325,7 +325,8 @@ class Counterfactual(Analysis):
         return AnalysisResult(
             analysis=self.label, verdict=None,
             value=dist if np.isfinite(dist) else None, witness=witness,
-            exact=self.exact(context), n_polytopes=self.n_polytopes, n_solves=self.n_solves,
+            exact=self.exact(context), n_polytopes=self.n_polytopes,
+            n_solves=self.n_solves + search.part_solves + self._milp.solves,
             failures=tuple(self.failures), details=details,
         )
 

@@ -10,7 +10,6 @@ from polytrav.plugins.counterfactual.state import NOTHING_NEARER
 from polytrav.extend import Status, solve_along
 
 if TYPE_CHECKING:
-    from polytrav.extend import Analysis
     from polytrav.extend import Frame
     from polytrav.plugins.counterfactual.problem import Problem
 
@@ -22,11 +21,11 @@ DIRECT_S_MAX = 1e9
 
 
 class DirectLinf:
-    """The Charnes-Cooper LP in ``(e, s')`` on a box frame (``frame.free`` not None); its
-    solves count on ``owner``."""
+    """The Charnes-Cooper LP in ``(e, s')`` on a box frame (``frame.free`` not None);
+    ``solves`` counts its solver calls."""
 
-    def __init__(self, owner: Analysis, problem: Problem, frame: Frame):
-        self.owner = owner
+    def __init__(self, problem: Problem, frame: Frame):
+        self.solves = 0
         self.sigma = sigma = frame.scale / problem.unit[frame.free]  # a u-step in distance
         self.u0 = u0 = frame.to_u(problem.x0)
         down, up = (1.0 + u0) * sigma, (1.0 - u0) * sigma  # x0's distance to each side
@@ -71,7 +70,7 @@ class DirectLinf:
             return sessions[backend].solve_lp(c, A_ub, np.zeros(A_ub.shape[0]), bounds=bounds)
 
         res, tried = solve_along(context.backends("lp"), attempt)
-        self.owner.n_solves += tried
+        self.solves += tried
         if res.status is Status.OPTIMAL:
             e, s = res.x[:d], res.x[d]
             return u0 + (R / s) * e / sigma

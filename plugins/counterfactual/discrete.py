@@ -155,12 +155,13 @@ def rows_at(spec: Integrality, x: np.ndarray) -> np.ndarray:
 
 
 class DiscreteCells:
-    """A cell's nearest valid point of a class, after its continuous optimum (its solves
-    and failures are ``owner``'s)."""
+    """A cell's nearest valid point of a class, after its continuous optimum (its failures
+    are ``owner``'s; ``solves`` counts its solver calls)."""
 
     def __init__(self, owner: Analysis, problem: Problem):
         self.owner = owner
         self.problem = problem
+        self.solves = 0
 
     def step(self, context, polytope, values, K, h, norms, u, q, best: Best):
         """The cell's part with discrete features, given its relaxed optimum ``u``: None if
@@ -221,7 +222,7 @@ class DiscreteCells:
                                       time_limit=left)
 
         res, tried = solve_along(context.backends("milp"), attempt)
-        self.owner.n_solves += tried
+        self.solves += tried
         if res.status is Status.INFEASIBLE:
             return NOTHING_NEARER
         if res.status is not Status.OPTIMAL:

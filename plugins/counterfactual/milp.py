@@ -42,6 +42,7 @@ class MilpStep:
 
     def __init__(self, owner: Analysis, problem: Problem):
         self.owner, self.problem = owner, problem
+        self.solves = 0  # its solver calls
         self.due: int | None = None
         self.steps = self.checked = 0
         self.info: dict | None = None
@@ -125,12 +126,11 @@ class MilpStep:
             out = milp.closest(x0, problem.p, problem.pairs(), context.backends("milp"),
                                radius=r, unit=unit,
                                time_limit=None if left is None else MILP_TIME_SHARE * left)
-        self.owner.n_solves += out.solves
+        self.solves += out.solves
         if out.point is not None and out.distance < best.distance:
             # the exact optimum on the point's polytope, with the cell its witness needs
-            code = context.network.activation_code(out.point)
-            search.fold(Polytope(code, out.point, 0.0, -1, None, context.network,
-                                 context.region), context, best)
+            search.fold(Polytope.of_point(out.point, context.network, context.region),
+                        context, best)
             q = problem.targets[out.conjunction]
             if out.distance < best.distance - LP_BOUND_TOL * (1 + out.distance) and \
                     problem.has_class(q)(context.network.forward(out.point)):

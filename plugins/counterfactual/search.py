@@ -38,8 +38,8 @@ __all__ = ["Search"]
 
 
 class Search:
-    """The per-polytope part of one run on ``context``'s frame; solves, failures and LPs
-    count on ``owner`` (the analysis). ``skipped`` counts the classes a bound or the reach
+    """The per-polytope part of one run on ``context``'s frame; the solves it makes through
+    ``owner`` (the analysis) count there, its parts' in :attr:`part_solves`. ``skipped`` counts the classes a bound or the reach
     check skipped, ``n_projections`` the cells the closed form settled, ``ties`` the cells
     whose nearest point of a class was not taken because the class only ties there."""
 
@@ -57,9 +57,14 @@ class Search:
             self.movable = np.zeros(net.n_inputs)
             self.movable[fr.free] = 1.0
             self.movable[problem.immutable] = 0.0
-        self.direct = (DirectLinf(owner, problem, fr) if direct_linf and problem.p == np.inf
+        self.direct = (DirectLinf(problem, fr) if direct_linf and problem.p == np.inf
                        and fr.is_box and fr.free is not None else None)
         self.discrete = None if problem.integrality is None else DiscreteCells(owner, problem)
+
+    @property
+    def part_solves(self) -> int:
+        """Solver calls of the direct L∞ LP and the discrete step."""
+        return sum(part.solves for part in (self.direct, self.discrete) if part is not None)
 
     def fold(self, polytope: Polytope, context, best: Best) -> bool:
         """Fold the polytope's nearest point of each target class into ``best``; whether

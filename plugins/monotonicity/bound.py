@@ -65,8 +65,6 @@ def local_slopes(network: Network, X: np.ndarray, feature: int, output: int) -> 
     """The local slopes of ``output`` in ``feature`` at the points ``X`` (one forward and
     one backward pass through the active neurons, the codes' convention)."""
     hs, _ = network.trace(X)
-    row = network.weights[-1][output]
-    V = np.broadcast_to(row, (len(X), row.shape[0]))
-    for W, h in zip(reversed(network.weights[:-1]), reversed(hs)):
-        V = (V * (h >= 0.0)) @ W
-    return V[:, feature]
+    rows = np.zeros((len(X), network.n_outputs))
+    rows[:, output] = 1.0
+    return network.input_gradient(rows, hs)[:, feature]

@@ -76,6 +76,17 @@ def test_the_user_api_and_the_extension_api_are_declared():
             "check_witness", "PieceView", "ChebyshevModel"} <= set(polytrav.extend.__all__)
 
 
+def test_every_extension_name_is_documented_in_its_group():
+    """The module's docstring (the API reference page) lists every name of
+    ``polytrav.extend``, so that none is offered without a word on what it is for."""
+    import re
+
+    import polytrav.extend
+
+    listed = set(re.findall(r"(?::\w+:`|``)(\w+)`", polytrav.extend.__doc__))
+    assert set(polytrav.extend.__all__) <= listed, sorted(set(polytrav.extend.__all__) - listed)
+
+
 def test_a_moved_name_still_imports_with_a_deprecation_warning():
     import pytest
 
