@@ -8,7 +8,7 @@ Sections (``--cases``, default all):
   (``Counterfactual(x0, norm=p)``, best-first search); the paper's plain version
   (``search="shrink"``, ``strategy="seed-faithful"``, ``solver={"lp": "scipy"}``: BFS with the
   shrinking region, SciPy ``linprog`` for the traversal and the L1/L-inf LPs, capped by
-  ``--paper-limit``); and the MILP of ``tests/support/milp.py`` (norms 1 and inf, HiGHS via
+  ``--paper-limit``); and the MILP of :mod:`polytrav.testing.milp` (norms 1 and inf, HiGHS via
   ``scipy.optimize.milp``, ``--milp-limit`` s per target class). L2 has no MILP: its check is
   the paper's plain version (no distance bounds; it must be complete). The class is the argmax of the
   outputs for every multi-output net, as in polytrav's ``Counterfactual`` (for ACAS Xu the
@@ -57,9 +57,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import ACAS_C, DATA, ROOT, Run, case, load, measure, parser  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from milp import milp_counterfactual, milp_max_linear, milp_max_margin
+from polytrav.testing.milp import milp_counterfactual, milp_max_linear, milp_max_margin
 from polytrav import Ball, Box, Network, analyze, traverse
 from polytrav.host.analysis import CellProblem
 from polytrav.model.cell import cell_rows, local_model_u

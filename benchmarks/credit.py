@@ -27,7 +27,7 @@ What the script measures and draws (figures and ``credit.json`` in ``--out-dir``
   how often its answer does not change the network's decision.
 * **Monotonicity** over the whole data box, per feature and direction
   (``Monotonicity(j, direction, stop_at_first=True)``: proven, or a confirmed violating
-  pair), against the MILP of ``monotonicity_milp.py`` (same verdicts, else exit 1).
+  pair), against the MILP of :mod:`polytrav.testing.slope_milp` (same verdicts, else exit 1).
 
     python benchmarks/credit.py                       # writes docs/results/credit_*.png, credit.json
     python benchmarks/credit.py --quick               # a smoke run (fewer rows, no figures)
@@ -46,11 +46,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from harness import header  # noqa: E402
-from milp import milp_counterfactual  # noqa: E402
-from monotonicity_milp import slope_milp  # noqa: E402
+from polytrav.testing.milp import milp_counterfactual  # noqa: E402
+from polytrav.testing.slope_milp import slope_milp  # noqa: E402
 
 from polytrav import Box, Network, analyze, explain  # noqa: E402
 from polytrav.plugins import Monotonicity  # noqa: E402

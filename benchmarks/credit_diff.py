@@ -26,7 +26,7 @@ Per pair, on three sets (docs/diff.md says what each number covers):
   completes; else the visited polytopes: a confirmed lower bound of ``max |g - f|`` and
   witnesses of decision changes), the sound upper bound of
   ``polytrav.bounds.difference.difference_bounds`` over ``--split-boxes`` boxes, an
-  independent MILP of both networks (``tests/support/milp.py``, HiGHS, on a block-diagonal
+  independent MILP of both networks (:mod:`polytrav.testing.milp`, HiGHS, on a block-diagonal
   joint network written out here), a Monte Carlo estimate of the share where the decisions
   differ, and the distinct joint activation patterns among uniform samples (a lower bound on
   the joint polytopes).
@@ -48,11 +48,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from credit import FEATURES, load_credit, train  # noqa: E402
 from harness import header, relative  # noqa: E402
-from milp import joint_by_hand, milp_max_linear  # noqa: E402
+from polytrav.testing.milp import joint_by_hand, milp_max_linear  # noqa: E402
 
 import polytrav  # noqa: E402
 from polytrav import Box, Network  # noqa: E402

@@ -12,7 +12,7 @@ one after the other, each in a fresh process with ``--timeout`` seconds:
 
 Every answer is checked independently: a ``sat`` witness is replayed in onnxruntime in
 float32 on both ONNX files (``|g_j - f_j| > eps`` on some output); an ``unsat`` is checked,
-with ``--milp-limit`` seconds per row, by the MILP of both networks in ``tests/support/milp.py``
+with ``--milp-limit`` seconds per row, by the MILP of both networks in :mod:`polytrav.testing.milp`
 (scipy/HiGHS, no polytrav code): its dual bounds on the largest ``±(g_j - f_j)`` over the
 box must prove ``<= eps`` (a bound above ``eps`` leaves the answer unchecked; a MILP point
 above ``eps`` would make it wrong, and is replayed as a sat witness would be). The two routes must never disagree. Rows are written as they finish
@@ -138,8 +138,7 @@ def joint_of(folder: Path, row: dict):
 def milp_check(folder: Path, row: dict, limit: float) -> dict:
     """The largest ``|g_j - f_j|`` over the query's box by the MILP of both networks: its dual
     bound (``milp_max``: proves the maximum is at most it) and its best point's value."""
-    sys.path.insert(0, str(HERE.parent / "tests" / "support"))
-    from milp import lp_bounds, milp_max_linear
+    from polytrav.testing.milp import lp_bounds, milp_max_linear
 
     f, _, joint = joint_of(folder, row)
     lo, hi = query_box(folder, row)

@@ -15,7 +15,7 @@ For each norm (1 and inf) and each row:
   session for all rows; the per-row time is the row's wall time in ``explain``
   (``RowResult.time``), its fixed cost ``time - work_time`` (everything outside the run's
   traversal and subproblems: the per-row set-up and bookkeeping);
-* the MILP of ``tests/support/milp.py`` (HiGHS through ``scipy.optimize.milp``, big-M with
+* the MILP of :mod:`polytrav.testing.milp` (HiGHS through ``scipy.optimize.milp``, big-M with
   interval bounds over the box, ``--milp-limit`` s), timed around the whole call (model
   building included).
 
@@ -66,10 +66,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from harness import header  # noqa: E402
-from milp import milp_counterfactual  # noqa: E402
+from polytrav.testing.milp import milp_counterfactual  # noqa: E402
 
 from polytrav import Box, Counterfactual, LocalModel, Network, analyze, explain  # noqa: E402
 from polytrav.vocabulary.tolerances import DISCRETE_MARGIN  # noqa: E402

@@ -87,8 +87,7 @@ def case(name: str):
 
     kind, _, arg = name.partition("_")
     if name == "grid":
-        sys.path.insert(0, str(ROOT / "tests" / "support"))
-        from reference import train_grid_net
+        from polytrav.testing.reference import train_grid_net
 
         return train_grid_net([20]), Box([-1.0, -1.0], [1.0, 1.0])
     if kind == "acas" and arg:

@@ -18,7 +18,7 @@ and how (``proof``: the traversal or the branch and bound). The metric is the MA
 distance, ``||(x - x0) / MAD||_2`` (a zero MAD replaced by the standard deviation, as
 explain does).
 
-The check: ``tests/support/miqp.py`` (SCIP through ``pyscipopt``, big-M with interval bounds,
+The check: :mod:`polytrav.testing.miqp` (SCIP through ``pyscipopt``, big-M with interval bounds,
 weights ``1 / MAD``, relative gap 1e-8 on the squared distance) on ``--check-rows`` rows
 drawn with a fixed seed from those: the optima must agree to 1e-6 relative wherever both are
 proven (the script exits 1 otherwise). SCIP's time is reported beside polytrav's.
@@ -42,7 +42,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from machine import commit, machine  # noqa: E402
 
@@ -79,7 +78,7 @@ MODELS = {"breast_cancer": breast_cancer, "credit": credit}
 
 
 def run(name: str, rows: int, check_rows: int, scip_limit: float) -> dict:
-    from miqp import miqp_counterfactual
+    from polytrav.testing.miqp import miqp_counterfactual
 
     from polytrav import explain
     from polytrav.extend import DataSummary

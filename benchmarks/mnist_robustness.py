@@ -10,7 +10,7 @@ test label:
 * polytrav: ``analyze(net, Ball(x0, eps, norm="inf") & Box(0, 1), SoftmaxAttack(label,
   mode="verify"), time_limit=T)``: robust (HOLDS), not robust (VIOLATED: an adversarial
   image, re-checked here: inside the region and argmax != label) or unknown (anything else).
-* MILP baseline (``tests/support/milp.py``, big-M + HiGHS): ``milp_robust`` over the box
+* MILP baseline (:mod:`polytrav.testing.milp`, big-M + HiGHS): ``milp_robust`` over the box
   ``[clip(x0 - eps, 0, 1), clip(x0 + eps, 0, 1)]``, the decision version as MIPVerify poses
   it: per class i != label (most promising first), a MILP that accepts only margins
   ``f_i - f_label > 0`` (HiGHS ``objective_bound``) and stops at the first one. Big-M from
@@ -57,11 +57,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from acasxu import DATA  # noqa: E402
 from harness import header  # noqa: E402
-from milp import milp_robust  # noqa: E402
+from polytrav.testing.milp import milp_robust  # noqa: E402
 
 from polytrav import Ball, Box, Network, Verdict, analyze  # noqa: E402
 from polytrav.plugins.adversarial import SoftmaxAttack  # noqa: E402

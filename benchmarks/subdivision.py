@@ -184,8 +184,7 @@ def bunny(args, run: Run) -> dict:
 def scaling(args, run: Run) -> dict:
     import numpy as np
 
-    sys.path.insert(0, str(HERE.parent / "tests" / "support"))
-    from reference import random_net
+    from polytrav.testing import random_net
 
     from polytrav import Box, traverse
 

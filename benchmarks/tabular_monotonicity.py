@@ -9,7 +9,7 @@ to max)? Answered by
 
 * polytrav: ``analyze(net, Box(lo, hi), Monotonicity(j, direction, stop_at_first=True),
   time_limit=...)`` (slope bounds on pieces, input splitting, a confirmed pair);
-* the MILP of :mod:`monotonicity_milp` (HiGHS, ``mode="decide"``).
+* the MILP of :mod:`polytrav.testing.slope_milp` (HiGHS, ``mode="decide"``).
 
 Both verdicts are re-checked here: a ``violated`` one's pair by a float64 forward pass (in the
 box, only ``x_j`` differs, ``x'_j > x_j``, the output strictly lower/higher). A ``holds``
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from harness import Run, measure, parser  # noqa: E402
-from monotonicity_milp import slope_milp  # noqa: E402
+from polytrav.testing.slope_milp import slope_milp  # noqa: E402
 
 SIZES = (16, 32, 64)
 DIRECTIONS = ("increasing", "decreasing")

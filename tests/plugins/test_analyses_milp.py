@@ -1,4 +1,4 @@
-"""The analyses' optima against a MILP (tests/support/milp.py) on nets too deep to enumerate.
+"""The analyses' optima against a MILP (polytrav.testing.milp) on nets too deep to enumerate.
 
 Output range, softmax margins, L1/L∞ counterfactuals (with targets and immutable features)
 and linear properties on random 3-4 input nets with up to three hidden layers and on the real
@@ -7,7 +7,7 @@ MNIST network: agreement to 1e-6.
 import numpy as np
 import pytest
 from budgets import DECIDE  # a guard: these searches must decide, however busy the machine
-from milp import milp_counterfactual, milp_linear_dnf_feasible, milp_max_linear, milp_max_margin
+from polytrav.testing.milp import milp_counterfactual, milp_linear_dnf_feasible, milp_max_linear, milp_max_margin
 from reference import random_net
 
 from polytrav import Ball, Box, Intersection, Network, Verdict, analyze

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import milp_counterfactual
+from polytrav.testing.milp import milp_counterfactual
 from reference import random_net
 
 from polytrav import Ball, Box, analyze

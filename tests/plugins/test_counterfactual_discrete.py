@@ -1,14 +1,14 @@
 """Counterfactuals over discrete features (``integer`` grids and ``one_hot`` groups): every
 cell's subproblem is a MILP, and the region's MILP gets the same integer columns. Checked
 against brute force over every grid point and against the reference MILP with integer
-columns (tests/support/milp.py), in the traversal alone and handed to the MILP."""
+columns (polytrav.testing.milp), in the traversal alone and handed to the MILP."""
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
 import pytest
-from milp import milp_counterfactual
+from polytrav.testing.milp import milp_counterfactual
 from reference import random_net
 
 from polytrav import Ball, Box, ConfigError, analyze, explain

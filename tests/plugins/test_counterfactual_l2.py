@@ -1,11 +1,11 @@
 """The exact L2 counterfactual (neuron branch and bound, polytrav.bounds.nearest) against an
-independent mixed-integer QP (SCIP, tests/support/miqp.py) and the unit tests of its
+independent mixed-integer QP (SCIP, polytrav.testing.miqp) and the unit tests of its
 certificates: every node bound is a Lagrangian bound, sound for *any* multipliers."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from miqp import miqp_counterfactual
+from polytrav.testing.miqp import miqp_counterfactual
 from polytrav import Box, Network, analyze
 from polytrav.bounds.nearest import NearestL2
 from polytrav.plugins.counterfactual import Counterfactual

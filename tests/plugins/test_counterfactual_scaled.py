@@ -4,14 +4,14 @@ The scaled problem is the unscaled one of the network on ``y = x / scale`` (its 
 columns multiplied by the scales, the region divided): every search (best-first with its
 bounds and scaled balls, shrink, full), the closed form, the direct L∞ LP, the MILP and the
 discrete features must give that problem's optimum. The MILP path is also checked against
-the independent reference MILP (tests/support/milp.py) on the rescaled network; ``explain``
+the independent reference MILP (polytrav.testing.milp) on the rescaled network; ``explain``
 defaults to the data's MAD and names the metric.
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import milp_counterfactual
+from polytrav.testing.milp import milp_counterfactual
 from reference import random_net
 
 from polytrav import Box, ConfigError, Network, analyze, explain

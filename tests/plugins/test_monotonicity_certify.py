@@ -1,11 +1,7 @@
 """Certified global monotonicity over a box (issue 28, item 3): the slope bounds are sound
 (fuzzed against brute-force cells and sampled slopes), polytrav's verdicts agree with the
-MILP of ``benchmarks/monotonicity_milp.py``, and every ``violated`` has a confirmed pair."""
+MILP of :mod:`polytrav.testing.slope_milp`, and every ``violated`` has a confirmed pair."""
 from __future__ import annotations
-
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,19 +15,16 @@ from polytrav.plugins.monotonicity import Monotonicity
 from polytrav.plugins.monotonicity.bound import SlopeBound
 from polytrav.vocabulary.results import Verdict
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "monotonicity_milp.py"
 #: Brute-force slopes within this of zero count as zero.
 SLOPE_EPS = 1e-9
 
 
 @pytest.fixture(scope="module")
 def milp():
-    """``benchmarks/monotonicity_milp.py`` as a module."""
-    spec = importlib.util.spec_from_file_location("monotonicity_milp", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["monotonicity_milp"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    """The slope MILP, :mod:`polytrav.testing.slope_milp`."""
+    from polytrav.testing import slope_milp
+
+    return slope_milp
 
 
 def real_pair(net, lo, hi, pair, feature, output, direction) -> bool:
@@ -240,13 +233,13 @@ def test_the_benchmark_quick_run_agrees(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("sklearn", reason="the diabetes data: pip install scikit-learn")
     import json
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("tabular_monotonicity",
-                                                  BENCH.parent / "tabular_monotonicity.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "tabular_monotonicity.py"
     out = tmp_path / "quick.csv"
-    assert bench.main(["--quick", "--out", str(out)]) == 0
+    subprocess.run([sys.executable, str(script), "--quick", "--out", str(out)], check=True)
     rows = json.loads(out.with_suffix(".json").read_text())["rows"]
     assert len(rows) == 6 and all(r["agree"] and r["pairs_checked"] for r in rows)
     assert {r["milp"] for r in rows} <= {"holds", "violated"}

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from milp import milp_counterfactual
+from polytrav.testing.milp import milp_counterfactual
 from reference import brute_force_cells, brute_force_regions, random_net
 from scipy.optimize import linprog
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from polytrav.testing.reference import (brute_force_cells, brute_force_regions,  # noqa: F401
-                                        chebyshev_radius, random_net)
+                                        chebyshev_radius, grid_dataset, random_net,
+                                        train_grid_net)
 
 
 def perturbed_copy(net, seed: int, weights: float, biases: float | None = None):
@@ -41,51 +42,6 @@ def dnf_instance(net_seed: int, seed: int, shape, conjunctions=(1, 3), rows=(2, 
         d_ = np.quantile(Y @ C.T, rng.uniform(0.0, quantile), axis=0) - rng.choice(shifts)
         pairs.append((C, d_))
     return net, lo, hi, pairs
-
-
-def grid_dataset(n: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The paper's grid dataset in [-1, 1]^2: a checkerboard of 4x4 squares, labels 0/1."""
-    g = np.linspace(-1, 1, n)
-    X = np.array([(a, b) for a in g for b in g])
-    y = ((np.floor((X[:, 0] + 1) * 2).clip(0, 3) + np.floor((X[:, 1] + 1) * 2).clip(0, 3)) % 2)
-    return X, y.astype(float)
-
-
-def train_grid_net(widths: list[int], seed: int = 0, epochs: int = 3000, lr: float = 0.05):
-    """Train a ReLU net with a logit output on the grid dataset (full-batch Adam, numpy)."""
-    from polytrav import Network
-
-    X, y = grid_dataset()
-    rng = np.random.default_rng(seed)
-    sizes = [2, *widths, 1]
-    Ws = [rng.standard_normal((sizes[k + 1], sizes[k])) * np.sqrt(2 / sizes[k]) for k in range(len(sizes) - 1)]
-    bs = [rng.standard_normal(sizes[k + 1]) * 0.1 for k in range(len(sizes) - 1)]
-    params = Ws + bs
-    m = [np.zeros_like(p) for p in params]
-    v = [np.zeros_like(p) for p in params]
-    L = len(Ws)
-    for step in range(1, epochs + 1):
-        acts, pre = [X], []
-        z = X
-        for k in range(L):
-            h = z @ Ws[k].T + bs[k]
-            pre.append(h)
-            z = np.maximum(h, 0) if k < L - 1 else h
-            acts.append(z)
-        p = 1 / (1 + np.exp(-z[:, 0]))
-        g = ((p - y) / len(y))[:, None]
-        grads_W, grads_b = [None] * L, [None] * L
-        for k in reversed(range(L)):
-            grads_W[k] = g.T @ acts[k]
-            grads_b[k] = g.sum(0)
-            if k:
-                g = (g @ Ws[k]) * (pre[k - 1] > 0)
-        grads = grads_W + grads_b
-        for i, (p_, g_) in enumerate(zip(params, grads)):
-            m[i] = 0.9 * m[i] + 0.1 * g_
-            v[i] = 0.999 * v[i] + 0.001 * g_**2
-            p_ -= lr * (m[i] / (1 - 0.9**step)) / (np.sqrt(v[i] / (1 - 0.999**step)) + 1e-8)
-    return Network.from_arrays(Ws, bs, name=f"grid-2-{'-'.join(map(str, widths))}-1")
 
 
 #: A tiny hand-written .nnet network (2 inputs, hidden layer of 3, 1 output) for loader and CLI tests.

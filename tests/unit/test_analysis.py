@@ -3,7 +3,7 @@ and SoftmaxAttack: its values are attained at points of the region, never above 
 maximum (the analyses with and without it against the MILP: ``test_lagrange.py``)."""
 import numpy as np
 import pytest
-from milp import milp_max_linear
+from polytrav.testing.milp import milp_max_linear
 from reference import random_net
 
 from polytrav import Ball, Box, Network, analyze

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from budgets import DECIDE
-from milp import milp_max_linear
+from polytrav.testing.milp import milp_max_linear
 from reference import dnf_instance, random_net
 
 from polytrav.bounds.branch_and_bound import NeuronBaB, prove_margins
@@ -161,7 +161,7 @@ def test_conjunctions_verdict_equals_the_milp(seed):
     """Unsafe sets in disjunctive normal form with conjunctions of several rows (``groups``):
     the verdict equals a MILP's, a counterexample meets every row of one conjunction, and
     every node's bounds and proofs hold on samples (check_on_samples)."""
-    from milp import milp_linear_dnf_feasible
+    from polytrav.testing.milp import milp_linear_dnf_feasible
 
     net, lo, hi, pairs = conjunction_instance(seed)
     truth = milp_linear_dnf_feasible(net, pairs, lo, hi)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import milp_linear_dnf_feasible
+from polytrav.testing.milp import milp_linear_dnf_feasible
 from reference import random_net
 
 from polytrav import Box, Polyhedron, analyze
@@ -473,7 +473,7 @@ def test_piece_view_of_the_whole_region_is_level_zero():
 def test_softmax_attack_with_bounds_equals_the_full_traversal_and_the_milp():
     """Robustness (verify mode) with pruning against the full traversal and a MILP, on random
     nets and boxes where both answers occur."""
-    from milp import milp_max_margin
+    from polytrav.testing.milp import milp_max_margin
 
     from polytrav.plugins.adversarial import SoftmaxAttack
 

@@ -1,12 +1,12 @@
 """``polytrav.diff(f, g, region)`` against independent truths: brute force over the joint
 activation patterns (``polytrav.testing.reference``: one LP per full-dimensional pattern of
-a hand-built joint network), the MILP of ``tests/support/milp.py``, dense sampling, and Monte
+a hand-built joint network), the MILP of :mod:`polytrav.testing.milp`, dense sampling, and Monte
 Carlo for the volume share where decisions differ."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import joint_by_hand
+from polytrav.testing.milp import joint_by_hand
 from reference import perturbed_copy
 from scipy.optimize import linprog
 
@@ -77,7 +77,7 @@ def test_extremes_equal_brute_force_and_witness_attains(pair, cells, result):
 
 
 def test_max_abs_equals_milp(pair, result):
-    from milp import milp_max_linear
+    from polytrav.testing.milp import milp_max_linear
 
     f, g = pair
     J = joint_by_hand(f, g)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import joint_by_hand
+from polytrav.testing.milp import joint_by_hand
 from reference import perturbed_copy
 
 import polytrav

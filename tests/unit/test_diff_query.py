@@ -1,12 +1,12 @@
 """Two-network ``|Y_g - Y_f| > eps`` VNN-LIB 2.0 queries (polytrav.verification.diff_query):
 the shape is recognised in its spellings and nowhere else, both routes (``diff`` and the
 stacked network) give the same answers, ``sat`` assignments replay in onnxruntime, and
-``unsat`` is checked against a MILP of the two networks (tests/support/milp.py)."""
+``unsat`` is checked against a MILP of the two networks (polytrav.testing.milp)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import milp_max_linear
+from polytrav.testing.milp import milp_max_linear
 
 from polytrav import Network
 from polytrav.host.diff import joint_network

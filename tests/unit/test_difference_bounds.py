@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from milp import milp_max_linear
+from polytrav.testing.milp import milp_max_linear
 from reference import perturbed_copy
 
 from polytrav import Network

@@ -1,7 +1,7 @@
 """polytrav.explain: per-row analyses over a dataset (issue 28).
 
 Per-row results equal separate analyze() runs; L1/L∞ counterfactual distances equal a MILP's
-(tests/support/milp.py), immutable features, bounds and directions hold in the witnesses; bad
+(polytrav.testing.milp), immutable features, bounds and directions hold in the witnesses; bad
 rows are recorded per row (NaN, outside the domain) or refused up front (width, unknown
 analysis or option); the table's columns and index; a Parquet round trip; an executor run
 equals the serial run.
@@ -12,7 +12,7 @@ import importlib.util
 
 import numpy as np
 import pytest
-from milp import milp_counterfactual
+from polytrav.testing.milp import milp_counterfactual
 from reference import random_net
 
 from polytrav import Box, ConfigError, Network, analyze, explain, explain_rows

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from milp import milp_max_linear
+from polytrav.testing.milp import milp_max_linear
 
 from polytrav import ConfigError, Network
 from polytrav.verification.instance import compile_query

@@ -6,7 +6,7 @@ against the MILP, on 8-input nets (no vertices, so every maximum goes through th
 """
 import numpy as np
 import pytest
-from milp import milp_max_linear, milp_max_margin
+from polytrav.testing.milp import milp_max_linear, milp_max_margin
 from reference import random_net
 from scipy.optimize import linprog
 

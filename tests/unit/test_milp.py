@@ -1,12 +1,12 @@
 """The region's MILP (:mod:`polytrav.bounds.milp`) against the reference MILP of
-``tests/support/milp.py`` (its own big-M encoding with interval bounds, through SciPy), and
+:mod:`polytrav.testing.milp` (its own big-M encoding with interval bounds, through SciPy), and
 HiGHS's MILP form."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from budgets import DECIDE
-from milp import milp_counterfactual, milp_linear_dnf_feasible
+from polytrav.testing.milp import milp_counterfactual, milp_linear_dnf_feasible
 from reference import dnf_instance, random_net
 
 from polytrav.bounds import milp as region_milp

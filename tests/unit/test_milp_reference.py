@@ -1,4 +1,4 @@
-"""The MILP ground truth (tests/support/milp.py) against brute-force cell enumeration.
+"""The MILP ground truth (polytrav.testing.milp) against brute-force cell enumeration.
 
 Closures of the full-dimensional cells cover the box and the network is affine on each, so an
 optimum over the region is the best of one LP per cell (scipy linprog on the cell's own
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from milp import (
+from polytrav.testing.milp import (
     interval_bounds,
     lp_bounds,
     milp_counterfactual,

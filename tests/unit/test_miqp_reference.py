@@ -1,4 +1,4 @@
-"""The MIQP ground truth (tests/support/miqp.py, SCIP) against the MILP ground truth for
+"""The MIQP ground truth (polytrav.testing.miqp, SCIP) against the MILP ground truth for
 weighted norms 1 and inf, and against brute-force cell enumeration for the weighted L2 norm.
 
 Closures of the full-dimensional cells cover the box and the network is affine on each, so the
@@ -12,8 +12,8 @@ from functools import cache
 import numpy as np
 import pytest
 from budgets import DECIDE
-from milp import MilpCheckError, milp_counterfactual
-from miqp import miqp_counterfactual
+from polytrav.testing.milp import MilpCheckError, milp_counterfactual
+from polytrav.testing.miqp import miqp_counterfactual
 from reference import brute_force_regions, random_net
 
 pytest.importorskip("pyscipopt", reason='SCIP is not installed: pip install -e ".[dev]"')

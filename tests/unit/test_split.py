@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from budgets import DECIDE
-from milp import milp_linear_dnf_feasible
+from polytrav.testing.milp import milp_linear_dnf_feasible
 from reference import random_net
 
 from polytrav import Box, Network

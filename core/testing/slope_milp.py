@@ -1,4 +1,5 @@
-"""A MILP for global monotonicity of a ReLU network over a box (issue 28, item 3).
+"""A MILP for global monotonicity of a ReLU network over a box: the independent truth of
+the ``monotonicity`` analysis in polytrav's suite and benchmarks.
 
 Is output ``o`` non-decreasing in input ``j`` over ``lo <= x <= hi``? The network is
 continuous and piecewise linear, so the answer is yes iff the slope ``df_o/dx_j`` is
@@ -52,15 +53,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from milp import _Model as _MilpModel  # noqa: E402  (the tests' MILP: one model builder)
-from milp import interval_bounds as pre_activation_bounds  # noqa: E402
+from polytrav.testing.milp import MilpModel as _MilpModel  # one model builder
+from polytrav.testing.milp import interval_bounds as pre_activation_bounds
 
 __all__ = ["SlopeMilpResult", "confirm_pair", "derivative_bounds", "pre_activation_bounds",
            "slope_milp"]

@@ -22,7 +22,7 @@ own objective raises :class:`milp.MilpCheckError`.
 from __future__ import annotations
 
 import numpy as np
-from milp import MilpCheckError, MilpResult, interval_bounds, lp_bounds
+from polytrav.testing.milp import MilpCheckError, MilpResult, interval_bounds, lp_bounds
 
 __all__ = ["SCIP_PARAMS", "miqp_counterfactual"]
 

@@ -1,4 +1,5 @@
-"""An independent MILP ground truth for ReLU networks (scipy.optimize.milp / HiGHS).
+"""An independent MILP ground truth for ReLU networks (scipy.optimize.milp / HiGHS): what
+an analysis's exact answer is checked against in polytrav's suite and benchmarks.
 
 Each hidden neuron gets a post-activation variable ``z``; an unstable neuron (interval bounds
 ``l < 0 < u`` on its pre-activation ``h``) also gets a binary ``delta`` with the big-M rows
@@ -29,6 +30,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 __all__ = [
     "MilpCheckError",
+    "MilpModel",
     "MilpResult",
     "interval_bounds",
     "lp_bounds",
@@ -80,7 +82,7 @@ class MilpResult:
 
 
 # ---------------------------------------------------------------------- model building
-class _Model:
+class MilpModel:
     """Variables with bounds/integrality and sparse rows ``rlo <= M v <= rhi``."""
 
     def __init__(self):
@@ -199,7 +201,7 @@ def interval_bounds(net, lo, hi) -> list[tuple[np.ndarray, np.ndarray]]:
 
 @dataclass
 class _Encoding:
-    model: _Model
+    model: MilpModel
     x: np.ndarray  # input variable indices
     last: np.ndarray  # indices of the last hidden layer's z (x when there is none)
     n_binaries: int
@@ -237,7 +239,7 @@ def _encode(net, lo, hi, A=None, b=None, E=None, e=None, bounds="interval",
     per-layer ``(l, u)``."""
     if isinstance(bounds, str):
         bounds = layer_bounds(net, lo, hi, A, b, E, e, bounds)
-    model = _Model()
+    model = MilpModel()
     x = model.add_vars(lo, hi)
     if A is not None and A.shape[0]:
         model.add_rows([(x, A)], np.full(A.shape[0], -INF), b)
@@ -656,7 +658,7 @@ def joint_by_hand(f, g):
     """``x -> [f(x); g(x)]`` of two networks of equal depth, written out here (block-diagonal
     layers, the first reading the shared input): independent of polytrav's ``Network.stack``,
     for the MILPs and brute-force checks of two-model comparisons."""
-    from polytrav import Network
+    from polytrav.model.network import Network
 
     Ws, bs = [], []
     for k, (Wf, Wg) in enumerate(zip(f.weights, g.weights)):
