@@ -16,6 +16,7 @@ __all__ = [
     "SolverNotAvailable",
     "SolverError",
     "CheckpointError",
+    "InputNote",
 ]
 
 
@@ -68,3 +69,8 @@ class SolverError(PolytravError, RuntimeError):
 
 class CheckpointError(PolytravError, ValueError):
     """A checkpoint is unreadable or belongs to another run (network, region, analyses)."""
+
+
+class InputNote(UserWarning):
+    """A file was read with part of it ignored or read in a variant of its format; the
+    message says which part and how (the command line prints it as ``polytrav: note: ...``)."""

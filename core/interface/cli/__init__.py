@@ -33,7 +33,8 @@ from polytrav.interface.cli.analysis import (analyze, attack, counterfactual, mo
 # the exit codes and vnncomp_counterexample are re-exported: they stay reachable here
 from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # noqa: F401
                                            EXIT_HOLDS, EXIT_INTERNAL, EXIT_PARTIAL, EXIT_TIMEOUT,
-                                           EXIT_VIOLATED, error_message, fail)
+                                           EXIT_VIOLATED, error_message, fail,
+                                           print_notes)
 from polytrav.interface.cli.diff import diff
 from polytrav.interface.cli.explain import explain
 from polytrav.interface.cli.listing import plugins, solvers
@@ -67,6 +68,7 @@ class _Cli(click.Group):
             answered()  # Ctrl-C from here on is ignored: the answer and its exit code stand
 
     def _main(self, args, prog_name, complete_var, **extra):
+        print_notes("polytrav")
         try:
             rv = super().main(args, prog_name or "polytrav", complete_var,
                               standalone_mode=False, **extra)

@@ -120,6 +120,25 @@ def parse_parameters(tokens) -> dict:
     return out
 
 
+def print_notes(program: str) -> None:
+    """From now on, an :class:`~polytrav.vocabulary.errors.InputNote` (part of an input file
+    ignored or read in a variant) prints as one line ``<program>: note: ...`` on stderr;
+    other warnings as Python prints them."""
+    import warnings
+
+    from polytrav.vocabulary.errors import InputNote
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, InputNote):
+            click.echo(f"{program}: note: {message}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def fail(message: str):
     """Print ``polytrav: error: message`` on stderr and exit with :data:`EXIT_BAD_INPUT`."""
     click.echo(f"polytrav: error: {message}", err=True)

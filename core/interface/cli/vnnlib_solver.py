@@ -149,8 +149,10 @@ cli.add_command(supports, "capabilities")  # §5.1's name for the same command
 def main(argv=None) -> None:
     """The console script: run :func:`cli` and turn every error into a line and an exit
     code (nothing on stdout)."""
+    from polytrav.interface.cli.common import print_notes
     from polytrav.vocabulary.errors import PolytravError
 
+    print_notes("polytrav-vnnlib")
     try:
         cli.main(args=argv, prog_name="polytrav-vnnlib", standalone_mode=False)
     except click.exceptions.Exit as exc:

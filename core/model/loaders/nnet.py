@@ -13,6 +13,19 @@ The format has no field for input names. polytrav reads them from an optional co
 of ``input names`` ignored) and otherwise leaves ``Network.input_names`` as ``None``, as for
 the ACAS Xu files, whose comments hold only the licence and author.
 
+**Variants in circulation** are read too, and each one read says so in an
+:class:`~polytrav.vocabulary.errors.InputNote` warning:
+
+* the Reluplex-era ACAS Xu files (Reluplex, ReluDiff, NeuroDiff and their artifacts) carry
+  the normalisation of the original seven-input network: 7 minima and maxima for 5 inputs,
+  and 8 means and ranges (5 inputs, the two dropped inputs, the output). The first values
+  are the inputs', the last the output's; the values between belong to no input of the
+  network and are ignored (read this way, such a file is the same network as the
+  five-input file);
+* minima and maxima of ``±inf`` or of at least float32's largest value (``3.40282e+38``)
+  declare no bound: the network then has no ``input_domain``, and a command needs the
+  region given.
+
 The file's model clips raw inputs to ``[min, max]``, normalises them with
 ``x_norm = (x - mean) / range`` and returns ``y_raw = y_norm * range_out + mean_out``. The
 clipping is not affine; the loaders record it as the network's ``input_domain`` instead.
@@ -21,18 +34,21 @@ clipping is not affine; the loaders record it as the network's ``input_domain`` 
 from __future__ import annotations
 
 import re
+import warnings
 from os import PathLike
 from pathlib import Path
 
 import numpy as np
 
-from polytrav.vocabulary.errors import ConfigError, NetworkError
+from polytrav.vocabulary.errors import ConfigError, InputNote, NetworkError
 from polytrav.model.network import Network
 
 __all__ = ["load_nnet"]
 
 _NORMALIZATIONS = ("fold", "none")
 _NAMES = re.compile(r"^\s*//\s*input\s+names\s*:(.*)$", re.IGNORECASE)
+#: A minimum or maximum this large (float32's largest value, as C writers print it) is no bound.
+_NO_BOUND = 3.4e38
 
 
 class _Reader:
@@ -50,10 +66,11 @@ class _Reader:
     def error(self, number: int, message: str) -> NetworkError:
         return NetworkError(f"{self.label}: line {number}: {message}")
 
-    def read(self, counts: int | tuple[int, ...], what: str) -> tuple[np.ndarray, int]:
-        """Parse the next line as floats; it must hold one of ``counts`` values."""
+    def read(self, counts: int | tuple[int, ...] | None, what: str) -> tuple[np.ndarray, int]:
+        """Parse the next line as floats; it must hold one of ``counts`` values (None: at
+        least one)."""
         counts = (counts,) if isinstance(counts, int) else counts
-        expected = " or ".join(str(c) for c in counts)
+        expected = "some" if counts is None else " or ".join(str(c) for c in counts)
         if self._next >= len(self._lines):
             last = self._lines[-1][0] if self._lines else 0
             raise NetworkError(
@@ -73,7 +90,7 @@ class _Reader:
                 raise self.error(
                     number, f"expected {what}, but found the non-numeric value {token!r}"
                 ) from None
-        if len(values) not in counts:
+        if (not values) if counts is None else len(values) not in counts:
             raise self.error(number, f"expected {expected} values ({what}), found {len(values)}")
         return np.array(values, dtype=np.float64), number
 
@@ -86,7 +103,7 @@ class _Reader:
             )
 
 
-def _read_header(reader: _Reader) -> tuple[list[int], dict[str, np.ndarray]]:
+def _read_header(reader: _Reader) -> tuple[list[int], dict[str, np.ndarray], list[str]]:
     first, number = reader.read(4, "the header 'n_layers, n_inputs, n_outputs, max_size'")
     if np.any(first != np.round(first)) or np.any(first < 1):
         raise reader.error(number, f"header values must be positive integers, got {first.tolist()}")
@@ -104,19 +121,45 @@ def _read_header(reader: _Reader) -> tuple[list[int], dict[str, np.ndarray]]:
             f"{n_in} inputs and {n_out} outputs",
         )
     reader.read(1, "the 'symmetric' flag")
-    norm = {}
-    norm["min"], _ = reader.read(n_in, "the minimum of each input")
-    norm["max"], _ = reader.read(n_in, "the maximum of each input")
+    norm, notes = {}, []
+    bounds = {}
+    for key, what in (("min", "minimum"), ("max", "maximum")):
+        values, number = reader.read(None, f"the {what} of each input")
+        if len(values) < n_in:
+            raise reader.error(number, f"expected {n_in} values (the {what} of each input), "
+                               f"found {len(values)}")
+        bounds[key] = values, number
+    extra = len(bounds["min"][0]) - n_in
+    if len(bounds["max"][0]) - n_in != extra:
+        raise reader.error(bounds["max"][1], f"{len(bounds['max'][0])} maxima but "
+                           f"{len(bounds['min'][0])} minima; give one of each per input")
+    if extra:
+        notes.append(f"lines {bounds['min'][1]}-{bounds['max'][1]} give {n_in + extra} minima "
+                     f"and maxima for {n_in} inputs (the Reluplex-era ACAS Xu layout): the "
+                     f"first {n_in} were read, the last {extra} ignored")
+    for key in ("min", "max"):
+        norm[key] = bounds[key][0][:n_in]
+    counts = (n_in + extra + 1,) if extra else (n_in + 1, n_in + n_out)
     for key in ("mean", "range"):
-        values, number = reader.read((n_in + 1, n_in + n_out), f"the input {key}s and output {key}")
+        values, number = reader.read(counts, f"the input {key}s and output {key}")
         if not np.all(np.isfinite(values)):
             raise reader.error(number, f"{key}s must be finite, got {values.tolist()}")
         if key == "range" and np.any(values == 0):
             raise reader.error(number, f"ranges must be nonzero, got {values.tolist()}")
-        norm[key + "_in"], norm[key + "_out"] = values[:n_in], values[n_in:]
-    if not (np.all(np.isfinite(norm["min"])) and np.all(np.isfinite(norm["max"]))):
-        raise NetworkError(f"{reader.label}: input minima and maxima must be finite")
-    return sizes, norm
+        norm[key + "_in"] = values[:n_in]
+        norm[key + "_out"] = values[-1:] if extra else values[n_in:]
+    if extra:
+        notes.append(f"the means and ranges give {n_in + extra + 1} values: the first {n_in} "
+                     f"(inputs) and the last (the output) were read, the {extra} between "
+                     "ignored")
+    if np.isnan(norm["min"]).any() or np.isnan(norm["max"]).any():
+        raise NetworkError(f"{reader.label}: input minima and maxima must be numbers, not NaN")
+    unbounded = (np.abs(norm["min"]) >= _NO_BOUND) | (np.abs(norm["max"]) >= _NO_BOUND)
+    if unbounded.any():
+        notes.append(f"{int(unbounded.sum())} of the {n_in} inputs have no bound (a minimum or "
+                     "maximum of ±inf or ±3.4e38): the network declares no input domain; "
+                     "give the region")
+    return sizes, norm, notes
 
 
 def _input_names(label: str, text: str, n_in: int) -> tuple[str, ...] | None:
@@ -190,7 +233,7 @@ def load_nnet(path: str | PathLike, *, normalization: str = "fold") -> Network:
                            ".nnet network is text: is it an ONNX model named .nnet? (then "
                            "rename it to .onnx)") from exc
     reader = _Reader(label, text)
-    sizes, norm = _read_header(reader)
+    sizes, norm, notes = _read_header(reader)
     weights, biases = [], []
     for k in range(1, len(sizes)):
         n_out, n_in = sizes[k], sizes[k - 1]
@@ -221,8 +264,12 @@ def load_nnet(path: str | PathLike, *, normalization: str = "fold") -> Network:
         lower = (lower - norm["mean_in"]) / norm["range_in"]
         upper = (upper - norm["mean_in"]) / norm["range_in"]
     names = _input_names(label, text, sizes[0])
+    bounded = np.all(np.abs(norm["min"]) < _NO_BOUND) and np.all(np.abs(norm["max"]) < _NO_BOUND)
     try:
-        return Network(weights, biases, input_domain=(lower, upper), name=path.stem,
-                       input_names=names)
+        net = Network(weights, biases, input_domain=(lower, upper) if bounded else None,
+                      name=path.stem, input_names=names)
     except NetworkError as exc:
         raise NetworkError(f"{label}: {exc}") from exc
+    if notes:
+        warnings.warn(f"{label}: " + "; ".join(notes), InputNote, stacklevel=3)
+    return net
