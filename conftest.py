@@ -59,6 +59,16 @@ def example_plugin():
     return importlib.import_module("polytrav_example")
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the marks
+def pytest_collection_modifyitems(config, items):
+    """A test that reads the shared data (it uses :func:`data_dir`, directly or through another
+    fixture, or lives in ``tests/integration``) is marked ``integration``: ``-m "not
+    integration"`` runs what needs no data."""
+    for item in items:
+        if "data_dir" in getattr(item, "fixturenames", ()) or "integration" in item.path.parts:
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """``../shared/data``; skips the test if it is absent."""

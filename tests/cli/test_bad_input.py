@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from reference import TINY_NNET
 
-ACAS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "acasxu"
 
 
 def polytrav(*args, cwd=None, timeout=120):

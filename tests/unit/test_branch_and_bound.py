@@ -72,6 +72,7 @@ def milp_min_margin(net, lo, hi, C) -> float:
 # seed 21 (a 4-6-6-6-6-6-4 net on a wide box) is left out for time: it needs about 10^5 nodes
 # (37 s) with the widest-earliest rule; the region's BaB runs only on boxes of >= 9 inputs
 @pytest.mark.parametrize("seed", [s for s in range(25) if s != 21])
+@pytest.mark.truth
 def test_verdict_equals_the_milp(seed):
     net, lo, hi, C = instance(seed)
     truth = milp_min_margin(net, lo, hi, C)
@@ -157,6 +158,7 @@ def conjunction_instance(seed):
 
 
 @pytest.mark.parametrize("seed", range(16))
+@pytest.mark.truth
 def test_conjunctions_verdict_equals_the_milp(seed):
     """Unsafe sets in disjunctive normal form with conjunctions of several rows (``groups``):
     the verdict equals a MILP's, a counterexample meets every row of one conjunction, and

@@ -389,6 +389,7 @@ def _without_the_attack(monkeypatch):
 
 
 @pytest.mark.parametrize("attack", [True, False])
+@pytest.mark.truth
 def test_pruned_verdicts_equal_full_traversal_and_milp(monkeypatch, truth, attack):
     if not attack:
         _without_the_attack(monkeypatch)
@@ -470,6 +471,7 @@ def test_piece_view_of_the_whole_region_is_level_zero():
     assert seen[0] == 0 and set(seen) <= {0, 1}
 
 
+@pytest.mark.truth
 def test_softmax_attack_with_bounds_equals_the_full_traversal_and_the_milp():
     """Robustness (verify mode) with pruning against the full traversal and a MILP, on random
     nets and boxes where both answers occur."""

@@ -43,6 +43,7 @@ def line_arrangement_cells(net, lo, hi) -> int:
 
 
 @pytest.mark.parametrize("widths", [[20], [10, 5]])
+@pytest.mark.truth
 def test_grid_nets_equal_brute_force(widths):
     net = train_grid_net(widths)
     keys, polys, run = keys_of(net, Box(*BOX2))
@@ -293,6 +294,7 @@ def test_the_first_polytope_contains_the_start_point(seed):
 
 
 @pytest.mark.parametrize("solver", ["highs", "scipy"])
+@pytest.mark.truth
 def test_maximize_in_cell_equals_the_polytopes_lp(solver):
     """The traversal's own model, ``t`` fixed at 0, gives each polytope's LP optimum (or None)."""
     import cvxpy as cp

@@ -51,6 +51,7 @@ def test_rows_equal_cell_rows(net, region):
         assert bound.rows(p, run.frame)[0] is A  # kept for the current polytope
 
 
+@pytest.mark.truth
 def test_the_bound_never_falls_below_the_cell_optimum():
     """On every polytope of two 8-input nets, for random objectives: ``phi`` of learnt and
     random multipliers is at least the LP optimum, and ``decide`` never proves a beat the
@@ -95,6 +96,7 @@ NETS = [(21, 8, [8, 6], 3), (22, 8, [7, 6], 4)]
 
 @pytest.mark.parametrize("seed, n_in, widths, n_out", NETS)
 @pytest.mark.parametrize("ascent", [True, False])
+@pytest.mark.truth
 def test_analyses_skipping_by_the_bound_equal_the_milp(seed, n_in, widths, n_out, ascent,
                                                        monkeypatch):
     """With and without the incumbents of ``corner_ascent``; the witnesses attain the values."""
@@ -116,6 +118,7 @@ def test_analyses_skipping_by_the_bound_equal_the_milp(seed, n_in, widths, n_out
     assert np.max(y[1:]) - y[0] == pytest.approx(attack.value, abs=1e-9)
 
 
+@pytest.mark.truth
 def test_a_wrong_bound_is_caught_by_the_milp(monkeypatch):
     """Fault injection: a bound that claims every skip once one LP is solved drops polytopes
     it should not, and the range no longer equals the MILP's (the comparison above notices)."""
@@ -130,6 +133,7 @@ def test_a_wrong_bound_is_caught_by_the_milp(monkeypatch):
     assert (abs(res.value["max"] - truth_max) > TOL) or (abs(res.value["min"] - truth_min) > TOL)
 
 
+@pytest.mark.truth
 def test_the_box_lp_path_equals_the_backend_path_on_boxes_and_cut_boxes(monkeypatch):
     """OutputRange and SoftmaxAttack with the box LP (certified maxima, early-stopped bounds)
     and without it (every undecided cell on HiGHS) give the same values, on a box, a box cut

@@ -98,3 +98,13 @@ def test_a_moved_name_still_imports_with_a_deprecation_warning():
         assert polytrav.Stop is polytrav.extend.Stop
     with pytest.warns(DeprecationWarning, match="import it from polytrav.traversal"):
         assert polytrav.Traversal is Traversal
+
+
+def test_unit_tests_read_the_shared_data_only_through_the_fixture():
+    """``tests/unit`` reaches ``../shared/data`` only through the ``data_dir`` fixture, which
+    marks a test ``integration`` (conftest.py): ``-m "not integration"`` needs no data."""
+    words = ("DATA" + "_DIR", '/ "' + 'shared"')  # split: this file mentions neither
+    for path in sorted((ROOT / "tests" / "unit").glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not any(word in text for word in words), \
+            f"{path.name}: read the shared data through the data_dir fixture"

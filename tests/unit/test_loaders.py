@@ -16,8 +16,6 @@ from reference import TINY_NNET
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.model.loaders.nnet import load_nnet
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
 SEED = 20240601
 N_SAMPLES = 20
 ACAS_NNET_VS_ONNX_TOL = 1e-5  # the data README measured at most 1.3e-6
@@ -59,11 +57,6 @@ def _ort_forward(path, net, X):
     )
 
 
-def _skip_without_data():
-    if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA}")
-
-
 def _nnet_normalisation(path: Path) -> dict[str, np.ndarray]:
     """Header values of an .nnet file, parsed independently of the loader."""
     lines = [line for line in path.read_text().splitlines() if not line.startswith("//")]
@@ -84,16 +77,15 @@ def _nnet_normalisation(path: Path) -> dict[str, np.ndarray]:
 
 # ====================================================================== data: ACAS Xu and MNIST
 @pytest.mark.integration
-def test_acasxu_nnet_matches_onnx_and_fold():
-    _skip_without_data()
+def test_acasxu_nnet_matches_onnx_and_fold(data_dir):
     pytest.importorskip("onnx")
     from polytrav.model.loaders.onnx import load_onnx
 
     rng = np.random.default_rng(SEED)
-    nnets = sorted((DATA / "acasxu" / "nnet").glob("*.nnet"))
+    nnets = sorted((data_dir / "acasxu" / "nnet").glob("*.nnet"))
     assert len(nnets) == 45
     for nnet_path in nnets:
-        onnx_path = DATA / "acasxu" / "onnx" / (nnet_path.stem + ".onnx")
+        onnx_path = data_dir / "acasxu" / "onnx" / (nnet_path.stem + ".onnx")
         none = load_nnet(nnet_path, normalization="none")
         fold = load_nnet(nnet_path)
         onx = load_onnx(onnx_path)
@@ -118,13 +110,12 @@ def test_acasxu_nnet_matches_onnx_and_fold():
 
 
 @pytest.mark.integration
-def test_every_onnx_model_matches_onnxruntime():
-    _skip_without_data()
+def test_every_onnx_model_matches_onnxruntime(data_dir):
     pytest.importorskip("onnx")
     from polytrav.model.loaders.onnx import load_onnx
 
     rng = np.random.default_rng(SEED)
-    paths = sorted(DATA.rglob("*.onnx"))
+    paths = sorted(data_dir.rglob("*.onnx"))
     assert len(paths) >= 49
     for path in paths:
         net = load_onnx(path)
@@ -136,17 +127,16 @@ def test_every_onnx_model_matches_onnxruntime():
 
 
 @pytest.mark.integration
-def test_mnist_accuracy_matches_readme():
-    _skip_without_data()
+def test_mnist_accuracy_matches_readme(data_dir):
     pytest.importorskip("onnx")
     from polytrav.model.loaders.onnx import load_onnx
 
-    test = np.load(DATA / "mnist" / "mnist_test.npz")
+    test = np.load(data_dir / "mnist" / "mnist_test.npz")
     X = test["images"].reshape(len(test["images"]), -1).astype(np.float64) / 255.0
     labels = test["labels"]
     assert X.shape == (10000, 784)
     for rel, expected in MNIST_ACCURACY.items():
-        path = DATA / rel
+        path = data_dir / rel
         net = load_onnx(path) if path.suffix == ".onnx" else load_nnet(path)
         accuracy = 100.0 * np.mean(np.argmax(net.forward(X), axis=1) == labels)
         assert abs(accuracy - expected) <= ACCURACY_TOL + 1e-9, (
@@ -189,13 +179,12 @@ def test_nnet_input_names_from_a_comment(tmp_path, tiny_nnet):
         load_nnet(named)
 
 
-def test_acasxu_files_carry_no_input_names():
-    _skip_without_data()
+def test_acasxu_files_carry_no_input_names(data_dir):
     from polytrav.model.loaders.onnx import load_onnx
 
     stem = "ACASXU_run2a_1_1_batch_2000"
-    assert load_nnet(DATA / "acasxu" / "nnet" / f"{stem}.nnet").input_names is None
-    assert load_onnx(DATA / "acasxu" / "onnx" / f"{stem}.onnx").input_names is None  # one tensor
+    assert load_nnet(data_dir / "acasxu" / "nnet" / f"{stem}.nnet").input_names is None
+    assert load_onnx(data_dir / "acasxu" / "onnx" / f"{stem}.onnx").input_names is None  # one tensor
 
 
 def test_nnet_bad_normalization_argument(tiny_nnet):
@@ -218,9 +207,8 @@ def test_nnet_truncated_gives_network_error(tiny_nnet, fraction):
 
 
 @pytest.mark.integration
-def test_nnet_truncated_acasxu(tmp_path):
-    _skip_without_data()
-    text = (DATA / "acasxu" / "nnet" / "ACASXU_run2a_1_1_batch_2000.nnet").read_text()
+def test_nnet_truncated_acasxu(data_dir, tmp_path):
+    text = (data_dir / "acasxu" / "nnet" / "ACASXU_run2a_1_1_batch_2000.nnet").read_text()
     last_line = text.rindex("\n", 0, len(text) - 1) + 1
     for cut in (
         len(text) // 2,
@@ -584,28 +572,37 @@ def test_onnx_nan_weight(tmp_path):
         load_onnx(path)
 
 
-def test_onnx_corrupt_and_truncated_files(tmp_path, conv_model):
+#: The files cut by the truncation test: a built model, and two of the shared data.
+CUT_SOURCES = {"conv": None, "mnist": ("mnist", "mnist2x10.onnx"),
+               "acas": ("acasxu", "onnx", "ACASXU_run2a_1_1_batch_2000.onnx")}
+
+
+def test_onnx_noise_files_give_network_error(tmp_path):
     from polytrav.model.loaders.onnx import load_onnx
 
     rng = np.random.default_rng(SEED)
-    sources = [conv_model]
-    if DATA.is_dir():
-        sources += [
-            DATA / "mnist" / "mnist2x10.onnx",
-            DATA / "acasxu" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx",
-        ]
     for k in range(5):
         path = tmp_path / f"noise{k}.onnx"
         path.write_bytes(rng.bytes(int(rng.integers(1, 4000))))
         with pytest.raises(NetworkError, match=f"noise{k}.onnx"):
             load_onnx(path)
-    for source in sources:
-        data = source.read_bytes()
-        for cut in (len(data) // 2, len(data) // 3, len(data) - 7, 40):
-            path = tmp_path / "cut.onnx"
-            path.write_bytes(data[:cut])
-            with pytest.raises(NetworkError, match="cut.onnx"):
-                load_onnx(path)
+
+
+@pytest.mark.parametrize("source", [
+    pytest.param(name, marks=() if parts is None else pytest.mark.integration)
+    for name, parts in CUT_SOURCES.items()])
+def test_onnx_truncated_files_give_network_error(tmp_path, request, source):
+    from polytrav.model.loaders.onnx import load_onnx
+
+    parts = CUT_SOURCES[source]
+    path = (request.getfixturevalue("conv_model") if parts is None
+            else request.getfixturevalue("data_dir").joinpath(*parts))
+    data = path.read_bytes()
+    for cut in (len(data) // 2, len(data) // 3, len(data) - 7, 40):
+        path = tmp_path / "cut.onnx"
+        path.write_bytes(data[:cut])
+        with pytest.raises(NetworkError, match="cut.onnx"):
+            load_onnx(path)
 
 
 # ====================================================================== torch

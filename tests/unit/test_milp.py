@@ -29,6 +29,7 @@ def instance(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
+@pytest.mark.truth
 def test_verdict_equals_the_reference_milp(seed):
     """Both verdicts occur (7 of the 20 hold); a counterexample lies in the box and meets
     every row of one conjunction by a forward pass."""
@@ -104,6 +105,7 @@ def class_pairs(net, x0):
 
 @pytest.mark.parametrize("norm", [1, np.inf])
 @pytest.mark.parametrize("seed", range(8))
+@pytest.mark.truth
 def test_closest_equals_the_reference_counterfactual_milp(seed, norm):
     """The nearest point with another class: the same distance as the reference MILP, a
     proven bound within the allowance of it, and the point in the box at that distance;
@@ -168,6 +170,7 @@ def test_heuristics_only_while_no_point_is_known(norm):
 
 
 @pytest.mark.parametrize("seed", range(8))
+@pytest.mark.truth
 def test_closest_in_an_l1_ball_equals_the_reference(seed):
     """With ``l1_ball=(x0, r)`` the bounds hold in the ball only (tighter: fewer binaries
     than over the box ``x0 +- r``); they contain every sampled point of it, and the nearest

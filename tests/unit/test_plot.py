@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +28,8 @@ from polytrav.interface.plot import (  # noqa: E402
     save_partition,
 )
 
-ACAS = (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "acasxu" / "onnx"
-        / "ACASXU_run2a_1_1_batch_2000.onnx")
+#: The five-input networks of the slice test: ACAS Xu 1_1 (the shared data), a random one.
+SLICE_NETS = {"acas": ("acasxu", "onnx", "ACASXU_run2a_1_1_batch_2000.onnx"), "random": None}
 
 
 def pixels(path):
@@ -202,11 +201,13 @@ def test_partition_in_a_polyhedron_without_decision_boundaries():
     plt.close(ax.figure)
 
 
-def test_slice_of_a_five_input_network_names_its_plane_and_fixed_inputs(tmp_path):
-    """ACAS Xu (if the shared data is there, else a random net): dims 2 and 4."""
-    if ACAS.is_file():
-        pytest.importorskip("onnx")
-        net = Network.from_onnx(ACAS)
+@pytest.mark.parametrize("which", [
+    pytest.param(name, marks=() if parts is None else pytest.mark.integration)
+    for name, parts in SLICE_NETS.items()])
+def test_slice_of_a_five_input_network_names_its_plane_and_fixed_inputs(tmp_path, request, which):
+    """ACAS Xu and a random net: dims 2 and 4."""
+    if SLICE_NETS[which] is not None:
+        net = Network.from_onnx(request.getfixturevalue("data_dir").joinpath(*SLICE_NETS[which]))
         lo = np.array([0.0, -3.141593, -3.141593, 100.0, 0.0])
         hi = np.array([60760.0, 3.141593, 3.141593, 1200.0, 1200.0])
     else:

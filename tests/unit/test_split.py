@@ -76,6 +76,7 @@ def mismatches(n: int, truth: dict, **split_options):
     return bad, proven_boxes, sat
 
 
+@pytest.mark.truth
 def test_split_verdicts_equal_full_traversal_and_milp(truth):
     bad, proven_boxes, sat = mismatches(24, truth)
     assert bad == []
