@@ -378,11 +378,19 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
         for k, n in enumerate(widths):
             parts.append(np.broadcast_to(bounds.lower_slope[k], shape + (n,))
                          if start is None else start[k])
-            masks.append(np.broadcast_to(movable(k), shape + (n,)))
+            masks.append(movable(k))
             floors.append(np.full(n, floor))
             ceilings.append(np.full(n, ceiling))
-    flat, mask, floors, ceilings = (np.concatenate(x, axis=-1)
-                                    for x in (parts, masks, floors, ceilings))
+    # one mask for every row (a piece's): Adam moves only its columns, the others never move
+    cols = (np.flatnonzero(np.concatenate(masks)) if all(np.ndim(x) == 1 for x in masks)
+            else None)
+    mask = None if cols is not None else np.concatenate(
+        [np.broadcast_to(x, shape + (n,)) for x, n in zip(masks, widths * len(groups))], axis=-1)
+    flat, floors, ceilings = (np.concatenate(x, axis=-1) for x in (parts, floors, ceilings))
+    if cols is not None:
+        floors, ceilings = floors[cols], ceilings[cols]
+        if not len(cols):  # nothing to optimise: CROWN's slopes (and no multipliers) it is
+            steps = 0
     ends = np.cumsum(widths * len(groups))
     views = [flat[..., end - n:end] for end, n in zip(ends, widths * len(groups))]
     given = (slopes, beta)
@@ -397,14 +405,20 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     best_L, best_g = (L.copy(), g.copy()) if track else (L, g)
     current = steps == 0  # whether the last iterate is every row's best
     b1, b2 = ADAM_BETAS
-    first, second = np.zeros_like(flat), np.zeros_like(flat)
+    first = np.zeros(shape + (len(cols),)) if cols is not None else np.zeros_like(flat)
+    second = np.zeros_like(first)
     for it in range(1, steps + 1):
         d_slopes, d_beta = gradients(dL, layers, bounds, M, m, run, beta is not None)
         grad = np.concatenate(d_slopes + (d_beta or []), axis=-1)
+        if cols is not None:
+            grad = grad[..., cols]
         first = b1 * first + (1 - b1) * grad
         second = b2 * second + (1 - b2) * grad * grad
         step = lr * (first / (1 - b1 ** it)) / (np.sqrt(second / (1 - b2 ** it)) + 1e-12)
-        flat[...] = np.where(mask, np.clip(flat + step, floors, ceilings), flat)
+        if cols is not None:
+            flat[..., cols] = np.clip(flat[..., cols] + step, floors, ceilings)
+        else:
+            flat[...] = np.where(mask, np.clip(flat + step, floors, ceilings), flat)
         run = []
         L, g = backsubstitute(Lam, const, layers, bounds, upto, M, m, slopes, run, beta)
         low, dL = conc.lower_and_gradient(L, g)

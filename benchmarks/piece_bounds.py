@@ -1,0 +1,132 @@
+"""The traversal's piece bounds replayed in CPU seconds, on the same pieces (issue 58).
+
+``record`` runs :func:`polytrav.verify` on one ACAS Xu instance with the input split's open
+boxes thinned to every N-th (``--every``; the answer is then not the instance's, only the
+pieces matter) and saves the first ``--limit`` pieces the traversal bounds: their level,
+input map ``M u + m``, vertices, halfspaces and margin, with the unsafe set and the network.
+``replay`` bounds them again with :func:`polytrav.bounds.dnf.dnf_bound` as this checkout has
+it and prints the pieces proven and the CPU seconds (:func:`time.process_time`, the median of
+``--repeats``), so that two versions of the bounds compare on the same pieces, by CPU time,
+which a loaded machine disturbs far less than wall time (the input split works to a wall-time
+budget: on a loaded machine it leaves more boxes open, so whole runs do not compare). Only
+pieces with vertices (low dimension) are recorded. Run with ``OPENBLAS_NUM_THREADS=1``.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/piece_bounds.py record 3_3 2 --every 8 --out /tmp/p33.pkl
+    OPENBLAS_NUM_THREADS=1 python benchmarks/piece_bounds.py replay /tmp/p33.pkl --repeats 3
+"""
+from __future__ import annotations
+
+import argparse
+import pickle
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "acasxu"
+
+
+class _Frame:
+    """What a bound reads of a recorded piece's frame."""
+
+    def __init__(self, dim: int):
+        self.dim = dim
+
+    def to_x(self, u):
+        return u
+
+
+class _Piece:
+    """A recorded piece as :func:`~polytrav.bounds.dnf.dnf_bound` reads it."""
+
+    def __init__(self, rec: dict):
+        self.level, self.M, self.m, self.vertices = rec["level"], rec["M"], rec["m"], rec["V"]
+        self.code, self.frame, self._rows = (), _Frame(rec["dim"]), (rec["A"], rec["b"])
+
+    def halfspaces(self, box: bool = True):
+        return self._rows
+
+
+def record(network: str, prop: str, every: int, limit: int, out: Path) -> None:
+    import polytrav.bounds.dnf as dnf
+    import polytrav.bounds.settle as settle
+    from polytrav import verify
+
+    split_region, piece_margin = settle.split_region, dnf.dnf_piece_margin
+    pieces, seen = [], {}
+
+    def thinned(*args, **kwargs):
+        found = split_region(*args, **kwargs)
+        found.open_boxes = found.open_boxes[::every]
+        return found
+
+    def recorded(pairs, piece, context):
+        margin = piece_margin(pairs, piece, context)
+        seen["pairs"] = pairs
+        if piece.vertices is not None and len(pieces) < limit:
+            A, b = piece.halfspaces(box=False)
+            pieces.append(dict(level=piece.level, M=piece.M, m=piece.m, V=piece.vertices, A=A,
+                               b=b, dim=piece.frame.dim, margin=margin))
+        return margin
+
+    settle.split_region, dnf.dnf_piece_margin = thinned, recorded
+    onnx = DATA / "onnx" / f"ACASXU_run2a_{network}_batch_2000.onnx"
+    try:
+        result = verify(onnx, DATA / "vnnlib" / f"prop_{prop}.vnnlib")
+    finally:
+        settle.split_region, dnf.dnf_piece_margin = split_region, piece_margin
+    if not pieces:
+        sys.exit("record: no piece was bounded (is the traversal's piece margin still "
+                 "polytrav.bounds.dnf.dnf_piece_margin?)")
+    with open(out, "wb") as f:
+        pickle.dump({"onnx": str(onnx), "pairs": seen["pairs"], "pieces": pieces}, f)
+    print(f"{len(pieces)} pieces of {network}/prop_{prop} (every {every}th open box; "
+          f"{result.answer} in {result.seconds:.1f} s) -> {out}")
+
+
+def replay(path: Path, repeats: int) -> None:
+    from polytrav.bounds.dnf import dnf_bound
+    from polytrav.bounds.split import LpContext
+    from polytrav.host.runner import RunSession
+    from polytrav.verification.verify import load_network
+
+    with open(path, "rb") as f:
+        saved = pickle.load(f)
+    context = LpContext(load_network(saved["onnx"]), RunSession(None).chains["lp"])
+    pieces = [_Piece(rec) for rec in saved["pieces"]]
+    seconds = []
+    for _ in range(repeats):
+        t = time.process_time()
+        margins = np.array([dnf_bound(saved["pairs"], p, context)[0] for p in pieces])
+        seconds.append(time.process_time() - t)
+    was = np.array([rec["margin"] for rec in saved["pieces"]])
+    print(f"{len(pieces)} pieces: {int((margins > 0).sum())} proven (recorded: "
+          f"{int((was > 0).sum())}; {int(((was > 0) & (margins <= 0)).sum())} no longer), "
+          f"CPU {statistics.median(seconds):.2f} s (median of {repeats}: "
+          f"{', '.join(f'{s:.2f}' for s in seconds)})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record the pieces one instance's traversal bounds")
+    rec.add_argument("network", help="e.g. 3_3")
+    rec.add_argument("prop", help="e.g. 2")
+    rec.add_argument("--every", type=int, default=8, help="traverse every N-th open box")
+    rec.add_argument("--limit", type=int, default=3000, help="pieces recorded at most")
+    rec.add_argument("--out", type=Path, required=True)
+    rep = sub.add_parser("replay", help="bound recorded pieces again, in CPU seconds")
+    rep.add_argument("pieces", type=Path)
+    rep.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    if args.command == "record":
+        record(args.network, args.prop, args.every, args.limit, args.out)
+    else:
+        replay(args.pieces, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
