@@ -387,10 +387,12 @@ def main(argv=None) -> int:
         print("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE  (answers valid, "
               "invalid: step N ..., or incomplete: step N ...)", file=sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 4
+    from polytrav.vocabulary.errors import PolytravError
+
     try:
         result = check_proof(*args)
-    except Exception as exc:  # noqa: BLE001  a bad network or property file: one line
-        print(f"polytrav-check-proof: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except (OSError, PolytravError) as exc:  # a bad network or property file: one line
+        print(f"polytrav-check-proof: {exc}", file=sys.stderr)
         return 4
     print(result)
     return result.exit_code

@@ -1,0 +1,95 @@
+"""Proof certificates on ACAS Xu: what is certified, sizes, checker time against verifier
+time, and the cost of recording (issue 60).
+
+Per instance (network, property) of ``../shared/data/acasxu``: ``polytrav.verify`` without a
+certificate and with ``proof=`` (alternating, ``--repeat`` times each; medians), then
+:func:`polytrav.proof.check.check_proof` on the certificate. One CSV row per instance:
+answer, verify seconds without and with recording, the certificate's nodes, certified and
+uncertified leaves, bytes, the checker's answer and seconds. Runs in this process (imports
+and first calls paid once, before the first timed run).
+
+    python benchmarks/proofs.py --networks 1_1 2_3 3_3 4_5 5_9 --props 3 4 --out benchmarks/results/proofs.csv
+    python benchmarks/proofs.py --instances 1_1:1 2_1:2 1_1:5 1_1:6 1_9:7 2_9:8 3_3:9 4_5:10 --timeout 120
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DATA = Path("../shared/data/acasxu")
+
+
+def instance(net: str, prop: int) -> tuple[Path, Path]:
+    return (DATA / "onnx" / f"ACASXU_run2a_{net}_batch_2000.onnx",
+            DATA / "vnnlib" / f"prop_{prop}.vnnlib")
+
+
+def run(net: str, prop: int, repeat: int, timeout: float | None) -> dict:
+    from polytrav import verify
+    from polytrav.proof.check import check_proof
+
+    onnx, vnnlib = instance(net, prop)
+    plain, recorded = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "p.proof"
+        for _ in range(repeat):
+            t = time.perf_counter()
+            r0 = verify(onnx, vnnlib, timeout=timeout)
+            plain.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            r1 = verify(onnx, vnnlib, timeout=timeout, proof=path)
+            recorded.append(time.perf_counter() - t)
+        row = {"network": net, "property": prop, "answer": str(r0.answer),
+               "answer_recorded": str(r1.answer),
+               "verify_s": round(statistics.median(plain), 3),
+               "verify_proof_s": round(statistics.median(recorded), 3)}
+        info = r1.proof or {}
+        row.update({k: info.get(k, "") for k in ("nodes", "certified", "uncertified", "bytes")})
+        if r1.proof is not None:
+            t = time.perf_counter()
+            checked = check_proof(onnx, vnnlib, path)
+            row.update({"check": checked.status, "check_s": round(time.perf_counter() - t, 3),
+                        "check_message": "" if checked.status == "valid" else str(checked)})
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", nargs="+", default=["1_1"])
+    ap.add_argument("--props", nargs="+", type=int, default=[3, 4])
+    ap.add_argument("--instances", nargs="+", default=None, metavar="NET:PROP",
+                    help="Instead of networks x props: e.g. 1_1:5 1_9:7.")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=None)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    run("1_1", 4, 1, None)  # imports and first calls, untimed
+    rows = []
+    writer = None
+    out = open(args.out, "w", newline="") if args.out else None
+    todo = ([(n, int(p)) for n, p in (i.split(":") for i in args.instances)] if args.instances
+            else [(net, prop) for prop in args.props for net in args.networks])
+    for net, prop in todo:
+        row = run(net, prop, args.repeat, args.timeout)
+        rows.append(row)
+        print(row, flush=True)
+        if out is not None:
+            if writer is None:
+                writer = csv.DictWriter(out, fieldnames=list(row) + [
+                    k for k in ("check", "check_s", "check_message") if k not in row])
+                writer.writeheader()
+            writer.writerow(row)
+            out.flush()
+    if out is not None:
+        out.close()
+    bad = [r for r in rows if r.get("check") == "invalid"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
