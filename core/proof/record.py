@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -149,19 +150,19 @@ class ProofRecorder:
     def write(self, path) -> dict:
         """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``);
         returns :meth:`counts` and the file's bytes."""
-        from polytrav import __version__
+        from importlib.metadata import version
 
         arrays = {f"case{k}_{name}": a for k, case in enumerate(self.cases)
                   for name, a in case.arrays().items()}
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
         header = {"format": FORMAT, "version": VERSION, "claim": "unsat",
-                  "cases": len(self.cases), "producer": f"polytrav {__version__}",
+                  "cases": len(self.cases), "producer": f"polytrav {version('polytrav')}",
                   "network_sha256": network_digest(self.network),
                   "property_sha256": property_digest(self.spec), **self.counts()}
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("proof.json", json.dumps(header, indent=1))
             z.writestr("arrays.npz", buf.getvalue())
         out = self.counts()
-        out["bytes"] = int(__import__("os").path.getsize(path))
+        out["bytes"] = Path(path).stat().st_size
         return out

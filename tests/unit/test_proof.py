@@ -202,3 +202,18 @@ def test_the_relaxation_lies_above_relu_in_exact_arithmetic():
     for a, b, sv, tv in zip(lo, hi, s, t):
         a, b, sv, tv = map(Fraction, (a, b, sv, tv))
         assert 0 <= sv <= 1 and sv * a + tv >= 0 and sv * b + tv >= b
+
+
+def test_the_checker_runs_without_bounds_solve_traversal_or_host(proven):
+    """In a fresh interpreter, checking a certificate loads no module of those layers."""
+    import subprocess
+    import sys
+
+    net, prop, cert, _ = proven[0]
+    code = ("import sys; from polytrav.proof.check import check_proof; "
+            f"print(check_proof({str(net)!r}, {str(prop)!r}, {str(cert)!r})); "
+            "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+            "[['polytrav', x] for x in ('bounds', 'solve', 'traversal', 'host')]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.stdout.split("\n")[:2] == ["valid", "[]"], out.stdout + out.stderr
