@@ -47,7 +47,7 @@ SPLIT, BOUND, OPEN, SETTLED = 0, 1, 2, 3
 KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim"}
 U = 2.0 ** -53  # float64's unit roundoff
 TINY = 1e-300  # covers underflow: at most n * 2^-1074 per product of length n
-CHUNK = 256  # leaves bounded at once
+CHUNK = 32  # boxes bounded at once (few: the rows are the union of their unstable neurons)
 
 
 @dataclass(frozen=True)

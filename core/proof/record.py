@@ -149,7 +149,7 @@ class ProofRecorder:
 
     def write(self, path) -> dict:
         """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``);
-        returns :meth:`counts` and the file's bytes."""
+        returns :meth:`counts`, the file's bytes and the digests."""
         from importlib.metadata import version
 
         arrays = {f"case{k}_{name}": a for k, case in enumerate(self.cases)
@@ -163,6 +163,6 @@ class ProofRecorder:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("proof.json", json.dumps(header, indent=1))
             z.writestr("arrays.npz", buf.getvalue())
-        out = self.counts()
-        out["bytes"] = Path(path).stat().st_size
-        return out
+        return {**self.counts(), "bytes": Path(path).stat().st_size,
+                "network_sha256": header["network_sha256"],
+                "property_sha256": header["property_sha256"]}

@@ -80,3 +80,16 @@ def test_bad_input_is_one_line(folder):
     assert out.returncode == 4 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--proof", "no/dir/p.proof")
     assert out.returncode == 4 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_polytrav_vnnlib_writes_the_same_certificate(folder):
+    out = run(folder, "polytrav-vnnlib", "verify", "hold.vnnlib", "--network", "N=net.onnx",
+              "--proof", "v.proof")
+    assert (out.returncode, out.stdout) == (0, "unsat\n"), out.stderr
+    assert "polytrav-vnnlib: proof: wrote v.proof (" in out.stderr
+    check = run(folder, "polytrav", "check-proof", "net.onnx", "hold.vnnlib", "v.proof")
+    assert (check.returncode, check.stdout) == (0, "valid\n"), check.stderr
+    out = run(folder, "polytrav-vnnlib", "verify", "fail.vnnlib", "--network", "N=net.onnx",
+              "--proof", "w.proof")
+    assert out.stdout.startswith("sat\n") and not (folder / "w.proof").exists()
+    assert "polytrav-vnnlib: proof: none written to w.proof: the answer is sat" in out.stderr
