@@ -198,6 +198,7 @@ def _small_literals(path: Path) -> list[str]:
 NOT_TOLERANCES = {
     ("cell.py", 1e-300), ("screen.py", 1e-300), ("layout.py", 1e-300),  # division floors
     ("check.py", 1e-300),  # the proof checker's allowance for underflow (not a tolerance)
+    ("record.py", 1e-300),  # a division floor
     ("layout.py", 1e-9),  # a tick label's slack (pictures)
     ("common.py", 1e-9),  # the progress bar's rate: a division floor
     ("runner.py", 1e-6),  # the smallest time budget left after set-up, in seconds

@@ -217,3 +217,17 @@ def test_the_checker_runs_without_bounds_solve_traversal_or_host(proven):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert out.stdout.split("\n")[:2] == ["valid", "[]"], out.stdout + out.stderr
+
+
+def test_the_ascent_and_the_lp_find_the_same_multipliers():
+    """The recorder's batched ascent on a conjunction's dual reaches the LP's optimum (the
+    LP is its fallback), on random conjunctions over a box."""
+    from polytrav.proof.record import ascend_multipliers, conjunction_multipliers
+
+    rng = np.random.default_rng(1)
+    L, g = rng.normal(size=(40, 3, 5)), rng.normal(size=(40, 3)) + 3.0
+    lam, value = ascend_multipliers(L, g, steps=400)
+    for k in range(40):
+        exact = conjunction_multipliers(L[k], g[k])
+        best = exact @ g[k] - np.abs(exact @ L[k]).sum()
+        assert value[k] <= best + 1e-9 and value[k] >= best - 0.05 * (1 + abs(best)), k
