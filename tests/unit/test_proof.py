@@ -231,3 +231,91 @@ def test_the_ascent_and_the_lp_find_the_same_multipliers():
         exact = conjunction_multipliers(L[k], g[k])
         best = exact @ g[k] - np.abs(exact @ L[k]).sum()
         assert value[k] <= best + 1e-9 and value[k] >= best - 0.05 * (1 + abs(best)), k
+
+
+def _random_mutant(rng, arrays, lo_hi):
+    """One to three random changes of a certificate's numbers: multipliers scaled, replaced
+    or moved to other rows, a split moved inside its box or to another coordinate, a leaf
+    left open."""
+    a = {k: v.copy() for k, v in arrays.items()}
+    kind, lam = a["case0_kind"], a["case0_lam"]
+    leaves, splits = np.flatnonzero(kind == BOUND), np.flatnonzero(kind == SPLIT)
+    for _ in range(rng.integers(1, 4)):
+        what = rng.integers(5 if len(splits) else 3)
+        if what == 0:
+            lam[rng.choice(leaves)] *= rng.uniform(0.1, 10)
+        elif what == 1:
+            lam[rng.choice(leaves)] = rng.uniform(0, 1, lam.shape[1])
+        elif what == 2:
+            kind[rng.choice(leaves)] = OPEN
+        elif what == 3:
+            i = rng.choice(splits)
+            j = a["case0_dim"][i]
+            lo, hi = lo_hi[i]
+            a["case0_at"][i] = rng.uniform(lo[j], hi[j])
+        else:
+            a["case0_dim"][rng.choice(splits)] = rng.integers(3)
+    return a
+
+
+def _boxes(arrays, lower, upper):
+    kind, dim, at = arrays["case0_kind"], arrays["case0_dim"], arrays["case0_at"]
+    boxes = {0: (lower.copy(), upper.copy())}
+    for i in np.flatnonzero(kind == SPLIT):
+        lo, hi = boxes[i]
+        left, right = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
+        left[1][dim[i]] = right[0][dim[i]] = at[i]
+        boxes[arrays["case0_left"][i]], boxes[arrays["case0_right"][i]] = left, right
+    return boxes
+
+
+def test_no_mutant_proves_a_false_claim(proven, tmp_path):
+    """Hundreds of random mutants of a valid certificate, checked against a property that
+    fails (its level lowered below a point's output, the digest updated so that only the
+    numbers decide): none checks valid."""
+    from polytrav.proof.check import property_digest
+    from polytrav.verification.vnnlib import read_vnnlib
+
+    net_path, prop, cert, _ = proven[0]
+    net = Network.from_onnx(net_path)
+    y = net.forward(np.random.default_rng(0).uniform(-1, 1, (2000, 3)))[:, 0]
+    false_prop = _vnnlib(tmp_path / "false.vnnlib", f"(assert (>= Y_0 {float(y.max() - 0.01)!r}))")
+    digest = property_digest(read_vnnlib(false_prop))
+    header, arrays = _load(cert)
+    header["property_sha256"] = digest
+    boxes = _boxes(arrays, -np.ones(3), np.ones(3))
+    rng = np.random.default_rng(60)
+    answers = set()
+    for n in range(200):
+        mutant = _random_mutant(rng, arrays, boxes)
+        got = str(check_proof(net_path, false_prop, _save(tmp_path / "m.proof", header, mutant)))
+        assert got != "valid", f"mutant {n} proves a false claim"
+        answers.add(got.split(":")[0])
+    assert answers <= {"invalid", "incomplete"}
+
+
+def test_structural_mutants_fail_at_their_node(proven, tmp_path):
+    """At random nodes: a split value outside its box, a coordinate out of range, a
+    negative multiplier: each fails at that node's step."""
+    net, prop, cert, _ = proven[1]
+    header, arrays = _load(cert)
+    kind = arrays["case0_kind"]
+    boxes = _boxes(arrays, -np.ones(3), np.ones(3))
+    rng = np.random.default_rng(7)
+    for n in range(100):
+        a = {k: v.copy() for k, v in arrays.items()}
+        what = n % 3
+        if what < 2:
+            i = int(rng.choice(np.flatnonzero(kind == SPLIT)))
+            if what == 0:
+                j = a["case0_dim"][i]
+                lo, hi = boxes[i]
+                a["case0_at"][i] = hi[j] + rng.uniform(1e-9, 1) if rng.random() < 0.5 \
+                    else lo[j] - rng.uniform(1e-9, 1)
+            else:
+                a["case0_dim"][i] = rng.choice([-1, 3, 7])
+        else:
+            i = int(rng.choice(np.flatnonzero(kind == BOUND)))
+            a["case0_lam"][i, 0] = -rng.uniform(1e-12, 1)
+        got = str(check_proof(net, prop, _save(tmp_path / "s.proof", header, a)))
+        assert got.startswith(f"invalid: step {4 + i} (case 0, node {i})"), (n, got)
