@@ -136,57 +136,69 @@ class _Bounder:
         self.m = (lo + hi) / 2
         self.r = np.nextafter(np.maximum(hi - self.m, self.m - lo), np.inf)  # box in m +- r
         self.xmax = np.maximum(np.abs(lo), np.abs(hi))
-        self.relu = []  # per hidden layer: (alpha, s, t, max |z|, max a)
+        # the slack's terms are non-negative floats computed plainly: each is at least its
+        # exact value times (1 - u)^chain, chain the roundings along it (dot products, sums)
+        self.chain = sum(W.shape[0] + W.shape[1] + 8 for W, _ in layers)
+        self.relu = []  # per hidden layer: (alpha, s, t)
+        self.weights = []  # per layer j: the slack's weights on |Lz| (see affine), twice
         self.bounds = []  # per hidden layer: (lo, hi) of z on each box
+        amax = self.xmax
         for k in range(len(layers) - 1):
-            n = layers[k][0].shape[0]
+            W, b = layers[k]
+            n = W.shape[0]
+            plain = _gam(n) * (amax @ np.abs(W).T + np.abs(b))
+            self.weights.append((plain, None))
             if prior is None:
                 zlo, zhi, j = np.empty((lo.shape[0], n)), np.empty((lo.shape[0], n)), np.arange(n)
             else:  # the parent's bounds hold on its sub-boxes; the stable stay as they are
                 zlo, zhi = prior[k][0].copy(), prior[k][1].copy()
                 j = np.flatnonzero(((zlo < 0) & (zhi > 0)).any(axis=0))
-            if len(j):
-                rows = np.zeros((2 * len(j), n))
-                rows[np.arange(len(j)), j] = 1.0
-                rows[len(j) + np.arange(len(j)), j] = -1.0
-                low = self.lower(*self.affine(np.broadcast_to(rows, (lo.shape[0],) + rows.shape), k))
+            if len(j):  # +-z_j = +-(W[j] a + b[j]): exact rows on the layer's input
+                rows, const = np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]])
+                low = self.lower(*self.affine(np.broadcast_to(rows, (lo.shape[0],) + rows.shape),
+                                              k, const=const))
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
                 if prior is not None:  # a phase the parent proved stays (as in the split)
                     nlo = np.where(zlo[:, j] >= 0, np.maximum(nlo, 0.0), nlo)
                     nhi = np.where(zhi[:, j] <= 0, np.minimum(nhi, 0.0), nhi)
                 zlo[:, j], zhi[:, j] = nlo, nhi
             self.bounds.append((zlo, zhi))
-            alpha, s, t = _relaxation(zlo, zhi)
-            self.relu.append((alpha, s, t, np.maximum(np.abs(zlo), np.abs(zhi)),
-                              np.maximum(zhi, 0.0)))
+            self.relu.append(_relaxation(zlo, zhi))
+            self.weights[k] = (plain, plain + 4 * U * np.maximum(np.abs(zlo), np.abs(zhi)))
+            amax = np.maximum(zhi, 0.0)
+        W, b = layers[-1]
+        self.weights.append((_gam(W.shape[0]) * (amax @ np.abs(W).T + np.abs(b)), None))
 
-    def affine(self, Lz, k, boxes=slice(None)):
+    def affine(self, Lz, k, boxes=slice(None), const=None):
         """``(Lx, g, slack)`` with ``Lz . z_k >= Lx . x + g - slack`` on each of the ``boxes``
         (default all), where ``z_k = W_k a_{k-1} + b_k`` (``a_{-1} = x``) and ``Lz`` is
-        ``(B, R, n_k)``."""
+        ``(B, R, n_k)``; with ``const`` (``(R,)``), of ``Lz . a_{k-1} + const`` instead.
+
+        ``Lz . z_j = (Lz W_j) . a + Lz . b_j``: ``fl(Lz W_j)`` and ``fl(Lz . b_j)`` are off by
+        at most ``gamma |Lz| |W_j|`` and ``gamma |Lz| |b_j|``; with ``|a| <= amax`` their
+        terms are ``|Lz| . weights`` (``gamma (|W_j| amax + |b_j|)``); below layer ``k``,
+        ``Lz = fl(Lam * slope)`` is off by ``u |Lz|`` per entry, times ``|z| <= zmax``
+        (``4 u zmax`` in the weights). Each update of ``g`` rounds by at most ``u |g|``.
+        """
         g = np.zeros(Lz.shape[:2])
         slack = np.zeros(Lz.shape[:2])
         for j in range(k, -1, -1):
             W, b = self.layers[j]
-            nj, ni = W.shape
-            amax = (self.xmax if j == 0 else self.relu[j - 1][4])[boxes]
             Lz = np.ascontiguousarray(Lz)  # (a broadcast array would leave BLAS out)
-            # Lz.z_j = (Lz W).a + Lz.b, with fl(Lz W) = Lam and fl(Lz.b) off by at most
-            # gamma |Lz| |W| and gamma |Lz| |b|: their terms, with |a| <= amax, go to the
-            # slack; so does, below layer k, the rounding of Lz = fl(Lam * slope) times |z|
-            weights = _gam(nj) * (_upsum(amax @ np.abs(W).T, ni) + np.abs(b))
-            if j < k:
-                weights = weights + 4 * U * self.relu[j][3][boxes]
-            Lam = Lz @ W
-            g = g + Lz @ b
-            slack = _up(slack + _upsum(_rowsum(np.abs(Lz), weights), nj) + 2 * U * np.abs(g))
+            if const is not None and j == k:  # the rows are on a_{k-1} already, exactly
+                Lam, g = Lz, g + const
+            else:
+                weights = self.weights[j][0 if j == k else 1][boxes]
+                Lam = Lz @ W
+                g = g + Lz @ b
+                slack = slack + _rowsum(np.abs(Lz), weights) + 2 * U * np.abs(g)
             if j == 0:
-                return Lam, g, slack
-            alpha, s, t, _, _ = (a[boxes] for a in self.relu[j - 1])
-            Lz = np.where(Lam > 0, Lam * alpha[:, None, :], Lam * s[:, None, :])
+                return Lam, g, _up(slack * (1.0 + _gam(self.chain)))
+            alpha, s, t = (a[boxes] for a in self.relu[j - 1])
+            Lz = Lam * np.where(Lam > 0, alpha[:, None, :], s[:, None, :])
             lost = _rowsum(np.maximum(-Lam, 0.0), t)  # sum of Lam t over Lam < 0, negated
             g = g - lost
-            slack = _up(slack + _gam(ni) * _upsum(lost, ni) + 2 * U * np.abs(g))
+            slack = slack + _gam(W.shape[1]) * lost + 2 * U * np.abs(g)
         raise AssertionError("unreachable")
 
     def lower(self, Lx, g, slack, boxes=slice(None)):
