@@ -4,7 +4,8 @@ time, and the cost of recording (issue 60).
 Per instance (network, property) of ``../shared/data/acasxu``: ``polytrav.verify`` without a
 certificate and with ``proof=`` (alternating, ``--repeat`` times each; medians), then
 :func:`polytrav.proof.check.check_proof` on the certificate. One CSV row per instance:
-answer, verify seconds without and with recording, the certificate's nodes, certified and
+answer, verify seconds (wall and CPU: ``time.process_time``, which a loaded machine
+inflates less) without and with recording, the certificate's nodes, certified and
 uncertified leaves, bytes, the checker's answer and seconds. Runs in this process (imports
 and first calls paid once, before the first timed run).
 
@@ -34,26 +35,31 @@ def run(net: str, prop: int, repeat: int, timeout: float | None) -> dict:
     from polytrav.proof.check import check_proof
 
     onnx, vnnlib = instance(net, prop)
-    plain, recorded = [], []
+    plain, recorded, cpu_plain, cpu_recorded = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "p.proof"
         for _ in range(repeat):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             r0 = verify(onnx, vnnlib, timeout=timeout)
             plain.append(time.perf_counter() - t)
-            t = time.perf_counter()
+            cpu_plain.append(time.process_time() - c)
+            t, c = time.perf_counter(), time.process_time()
             r1 = verify(onnx, vnnlib, timeout=timeout, proof=path)
             recorded.append(time.perf_counter() - t)
+            cpu_recorded.append(time.process_time() - c)
         row = {"network": net, "property": prop, "answer": str(r0.answer),
                "answer_recorded": str(r1.answer),
                "verify_s": round(statistics.median(plain), 3),
-               "verify_proof_s": round(statistics.median(recorded), 3)}
+               "verify_proof_s": round(statistics.median(recorded), 3),
+               "verify_cpu_s": round(statistics.median(cpu_plain), 3),
+               "verify_proof_cpu_s": round(statistics.median(cpu_recorded), 3)}
         info = r1.proof or {}
         row.update({k: info.get(k, "") for k in ("nodes", "certified", "uncertified", "bytes")})
         if r1.proof is not None:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             checked = check_proof(onnx, vnnlib, path)
             row.update({"check": checked.status, "check_s": round(time.perf_counter() - t, 3),
+                        "check_cpu_s": round(time.process_time() - c, 3),
                         "check_message": "" if checked.status == "valid" else str(checked)})
     return row
 
@@ -81,7 +87,8 @@ def main() -> int:
         if out is not None:
             if writer is None:
                 writer = csv.DictWriter(out, fieldnames=list(row) + [
-                    k for k in ("check", "check_s", "check_message") if k not in row])
+                    k for k in ("check", "check_s", "check_cpu_s", "check_message")
+                    if k not in row])
                 writer.writeheader()
             writer.writerow(row)
             out.flush()
