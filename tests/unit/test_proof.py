@@ -319,3 +319,14 @@ def test_structural_mutants_fail_at_their_node(proven, tmp_path):
             a["case0_lam"][i, 0] = -rng.uniform(1e-12, 1)
         got = str(check_proof(net, prop, _save(tmp_path / "s.proof", header, a)))
         assert got.startswith(f"invalid: step {4 + i} (case 0, node {i})"), (n, got)
+
+
+def test_a_case_decided_by_the_traversal_is_incomplete(proven, tmp_path):
+    """Without the input split the traversal decides the case: the certificate says so (one
+    leaf without evidence) and the checker answers incomplete, naming it."""
+    net, prop, _, _ = proven[0]
+    result = verify(net, prop, split=False, proof=tmp_path / "t.proof")
+    assert result.answer == "unsat"
+    assert (result.proof["certified"], result.proof["uncertified"]) == (0, 1)
+    assert str(check_proof(net, prop, tmp_path / "t.proof")) == (
+        "incomplete: step 4 (case 0, node 0) is a claim without a certificate")
