@@ -64,6 +64,27 @@ def run(net: str, prop: int, repeat: int, timeout: float | None) -> dict:
     return row
 
 
+def summary(rows: list[dict]) -> None:
+    """Counts per checker answer, and over the certificates written: total seconds of
+    verify without and with recording and of the checker (wall; CPU where recorded), and
+    the certificates' sizes."""
+    written = [r for r in rows if r.get("check")]
+    print(f"{len(rows)} instances: "
+          + ", ".join(f"{a} {sum(r['answer'] == a for r in rows)}"
+                      for a in sorted({r['answer'] for r in rows})))
+    print("checker: " + ", ".join(f"{a} {sum(r['check'] == a for r in written)}"
+                                  for a in sorted({r['check'] for r in written})))
+    if not written:
+        return
+    for key in ("verify_s", "verify_proof_s", "check_s", "verify_cpu_s", "verify_proof_cpu_s",
+                "check_cpu_s"):
+        if key in written[0]:
+            print(f"  total {key}: {sum(float(r[key]) for r in written):.2f}")
+    sizes = sorted(int(r["bytes"]) for r in written)
+    print(f"  certificate bytes: median {statistics.median(sizes):.0f}, max {sizes[-1]}; "
+          f"leaves: max {max(int(r['certified']) for r in written)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", nargs="+", default=["1_1"])
@@ -94,6 +115,7 @@ def main() -> int:
             out.flush()
     if out is not None:
         out.close()
+    summary(rows)
     bad = [r for r in rows if r.get("check") == "invalid"]
     return 1 if bad else 0
 
