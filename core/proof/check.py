@@ -399,8 +399,14 @@ def main(argv=None) -> int:
         print("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE  (answers valid, "
               "invalid: step N ..., or incomplete: step N ...)", file=sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 4
+    from pathlib import Path
+
     from polytrav.vocabulary.errors import PolytravError
 
+    for path, what in zip(args, ("NETWORK", "PROPERTY", "CERTIFICATE")):
+        if not Path(path).is_file():
+            print(f"polytrav-check-proof: {what} file {path!r} not found", file=sys.stderr)
+            return 4
     try:
         result = check_proof(*args)
     except (OSError, PolytravError) as exc:  # a bad network or property file: one line

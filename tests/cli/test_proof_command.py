@@ -78,6 +78,9 @@ def test_bad_input_is_one_line(folder):
         "polytrav: error: check-proof: CERTIFICATE file 'missing.proof' not found"]
     out = run(folder, "polytrav-check-proof", "missing.onnx", "hold.vnnlib", "p.proof")
     assert out.returncode == 4 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    out = run(folder, "polytrav-check-proof", "net.onnx", "hold.vnnlib", "missing.proof")
+    assert (out.returncode, out.stderr) == (
+        4, "polytrav-check-proof: CERTIFICATE file 'missing.proof' not found\n")
     out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--proof", "no/dir/p.proof")
     assert out.returncode == 4 and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
