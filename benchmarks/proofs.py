@@ -9,8 +9,9 @@ inflates less) without and with recording, the certificate's nodes, certified an
 uncertified leaves, bytes, the checker's answer and seconds. Runs in this process (imports
 and first calls paid once, before the first timed run).
 
-    python benchmarks/proofs.py --networks 1_1 2_3 3_3 4_5 5_9 --props 3 4 --out benchmarks/results/proofs.csv
-    python benchmarks/proofs.py --instances 1_1:1 2_1:2 1_1:5 1_1:6 1_9:7 2_9:8 3_3:9 4_5:10 --timeout 120
+    python benchmarks/proofs.py --networks all --props 3 4 --instances 1_1:5 1_1:6 3_3:9 4_5:10 \
+        --timeout 116 --out benchmarks/results/proofs_acas_timing.csv
+    python benchmarks/proofs.py --props --instances 1_1:2 1_7:2 3_3:2 --timeout 116
 """
 from __future__ import annotations
 
@@ -87,10 +88,11 @@ def summary(rows: list[dict]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--networks", nargs="+", default=["1_1"])
-    ap.add_argument("--props", nargs="+", type=int, default=[3, 4])
+    ap.add_argument("--networks", nargs="+", default=["1_1"],
+                    help="e.g. 1_1 3_3; 'all': the 45 networks")
+    ap.add_argument("--props", nargs="*", type=int, default=[3, 4])
     ap.add_argument("--instances", nargs="+", default=None, metavar="NET:PROP",
-                    help="Instead of networks x props: e.g. 1_1:5 1_9:7.")
+                    help="After networks x props: e.g. 1_1:5 1_9:7 (--props alone: none).")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=None)
     ap.add_argument("--out", type=Path, default=None)
@@ -99,8 +101,10 @@ def main() -> int:
     rows = []
     writer = None
     out = open(args.out, "w", newline="") if args.out else None
-    todo = ([(n, int(p)) for n, p in (i.split(":") for i in args.instances)] if args.instances
-            else [(net, prop) for prop in args.props for net in args.networks])
+    if args.networks == ["all"]:
+        args.networks = [f"{a}_{b}" for a in range(1, 6) for b in range(1, 10)]
+    todo = [(net, prop) for prop in args.props for net in args.networks]
+    todo += [(n, int(p)) for n, p in (i.split(":") for i in args.instances or [])]
     for net, prop in todo:
         row = run(net, prop, args.repeat, args.timeout)
         rows.append(row)
