@@ -52,6 +52,9 @@ class LinearProperty(Analysis):
         A point it refuses is not a witness: the run leaves it (in ``verify`` mode it stops,
         as at a witness), the verdict is VIOLATED_UNCONFIRMED unless a later point stands,
         and ``details["refused"]`` says why. Runs in parts pickle it.
+    recorder : optional
+        A proof's record of the case (:class:`polytrav.proof.record.CaseRecord`), given to
+        the settle stage's input split; None (default): nothing is recorded.
 
     ``verdict``: VIOLATED (confirmed witness), HOLDS (complete, every LP decided) or
     UNKNOWN. In ``verify`` mode with ``bounds`` the run first settles the region
@@ -68,13 +71,14 @@ class LinearProperty(Analysis):
     uses_vertices = True
 
     def __init__(self, unsafe, mode: str = "verify", bounds: bool = True, bab: bool = True,
-                 split: bool = True, confirm=None):
+                 split: bool = True, confirm=None, recorder=None):
         self.unsafe = unsafe
         self.mode = mode
         self.bounds = bounds
         self.bab = bab
         self.split = split
         self.confirm = confirm
+        self.recorder = recorder
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -134,8 +138,10 @@ class LinearProperty(Analysis):
         self._settled = None  # the settle stage's violation (t, x, k), for finish
 
     def __getstate__(self) -> dict:
-        """Pickled without the run's network and region (parts of a parallel run get them)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_run_inputs"}
+        """Pickled without the run's network and region (parts of a parallel run get them)
+        and without the proof's record (the settle stage runs before the parts)."""
+        return {k: (None if k == "recorder" else v) for k, v in self.__dict__.items()
+                if k != "_run_inputs"}
 
     @property
     def pairs(self) -> list:
@@ -192,7 +198,7 @@ class LinearProperty(Analysis):
 
         settled = settle_dnf(self._pairs, network, region, context.backends("lp"),
                              accept=accept, time_left=context.time_left,
-                             split_boxes=self.split)
+                             split_boxes=self.split, recorder=self.recorder)
         if settled.outcome is Settlement.VIOLATED:
             y = network.forward(settled.point)
             depth = [float(np.min(d - C @ y)) for C, d in self._pairs]

@@ -101,17 +101,18 @@ def deep_attack(pairs, network, region, policy: SettlePolicy | None = None
 
 
 def split_region(pairs, network, lower, upper, lp_chain, time_left: float | None,
-                 policy: SettlePolicy | None = None) -> split.SplitResult:
+                 policy: SettlePolicy | None = None, recorder=None) -> split.SplitResult:
     """The box ``[lower, upper]`` bisected against ``pairs`` (:func:`~polytrav.bounds.split.
     split_box`, extended while it accelerates, then its deep search), within the policy's
     shares of ``time_left`` seconds (None: no limit). ``policy``: default
-    :data:`VERIFY_POLICY`."""
+    :data:`VERIFY_POLICY`. ``recorder``: a proof's record of the split
+    (:func:`~polytrav.bounds.split.split_box`), or None."""
     policy = VERIFY_POLICY if policy is None else policy
     return split.split_box(
         network, lower, upper, pairs, lp_chain, extend=True,
         time_limit=None if time_left is None else policy.split_share * time_left,
         deep_time=policy.deep_seconds if time_left is None else policy.deep_share * time_left,
-        open_seconds=policy.open_seconds)
+        open_seconds=policy.open_seconds, recorder=recorder)
 
 
 def split_stats(result: split.SplitResult) -> dict:
@@ -123,7 +124,7 @@ def split_stats(result: split.SplitResult) -> dict:
 
 def settle_dnf(pairs, network, region, lp_chain, *, accept: Callable[[np.ndarray], bool],
                time_left: Callable[[], float | None] = lambda: None, split_boxes: bool = True,
-               policy: SettlePolicy | None = None) -> Settled:
+               policy: SettlePolicy | None = None, recorder=None) -> Settled:
     """Decide the unsafe set ``pairs`` on ``region`` as far as the stage can, in ``verify``'s
     order.
 
@@ -138,7 +139,8 @@ def settle_dnf(pairs, network, region, lp_chain, *, accept: Callable[[np.ndarray
        boxes, each from its centre, or the whole region from the attack's point.
 
     ``policy``: default :data:`VERIFY_POLICY` (as it is when called). ``stats["split"]``:
-    :func:`split_stats` where the split ran, else None.
+    :func:`split_stats` where the split ran, else None. ``recorder``: None, or a proof's
+    record of the split (:func:`split_region`).
     """
     policy = VERIFY_POLICY if policy is None else policy
     x = quick_attack(pairs, network, region)
@@ -151,7 +153,8 @@ def settle_dnf(pairs, network, region, lp_chain, *, accept: Callable[[np.ndarray
                 <= policy.split_max_effective:
             if x is not None and dnf.unsafe_distance(pairs, network.forward(x)[None, :])[0] <= 0:
                 return Settled.open(start=x, split=None)
-            found = split_region(pairs, network, lower, upper, lp_chain, time_left(), policy)
+            found = split_region(pairs, network, lower, upper, lp_chain, time_left(), policy,
+                                 recorder)
             if found.candidate is not None:
                 return Settled.open(start=found.candidate, split=split_stats(found))
             if not found.open_boxes:

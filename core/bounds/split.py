@@ -162,7 +162,7 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, extend: bool = False,
               deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
-              probe=None) -> SplitResult:
+              probe=None, recorder=None) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
@@ -189,7 +189,10 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     traversals hold) and leave the search; ``held`` None ends the split there, every open
     box left open (the probe answered for the whole box otherwise). A deep search can take most of the time on a
     query that holds nowhere near its worst boxes, and those boxes are the ones it bounds
-    worst."""
+    worst.
+
+    ``recorder``: None, or a proof's :class:`~polytrav.proof.record.CaseRecord`, told of each
+    batch bounded and each halving (the boxes' ids are their order numbers, the box 0)."""
     from polytrav.bounds.crown import box_output_bounds
     from polytrav.bounds.difference import stacked_pair
     from polytrav.bounds.dnf import stacked
@@ -213,6 +216,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     layers = list(zip(network.weights, network.biases))
     pair = stacked_pair(network) if DIFFERENCE_BOUNDS else None
     result.difference = pair is not None
+    if recorder is not None:
+        recorder.start(lower, upper, pair is not None)
     stack = stacked(pairs)
     C = stack[0]
     batch: list = []  # boxes popped and bounded together, then taken one by one
@@ -269,8 +274,11 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
             else:
                 Ls, gs = pair.box_output_bounds((lows + highs) / 2, (highs - lows) / 2, C,
                                                 phases=phases)
-            batch = _checked(batch, phases, Ls, gs, pairs, stack, network, context)[::-1]
-        _, _, lo, hi, anc, phases, L, margin, unsafe = batch.pop()
+            batch = _checked(batch, phases, Ls, gs, pairs, stack, network, context)
+            if recorder is not None:
+                recorder.bounded([e[1] for e in batch], [e[7] for e in batch], Ls, gs)
+            batch = batch[::-1]
+        _, box_id, lo, hi, anc, phases, L, margin, unsafe = batch.pop()
         result.boxes += 1
         if margin > 0:
             result.proven += 1
@@ -287,6 +295,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
         if not lo[j] < mid < hi[j]:  # too narrow to halve in floating point: traverse it
             narrow.append((lo, hi, anc))
             continue
+        if recorder is not None:
+            recorder.split(box_id, j, mid, count, count + 1)
         for a, b in ((lo[j], mid), (mid, hi[j])):
             lo2, hi2 = lo.copy(), hi.copy()
             lo2[j], hi2[j] = a, b

@@ -84,6 +84,9 @@ class Decision:
     #: open) where one ran, as :class:`~polytrav.verification.verify.VerificationResult` has
     proven: int = 0
     split: dict | None = None
+    #: the certificate written for an ``unsat`` (``decide``'s ``proof``), as
+    #: :attr:`VerificationResult.proof <polytrav.verification.verify.VerificationResult.proof>`
+    proof: dict | None = None
 
     def work_line(self) -> str:
         """How the answer was reached, with the counts
@@ -153,7 +156,8 @@ def check_soundness(instance: Instance, query_name: str) -> None:
 
 
 def decide(query: Query, models: dict, *, timeout: float | None = None,
-           query_name: str = "the query", solver=None, route: str = "diff") -> Decision:
+           query_name: str = "the query", solver=None, route: str = "diff",
+           proof=None) -> Decision:
     """Decide ``query`` with ``models`` (checked by :func:`check_mapping`) within
     ``timeout`` seconds: the :class:`Decision`.
 
@@ -163,7 +167,10 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
     two-network ε query (:func:`polytrav.verification.diff_query.diff_shape`) is decided:
     ``"diff"`` (default: :func:`polytrav.diff` over the joint partition) or ``"stack"``
     (the stacked network through :func:`polytrav.verify`, as every other query); other
-    queries ignore it. ``Decision.route`` says which ran.
+    queries ignore it. ``Decision.route`` says which ran. ``proof``: where to write a
+    certificate of an ``unsat`` reached by :func:`polytrav.verify` (the ``stack`` route, a
+    query read as real numbers: a float32 query's widened unsafe set is not the file's);
+    ``Decision.proof`` says what was written (docs/proofs.md).
     """
     from polytrav.verification.verify import verify
 
@@ -215,7 +222,8 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                         time.perf_counter() - t0, polytopes, lps, route="diff", split=split)
     # a proof for float32 holds with the unsafe set widened by the rounding bound
     spec = instance.spec if real else instance.widened()
-    result = verify(instance.network, spec, timeout=left, confirm=confirm, solver=solver)
+    result = verify(instance.network, spec, timeout=left, confirm=confirm, solver=solver,
+                    proof=proof if real else None)
     if result.answer.value == "unknown" and missed and instance.spec.cases:
         # a witness on the boundary of the unsafe set (a strict comparison met with equality,
         # or missed by float32 rounding): search again strictly inside it
@@ -233,4 +241,5 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                         f"{', '.join(instance.unbounded)} in a box; a proof needs them bounded",
                         time.perf_counter() - t0, *counts, **how)
     return Decision(answer, found[-1] if answer == "sat" else None, result.reason,
-                    time.perf_counter() - t0, *counts, **how)
+                    time.perf_counter() - t0, *counts, **how,
+                    proof=result.proof if answer == "unsat" else None)

@@ -56,6 +56,10 @@ class VerificationResult:
     #: input splitting (boxes of few effective inputs): boxes bounded, proven, left open for the
     #: traversal, and the proven boxes' mean volume share per input region; None if unused
     split: dict | None = None
+    #: the certificate written for an ``unsat`` (``verify``'s ``proof``): its path, nodes,
+    #: bound leaves (``certified``), leaves without a certificate (``uncertified``) and
+    #: bytes; None if none was asked for or the answer is not ``unsat``
+    proof: dict | None = None
 
     def __post_init__(self):
         self.answer = Answer(self.answer)
@@ -85,7 +89,8 @@ class VerificationResult:
         return jsonable({"answer": self.answer, "counterexample": as_list(self.counterexample),
                           "output": as_list(self.output), "polytopes": self.polytopes,
                           "lps": self.lps, "seconds": self.seconds, "reason": self.reason,
-                          "proven": self.proven, "split": self.split, "solves": self.solves})
+                          "proven": self.proven, "split": self.split, "solves": self.solves,
+                          "proof": self.proof})
 
 
 def work_line(answer, polytopes: int, lps: int, seconds: float, *, proven: int = 0,
@@ -156,7 +161,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
            solver=None, strategy: str = "auto", max_polytopes: int | None = None,
            progress=None, executor=None, bounds: bool = True,
            order: str = "best-first", split: bool = True, bab: bool = True,
-           on_interrupt: str = "raise", confirm=None) -> VerificationResult:
+           on_interrupt: str = "raise", confirm=None, proof=None) -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -192,6 +197,11 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         ``confirm(x)`` returns None when the counterexample ``x`` is real, else the reason it
         is not; replaces the onnxruntime check (a VNN-LIB 2.0 query checks its own way:
         :meth:`polytrav.verification.instance.Instance.witness`).
+    proof : path, optional
+        Where to write a certificate of an ``unsat`` (docs/proofs.md), which
+        ``polytrav-check-proof`` checks on its own; nothing is written for another answer
+        (``result.proof`` is then None). Boxes the input split proves carry their evidence;
+        what the traversal or branch and bound decided is marked as a claim without one.
 
     Examples
     --------
@@ -213,7 +223,7 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     try:  # every solver call of the instance ends by its timeout (polytrav.solve.deadline)
         with until(_end(t0, timeout)):
             return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
-                           executor, bounds, order, split, bab, t0, partial, confirm)
+                           executor, bounds, order, split, bab, t0, partial, confirm, proof)
     except KeyboardInterrupt:
         if on_interrupt == "raise":
             raise
@@ -231,7 +241,8 @@ def _end(t0: float, timeout) -> float | None:
 
 
 def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
-            bounds, order, split, bab, t0, reports, confirm=None) -> VerificationResult:
+            bounds, order, split, bab, t0, reports, confirm=None, proof=None
+            ) -> VerificationResult:
     """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
     from polytrav.host.options import RunOptions
     from polytrav.host.runner import RunSession
@@ -255,6 +266,11 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     reasons = []
     timed_out = False
     splits = []
+    recorder = None
+    if proof is not None:
+        from polytrav.proof.record import ProofRecorder
+
+        recorder = ProofRecorder(network, spec)
     session = RunSession(solver)  # the plugin manager and backend chains, once per instance
     options = RunOptions(solver=solver, strategy=strategy, max_polytopes=max_polytopes,
                          progress=progress, executor=executor, order=order,
@@ -268,13 +284,16 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                 return point
             if point:
                 reasons.append(f"region {k}: {point}")
+            elif recorder is not None and case.A is None:  # proven by its forward pass
+                recorder.case(k).point(network.forward(case.lower))
             continue
         check = confirm if confirm is not None or onnx_path is None else \
             OnnxConfirm(onnx_path, case.unsafe)
         # the run settles the region first (attacks, input splitting), then traverses what
         # is left open (polytrav.host.settling)
         prop = case.property("verify", bounds=bounds, bab=bab, split=split, confirm=check,
-                             pm=session.pm)
+                             pm=session.pm,
+                             recorder=None if recorder is None else recorder.case(k))
         prop.validate(network, case.region())  # bad unsafe sets fail here, named
         if timeout is not None and timeout - (time.perf_counter() - t0) <= 0:
             timed_out = True
@@ -306,8 +325,9 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                     break
     seconds = time.perf_counter() - t0
     if not reasons:
+        written = None if recorder is None else {"path": str(proof), **recorder.write(proof)}
         return VerificationResult("unsat", None, None, *_counts(reports), seconds, "", reports,
-                                  _proven(reports), _split_stats(splits))
+                                  _proven(reports), _split_stats(splits), proof=written)
     answer = "timeout" if timed_out else "unknown"
     return VerificationResult(answer, None, None, *_counts(reports), seconds, "; ".join(reasons),
                               reports, _proven(reports), _split_stats(splits))

@@ -102,7 +102,7 @@ class VnnlibCase:
         return box if self.A is None else box & Polyhedron(self.A, self.b)
 
     def property(self, mode: str = "verify", bounds: bool = True, bab: bool = True, pm=None,
-                 split: bool = True, confirm=None):
+                 split: bool = True, confirm=None, recorder=None):
         """The unsafe set as the registered ``linear_property`` analysis (the built-in
         :class:`~polytrav.plugins.linear_property.LinearProperty`, looked up by name).
 
@@ -110,6 +110,9 @@ class VnnlibCase:
         ----------
         mode : {"verify", "all"}, bounds : bool, bab : bool, split : bool, confirm : callable
             Passed on to the analysis.
+        recorder : optional
+            A proof's record of the case (:mod:`polytrav.proof.record`), passed on when
+            given (default None: nothing is recorded).
         pm : plugin manager, optional
             The registry to look the analysis up in (default: a fresh one).
 
@@ -119,8 +122,9 @@ class VnnlibCase:
         """
         from polytrav.host.manager import create_analysis
 
+        extra = {} if recorder is None else {"recorder": recorder}
         return create_analysis("linear_property", pm=pm, unsafe=list(self.unsafe), mode=mode,
-                               bounds=bounds, bab=bab, split=split, confirm=confirm)
+                               bounds=bounds, bab=bab, split=split, confirm=confirm, **extra)
 
 
 @dataclass(frozen=True, eq=False)

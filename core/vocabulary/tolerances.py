@@ -151,3 +151,9 @@ MEETS_TOL = 1e-7
 #: How far past a neuron's hyperplane (relative to ``1 +`` the step to it) a probe of the
 #: neighbouring cell goes, tried in turn until the neuron's phase flips.
 CROSSING_STEPS = (1e-7, 1e-5, 1e-3)
+
+# ---------------------------------------------------------------- proof certificates
+#: A conjunction's multipliers found by ascent (:func:`polytrav.proof.record.
+#: ascend_multipliers`) are kept where they prove it by this much (relative to ``1 +`` its
+#: largest constant; the checker's own rounding allowance is about 1e-13); else its LP's.
+PROOF_LAM_TOL = 1e-9

@@ -1,7 +1,8 @@
 """Imports point one way (read from the source, AST based; lazy imports inside functions count).
 
 The layers of ``core/`` (the ``polytrav`` package), lowest first: vocabulary → model → solve →
-bounds → traversal → host (and parallel, beside it) → verification → interface → testing
+bounds → traversal → host (and parallel, beside it) → verification (and proof, beside it) →
+interface → testing
 (the contract checks plugin authors run). A module
 imports only its own layer and the layers below; nothing in ``core/`` imports a plugin module
 (``polytrav.plugins.*``) or a concrete backend (``polytrav.solvers.*``) by module name, or the
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: Layer of each subpackage of ``polytrav`` (rank: lower layers have smaller numbers).
 LAYERS = {"vocabulary": 0, "model": 1, "solve": 2, "bounds": 3, "traversal": 4, "host": 5,
-          "parallel": 5, "verification": 6, "interface": 7, "testing": 8}
+          "parallel": 5, "verification": 6, "proof": 6, "interface": 7, "testing": 8}
 
 #: The public APIs, above every layer (re-exports only): what users and plugin authors import.
 FACADES = ("polytrav", "polytrav.extend")
@@ -96,6 +97,17 @@ def _violations() -> set[tuple[str, str]]:
                 if mine is None or theirs is None or theirs > mine:
                     bad.add((name, target))
     return bad
+
+
+#: What the proof checker may import of polytrav (issue 60): the network's and the property's
+#: readers and what they stand on, nothing of bounds, solve, traversal or host.
+CHECKER_MAY_IMPORT = ("polytrav.vocabulary", "polytrav.model", "polytrav.verification.vnnlib")
+
+
+def test_the_proof_checker_imports_only_the_readers():
+    found = _imports(ROOT / "core" / "proof" / "check.py")
+    bad = sorted(t for t in found if not t.startswith(CHECKER_MAY_IMPORT))
+    assert not bad, f"polytrav.proof.check imports {bad} (allowed: {CHECKER_MAY_IMPORT})"
 
 
 def test_every_core_module_belongs_to_a_layer():
@@ -185,6 +197,8 @@ def _small_literals(path: Path) -> list[str]:
 #: (file, value) of small numbers that are not tolerances.
 NOT_TOLERANCES = {
     ("cell.py", 1e-300), ("screen.py", 1e-300), ("layout.py", 1e-300),  # division floors
+    ("check.py", 1e-300),  # the proof checker's allowance for underflow (not a tolerance)
+    ("record.py", 1e-300),  # a division floor
     ("layout.py", 1e-9),  # a tick label's slack (pictures)
     ("common.py", 1e-9),  # the progress bar's rate: a division floor
     ("runner.py", 1e-6),  # the smallest time budget left after set-up, in seconds

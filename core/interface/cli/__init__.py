@@ -38,7 +38,7 @@ from polytrav.interface.cli.common import (EXIT_BAD_INPUT, EXIT_BROKEN_PIPE,  # 
 from polytrav.interface.cli.diff import diff
 from polytrav.interface.cli.explain import explain
 from polytrav.interface.cli.listing import plugins, solvers
-from polytrav.interface.cli.verify import verify, vnncomp_counterexample  # noqa: F401
+from polytrav.interface.cli.verify import check_proof, verify, vnncomp_counterexample  # noqa: F401
 from polytrav.interface.console import answered, working
 from polytrav.vocabulary.errors import PolytravError
 
@@ -115,6 +115,6 @@ def main() -> None:
     """Exact traversal of the linear regions of ReLU networks, and verification on top."""
 
 
-for _command in (verify, run, plugins, solvers, regions, analyze, attack, counterfactual,
-                 monotonicity, explain, diff):
+for _command in (verify, check_proof, run, plugins, solvers, regions, analyze, attack,
+                 counterfactual, monotonicity, explain, diff):
     main.add_command(_command)

@@ -22,7 +22,7 @@ from polytrav.vocabulary.errors import PolytravError
 from polytrav.vocabulary.exits import ANSWER_EXIT
 from polytrav.vocabulary.results import to_json
 
-__all__ = ["verify", "vnncomp_counterexample"]
+__all__ = ["verify", "check_proof", "proof_line", "vnncomp_counterexample"]
 
 
 def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
@@ -44,6 +44,9 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per instance).")
 @click.option("--counterexample", type=click.Path(dir_okay=False), default=None,
               help="Write a counterexample in VNN-COMP's format to this file.")
+@click.option("--proof", type=click.Path(dir_okay=False), default=None,
+              help="Write a certificate of an unsat to this file (polytrav check-proof "
+                   "checks it; docs/proofs.md).")
 @click.option("--instances", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A VNN-COMP instances.csv (onnx,vnnlib,timeout) to run in batch.")
 @click.option("--results", type=click.Path(dir_okay=False), default=None,
@@ -73,15 +76,16 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
               help="Local worker processes (instances of a batch, or parts of one traversal).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
-def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, instances,
-           results, bounds, order, split, bab, total_timeout, networks, route, workers,
-           scheduler) -> None:
+def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, proof,
+           instances, results, bounds, order, split, bab, total_timeout, networks, route,
+           workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
     Examples:
       polytrav verify net.onnx prop_3.vnnlib --timeout 116
       polytrav verify net.onnx prop.vnnlib --json --counterexample cex.txt
+      polytrav verify net.onnx prop_3.vnnlib --proof p3.proof   # then: polytrav check-proof
       polytrav verify --instances instances.csv --results results.csv --workers 2
       polytrav verify net.onnx prop.vnnlib --scheduler tcp://10.0.0.5:8786
       polytrav verify mono.vnnlib --network f=net.onnx   # VNN-LIB 2.0, several networks
@@ -99,6 +103,12 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
                  "--counterexample FILE is for NETWORK PROP; a query with --network prints "
                  "its assignment")
         check_writable(counterexample, "--counterexample")
+    if proof is not None:
+        from polytrav.interface.export import check_writable
+
+        if instances is not None or networks:
+            fail("--proof FILE is for one instance NETWORK PROP")
+        check_writable(proof, "--proof")
     if instances is not None:
         if network or prop:
             fail("give either NETWORK PROP or --instances, not both")
@@ -130,7 +140,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
     with _executor(workers, scheduler) as executor:
         result = _run_one(network, prop, timeout, solver, max_polytopes,
                           None if workers is None and scheduler is None else executor,
-                          bounds=bounds, order=order, split=split, bab=bab)
+                          bounds=bounds, order=order, split=split, bab=bab, proof=proof)
     if counterexample and result.answer == "sat":
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")
@@ -144,6 +154,8 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         elif result.reason:
             click.echo(f"why: {result.reason}")
         click.echo(result.work_line())
+        if proof is not None:
+            click.echo(proof_line(result, proof))
         if result.solves:
             from polytrav.host.summary import solves_lines
 
@@ -152,6 +164,53 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
                                      subproblems=sum(r.stats["subproblem_solves"]
                                                      for r in result.reports)):
                 click.echo(line)
+    sys.exit(result.exit_code)
+
+
+def proof_line(result, path) -> str:
+    """What ``--proof`` wrote: the certificate's leaves (those without evidence named), or
+    why nothing was written.
+
+    >>> class R: answer, proof = "sat", None
+    >>> proof_line(R(), "p.proof")
+    'proof: none written to p.proof: the answer is sat (a certificate is written for unsat only)'
+    """
+    info = result.proof
+    if info is None:
+        return (f"proof: none written to {path}: the answer is {result.answer} (a certificate "
+                "is written for unsat only)")
+    text = (f"proof: wrote {info['path']} ({info['bytes']} bytes): {info['certified']} leaves "
+            f"with a certificate")
+    if info["uncertified"]:
+        text += (f", {info['uncertified']} without one (decided by the traversal or branch "
+                 "and bound; the checker answers incomplete)")
+    return text
+
+
+@click.command("check-proof")
+@click.argument("network", type=click.Path(dir_okay=False))
+@click.argument("prop", type=click.Path(dir_okay=False))
+@click.argument("certificate", type=click.Path(dir_okay=False))
+def check_proof(network, prop, certificate) -> None:
+    """Check a certificate of unsat (polytrav verify --proof): valid, invalid or incomplete.
+
+    \b
+    Example:
+      polytrav check-proof net.onnx prop_3.vnnlib p3.proof
+
+    The checker (polytrav.proof.check, also the polytrav-check-proof script) reads the
+    network and the property itself and recomputes every bound with rounding accounted for;
+    it prints `valid`, `invalid: step N ...` (the first step that fails) or `incomplete:
+    step N ...` (a claim the certificate carries no evidence for). Exit code: 0 valid, 1
+    invalid, 2 incomplete, 4 bad input.
+    """
+    from polytrav.proof.check import check_proof as check
+
+    for path, what in ((network, "NETWORK"), (prop, "PROP"), (certificate, "CERTIFICATE")):
+        if not Path(path).is_file():
+            fail(f"check-proof: {what} file {path!r} not found")
+    result = check(network, prop, certificate)
+    click.echo(str(result))
     sys.exit(result.exit_code)
 
 

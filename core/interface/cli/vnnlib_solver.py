@@ -75,7 +75,10 @@ def cli(ctx, show_name, show_version) -> None:
                    "partition (default), or the stacked network.")
 @click.option("--serialise-assignments", "--assignments", "serialise", default=None,
               hidden=True, help="Not supported (supports --serialise-assignments: false).")
-def verify(query, networks, timeout, route, serialise) -> None:
+@click.option("--proof", type=click.Path(dir_okay=False), default=None,
+              help="Write a certificate of an unsat to this file, for polytrav check-proof "
+                   "NETWORK QUERY FILE (a one-network query read as real numbers).")
+def verify(query, networks, timeout, route, serialise, proof) -> None:
     """Decide QUERY: print sat (with the assignment), unsat, unknown or timed-out."""
     from polytrav.verification.query import read_query
     from polytrav.verification.standard import check_mapping, decide
@@ -105,18 +108,55 @@ def verify(query, networks, timeout, route, serialise) -> None:
     if left is not None and left <= 0:
         _out(["timed-out"])
         return
-    decision = decide(parsed, models, timeout=left, query_name=name, route=route)
+    if proof is not None:
+        from polytrav.interface.export import check_writable
+
+        check_writable(proof, "--proof")
+    decision = decide(parsed, models, timeout=left, query_name=name, route=route, proof=proof)
     if decision.answer != "sat":
         _out([decision.answer])
         if decision.reason:
             click.echo(f"polytrav-vnnlib: {decision.answer}: {decision.reason}", err=True)
+        if proof is not None:
+            click.echo(f"polytrav-vnnlib: {_proof_note(decision, query, models, proof)}",
+                       err=True)
         return
     from polytrav.verification.assignment import render_assignment
 
+    if proof is not None:
+        click.echo(f"polytrav-vnnlib: {_proof_note(decision, query, models, proof)}", err=True)
     text = render_assignment(parsed, decision.witness.values)
     answered()
     sys.stdout.buffer.write(("sat\n" + text).encode())
     sys.stdout.flush()
+
+
+def _proof_note(decision, query, models, path) -> str:
+    """What ``--proof`` wrote; a certificate that ``check-proof NETWORK QUERY`` would not
+    read as written (the query compiles to another network or property: several networks,
+    hidden nodes, float32 semantics) is removed, and the line says so."""
+    info = decision.proof
+    if info is None:
+        why = (f"the answer is {decision.answer}" if decision.answer != "unsat" else
+               f"the {decision.route} route carries no certificate yet, or the query is "
+               "float32 (its widened unsafe set is not the file's)")
+        return f"proof: none written to {path}: {why}"
+    from polytrav.model.network import Network
+    from polytrav.proof.check import network_digest, property_digest
+    from polytrav.verification.vnnlib import read_vnnlib
+
+    files = list(models.values())
+    net = Network.from_onnx(files[0]) if len(files) == 1 else None
+    same = net is not None and network_digest(net) == info["network_sha256"]
+    if same:
+        spec = read_vnnlib(query, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+        same = property_digest(spec) == info["property_sha256"]
+    if not same:
+        Path(path).unlink()
+        return (f"proof: none written to {path}: the query compiles to another network or "
+                "property than check-proof NETWORK QUERY reads")
+    return (f"proof: wrote {path} ({info['bytes']} bytes): {info['certified']} leaves with a "
+            f"certificate, {info['uncertified']} without one")
 
 
 def _dest(flag: str) -> str:

@@ -1,0 +1,420 @@
+"""An independent checker of polytrav's ``unsat`` certificates (format: docs/proofs.md).
+
+``check_proof(network_file, property_file, certificate)`` answers ``valid``, ``invalid: step
+N ...`` (the first step that fails) or ``incomplete: step N ...`` (no step fails, but step N
+is a claim the certificate carries no evidence for, e.g. a box left to the traversal).
+
+What it trusts: polytrav's readers of the network (:meth:`Network.from_onnx
+<polytrav.model.network.Network.from_onnx>`, ``from_nnet``: the weights as float64 arrays)
+and of the property (:func:`~polytrav.verification.vnnlib.read_vnnlib`: per case an input box
+and an unsafe set ``C y <= d`` in DNF), NumPy's IEEE float64 arithmetic (round to nearest;
+any summation order) and Python. It imports nothing of polytrav's bounds, solve, traversal
+or host layers (``tests/unit/test_layers.py``): every bound is recomputed here.
+
+A certificate per case of the property is a tree over the case's input box. A *split* node
+halves its box at one coordinate and one float value (the children ``x_d <= at`` and ``x_d
+>= at`` tile the box exactly, by construction: a gap or an overlap cannot be written). A
+*bound* leaf carries, per disjunct ``C_q y <= d_q`` of the unsafe set, multipliers
+``lam >= 0`` over its rows; the checker proves ``lam . (C_q y - d_q) > 0`` on the leaf's box,
+so no point of the box meets the disjunct. It computes its own CROWN bound: every hidden
+layer's pre-activation bounds by back-substitution, ReLU relaxed by ``alpha z <= relu(z) <=
+s z + t`` (``alpha`` = 1 where ``hi >= -lo``, else 0; the chord, its intercept rounded up
+until it provably lies above relu), then the rows' affine lower bounds in ``x``, combined
+with ``lam`` and minimised over the box. Rounding: every float product ``fl(A @ B)`` is
+off by at most ``gamma_n |A| @ |B|`` (``n`` the inner dimension); the checker carries these
+terms, times bounds of ``|x|``, ``|a|`` and ``|z|``, as a *slack* that it subtracts, with
+constants twice the classical ones (which also covers rounding the slack itself) and
+:data:`TINY` for underflow. NumPy + the standard library only.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["FORMAT", "VERSION", "SPLIT", "BOUND", "OPEN", "SETTLED", "KIND_NAMES",
+           "CheckResult", "check_proof", "network_digest", "property_digest", "main"]
+
+FORMAT, VERSION = "polytrav-proof", 1
+#: Node kinds: a split of the box, a bound leaf, and two leaves without evidence (a box left
+#: open for the traversal; a case the input split did not settle).
+SPLIT, BOUND, OPEN, SETTLED = 0, 1, 2, 3
+KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim"}
+U = 2.0 ** -53  # float64's unit roundoff
+TINY = 1e-300  # covers underflow: at most n * 2^-1074 per product of length n
+CHUNK = 32  # boxes bounded at once (few: the rows are the union of their unstable neurons)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The checker's answer: ``status`` ``valid``, ``invalid`` or ``incomplete``; the step
+    (None when valid) and what it found."""
+
+    status: str
+    step: int | None = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        return "valid" if self.status == "valid" else f"{self.status}: step {self.step} {self.message}"
+
+    @property
+    def exit_code(self) -> int:
+        return {"valid": 0, "invalid": 1, "incomplete": 2}[self.status]
+
+
+def _bytes(a) -> bytes:
+    a = np.ascontiguousarray(a, dtype="<f8")
+    return np.asarray(a.shape, "<i8").tobytes() + a.tobytes()
+
+
+def network_digest(network) -> str:
+    """sha256 of the network's layers as float64 (what was verified, whatever the file)."""
+    h = hashlib.sha256()
+    for W, b in zip(network.weights, network.biases):
+        h.update(_bytes(W) + _bytes(b))
+    return h.hexdigest()
+
+
+def property_digest(spec) -> str:
+    """sha256 of the property's cases: boxes, input rows, unsafe sets."""
+    h = hashlib.sha256()
+    for case in spec.cases:
+        h.update(_bytes(case.lower) + _bytes(case.upper))
+        if case.A is not None:
+            h.update(_bytes(case.A) + _bytes(case.b))
+        for C, d in case.unsafe:
+            h.update(b"|" + _bytes(C) + _bytes(d))
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------ sound arithmetic
+
+def _gam(n: int) -> float:
+    """Twice the classical ``gamma_n = n u / (1 - n u)``: a float dot product of length ``n``
+    is off by at most ``gamma_n`` times the dot product of the absolute values."""
+    return 2.0 * (n + 2) * U
+
+
+def _up(x):
+    """An upper bound of the exact value of ``x``, a float result of at most three roundings."""
+    return np.nextafter(x + np.abs(x) * (8 * U) + TINY, np.inf)
+
+
+def _upsum(x, n: int):
+    """An upper bound of a sum of ``n`` non-negative products computed in float as ``x``."""
+    return _up(x * (1.0 + _gam(n)))
+
+
+def _relaxation(lo, hi):
+    """ReLU's lines ``alpha z <= relu(z) <= s z + t`` on ``[lo, hi]``, valid in exact
+    arithmetic for the float values returned (``t`` rounded up: ``s lo + t >= 0`` and
+    ``s hi + t >= hi``, so the line lies above relu on the interval)."""
+    active, inactive = lo >= 0, hi <= 0
+    unstable = ~active & ~inactive
+    width = np.where(unstable, hi - lo, 1.0)
+    s = np.clip(np.where(active, 1.0, np.where(unstable, hi / width, 0.0)), 0.0, 1.0)
+    t = np.where(unstable, np.maximum(_up(-s * lo), _up(hi * (1.0 - s))), 0.0)
+    alpha = np.where(active | (unstable & (hi >= -lo)), 1.0, 0.0)
+    return alpha, s, t
+
+
+def _rowsum(L, v):
+    """``sum_n L[b, r, n] v[b, n]``."""
+    return np.einsum("brn,bn->br", L, v)
+
+
+class _Bounder:
+    """Rigorous CROWN bounds of a network on a batch of boxes ``[lo, hi]`` (``(B, n_in)``)."""
+
+    def __init__(self, layers, lo, hi, prior=None):
+        self.layers = layers
+        self.m = (lo + hi) / 2
+        self.r = np.nextafter(np.maximum(hi - self.m, self.m - lo), np.inf)  # box in m +- r
+        self.xmax = np.maximum(np.abs(lo), np.abs(hi))
+        # the slack's terms are non-negative floats computed plainly: each is at least its
+        # exact value times (1 - u)^chain, chain the roundings along it (dot products, sums)
+        self.chain = sum(W.shape[0] + W.shape[1] + 8 for W, _ in layers)
+        self.relu = []  # per hidden layer: (alpha, s, t)
+        self.weights = []  # per layer j: the slack's weights on |Lz| (see affine), twice
+        self.bounds = []  # per hidden layer: (lo, hi) of z on each box
+        amax = self.xmax
+        for k in range(len(layers) - 1):
+            W, b = layers[k]
+            n = W.shape[0]
+            plain = _gam(n) * (amax @ np.abs(W).T + np.abs(b))
+            self.weights.append((plain, None))
+            if prior is None:
+                zlo, zhi, j = np.empty((lo.shape[0], n)), np.empty((lo.shape[0], n)), np.arange(n)
+            else:  # the parent's bounds hold on its sub-boxes; the stable stay as they are
+                zlo, zhi = prior[k][0].copy(), prior[k][1].copy()
+                j = np.flatnonzero(((zlo < 0) & (zhi > 0)).any(axis=0))
+            if len(j):  # +-z_j = +-(W[j] a + b[j]): exact rows on the layer's input
+                rows, const = np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]])
+                low = self.lower(*self.affine(np.broadcast_to(rows, (lo.shape[0],) + rows.shape),
+                                              k, const=const))
+                nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
+                if prior is not None:  # a phase the parent proved stays (as in the split)
+                    nlo = np.where(zlo[:, j] >= 0, np.maximum(nlo, 0.0), nlo)
+                    nhi = np.where(zhi[:, j] <= 0, np.minimum(nhi, 0.0), nhi)
+                zlo[:, j], zhi[:, j] = nlo, nhi
+            self.bounds.append((zlo, zhi))
+            self.relu.append(_relaxation(zlo, zhi))
+            self.weights[k] = (plain, plain + 4 * U * np.maximum(np.abs(zlo), np.abs(zhi)))
+            amax = np.maximum(zhi, 0.0)
+        W, b = layers[-1]
+        self.weights.append((_gam(W.shape[0]) * (amax @ np.abs(W).T + np.abs(b)), None))
+
+    def affine(self, Lz, k, boxes=slice(None), const=None):
+        """``(Lx, g, slack)`` with ``Lz . z_k >= Lx . x + g - slack`` on each of the ``boxes``
+        (default all), where ``z_k = W_k a_{k-1} + b_k`` (``a_{-1} = x``) and ``Lz`` is
+        ``(B, R, n_k)``; with ``const`` (``(R,)``), of ``Lz . a_{k-1} + const`` instead.
+
+        ``Lz . z_j = (Lz W_j) . a + Lz . b_j``: ``fl(Lz W_j)`` and ``fl(Lz . b_j)`` are off by
+        at most ``gamma |Lz| |W_j|`` and ``gamma |Lz| |b_j|``; with ``|a| <= amax`` their
+        terms are ``|Lz| . weights`` (``gamma (|W_j| amax + |b_j|)``); below layer ``k``,
+        ``Lz = fl(Lam * slope)`` is off by ``u |Lz|`` per entry, times ``|z| <= zmax``
+        (``4 u zmax`` in the weights). Each update of ``g`` rounds by at most ``u |g|``.
+        """
+        g = np.zeros(Lz.shape[:2])
+        slack = np.zeros(Lz.shape[:2])
+        for j in range(k, -1, -1):
+            W, b = self.layers[j]
+            Lz = np.ascontiguousarray(Lz)  # (a broadcast array would leave BLAS out)
+            if const is not None and j == k:  # the rows are on a_{k-1} already, exactly
+                Lam, g = Lz, g + const
+            else:
+                weights = self.weights[j][0 if j == k else 1][boxes]
+                Lam = Lz @ W
+                g = g + Lz @ b
+                slack = slack + _rowsum(np.abs(Lz), weights) + 2 * U * np.abs(g)
+            if j == 0:
+                return Lam, g, _up(slack * (1.0 + _gam(self.chain)))
+            alpha, s, t = (a[boxes] for a in self.relu[j - 1])
+            Lz = Lam * np.where(Lam > 0, alpha[:, None, :], s[:, None, :])
+            lost = _rowsum(np.maximum(-Lam, 0.0), t)  # sum of Lam t over Lam < 0, negated
+            g = g - lost
+            slack = slack + _gam(W.shape[1]) * lost + 2 * U * np.abs(g)
+        raise AssertionError("unreachable")
+
+    def lower(self, Lx, g, slack, boxes=slice(None)):
+        """A lower bound of ``Lx . x + g - slack`` over each of the ``boxes`` (``Lx`` ``(B,
+        R, n_in)``): ``Lx . m - |Lx| . r``, less its rounding."""
+        n = Lx.shape[-1]
+        m, r = self.m[boxes], self.r[boxes]
+        t1 = _rowsum(Lx, m)
+        t2 = _upsum(_rowsum(np.abs(Lx), r), n)
+        t3 = _gam(n) * _upsum(_rowsum(np.abs(Lx), np.abs(m)), n)
+        total = t1 - t2 - t3 + g - slack
+        mag = np.abs(t1) + t2 + t3 + np.abs(g) + slack
+        return np.nextafter(total - _up(8 * U * mag), -np.inf)
+
+    def margin(self, C, d, lam, boxes):
+        """A lower bound of ``lam . (C y - d)`` over each of the ``boxes`` (indices; ``lam``
+        ``(len(boxes), rows)``, >= 0)."""
+        B, r = lam.shape
+        Lx, g, slack = self.affine(np.broadcast_to(C, (B,) + C.shape), len(self.layers) - 1,
+                                   boxes)
+        n = Lx.shape[-1]
+        Lc = np.einsum("br,brn->bn", lam, Lx)
+        gc = np.einsum("br,br->b", lam, g) - lam @ d
+        sc = _up(_upsum(np.einsum("br,br->b", lam, slack), r)
+                 + _gam(r) * (_upsum(np.einsum("br,brn,bn->b", lam, np.abs(Lx), self.xmax[boxes]),
+                                     r * n)
+                              + _upsum(np.einsum("br,br->b", lam, np.abs(g)), r)
+                              + _upsum(lam @ np.abs(d), r))
+                 + 2 * U * np.abs(gc))
+        return self.lower(Lc[:, None, :], gc[:, None], sc[:, None], boxes)[:, 0]
+
+
+# ------------------------------------------------------------------ the certificate
+
+class _Fail(Exception):
+    def __init__(self, step: int, message: str):
+        super().__init__(message)
+        self.step, self.message = step, message
+
+
+def _read(path):
+    """The certificate's header (``proof.json``) and arrays (``arrays.npz``)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            header = json.loads(z.read("proof.json"))
+            with np.load(io.BytesIO(z.read("arrays.npz")), allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise _Fail(1, f"(the file): not a readable certificate ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT \
+            or header.get("version") != VERSION:
+        raise _Fail(1, f"(the file): format {header.get('format')!r} version "
+                       f"{header.get('version')!r}; this checker reads {FORMAT!r} {VERSION}")
+    return header, arrays
+
+
+def _case_tree(k, arrays, n_in, n_rows, first_step):
+    """The case's node arrays, checked as a tree whose children follow their parent."""
+    names = ("kind", "dim", "at", "left", "right", "lam")
+    try:
+        kind, dim, at, left, right, lam = (arrays[f"case{k}_{x}"] for x in names)
+    except KeyError as exc:
+        raise _Fail(first_step, f"(case {k}): array {exc} missing") from None
+    N = len(kind)
+    shapes_ok = (N >= 1 and all(a.shape == (N,) for a in (dim, at, left, right))
+                 and lam.shape == (N, n_rows) and lam.dtype.kind == "f" and at.dtype.kind == "f"
+                 and all(a.dtype.kind in "iu" for a in (kind, dim, left, right)))
+    if not shapes_ok:
+        raise _Fail(first_step, f"(case {k}): node arrays of inconsistent shapes or types")
+    parents = np.zeros(N, int)
+    for i in range(N):
+        if kind[i] == SPLIT:
+            for c in (left[i], right[i]):
+                if not i < c < N:
+                    raise _Fail(first_step + i, f"(case {k}, node {i}): child {c} is not a "
+                                                f"later node")
+                parents[c] += 1
+            if not 0 <= dim[i] < n_in:
+                raise _Fail(first_step + i, f"(case {k}, node {i}): split coordinate "
+                                            f"{dim[i]} out of range")
+        elif kind[i] not in KIND_NAMES:
+            raise _Fail(first_step + i, f"(case {k}, node {i}): unknown kind {kind[i]}")
+    for i in range(1, N):
+        if parents[i] != 1:
+            raise _Fail(first_step + i, f"(case {k}, node {i}): has {parents[i]} parents "
+                                        "(every node but the root has one)")
+    return kind, dim, at, left, right, lam
+
+
+def _check_case(k, case, layers, arrays, first_step, failures, gaps):
+    """Check case ``k``: its tree, its boxes, its bound leaves. The first failing step goes
+    to ``failures``, the steps without evidence to ``gaps``; returns the case's steps."""
+    n_in = case.lower.shape[0]
+    rows = [np.asarray(C, float) for C, _ in case.unsafe]
+    ds = [np.asarray(d, float) for _, d in case.unsafe]
+    ends = np.cumsum([0] + [C.shape[0] for C in rows])
+    kind, dim, at, left, right, lam = _case_tree(k, arrays, n_in, int(ends[-1]), first_step)
+    N = len(kind)
+    lo = np.empty((N, n_in))
+    hi = np.empty((N, n_in))
+    lo[0], hi[0] = case.lower, case.upper
+    for i in np.flatnonzero(kind == SPLIT):  # parents come first: boxes top-down
+        j, a = dim[i], at[i]
+        if not lo[i, j] <= a <= hi[i, j]:  # (false for NaN)
+            raise _Fail(first_step + i, f"(case {k}, node {i}): split at x_{j} = {a!r} "
+                                        f"outside the box [{lo[i, j]!r}, {hi[i, j]!r}]")
+        lo[left[i]], hi[left[i]] = lo[i], hi[i]
+        lo[right[i]], hi[right[i]] = lo[i], hi[i]
+        hi[left[i], j] = lo[right[i], j] = a
+    for i in np.flatnonzero((kind == OPEN) | (kind == SETTLED)):
+        gaps.append((first_step + int(i), f"(case {k}, node {i}) is a {KIND_NAMES[kind[i]]} "
+                                          "without a certificate"))
+    leaves = np.flatnonzero(kind == BOUND)
+    bad = leaves[~(np.isfinite(lam[leaves]).all(axis=1) & (lam[leaves] >= 0).all(axis=1))]
+    if len(bad):
+        raise _Fail(first_step + int(bad[0]), f"(case {k}, node {bad[0]}): a multiplier is "
+                                              "negative or not finite")
+    # every node's bounds, parents first (a bound proven on a box holds on its sub-boxes: as
+    # in the split, a neuron stable on the parent is not bounded again), then each bound
+    # leaf's disjuncts
+    parent = np.zeros(N, int)
+    depth = np.zeros(N, int)
+    for i in np.flatnonzero(kind == SPLIT):
+        parent[[left[i], right[i]]] = i
+        depth[[left[i], right[i]]] = depth[i] + 1
+    bounds = [(np.empty((N, W.shape[0])), np.empty((N, W.shape[0]))) for W, _ in layers[:-1]]
+    need = np.zeros(N, bool)  # the nodes whose bounds matter: bound leaves and their ancestors
+    for i in leaves[::-1]:
+        while not need[i]:
+            need[i] = True
+            i = parent[i]  # (the root is its own parent)
+    failed = []
+    for level in range(depth.max() + 1):
+        at_level = np.flatnonzero(need & (depth == level))
+        for start in range(0, len(at_level), CHUNK):
+            idx = at_level[start:start + CHUNK]
+            prior = None if level == 0 else [(a[parent[idx]], b[parent[idx]]) for a, b in bounds]
+            bounder = _Bounder(layers, lo[idx], hi[idx], prior)
+            for (a, b), (za, zb) in zip(bounds, bounder.bounds):
+                a[idx], b[idx] = za, zb
+            mine = np.flatnonzero(kind[idx] == BOUND)
+            if not len(mine):
+                continue
+            sub = idx[mine]
+            lows = np.array([bounder.margin(C, d, lam[sub, ends[q]:ends[q + 1]], mine)
+                             for q, (C, d) in enumerate(zip(rows, ds))])  # (disjuncts, leaves)
+            for b in np.flatnonzero(~(lows > 0).all(axis=0)):
+                q = int(np.flatnonzero(~(lows[:, b] > 0))[0])
+                failed.append((first_step + int(sub[b]), f"(case {k}, node {sub[b]}, disjunct "
+                               f"{q}): the bound {float(lows[q, b])!r} is not > 0"))
+    if failed:
+        failures.append(min(failed))
+    return N
+
+
+def check_proof(network_file, property_file, certificate) -> CheckResult:
+    """Check ``certificate`` (a path) for the property's ``unsat`` on the network: steps 1
+    (the file), 2 (the network's digest), 3 (the property's digest and cases), then each
+    case's nodes in order. The first failing step makes the answer ``invalid``; else the
+    first step without evidence makes it ``incomplete``; else ``valid``."""
+    from polytrav.model.network import Network
+    from polytrav.verification.vnnlib import read_vnnlib
+
+    try:
+        header, arrays = _read(certificate)
+        suffix = str(network_file).lower().rsplit(".", 1)[-1]
+        net = Network.from_onnx(network_file) if suffix == "onnx" else Network.from_nnet(
+            network_file)
+        if header.get("network_sha256") != network_digest(net):
+            raise _Fail(2, "(the network): the certificate is for another network (sha256 "
+                           f"{str(header.get('network_sha256'))[:12]}..., this one "
+                           f"{network_digest(net)[:12]}...)")
+        spec = read_vnnlib(property_file, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+        if header.get("property_sha256") != property_digest(spec):
+            raise _Fail(3, "(the property): the certificate is for another property")
+        if header.get("claim") != "unsat" or header.get("cases") != len(spec.cases):
+            raise _Fail(3, f"(the property): the claim must be unsat over its "
+                           f"{len(spec.cases)} cases")
+        layers = [(np.asarray(W, float), np.asarray(b, float))
+                  for W, b in zip(net.weights, net.biases)]
+        step, failures, gaps = 4, [], []
+        for k, case in enumerate(spec.cases):
+            step += _check_case(k, case, layers, arrays, step, failures, gaps)
+            if failures:
+                raise _Fail(*failures[0])
+    except _Fail as fail:
+        return CheckResult("invalid", fail.step, fail.message)
+    if gaps:
+        return CheckResult("incomplete", *gaps[0])
+    return CheckResult("valid")
+
+
+def main(argv=None) -> int:
+    """``polytrav-check-proof NET PROP FILE``: prints the answer; exit 0 valid, 1 invalid,
+    2 incomplete, 4 bad input."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if len(args) != 3 or args[0] in ("-h", "--help"):
+        print("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE  (answers valid, "
+              "invalid: step N ..., or incomplete: step N ...)", file=sys.stderr)
+        return 0 if args[:1] in (["-h"], ["--help"]) else 4
+    from pathlib import Path
+
+    from polytrav.vocabulary.errors import PolytravError
+
+    for path, what in zip(args, ("NETWORK", "PROPERTY", "CERTIFICATE")):
+        if not Path(path).is_file():
+            print(f"polytrav-check-proof: {what} file {path!r} not found", file=sys.stderr)
+            return 4
+    try:
+        result = check_proof(*args)
+    except (OSError, PolytravError) as exc:  # a bad network or property file: one line
+        print(f"polytrav-check-proof: {exc}", file=sys.stderr)
+        return 4
+    print(result)
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Recording an ``unsat``'s certificate as ``verify`` proves it (format: docs/proofs.md).
+
+:class:`ProofRecorder` holds one :class:`CaseRecord` per case of the property. The settle
+stage's input split (:func:`~polytrav.bounds.split.split_box`, its ``recorder``) reports each
+batch of boxes it bounded (:meth:`CaseRecord.bounded`: a proven box becomes a *bound* leaf,
+with per disjunct the row whose CROWN bound is positive, else the multipliers of the
+conjunction's LP, :func:`conjunction_multipliers`) and each halving (:meth:`CaseRecord.split`).
+A box never proven nor split (left open for the traversal) and a case the split did not
+settle are leaves without a certificate, which the checker reports as ``incomplete``.
+Nothing here runs unless ``verify`` is given ``proof=``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from polytrav.proof.check import (BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION, network_digest,
+                                  property_digest)
+from polytrav.vocabulary.tolerances import PROOF_LAM_TOL
+
+__all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers"]
+
+#: Exponentiated-gradient steps of :func:`ascend_multipliers` (per batch of boxes at once,
+#: before any LP).
+ASCENT_STEPS = 60
+
+
+def conjunction_multipliers(L: np.ndarray, g: np.ndarray) -> np.ndarray | None:
+    """``lam >= 0`` summing to 1 that maximises ``min over u in [-1, 1]^n of lam . (L u +
+    g)`` (the dual of ``min s  s.t.  s >= L u + g``, the conjunction's LP over a box), or
+    None if the LP is not solved. ``L``: ``(rows, n)``, ``g``: ``(rows,)``."""
+    from scipy.optimize import linprog
+
+    r, n = L.shape
+    # variables (lam, s): maximise g.lam - sum(s), -s <= L^T lam <= s
+    c = np.concatenate([-g, np.ones(n)])
+    A_ub = np.block([[L.T, -np.eye(n)], [-L.T, -np.eye(n)]])
+    A_eq = np.concatenate([np.ones(r), np.zeros(n)])[None, :]
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(2 * n), A_eq=A_eq, b_eq=[1.0],
+                  bounds=[(0, None)] * (r + n), method="highs")
+    return np.maximum(res.x[:r], 0.0) if res.status == 0 else None
+
+
+def ascend_multipliers(L: np.ndarray, g: np.ndarray, steps: int = ASCENT_STEPS,
+                       enough: np.ndarray | float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """The dual of :func:`conjunction_multipliers` on a batch, by exponentiated-gradient
+    ascent on the simplex (``L``: ``(m, rows, n)``, ``g``: ``(m, rows)``): the best ``lam``
+    of each and its value ``lam . g - |L^T lam|_1`` (what any ``lam`` proves: the checker
+    only needs it positive). Costs a few NumPy calls per step for the whole batch, where an
+    LP per box costs milliseconds; it ends early once every value exceeds ``enough``."""
+    m, r, _ = L.shape
+    lam = np.full((m, r), 1.0 / r)
+    best, value = lam.copy(), np.full(m, -np.inf)
+    for t in range(steps):
+        v = np.einsum("mr,mrn->mn", lam, L)
+        f = (lam * g).sum(axis=1) - np.abs(v).sum(axis=1)
+        better = f > value
+        best[better], value[better] = lam[better], f[better]
+        if (value > enough).all():
+            break
+        grad = g - np.einsum("mrn,mn->mr", L, np.sign(v))
+        scale = np.abs(grad).max(axis=1, keepdims=True) + 1e-300
+        lam = lam * np.exp(grad / scale / np.sqrt(t + 1.0))
+        lam /= lam.sum(axis=1, keepdims=True)
+    return best, value
+
+
+class CaseRecord:
+    """One case's tree, as the input split builds it: nodes by the split's box ids (the
+    root is 0), each a split ``(dim, at, left, right)`` or a leaf's multipliers."""
+
+    def __init__(self, lower, upper, unsafe):
+        self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
+        C = [np.atleast_2d(np.asarray(C, float)) for C, _ in unsafe]
+        d = [np.atleast_1d(np.asarray(d, float)) for _, d in unsafe]
+        self.C = np.vstack(C)
+        self.norms = np.concatenate([np.linalg.norm(Ck, axis=1) for Ck in C])
+        self.d = np.concatenate(d) / self.norms  # as the split sees them: unit-norm rows
+        ends = np.cumsum([0] + [Ck.shape[0] for Ck in C])
+        self.rows = [np.arange(a, b) for a, b in zip(ends[:-1], ends[1:])]
+        self.splits: dict[int, tuple] = {}
+        self.leaves: dict[int, np.ndarray] = {}
+        self.used = False  # whether the input split ran on the case
+        self.certifiable = True  # False: the split bounded boxes in a way the checker does not
+
+    def start(self, lower, upper, difference: bool) -> None:
+        """The split begins on ``[lower, upper]``; ``difference``: its boxes are bounded with
+        the bounds on two networks' difference too (no certificate for those yet)."""
+        self.used = True
+        self.certifiable = (not difference and np.array_equal(lower, self.lower)
+                            and np.array_equal(upper, self.upper))
+
+    def bounded(self, ids, margins, Ls, gs) -> None:
+        """A batch of boxes bounded: ``ids``, their margins (``> 0``: proven), their rows'
+        bounds ``C y >= L u + g`` in the box's ``[-1, 1]`` coordinates (unit-norm rows)."""
+        if not self.certifiable:
+            return
+        proven = [k for k, margin in enumerate(margins) if margin > 0]
+        if not proven:
+            return
+        Ls, gs = np.asarray(Ls)[proven], np.asarray(gs)[proven] - self.d
+        low = gs - np.abs(Ls).sum(axis=2)  # each row alone, over the box
+        lam = np.zeros(gs.shape)
+        for r in self.rows:
+            best = r[np.argmax(low[:, r], axis=1)]
+            alone = (low[np.arange(len(best)), best] > 0) | (len(r) == 1)
+            lam[np.flatnonzero(alone), best[alone]] = 1.0
+            joint = np.flatnonzero(~alone)  # the conjunction's LP proved these
+            if len(joint):
+                enough = PROOF_LAM_TOL * (1.0 + np.abs(gs[joint][:, r]).max(axis=1))
+                found, value = ascend_multipliers(Ls[joint][:, r], gs[joint][:, r],
+                                                  enough=enough)
+                for k, f, v, e in zip(joint, found, value, enough):
+                    if not v > e:
+                        f = conjunction_multipliers(Ls[k][r], gs[k][r])
+                    if f is None:
+                        lam[k, best[k]] = 1.0  # the checker will say this leaf is not proven
+                    else:
+                        lam[k, r] = f / self.norms[r]  # on the property's rows as written
+        for k, i in enumerate(proven):
+            self.leaves[int(ids[i])] = lam[k]
+
+    def split(self, parent: int, dim: int, at: float, left: int, right: int) -> None:
+        self.splits[int(parent)] = (int(dim), float(at), int(left), int(right))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The case's nodes in breadth-first order (children after their parent)."""
+        order = [0]
+        index = {0: 0}
+        at = 0
+        while at < len(order):
+            node = order[at]
+            if node in self.splits:
+                for child in self.splits[node][2:]:
+                    index[child] = len(order)
+                    order.append(child)
+            at += 1
+        N = len(order)
+        out = {"kind": np.zeros(N, np.int8), "dim": np.full(N, -1, np.int32),
+               "at": np.zeros(N), "left": np.full(N, -1, np.int32),
+               "right": np.full(N, -1, np.int32), "lam": np.zeros((N, len(self.d)))}
+        for i, node in enumerate(order):
+            if node in self.splits:
+                dim, a, left, right = self.splits[node]
+                out["kind"][i], out["dim"][i], out["at"][i] = SPLIT, dim, a
+                out["left"][i], out["right"][i] = index[left], index[right]
+            elif node in self.leaves:
+                out["kind"][i], out["lam"][i] = BOUND, self.leaves[node]
+            else:
+                out["kind"][i] = OPEN if self.used else SETTLED
+        return out
+
+    def point(self, y) -> None:
+        """The case is one input, proven by its output ``y`` (a forward pass): a bound leaf
+        with per disjunct its row farthest from the unsafe set."""
+        self.used, self.certifiable = True, True
+        g = self.C @ np.asarray(y, float) / self.norms
+        self.bounded([0], [1.0], np.zeros((1, len(g), 0)), g[None, :])
+
+    @staticmethod
+    def counts(kind: np.ndarray) -> dict:
+        """Nodes, bound leaves, leaves without a certificate, of the nodes' ``kind``."""
+        return {"nodes": len(kind), "certified": int((kind == BOUND).sum()),
+                "uncertified": int(((kind == OPEN) | (kind == SETTLED)).sum())}
+
+
+class ProofRecorder:
+    """The certificate of one ``verify`` instance: :meth:`case` per case of the property,
+    :meth:`write` once it is ``unsat``."""
+
+    def __init__(self, network, spec):
+        self.network, self.spec = network, spec
+        self.cases = [CaseRecord(c.lower, c.upper, c.unsafe) for c in spec.cases]
+
+    def case(self, k: int) -> CaseRecord:
+        return self.cases[k]
+
+    def write(self, path) -> dict:
+        """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``);
+        returns the counts (nodes, bound leaves, leaves without a certificate), the file's
+        bytes and the digests."""
+        from importlib.metadata import version
+
+        each = [case.arrays() for case in self.cases]
+        arrays = {f"case{k}_{name}": a for k, case in enumerate(each) for name, a in case.items()}
+        counts = [CaseRecord.counts(case["kind"]) for case in each]
+        counts = {key: sum(c[key] for c in counts) for key in ("nodes", "certified", "uncertified")}
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        header = {"format": FORMAT, "version": VERSION, "claim": "unsat",
+                  "cases": len(self.cases), "producer": f"polytrav {version('polytrav')}",
+                  "network_sha256": network_digest(self.network),
+                  "property_sha256": property_digest(self.spec), **counts}
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("proof.json", json.dumps(header, indent=1))
+            z.writestr("arrays.npz", buf.getvalue())
+        return {**counts, "bytes": Path(path).stat().st_size,
+                "network_sha256": header["network_sha256"],
+                "property_sha256": header["property_sha256"]}

@@ -1,0 +1,98 @@
+"""Issue 60 through the console scripts: ``polytrav verify NET PROP --proof FILE`` writes a
+certificate of an ``unsat`` (and says so), none for a ``sat`` (one line saying why);
+``polytrav check-proof`` and ``polytrav-check-proof`` answer ``valid`` / ``invalid: step N``
+with exit codes 0 / 1, and bad input gets one line and exit 4."""
+from __future__ import annotations
+
+import subprocess
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ctrl_c import console_script, save_mlp_onnx
+
+from polytrav import Network
+from polytrav.testing.reference import random_net
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """A 3-8-8-2 net, ``hold.vnnlib`` (``Y_0`` above its sampled maximum: unsat) and
+    ``fail.vnnlib`` (below it: sat)."""
+    folder = tmp_path_factory.mktemp("proof_cli")
+    net = random_net(17, 3, [8, 8], n_out=2)
+    save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
+    y = Network.from_onnx(folder / "net.onnx").forward(
+        np.random.default_rng(0).uniform(-1, 1, (20000, 3)))[:, 0]
+    head = [f"(declare-const X_{i} Real)" for i in range(3)]
+    head += [f"(declare-const Y_{j} Real)" for j in range(2)]
+    head += [f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(3)]
+    for name, level in (("hold", y.max() + 0.05 * np.ptp(y)), ("fail", y.max() - 0.2 * np.ptp(y))):
+        (folder / f"{name}.vnnlib").write_text(
+            "\n".join(head + [f"(assert (>= Y_0 {float(level)!r}))"]) + "\n")
+    return folder
+
+
+def run(folder, script, *args):
+    return subprocess.run([console_script(script), *args], cwd=folder, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_verify_writes_a_certificate_that_checks_valid(folder):
+    out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--proof", "p.proof")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "unsat"
+    assert any(line.startswith("proof: wrote p.proof (") and "leaves with a certificate" in line
+               for line in lines), out.stdout
+    for script, args in (("polytrav", ["check-proof"]), ("polytrav-check-proof", [])):
+        check = run(folder, script, *args, "net.onnx", "hold.vnnlib", "p.proof")
+        assert (check.returncode, check.stdout) == (0, "valid\n"), check.stderr
+
+
+def test_a_tampered_certificate_is_invalid(folder):
+    run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--proof", "q.proof")
+    with zipfile.ZipFile(folder / "q.proof") as z:
+        header, arrays = z.read("proof.json"), z.read("arrays.npz")
+    with zipfile.ZipFile(folder / "bad.proof", "w") as z:  # the certificate of another claim
+        z.writestr("proof.json", header.replace(b'"claim": "unsat"', b'"claim": "sat"'))
+        z.writestr("arrays.npz", arrays)
+    check = run(folder, "polytrav-check-proof", "net.onnx", "hold.vnnlib", "bad.proof")
+    assert check.returncode == 1
+    assert check.stdout.startswith("invalid: step 3 (the property)"), check.stdout
+
+
+def test_a_sat_gets_no_certificate_and_one_line_saying_so(folder):
+    out = run(folder, "polytrav", "verify", "net.onnx", "fail.vnnlib", "--proof", "s.proof")
+    assert out.returncode == 1 and out.stdout.startswith("sat\n")
+    assert ("proof: none written to s.proof: the answer is sat (a certificate is written for "
+            "unsat only)") in out.stdout.splitlines()
+    assert not (folder / "s.proof").exists()
+
+
+def test_bad_input_is_one_line(folder):
+    out = run(folder, "polytrav", "check-proof", "net.onnx", "hold.vnnlib", "missing.proof")
+    assert out.returncode == 4 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        "polytrav: error: check-proof: CERTIFICATE file 'missing.proof' not found"]
+    out = run(folder, "polytrav-check-proof", "missing.onnx", "hold.vnnlib", "p.proof")
+    assert out.returncode == 4 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    out = run(folder, "polytrav-check-proof", "net.onnx", "hold.vnnlib", "missing.proof")
+    assert (out.returncode, out.stderr) == (
+        4, "polytrav-check-proof: CERTIFICATE file 'missing.proof' not found\n")
+    out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--proof", "no/dir/p.proof")
+    assert out.returncode == 4 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_polytrav_vnnlib_writes_the_same_certificate(folder):
+    out = run(folder, "polytrav-vnnlib", "verify", "hold.vnnlib", "--network", "N=net.onnx",
+              "--proof", "v.proof")
+    assert (out.returncode, out.stdout) == (0, "unsat\n"), out.stderr
+    assert "polytrav-vnnlib: proof: wrote v.proof (" in out.stderr
+    check = run(folder, "polytrav", "check-proof", "net.onnx", "hold.vnnlib", "v.proof")
+    assert (check.returncode, check.stdout) == (0, "valid\n"), check.stderr
+    out = run(folder, "polytrav-vnnlib", "verify", "fail.vnnlib", "--network", "N=net.onnx",
+              "--proof", "w.proof")
+    assert out.stdout.startswith("sat\n") and not (folder / "w.proof").exists()
+    assert "polytrav-vnnlib: proof: none written to w.proof: the answer is sat" in out.stderr

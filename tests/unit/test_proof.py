@@ -1,0 +1,332 @@
+"""Issue 60: certificates of ``unsat`` (``verify(..., proof=)``) and the independent checker
+(:mod:`polytrav.proof.check`): valid certificates check ``valid``; tampered ones are rejected
+at the step that no longer holds; a ``sat`` gets none; the checker's bounds are sound."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ctrl_c import save_mlp_onnx
+
+from polytrav import Network, verify
+from polytrav.proof import check
+from polytrav.proof.check import BOUND, OPEN, SPLIT, check_proof, network_digest
+from polytrav.testing.reference import random_net
+
+BOX = "\n".join(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(3))
+
+
+def _vnnlib(path: Path, unsafe: str) -> Path:
+    decl = [f"(declare-const X_{i} Real)" for i in range(3)]
+    decl += [f"(declare-const Y_{j} Real)" for j in range(2)]
+    path.write_text("\n".join(decl + [BOX, unsafe]) + "\n")
+    return path
+
+
+def _instance(folder: Path, seed: int, gap: float = 0.05):
+    """A random 3-8-8-2 net (ONNX, float32 weights) and ``Y_0 >= level`` just above its
+    sampled maximum on ``[-1, 1]^3`` (unsat), or below it for a negative ``gap`` (sat)."""
+    net = random_net(seed, 3, [8, 8], n_out=2)
+    save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
+    y = Network.from_onnx(folder / "net.onnx").forward(
+        np.random.default_rng(seed).uniform(-1, 1, (20000, 3)))[:, 0]
+    level = y.max() + gap * (y.max() - y.min())
+    return folder / "net.onnx", _vnnlib(folder / "prop.vnnlib", f"(assert (>= Y_0 {float(level)!r}))")
+
+
+def _load(path):
+    with zipfile.ZipFile(path) as z:
+        header = json.loads(z.read("proof.json"))
+        with np.load(io.BytesIO(z.read("arrays.npz"))) as npz:
+            arrays = {k: npz[k].copy() for k in npz.files}
+    return header, arrays
+
+
+def _save(path, header, arrays):
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("proof.json", json.dumps(header))
+        z.writestr("arrays.npz", buf.getvalue())
+    return path
+
+
+@pytest.fixture(scope="module")
+def proven(tmp_path_factory):
+    """Three unsat instances and their certificates."""
+    out = []
+    for seed in (3, 11, 29):
+        folder = tmp_path_factory.mktemp(f"proof{seed}")
+        net, prop = _instance(folder, seed)
+        result = verify(net, prop, proof=folder / "p.proof")
+        assert result.answer == "unsat"
+        out.append((net, prop, folder / "p.proof", result))
+    return out
+
+
+def test_certificates_of_unsat_check_valid(proven):
+    for net, prop, cert, result in proven:
+        assert result.proof["path"] == str(cert) and result.proof["uncertified"] == 0
+        assert result.proof["certified"] >= 1
+        assert str(check_proof(net, prop, cert)) == "valid"
+
+
+def test_a_conjunction_proven_by_its_lp_carries_its_multipliers(tmp_path):
+    """``Y_0 >= c and Y_0 <= c - 0.01``: neither row is impossible alone, their sum is; the
+    leaf carries the LP's multipliers on both rows."""
+    net, _ = _instance(tmp_path, 5)
+    prop = _vnnlib(tmp_path / "conj.vnnlib", "(assert (>= Y_0 0.2))\n(assert (<= Y_0 0.19))")
+    result = verify(net, prop, proof=tmp_path / "c.proof")
+    assert result.answer == "unsat"
+    _, arrays = _load(tmp_path / "c.proof")
+    leaves = arrays["case0_lam"][arrays["case0_kind"] == BOUND]
+    assert (leaves > 0).sum(axis=1).max() == 2  # both rows, from the LP's dual
+    assert str(check_proof(net, prop, tmp_path / "c.proof")) == "valid"
+
+
+def test_a_sat_instance_gets_no_certificate(tmp_path):
+    net, prop = _instance(tmp_path, 7, gap=-0.2)
+    result = verify(net, prop, proof=tmp_path / "p.proof")
+    assert result.answer == "sat" and result.proof is None
+    assert not (tmp_path / "p.proof").exists()
+
+
+def _mutant(cert, tmp_path, change):
+    header, arrays = _load(cert)
+    change(header, arrays)
+    return _save(tmp_path / "mutant.proof", header, arrays)
+
+
+def _first(arrays, kind):
+    return int(np.flatnonzero(arrays["case0_kind"] == kind)[0])
+
+
+def _set(arrays, key, index, value):
+    arrays[f"case0_{key}"][index] = value
+
+
+def test_tampered_certificates_fail_at_their_step(proven, tmp_path):
+    net, prop, cert, _ = proven[0]
+    header, arrays = _load(cert)
+    leaf, split = _first(arrays, BOUND), _first(arrays, SPLIT)
+    step = (lambda i: 4 + i)  # steps 1-3: the file, the network, the property
+    cases = {
+        "zeroed multipliers": (lambda h, a: _set(a, "lam", leaf, 0.0),
+                               f"invalid: step {step(leaf)} (case 0, node {leaf}, disjunct 0)"),
+        "flipped multiplier": (lambda h, a: _set(a, "lam", leaf, -a["case0_lam"][leaf]),
+                               f"invalid: step {step(leaf)} (case 0, node {leaf}): a multiplier"),
+        "split outside its box": (lambda h, a: _set(a, "at", split, 1.5),
+                                  f"invalid: step {step(split)} (case 0, node {split}): split at"),
+        "split coordinate": (lambda h, a: _set(a, "dim", split, 3),
+                             f"invalid: step {step(split)} (case 0, node {split}): split "
+                             "coordinate"),
+        "child pointing back": (lambda h, a: _set(a, "left", split, 0),
+                                f"invalid: step {step(split)} (case 0, node {split}): child 0"),
+        "leaf left open": (lambda h, a: _set(a, "kind", leaf, OPEN),
+                           f"incomplete: step {step(leaf)} (case 0, node {leaf}) is a "
+                           "traversal claim"),
+        "unknown version": (lambda h, a: h.update(version=99), "invalid: step 1 (the file)"),
+        "other property": (lambda h, a: h.update(property_sha256="0" * 64),
+                           "invalid: step 3 (the property)"),
+        "other network": (lambda h, a: h.update(network_sha256="0" * 64),
+                          "invalid: step 2 (the network)"),
+    }
+    for name, (change, expected) in cases.items():
+        got = str(check_proof(net, prop, _mutant(cert, tmp_path, change)))
+        assert got.startswith(expected), f"{name}: {got}"
+
+
+def test_a_removed_leaf_orphans_its_parent(proven, tmp_path):
+    net, prop, cert, _ = proven[1]
+    header, arrays = _load(cert)
+    N = len(arrays["case0_kind"])
+    parent = int(np.flatnonzero((arrays["case0_left"] == N - 1)
+                                | (arrays["case0_right"] == N - 1))[0])
+    mutant = {k: (v[:-1] if k.startswith("case0_") else v) for k, v in arrays.items()}
+    got = str(check_proof(net, prop, _save(tmp_path / "m.proof", header, mutant)))
+    assert got.startswith(f"invalid: step {4 + parent} (case 0, node {parent}): child {N - 1}")
+
+
+def test_a_network_that_breaks_the_property_fails_a_leaf(proven, tmp_path):
+    """The certificate, its network digest updated, against a copy of the network whose
+    output bias is raised past the property's level: the digest passes, a bound leaf fails."""
+    net_path, prop, cert, _ = proven[2]
+    net = Network.from_onnx(net_path)
+    biases = [b.copy() for b in net.biases]
+    biases[-1][0] += 10.0
+    save_mlp_onnx(net.weights, biases, tmp_path / "broken.onnx")
+    broken = Network.from_onnx(tmp_path / "broken.onnx")
+    mutant = _mutant(cert, tmp_path, lambda h, a: h.update(network_sha256=network_digest(broken)))
+    got = str(check_proof(tmp_path / "broken.onnx", prop, mutant))
+    assert got.startswith("invalid: step ") and "is not > 0" in got, got
+    assert int(got.split()[2]) >= 4
+
+
+def test_garbage_is_not_a_certificate(proven, tmp_path):
+    net, prop, _, _ = proven[0]
+    (tmp_path / "junk.proof").write_bytes(b"not a zip")
+    assert str(check_proof(net, prop, tmp_path / "junk.proof")).startswith(
+        "invalid: step 1 (the file): not a readable certificate")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_checkers_bound_is_below_every_sampled_point(seed):
+    """Soundness of the checker's own CROWN: on random boxes, its lower bound of ``lam . (C
+    y - d)`` is at most the value at every sampled point of the box."""
+    rng = np.random.default_rng(seed)
+    net = random_net(seed, 3, [8, 6, 5], n_out=3)
+    layers = [(np.asarray(W, float), np.asarray(b, float)) for W, b in zip(net.weights, net.biases)]
+    lo = rng.uniform(-1, 0.5, (5, 3))
+    hi = lo + rng.uniform(0, 0.8, (5, 3))
+    C, d = rng.normal(size=(2, 3)), rng.normal(size=2)
+    lam = rng.uniform(0, 1, (5, 2))
+    low = check._Bounder(layers, lo, hi).margin(C, d, lam, slice(None))
+    for b in range(5):
+        X = rng.uniform(lo[b], hi[b], (4000, 3))
+        values = (net.forward(X) @ C.T - d) @ lam[b]
+        assert low[b] <= values.min(), (seed, b, low[b], values.min())
+
+
+def test_the_relaxation_lies_above_relu_in_exact_arithmetic():
+    """The chord's intercept is rounded up until ``s lo + t >= 0`` and ``s hi + t >= hi``
+    hold for the floats themselves (checked with fractions)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(0)
+    lo, hi = -rng.uniform(1e-9, 10, 2000), rng.uniform(1e-9, 10, 2000)
+    _, s, t = check._relaxation(lo, hi)
+    for a, b, sv, tv in zip(lo, hi, s, t):
+        a, b, sv, tv = map(Fraction, (a, b, sv, tv))
+        assert 0 <= sv <= 1 and sv * a + tv >= 0 and sv * b + tv >= b
+
+
+def test_the_checker_runs_without_bounds_solve_traversal_or_host(proven):
+    """In a fresh interpreter, checking a certificate loads no module of those layers."""
+    import subprocess
+    import sys
+
+    net, prop, cert, _ = proven[0]
+    code = ("import sys; from polytrav.proof.check import check_proof; "
+            f"print(check_proof({str(net)!r}, {str(prop)!r}, {str(cert)!r})); "
+            "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+            "[['polytrav', x] for x in ('bounds', 'solve', 'traversal', 'host')]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.stdout.split("\n")[:2] == ["valid", "[]"], out.stdout + out.stderr
+
+
+def test_the_ascent_and_the_lp_find_the_same_multipliers():
+    """The recorder's batched ascent on a conjunction's dual reaches the LP's optimum (the
+    LP is its fallback), on random conjunctions over a box."""
+    from polytrav.proof.record import ascend_multipliers, conjunction_multipliers
+
+    rng = np.random.default_rng(1)
+    L, g = rng.normal(size=(40, 3, 5)), rng.normal(size=(40, 3)) + 3.0
+    lam, value = ascend_multipliers(L, g, steps=400)
+    for k in range(40):
+        exact = conjunction_multipliers(L[k], g[k])
+        best = exact @ g[k] - np.abs(exact @ L[k]).sum()
+        assert value[k] <= best + 1e-9 and value[k] >= best - 0.05 * (1 + abs(best)), k
+
+
+def _random_mutant(rng, arrays, lo_hi):
+    """One to three random changes of a certificate's numbers: multipliers scaled, replaced
+    or moved to other rows, a split moved inside its box or to another coordinate, a leaf
+    left open."""
+    a = {k: v.copy() for k, v in arrays.items()}
+    kind, lam = a["case0_kind"], a["case0_lam"]
+    leaves, splits = np.flatnonzero(kind == BOUND), np.flatnonzero(kind == SPLIT)
+    for _ in range(rng.integers(1, 4)):
+        what = rng.integers(5 if len(splits) else 3)
+        if what == 0:
+            lam[rng.choice(leaves)] *= rng.uniform(0.1, 10)
+        elif what == 1:
+            lam[rng.choice(leaves)] = rng.uniform(0, 1, lam.shape[1])
+        elif what == 2:
+            kind[rng.choice(leaves)] = OPEN
+        elif what == 3:
+            i = rng.choice(splits)
+            j = a["case0_dim"][i]
+            lo, hi = lo_hi[i]
+            a["case0_at"][i] = rng.uniform(lo[j], hi[j])
+        else:
+            a["case0_dim"][rng.choice(splits)] = rng.integers(3)
+    return a
+
+
+def _boxes(arrays, lower, upper):
+    kind, dim, at = arrays["case0_kind"], arrays["case0_dim"], arrays["case0_at"]
+    boxes = {0: (lower.copy(), upper.copy())}
+    for i in np.flatnonzero(kind == SPLIT):
+        lo, hi = boxes[i]
+        left, right = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
+        left[1][dim[i]] = right[0][dim[i]] = at[i]
+        boxes[arrays["case0_left"][i]], boxes[arrays["case0_right"][i]] = left, right
+    return boxes
+
+
+def test_no_mutant_proves_a_false_claim(proven, tmp_path):
+    """Hundreds of random mutants of a valid certificate, checked against a property that
+    fails (its level lowered below a point's output, the digest updated so that only the
+    numbers decide): none checks valid."""
+    from polytrav.proof.check import property_digest
+    from polytrav.verification.vnnlib import read_vnnlib
+
+    net_path, prop, cert, _ = proven[0]
+    net = Network.from_onnx(net_path)
+    y = net.forward(np.random.default_rng(0).uniform(-1, 1, (2000, 3)))[:, 0]
+    false_prop = _vnnlib(tmp_path / "false.vnnlib", f"(assert (>= Y_0 {float(y.max() - 0.01)!r}))")
+    digest = property_digest(read_vnnlib(false_prop))
+    header, arrays = _load(cert)
+    header["property_sha256"] = digest
+    boxes = _boxes(arrays, -np.ones(3), np.ones(3))
+    rng = np.random.default_rng(60)
+    answers = set()
+    for n in range(200):
+        mutant = _random_mutant(rng, arrays, boxes)
+        got = str(check_proof(net_path, false_prop, _save(tmp_path / "m.proof", header, mutant)))
+        assert got != "valid", f"mutant {n} proves a false claim"
+        answers.add(got.split(":")[0])
+    assert answers <= {"invalid", "incomplete"}
+
+
+def test_structural_mutants_fail_at_their_node(proven, tmp_path):
+    """At random nodes: a split value outside its box, a coordinate out of range, a
+    negative multiplier: each fails at that node's step."""
+    net, prop, cert, _ = proven[1]
+    header, arrays = _load(cert)
+    kind = arrays["case0_kind"]
+    boxes = _boxes(arrays, -np.ones(3), np.ones(3))
+    rng = np.random.default_rng(7)
+    for n in range(100):
+        a = {k: v.copy() for k, v in arrays.items()}
+        what = n % 3
+        if what < 2:
+            i = int(rng.choice(np.flatnonzero(kind == SPLIT)))
+            if what == 0:
+                j = a["case0_dim"][i]
+                lo, hi = boxes[i]
+                a["case0_at"][i] = hi[j] + rng.uniform(1e-9, 1) if rng.random() < 0.5 \
+                    else lo[j] - rng.uniform(1e-9, 1)
+            else:
+                a["case0_dim"][i] = rng.choice([-1, 3, 7])
+        else:
+            i = int(rng.choice(np.flatnonzero(kind == BOUND)))
+            a["case0_lam"][i, 0] = -rng.uniform(1e-12, 1)
+        got = str(check_proof(net, prop, _save(tmp_path / "s.proof", header, a)))
+        assert got.startswith(f"invalid: step {4 + i} (case 0, node {i})"), (n, got)
+
+
+def test_a_case_decided_by_the_traversal_is_incomplete(proven, tmp_path):
+    """Without the input split the traversal decides the case: the certificate says so (one
+    leaf without evidence) and the checker answers incomplete, naming it."""
+    net, prop, _, _ = proven[0]
+    result = verify(net, prop, split=False, proof=tmp_path / "t.proof")
+    assert result.answer == "unsat"
+    assert (result.proof["certified"], result.proof["uncertified"]) == (0, 1)
+    assert str(check_proof(net, prop, tmp_path / "t.proof")) == (
+        "incomplete: step 4 (case 0, node 0) is a claim without a certificate")
