@@ -43,11 +43,22 @@ from polytrav.model.geometry import Frame
 from polytrav.model.network import Network
 from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
-__all__ = ["BATCH", "Cells", "Subdivision", "Tally", "Undecided", "subdivide"]
+__all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "subdivide"]
 
 #: A batch with more cells than this at the start of a layer is split (bounds memory: about
 #: 0.1-0.5 GB a batch in 2-6 dimensions).
 BATCH = 1 << 16
+
+#: How a layer's cuts run: ``"numba"``, the compiled kernel
+#: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
+#: numpy; ``"auto"``, the kernel when numba is installed and the network has at least
+#: :data:`KERNEL_MIN_NEURONS` hidden neurons (a smaller one takes less time than numba's
+#: import). Both give the same cells.
+KERNELS = ("auto", "numba", "numpy")
+KERNEL_MIN_NEURONS = 32
+
+#: Cells the kernel cuts between two checks of the clock.
+KERNEL_CHUNK = 4096
 
 
 class Undecided(Exception):
@@ -143,7 +154,7 @@ class _Layers:
     """The network's hidden layers in frame coordinates (``x = origin + U u``) and the
     hyperplane numbering shared by a run's batches."""
 
-    def __init__(self, net: Network, frame: Frame):
+    def __init__(self, net: Network, frame: Frame, kernel: str = "auto"):
         self.d = d = frame.dim
         self.frame = frame
         self.weights, self.biases = list(net.weights[:-1]), list(net.biases[:-1])
@@ -154,6 +165,21 @@ class _Layers:
         self.offsets = self.offsets.astype(int)
         self.n_region = 2 * d + frame.A_extra.shape[0]
         self.words = max(1, -(-(self.n_region + int(self.offsets[-1])) // 64))
+        self.kernel = _kernel(kernel, int(self.offsets[-1]))
+
+
+def _kernel(kernel: str, neurons: int):
+    """The compiled cut of a layer for ``kernel`` (:data:`KERNELS`), or None: numpy."""
+    if kernel not in KERNELS:
+        raise ValueError(f"subdivide: kernel must be one of {KERNELS}, not {kernel!r}")
+    if kernel == "numpy" or (kernel == "auto" and neurons < KERNEL_MIN_NEURONS):
+        return None
+    from polytrav.traversal.subdivision_kernel import load
+
+    compiled = load()
+    if compiled is None and kernel == "numba":
+        raise ImportError('subdivide: kernel="numba" needs numba: pip install "polytrav[fast]"')
+    return compiled
 
 
 class Subdivision:
@@ -168,10 +194,10 @@ class Subdivision:
     """
 
     def __init__(self, net: Network, frame: Frame, clock=None, *, batch: int = BATCH,
-                 near: tuple[np.ndarray, np.ndarray] | None = None):
+                 near: tuple[np.ndarray, np.ndarray] | None = None, kernel: str = "auto"):
         if frame.l1_balls or frame.l2_balls:
             raise ValueError("subdivide: the region must be polyhedral (no L1/L2 balls)")
-        self.layers = _Layers(net, frame)
+        self.layers = _Layers(net, frame, kernel)
         self.tally = Tally(levels=[0] * len(self.layers.weights))
         self.clock, self.batch, self.near = clock, batch, near
 
@@ -203,14 +229,15 @@ class Subdivision:
         return np.argsort(np.where(np.all(codes == code[:k], axis=1), -1.0, gap), kind="stable")
 
 
-def subdivide(net: Network, frame: Frame, clock=None, *, batch: int = BATCH) -> Cells:
+def subdivide(net: Network, frame: Frame, clock=None, *, batch: int = BATCH,
+              kernel: str = "auto") -> Cells:
     """Every cell of ``net`` (its hidden layers) inside the polyhedral region of ``frame``,
-    in one :class:`Cells` (``tally`` set).
+    in one :class:`Cells` (``tally`` set); ``kernel``: one of :data:`KERNELS`.
 
     Raises :class:`Undecided` where floating point cannot decide a cut, and whatever
     ``clock.check()`` raises between neurons.
     """
-    run = Subdivision(net, frame, clock, batch=batch)
+    run = Subdivision(net, frame, clock, batch=batch, kernel=kernel)
     cells = Cells.join(list(run), frame.dim, int(run.layers.offsets[-1]))
     cells.tally = run.tally
     return cells
@@ -287,6 +314,8 @@ class _Batch:
 
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
+        if self.L.kernel is not None:
+            return self._cut_compiled(layer, clock)
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
         off, norms = self.off.T.copy(), self.norms.T.copy()
         near, side = self.near.T.copy(), self.side.T.copy()
@@ -303,6 +332,46 @@ class _Batch:
                           self.n_region + j, code=j)
             else:
                 self.c.code[:, j] = bit
+
+    def _cut_compiled(self, layer: int, clock) -> None:
+        """:meth:`cut_layer` by the compiled kernel, :data:`KERNEL_CHUNK` cells a call."""
+        self._compact()
+        c, v = self.c, self.v
+        by_cell = np.argsort(v.cell, kind="stable")
+        X, act = np.take(v.X, by_cell, axis=0), np.take(v.act, by_cell, axis=0)
+        vstart = np.zeros(c.n + 1, np.int64)
+        np.cumsum(np.bincount(v.cell, minlength=c.n), out=vstart[1:])
+        src = c.anc[:, layer]
+        G = np.ascontiguousarray(np.take(self.G, src, axis=0).transpose(0, 2, 1))
+        off, norms = np.take(self.off, src, axis=0), np.take(self.norms, src, axis=0)
+        near, side = np.take(self.near, src, axis=0), np.take(self.side, src, axis=0)
+        hyper0 = self.n_region + int(self.L.offsets[layer])
+        out = []
+        for lo in range(0, c.n, KERNEL_CHUNK):
+            if clock is not None:
+                clock.check()
+            hi = min(c.n, lo + KERNEL_CHUNK)
+            a, b = vstart[lo], vstart[hi]
+            parent, bits, centre, reach, end, Xo, acto, tally, err = self.L.kernel(
+                X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
+                G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
+                SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL)
+            self.tally.cuts += int(tally[0])
+            self.tally.snapped += int(tally[1])
+            self.tally.thin += int(tally[2])
+            if err[0] == 1:
+                raise Undecided(f"every vertex of a cell lies on hyperplane {int(err[1])}")
+            if err[0] == 2:
+                raise Undecided(f"a cut by hyperplane {int(err[1])} has fewer than {self.d} "
+                                "vertices on its section")
+            out.append((parent + lo, bits, centre, reach, np.diff(end, prepend=0), Xo, acto))
+        del X, act, G
+        parent, bits, centre, reach, count, Xo, acto = (np.concatenate(col) for col in zip(*out))
+        lo, hi = self.L.offsets[layer], self.L.offsets[layer + 1]
+        code = np.take(c.code, parent, axis=0)
+        code[:, lo:hi] = bits
+        self.c = _Store(code=code, centre=centre, reach=reach, anc=np.take(c.anc, parent, axis=0))
+        self.v = _Store(X=Xo, cell=np.repeat(np.arange(parent.size), count), act=acto)
 
     def split(self, size: int, order) -> list[_Batch]:
         """This batch as batches of at most ``size`` cells (``order(codes, centres)``: the

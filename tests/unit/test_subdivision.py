@@ -269,3 +269,51 @@ def test_the_time_limit_ends_the_stream_too():
             pass
         assert next(run, None) is None
     assert run.status.value == "time_limit"
+
+
+def _same_cells(a, b):
+    """Same codes, vertex sets, radii and tally (the cells' order may differ)."""
+    def by_code(cells):
+        return {np.packbits(c).tobytes(): (cells.radii[i], np.unique(np.round(
+            cells.vertices[cells.starts[i]:cells.starts[i + 1]], 9), axis=0))
+            for i, c in enumerate(cells.codes)}
+
+    A, B = by_code(a), by_code(b)
+    assert len(a) == len(b) == len(A) == len(B) and A.keys() == B.keys()
+    for k in A:
+        assert A[k][0] == pytest.approx(B[k][0], rel=1e-9, abs=1e-12)
+        assert A[k][1].shape == B[k][1].shape and np.allclose(A[k][1], B[k][1], atol=1e-9)
+    assert a.tally == b.tally
+
+
+KERNEL_NETS = {**DEGENERATE, "random 2-D": random_net(7, 2, [20, 20, 10]),
+               "random 3-D": random_net(8, 3, [12, 12]), "random 5-D": random_net(9, 5, [8, 6])}
+
+
+@pytest.mark.parametrize("name", KERNEL_NETS)
+def test_the_compiled_kernel_gives_the_numpy_cells(name):
+    """kernel="numba" (optional) against kernel="numpy": the same cells, vertices, radii and
+    tally, degenerate nets included; batches of 3 cells too."""
+    pytest.importorskip("numba")
+    net = KERNEL_NETS[name]
+    d = net.n_inputs
+    frame = build_frame(Box(-np.ones(d), np.ones(d)), d)
+    truth = subdivide(net, frame, kernel="numpy")
+    _same_cells(truth, subdivide(net, frame, kernel="numba"))
+    _same_cells(truth, subdivide(net, frame, kernel="numba", batch=3))
+
+
+def test_auto_runs_the_kernel_on_a_bigger_net_with_the_traversal_s_cells():
+    """Through traverse (strategy "auto"): a net of 40 hidden neurons runs the compiled kernel
+    when numba is installed; its polytopes are the LP traversal's and fill the box."""
+    net = random_net(12, 2, [20, 20])
+    box = Box([-1, -1], [1, 1])
+    run, polys = cells_of(net, box)
+    assert {p.key for p in polys} == {p.key for p in traverse(net, box, strategy="hierarchical")}
+    assert check_geometry(net, box, polys) == pytest.approx(4.0, rel=1e-9)
+
+
+def test_an_unknown_kernel_is_refused():
+    net = random_net(0, 2, [3])
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        subdivide(net, build_frame(Box([-1, -1], [1, 1]), 2), kernel="fortran")
