@@ -51,11 +51,11 @@ BATCH = 1 << 16
 
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
 #: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
-#: numpy; ``"auto"``, the kernel when numba is installed and the network has at least
-#: :data:`KERNEL_MIN_NEURONS` hidden neurons (a smaller one takes less time than numba's
+#: numpy; ``"auto"``, the kernel when numba is installed and the layer has at least
+#: :data:`KERNEL_MIN_WORK` cell-neuron pairs (less work takes less time than numba's
 #: import). Both give the same cells.
 KERNELS = ("auto", "numba", "numpy")
-KERNEL_MIN_NEURONS = 32
+KERNEL_MIN_WORK = 4096
 
 #: Cells the kernel cuts between two checks of the clock.
 KERNEL_CHUNK = 4096
@@ -165,21 +165,19 @@ class _Layers:
         self.offsets = self.offsets.astype(int)
         self.n_region = 2 * d + frame.A_extra.shape[0]
         self.words = max(1, -(-(self.n_region + int(self.offsets[-1])) // 64))
-        self.kernel = _kernel(kernel, int(self.offsets[-1]))
+        if kernel not in KERNELS:
+            raise ValueError(f"subdivide: kernel must be one of {KERNELS}, not {kernel!r}")
+        self.mode = kernel
+        if kernel == "numba" and self.kernel(1) is None:
+            raise ImportError('subdivide: kernel="numba" needs numba: pip install "polytrav[fast]"')
 
+    def kernel(self, work: int):
+        """The compiled cut of a layer of ``work`` cell-neuron pairs, or None: numpy."""
+        if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK):
+            return None
+        from polytrav.traversal.subdivision_kernel import load
 
-def _kernel(kernel: str, neurons: int):
-    """The compiled cut of a layer for ``kernel`` (:data:`KERNELS`), or None: numpy."""
-    if kernel not in KERNELS:
-        raise ValueError(f"subdivide: kernel must be one of {KERNELS}, not {kernel!r}")
-    if kernel == "numpy" or (kernel == "auto" and neurons < KERNEL_MIN_NEURONS):
-        return None
-    from polytrav.traversal.subdivision_kernel import load
-
-    compiled = load()
-    if compiled is None and kernel == "numba":
-        raise ImportError('subdivide: kernel="numba" needs numba: pip install "polytrav[fast]"')
-    return compiled
+        return load()
 
 
 class Subdivision:
@@ -314,8 +312,9 @@ class _Batch:
 
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
-        if self.L.kernel is not None:
-            return self._cut_compiled(layer, clock)
+        kernel = self.L.kernel(self.c.n * self.G.shape[2])
+        if kernel is not None:
+            return self._cut_compiled(kernel, layer, clock)
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
         off, norms = self.off.T.copy(), self.norms.T.copy()
         near, side = self.near.T.copy(), self.side.T.copy()
@@ -333,7 +332,7 @@ class _Batch:
             else:
                 self.c.code[:, j] = bit
 
-    def _cut_compiled(self, layer: int, clock) -> None:
+    def _cut_compiled(self, kernel, layer: int, clock) -> None:
         """:meth:`cut_layer` by the compiled kernel, :data:`KERNEL_CHUNK` cells a call."""
         self._compact()
         c, v = self.c, self.v
@@ -352,7 +351,7 @@ class _Batch:
                 clock.check()
             hi = min(c.n, lo + KERNEL_CHUNK)
             a, b = vstart[lo], vstart[hi]
-            parent, bits, centre, reach, end, Xo, acto, tally, err = self.L.kernel(
+            parent, bits, centre, reach, end, Xo, acto, tally, err = kernel(
                 X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
                 G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
                 SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL)

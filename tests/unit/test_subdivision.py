@@ -304,9 +304,10 @@ def test_the_compiled_kernel_gives_the_numpy_cells(name):
 
 
 def test_auto_runs_the_kernel_on_a_bigger_net_with_the_traversal_s_cells():
-    """Through traverse (strategy "auto"): a net of 40 hidden neurons runs the compiled kernel
-    when numba is installed; its polytopes are the LP traversal's and fill the box."""
-    net = random_net(12, 2, [20, 20])
+    """Through traverse (strategy "auto"): a layer of over KERNEL_MIN_WORK cell-neuron pairs
+    runs the compiled kernel when numba is installed; the polytopes are the LP traversal's
+    and fill the box."""
+    net = random_net(12, 2, [30, 30])
     box = Box([-1, -1], [1, 1])
     run, polys = cells_of(net, box)
     assert {p.key for p in polys} == {p.key for p in traverse(net, box, strategy="hierarchical")}
