@@ -43,7 +43,8 @@ from polytrav.model.geometry import Frame
 from polytrav.model.network import Network
 from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
-__all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "subdivide"]
+__all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
+           "subdivide"]
 
 #: A batch with more cells than this at the start of a layer is split (bounds memory: about
 #: 0.1-0.5 GB a batch in 2-6 dimensions).
@@ -51,11 +52,12 @@ BATCH = 1 << 16
 
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
 #: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
-#: numpy; ``"auto"``, the kernel when numba is installed and the layer has at least
-#: :data:`KERNEL_MIN_WORK` cell-neuron pairs (less work takes less time than numba's
-#: import). Both give the same cells.
+#: numpy; ``"auto"``, the kernel once it is loaded in this process, and before that for a
+#: layer of at least :data:`KERNEL_MIN_WORK` cell-neuron pairs when numba is installed
+#: (loading it takes 0.2-0.6 s, more than numpy takes on less work). Both give the same
+#: cells.
 KERNELS = ("auto", "numba", "numpy")
-KERNEL_MIN_WORK = 4096
+KERNEL_MIN_WORK = 1 << 13
 
 #: Cells the kernel cuts between two checks of the clock.
 KERNEL_CHUNK = 4096
@@ -173,11 +175,13 @@ class _Layers:
 
     def kernel(self, work: int):
         """The compiled cut of a layer of ``work`` cell-neuron pairs, or None: numpy."""
-        if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK):
+        if self.mode == "numpy":
             return None
-        from polytrav.traversal.subdivision_kernel import load
+        from polytrav.traversal import subdivision_kernel
 
-        return load()
+        if self.mode == "auto" and work < KERNEL_MIN_WORK and not subdivision_kernel.loaded():
+            return None
+        return subdivision_kernel.load()
 
 
 class Subdivision:
@@ -187,20 +191,27 @@ class Subdivision:
     ``near``: ``(u, code)``, a point in frame coordinates and its activation code; batches and
     the cells in each come in order of their centres' distance from ``u``, those whose code
     matches first. ``clock.check()`` runs between neurons (it may raise to stop the run).
+    ``levels``: cut by the first ``levels`` hidden layers only (1: the level-1 pieces; their
+    codes' later columns are False). ``within``: the keys (:func:`first_layer_keys`) of the
+    level-1 pieces to enumerate; the cells of the others are dropped after the first layer.
     Raises :class:`Undecided` where floating point cannot decide a cut: the batches yielded
     before are right, the rest is not known.
     """
 
     def __init__(self, net: Network, frame: Frame, clock=None, *, batch: int = BATCH,
-                 near: tuple[np.ndarray, np.ndarray] | None = None, kernel: str = "auto"):
+                 near: tuple[np.ndarray, np.ndarray] | None = None, kernel: str = "auto",
+                 levels: int | None = None, within: set[bytes] | None = None):
         if frame.l1_balls or frame.l2_balls:
             raise ValueError("subdivide: the region must be polyhedral (no L1/L2 balls)")
         self.layers = _Layers(net, frame, kernel)
+        n = len(self.layers.weights)
+        self.levels = n if levels is None else min(levels, n)
+        self.within = within
         self.tally = Tally(levels=[0] * len(self.layers.weights))
         self.clock, self.batch, self.near = clock, batch, near
 
     def __iter__(self) -> Iterator[Cells]:
-        n_layers = len(self.layers.weights)
+        n_layers = self.levels
         stack = [(_Batch.root(self.layers, self.tally), 0)]
         while stack:
             part, layer = stack.pop()
@@ -214,6 +225,9 @@ class Subdivision:
                     stack.extend((p, layer) for p in reversed(pieces))
                     continue
             part.cut_layer(layer, self.clock)
+            if layer == 0 and self.within is not None:  # the level-1 pieces asked for
+                keys = first_layer_keys(part.c.code[:, : self.layers.offsets[1]])
+                part.keep(np.fromiter((k in self.within for k in keys), bool, len(keys)))
             self.tally.levels[layer] += part.c.n
             stack.append((part, layer + 1))
 
@@ -225,6 +239,13 @@ class Subdivision:
         k = codes.shape[1]
         gap = np.linalg.norm(centres - u, axis=1)
         return np.argsort(np.where(np.all(codes == code[:k], axis=1), -1.0, gap), kind="stable")
+
+
+def first_layer_keys(codes: np.ndarray) -> np.ndarray:
+    """The keys of the level-1 pieces of ``codes`` (their first layer's bits, as
+    :attr:`polytrav.traversal.Piece.key`): one ``bytes`` object per row."""
+    packed = np.packbits(np.asarray(codes, bool), axis=1)
+    return np.array([row.tobytes() for row in packed], dtype=object)
 
 
 def subdivide(net: Network, frame: Frame, clock=None, *, batch: int = BATCH,
@@ -313,7 +334,7 @@ class _Batch:
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
         kernel = self.L.kernel(self.c.n * self.G.shape[2])
-        if kernel is not None:
+        if kernel is not None and self.c.n:
             return self._cut_compiled(kernel, layer, clock)
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
         off, norms = self.off.T.copy(), self.norms.T.copy()
@@ -548,6 +569,11 @@ class _Batch:
         if not (keep_on | keep_off).all():  # both sides thin: the cell holds no polytope
             self._drop_cells(ids[~(keep_on | keep_off)])
 
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the cells where ``mask``."""
+        if not mask.all():
+            self._drop_cells(np.flatnonzero(~mask))
+
     def _drop_rows(self, rows: np.ndarray) -> None:
         """Remove vertex rows (a side cut off): marked ``cell = -1``, compacted later."""
         self.v.cell[rows] = -1
@@ -609,7 +635,8 @@ class _Batch:
         b = np.concatenate([np.ones(2 * d), fr.b_extra])
         r = np.min((b[None, :] - u @ A.T) / np.linalg.norm(A, axis=1)[None, :], axis=1)
         h = u
-        for layer, (W, bias) in enumerate(zip(self.L.weights, self.L.biases)):
+        for layer in range(len(self.inverse)):  # the layers cut so far
+            W, bias = self.L.weights[layer], self.L.biases[layer]
             z = h @ W.T + bias
             code = cells.code[:, self.L.offsets[layer]: self.L.offsets[layer + 1]]
             h = z * code

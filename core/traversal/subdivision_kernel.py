@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["load"]
+__all__ = ["load", "loaded"]
 
 _KERNEL = None
+
+
+def loaded() -> bool:
+    """Whether :func:`load` has compiled (or read from the cache) the kernel already."""
+    return bool(_KERNEL)
 
 
 def load():
