@@ -175,13 +175,26 @@ class _Layers:
 
     def kernel(self, work: int):
         """The compiled cut of a layer of ``work`` cell-neuron pairs, or None: numpy."""
-        if self.mode == "numpy":
+        if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK
+                                    and not _KERNEL):
             return None
-        from polytrav.traversal import subdivision_kernel
+        return load_kernel()
 
-        if self.mode == "auto" and work < KERNEL_MIN_WORK and not subdivision_kernel.loaded():
-            return None
-        return subdivision_kernel.load()
+
+_KERNEL = None  # the compiled kernel once loaded; False: numba is not installed
+
+
+def load_kernel():
+    """The compiled cut of a layer (:func:`polytrav.traversal.subdivision_kernel.cut_layer`),
+    or None without numba."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            from polytrav.traversal.subdivision_kernel import cut_layer
+        except ImportError:
+            cut_layer = False
+        _KERNEL = cut_layer
+    return _KERNEL or None
 
 
 class Subdivision:
@@ -357,14 +370,18 @@ class _Batch:
         """:meth:`cut_layer` by the compiled kernel, :data:`KERNEL_CHUNK` cells a call."""
         self._compact()
         c, v = self.c, self.v
-        by_cell = np.argsort(v.cell, kind="stable")
-        X, act = np.take(v.X, by_cell, axis=0), np.take(v.act, by_cell, axis=0)
+        X, act = v.X, v.act
+        if np.any(v.cell[1:] < v.cell[:-1]):  # group the vertices by cell
+            by_cell = np.argsort(v.cell, kind="stable")
+            X, act = np.take(X, by_cell, axis=0), np.take(act, by_cell, axis=0)
         vstart = np.zeros(c.n + 1, np.int64)
         np.cumsum(np.bincount(v.cell, minlength=c.n), out=vstart[1:])
+        # the layer's maps, one row per cell (at a layer's start each cell is its own row)
         src = c.anc[:, layer]
-        G = np.ascontiguousarray(np.take(self.G, src, axis=0).transpose(0, 2, 1))
-        off, norms = np.take(self.off, src, axis=0), np.take(self.norms, src, axis=0)
-        near, side = np.take(self.near, src, axis=0), np.take(self.side, src, axis=0)
+        mine = src.size == self.off.shape[0] and np.array_equal(src, np.arange(src.size))
+        pick = np.ascontiguousarray if mine else (lambda a: np.take(a, src, axis=0))
+        G = np.ascontiguousarray(pick(self.G).transpose(0, 2, 1))
+        off, norms, near, side = (pick(a) for a in (self.off, self.norms, self.near, self.side))
         hyper0 = self.n_region + int(self.L.offsets[layer])
         out = []
         for lo in range(0, c.n, KERNEL_CHUNK):

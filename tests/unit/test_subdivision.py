@@ -354,9 +354,9 @@ def test_a_small_batch_bounds_the_run_not_its_cells():
 def test_the_kernel_once_loaded_runs_every_layer_even_an_empty_one():
     """Under "auto" a loaded kernel cuts every layer: a run within no piece has none left."""
     pytest.importorskip("numba")
-    from polytrav.traversal import subdivision_kernel
+    from polytrav.traversal.subdivision import load_kernel
 
-    subdivision_kernel.load()
+    load_kernel()
     net = random_net(3, 3, [7, 6, 5])
     box = Box(-np.ones(3), np.ones(3))
     assert list(traverse(net, box, strategy="subdivision", within=[])) == []
