@@ -53,11 +53,11 @@ BATCH = 1 << 16
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
 #: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
 #: numpy; ``"auto"``, the kernel once it is loaded in this process, and before that for a
-#: layer of at least :data:`KERNEL_MIN_WORK` cell-neuron pairs when numba is installed
-#: (loading it takes 0.2-0.6 s, more than numpy takes on less work). Both give the same
-#: cells.
+#: layer of at least :data:`KERNEL_MIN_WORK` vertex-neuron pairs (vertex rows of its cells
+#: times its neurons) when numba is installed (loading it takes 0.2-1 s, more than numpy
+#: takes on less work). Both give the same cells.
 KERNELS = ("auto", "numba", "numpy")
-KERNEL_MIN_WORK = 1 << 13
+KERNEL_MIN_WORK = 1 << 15
 
 #: Cells the kernel cuts between two checks of the clock.
 KERNEL_CHUNK = 4096
@@ -174,7 +174,7 @@ class _Layers:
             raise ImportError('subdivide: kernel="numba" needs numba: pip install "polytrav[fast]"')
 
     def kernel(self, work: int):
-        """The compiled cut of a layer of ``work`` cell-neuron pairs, or None: numpy."""
+        """The compiled cut of a layer of ``work`` vertex-neuron pairs, or None: numpy."""
         if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK
                                     and not _KERNEL):
             return None
@@ -346,7 +346,7 @@ class _Batch:
 
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
-        kernel = self.L.kernel(self.c.n * self.G.shape[2])
+        kernel = self.L.kernel(self.v.n * self.G.shape[2])
         if kernel is not None and self.c.n:
             return self._cut_compiled(kernel, layer, clock)
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron

@@ -304,7 +304,7 @@ def test_the_compiled_kernel_gives_the_numpy_cells(name):
 
 
 def test_auto_runs_the_kernel_on_a_bigger_net_with_the_traversal_s_cells():
-    """Through traverse (strategy "auto"): a layer of over KERNEL_MIN_WORK cell-neuron pairs
+    """Through traverse (strategy "auto"): a layer of over KERNEL_MIN_WORK vertex-neuron pairs
     runs the compiled kernel when numba is installed; the polytopes are the LP traversal's
     and fill the box."""
     net = random_net(12, 2, [30, 30])
