@@ -33,7 +33,7 @@ from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalSta
 from polytrav.traversal.piece import Piece
 from polytrav.traversal.subdivision import BATCH, Cells, Subdivision, Undecided
 from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
+from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, ZERO_ROW_TOL
 
 __all__ = ["AUTO_MAX_DIM", "SubdivisionRun", "choose_strategy", "open_traversal"]
 
@@ -116,6 +116,8 @@ class SubdivisionRun(Iterator[Polytope]):
         self.max_polytopes = max_polytopes
         self.time_limit = time_limit
         self.within = None if within is None else list(within)
+        if self.within:
+            self._check_pieces(self.within)
         self.proven_pieces: list = []
         self.status = TraversalStatus.RUNNING
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
@@ -222,6 +224,20 @@ class SubdivisionRun(Iterator[Polytope]):
                 raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
             st.polytopes += 1
             yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region, V[a:b])
+
+    def _check_pieces(self, within: list) -> None:
+        """Refuse a piece whose first layer's code does not hold at its centre (as the
+        traversal does): a piece of another network or region."""
+        hidden = self.net.n_hidden_layers > 0  # else the one piece is the region
+        W, b = self.net.weights[0], self.net.biases[0] if hidden else np.zeros(0)
+        for piece in within:
+            bits = np.asarray(piece.bits, bool)
+            h = None if bits.shape != b.shape else \
+                W @ self.frame.to_x(piece.u) + b if hidden else np.zeros(0)
+            if h is None or (np.where(bits, h, -h) < -CELL_CODE_RTOL * (1 + np.abs(h))).any():
+                raise ConfigError("traverse: a piece given in 'within' is not a level-1 piece "
+                                  "of this network and region (its code does not hold at "
+                                  "its centre)")
 
     def _pieces(self, cells: Cells) -> Iterator[Piece]:
         """The level-1 pieces of a batch of cells cut by the first layer only."""
