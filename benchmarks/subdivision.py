@@ -265,9 +265,13 @@ def scaling(args, run: Run) -> dict:
 
     from polytrav import Box, traverse
 
-    cases = [(f"random {d}-D {w}", random_net(0, d, w), Box(-np.ones(d), np.ones(d)))
-             for d, w in [(2, [16, 16]), (3, [16, 16]), (4, [12, 12]), (5, [10, 10]),
-                          (6, [8, 8]), (7, [8, 8]), (8, [6, 6])]]
+    nets = [(0, 2, [16, 16]), (0, 3, [16, 16]), (0, 4, [12, 12]), (0, 5, [10, 10]),
+            (0, 6, [8, 8]), (0, 7, [8, 8]), (0, 8, [6, 6])]
+    if args.more:  # a second net per dimension from 6, and 9-10 inputs (issue 61)
+        nets += [(1, 6, [8, 8]), (1, 7, [8, 8]), (1, 8, [6, 6]), (0, 9, [5, 5]),
+                 (1, 9, [5, 5]), (0, 10, [4, 4]), (1, 10, [4, 4])]
+    cases = [(f"random {d}-D {w}" + (f" seed {seed}" if seed else ""), random_net(seed, d, w),
+              Box(-np.ones(d), np.ones(d))) for seed, d, w in nets]
     if acas_onnx().exists():
         cases += [(f"ACAS Xu 1_1, r={r}", *case(f"acas_{r}")) for r in (0.003, 0.005)]
     for label, net, region in cases:
@@ -355,6 +359,8 @@ def main() -> None:
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
     ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts"])
     ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
+    ap.add_argument("--more", action="store_true",
+                    help="scaling: a second net per dimension from 6, and 9-10 inputs")
     ap.add_argument("--parts", type=int, default=16, help="parts: chunks of level-1 pieces")
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")

@@ -379,7 +379,9 @@ class _Batch:
         # the layer's maps, one row per cell (at a layer's start each cell is its own row)
         src = c.anc[:, layer]
         mine = src.size == self.off.shape[0] and np.array_equal(src, np.arange(src.size))
-        pick = np.ascontiguousarray if mine else (lambda a: np.take(a, src, axis=0))
+        # contiguous and writeable: one compiled signature (a read-only array is another)
+        pick = (lambda a: np.require(a, requirements="CW")) if mine else \
+            (lambda a: np.take(a, src, axis=0))
         G = np.ascontiguousarray(pick(self.G).transpose(0, 2, 1))
         off, norms, near, side = (pick(a) for a in (self.off, self.norms, self.near, self.side))
         hyper0 = self.n_region + int(self.L.offsets[layer])
