@@ -4,7 +4,8 @@ Start from the region's polytope (the frame box ``[-1, 1]^d``, cut by the region
 rows), then cut every cell by each neuron in turn, layer by layer. On a cell of the layers
 before it a neuron's pre-activation is affine, so its zero set cuts the cell along one
 hyperplane, and the cut is read off the cell's vertices: no LP. Many cells are cut by a neuron
-at once, in vectorised numpy: a *batch*. A batch that has grown past :data:`BATCH` cells at
+at once, in vectorised numpy, or cell by cell by the compiled kernel
+(:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch that has grown past :data:`BATCH` cells at
 the start of a layer is split into batches of at most that many, run one after the other
 (depth first), so memory stays bounded by the batch and finished cells stream out early.
 
@@ -204,6 +205,7 @@ class Subdivision:
     ``near``: ``(u, code)``, a point in frame coordinates and its activation code; batches and
     the cells in each come in order of their centres' distance from ``u``, those whose code
     matches first. ``clock.check()`` runs between neurons (it may raise to stop the run).
+    ``kernel``: how the layers' cuts run (:data:`KERNELS`; the same cells either way).
     ``levels``: cut by the first ``levels`` hidden layers only (1: the level-1 pieces; their
     codes' later columns are False). ``within``: the keys (:func:`first_layer_keys`) of the
     level-1 pieces to enumerate; the cells of the others are dropped after the first layer.
