@@ -42,6 +42,7 @@ import numpy as np
 
 from polytrav.model.geometry import Frame
 from polytrav.model.network import Network
+from polytrav.vocabulary.extras import require
 from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
 __all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
@@ -172,7 +173,7 @@ class _Layers:
             raise ValueError(f"subdivide: kernel must be one of {KERNELS}, not {kernel!r}")
         self.mode = kernel
         if kernel == "numba" and self.kernel(1) is None:
-            raise ImportError('subdivide: kernel="numba" needs numba: pip install "polytrav[fast]"')
+            require('subdivide: kernel="numba"', "fast")
 
     def kernel(self, work: int):
         """The compiled cut of a layer of ``work`` vertex-neuron pairs, or None: numpy."""
