@@ -30,10 +30,21 @@ time for every cell is projected at its rate so far).
 
 ``--engine-only NET``: that bunny net is timed by the engine alone, its cells counted batch by
 batch (the 3-D 8x32 net's 10^7 cells as Polytope objects would time Python, not the engine).
+polytrav's rows say which kernel cut the layers (``kernel``: ``numba`` with ``polytrav[fast]``
+installed, its first call loading the compiled code from numba's cache; else ``numpy``) and
+the child's peak resident memory (``maxrss_gb``).
+
+``parts``: a bunny net's cells by the engine in one process, then in parts on ``--workers``
+local processes (:func:`polytrav.parallel.get_executor`): its level-1 pieces
+(``pieces(..., strategy="subdivision")``) in ``--parts`` chunks, each child counting the cells
+of ``Subdivision(..., within=keys)``; the counts must be equal, the speed-up is serial over
+parallel wall time (pieces listing included).
 
     python benchmarks/subdivision.py bunny --edge-subdivision ../scratch/relu_edge_subdivision \\
         --repeat 5 --out benchmarks/results/subdivision_bunny.json
     python benchmarks/subdivision.py scaling --repeat 3 --out benchmarks/results/subdivision_scaling.json
+    python benchmarks/subdivision.py parts --edge-subdivision ../scratch/relu_edge_subdivision \
+        --nets 3,8x32,relu,bunny --workers 2 --repeat 1 --out benchmarks/results/subdivision_parts.json
     python benchmarks/subdivision.py pictures --repeat 3 --timeout 60 --figures /tmp \
         --out benchmarks/results/subdivision_pictures.json
 """
@@ -82,8 +93,10 @@ for signs in itertools.product((1, -1), repeat=d):
     p = sv.copy(); z = p == 0; k = z.cumsum(1) - 1; ok = z.sum(1) == d
     p[z] = np.array(signs, np.int8)[np.minimum(k[z], d - 1)]
     cells.update(map(bytes, p[ok & (p[:, :2 * d] == 1).all(1)][:, 2 * d:]))
+import resource
 print(json.dumps({"seconds": seconds, "cells": len(cells), "vertices": len(vs),
-                  "edges": len(edges)}))
+                  "edges": len(edges),
+                  "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
 '''
 
 
@@ -104,10 +117,13 @@ def bunny_net(path: Path):
 def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
     """Child process: polytrav on one bunny net (``calls - 1`` warm-up calls of each, then
     the timed one); ``stream=False``: the engine only (its cells counted batch by batch)."""
+    import resource
+
     import numpy as np
 
     from polytrav import Box, traverse
     from polytrav.model.geometry import build_frame
+    from polytrav.traversal import subdivision
     from polytrav.traversal.subdivision import Subdivision
 
     net = bunny_net(Path(path))
@@ -126,7 +142,64 @@ def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
                 assert run.complete, run.status
             out[what] = time.perf_counter() - t
         out[what + "_cells"] = cells
+    out["kernel"] = "numba" if subdivision._KERNEL else "numpy"
+    out["maxrss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(json.dumps(out))
+
+
+def count_within(path: str, keys: list[bytes] | None) -> int:
+    """In a worker: the cells of the bunny net at ``path`` inside the level-1 pieces ``keys``."""
+    import numpy as np
+
+    from polytrav import Box
+    from polytrav.model.geometry import build_frame
+    from polytrav.traversal.subdivision import Subdivision
+
+    net = bunny_net(Path(path))
+    d = net.n_inputs
+    frame = build_frame(Box(np.full(d, -0.5), np.full(d, 0.5)), d)
+    return sum(len(b) for b in Subdivision(net, frame, within=None if keys is None else set(keys)))
+
+
+def parts(args, run: Run) -> dict:
+    """Serial engine against parts on local processes (see the module doc)."""
+    import numpy as np
+
+    from polytrav import Box
+    from polytrav.host.runner import pieces
+    from polytrav.parallel import get_executor
+
+    from subdivision import count_within  # by module name: the workers import it so
+
+    peer = Path(args.edge_subdivision).resolve()
+    wrong = []
+    for name in args.nets or ["3,8x32,relu,bunny"]:
+        path = str(peer / "models" / name)
+        net = bunny_net(Path(path))
+        box = Box(np.full(net.n_inputs, -0.5), np.full(net.n_inputs, 0.5))
+        serial, parallel, counts = [], [], set()
+        with get_executor(args.workers) as pool:
+            list(pool.map(count_within, [path] * args.workers, [[]] * args.workers))  # warm-up
+            for _ in range(args.repeats):
+                t = time.perf_counter()
+                counts.add(count_within(path, None))
+                serial.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                keys = [p.key for p in pieces(net, box, strategy="subdivision")]
+                size = -(-len(keys) // args.parts)
+                chunks = [keys[i:i + size] for i in range(0, len(keys), size)]
+                counts.add(sum(pool.map(count_within, [path] * len(chunks), chunks)))
+                parallel.append(time.perf_counter() - t)
+        row = {"case": name, "workers": args.workers, "parts": args.parts, "pieces": len(keys),
+               "repeats": args.repeats, "cells": sorted(counts), "serial_times": serial,
+               "parallel_times": parallel, "serial_s": statistics.median(serial),
+               "parallel_s": statistics.median(parallel)}
+        row["speedup"] = row["serial_s"] / row["parallel_s"]
+        if len(counts) != 1:
+            wrong.append(name)
+            print(f"!!! {name}: serial and parts counted {sorted(counts)}", flush=True)
+        run.add(row)
+    return {"different_counts": wrong}
 
 
 def child(cmd: list[str], core: int | None, timeout: float) -> dict | None:
@@ -161,7 +234,10 @@ def bunny(args, run: Run) -> dict:
                "polytrav_cells": done["polytrav"][0]["engine_cells"] if done["polytrav"] else None,
                "edge_cells": done["edge"][0]["cells"] if done["edge"] else None,
                "edge_vertices": done["edge"][0]["vertices"] if done["edge"] else None,
-               "edge_edges": done["edge"][0]["edges"] if done["edge"] else None}
+               "edge_edges": done["edge"][0]["edges"] if done["edge"] else None,
+               "kernel": done["polytrav"][0].get("kernel") if done["polytrav"] else None,
+               "polytrav_maxrss_gb": max((r["maxrss_gb"] for r in done["polytrav"]), default=None),
+               "edge_maxrss_gb": max((r["maxrss_gb"] for r in done["edge"]), default=None)}
         for key, tool, field in (("engine_s", "polytrav", "engine"),
                                  ("stream_s", "polytrav", "stream"),
                                  ("edge_s", "edge", "seconds")):
@@ -188,9 +264,13 @@ def scaling(args, run: Run) -> dict:
 
     from polytrav import Box, traverse
 
-    cases = [(f"random {d}-D {w}", random_net(0, d, w), Box(-np.ones(d), np.ones(d)))
-             for d, w in [(2, [16, 16]), (3, [16, 16]), (4, [12, 12]), (5, [10, 10]),
-                          (6, [8, 8]), (7, [8, 8]), (8, [6, 6])]]
+    nets = [(0, 2, [16, 16]), (0, 3, [16, 16]), (0, 4, [12, 12]), (0, 5, [10, 10]),
+            (0, 6, [8, 8]), (0, 7, [8, 8]), (0, 8, [6, 6])]
+    if args.more:  # a second net per dimension from 6, and 9-10 inputs (issue 61)
+        nets += [(1, 6, [8, 8]), (1, 7, [8, 8]), (1, 8, [6, 6]), (0, 9, [5, 5]),
+                 (1, 9, [5, 5]), (0, 10, [4, 4]), (1, 10, [4, 4])]
+    cases = [(f"random {d}-D {w}" + (f" seed {seed}" if seed else ""), random_net(seed, d, w),
+              Box(-np.ones(d), np.ones(d))) for seed, d, w in nets]
     if acas_onnx().exists():
         cases += [(f"ACAS Xu 1_1, r={r}", *case(f"acas_{r}")) for r in (0.003, 0.005)]
     for label, net, region in cases:
@@ -276,7 +356,11 @@ def main() -> None:
     if len(sys.argv) > 4 and sys.argv[1] == "worker":
         return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream")
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
-    ap.add_argument("mode", choices=["bunny", "scaling", "pictures"])
+    ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts"])
+    ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
+    ap.add_argument("--more", action="store_true",
+                    help="scaling: a second net per dimension from 6, and 9-10 inputs")
+    ap.add_argument("--parts", type=int, default=16, help="parts: chunks of level-1 pieces")
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
     ap.add_argument("--engine-only", nargs="*",
@@ -290,12 +374,13 @@ def main() -> None:
     args = ap.parse_args()
     if args.calls is not None:
         args.warmup = args.calls - 1
-    if args.mode == "bunny" and not args.edge_subdivision:
-        ap.error("bunny needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
-    if args.mode != "bunny":  # bunny pins each child process with taskset
+    if args.mode in ("bunny", "parts") and not args.edge_subdivision:
+        ap.error(f"{args.mode} needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
+    if args.mode not in ("bunny", "parts"):  # bunny pins each child process with taskset
         pin(args.core)
     run = Run(f"subdivision {args.mode}", args)
-    run.summary.update({"bunny": bunny, "scaling": scaling, "pictures": pictures}[args.mode](args, run))
+    run.summary.update({"bunny": bunny, "scaling": scaling, "pictures": pictures,
+                        "parts": parts}[args.mode](args, run))
     run.write(args.out)
     sys.exit(1 if run.summary.get("different_counts") else 0)
 

@@ -312,7 +312,8 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
              solver=None, max_polytopes: int | None = None,
              time_limit: float | None = None, fallback="auto", guide=None,
              vertices: bool = False, within=None, prune=None,
-             order: str = "bfs", volume_shares: bool = True) -> "Traversal":
+             order: str = "bfs", volume_shares: bool = True,
+             batch: int | None = None) -> "Traversal":
     """Visit every full-dimensional polytope of ``net`` that meets ``region``.
 
     Parameters
@@ -379,6 +380,10 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
         Give each piece ``prune`` proves its share of the region's volume (qhull, about a
         millisecond a piece; the first :data:`~polytrav.traversal.frontier.PROVEN_VOLUMES`
         pieces, in regions of at most 6 dimensions). False: a statistic skipped.
+    batch : int, optional
+        Subdivision only: the most cells it cuts together at a layer's start (default
+        :data:`~polytrav.traversal.subdivision.BATCH`); its memory grows with it, about
+        2-10 kB a cell in 2-3 dimensions.
 
     Returns
     -------
@@ -398,7 +403,8 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
     return open_traversal(net, region, start, strategy=strategy, solver=backend,
                           max_polytopes=max_polytopes, time_limit=time_limit,
                           fallback=fallbacks, guide=guide, vertices=vertices, within=within,
-                          prune=prune, order=order, volume_shares=volume_shares)
+                          prune=prune, order=order, volume_shares=volume_shares,
+                          **({} if batch is None else {"batch": batch}))
 
 
 def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
@@ -407,9 +413,10 @@ def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarc
 
     The pieces partition the region (up to measure zero), so the polytopes of a traversal
     are exactly the union of ``traverse(..., within=[piece])`` over its pieces: the unit of
-    work of parallel runs and checkpoints (:mod:`polytrav.parallel`). Pieces are yielded in
-    the order the full traversal would descend into them; the returned
-    :class:`~polytrav.traversal.Traversal` ends with a status like any other.
+    work of parallel runs and checkpoints (:mod:`polytrav.parallel`). ``strategy`` lists them
+    as its runs would: ``"subdivision"`` (and ``"auto"`` where it picks it) by cutting the
+    region with the first layer, the others in the order the full traversal would descend
+    into them; the returned run ends with a status like any other.
 
     Examples
     --------
@@ -422,10 +429,9 @@ def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarc
     >>> len(found), sum(len(list(traverse(net, region, within=[p]))) for p in found)
     (2, 3)
     """
-    strategy = "hierarchical" if strategy == "auto" else strategy  # pieces are its own
     backend, fallbacks = lp_backends(solver, fallback, strategy)
-    return Traversal(net, region, start, strategy=strategy, solver=backend,
-                     time_limit=time_limit, fallback=fallbacks, pieces_only=True)
+    return open_traversal(net, region, start, strategy=strategy, solver=backend,
+                          time_limit=time_limit, fallback=fallbacks, pieces_only=True)
 
 
 def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,

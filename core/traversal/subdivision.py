@@ -4,7 +4,8 @@ Start from the region's polytope (the frame box ``[-1, 1]^d``, cut by the region
 rows), then cut every cell by each neuron in turn, layer by layer. On a cell of the layers
 before it a neuron's pre-activation is affine, so its zero set cuts the cell along one
 hyperplane, and the cut is read off the cell's vertices: no LP. Many cells are cut by a neuron
-at once, in vectorised numpy: a *batch*. A batch that has grown past :data:`BATCH` cells at
+at once, in vectorised numpy, or cell by cell by the compiled kernel
+(:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch that has grown past :data:`BATCH` cells at
 the start of a layer is split into batches of at most that many, run one after the other
 (depth first), so memory stays bounded by the batch and finished cells stream out early.
 
@@ -41,13 +42,27 @@ import numpy as np
 
 from polytrav.model.geometry import Frame
 from polytrav.model.network import Network
+from polytrav.vocabulary.extras import require
 from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
-__all__ = ["BATCH", "Cells", "Subdivision", "Tally", "Undecided", "subdivide"]
+__all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
+           "subdivide"]
 
 #: A batch with more cells than this at the start of a layer is split (bounds memory: about
 #: 0.1-0.5 GB a batch in 2-6 dimensions).
 BATCH = 1 << 16
+
+#: How a layer's cuts run: ``"numba"``, the compiled kernel
+#: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
+#: numpy; ``"auto"``, the kernel once it is loaded in this process, and before that for a
+#: layer of at least :data:`KERNEL_MIN_WORK` vertex-neuron pairs (vertex rows of its cells
+#: times its neurons) when numba is installed (loading it takes 0.2-1 s, more than numpy
+#: takes on less work). Both give the same cells.
+KERNELS = ("auto", "numba", "numpy")
+KERNEL_MIN_WORK = 1 << 15
+
+#: Cells the kernel cuts between two checks of the clock.
+KERNEL_CHUNK = 4096
 
 
 class Undecided(Exception):
@@ -143,7 +158,7 @@ class _Layers:
     """The network's hidden layers in frame coordinates (``x = origin + U u``) and the
     hyperplane numbering shared by a run's batches."""
 
-    def __init__(self, net: Network, frame: Frame):
+    def __init__(self, net: Network, frame: Frame, kernel: str = "auto"):
         self.d = d = frame.dim
         self.frame = frame
         self.weights, self.biases = list(net.weights[:-1]), list(net.biases[:-1])
@@ -154,6 +169,34 @@ class _Layers:
         self.offsets = self.offsets.astype(int)
         self.n_region = 2 * d + frame.A_extra.shape[0]
         self.words = max(1, -(-(self.n_region + int(self.offsets[-1])) // 64))
+        if kernel not in KERNELS:
+            raise ValueError(f"subdivide: kernel must be one of {KERNELS}, not {kernel!r}")
+        self.mode = kernel
+        if kernel == "numba" and self.kernel(1) is None:
+            require('subdivide: kernel="numba"', "fast")
+
+    def kernel(self, work: int):
+        """The compiled cut of a layer of ``work`` vertex-neuron pairs, or None: numpy."""
+        if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK
+                                    and not _KERNEL):
+            return None
+        return load_kernel()
+
+
+_KERNEL = None  # the compiled kernel once loaded; False: numba is not installed
+
+
+def load_kernel():
+    """The compiled cut of a layer (:func:`polytrav.traversal.subdivision_kernel.cut_layer`),
+    or None without numba."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            from polytrav.traversal.subdivision_kernel import cut_layer
+        except ImportError:
+            cut_layer = False
+        _KERNEL = cut_layer
+    return _KERNEL or None
 
 
 class Subdivision:
@@ -163,20 +206,28 @@ class Subdivision:
     ``near``: ``(u, code)``, a point in frame coordinates and its activation code; batches and
     the cells in each come in order of their centres' distance from ``u``, those whose code
     matches first. ``clock.check()`` runs between neurons (it may raise to stop the run).
+    ``kernel``: how the layers' cuts run (:data:`KERNELS`; the same cells either way).
+    ``levels``: cut by the first ``levels`` hidden layers only (1: the level-1 pieces; their
+    codes' later columns are False). ``within``: the keys (:func:`first_layer_keys`) of the
+    level-1 pieces to enumerate; the cells of the others are dropped after the first layer.
     Raises :class:`Undecided` where floating point cannot decide a cut: the batches yielded
     before are right, the rest is not known.
     """
 
     def __init__(self, net: Network, frame: Frame, clock=None, *, batch: int = BATCH,
-                 near: tuple[np.ndarray, np.ndarray] | None = None):
+                 near: tuple[np.ndarray, np.ndarray] | None = None, kernel: str = "auto",
+                 levels: int | None = None, within: set[bytes] | None = None):
         if frame.l1_balls or frame.l2_balls:
             raise ValueError("subdivide: the region must be polyhedral (no L1/L2 balls)")
-        self.layers = _Layers(net, frame)
+        self.layers = _Layers(net, frame, kernel)
+        n = len(self.layers.weights)
+        self.levels = n if levels is None else min(levels, n)
+        self.within = within
         self.tally = Tally(levels=[0] * len(self.layers.weights))
         self.clock, self.batch, self.near = clock, batch, near
 
     def __iter__(self) -> Iterator[Cells]:
-        n_layers = len(self.layers.weights)
+        n_layers = self.levels
         stack = [(_Batch.root(self.layers, self.tally), 0)]
         while stack:
             part, layer = stack.pop()
@@ -190,6 +241,9 @@ class Subdivision:
                     stack.extend((p, layer) for p in reversed(pieces))
                     continue
             part.cut_layer(layer, self.clock)
+            if layer == 0 and self.within is not None:  # the level-1 pieces asked for
+                keys = first_layer_keys(part.c.code[:, : self.layers.offsets[1]])
+                part.keep(np.fromiter((k in self.within for k in keys), bool, len(keys)))
             self.tally.levels[layer] += part.c.n
             stack.append((part, layer + 1))
 
@@ -203,14 +257,22 @@ class Subdivision:
         return np.argsort(np.where(np.all(codes == code[:k], axis=1), -1.0, gap), kind="stable")
 
 
-def subdivide(net: Network, frame: Frame, clock=None, *, batch: int = BATCH) -> Cells:
+def first_layer_keys(codes: np.ndarray) -> np.ndarray:
+    """The keys of the level-1 pieces of ``codes`` (their first layer's bits, as
+    :attr:`polytrav.traversal.Piece.key`): one ``bytes`` object per row."""
+    packed = np.packbits(np.asarray(codes, bool), axis=1)
+    return np.array([row.tobytes() for row in packed], dtype=object)
+
+
+def subdivide(net: Network, frame: Frame, clock=None, *, batch: int = BATCH,
+              kernel: str = "auto") -> Cells:
     """Every cell of ``net`` (its hidden layers) inside the polyhedral region of ``frame``,
-    in one :class:`Cells` (``tally`` set).
+    in one :class:`Cells` (``tally`` set); ``kernel``: one of :data:`KERNELS`.
 
     Raises :class:`Undecided` where floating point cannot decide a cut, and whatever
     ``clock.check()`` raises between neurons.
     """
-    run = Subdivision(net, frame, clock, batch=batch)
+    run = Subdivision(net, frame, clock, batch=batch, kernel=kernel)
     cells = Cells.join(list(run), frame.dim, int(run.layers.offsets[-1]))
     cells.tally = run.tally
     return cells
@@ -287,6 +349,9 @@ class _Batch:
 
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
+        kernel = self.L.kernel(self.v.n * self.G.shape[2])
+        if kernel is not None and self.c.n:
+            return self._cut_compiled(kernel, layer, clock)
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
         off, norms = self.off.T.copy(), self.norms.T.copy()
         near, side = self.near.T.copy(), self.side.T.copy()
@@ -303,6 +368,52 @@ class _Batch:
                           self.n_region + j, code=j)
             else:
                 self.c.code[:, j] = bit
+
+    def _cut_compiled(self, kernel, layer: int, clock) -> None:
+        """:meth:`cut_layer` by the compiled kernel, :data:`KERNEL_CHUNK` cells a call."""
+        self._compact()
+        c, v = self.c, self.v
+        X, act = v.X, v.act
+        if np.any(v.cell[1:] < v.cell[:-1]):  # group the vertices by cell
+            by_cell = np.argsort(v.cell, kind="stable")
+            X, act = np.take(X, by_cell, axis=0), np.take(act, by_cell, axis=0)
+        vstart = np.zeros(c.n + 1, np.int64)
+        np.cumsum(np.bincount(v.cell, minlength=c.n), out=vstart[1:])
+        # the layer's maps, one row per cell (at a layer's start each cell is its own row)
+        src = c.anc[:, layer]
+        mine = src.size == self.off.shape[0] and np.array_equal(src, np.arange(src.size))
+        # contiguous and writeable: one compiled signature (a read-only array is another)
+        pick = (lambda a: np.require(a, requirements="CW")) if mine else \
+            (lambda a: np.take(a, src, axis=0))
+        G = np.ascontiguousarray(pick(self.G).transpose(0, 2, 1))
+        off, norms, near, side = (pick(a) for a in (self.off, self.norms, self.near, self.side))
+        hyper0 = self.n_region + int(self.L.offsets[layer])
+        out = []
+        for lo in range(0, c.n, KERNEL_CHUNK):
+            if clock is not None:
+                clock.check()
+            hi = min(c.n, lo + KERNEL_CHUNK)
+            a, b = vstart[lo], vstart[hi]
+            parent, bits, centre, reach, end, Xo, acto, tally, err = kernel(
+                X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
+                G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
+                SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL)
+            self.tally.cuts += int(tally[0])
+            self.tally.snapped += int(tally[1])
+            self.tally.thin += int(tally[2])
+            if err[0] == 1:
+                raise Undecided(f"every vertex of a cell lies on hyperplane {int(err[1])}")
+            if err[0] == 2:
+                raise Undecided(f"a cut by hyperplane {int(err[1])} has fewer than {self.d} "
+                                "vertices on its section")
+            out.append((parent + lo, bits, centre, reach, np.diff(end, prepend=0), Xo, acto))
+        del X, act, G
+        parent, bits, centre, reach, count, Xo, acto = (np.concatenate(col) for col in zip(*out))
+        lo, hi = self.L.offsets[layer], self.L.offsets[layer + 1]
+        code = np.take(c.code, parent, axis=0)
+        code[:, lo:hi] = bits
+        self.c = _Store(code=code, centre=centre, reach=reach, anc=np.take(c.anc, parent, axis=0))
+        self.v = _Store(X=Xo, cell=np.repeat(np.arange(parent.size), count), act=acto)
 
     def split(self, size: int, order) -> list[_Batch]:
         """This batch as batches of at most ``size`` cells (``order(codes, centres)``: the
@@ -480,6 +591,11 @@ class _Batch:
         if not (keep_on | keep_off).all():  # both sides thin: the cell holds no polytope
             self._drop_cells(ids[~(keep_on | keep_off)])
 
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the cells where ``mask``."""
+        if not mask.all():
+            self._drop_cells(np.flatnonzero(~mask))
+
     def _drop_rows(self, rows: np.ndarray) -> None:
         """Remove vertex rows (a side cut off): marked ``cell = -1``, compacted later."""
         self.v.cell[rows] = -1
@@ -541,7 +657,8 @@ class _Batch:
         b = np.concatenate([np.ones(2 * d), fr.b_extra])
         r = np.min((b[None, :] - u @ A.T) / np.linalg.norm(A, axis=1)[None, :], axis=1)
         h = u
-        for layer, (W, bias) in enumerate(zip(self.L.weights, self.L.biases)):
+        for layer in range(len(self.inverse)):  # the layers cut so far
+            W, bias = self.L.weights[layer], self.L.biases[layer]
             z = h @ W.T + bias
             code = cells.code[:, self.L.offsets[layer]: self.L.offsets[layer + 1]]
             h = z * code

@@ -30,9 +30,10 @@ from polytrav.traversal.engine import (Traversal, check_budgets, check_domain, c
                                        start_point)
 from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalStats,
                                        TraversalStatus)
-from polytrav.traversal.subdivision import Cells, Subdivision, Undecided
+from polytrav.traversal.piece import Piece
+from polytrav.traversal.subdivision import BATCH, Cells, Subdivision, Undecided
 from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.tolerances import RADIUS_TOL, ZERO_ROW_TOL
+from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, ZERO_ROW_TOL
 
 __all__ = ["AUTO_MAX_DIM", "SubdivisionRun", "choose_strategy", "open_traversal"]
 
@@ -51,7 +52,7 @@ def choose_strategy(net: Network, region: Region, *, guide=None, within=None, pr
     :data:`AUTO_MAX_DIM` dimensions when the run visits every polytope; else
     ``"hierarchical"``, whose guides, pruning bounds and level-1 pieces let a run skip work
     or split it."""
-    if guide is not None or prune is not None or within is not None or pieces_only:
+    if guide is not None or prune is not None:
         return "hierarchical"
     region = region.with_dims(net.n_inputs)
     if net.n_inputs > AUTO_MAX_DIM and not region.is_box:
@@ -70,6 +71,7 @@ def open_traversal(net: Network, region: Region, start=None, *, strategy: str = 
         strategy = choose_strategy(net, region, **options)
     if strategy == "subdivision":
         return SubdivisionRun(net, region, start, **options)
+    options.pop("batch", None)  # subdivision's alone
     return Traversal(net, region, start, strategy=strategy, **options)
 
 
@@ -80,21 +82,24 @@ class SubdivisionRun(Iterator[Polytope]):
     ``order`` and ``volume_shares`` only let a traversal skip work, so they are not used
     (every polytope is visited); ``start`` orders the polytopes: the one holding it first,
     then by the distance of their interior points from it (batch by batch, nearest batch
-    first). ``within`` and ``pieces_only`` (the units of parallel runs) and
-    regions with L1/L2 balls are refused: use ``strategy="hierarchical"`` for those.
+    first). ``pieces_only``: yield the level-1 pieces (:class:`~polytrav.traversal.Piece`,
+    the units of parallel runs) instead; ``within``: only the polytopes inside those pieces
+    (by their first layer's code). Regions with L1/L2 balls are refused: use
+    ``strategy="hierarchical"`` for those. ``batch``: the most cells cut together at a
+    layer's start (:data:`~polytrav.traversal.subdivision.BATCH`; memory grows with it).
     """
 
     def __init__(self, net: Network, region: Region, start=None, *,
                  solver: SolverBackend | None = None, max_polytopes=None, time_limit=None,
                  fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
                  within=None, prune=None, order="bfs", pieces_only: bool = False,
-                 volume_shares: bool = True):
+                 volume_shares: bool = True, batch: int = BATCH):
         check_inputs(net, region)
         check_budgets(max_polytopes, time_limit)
-        if within is not None or pieces_only:
-            raise ConfigError("traverse: strategy 'subdivision' has no level-1 pieces to split "
-                              "a run into; run it in one process, or use strategy="
-                              "'hierarchical' for parallel runs and checkpoints")
+        if not isinstance(batch, int) or batch < 1:
+            raise ConfigError(f"traverse: batch must be a positive number of cells, not {batch!r}")
+        self.batch = batch
+        self.pieces_only = bool(pieces_only)
         self.net = net
         self.region = region.with_dims(net.n_inputs)
         self.frame = build_frame(self.region, net.n_inputs)
@@ -110,7 +115,9 @@ class SubdivisionRun(Iterator[Polytope]):
         self.fallbacks = [b for b in fallback if solver is None or b.name != solver.name]
         self.max_polytopes = max_polytopes
         self.time_limit = time_limit
-        self.within = None
+        self.within = None if within is None else list(within)
+        if self.within:
+            self._check_pieces(self.within)
         self.proven_pieces: list = []
         self.status = TraversalStatus.RUNNING
         self.stats = TraversalStats(pieces=[0] * net.n_hidden_layers,
@@ -164,7 +171,10 @@ class SubdivisionRun(Iterator[Polytope]):
             if self.start_u is not None:
                 code = self.net.activation_code(self.frame.to_x(self.start_u))
                 near = (self.start_u, np.concatenate(code) if code else np.zeros(0, bool))
-            engine = Subdivision(self.net, self.frame, self._clock, near=near)
+            engine = Subdivision(
+                self.net, self.frame, self._clock, near=near, batch=self.batch,
+                levels=1 if self.pieces_only else None,
+                within=None if self.within is None else {p.key for p in self.within})
             emitted = []  # the codes of the batches emitted, packed (for a fallback)
             batches = iter(engine)
             while True:
@@ -179,7 +189,7 @@ class SubdivisionRun(Iterator[Polytope]):
                 st.cuts, st.snapped, st.thin_cuts = tally.cuts, tally.snapped, tally.thin
                 st.pieces[:] = tally.levels  # cells per level, as the traversal counts them
                 emitted.append(np.packbits(cells.codes, axis=1))
-                yield from self._emit(cells)
+                yield from (self._pieces(cells) if self.pieces_only else self._emit(cells))
             self.status = (TraversalStatus.SOLVER_FAILURE if st.failures
                            else TraversalStatus.COMPLETE)
         except RunEnded as stop:
@@ -215,6 +225,33 @@ class SubdivisionRun(Iterator[Polytope]):
             st.polytopes += 1
             yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region, V[a:b])
 
+    def _check_pieces(self, within: list) -> None:
+        """Refuse a piece whose first layer's code does not hold at its centre (as the
+        traversal does): a piece of another network or region."""
+        hidden = self.net.n_hidden_layers > 0  # else the one piece is the region
+        W, b = self.net.weights[0], self.net.biases[0] if hidden else np.zeros(0)
+        for piece in within:
+            bits = np.asarray(piece.bits, bool)
+            h = None if bits.shape != b.shape else \
+                W @ self.frame.to_x(piece.u) + b if hidden else np.zeros(0)
+            if h is None or (np.where(bits, h, -h) < -CELL_CODE_RTOL * (1 + np.abs(h))).any():
+                raise ConfigError("traverse: a piece given in 'within' is not a level-1 piece "
+                                  "of this network and region (its code does not hold at "
+                                  "its centre)")
+
+    def _pieces(self, cells: Cells) -> Iterator[Piece]:
+        """The level-1 pieces of a batch of cells cut by the first layer only."""
+        n1 = self.net.hidden_sizes[0] if self.net.n_hidden_layers else 0
+        for i, r in enumerate(cells.radii.tolist()):
+            self._clock.check()
+            bits, u = cells.codes[i, :n1].copy(), cells.centres[i]
+            if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides
+                cell = self._chebyshev((bits,))
+                if cell is None or cell[0] <= RADIUS_TOL:
+                    continue
+                r, u = cell
+            yield Piece(bits, u, r)
+
     def _fall_back(self, why: str, emitted: list[np.ndarray]) -> Iterator[Polytope]:
         """The LP traversal of the whole region, for a cut the engine could not decide: the
         polytopes of the batches ``emitted`` (their packed codes) are not emitted again."""
@@ -222,11 +259,15 @@ class SubdivisionRun(Iterator[Polytope]):
             raise ConfigError(f"traverse: subdivision could not decide a cut ({why}) and has "
                               "no LP backend to fall back to")
         seen = {row.tobytes() for part in emitted for row in part}
+        n1 = self.net.hidden_sizes[0] if self.net.n_hidden_layers else 0
+        if self.pieces_only:
+            seen = {np.packbits(np.unpackbits(row)[:n1]).tobytes() for part in emitted
+                    for row in part}
         start = None if self.start_u is None else self.frame.to_x(self.start_u)
         left = None if self.time_limit is None else self._clock.left()
         trav = Traversal(self.net, self.region, start, solver=self.backend,
                          fallback=self.fallbacks, max_polytopes=self.max_polytopes,
-                         time_limit=left)
+                         time_limit=left, within=self.within, pieces_only=self.pieces_only)
         trav.stats.fallback = why
         log.info("subdivision hands the rest of the region to the LP traversal: %s", why)
         self.stats = trav.stats  # its count is of every polytope, those emitted before too
@@ -239,7 +280,8 @@ class SubdivisionRun(Iterator[Polytope]):
             self.status = trav.status
 
     def _chebyshev(self, code) -> tuple[float, np.ndarray] | None:
-        """``(radius, centre)`` of the cell of ``code`` by the Chebyshev LP (None: undecided)."""
+        """``(radius, centre)`` of the cell of ``code`` (every layer's, or the first layer's:
+        a level-1 piece) by the Chebyshev LP (None: undecided)."""
         if self.backend is None:
             raise ConfigError("traverse: subdivision found a thin cell and has no LP backend "
                               "to decide it")
@@ -248,7 +290,10 @@ class SubdivisionRun(Iterator[Polytope]):
                                   self._clock)
         fr = self.frame
         model = self.backend.chebyshev_model(fr)
-        for (Wh, bh), bits in zip(self.net.hyperplanes(code), code):
+        # a level-1 piece's code has the first layer only: its rows are that layer's
+        planes = ([(self.net.weights[0], self.net.biases[0])]
+                  if len(code) < self.net.n_hidden_layers else self.net.hyperplanes(code))
+        for (Wh, bh), bits in zip(planes, code):
             A, beta = fr.pull(Wh), Wh @ fr.origin + bh
             norm = np.linalg.norm(A, axis=1)
             live = norm > ZERO_ROW_TOL * (1.0 + np.abs(beta))

@@ -29,6 +29,7 @@ EXTRAS = {
     "export": ("pandas", "pyarrow"),
     "report": ("jinja2", "matplotlib", "pandas"),
     "conformance": ("vnntest",),
+    "fast": ("numba",),
 }
 
 

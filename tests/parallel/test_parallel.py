@@ -53,21 +53,25 @@ def assert_same(serial, parted):
     assert len(parted["region_stats"].details["edges"]) == len(serial["region_stats"].details["edges"])
 
 
-@pytest.fixture(scope="module")
-def serial(example_plugin):
-    """The plain run of :func:`analyses` (skips without the example plugin installed), by the
-    traversal as runs in parts are (their pieces are its level-1 pieces)."""
-    return analyze(NET, REGION, analyses(example_plugin), strategy="hierarchical")
+@pytest.fixture(scope="module", params=["auto", "hierarchical"])
+def serial(request, example_plugin):
+    """``(strategy, report)``: the plain run of :func:`analyses` (skips without the example
+    plugin installed) by the default strategy (here subdivision, whose parts are the level-1
+    pieces of its first layer) and by the traversal."""
+    return request.param, analyze(NET, REGION, analyses(example_plugin), strategy=request.param)
 
 
 def test_serial_executor_in_parts_equals_the_plain_run(serial, example_plugin):
-    assert_same(serial, analyze(NET, REGION, analyses(example_plugin), executor=SerialExecutor(),
-                                parts=7))
+    strategy, plain = serial
+    assert_same(plain, analyze(NET, REGION, analyses(example_plugin), executor=SerialExecutor(),
+                               parts=7, strategy=strategy))
 
 
 def test_process_pool_equals_the_serial_run(serial, example_plugin):
+    strategy, plain = serial
     with get_executor(2) as pool:
-        assert_same(serial, analyze(NET, REGION, analyses(example_plugin), executor=pool))
+        assert_same(plain, analyze(NET, REGION, analyses(example_plugin), executor=pool,
+                                   strategy=strategy))
 
 
 def test_a_violation_stops_the_run_in_parts():
@@ -118,8 +122,10 @@ def dask_client():
 
 def test_dask_cluster_traversal_equals_the_serial_run(serial, example_plugin, dask_client):
     dask_client.wait_for_workers(2)  # both up (a worker killed by a test before restarts)
-    report = analyze(NET, REGION, analyses(example_plugin), executor=dask_client.get_executor())
-    assert_same(serial, report)
+    strategy, plain = serial
+    report = analyze(NET, REGION, analyses(example_plugin), executor=dask_client.get_executor(),
+                     strategy=strategy)
+    assert_same(plain, report)
     assert report.stats["workers"] == 2
 
 

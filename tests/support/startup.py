@@ -18,7 +18,7 @@ import numpy as np
 #: measures each): a command loads one only on a path that uses it.
 HEAVY = ("onnx", "ml_dtypes", "onnxruntime", "scipy.optimize", "scipy.sparse", "cvxpy",
          "pandas", "pyarrow", "matplotlib", "jinja2", "dask", "distributed", "torch",
-         "sklearn", "skops.io", "networkx", "osqp")
+         "sklearn", "skops.io", "networkx", "osqp", "numba")
 BOX = ["--lower", "-1", "--upper", "1"]
 #: name: (console script, arguments, its exit code, the heavy modules its path uses). Run in
 #: the folder :func:`write_inputs` fills.

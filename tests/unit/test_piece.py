@@ -66,8 +66,9 @@ def test_a_piece_of_another_network_is_refused():
     reg = Box([-1, -1], [1, 1])
     piece = next(iter(pieces(random_net(0, 2, [6, 5]), reg)))
     other = random_net(1, 2, [6, 5])
-    with pytest.raises(ConfigError, match="not a level-1 piece"):
-        list(traverse(other, reg, within=[piece]))
+    for strategy in ("hierarchical", "subdivision"):
+        with pytest.raises(ConfigError, match="not a level-1 piece"):
+            list(traverse(other, reg, within=[piece], strategy=strategy))
 
 
 def test_within_and_a_guide_do_not_mix():

@@ -154,8 +154,8 @@ def test_refusals_name_the_way_out():
     net = random_net(0, 2, [3])
     with pytest.raises(ConfigError, match="polyhedral region.*hierarchical"):
         traverse(net, Ball([0.0, 0.0], 1.0), strategy="subdivision")
-    with pytest.raises(ConfigError, match="hierarchical"):
-        traverse(net, Box([-1, -1], [1, 1]), strategy="subdivision", within=[])
+    with pytest.raises(ConfigError, match="batch must be a positive number of cells"):
+        traverse(net, Box([-1, -1], [1, 1]), strategy="subdivision", batch=0)
 
 
 def test_the_engine_on_its_own_counts_cells_and_radii():
@@ -269,3 +269,96 @@ def test_the_time_limit_ends_the_stream_too():
             pass
         assert next(run, None) is None
     assert run.status.value == "time_limit"
+
+
+def _same_cells(a, b):
+    """Same codes, vertex sets, radii and tally (the cells' order may differ)."""
+    def by_code(cells):
+        return {np.packbits(c).tobytes(): (cells.radii[i], np.unique(np.round(
+            cells.vertices[cells.starts[i]:cells.starts[i + 1]], 9), axis=0))
+            for i, c in enumerate(cells.codes)}
+
+    A, B = by_code(a), by_code(b)
+    assert len(a) == len(b) == len(A) == len(B) and A.keys() == B.keys()
+    for k in A:
+        assert A[k][0] == pytest.approx(B[k][0], rel=1e-9, abs=1e-12)
+        assert A[k][1].shape == B[k][1].shape and np.allclose(A[k][1], B[k][1], atol=1e-9)
+    assert a.tally == b.tally
+
+
+KERNEL_NETS = {**DEGENERATE, "random 2-D": random_net(7, 2, [20, 20, 10]),
+               "random 3-D": random_net(8, 3, [12, 12]), "random 5-D": random_net(9, 5, [8, 6])}
+
+
+@pytest.mark.parametrize("name", KERNEL_NETS)
+def test_the_compiled_kernel_gives_the_numpy_cells(name):
+    """kernel="numba" (optional) against kernel="numpy": the same cells, vertices, radii and
+    tally, degenerate nets included; batches of 3 cells too."""
+    pytest.importorskip("numba")
+    net = KERNEL_NETS[name]
+    d = net.n_inputs
+    frame = build_frame(Box(-np.ones(d), np.ones(d)), d)
+    truth = subdivide(net, frame, kernel="numpy")
+    _same_cells(truth, subdivide(net, frame, kernel="numba"))
+    _same_cells(truth, subdivide(net, frame, kernel="numba", batch=3))
+
+
+def test_auto_runs_the_kernel_on_a_bigger_net_with_the_traversal_s_cells():
+    """Through traverse (strategy "auto"): a layer of over KERNEL_MIN_WORK vertex-neuron pairs
+    runs the compiled kernel when numba is installed; the polytopes are the LP traversal's
+    and fill the box."""
+    net = random_net(12, 2, [30, 30])
+    box = Box([-1, -1], [1, 1])
+    run, polys = cells_of(net, box)
+    assert {p.key for p in polys} == {p.key for p in traverse(net, box, strategy="hierarchical")}
+    assert check_geometry(net, box, polys) == pytest.approx(4.0, rel=1e-9)
+
+
+def test_an_unknown_kernel_is_refused():
+    net = random_net(0, 2, [3])
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        subdivide(net, build_frame(Box([-1, -1], [1, 1]), 2), kernel="fortran")
+
+
+@pytest.mark.parametrize("name", ["random", "through one point", "copies", "dead",
+                                  "corners and facets", "thin"])
+def test_level_1_pieces_and_runs_within_them_partition_the_cells(name):
+    """pieces() by subdivision: the traversal's level-1 pieces; runs within each piece
+    (subdivision's and the traversal's pieces alike) give every cell of the whole run once."""
+    from polytrav.host.runner import pieces
+
+    net = random_net(3, 3, [7, 6, 5]) if name == "random" else DEGENERATE[name]
+    d = net.n_inputs
+    box = Box(-np.ones(d), np.ones(d))
+    mine = list(pieces(net, box, strategy="subdivision"))
+    theirs = list(pieces(net, box, strategy="hierarchical"))
+    assert {p.key for p in mine} == {p.key for p in theirs} and len(mine) == len(theirs)
+    for p in mine:  # a ball inside the piece, its code the first layer's
+        assert p.t > RADIUS_TOL
+        assert np.array_equal(net.activation_code(build_frame(box, d).to_x(p.u))[0], p.bits)
+    _, whole = cells_of(net, box)
+    for found in (mine, theirs):
+        parts = [p.key for piece in found for p in cells_of(net, box, within=[piece])[1]]
+        assert len(parts) == len(set(parts)) and set(parts) == {p.key for p in whole}
+    assert list(traverse(net, box, strategy="subdivision", within=[])) == []
+
+
+def test_a_small_batch_bounds_the_run_not_its_cells():
+    net = random_net(3, 3, [7, 6, 5])
+    box = Box(-np.ones(3), np.ones(3))
+    _, whole = cells_of(net, box)
+    _, small = cells_of(net, box, batch=4)
+    assert sorted(p.key for p in small) == sorted(p.key for p in whole)
+
+
+def test_the_kernel_once_loaded_runs_every_layer_even_an_empty_one():
+    """Under "auto" a loaded kernel cuts every layer: a run within no piece has none left."""
+    pytest.importorskip("numba")
+    from polytrav.traversal.subdivision import load_kernel
+
+    load_kernel()
+    net = random_net(3, 3, [7, 6, 5])
+    box = Box(-np.ones(3), np.ones(3))
+    assert list(traverse(net, box, strategy="subdivision", within=[])) == []
+    _, polys = cells_of(net, box)
+    assert {p.key for p in polys} == {p.key for p in traverse(net, box, strategy="hierarchical")}

@@ -1,0 +1,294 @@
+"""The subdivision engine's cut of a layer, compiled (numba): the loop numpy cannot express.
+
+:func:`cut_layer` takes the cells at the start of a layer (their vertices grouped by cell)
+and cuts each by every neuron of the layer in turn, cell by cell: the same decisions as
+:meth:`polytrav.traversal.subdivision._Batch.cut_layer` (its docstring and the module's say
+which), with no temporary arrays. numba is optional (``pip install "polytrav[fast]"``): this
+module is imported only by :func:`polytrav.traversal.subdivision.load_kernel`, when a run is
+big enough to pay for it; without numba the numpy path gives the same cells. Compiled once,
+cached on disk (``cache=True``: the functions live at module level for that).
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["cut_layer"]
+
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@jit
+def grow2(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@jit
+def grow1(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@jit
+def recentre(X, lo, hi, centre, reach, s):
+    d = X.shape[1]
+    m = hi - lo
+    for j in range(d):
+        t = 0.0
+        for r in range(lo, hi):
+            t += X[r, j]
+        centre[s, j] = t / m
+    far = 0.0
+    for r in range(lo, hi):
+        g = 0.0
+        for j in range(d):
+            e = X[r, j] - centre[s, j]
+            g += e * e
+        far = max(far, g)
+    reach[s] = np.sqrt(far)
+
+
+@jit
+def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
+              snap, radius_tol, same_tol):
+    """Cut cells ``0 .. C-1`` (vertices ``X[vstart[i]:vstart[i+1]]`` with their
+    hyperplane bits ``act``; ``centre``, ``reach``) by the layer's neurons: neuron ``k``
+    is ``G[i, k]·u + off[i, k]`` on cell ``i`` (gradient norm ``norms[i, k]``; it may cut
+    the cell iff ``near[i, k]``, else it lies on side ``side[i, k]``), hyperplane
+    ``hyper0 + k``. Returns the cells after the layer: parent, the layer's bits, centre,
+    reach, vertex ends, vertices and their bits; the tally (cuts, snapped, thin); an
+    error ``(kind, hyperplane)``: kind 1, every vertex of a cell on the hyperplane;
+    2, a section with fewer than ``d`` vertices.
+
+    A cell's pieces live in one buffer of vertex rows (``bS``/``bE``: each piece's
+    range): a piece the neuron does not cut stays where it is, one it cuts gets its two
+    children written at the buffer's end (the first child takes its place in the list)."""
+    C = vstart.size - 1
+    d, words, n = X.shape[1], act.shape[1], off.shape[1]
+    tally = np.zeros(3, np.int64)
+    err = np.zeros(2, np.int64)
+    o_parent = np.empty(2 * C + 16, np.int64)
+    o_bits = np.empty((2 * C + 16, n), np.bool_)
+    o_centre = np.empty((2 * C + 16, d))
+    o_reach = np.empty(2 * C + 16)
+    o_end = np.empty(2 * C + 16, np.int64)
+    o_X = np.empty((2 * X.shape[0] + 16, d))
+    o_act = np.empty((2 * X.shape[0] + 16, words), np.uint64)
+    nc = 0
+    nv = 0
+    bX = np.empty((256, d))
+    bA = np.empty((256, words), np.uint64)
+    bS = np.empty(16, np.int64)  # each piece's first vertex row, -1: dropped
+    bE = np.empty(16, np.int64)  # and its end
+    bC = np.empty((16, d))
+    bR = np.empty(16)
+    bB = np.empty((16, n), np.bool_)
+    dist = np.empty(64)
+    sgn = np.empty(64, np.int8)
+    nX = np.empty((64, d))
+    nA = np.empty((64, words), np.uint64)
+    shared = np.empty(words, np.uint64)
+    for i in range(C):
+        lo, hi = vstart[i], vstart[i + 1]
+        bX = grow2(bX, hi - lo)
+        bA = grow2(bA, hi - lo)
+        for r in range(hi - lo):
+            for j in range(d):
+                bX[r, j] = X[lo + r, j]
+            for w in range(words):
+                bA[r, w] = act[lo + r, w]
+        nb = hi - lo  # rows used in the buffer
+        ns = 1  # pieces
+        bS[0], bE[0] = 0, hi - lo
+        for j in range(d):
+            bC[0, j] = centre[i, j]
+        bR[0] = reach[i]
+        for k in range(n):
+            if not near[i, k]:
+                for s in range(ns):
+                    bB[s, k] = side[i, k]
+                continue
+            c = off[i, k]
+            nm = norms[i, k]
+            word = (hyper0 + k) // 64
+            bit = np.uint64(1) << np.uint64((hyper0 + k) % 64)
+            for s in range(ns):
+                lo = bS[s]
+                if lo < 0:
+                    continue
+                hi = bE[s]
+                m = hi - lo
+                zc = c
+                for j in range(d):
+                    zc += bC[s, j] * G[i, k, j]
+                spread = nm * bR[s]
+                if abs(zc) > spread + same_tol * (1.0 + spread + abs(c)):
+                    bB[s, k] = zc >= 0.0
+                    continue
+                top, bottom = 0.0, 0.0
+                dist = grow1(dist, m)
+                sgn = grow1(sgn, m)
+                for r in range(m):
+                    t = 0.0
+                    for j in range(d):
+                        t += bX[lo + r, j] * G[i, k, j]
+                    t = (t + c) / nm
+                    dist[r] = t
+                    if abs(t) <= snap:
+                        sgn[r] = 0
+                        tally[1] += 1
+                        bA[lo + r, word] |= bit
+                    elif t > 0:
+                        sgn[r] = 1
+                        top = max(top, t)
+                    else:
+                        sgn[r] = -1
+                        bottom = min(bottom, t)
+                if top == 0.0 and bottom == 0.0:
+                    err[0], err[1] = 1, hyper0 + k
+                    return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
+                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err)
+                if not (top > 0.0 and bottom < 0.0):  # not cut: its side
+                    bB[s, k] = top > 0.0
+                    continue
+                # the new vertices: one on each edge the hyperplane crosses
+                ne = 0
+                nz = 0
+                for p in range(m):
+                    if sgn[p] == 0:
+                        nz += 1
+                    if sgn[p] <= 0:
+                        continue
+                    dp = 0
+                    for w in range(words):
+                        dp += popcount(bA[lo + p, w])
+                    for q in range(m):
+                        if sgn[q] >= 0:
+                            continue
+                        n_sh = 0
+                        for w in range(words):
+                            shared[w] = bA[lo + p, w] & bA[lo + q, w]
+                            n_sh += popcount(shared[w])
+                        if n_sh < d - 1:
+                            continue
+                        dq = 0
+                        for w in range(words):
+                            dq += popcount(bA[lo + q, w])
+                        if n_sh >= d or dp > d or dq > d:
+                            hold = 0
+                            for r in range(m):
+                                ok = True
+                                for w in range(words):
+                                    if (bA[lo + r, w] & shared[w]) != shared[w]:
+                                        ok = False
+                                        break
+                                if ok:
+                                    hold += 1
+                            if hold != 2:
+                                continue
+                        nX = grow2(nX, ne + 1)
+                        nA = grow2(nA, ne + 1)
+                        t = dist[p] / (dist[p] - dist[q])
+                        for j in range(d):
+                            nX[ne, j] = bX[lo + p, j] + t * (bX[lo + q, j] - bX[lo + p, j])
+                        for w in range(words):
+                            nA[ne, w] = shared[w]
+                        nA[ne, word] |= bit
+                        ne += 1
+                if ne + nz < d:
+                    err[0], err[1] = 2, hyper0 + k
+                    return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
+                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err)
+                keep_on = top > radius_tol
+                keep_off = -bottom > radius_tol
+                if keep_on and keep_off:
+                    tally[0] += 1
+                else:
+                    tally[2] += 1
+                if not (keep_on or keep_off):  # both sides thin: no polytope
+                    bS[s] = -1
+                    continue
+                # the "off" child (the vertices on or below, then the new ones) takes the
+                # piece's place; the "on" child (above, then on, then the new) is appended
+                bX = grow2(bX, nb + 2 * (m + ne))
+                bA = grow2(bA, nb + 2 * (m + ne))
+                bS = grow1(bS, ns + 1)
+                bE = grow1(bE, ns + 1)
+                bR = grow1(bR, ns + 1)
+                bC = grow2(bC, ns + 1)
+                bB = grow2(bB, ns + 1)
+                for child in range(2):
+                    if (child == 0 and not keep_off) or (child == 1 and not keep_on):
+                        continue
+                    e = nb
+                    for phase in range(2):
+                        for r in range(m):
+                            if child == 0:
+                                take = phase == 0 and sgn[r] <= 0
+                            elif keep_off:
+                                take = sgn[r] > 0 if phase == 0 else sgn[r] == 0
+                            else:  # the cell keeps its thick side: in order
+                                take = phase == 0 and sgn[r] >= 0
+                            if take:
+                                for j in range(d):
+                                    bX[e, j] = bX[lo + r, j]
+                                for w in range(words):
+                                    bA[e, w] = bA[lo + r, w]
+                                e += 1
+                    for r in range(ne):
+                        for j in range(d):
+                            bX[e, j] = nX[r, j]
+                        for w in range(words):
+                            bA[e, w] = nA[r, w]
+                        e += 1
+                    t_ = s if child == 0 or not keep_off else ns
+                    if t_ == ns:
+                        for kk in range(n):
+                            bB[ns, kk] = bB[s, kk]
+                        ns += 1
+                    bB[t_, k] = child == 1
+                    bS[t_], bE[t_] = nb, e
+                    recentre(bX, nb, e, bC, bR, t_)
+                    nb = e
+        # the cell's pieces after the layer
+        o_parent = grow1(o_parent, nc + ns)
+        o_end = grow1(o_end, nc + ns)
+        o_reach = grow1(o_reach, nc + ns)
+        o_bits = grow2(o_bits, nc + ns)
+        o_centre = grow2(o_centre, nc + ns)
+        o_X = grow2(o_X, nv + nb)
+        o_act = grow2(o_act, nv + nb)
+        for s in range(ns):
+            if bS[s] < 0:
+                continue
+            for r in range(bS[s], bE[s]):
+                for j in range(d):
+                    o_X[nv, j] = bX[r, j]
+                for w in range(words):
+                    o_act[nv, w] = bA[r, w]
+                nv += 1
+            o_parent[nc] = i
+            for kk in range(n):
+                o_bits[nc, kk] = bB[s, kk]
+            for j in range(d):
+                o_centre[nc, j] = bC[s, j]
+            o_reach[nc] = bR[s]
+            o_end[nc] = nv
+            nc += 1
+    return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_end[:nc],
+            o_X[:nv], o_act[:nv], tally, err)
