@@ -44,6 +44,7 @@ from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, SolveTally, counting, solve_along, tally_solve
 from polytrav.solve.deadline import until
 from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
+from polytrav.traversal.options import TraversalOptions
 from polytrav.traversal.subdivision_run import open_traversal
 
 __all__ = ["analyze", "traverse", "pieces", "lp_backends", "backend_chains", "Report", "RunContext",
@@ -400,11 +401,11 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
     (4, True)
     """
     backend, fallbacks = lp_backends(solver, fallback, strategy)
-    return open_traversal(net, region, start, strategy=strategy, solver=backend,
-                          max_polytopes=max_polytopes, time_limit=time_limit,
-                          fallback=fallbacks, guide=guide, vertices=vertices, within=within,
-                          prune=prune, order=order, volume_shares=volume_shares,
-                          **({} if batch is None else {"batch": batch}))
+    return open_traversal(net, region, start, TraversalOptions(
+        strategy=strategy, solver=backend, fallback=tuple(fallbacks),
+        max_polytopes=max_polytopes, time_limit=time_limit, guide=guide, vertices=vertices,
+        within=within, prune=prune, order=order, volume_shares=volume_shares,
+        **({} if batch is None else {"batch": batch})))
 
 
 def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
@@ -430,8 +431,9 @@ def pieces(net: Network, region: Region, start=None, *, strategy: str = "hierarc
     (2, 3)
     """
     backend, fallbacks = lp_backends(solver, fallback, strategy)
-    return open_traversal(net, region, start, strategy=strategy, solver=backend,
-                          time_limit=time_limit, fallback=fallbacks, pieces_only=True)
+    return open_traversal(net, region, start, TraversalOptions(
+        strategy=strategy, solver=backend, fallback=tuple(fallbacks), time_limit=time_limit,
+        pieces_only=True))
 
 
 def analyze(net: Network, region: Region, analyses, *, start=None, solver=None,
@@ -613,12 +615,11 @@ class RunSession:
         time_limit = options.time_limit
         if time_limit is not None:  # what the traversal's set-up left of the budget
             time_limit = max(time_limit - (time.perf_counter() - t1), 1e-6)
-        trav = open_traversal(net, region, options.start, strategy=options.strategy,
-                              solver=lp_chain[0], max_polytopes=options.max_polytopes,
-                              time_limit=time_limit, fallback=lp_chain[1:], guide=guide,
-                              vertices=any(a.uses_vertices for a in items),
-                              within=options.within, prune=prune, order=options.order,
-                              volume_shares=options.volume_shares)
+        trav = open_traversal(net, region, options.start, TraversalOptions(
+            strategy=options.strategy, solver=lp_chain[0], fallback=tuple(lp_chain[1:]),
+            max_polytopes=options.max_polytopes, time_limit=time_limit, guide=guide,
+            vertices=any(a.uses_vertices for a in items), within=options.within, prune=prune,
+            order=options.order, volume_shares=options.volume_shares))
         context.attach(trav)
         log.debug("run: %s on %d inputs, strategy %s, backends %s", [a.label for a in items],
                   net.n_inputs, type(trav).__name__, {f: n[:1] for f, n in self._names.items()})

@@ -24,15 +24,17 @@ so that no polytope is cut off behind one. An LP that is neither optimal nor inf
 re-solved cold and then on each fallback backend in turn; if all fail, the flip is recorded
 in ``stats.failures`` and the traversal ends ``incomplete``.
 
-Modules: :mod:`.engine` (:class:`Traversal`, the iterator), :mod:`.status` (how a run ends,
+Modules: :mod:`.engine` (:class:`Traversal`, the iterator), :mod:`.options`
+(:class:`TraversalOptions`: how a run goes, as one value), :mod:`.status` (how a run ends,
 its counters, strategies, budgets), :mod:`.piece` (pieces as callers and pruners see them),
 :mod:`.cell_solver`, :mod:`.screen`, :mod:`.level`, :mod:`.frontier` (order, guide, pruning)
 and :mod:`.emission`. ``polytrav.traverse`` (in :mod:`polytrav.host.runner`) looks backend
-names up and builds a :class:`Traversal`.
+names up and builds a :class:`Traversal` from its :class:`TraversalOptions`.
 """
 from polytrav.traversal.engine import Traversal
+from polytrav.traversal.options import TraversalOptions
 from polytrav.traversal.piece import Piece, PieceView
 from polytrav.traversal.status import STRATEGIES, Strategy, TraversalStats, TraversalStatus
 
-__all__ = ["Piece", "PieceView", "STRATEGIES", "Strategy", "Traversal", "TraversalStats",
-           "TraversalStatus"]
+__all__ = ["Piece", "PieceView", "STRATEGIES", "Strategy", "Traversal", "TraversalOptions",
+           "TraversalStats", "TraversalStatus"]

@@ -25,6 +25,7 @@ from polytrav.traversal.cell_solver import CellSolver
 from polytrav.traversal.emission import Emitter
 from polytrav.traversal.frontier import GuideRules, Pruner, volume
 from polytrav.traversal.level import LevelSearch, LevelTools
+from polytrav.traversal.options import TraversalOptions, check_budgets
 from polytrav.traversal.piece import Enclosure, Piece, PieceView
 from polytrav.traversal.screen import Screen
 from polytrav.traversal.status import (
@@ -39,23 +40,6 @@ from polytrav.vocabulary.results import SolveResult
 from polytrav.vocabulary.tolerances import EQUALITY_TOL, RADIUS_TOL
 
 __all__ = ["Traversal", "check_budgets", "check_domain", "check_inputs", "start_point"]
-
-
-def check_budgets(max_polytopes, time_limit, who: str = "traverse") -> None:
-    """``max_polytopes`` a whole number >= 1 and ``time_limit`` a number > 0 (or None), in
-    the words of a job file's errors (docs/config.md); ``who`` starts the message."""
-    import numbers
-
-    if max_polytopes is not None and (
-            isinstance(max_polytopes, bool) or not isinstance(max_polytopes, numbers.Integral)
-            or max_polytopes < 1):
-        raise ConfigError(f"{who}: max_polytopes must be a whole number, at least 1 (leave "
-                          f"it out for no limit), got {max_polytopes!r}")
-    if time_limit is not None and (
-            isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
-            or not time_limit > 0):
-        raise ConfigError(f"{who}: time_limit must be a number greater than 0 (seconds; "
-                          f"leave it out for no limit), got {time_limit!r}")
 
 
 def check_inputs(net, region) -> None:
@@ -107,39 +91,30 @@ def start_point(net: Network, region: Region, frame: Frame, start) -> np.ndarray
 class Traversal(Iterator[Polytope]):
     """A running traversal: iterate it for polytopes, then read ``status`` and ``stats``."""
 
-    def __init__(self, net: Network, region: Region, start=None, *, strategy="hierarchical",
-                 solver: SolverBackend | None = None, max_polytopes=None, time_limit=None,
-                 fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
-                 within=None, prune=None, order="bfs", pieces_only: bool = False,
-                 volume_shares: bool = True):
+    def __init__(self, net: Network, region: Region, start=None,
+                 options: TraversalOptions = TraversalOptions()):
         check_inputs(net, region)
-        if strategy not in STRATEGIES:
-            raise ConfigError(f"traverse: unknown strategy {strategy!r}; known: "
+        if options.strategy not in STRATEGIES:
+            raise ConfigError(f"traverse: unknown strategy {options.strategy!r}; known: "
                               f"{sorted(['auto', *STRATEGIES])}")
-        if strategy == "subdivision":
+        if options.strategy == "subdivision":
             raise ConfigError("Traversal is the LP traversal; start a subdivision run with "
                               "polytrav.traverse(..., strategy='subdivision')")
-        check_budgets(max_polytopes, time_limit)
-        for b in (solver, *fallback):
-            if not isinstance(b, SolverBackend):
-                raise ConfigError(
-                    f"Traversal takes SolverBackend instances (got {b!r}); name a backend "
-                    "through polytrav.traverse(..., solver='highs'), which looks names up")
+        if options.solver is None:
+            raise ConfigError("Traversal needs an LP backend (TraversalOptions.solver); name "
+                              "one through polytrav.traverse(..., solver='highs')")
+        self.options = options
         self.net = net
         self.region = region.with_dims(net.n_inputs)
-        self.strategy = STRATEGIES[strategy]
-        self.backend = solver
-        self.fallbacks = [b for b in fallback if b.name != solver.name]
-        self.max_polytopes = max_polytopes
-        self.time_limit = time_limit
-        self.guide = guide
-        if within is not None and guide is not None:
-            raise ConfigError("traverse: a guide cannot steer a traversal 'within' given pieces")
-        self.within = None if within is None else list(within)
-        self.volume_shares = volume_shares
-        if order not in ("bfs", "best-first"):
-            raise ConfigError(f"traverse: order must be 'bfs' or 'best-first', got {order!r}")
-        self.prune = prune
+        self.strategy = STRATEGIES[options.strategy]
+        self.backend = solver = options.solver
+        self.fallbacks = list(options.fallback)
+        self.max_polytopes = max_polytopes = options.max_polytopes
+        self.time_limit = time_limit = options.time_limit
+        self.guide = guide = options.guide
+        self.within = None if options.within is None else list(options.within)
+        self.volume_shares = options.volume_shares
+        self.prune = prune = options.prune
         #: ``(level, code, volume_share)`` of every piece proven by ``prune`` (share None
         #: where the volume is not computed).
         self.proven_pieces: list[tuple[int, str, float | None]] = []
@@ -159,10 +134,10 @@ class Traversal(Iterator[Polytope]):
             net=net, frame=self.frame, stats=self.stats, clock=clock, cells=cells,
             screen=screen,
             emitter=Emitter(net, self.region, self.frame, self.strategy, self.stats, guidance,
-                            max_polytopes=max_polytopes, vertices=vertices),
+                            max_polytopes=max_polytopes, vertices=options.vertices),
             pruner=Pruner(prune, self.stats, self.proven_pieces), guidance=guidance,
-            frontiers=[], pieces_only=bool(pieces_only),
-            best_first=order == "best-first" and prune is not None)
+            frontiers=[], pieces_only=options.pieces_only,
+            best_first=options.order == "best-first" and prune is not None)
         self._gen = self._run()
 
     # ---------------------------------------------------------------- public protocol

@@ -16,7 +16,8 @@ import logging
 
 import itertools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,14 +25,13 @@ from polytrav.model.geometry import build_frame
 from polytrav.model.network import Network
 from polytrav.model.polytope import Polytope
 from polytrav.model.region import Region
-from polytrav.solve.backend import SolverBackend
 from polytrav.traversal.cell_solver import CellSolver
-from polytrav.traversal.engine import (Traversal, check_budgets, check_domain, check_inputs,
-                                       start_point)
+from polytrav.traversal.engine import Traversal, check_domain, check_inputs, start_point
+from polytrav.traversal.options import TraversalOptions
 from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalStats,
                                        TraversalStatus)
 from polytrav.traversal.piece import Piece
-from polytrav.traversal.subdivision import BATCH, Cells, Subdivision, Undecided
+from polytrav.traversal.subdivision import Cells, Subdivision, Undecided
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, ZERO_ROW_TOL
 
@@ -46,13 +46,12 @@ log = logging.getLogger(__name__)
 AUTO_MAX_DIM = 6
 
 
-def choose_strategy(net: Network, region: Region, *, guide=None, within=None, prune=None,
-                    pieces_only: bool = False, **_) -> str:
+def choose_strategy(net: Network, region: Region,
+                    options: TraversalOptions = TraversalOptions()) -> str:
     """What ``strategy="auto"`` runs: ``"subdivision"`` for a polyhedral region of at most
     :data:`AUTO_MAX_DIM` dimensions when the run visits every polytope; else
-    ``"hierarchical"``, whose guides, pruning bounds and level-1 pieces let a run skip work
-    or split it."""
-    if guide is not None or prune is not None:
+    ``"hierarchical"``, whose guides and pruning bounds let a run skip work."""
+    if options.guide is not None or options.prune is not None:
         return "hierarchical"
     region = region.with_dims(net.n_inputs)
     if net.n_inputs > AUTO_MAX_DIM and not region.is_box:
@@ -62,23 +61,22 @@ def choose_strategy(net: Network, region: Region, *, guide=None, within=None, pr
     return "subdivision" if polyhedral and frame.dim <= AUTO_MAX_DIM else "hierarchical"
 
 
-def open_traversal(net: Network, region: Region, start=None, *, strategy: str = "hierarchical",
-                   **options):
-    """A run of ``strategy`` (``"auto"``: :func:`choose_strategy`): a :class:`SubdivisionRun`
-    for ``"subdivision"``, else a :class:`~polytrav.traversal.engine.Traversal` (same
-    arguments, same protocol)."""
-    if strategy == "auto" and isinstance(net, Network) and isinstance(region, Region):
-        strategy = choose_strategy(net, region, **options)
-    if strategy == "subdivision":
-        return SubdivisionRun(net, region, start, **options)
-    options.pop("batch", None)  # subdivision's alone
-    return Traversal(net, region, start, strategy=strategy, **options)
+def open_traversal(net: Network, region: Region, start=None,
+                   options: TraversalOptions = TraversalOptions()):
+    """A run of ``options.strategy`` (``"auto"``: :func:`choose_strategy`): a
+    :class:`SubdivisionRun` for ``"subdivision"``, else a
+    :class:`~polytrav.traversal.engine.Traversal` (same arguments, same protocol)."""
+    if options.strategy == "auto" and isinstance(net, Network) and isinstance(region, Region):
+        options = replace(options, strategy=choose_strategy(net, region, options))
+    if options.strategy == "subdivision":
+        return SubdivisionRun(net, region, start, options)
+    return Traversal(net, region, start, options)
 
 
 class SubdivisionRun(Iterator[Polytope]):
     """Every polytope of ``net`` in a polyhedral ``region``, by subdivision.
 
-    Takes :class:`~polytrav.traversal.engine.Traversal`'s arguments. ``guide``, ``prune``,
+    Takes :class:`~polytrav.traversal.engine.Traversal`'s arguments; of the options, ``guide``, ``prune``,
     ``order`` and ``volume_shares`` only let a traversal skip work, so they are not used
     (every polytope is visited); ``start`` orders the polytopes: the one holding it first,
     then by the distance of their interior points from it (batch by batch, nearest batch
@@ -89,17 +87,12 @@ class SubdivisionRun(Iterator[Polytope]):
     layer's start (:data:`~polytrav.traversal.subdivision.BATCH`; memory grows with it).
     """
 
-    def __init__(self, net: Network, region: Region, start=None, *,
-                 solver: SolverBackend | None = None, max_polytopes=None, time_limit=None,
-                 fallback: Sequence[SolverBackend] = (), guide=None, vertices: bool = False,
-                 within=None, prune=None, order="bfs", pieces_only: bool = False,
-                 volume_shares: bool = True, batch: int = BATCH):
+    def __init__(self, net: Network, region: Region, start=None,
+                 options: TraversalOptions = TraversalOptions(strategy="subdivision")):
         check_inputs(net, region)
-        check_budgets(max_polytopes, time_limit)
-        if not isinstance(batch, int) or batch < 1:
-            raise ConfigError(f"traverse: batch must be a positive number of cells, not {batch!r}")
-        self.batch = batch
-        self.pieces_only = bool(pieces_only)
+        self.options = options
+        self.batch = options.batch
+        self.pieces_only = options.pieces_only
         self.net = net
         self.region = region.with_dims(net.n_inputs)
         self.frame = build_frame(self.region, net.n_inputs)
@@ -111,11 +104,11 @@ class SubdivisionRun(Iterator[Polytope]):
         self.start_u = None if callable(start) else start_point(net, self.region, self.frame,
                                                                  start)
         self.strategy = STRATEGIES["subdivision"]
-        self.backend = solver
-        self.fallbacks = [b for b in fallback if solver is None or b.name != solver.name]
-        self.max_polytopes = max_polytopes
-        self.time_limit = time_limit
-        self.within = None if within is None else list(within)
+        self.backend = options.solver
+        self.fallbacks = list(options.fallback)
+        self.max_polytopes = options.max_polytopes
+        self.time_limit = time_limit = options.time_limit
+        self.within = None if options.within is None else list(options.within)
         if self.within:
             self._check_pieces(self.within)
         self.proven_pieces: list = []
@@ -265,9 +258,10 @@ class SubdivisionRun(Iterator[Polytope]):
                     for row in part}
         start = None if self.start_u is None else self.frame.to_x(self.start_u)
         left = None if self.time_limit is None else self._clock.left()
-        trav = Traversal(self.net, self.region, start, solver=self.backend,
-                         fallback=self.fallbacks, max_polytopes=self.max_polytopes,
-                         time_limit=left, within=self.within, pieces_only=self.pieces_only)
+        trav = Traversal(self.net, self.region, start, TraversalOptions(
+            solver=self.backend, fallback=tuple(self.fallbacks),
+            max_polytopes=self.max_polytopes, time_limit=left, within=self.within,
+            pieces_only=self.pieces_only))
         trav.stats.fallback = why
         log.info("subdivision hands the rest of the region to the LP traversal: %s", why)
         self.stats = trav.stats  # its count is of every polytope, those emitted before too

@@ -204,6 +204,7 @@ def test_batches_of_two_cells_on_degenerate_nets_equal_brute_force(name):
 
 
 def test_auto_picks_subdivision_where_it_enumerates_everything():
+    from polytrav.traversal import TraversalOptions
     from polytrav.traversal.subdivision_run import AUTO_MAX_DIM, SubdivisionRun, choose_strategy
 
     net = random_net(0, 3, [4])
@@ -211,8 +212,8 @@ def test_auto_picks_subdivision_where_it_enumerates_everything():
     assert choose_strategy(net, box) == "subdivision"
     assert isinstance(traverse(net, box, strategy="auto"), SubdivisionRun)
     assert choose_strategy(net, Ball(np.zeros(3), 1.0)) == "hierarchical"
-    assert choose_strategy(net, box, prune=lambda piece: 0.0) == "hierarchical"
-    assert choose_strategy(net, box, guide=object()) == "hierarchical"
+    assert choose_strategy(net, box, TraversalOptions(prune=lambda piece: 0.0)) == "hierarchical"
+    assert choose_strategy(net, box, TraversalOptions(guide=object())) == "hierarchical"
     wide = random_net(0, AUTO_MAX_DIM + 1, [3])
     assert choose_strategy(wide, Box(-np.ones(AUTO_MAX_DIM + 1), np.ones(AUTO_MAX_DIM + 1))) \
         == "hierarchical"
