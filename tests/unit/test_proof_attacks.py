@@ -267,7 +267,20 @@ def test_malformed_certificates_are_invalid_not_a_crash(tight, tmp_path):
                              "arrays.npz": _npz(**{k: v for k, v in good.items()
                                                    if k != "case0_dim"})}, 4),
         "no arrays member": ({"proof.json": json.dumps(header)}, 1),
+        "deeply nested JSON": ({"proof.json": "[" * 100000 + "]" * 100000,
+                                "arrays.npz": _npz(**good)}, 1),
+        "truncated arrays": ({"proof.json": json.dumps(header),
+                              "arrays.npz": _npz(**good)[:-40]}, 1),
     }
     for name, (members, step) in cases.items():
         got = str(check_proof(net, prop, _zip(tmp_path / "m.proof", members)))
         assert got.startswith(f"invalid: step {step} "), f"{name}: {got}"
+    # a member flagged encrypted (zipfile refuses to read it)
+    data = bytearray(_zip(tmp_path / "e.proof", arrays()).read_bytes())
+    for at in range(len(data) - 8):
+        if data[at:at + 4] in (b"PK\x03\x04", b"PK\x01\x02"):
+            flag = at + (6 if data[at + 2] == 3 else 8)
+            data[flag] |= 1
+    (tmp_path / "e.proof").write_bytes(bytes(data))
+    got = str(check_proof(net, prop, tmp_path / "e.proof"))
+    assert got.startswith("invalid: step 1 (the file): not a readable certificate"), got
