@@ -246,10 +246,10 @@ def _read(path):
             header = json.loads(z.read("proof.json"))
             npz = np.load(io.BytesIO(z.read("arrays.npz")), allow_pickle=False)
             if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise ValueError("arrays.npz is not an .npz archive")
+                raise TypeError("arrays.npz is not an .npz archive")
             with npz:
                 arrays = {k: npz[k] for k in npz.files}
-    except Exception as exc:  # (any failure to read an untrusted file: encrypted or odd
+    except Exception as exc:  # noqa: BLE001 (any failure to read an untrusted file: odd
         # zip members, deep JSON, truncated arrays...) answers invalid, never a crash
         raise _Fail(1, f"(the file): not a readable certificate ({type(exc).__name__}: "
                        f"{exc})") from None

@@ -5,6 +5,7 @@ random for a claim that is false by the smallest possible margin never check ``v
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import zipfile
 from fractions import Fraction
@@ -14,10 +15,16 @@ import pytest
 from ctrl_c import save_mlp_onnx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from polytrav import Network
 from polytrav.proof import check
-from polytrav.proof.check import BOUND, OPEN, SPLIT, check_proof, network_digest, property_digest
+from polytrav.proof.check import (
+    BOUND,
+    OPEN,
+    SPLIT,
+    check_proof,
+    network_digest,
+    property_digest,
+)
 from polytrav.testing.reference import random_net
 from polytrav.verification.vnnlib import read_vnnlib
 
@@ -45,7 +52,7 @@ def _below(bound, value) -> bool:
 def _layers(seed, sizes, scale, cancel):
     rng = np.random.default_rng(seed)
     layers = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+    for n_in, n_out in itertools.pairwise(sizes):
         W = rng.normal(size=(n_out, n_in)) * scale
         if cancel and n_in > 1:  # large weights that nearly cancel in pairs
             W[:, 0] *= 1e6
@@ -284,3 +291,90 @@ def test_malformed_certificates_are_invalid_not_a_crash(tight, tmp_path):
     (tmp_path / "e.proof").write_bytes(bytes(data))
     got = str(check_proof(net, prop, tmp_path / "e.proof"))
     assert got.startswith("invalid: step 1 (the file): not a readable certificate"), got
+
+
+# ------------------------------------------------------------------ mutations of real ones
+
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory):
+    """A certificate ``verify`` wrote for a true claim (``Y_0 >= level`` above the sampled
+    maximum on ``[-1, 1]^3``), and the same claim made false (``level`` below an output the
+    net reaches), with the header's digest for each."""
+    from polytrav import verify
+
+    folder = tmp_path_factory.mktemp("certified")
+    net = random_net(17, N_IN, [8, 8], n_out=2)
+    save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
+    net = Network.from_onnx(folder / "net.onnx")
+    y = net.forward(np.random.default_rng(17).uniform(-1, 1, (20000, N_IN)))[:, 0]
+    box = "\n".join(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(N_IN))
+    decl = [f"(declare-const X_{i} Real)" for i in range(N_IN)]
+    decl += [f"(declare-const Y_{j} Real)" for j in range(2)]
+    props = {}
+    levels = {"true": y.max() + 0.05 * (y.max() - y.min()), "false": y.max() - 1e-9}
+    for name, level in levels.items():
+        props[name] = folder / f"{name}.vnnlib"
+        props[name].write_text("\n".join(decl + [box, f"(assert (>= Y_0 {float(level)!r}))"]))
+    result = verify(folder / "net.onnx", props["true"], proof=folder / "p.proof")
+    assert result.answer == "unsat" and str(
+        check_proof(folder / "net.onnx", props["true"], folder / "p.proof")) == "valid"
+    header, arrays = _load(folder / "p.proof")
+    digests = {name: property_digest(read_vnnlib(p)) for name, p in props.items()}
+    return folder / "net.onnx", props, digests, header, arrays
+
+
+@st.composite
+def _mutations(draw, arrays):
+    """One to four changes anywhere in the node arrays: a number replaced (by zero, a
+    tiny, huge, negative or non-finite value, or another node's), a node's kind, split
+    coordinate or child changed, rows of multipliers swapped, nodes dropped or repeated."""
+    a = {k: v.copy() for k, v in arrays.items()}
+    values = st.sampled_from([0.0, -0.0, 1e-320, 1e-8, 0.5, 1.0, 1e8, 1e308, -1.0, np.inf,
+                              -np.inf, np.nan])
+    for _ in range(draw(st.integers(1, 4))):
+        n = len(a["case0_kind"])
+        i = draw(st.integers(0, n - 1))
+        what = draw(st.sampled_from(["lam", "lam scale", "lam swap", "at", "at edge", "dim",
+                                     "kind", "child", "drop", "repeat"]))
+        if what == "lam":
+            a["case0_lam"][i, draw(st.integers(0, a["case0_lam"].shape[1] - 1))] = draw(values)
+        elif what == "lam scale":
+            a["case0_lam"][i] *= draw(st.floats(0, 10))
+        elif what == "lam swap":
+            j = draw(st.integers(0, n - 1))
+            a["case0_lam"][[i, j]] = a["case0_lam"][[j, i]]
+        elif what == "at":
+            a["case0_at"][i] = draw(st.one_of(values, st.floats(-1, 1)))
+        elif what == "at edge":
+            a["case0_at"][i] = draw(st.sampled_from([-1.0, 1.0, np.nextafter(1.0, 2.0)]))
+        elif what == "dim":
+            a["case0_dim"][i] = draw(st.integers(-2, N_IN + 1))
+        elif what == "kind":
+            a["case0_kind"][i] = draw(st.sampled_from([SPLIT, BOUND, OPEN, check.SETTLED, 4,
+                                                       -1]))
+        elif what == "child":
+            a[draw(st.sampled_from(["case0_left", "case0_right"]))][i] = draw(
+                st.integers(-2, n + 1))
+        elif what == "drop" and n > 1:
+            a = {k: np.delete(v, i, axis=0) for k, v in a.items()}
+        elif what == "repeat":
+            a = {k: np.concatenate([v, v[i:i + 1]]) for k, v in a.items()}
+    return a
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_no_mutant_of_a_real_certificate_proves_the_false_claim(certified, tmp_path_factory,
+                                                                 data):
+    """Random mutants of a certificate ``verify`` wrote: against the claim made false (its
+    digest updated: only the numbers decide) none checks ``valid``; against the true claim
+    every answer is one of the three (no crash)."""
+    net, props, digests, header, arrays = certified
+    mutant = data.draw(_mutations(arrays))
+    path = tmp_path_factory.getbasetemp() / "mutant.proof"
+    for name in ("false", "true"):
+        _zip(path, {"proof.json": json.dumps({**header, "property_sha256": digests[name]}),
+                    "arrays.npz": _npz(**mutant)})
+        got = str(check_proof(net, props[name], path))
+        assert got.split(":")[0] in ({"invalid", "incomplete"} if name == "false"
+                                     else {"valid", "invalid", "incomplete"}), (name, got)
