@@ -378,3 +378,42 @@ def test_no_mutant_of_a_real_certificate_proves_the_false_claim(certified, tmp_p
         got = str(check_proof(net, props[name], path))
         assert got.split(":")[0] in ({"invalid", "incomplete"} if name == "false"
                                      else {"valid", "invalid", "incomplete"}), (name, got)
+
+
+def test_every_case_of_the_property_is_checked(tmp_path):
+    """A property of two input boxes, ``Y_0 >= 1`` unreachable on ``[-1, 0]^3`` and reached
+    on ``[0, 1]^3``: the first box's valid certificate, copied as the second case's (or the
+    second case left out), does not check ``valid``."""
+    from polytrav import verify
+
+    net = random_net(17, N_IN, [8, 8], n_out=2)
+    save_mlp_onnx(net.weights, net.biases, tmp_path / "net.onnx")
+    net = Network.from_onnx(tmp_path / "net.onnx")
+    assert net.forward(np.random.default_rng(0).uniform(-1, 0, (20000, N_IN)))[:, 0].max() < 1
+    assert net.forward(np.random.default_rng(1).uniform(0, 1, (20000, N_IN)))[:, 0].max() > 1
+    decl = "\n".join([f"(declare-const X_{i} Real)" for i in range(N_IN)]
+                     + [f"(declare-const Y_{j} Real)" for j in range(2)])
+
+    def box(a, b):
+        return " ".join(f"(>= X_{i} {a}) (<= X_{i} {b})" for i in range(N_IN))
+
+    one = tmp_path / "one.vnnlib"
+    one.write_text(f"{decl}\n(assert (and {box(-1, 0)}))\n(assert (>= Y_0 1.0))\n")
+    two = tmp_path / "two.vnnlib"
+    two.write_text(f"{decl}\n(assert (or (and {box(-1, 0)}) (and {box(0, 1)})))\n"
+                   "(assert (>= Y_0 1.0))\n")
+    assert len(read_vnnlib(two).cases) == 2
+    assert verify(tmp_path / "net.onnx", one, proof=tmp_path / "one.proof").answer == "unsat"
+    assert str(check_proof(tmp_path / "net.onnx", one, tmp_path / "one.proof")) == "valid"
+    header, arrays = _load(tmp_path / "one.proof")
+    header["property_sha256"] = property_digest(read_vnnlib(two))
+    copied = {**arrays, **{k.replace("case0", "case1"): v for k, v in arrays.items()}}
+    for cases, members, expected in ((2, copied, "invalid: step "),
+                                     (1, arrays, "invalid: step 3 (the property)"),
+                                     (2, arrays, "invalid: step ")):
+        path = _zip(tmp_path / "m.proof", {"proof.json": json.dumps({**header, "cases": cases}),
+                                            "arrays.npz": _npz(**members)})
+        got = str(check_proof(tmp_path / "net.onnx", two, path))
+        assert got.startswith(expected), (cases, got)
+        if cases == 2:
+            assert int(got.split()[2]) >= 4 + len(arrays["case0_kind"]), got  # in case 1
