@@ -95,3 +95,28 @@ def test_a_ctrl_c_ignored_by_the_starter_stays_ignored():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=HANG)
     assert res.stdout == "True\n", (res.stdout, res.stderr)
+
+
+def _threads_seen(env_extra: dict) -> list[str]:
+    """The thread variables a console script leaves for NumPy (and NumPy's BLAS the count)."""
+    import os
+
+    from polytrav.interface.console import THREAD_VARIABLES
+
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    body = textwrap.dedent("""
+        import os, sys
+        sys.argv[0] = "polytrav"  # as the console script starts
+        from polytrav.interface import console
+        print([os.environ.get(k) for k in console.THREAD_VARIABLES])
+    """)
+    out = subprocess.run([sys.executable, "-c", body], env={**env, **env_extra},
+                         capture_output=True, text=True, timeout=HANG, check=True)
+    import ast
+
+    return ast.literal_eval(out.stdout.strip())
+
+
+def test_a_command_runs_blas_on_one_thread_unless_the_user_chose():
+    assert _threads_seen({}) == ["1", "1", "1"]
+    assert _threads_seen({"OMP_NUM_THREADS": "4"}) == [None, "4", None]
