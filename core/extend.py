@@ -21,8 +21,11 @@ use. The groups (see docs/writing-plugins.md):
   :func:`pieces_proven`, :func:`halfspace_volume`.
 * **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
   over a piece), :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
-  :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting) with its
-  :class:`SettlePolicy` (``VERIFY_POLICY``),
+  :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting),
+  :func:`bisect_box` (a box bisected against any piece bound; :class:`BoxBisection`),
+  :func:`box_samples` and :func:`corners` (points of a box to probe),
+  :func:`region_milp_slope` (the region's MILP on a slope's sign), with their
+  :class:`SettlePolicy` (``VERIFY_POLICY``, ``MONOTONE_POLICY``),
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
   :class:`RegionMilp`, :class:`Integrality`, :class:`NearestL2` (the exact weighted-L2 nearest
   point of a class: neuron branch and bound with QP relaxations).
@@ -75,8 +78,9 @@ _HOMES = {
     "polytrav.bounds.dnf": ("dnf_piece_margin", "attack_start", "BOUND_TOL", "LP_BOUND_TOL"),
     "polytrav.bounds.slope": ("slope_bounds",),
     "polytrav.bounds.split": ("BoxPiece",),
-    "polytrav.bounds.settle": ("settle_dnf", "SettlePolicy", "VERIFY_POLICY", "decision_margin",
-                               "bab_details"),
+    "polytrav.bounds.settle": ("settle_dnf", "SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY",
+                               "decision_margin", "bab_details", "bisect_box", "BoxBisection",
+                               "box_samples", "corners", "region_milp_slope"),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
     "polytrav.bounds.milp": ("RegionMilp", "MILP_TIME_SHARE"),
     "polytrav.bounds.nearest": ("NearestL2",),
