@@ -28,7 +28,8 @@ what they leave open is traversed by the host, so the data flows host -> bounds 
   (:meth:`~polytrav.bounds.milp.RegionMilp.monotone`), with the policy's share of the time.
 
 One :class:`SettlePolicy` value holds the stage's time shares and counts:
-:data:`VERIFY_POLICY` is ``verify``'s, :data:`MONOTONE_POLICY` ``Monotonicity``'s.
+:data:`VERIFY_POLICY` is ``verify``'s, :data:`MONOTONE_POLICY` ``Monotonicity``'s,
+:data:`DIFF_POLICY` ``diff``'s verdict on a box.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from polytrav.bounds import dnf, split
 from polytrav.vocabulary.settled import OpenBox, Settled, SettledBy
 from polytrav.vocabulary.tolerances import CORNER_INSET
 
-__all__ = ["SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY", "quick_attack", "deep_attack",
+__all__ = ["SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY", "DIFF_POLICY", "quick_attack", "deep_attack",
            "split_region", "split_stats", "settle_dnf", "decision_margin", "region_bab",
            "bab_details", "BoxBisection", "bisect_box", "box_samples", "corners",
            "region_milp_slope"]
@@ -79,9 +80,13 @@ class SettlePolicy:
     ``probe_samples`` random points and ``probe_corners`` corners of the region
     (:func:`box_samples`) choose the start point.
 
-    ``diff``'s verdict on a box (:mod:`polytrav.host.diff`: ``SPLIT_SHARE``, ``DEEP_SHARE``,
-    ``OPEN_SECONDS``) is the same stage with other shares; its value joins this one when
-    ``ModelDiff`` settles (issue 59).
+    ``diff``'s verdict on a box (:data:`DIFF_POLICY`, read by :mod:`polytrav.host.diff`)
+    takes ``split_share`` and ``deep_share`` of the time limit (not of the time left), and
+    samples ``probe_samples`` random points first; where they come within ``attack_near``
+    times epsilon of it, the start attack runs before the split. Where the split's deep
+    search begins, its probe takes ``open_probe_share`` of the time limit
+    (``open_probe_seconds`` without one) to attack and traverse the open boxes, or traverses
+    the whole box where they hold at least ``whole_open_share`` of its volume.
     """
 
     split_max_effective: int = split.SPLIT_MAX_EFFECTIVE
@@ -99,6 +104,10 @@ class SettlePolicy:
     bisect_samples: int = 8
     probe_samples: int = 256
     probe_corners: int = 1024
+    attack_near: float = 0.5
+    open_probe_share: float = 0.15
+    open_probe_seconds: float = 15.0
+    whole_open_share: float = 0.4
 
 
 #: ``verify``'s policy: half the time left for the split, a quarter for its deep search.
@@ -107,7 +116,39 @@ VERIFY_POLICY = SettlePolicy()
 #: sub-boxes bisected against the slope bound (200 where the MILP follows, with
 #: :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left), 8 random points and 8
 #: corners checked in each sub-box it does not prove.
-MONOTONE_POLICY = SettlePolicy()
+MONOTONE_POLICY = SettlePolicy(bisect_boxes=2000, bisect_milp_boxes=200, bisect_samples=8,
+                               probe_samples=256, probe_corners=1024)
+#: ``diff``'s verdict on a box (``verdict_only``), with the reasons for each number:
+#:
+#: * ``split_share=0.8``, ``deep_share=0.6`` of the time limit for the input split and its deep
+#:   search. The deep search goes on only while it proves volume
+#:   (:func:`~polytrav.bounds.split.split_box`), and an open box's traversal costs the
+#:   difference bounds of 30-40 boxes (56 ms against 1.5 ms on ACAS Xu): at 1/2 and 1/4
+#:   (``verify``'s), 3_3 against its perturbed copy at eps 0.00377 left 844 boxes open after
+#:   42 s, which took 47 s to traverse; the split alone proves it in 37 s.
+#: * ``open_seconds=0.05``: at most this many seconds per box open where the deep search
+#:   begins (what its traversal costs).
+#: * ``open_probe_share=0.15`` (``open_probe_seconds=15`` without a time limit): where the deep
+#:   search begins, the probe (its open boxes attacked, then traversed from the attacks' best
+#:   points, best first): a violation the samples and the whole box's attack missed lies near
+#:   those points (ACAS Xu 1_3 against its perturbed copy at eps 0.0158: its box ranked 84th
+#:   to 1 762nd by the bound, first by its attack; found in 5 s instead of over 100 s).
+#: * ``whole_open_share=0.4``: where the deep search begins with at least this share of the
+#:   box's volume open, the probe traverses the whole box instead (from its attacks' best
+#:   point, for the time left): open boxes cut the joint polytopes into many traversals. On
+#:   ACAS Xu 3_9 against its perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the
+#:   whole box took 22 s where the open boxes' traversals would take about 350 s.
+#: * ``probe_samples=1000``: random points of the box (and its centre) tried for a violation
+#:   before the split.
+#: * ``attack_near=0.5``: where the samples' largest ``|g_j - f_j|`` reaches this share of
+#:   epsilon, ``verify``'s start attack runs before the split (a violation is likely near);
+#:   elsewhere only where the split leaves boxes open (it costs seconds when it finds
+#:   nothing). At 0.75, ACAS Xu 1_2 against its pruned copy at eps 0.0189 (samples at 0.71 of
+#:   it) was found `sat` by the split after 11-31 s; the attack that the stacked path runs
+#:   first takes 1.2 s.
+DIFF_POLICY = SettlePolicy(split_share=0.8, deep_share=0.6, open_seconds=0.05,
+                           probe_samples=1000, attack_near=0.5, open_probe_share=0.15,
+                           open_probe_seconds=15.0, whole_open_share=0.4)
 
 
 def quick_attack(pairs, network, region) -> np.ndarray | None:

@@ -459,12 +459,13 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     """:func:`diff`'s ε verdict on a box by input splitting first (its ``split``), or None
     where the box has too many effective inputs. As :func:`polytrav.verify` does: random
     samples first (:func:`_sampled_violation`), and ``verify``'s start attack
-    (:func:`polytrav.bounds.dnf.attack_start`) when they come within :data:`ATTACK_NEAR`
-    of ``epsilon``; then the box is bisected by :func:`polytrav.bounds.split.split_box`
+    (:func:`polytrav.bounds.dnf.attack_start`) when they come within the policy's
+    ``attack_near`` of ``epsilon`` (:data:`polytrav.bounds.settle.DIFF_POLICY`, as it is when
+    called: its shares and counts); then the box is bisected by :func:`polytrav.bounds.split.split_box`
     against the rows ``±(g_j - f_j) >= epsilon`` (where its deep search begins, its
     ``probe`` attacks the open boxes, then traverses them from the attacks' best points for
-    :data:`PROBE_SHARE` of the time; the boxes whose traversals hold are proven; where they
-    hold :data:`WHOLE_OPEN_SHARE` of the volume, it traverses the whole box instead, whose
+    ``open_probe_share`` of the time; the boxes whose traversals hold are proven; where they
+    hold ``whole_open_share`` of the volume, it traverses the whole box instead, whose
     run is then the answer), and where
     that leaves boxes open the attack runs (once). A point that forward passes of ``f`` and
     ``g`` put strictly past ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the
@@ -472,13 +473,14 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     sub-box is traversed from its centre, in turn, until one is not HOLDS. The verdict is
     HOLDS only when every traversal is, the probe's held ones included (none: every sub-box
     proven)."""
-    from polytrav.bounds.split import (SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE, effective_inputs,
-                                       split_box)
+    from polytrav.bounds import settle as stage
+    from polytrav.bounds.split import effective_inputs, split_box
     from polytrav.host.manager import create_analysis
     from polytrav.host.options import RunOptions
     from polytrav.host.runner import RunSession
 
     t0 = time.perf_counter()
+    policy = stage.DIFF_POLICY
     box = box.with_dims(joint.n_inputs)
     m = f.n_outputs
     outs = range(m) if outputs is None else [outputs] if np.isscalar(outputs) else outputs
@@ -496,10 +498,10 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     session = RunSession(solver)
     lp = session.chains["lp"]
     lo, hi = np.asarray(box.lower, float), np.asarray(box.upper, float)
-    if effective_inputs(joint, lo, hi, pairs, lp) > SPLIT_MAX_EFFECTIVE:
+    if effective_inputs(joint, lo, hi, pairs, lp) > policy.split_max_effective:
         return None
     asked = [int(j) for j in outs]
-    start, near = _sampled_violation(joint, pairs, lo, hi, float(epsilon))
+    start, near = _sampled_violation(joint, pairs, lo, hi, float(epsilon), policy)
     attacked = False
     if start is None and near:  # samples come close to epsilon: verify's attack first
         start, attacked = _attack(joint, pairs, box), True
@@ -526,18 +528,18 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     def probe(boxes):
         """The open boxes where the deep search begins, attacked all at once
         (:func:`polytrav.bounds.dnf.box_attack`), then traversed from their attacks' best
-        points, best first, for :data:`PROBE_SHARE` of the time: a counterexample near the
-        attacks' best points, else the boxes whose traversals hold are proven. Where they
-        hold :data:`WHOLE_OPEN_SHARE` of the box's volume, the whole box is traversed
-        instead, from the best point, for the time left."""
+        points, best first, for the policy's ``open_probe_share`` of the time: a
+        counterexample near the attacks' best points, else the boxes whose traversals hold
+        are proven. Where they hold ``whole_open_share`` of the box's volume, the whole box
+        is traversed instead, from the best point, for the time left."""
         from polytrav.bounds.dnf import box_attack
 
-        end = time.perf_counter() + (PROBE_SECONDS if time_limit is None
-                                     else PROBE_SHARE * time_limit)
+        end = time.perf_counter() + (policy.open_probe_seconds if time_limit is None
+                                     else policy.open_probe_share * time_limit)
         lows, highs = np.array([a for a, _ in boxes]), np.array([b for _, b in boxes])
         now = time.perf_counter()  # the attack: at most half of the probe's time
         score, points = box_attack(pairs, joint, lows, highs, deadline=(now + end) / 2)
-        if score.min() >= 0 and _volume_share(lows, highs, lo, hi) >= WHOLE_OPEN_SHARE:
+        if score.min() >= 0 and _volume_share(lows, highs, lo, hi) >= policy.whole_open_share:
             # the split leaves most of the box open: traverse all of it instead
             whole.append(traverse(box, points[int(np.argmin(score))],
                                   None if time_limit is None else t0 + time_limit,
@@ -565,9 +567,11 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
 
     try:
         split = split_box(joint, lo, hi, pairs, lp, extend=True,
-                          time_limit=None if time_limit is None else SPLIT_SHARE * time_limit,
-                          deep_time=SPLIT_DEEP_TIME if time_limit is None
-                          else DEEP_SHARE * time_limit, open_seconds=OPEN_SECONDS, probe=probe)
+                          time_limit=None if time_limit is None
+                          else policy.split_share * time_limit,
+                          deep_time=policy.deep_seconds if time_limit is None
+                          else policy.deep_share * time_limit,
+                          open_seconds=policy.open_seconds, probe=probe)
     except KeyboardInterrupt:
         if on_interrupt != "report":
             raise
@@ -622,37 +626,6 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
                    n_lps=merged.n_lps + sum(p.n_lps for p in probed[len(held):]))
 
 
-#: The shares of the time limit that the input split, and its deep search, may take. The
-#: deep search goes on only while it proves volume (:func:`~polytrav.bounds.split.split_box`),
-#: and an open box's traversal costs the difference bounds of 30-40 boxes (56 ms against
-#: 1.5 ms on ACAS Xu): at 1/2 and 1/4 (``verify``'s), 3_3 against its perturbed copy at eps
-#: 0.00377 left 844 boxes open after 42 s, which took 47 s to traverse; the split alone
-#: proves it in 37 s.
-SPLIT_SHARE, DEEP_SHARE = 0.8, 0.6
-#: ... and at most this many seconds per box open where it begins (what its traversal costs).
-OPEN_SECONDS = 0.05
-#: Where the deep search begins, the probe (its open boxes attacked, then traversed from
-#: the attacks' best points, best first) takes this share of the time limit (or these
-#: seconds without one): a violation the samples and the whole box's attack missed lies
-#: near those points (ACAS Xu 1_3 against its perturbed copy at eps 0.0158: its box ranked
-#: 84th to 1 762nd by the bound, first by its attack; found in 5 s instead of over 100 s).
-PROBE_SHARE, PROBE_SECONDS = 0.15, 15.0
-#: Where the deep search begins with at least this share of the box's volume open, the
-#: probe traverses the whole box instead (from its attacks' best point, for the time
-#: left): open boxes cut the joint polytopes into many traversals. On ACAS Xu 3_9 against its
-#: perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the whole box took 22 s
-#: where the open boxes' traversals would take about 350 s.
-WHOLE_OPEN_SHARE = 0.4
-#: Random points of the box (and its centre) tried for a violation before the input split.
-SPLIT_SAMPLES = 1000
-#: Where the samples' largest ``|g_j - f_j|`` reaches this share of epsilon, ``verify``'s
-#: start attack runs before the split (a violation is likely near); elsewhere only where
-#: the split leaves boxes open (it costs seconds when it finds nothing). At 0.75, ACAS Xu
-#: 1_2 against its pruned copy at eps 0.0189 (samples at 0.71 of it) was found `sat` by the
-#: split after 11-31 s, the attack that the stacked path runs first takes 1.2 s.
-ATTACK_NEAR = 0.5
-
-
 def _volume_share(lows, highs, lo, hi) -> float:
     """The share of the box ``[lo, hi]``'s volume that the boxes ``[lows, highs]`` cover
     (disjoint; its free inputs only)."""
@@ -661,18 +634,18 @@ def _volume_share(lows, highs, lo, hi) -> float:
                  / np.prod(hi[free] - lo[free]))
 
 
-def _sampled_violation(joint, pairs, lo, hi, epsilon):
-    """``(x, near)``: the point deepest past epsilon among the box's centre and
-    :data:`SPLIT_SAMPLES` random points (seed 0), by forward passes of the joint network,
-    or None if none is; ``near``: their largest ``|g_j - f_j|`` is at least
-    :data:`ATTACK_NEAR` times epsilon."""
+def _sampled_violation(joint, pairs, lo, hi, epsilon, policy):
+    """``(x, near)``: the point deepest past epsilon among the box's centre and the policy's
+    ``probe_samples`` random points (seed 0), by forward passes of the joint network, or None
+    if none is; ``near``: their largest ``|g_j - f_j|`` is at least ``attack_near`` times
+    epsilon."""
     from polytrav.bounds.dnf import unsafe_distance
 
     rng = np.random.default_rng(0)
-    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0]))])
+    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (policy.probe_samples, lo.shape[0]))])
     score = unsafe_distance(pairs, joint.forward(X))  # (epsilon - max_j |d_j|) / sqrt(2)
     k = int(np.argmin(score))
-    near = epsilon - np.sqrt(2.0) * float(score[k]) >= ATTACK_NEAR * epsilon
+    near = epsilon - np.sqrt(2.0) * float(score[k]) >= policy.attack_near * epsilon
     return (X[k] if score[k] < 0 else None), bool(near)
 
 
