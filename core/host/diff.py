@@ -17,6 +17,7 @@ from polytrav.model.decision import TIE, decisions
 from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
 from polytrav.solve.deadline import until
+from polytrav.traversal import TraversalStatus
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.vocabulary.results import Verdict
 from polytrav.vocabulary.text import code_text, parse_code
@@ -116,6 +117,7 @@ class FeatureDiff:
 class DiffResult:
     """What :func:`diff` found.
 
+    ``status``: how the run ended (a :class:`~polytrav.traversal.TraversalStatus`).
     ``outputs``: one :class:`OutputDiff` per compared output. ``max_abs``: the largest
     ``|f_j - g_j|`` over them (``worst`` is that output's record). ``exact``: every number is
     exact for the whole region (a complete run with every LP decided); otherwise the
@@ -135,7 +137,7 @@ class DiffResult:
 
     outputs: list[OutputDiff]
     exact: bool
-    status: str
+    status: TraversalStatus
     n_polytopes: int
     n_solves: int
     decisions_differ: bool | None
@@ -157,6 +159,9 @@ class DiffResult:
     split: dict | None = None
     #: every LP the traversals solved: their cells' and the analysis's (``n_solves``)
     n_lps: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "status", TraversalStatus(self.status))
 
     @property
     def worst(self) -> OutputDiff:
@@ -244,7 +249,7 @@ class DiffResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe."""
         return {"max_abs": self.max_abs, "exact": self.exact, "scope": self.scope,
-                "status": self.status, "n_polytopes": self.n_polytopes,
+                "status": self.status.value, "n_polytopes": self.n_polytopes,
                 "n_solves": self.n_solves, "n_lps": self.n_lps,
                 "outputs": [o.to_dict() for o in self.outputs],
                 "decisions_differ": self.decisions_differ,
@@ -444,7 +449,7 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
         if not abs(d) > epsilon:
             verdict = Verdict.VIOLATED_UNCONFIRMED
         violation = {**violation, "value": d, "codes": network_codes(violation["code"], f, g)}
-    return DiffResult(outputs=outs, exact=res.exact, status=report.status.value,
+    return DiffResult(outputs=outs, exact=res.exact, status=report.status,
                       n_polytopes=res.n_polytopes, n_solves=res.n_solves,
                       decisions_differ=differ, changes=changes, n_changed_polytopes=n_changed,
                       volume_share=None if share is None else tuple(share),
@@ -575,7 +580,7 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     except KeyboardInterrupt:
         if on_interrupt != "report":
             raise
-        return _merged([], asked, epsilon, "interrupted", time.perf_counter() - t0, None)
+        return _merged([], asked, epsilon, TraversalStatus.INTERRUPTED, time.perf_counter() - t0, None)
     stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
              "proven_volume_share": split.proven_volume_share, "difference": split.difference,
              "candidate": None if split.candidate is None else
@@ -604,14 +609,14 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     deadline = None if time_limit is None else t0 + time_limit
     # the probe's held boxes are proven, unless the whole box is traversed
     held = probed[:split.held] if candidate is None else []
-    parts, status = list(held), "complete"
+    parts, status = list(held), TraversalStatus.COMPLETE
     for region, start in runs:
         if deadline is not None and time.perf_counter() >= deadline:
-            status = "time_limit"
+            status = TraversalStatus.TIME_LIMIT
             break
         used = sum(p.n_polytopes for p in parts + probed[len(held):])
         if max_polytopes is not None and used >= max_polytopes:
-            status = "max_polytopes"
+            status = TraversalStatus.POLYTOPE_LIMIT
             break
         part = traverse(region, start, deadline,
                         None if max_polytopes is None else max_polytopes - used)
@@ -663,7 +668,7 @@ def _point_violation(f, g, box, x, asked, epsilon, seconds, stats) -> DiffResult
                        witness=x, f_value=float(yf[k]), g_value=float(yg[k]), confirmed=True,
                        code=None)
             for k in dict.fromkeys(asked)]
-    return DiffResult(outputs=outs, exact=False, status="stopped", n_polytopes=0, n_solves=0,
+    return DiffResult(outputs=outs, exact=False, status=TraversalStatus.STOPPED, n_polytopes=0, n_solves=0,
                       decisions_differ=None, changes=[], n_changed_polytopes=0,
                       volume_share=None, volume_method=None, epsilon=epsilon,
                       verdict=Verdict.VIOLATED,
@@ -707,7 +712,7 @@ def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
     violated = next((p for p in parts if p.verdict is Verdict.VIOLATED), None)
     if violated is not None:
         verdict, violation = Verdict.VIOLATED, violated.violation
-    elif status == "complete" and all(p.verdict is Verdict.HOLDS for p in parts):
+    elif status is TraversalStatus.COMPLETE and all(p.verdict is Verdict.HOLDS for p in parts):
         verdict, violation = Verdict.HOLDS, None
     else:
         verdict = Verdict.UNKNOWN if last is None or last.verdict is Verdict.HOLDS \
