@@ -7,7 +7,9 @@ use. The groups (see docs/writing-plugins.md):
 * **Analyses**: :class:`Analysis` and what it returns or asks (:class:`AnalysisResult`,
   :class:`Verdict`, :class:`Scope`, the directives :class:`Stop` and :class:`Restrict`,
   the settle stage's :class:`Settled` with :class:`Settlement`, :class:`SettledBy` and
-  :class:`OpenBox`),
+  :class:`OpenBox`; the records ``model_diff`` hands :func:`polytrav.diff`:
+  :class:`OutputExtremes`, :class:`ChangeCell`, :class:`DecisionCells`, :class:`SlopeMax`,
+  :class:`DiffViolation`),
   registration (:func:`hookimpl`; :func:`get_plugin_manager`, :func:`create_analysis`,
   :func:`get_solver` to look plugins up by name), errors.
 * **The run** an analysis sees: :class:`RunContext`, :class:`Frame` (the region's
@@ -56,6 +58,8 @@ _HOMES = {
     "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict", "Scope",
                                     "SOLUTION_PRESENT", "DECIDED"),
     "polytrav.vocabulary.settled": ("Settled", "Settlement", "SettledBy", "OpenBox"),
+    "polytrav.vocabulary.diff_records": ("OutputExtremes", "ChangeCell", "DecisionCells",
+                                         "SlopeMax", "DiffViolation"),
     "polytrav.vocabulary.text": ("fmt", "vector"),
     "polytrav.vocabulary.ctrl_c": ("ctrl_c_held",),
     "polytrav.vocabulary.tolerances": ("WITNESS_TOL", "LP_FEASIBILITY_TOL", "MILP_GAP",

@@ -408,47 +408,49 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
     res = report.results[0]
     det = res.details
     outs = []
-    for r in det["outputs"]:
-        x = r["argmax_abs"]
+    for r in det["outputs"]:  # polytrav.vocabulary.diff_records.OutputExtremes
+        _, x, code = r.worst
         fv = gv = None
         confirmed = False
         if x is not None:
-            fv, gv = float(f.forward(x)[r["output"]]), float(g.forward(x)[r["output"]])
-            confirmed = (abs(abs(gv - fv) - r["max_abs"]) <= WITNESS_TOL * (1 + r["max_abs"])
+            fv, gv = float(f.forward(x)[r.output]), float(g.forward(x)[r.output])
+            confirmed = (abs(abs(gv - fv) - r.max_abs) <= WITNESS_TOL * (1 + r.max_abs)
                          and region.contains(x, tol=WITNESS_TOL))
-        outs.append(OutputDiff(output=r["output"], max=r["max"], min=r["min"],
-                               max_abs=r["max_abs"], witness=x, f_value=fv, g_value=gv,
-                               confirmed=confirmed, code=r["max_abs_code"],
-                               argmax=r["argmax"], argmin=r["argmin"],
-                               codes=network_codes(r["max_abs_code"], f, g)))
-    dec = det["decisions"]
+        outs.append(OutputDiff(output=r.output, max=r.max, min=r.min, max_abs=r.max_abs,
+                               witness=x, f_value=fv, g_value=gv, confirmed=confirmed,
+                               code=code, argmax=r.argmax, argmin=r.argmin,
+                               codes=network_codes(code, f, g)))
+    dec = det["decisions"]  # a DecisionCells, or None
     changes, differ, share, method, n_changed = [], None, None, None, 0
     if dec is not None:
-        differ, n_changed = dec["changed"], dec["n_polytopes"]
-        for c in dec["changes"]:
+        differ, n_changed = dec.changed, dec.n_polytopes
+        for c in dec.changes:
             changes.append(DecisionChange(
-                polytope=c["polytope"], code=c["code"],
-                f_class=_label(f, c["f_class"]), g_class=_label(g, c["g_class"]), x=c["x"],
-                radius=c["radius"], confirmed=c["confirmed"] and _changes(f, g, c),
-                volume_share=c.get("volume_share"), codes=network_codes(c["code"], f, g)))
+                polytope=c.polytope, code=c.code, f_class=_label(f, c.f_class),
+                g_class=_label(g, c.g_class), x=c.x, radius=c.radius,
+                confirmed=c.confirmed and _changes(f, g, c), volume_share=c.volume_share,
+                codes=network_codes(c.code, f, g)))
         if differ and not any(c.confirmed for c in changes):
             differ = None  # found only by LPs that forward passes do not confirm
-        share = dec.get("volume_share")
-        method = dec.get("volume_method")
+        share, method = dec.volume_share, dec.volume_method
         if differ is None and share is not None and share[0] > 0:
             # no change confirmed: nothing is known to differ, so the share may be 0
             share, method = (0.0, share[1]), f"{method}; no change confirmed by forward passes"
     names = f.input_names or [f"x{i}" for i in range(f.n_inputs)]
-    features = [FeatureDiff(name=names[r["input"]], codes=network_codes(r["code"], f, g), **r)
-                for r in det.get("features", [])]
-    violation = det["violation"]
-    verdict = res.verdict
-    if violation is not None:
-        x, j = violation["x"], violation["output"]
+    features = [FeatureDiff(output=r.output, input=r.input, name=names[r.input],
+                            max_abs=r.max_abs, slope=r.slope, polytope=r.polytope, code=r.code,
+                            x=r.x, mean_abs=r.mean_abs, exact=r.exact,
+                            codes=network_codes(r.code, f, g))
+                for r in det["features"]]
+    found = det["violation"]  # a DiffViolation, or None
+    verdict, violation = res.verdict, None
+    if found is not None:
+        x, j = found.x, found.output
         d = float(g.forward(x)[j] - f.forward(x)[j])
         if not abs(d) > epsilon:
             verdict = Verdict.VIOLATED_UNCONFIRMED
-        violation = {**violation, "value": d, "codes": network_codes(violation["code"], f, g)}
+        violation = {"output": j, "value": d, "x": x, "code": found.code,
+                     "codes": network_codes(found.code, f, g)}
     return DiffResult(outputs=outs, exact=res.exact, status=report.status,
                       n_polytopes=res.n_polytopes, n_solves=res.n_solves,
                       decisions_differ=differ, changes=changes, n_changed_polytopes=n_changed,
@@ -738,8 +740,9 @@ def _classes(net: Network, x) -> int | None:
 
 
 def _changes(f, g, c) -> bool:
-    """Forward passes of ``f`` and ``g`` themselves at the change's centre."""
-    return _classes(f, c["x"]) == c["f_class"] and _classes(g, c["x"]) == c["g_class"]
+    """Forward passes of ``f`` and ``g`` themselves at the centre of the
+    :class:`~polytrav.vocabulary.diff_records.ChangeCell` ``c``."""
+    return _classes(f, c.x) == c.f_class and _classes(g, c.x) == c.g_class
 
 
 def _label(net: Network, k: int):

@@ -256,9 +256,9 @@ def test_in_parts_equals_serial(pair, result):
     assert res.exact and res.verdict is Verdict.VIOLATED
     assert res.value["max_abs"] == pytest.approx(result.max_abs, abs=1e-9)
     dec = res.details["decisions"]
-    assert dec["changed"] is True
-    assert dec["volume_share"][0] == pytest.approx(result.volume_share[0], abs=1e-9)
-    assert {(c["f_class"], c["g_class"]) for c in dec["changes"]} == \
+    assert dec.changed is True
+    assert dec.volume_share[0] == pytest.approx(result.volume_share[0], abs=1e-9)
+    assert {(c.f_class, c.g_class) for c in dec.changes} == \
         {(c.f_class, c.g_class) for c in result.changes}
 
 
