@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.extend import Analysis, BoxPiece, Settled, Stop, hookimpl, pieces_proven
+from polytrav.extend import (Analysis, BoxPiece, Settled, SettledBy, Stop, hookimpl,
+                             pieces_proven)
 from polytrav.plugins.monotonicity.bound import SlopeBound
 from polytrav.plugins.monotonicity.pair import PairCheck, Slopes, unit_step
 from polytrav.plugins.monotonicity.parameters import check_parameters
@@ -164,9 +165,9 @@ class Monotonicity(Analysis):
         region at once: the input splitting of a box region (:meth:`split_search`), then,
         with no violation in sight, the MILP (``milp``; the splitting then stops at
         :data:`~polytrav.bounds.settle.MONOTONE_POLICY`'s ``bisect_milp_boxes`` sub-boxes):
-        :meth:`~.region.RegionSearch.settle`. PROVEN by either, else the whole region OPEN
-        from :meth:`start_point`. None (no stage) without ``bounds`` and where the bound
-        proves a box region (the traversal's first piece does)."""
+        :meth:`~.region.RegionSearch.settle`. PROVEN by either, or first by the slope bound
+        over a box region (``BOUND``), else the whole region OPEN from :meth:`start_point`.
+        None (no stage) without ``bounds``."""
         if not self.prunes_by_bound:
             return None
         region = context.region
@@ -174,7 +175,7 @@ class Monotonicity(Analysis):
             lo, hi = (np.asarray(a, float) for a in region.bounding_box())
             if np.isfinite(lo).all() and np.isfinite(hi).all() and self._bound().margin(
                     context.network, BoxPiece(lo, hi), context.backends("lp")) > 0:
-                return None
+                return Settled.proven(SettledBy.BOUND)
         return self._region.settle(context)
 
     def validate(self, network, region) -> None:
