@@ -8,7 +8,9 @@ stays because a plugin needs it to do what the core does (the reason is given).
 * **Analyses**: :class:`Analysis` and what it returns or asks (:class:`AnalysisResult`,
   :class:`Verdict`, :class:`Scope`, :class:`Directive` with :class:`Stop` and
   :class:`Restrict`; the settle stage's :class:`Settled` with :class:`Settlement`,
-  :class:`SettledBy` and :class:`OpenBox`); registration (:func:`hookimpl`); looking plugins
+  :class:`SettledBy` and :class:`OpenBox`; the records ``model_diff`` hands
+  :func:`polytrav.diff`: :class:`OutputExtremes`, :class:`ChangeCell`, :class:`DecisionCells`,
+  :class:`SlopeMax`, :class:`DiffViolation`); registration (:func:`hookimpl`); looking plugins
   up by name, for a plugin that composes others (:func:`get_plugin_manager`,
   :func:`create_analysis`, :func:`get_solver`).
 * **Errors** a plugin raises or catches: :class:`PolytravError` (the base),
@@ -28,8 +30,11 @@ stays because a plugin needs it to do what the core does (the reason is given).
 * **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
   over a piece) with its allowances ``BOUND_TOL`` and ``LP_BOUND_TOL``,
   :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
-  :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting) with its
-  :class:`SettlePolicy` (``VERIFY_POLICY``),
+  :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting),
+  :func:`bisect_box` (a box bisected against any piece bound; :class:`BoxBisection`),
+  :func:`box_samples` and :func:`corners` (points of a box to probe),
+  :func:`region_milp_slope` (the region's MILP on a slope's sign), with their
+  :class:`SettlePolicy` (``VERIFY_POLICY``, ``MONOTONE_POLICY``),
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
   :class:`RegionMilp` (with ``MILP_TIME_SHARE``, the share of a budget it takes),
   :class:`NearestL2` (the exact weighted-L2 nearest point of a class: neuron branch and
@@ -63,6 +68,8 @@ _HOMES = {
     "polytrav.vocabulary.results": ("AnalysisResult", "SolveResult", "Status", "Verdict", "Scope",
                                     "SOLUTION_PRESENT"),
     "polytrav.vocabulary.settled": ("Settled", "Settlement", "SettledBy", "OpenBox"),
+    "polytrav.vocabulary.diff_records": ("OutputExtremes", "ChangeCell", "DecisionCells",
+                                         "SlopeMax", "DiffViolation"),
     "polytrav.vocabulary.text": ("fmt", "vector"),
     "polytrav.vocabulary.ctrl_c": ("ctrl_c_held",),
     "polytrav.vocabulary.tolerances": ("WITNESS_TOL", "LP_FEASIBILITY_TOL", "MILP_GAP",
@@ -85,8 +92,9 @@ _HOMES = {
     "polytrav.bounds.dnf": ("dnf_piece_margin", "attack_start", "BOUND_TOL", "LP_BOUND_TOL"),
     "polytrav.bounds.slope": ("slope_bounds",),
     "polytrav.bounds.split": ("BoxPiece",),
-    "polytrav.bounds.settle": ("settle_dnf", "SettlePolicy", "VERIFY_POLICY", "decision_margin",
-                               "bab_details"),
+    "polytrav.bounds.settle": ("settle_dnf", "SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY",
+                               "decision_margin", "bab_details", "bisect_box", "BoxBisection",
+                               "box_samples", "corners", "region_milp_slope"),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
     "polytrav.bounds.milp": ("RegionMilp", "MILP_TIME_SHARE"),
     "polytrav.bounds.nearest": ("NearestL2",),

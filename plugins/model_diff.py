@@ -49,9 +49,9 @@ import math
 import numpy as np
 
 from polytrav.extend import (LP_BOUND_TOL, RADIUS_TOL, ZERO_ROW_TOL, Analysis, AnalysisResult,
-                             ConfigError,
-                             Status, Stop, Verdict, cell_rows, dnf_piece_margin,
-                             halfspace_volume, hookimpl, solve_along)
+                             ChangeCell, ConfigError, DecisionCells, DiffViolation,
+                             OutputExtremes, SlopeMax, Status, Stop, Verdict, cell_rows,
+                             dnf_piece_margin, halfspace_volume, hookimpl, solve_along)
 
 __all__ = ["ModelDiff", "EXACT_VOLUME_MAX_DIM"]
 
@@ -80,8 +80,12 @@ class ModelDiff(Analysis):
         Also the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|`` per input (at most
         :data:`EXACT_VOLUME_MAX_DIM` free inputs; one volume per polytope). Default False.
 
-    ``value`` is ``{"max_abs": ..., "max": ..., "min": ...}`` over the chosen outputs; the
-    per-output records, decision changes and volume share are in ``details``.
+    ``value`` is ``{"max_abs": ..., "max": ..., "min": ...}`` over the chosen outputs;
+    ``details`` holds declared records (:mod:`polytrav.vocabulary.diff_records`):
+    ``"outputs"`` (an :class:`OutputExtremes` per compared output), ``"decisions"`` (a
+    :class:`DecisionCells`, or None where not asked), ``"features"`` (a :class:`SlopeMax` per
+    output and input), ``"violation"`` (a :class:`DiffViolation` or None); ``"split"`` (``f``'s
+    outputs) and ``"raw"`` (the running answer that :meth:`combine` merges).
     """
 
     name = "model_diff"
@@ -279,19 +283,18 @@ class ModelDiff(Analysis):
                 if radius <= RADIUS_TOL:
                     continue
                 x = fr.to_x(u)
-                rec = {"polytope": polytope.index, "code": context.code_str(polytope),
-                       "f_class": a, "g_class": bb, "x": x, "radius": radius,
-                       "confirmed": self._decides(context, x, a, bb)}
+                cell_share = None
                 if self._exact_volumes:
                     vol = halfspace_volume(np.vstack([A, rows[0]]), np.concatenate([b, rows[1]]),
                                            u)
                     if vol is None:
                         raw["volume_failed"] += 1
                     else:
-                        share += vol / self._region_volume
-                    rec["volume_share"] = None if vol is None else vol / self._region_volume
+                        cell_share = vol / self._region_volume
+                        share += cell_share
                 balls += _ball_share(radius, fr.dim)
-                found.append(rec)
+                found.append(ChangeCell(polytope.index, context.code_str(polytope), a, bb, x,
+                                        radius, self._decides(context, x, a, bb), cell_share))
         if found:
             raw["n_changed"] += 1
             raw["changes"].extend(found)
@@ -417,45 +420,41 @@ class ModelDiff(Analysis):
     def _result(self, raw, context, *, n_polytopes, n_solves, failures) -> AnalysisResult:
         proven = context.complete and not failures
         exact = proven and not self.verdict_only
-        per = []
-        for j, (hi, x_hi, c_hi), (lo, x_lo, c_lo) in zip(self._outs, raw["max"], raw["min"]):
-            worst = (hi, x_hi, c_hi) if hi >= -lo else (lo, x_lo, c_lo)
-            per.append({"output": j, "max": hi, "argmax": x_hi, "max_code": c_hi,
-                        "min": lo, "argmin": x_lo, "min_code": c_lo, "max_abs": max(hi, -lo),
-                        "signed": worst[0], "argmax_abs": worst[1], "max_abs_code": worst[2]})
-        top = max(per, key=lambda r: r["max_abs"]) if per else None
-        value = {"max_abs": top["max_abs"] if top else None,
-                 "max": max((r["max"] for r in per), default=None),
-                 "min": min((r["min"] for r in per), default=None)}
+        per = [OutputExtremes(j, hi, x_hi, c_hi, lo, x_lo, c_lo)
+               for j, (hi, x_hi, c_hi), (lo, x_lo, c_lo) in zip(self._outs, raw["max"],
+                                                                raw["min"])]
+        top = max(per, key=lambda r: r.max_abs) if per else None
+        value = {"max_abs": top.max_abs if top else None,
+                 "max": max((r.max for r in per), default=None),
+                 "min": min((r.min for r in per), default=None)}
         violation = raw["violation"]
         if violation is not None and not self.verdict_only and top is not None:
-            i = self._outs.index(top["output"])  # report the worst point, when it confirms
-            x = top["argmax_abs"]
+            i = self._outs.index(top.output)  # report the worst point, when it confirms
+            signed, x, code = top.worst
             if x is not None and self._confirms(context, x, i):
-                violation = (i, top["signed"], x, top["max_abs_code"])
+                violation = (i, signed, x, code)
         verdict = None
         if self.epsilon is not None:
             if violation is not None:
                 verdict = Verdict.VIOLATED
-            elif any(r["max_abs"] > self.epsilon for r in per):  # no forward pass agrees
+            elif any(r.max_abs > self.epsilon for r in per):  # no forward pass agrees
                 verdict = Verdict.VIOLATED_UNCONFIRMED
             elif proven and not raw["ambiguous"] and \
-                    all(r["max_abs"] <= self.holds_below() for r in per):
+                    all(r.max_abs <= self.holds_below() for r in per):
                 verdict = Verdict.HOLDS
             else:
                 verdict = Verdict.UNKNOWN
         details = {"outputs": per, "split": self._m, "raw": raw,
                    "features": self._feature_details(raw, exact),
                    "decisions": self._decision_details(raw, context, proven),
-                   "violation": None if violation is None else {
-                       "output": self._outs[violation[0]], "value": violation[1],
-                       "x": violation[2], "code": violation[3]}}
-        witness = violation[2] if violation is not None else top["argmax_abs"] if top else None
+                   "violation": None if violation is None else DiffViolation(
+                       self._outs[violation[0]], violation[1], violation[2], violation[3])}
+        witness = violation[2] if violation is not None else top.worst[1] if top else None
         return AnalysisResult(analysis=self.label, verdict=verdict, value=value,
                               witness=witness, exact=exact, n_polytopes=n_polytopes,
                               n_solves=n_solves, failures=failures, details=details)
 
-    def _feature_details(self, raw, exact) -> list[dict]:
+    def _feature_details(self, raw, exact) -> list[SlopeMax]:
         """Per compared output and input: the largest ``|∂(g_j - f_j)/∂x_i|`` over the
         polytopes (``max_abs``, its signed ``slope``, ``polytope``, ``code`` and a point ``x``
         inside it) and ``mean_abs``, the volume-weighted mean of ``|∂(g_j - f_j)/∂x_i|``
@@ -469,40 +468,33 @@ class ModelDiff(Analysis):
             for q, (mag, slope, poly, code, x) in enumerate(raw["slopes"][i]):
                 if poly is None:
                     continue
-                out.append({"output": j, "input": q, "max_abs": mag, "slope": slope,
-                            "polytope": poly, "code": code, "x": x, "exact": exact,
-                            "mean_abs": float(raw["slope_sums"][i][q] / vol) if weighted
-                            else None})
+                out.append(SlopeMax(j, q, mag, slope, poly, code, x, exact,
+                                    float(raw["slope_sums"][i][q] / vol) if weighted else None))
         return out
 
-    def _decision_details(self, raw, context, proven) -> dict | None:
+    def _decision_details(self, raw, context, proven) -> DecisionCells | None:
         if not self.decisions or self.verdict_only:
             return None
         proven = proven and not raw["ambiguous"]
-        changed = bool(raw["changes"])
-        out = {"changed": True if changed else (False if proven else None),
-               "exact": proven, "n_polytopes": raw["n_changed"], "changes": raw["changes"],
-               "ambiguous": raw["ambiguous"]}
+        changed = True if raw["changes"] else (False if proven else None)
+        share = method = None
         if not self.volumes:
-            out["volume_share"] = None
-            return out
-        d = context.frame.dim
-        if out["changed"] is False:  # proven: no cell of positive volume where they differ
-            out["volume_share"] = (0.0, 0.0)
-            out["volume_method"] = "exact: no decision differs"
+            pass
+        elif changed is False:  # proven: no cell of positive volume where they differ
+            share, method = (0.0, 0.0), "exact: no decision differs"
         elif self._exact_volumes and not raw["volume_failed"]:
             if proven:
-                out["volume_share"] = (raw["changed_volume"], raw["changed_volume"])
-                out["volume_method"] = "exact (qhull)"
+                share, method = (raw["changed_volume"], raw["changed_volume"]), "exact (qhull)"
             else:  # a partial run: the visited changes from below
-                out["volume_share"] = (raw["changed_volume"], 1.0)
-                out["volume_method"] = "visited polytopes only (lower bound)"
+                share = (raw["changed_volume"], 1.0)
+                method = "visited polytopes only (lower bound)"
         else:
             lower = min(raw["ball_changed"], 1.0)
             upper = 1.0 - raw["ball_same"] if proven else 1.0
-            out["volume_share"] = (lower, max(min(upper, 1.0), lower))
-            out["volume_method"] = f"inscribed balls in {d} dimensions (sound interval)"
-        return out
+            share = (lower, max(min(upper, 1.0), lower))
+            method = f"inscribed balls in {context.frame.dim} dimensions (sound interval)"
+        return DecisionCells(changed, proven, raw["n_changed"], tuple(raw["changes"]),
+                             raw["ambiguous"], share, method)
 
     def describe(self, result) -> list[str]:
         v = result.value

@@ -19,23 +19,33 @@ what they leave open is traversed by the host, so the data flows host -> bounds 
   :func:`decision_margin` (a decision analysis's piece margin: the region's runs it) and
   :func:`bab_details` (what it did, for a result's details). It still runs as the region's
   piece margin at the traversal's level 0, where the region's bound and the analysis's
-  attack are at hand; moving it into the stage is a later step of issue 59.
+  attack are at hand; moving it into the stage is a later step of issue 59;
+* :func:`box_samples`, :func:`corners`: points of a box to probe (its centre, random points,
+  corners pulled inside);
+* :func:`bisect_box`: a box bisected worst bound first against any piece bound, sampled
+  points of each unproven sub-box checked (a count of sub-boxes, not a time share);
+* :func:`region_milp_slope`: the region's MILP on the sign of a slope
+  (:meth:`~polytrav.bounds.milp.RegionMilp.monotone`), with the policy's share of the time.
 
-One :class:`SettlePolicy` value holds the stage's time shares and counts;
-:data:`VERIFY_POLICY` is ``verify``'s.
+One :class:`SettlePolicy` value holds the stage's time shares and counts:
+:data:`VERIFY_POLICY` is ``verify``'s, :data:`MONOTONE_POLICY` ``Monotonicity``'s,
+:data:`DIFF_POLICY` ``diff``'s verdict on a box.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from polytrav.bounds import dnf, split
 from polytrav.vocabulary.settled import OpenBox, Settled, SettledBy
+from polytrav.vocabulary.tolerances import CORNER_INSET
 
-__all__ = ["SettlePolicy", "VERIFY_POLICY", "quick_attack", "deep_attack", "split_region",
-           "split_stats", "settle_dnf", "decision_margin", "region_bab", "bab_details"]
+__all__ = ["SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY", "DIFF_POLICY", "quick_attack", "deep_attack",
+           "split_region", "split_stats", "settle_dnf", "decision_margin", "region_bab",
+           "bab_details", "BoxBisection", "bisect_box", "box_samples", "corners",
+           "region_milp_slope"]
 
 
 @dataclass(frozen=True)
@@ -63,9 +73,20 @@ class SettlePolicy:
     timeout at 300 s in a run with a 0.1 probe on a loaded machine), while the MILP's
     instances of 256x2 (120 s) still have 66 s for it after the probe (they need 16-50 s).
 
-    ``diff``'s verdict on a box (:mod:`polytrav.host.diff`: ``SPLIT_SHARE``, ``DEEP_SHARE``,
-    ``OPEN_SECONDS``) is the same stage with other shares; its value joins this one when
-    ``ModelDiff`` settles (issue 59).
+    A split budgeted by a count of sub-boxes (:func:`bisect_box`, ``Monotonicity``'s) bounds
+    at most ``bisect_boxes`` of them, or ``bisect_milp_boxes`` where the region's MILP
+    follows (it is the better half of the search), and checks ``bisect_samples`` random
+    points and as many corners of each sub-box it does not prove. Before it,
+    ``probe_samples`` random points and ``probe_corners`` corners of the region
+    (:func:`box_samples`) choose the start point.
+
+    ``diff``'s verdict on a box (:data:`DIFF_POLICY`, read by :mod:`polytrav.host.diff`)
+    takes ``split_share`` and ``deep_share`` of the time limit (not of the time left), and
+    samples ``probe_samples`` random points first; where they come within ``attack_near``
+    times epsilon of it, the start attack runs before the split. Where the split's deep
+    search begins, its probe takes ``open_probe_share`` of the time limit
+    (``open_probe_seconds`` without one) to attack and traverse the open boxes, or traverses
+    the whole box where they hold at least ``whole_open_share`` of its volume.
     """
 
     split_max_effective: int = split.SPLIT_MAX_EFFECTIVE
@@ -78,10 +99,56 @@ class SettlePolicy:
     bab_share: float = 0.5
     bab_probe_share: float = 0.3
     milp_share: float | None = None  # None: MILP_TIME_SHARE, every MILP handover's share
+    bisect_boxes: int = 2000
+    bisect_milp_boxes: int = 200
+    bisect_samples: int = 8
+    probe_samples: int = 256
+    probe_corners: int = 1024
+    attack_near: float = 0.5
+    open_probe_share: float = 0.15
+    open_probe_seconds: float = 15.0
+    whole_open_share: float = 0.4
 
 
 #: ``verify``'s policy: half the time left for the split, a quarter for its deep search.
 VERIFY_POLICY = SettlePolicy()
+#: ``Monotonicity``'s: the region probed at 256 random points and 1024 corners, at most 2000
+#: sub-boxes bisected against the slope bound (200 where the MILP follows, with
+#: :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left), 8 random points and 8
+#: corners checked in each sub-box it does not prove.
+MONOTONE_POLICY = SettlePolicy(bisect_boxes=2000, bisect_milp_boxes=200, bisect_samples=8,
+                               probe_samples=256, probe_corners=1024)
+#: ``diff``'s verdict on a box (``verdict_only``), with the reasons for each number:
+#:
+#: * ``split_share=0.8``, ``deep_share=0.6`` of the time limit for the input split and its deep
+#:   search. The deep search goes on only while it proves volume
+#:   (:func:`~polytrav.bounds.split.split_box`), and an open box's traversal costs the
+#:   difference bounds of 30-40 boxes (56 ms against 1.5 ms on ACAS Xu): at 1/2 and 1/4
+#:   (``verify``'s), 3_3 against its perturbed copy at eps 0.00377 left 844 boxes open after
+#:   42 s, which took 47 s to traverse; the split alone proves it in 37 s.
+#: * ``open_seconds=0.05``: at most this many seconds per box open where the deep search
+#:   begins (what its traversal costs).
+#: * ``open_probe_share=0.15`` (``open_probe_seconds=15`` without a time limit): where the deep
+#:   search begins, the probe (its open boxes attacked, then traversed from the attacks' best
+#:   points, best first): a violation the samples and the whole box's attack missed lies near
+#:   those points (ACAS Xu 1_3 against its perturbed copy at eps 0.0158: its box ranked 84th
+#:   to 1 762nd by the bound, first by its attack; found in 5 s instead of over 100 s).
+#: * ``whole_open_share=0.4``: where the deep search begins with at least this share of the
+#:   box's volume open, the probe traverses the whole box instead (from its attacks' best
+#:   point, for the time left): open boxes cut the joint polytopes into many traversals. On
+#:   ACAS Xu 3_9 against its perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the
+#:   whole box took 22 s where the open boxes' traversals would take about 350 s.
+#: * ``probe_samples=1000``: random points of the box (and its centre) tried for a violation
+#:   before the split.
+#: * ``attack_near=0.5``: where the samples' largest ``|g_j - f_j|`` reaches this share of
+#:   epsilon, ``verify``'s start attack runs before the split (a violation is likely near);
+#:   elsewhere only where the split leaves boxes open (it costs seconds when it finds
+#:   nothing). At 0.75, ACAS Xu 1_2 against its pruned copy at eps 0.0189 (samples at 0.71 of
+#:   it) was found `sat` by the split after 11-31 s; the attack that the stacked path runs
+#:   first takes 1.2 s.
+DIFF_POLICY = SettlePolicy(split_share=0.8, deep_share=0.6, open_seconds=0.05,
+                           probe_samples=1000, attack_near=0.5, open_probe_share=0.15,
+                           open_probe_seconds=15.0, whole_open_share=0.4)
 
 
 def quick_attack(pairs, network, region) -> np.ndarray | None:
@@ -284,3 +351,112 @@ def bab_details(outcome) -> dict | None:
         if key in st:
             out[key] = st[key]
     return out
+
+
+def corners(lo: np.ndarray, hi: np.ndarray, count: int, rng) -> np.ndarray:
+    """Corners of the box ``[lo, hi]``, pulled :data:`~polytrav.vocabulary.tolerances.
+    CORNER_INSET` of the way to its centre (inside the box): all of them when there are at
+    most ``count``, else ``count`` random ones. Shape ``(k, n)``. The extremes of a piecewise
+    linear quantity sit at a box's corners as often as not (a linear program's optima do)."""
+    n = lo.shape[0]
+    if n <= 30 and 2 ** n <= count:
+        signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(bool)
+    else:
+        signs = rng.random((count, n)) < 0.5
+    mid, half = (lo + hi) / 2, (hi - lo) / 2 * (1.0 - CORNER_INSET)
+    return mid + np.where(signs, half, -half)
+
+
+def box_samples(lo: np.ndarray, hi: np.ndarray, samples: int, n_corners: int, rng
+                ) -> np.ndarray:
+    """The box's centre, ``samples`` random points and up to ``n_corners`` corners
+    (:func:`corners`), in that order. Shape ``(1 + samples + k, n)``."""
+    return np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (samples, lo.shape[0])),
+                      corners(lo, hi, n_corners, rng)])
+
+
+@dataclass
+class BoxBisection:
+    """What :func:`bisect_box` found: ``proven`` (every sub-box proven: the box is),
+    ``candidate`` (a sampled point the check called wrong, or None), ``boxes`` (sub-boxes
+    bounded), ``proven_boxes`` (of them, proven), ``open`` (left open: unbounded, or too
+    narrow to halve)."""
+
+    proven: bool = False
+    candidate: np.ndarray | None = field(default=None, repr=False)
+    boxes: int = 0
+    proven_boxes: int = 0
+    open: int = 0
+
+    def summary(self) -> dict:
+        """As plain data: ``{"proven", "boxes", "open", "candidate"}`` (whether one was
+        found)."""
+        return {"proven": bool(self.proven), "boxes": int(self.boxes), "open": int(self.open),
+                "candidate": self.candidate is not None}
+
+
+def bisect_box(network, lower, upper, margin: Callable[[np.ndarray, np.ndarray], float],
+               wrong: Callable[[np.ndarray], int | None], max_boxes: int, samples: int,
+               rng) -> BoxBisection:
+    """The box ``[lower, upper]`` bisected worst bound first, at most ``max_boxes`` sub-boxes.
+
+    A sub-box whose ``margin(lo, hi)`` (a sound bound over it) is positive is proven;
+    otherwise its centre, ``samples`` random points and as many corners (:func:`box_samples`)
+    go to ``wrong(X)`` (the index of the worst point it calls wrong, or None): a wrong one
+    ends the search as ``candidate``; else the sub-box is halved along the input whose
+    first-layer weights, over the neurons the interval bounds leave unstable, times its
+    width are largest. Sub-boxes too narrow to halve, and those left when the count runs
+    out, are open.
+    """
+    import heapq
+
+    W, b = network.weights[0], network.biases[0]
+    W0 = np.abs(W)
+    found = BoxBisection()
+    heap, count = [(-np.inf, 0, lower, upper)], 1
+    while heap and found.boxes < max_boxes:
+        _, _, lo, hi = heapq.heappop(heap)
+        m = margin(lo, hi)
+        found.boxes += 1
+        if m > 0:
+            found.proven_boxes += 1
+            continue
+        X = box_samples(lo, hi, samples, samples, rng)
+        k = wrong(X)
+        if k is not None:
+            found.candidate = X[k]
+            break
+        h_lo = np.minimum(W, 0) @ (hi - lo) + W @ lo
+        h_hi = np.maximum(W, 0) @ (hi - lo) + W @ lo
+        unstable = (h_lo + b < 0) & (h_hi + b > 0)
+        score = (W0[unstable].sum(axis=0) if unstable.any() else W0.sum(axis=0)) * (hi - lo)
+        j = int(np.argmax(score))
+        mid = (lo[j] + hi[j]) / 2
+        if not lo[j] < mid < hi[j]:
+            found.open += 1  # too narrow to halve: the traversal decides it
+            continue
+        for a, c in ((lo[j], mid), (mid, hi[j])):
+            lo2, hi2 = lo.copy(), hi.copy()
+            lo2[j], hi2[j] = a, c
+            heapq.heappush(heap, (m, count, lo2, hi2))
+            count += 1
+    found.open += len(heap)
+    found.proven = found.candidate is None and found.open == 0
+    return found
+
+
+def region_milp_slope(network, lower, upper, feature: int, output: int, sign: float, context,
+                      policy: SettlePolicy | None = None):
+    """Is ``sign`` times the slope of ``output`` in ``feature`` at least 0 over the box? The
+    region's MILP (:meth:`~polytrav.bounds.milp.RegionMilp.monotone`: ``holds``, a
+    ``candidate`` pattern's point, or ``unknown``) on ``context``'s ``milp`` backends, with
+    the policy's ``milp_share`` (None: :data:`~polytrav.bounds.milp.MILP_TIME_SHARE`) of
+    ``context.time_left()``. ``policy``: default :data:`MONOTONE_POLICY`."""
+    from polytrav.bounds.milp import MILP_TIME_SHARE, RegionMilp
+
+    policy = MONOTONE_POLICY if policy is None else policy
+    share = MILP_TIME_SHARE if policy.milp_share is None else policy.milp_share
+    left = context.time_left()
+    return RegionMilp(network, lower, upper).monotone(
+        feature, output, sign, context.backends("milp"),
+        time_limit=None if left is None else share * left)

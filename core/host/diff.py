@@ -17,6 +17,7 @@ from polytrav.model.decision import TIE, decisions
 from polytrav.model.network import Network
 from polytrav.model.region import Box, Region
 from polytrav.solve.deadline import until
+from polytrav.traversal import TraversalStatus
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.vocabulary.results import Verdict
 from polytrav.vocabulary.text import code_text, parse_code
@@ -116,6 +117,7 @@ class FeatureDiff:
 class DiffResult:
     """What :func:`diff` found.
 
+    ``status``: how the run ended (a :class:`~polytrav.traversal.TraversalStatus`).
     ``outputs``: one :class:`OutputDiff` per compared output. ``max_abs``: the largest
     ``|f_j - g_j|`` over them (``worst`` is that output's record). ``exact``: every number is
     exact for the whole region (a complete run with every LP decided); otherwise the
@@ -135,7 +137,7 @@ class DiffResult:
 
     outputs: list[OutputDiff]
     exact: bool
-    status: str
+    status: TraversalStatus
     n_polytopes: int
     n_solves: int
     decisions_differ: bool | None
@@ -157,6 +159,9 @@ class DiffResult:
     split: dict | None = None
     #: every LP the traversals solved: their cells' and the analysis's (``n_solves``)
     n_lps: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "status", TraversalStatus(self.status))
 
     @property
     def worst(self) -> OutputDiff:
@@ -244,7 +249,7 @@ class DiffResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe."""
         return {"max_abs": self.max_abs, "exact": self.exact, "scope": self.scope,
-                "status": self.status, "n_polytopes": self.n_polytopes,
+                "status": self.status.value, "n_polytopes": self.n_polytopes,
                 "n_solves": self.n_solves, "n_lps": self.n_lps,
                 "outputs": [o.to_dict() for o in self.outputs],
                 "decisions_differ": self.decisions_differ,
@@ -403,48 +408,50 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
     res = report.results[0]
     det = res.details
     outs = []
-    for r in det["outputs"]:
-        x = r["argmax_abs"]
+    for r in det["outputs"]:  # polytrav.vocabulary.diff_records.OutputExtremes
+        _, x, code = r.worst
         fv = gv = None
         confirmed = False
         if x is not None:
-            fv, gv = float(f.forward(x)[r["output"]]), float(g.forward(x)[r["output"]])
-            confirmed = (abs(abs(gv - fv) - r["max_abs"]) <= WITNESS_TOL * (1 + r["max_abs"])
+            fv, gv = float(f.forward(x)[r.output]), float(g.forward(x)[r.output])
+            confirmed = (abs(abs(gv - fv) - r.max_abs) <= WITNESS_TOL * (1 + r.max_abs)
                          and region.contains(x, tol=WITNESS_TOL))
-        outs.append(OutputDiff(output=r["output"], max=r["max"], min=r["min"],
-                               max_abs=r["max_abs"], witness=x, f_value=fv, g_value=gv,
-                               confirmed=confirmed, code=r["max_abs_code"],
-                               argmax=r["argmax"], argmin=r["argmin"],
-                               codes=network_codes(r["max_abs_code"], f, g)))
-    dec = det["decisions"]
+        outs.append(OutputDiff(output=r.output, max=r.max, min=r.min, max_abs=r.max_abs,
+                               witness=x, f_value=fv, g_value=gv, confirmed=confirmed,
+                               code=code, argmax=r.argmax, argmin=r.argmin,
+                               codes=network_codes(code, f, g)))
+    dec = det["decisions"]  # a DecisionCells, or None
     changes, differ, share, method, n_changed = [], None, None, None, 0
     if dec is not None:
-        differ, n_changed = dec["changed"], dec["n_polytopes"]
-        for c in dec["changes"]:
+        differ, n_changed = dec.changed, dec.n_polytopes
+        for c in dec.changes:
             changes.append(DecisionChange(
-                polytope=c["polytope"], code=c["code"],
-                f_class=_label(f, c["f_class"]), g_class=_label(g, c["g_class"]), x=c["x"],
-                radius=c["radius"], confirmed=c["confirmed"] and _changes(f, g, c),
-                volume_share=c.get("volume_share"), codes=network_codes(c["code"], f, g)))
+                polytope=c.polytope, code=c.code, f_class=_label(f, c.f_class),
+                g_class=_label(g, c.g_class), x=c.x, radius=c.radius,
+                confirmed=c.confirmed and _changes(f, g, c), volume_share=c.volume_share,
+                codes=network_codes(c.code, f, g)))
         if differ and not any(c.confirmed for c in changes):
             differ = None  # found only by LPs that forward passes do not confirm
-        share = dec.get("volume_share")
-        method = dec.get("volume_method")
+        share, method = dec.volume_share, dec.volume_method
         if differ is None and share is not None and share[0] > 0:
             # no change confirmed: nothing is known to differ, so the share may be 0
             share, method = (0.0, share[1]), f"{method}; no change confirmed by forward passes"
     names = f.input_names or [f"x{i}" for i in range(f.n_inputs)]
-    features = [FeatureDiff(name=names[r["input"]], codes=network_codes(r["code"], f, g), **r)
-                for r in det.get("features", [])]
-    violation = det["violation"]
-    verdict = res.verdict
-    if violation is not None:
-        x, j = violation["x"], violation["output"]
+    features = [FeatureDiff(output=r.output, input=r.input, name=names[r.input],
+                            max_abs=r.max_abs, slope=r.slope, polytope=r.polytope, code=r.code,
+                            x=r.x, mean_abs=r.mean_abs, exact=r.exact,
+                            codes=network_codes(r.code, f, g))
+                for r in det["features"]]
+    found = det["violation"]  # a DiffViolation, or None
+    verdict, violation = res.verdict, None
+    if found is not None:
+        x, j = found.x, found.output
         d = float(g.forward(x)[j] - f.forward(x)[j])
         if not abs(d) > epsilon:
             verdict = Verdict.VIOLATED_UNCONFIRMED
-        violation = {**violation, "value": d, "codes": network_codes(violation["code"], f, g)}
-    return DiffResult(outputs=outs, exact=res.exact, status=report.status.value,
+        violation = {"output": j, "value": d, "x": x, "code": found.code,
+                     "codes": network_codes(found.code, f, g)}
+    return DiffResult(outputs=outs, exact=res.exact, status=report.status,
                       n_polytopes=res.n_polytopes, n_solves=res.n_solves,
                       decisions_differ=differ, changes=changes, n_changed_polytopes=n_changed,
                       volume_share=None if share is None else tuple(share),
@@ -459,12 +466,13 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     """:func:`diff`'s ε verdict on a box by input splitting first (its ``split``), or None
     where the box has too many effective inputs. As :func:`polytrav.verify` does: random
     samples first (:func:`_sampled_violation`), and ``verify``'s start attack
-    (:func:`polytrav.bounds.dnf.attack_start`) when they come within :data:`ATTACK_NEAR`
-    of ``epsilon``; then the box is bisected by :func:`polytrav.bounds.split.split_box`
+    (:func:`polytrav.bounds.dnf.attack_start`) when they come within the policy's
+    ``attack_near`` of ``epsilon`` (:data:`polytrav.bounds.settle.DIFF_POLICY`, as it is when
+    called: its shares and counts); then the box is bisected by :func:`polytrav.bounds.split.split_box`
     against the rows ``±(g_j - f_j) >= epsilon`` (where its deep search begins, its
     ``probe`` attacks the open boxes, then traverses them from the attacks' best points for
-    :data:`PROBE_SHARE` of the time; the boxes whose traversals hold are proven; where they
-    hold :data:`WHOLE_OPEN_SHARE` of the volume, it traverses the whole box instead, whose
+    ``open_probe_share`` of the time; the boxes whose traversals hold are proven; where they
+    hold ``whole_open_share`` of the volume, it traverses the whole box instead, whose
     run is then the answer), and where
     that leaves boxes open the attack runs (once). A point that forward passes of ``f`` and
     ``g`` put strictly past ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the
@@ -472,13 +480,14 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     sub-box is traversed from its centre, in turn, until one is not HOLDS. The verdict is
     HOLDS only when every traversal is, the probe's held ones included (none: every sub-box
     proven)."""
-    from polytrav.bounds.split import (SPLIT_DEEP_TIME, SPLIT_MAX_EFFECTIVE, effective_inputs,
-                                       split_box)
+    from polytrav.bounds import settle as stage
+    from polytrav.bounds.split import effective_inputs, split_box
     from polytrav.host.manager import create_analysis
     from polytrav.host.options import RunOptions
     from polytrav.host.runner import RunSession
 
     t0 = time.perf_counter()
+    policy = stage.DIFF_POLICY
     box = box.with_dims(joint.n_inputs)
     m = f.n_outputs
     outs = range(m) if outputs is None else [outputs] if np.isscalar(outputs) else outputs
@@ -496,10 +505,10 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     session = RunSession(solver)
     lp = session.chains["lp"]
     lo, hi = np.asarray(box.lower, float), np.asarray(box.upper, float)
-    if effective_inputs(joint, lo, hi, pairs, lp) > SPLIT_MAX_EFFECTIVE:
+    if effective_inputs(joint, lo, hi, pairs, lp) > policy.split_max_effective:
         return None
     asked = [int(j) for j in outs]
-    start, near = _sampled_violation(joint, pairs, lo, hi, float(epsilon))
+    start, near = _sampled_violation(joint, pairs, lo, hi, float(epsilon), policy)
     attacked = False
     if start is None and near:  # samples come close to epsilon: verify's attack first
         start, attacked = _attack(joint, pairs, box), True
@@ -526,18 +535,18 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     def probe(boxes):
         """The open boxes where the deep search begins, attacked all at once
         (:func:`polytrav.bounds.dnf.box_attack`), then traversed from their attacks' best
-        points, best first, for :data:`PROBE_SHARE` of the time: a counterexample near the
-        attacks' best points, else the boxes whose traversals hold are proven. Where they
-        hold :data:`WHOLE_OPEN_SHARE` of the box's volume, the whole box is traversed
-        instead, from the best point, for the time left."""
+        points, best first, for the policy's ``open_probe_share`` of the time: a
+        counterexample near the attacks' best points, else the boxes whose traversals hold
+        are proven. Where they hold ``whole_open_share`` of the box's volume, the whole box
+        is traversed instead, from the best point, for the time left."""
         from polytrav.bounds.dnf import box_attack
 
-        end = time.perf_counter() + (PROBE_SECONDS if time_limit is None
-                                     else PROBE_SHARE * time_limit)
+        end = time.perf_counter() + (policy.open_probe_seconds if time_limit is None
+                                     else policy.open_probe_share * time_limit)
         lows, highs = np.array([a for a, _ in boxes]), np.array([b for _, b in boxes])
         now = time.perf_counter()  # the attack: at most half of the probe's time
         score, points = box_attack(pairs, joint, lows, highs, deadline=(now + end) / 2)
-        if score.min() >= 0 and _volume_share(lows, highs, lo, hi) >= WHOLE_OPEN_SHARE:
+        if score.min() >= 0 and _volume_share(lows, highs, lo, hi) >= policy.whole_open_share:
             # the split leaves most of the box open: traverse all of it instead
             whole.append(traverse(box, points[int(np.argmin(score))],
                                   None if time_limit is None else t0 + time_limit,
@@ -565,13 +574,15 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
 
     try:
         split = split_box(joint, lo, hi, pairs, lp, extend=True,
-                          time_limit=None if time_limit is None else SPLIT_SHARE * time_limit,
-                          deep_time=SPLIT_DEEP_TIME if time_limit is None
-                          else DEEP_SHARE * time_limit, open_seconds=OPEN_SECONDS, probe=probe)
+                          time_limit=None if time_limit is None
+                          else policy.split_share * time_limit,
+                          deep_time=policy.deep_seconds if time_limit is None
+                          else policy.deep_share * time_limit,
+                          open_seconds=policy.open_seconds, probe=probe)
     except KeyboardInterrupt:
         if on_interrupt != "report":
             raise
-        return _merged([], asked, epsilon, "interrupted", time.perf_counter() - t0, None)
+        return _merged([], asked, epsilon, TraversalStatus.INTERRUPTED, time.perf_counter() - t0, None)
     stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
              "proven_volume_share": split.proven_volume_share, "difference": split.difference,
              "candidate": None if split.candidate is None else
@@ -600,14 +611,14 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
     deadline = None if time_limit is None else t0 + time_limit
     # the probe's held boxes are proven, unless the whole box is traversed
     held = probed[:split.held] if candidate is None else []
-    parts, status = list(held), "complete"
+    parts, status = list(held), TraversalStatus.COMPLETE
     for region, start in runs:
         if deadline is not None and time.perf_counter() >= deadline:
-            status = "time_limit"
+            status = TraversalStatus.TIME_LIMIT
             break
         used = sum(p.n_polytopes for p in parts + probed[len(held):])
         if max_polytopes is not None and used >= max_polytopes:
-            status = "max_polytopes"
+            status = TraversalStatus.POLYTOPE_LIMIT
             break
         part = traverse(region, start, deadline,
                         None if max_polytopes is None else max_polytopes - used)
@@ -622,37 +633,6 @@ def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_p
                    n_lps=merged.n_lps + sum(p.n_lps for p in probed[len(held):]))
 
 
-#: The shares of the time limit that the input split, and its deep search, may take. The
-#: deep search goes on only while it proves volume (:func:`~polytrav.bounds.split.split_box`),
-#: and an open box's traversal costs the difference bounds of 30-40 boxes (56 ms against
-#: 1.5 ms on ACAS Xu): at 1/2 and 1/4 (``verify``'s), 3_3 against its perturbed copy at eps
-#: 0.00377 left 844 boxes open after 42 s, which took 47 s to traverse; the split alone
-#: proves it in 37 s.
-SPLIT_SHARE, DEEP_SHARE = 0.8, 0.6
-#: ... and at most this many seconds per box open where it begins (what its traversal costs).
-OPEN_SECONDS = 0.05
-#: Where the deep search begins, the probe (its open boxes attacked, then traversed from
-#: the attacks' best points, best first) takes this share of the time limit (or these
-#: seconds without one): a violation the samples and the whole box's attack missed lies
-#: near those points (ACAS Xu 1_3 against its perturbed copy at eps 0.0158: its box ranked
-#: 84th to 1 762nd by the bound, first by its attack; found in 5 s instead of over 100 s).
-PROBE_SHARE, PROBE_SECONDS = 0.15, 15.0
-#: Where the deep search begins with at least this share of the box's volume open, the
-#: probe traverses the whole box instead (from its attacks' best point, for the time
-#: left): open boxes cut the joint polytopes into many traversals. On ACAS Xu 3_9 against its
-#: perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the whole box took 22 s
-#: where the open boxes' traversals would take about 350 s.
-WHOLE_OPEN_SHARE = 0.4
-#: Random points of the box (and its centre) tried for a violation before the input split.
-SPLIT_SAMPLES = 1000
-#: Where the samples' largest ``|g_j - f_j|`` reaches this share of epsilon, ``verify``'s
-#: start attack runs before the split (a violation is likely near); elsewhere only where
-#: the split leaves boxes open (it costs seconds when it finds nothing). At 0.75, ACAS Xu
-#: 1_2 against its pruned copy at eps 0.0189 (samples at 0.71 of it) was found `sat` by the
-#: split after 11-31 s, the attack that the stacked path runs first takes 1.2 s.
-ATTACK_NEAR = 0.5
-
-
 def _volume_share(lows, highs, lo, hi) -> float:
     """The share of the box ``[lo, hi]``'s volume that the boxes ``[lows, highs]`` cover
     (disjoint; its free inputs only)."""
@@ -661,18 +641,18 @@ def _volume_share(lows, highs, lo, hi) -> float:
                  / np.prod(hi[free] - lo[free]))
 
 
-def _sampled_violation(joint, pairs, lo, hi, epsilon):
-    """``(x, near)``: the point deepest past epsilon among the box's centre and
-    :data:`SPLIT_SAMPLES` random points (seed 0), by forward passes of the joint network,
-    or None if none is; ``near``: their largest ``|g_j - f_j|`` is at least
-    :data:`ATTACK_NEAR` times epsilon."""
+def _sampled_violation(joint, pairs, lo, hi, epsilon, policy):
+    """``(x, near)``: the point deepest past epsilon among the box's centre and the policy's
+    ``probe_samples`` random points (seed 0), by forward passes of the joint network, or None
+    if none is; ``near``: their largest ``|g_j - f_j|`` is at least ``attack_near`` times
+    epsilon."""
     from polytrav.bounds.dnf import unsafe_distance
 
     rng = np.random.default_rng(0)
-    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (SPLIT_SAMPLES, lo.shape[0]))])
+    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (policy.probe_samples, lo.shape[0]))])
     score = unsafe_distance(pairs, joint.forward(X))  # (epsilon - max_j |d_j|) / sqrt(2)
     k = int(np.argmin(score))
-    near = epsilon - np.sqrt(2.0) * float(score[k]) >= ATTACK_NEAR * epsilon
+    near = epsilon - np.sqrt(2.0) * float(score[k]) >= policy.attack_near * epsilon
     return (X[k] if score[k] < 0 else None), bool(near)
 
 
@@ -690,7 +670,7 @@ def _point_violation(f, g, box, x, asked, epsilon, seconds, stats) -> DiffResult
                        witness=x, f_value=float(yf[k]), g_value=float(yg[k]), confirmed=True,
                        code=None)
             for k in dict.fromkeys(asked)]
-    return DiffResult(outputs=outs, exact=False, status="stopped", n_polytopes=0, n_solves=0,
+    return DiffResult(outputs=outs, exact=False, status=TraversalStatus.STOPPED, n_polytopes=0, n_solves=0,
                       decisions_differ=None, changes=[], n_changed_polytopes=0,
                       volume_share=None, volume_method=None, epsilon=epsilon,
                       verdict=Verdict.VIOLATED,
@@ -734,7 +714,7 @@ def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
     violated = next((p for p in parts if p.verdict is Verdict.VIOLATED), None)
     if violated is not None:
         verdict, violation = Verdict.VIOLATED, violated.violation
-    elif status == "complete" and all(p.verdict is Verdict.HOLDS for p in parts):
+    elif status is TraversalStatus.COMPLETE and all(p.verdict is Verdict.HOLDS for p in parts):
         verdict, violation = Verdict.HOLDS, None
     else:
         verdict = Verdict.UNKNOWN if last is None or last.verdict is Verdict.HOLDS \
@@ -760,8 +740,9 @@ def _classes(net: Network, x) -> int | None:
 
 
 def _changes(f, g, c) -> bool:
-    """Forward passes of ``f`` and ``g`` themselves at the change's centre."""
-    return _classes(f, c["x"]) == c["f_class"] and _classes(g, c["x"]) == c["g_class"]
+    """Forward passes of ``f`` and ``g`` themselves at the centre of the
+    :class:`~polytrav.vocabulary.diff_records.ChangeCell` ``c``."""
+    return _classes(f, c.x) == c.f_class and _classes(g, c.x) == c.g_class
 
 
 def _label(net: Network, k: int):

@@ -19,6 +19,7 @@ once), and each has the budgets given (``time_limit`` seconds, ``max_polytopes``
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +30,20 @@ from polytrav.model.region import Box
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.results import Verdict
 
-__all__ = ["MonotonicityRow", "MonotonicityTable", "monotonicity_table"]
+__all__ = ["Monotone", "MonotonicityRow", "MonotonicityTable", "monotonicity_table"]
+
+
+class Monotone(str, enum.Enum):
+    """A feature's row verdict (the module doc's table)."""
+
+    INCREASING = "increasing"  #: proven non-decreasing, not constant
+    DECREASING = "decreasing"  #: proven non-increasing, not constant
+    CONSTANT = "constant"  #: proven both: the output does not move with the feature
+    NEITHER = "neither"  #: a confirmed pair against each direction
+    UNKNOWN = "unknown"  #: anything else (a budget, an unconfirmed pair, an error)
+
+    def __str__(self) -> str:
+        return self.value
 
 #: Seconds of each run (one feature, one direction) unless ``time_limit`` says otherwise.
 RUN_TIME_LIMIT = 60.0
@@ -37,17 +51,18 @@ RUN_TIME_LIMIT = 60.0
 
 @dataclass(frozen=True)
 class MonotonicityRow:
-    """One feature's answer: ``verdict`` (``increasing``, ``decreasing``, ``constant``,
-    ``neither``, ``unknown``), ``why`` (what an unknown run lacked), and the confirmed pairs
+    """One feature's answer: ``verdict`` (a :class:`Monotone`), each direction's run's
+    ``increasing`` and ``decreasing`` (a :class:`~polytrav.Verdict`: HOLDS, VIOLATED or
+    UNKNOWN), ``why`` (what an unknown run lacked), and the confirmed pairs
     in the inputs' own units: ``down`` (against increasing: the output falls as the feature
     rises) and ``up`` (against decreasing), each ``(value, value', output, output')`` of the
     feature's two values and the output at both points (every other input equal), or None."""
 
     feature: int
     name: str
-    verdict: str
-    increasing: str
-    decreasing: str
+    verdict: Monotone
+    increasing: Verdict
+    decreasing: Verdict
     down: tuple | None
     up: tuple | None
     why: str | None
@@ -81,8 +96,8 @@ class MonotonicityTable:
 
         records = []
         for r in self.rows:
-            rec = {"feature": r.name, "verdict": r.verdict, "increasing": r.increasing,
-                   "decreasing": r.decreasing}
+            rec = {"feature": r.name, "verdict": r.verdict.value,
+                   "increasing": r.increasing.value, "decreasing": r.decreasing.value}
             for side, pair in (("down", r.down), ("up", r.up)):
                 values = pair if pair is not None else (np.nan,) * 4
                 rec.update(zip((f"{side}.value", f"{side}.value_2", f"{side}.output",
@@ -163,42 +178,45 @@ def _row(session, net, box, j, name, output, run, options) -> MonotonicityRow:
         try:
             report = session.run(net, box, analysis, run)
         except Exception as exc:  # noqa: BLE001  (this direction is unknown; the rest go on)
-            answers[direction] = ("unknown", None, f"{direction}: {type(exc).__name__}: {exc}")
+            answers[direction] = (Verdict.UNKNOWN, None,
+                                  f"{direction}: {type(exc).__name__}: {exc}")
             continue
         result = report.results[0]
         polytopes += result.n_polytopes
         seconds += report.time
         answers[direction] = _answer(direction, result, report)
     (inc, down, why_inc), (dec, up, why_dec) = answers["increasing"], answers["decreasing"]
-    if inc == "holds" and dec == "holds":
-        verdict = "constant"
-    elif inc == "holds":
-        verdict = "increasing"
-    elif dec == "holds":
-        verdict = "decreasing"
-    elif inc == dec == "violated":
-        verdict = "neither"
+    if inc is Verdict.HOLDS and dec is Verdict.HOLDS:
+        verdict = Monotone.CONSTANT
+    elif inc is Verdict.HOLDS:
+        verdict = Monotone.INCREASING
+    elif dec is Verdict.HOLDS:
+        verdict = Monotone.DECREASING
+    elif inc is dec is Verdict.VIOLATED:
+        verdict = Monotone.NEITHER
     else:
-        verdict = "unknown"
-    why = "; ".join(w for w in (why_inc, why_dec) if w) if verdict == "unknown" else None
+        verdict = Monotone.UNKNOWN
+    why = ("; ".join(w for w in (why_inc, why_dec) if w) if verdict is Monotone.UNKNOWN
+           else None)
     return MonotonicityRow(j, name, verdict, inc, dec, down, up, why, polytopes, seconds)
 
 
-def _answer(direction, result, report) -> tuple[str, tuple | None, str | None]:
-    """(``holds``/``violated``/``unknown``, the confirmed pair, why unknown)."""
+def _answer(direction, result, report) -> tuple[Verdict, tuple | None, str | None]:
+    """(HOLDS, VIOLATED with its confirmed pair, or UNKNOWN; the pair; why unknown)."""
     if result.verdict is Verdict.HOLDS:
-        return "holds", None, None
+        return Verdict.HOLDS, None, None
     pair = result.details.get("witness_pair")
     if result.verdict is Verdict.VIOLATED and pair is not None:
         j = result.details["feature"]
         y, y2 = result.details["pair_outputs"]
-        return "violated", (float(pair[0][j]), float(pair[1][j]), y, y2), None
+        return Verdict.VIOLATED, (float(pair[0][j]), float(pair[1][j]), y, y2), None
     if result.verdict is Verdict.VIOLATED_UNCONFIRMED:
-        return "unknown", None, f"{direction}: a violating polytope whose pair a forward pass did not confirm"
+        return (Verdict.UNKNOWN, None,
+                f"{direction}: a violating polytope whose pair a forward pass did not confirm")
     reasons = [f"run ended {report.status}"]
     if result.failures:
         reasons.append(f"{len(result.failures)} failed solve(s): {result.failures[0]}")
-    return "unknown", None, f"{direction}: " + ", ".join(reasons)
+    return Verdict.UNKNOWN, None, f"{direction}: " + ", ".join(reasons)
 
 
 def _index(feature, names) -> int:

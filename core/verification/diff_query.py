@@ -165,6 +165,7 @@ def decide_diff(instance, shape: DiffShape, timeout: float | None, confirm, *, r
     by :data:`~polytrav.vocabulary.tolerances.WITNESS_GAP` (relative)."""
     from polytrav.host.diff import diff
     from polytrav.model.region import Box
+    from polytrav.traversal import TraversalStatus
     from polytrav.vocabulary.results import Verdict
     from polytrav.vocabulary.tolerances import WITNESS_GAP
 
@@ -201,7 +202,7 @@ def decide_diff(instance, shape: DiffShape, timeout: float | None, confirm, *, r
                 return "sat", "", polytopes, lps, split
             reasons.append(f"diff: the violation at epsilon {target:g} is not confirmed: {why}")
             continue
-        if res.status == "time_limit" or (timeout is not None and
+        if res.status is TraversalStatus.TIME_LIMIT or (timeout is not None and
                                            time.perf_counter() - t0 >= timeout):
             return "timeout", f"diff: {res.verdict.value} ({res.status})", polytopes, lps, split
         reasons.append(f"diff: {res.verdict.value} ({res.status}"

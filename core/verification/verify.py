@@ -16,7 +16,7 @@ is left open, :mod:`polytrav.host.settling`) and maps its answer to VNN-COMP's t
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from numbers import Real
 from os import PathLike
 from pathlib import Path
@@ -42,14 +42,16 @@ class VerificationResult:
     ``answer`` is ``sat``, ``unsat``, ``unknown`` or ``timeout``; with ``sat``,
     ``counterexample`` is the input and ``output`` the network's output there. ``polytopes``
     and ``lps`` add up every region's traversal; ``reason`` says why an answer is not a proof.
+    Every field but ``answer`` is given by keyword.
     """
 
     answer: Answer
-    counterexample: np.ndarray | None
-    output: np.ndarray | None
-    polytopes: int
-    lps: int
-    seconds: float
+    _: KW_ONLY
+    counterexample: np.ndarray | None = None
+    output: np.ndarray | None = None
+    polytopes: int = 0
+    lps: int = 0
+    seconds: float = 0.0
     reason: str = ""
     reports: list = field(default_factory=list, repr=False)
     proven: int = 0  #: pieces proven by bounds (their polytopes were not visited)
@@ -227,10 +229,10 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     except KeyboardInterrupt:
         if on_interrupt == "raise":
             raise
-        return VerificationResult("unknown", None, None, *_counts(partial),
-                                  time.perf_counter() - t0,
-                                  "interrupted (Ctrl-C) before an answer", partial,
-                                  _proven(partial))
+        return VerificationResult(answer="unknown", **_counts(partial),
+                                  seconds=time.perf_counter() - t0,
+                                  reason="interrupted (Ctrl-C) before an answer",
+                                  reports=partial, proven=_proven(partial))
 
 
 def _end(t0: float, timeout) -> float | None:
@@ -310,9 +312,11 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
         if result.verdict is Verdict.VIOLATED:  # confirmed by a forward pass and `check`
             x = np.asarray(result.witness, float)
             how = " (start attack)" if stage.get("by") == "attack" else ""
-            return VerificationResult("sat", x, network.forward(x), *_counts(reports),
-                                      time.perf_counter() - t0, f"input region {k}{how}",
-                                      reports, _proven(reports), _split_stats(splits))
+            return VerificationResult(answer="sat", counterexample=x,
+                                      output=network.forward(x), **_counts(reports),
+                                      seconds=time.perf_counter() - t0,
+                                      reason=f"input region {k}{how}", reports=reports,
+                                      proven=_proven(reports), split=_split_stats(splits))
         if result.verdict is not Verdict.HOLDS:
             refused = result.details.get("refused")
             if refused is not None:  # a point `check` refused: the other cases go on
@@ -326,11 +330,13 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
     seconds = time.perf_counter() - t0
     if not reasons:
         written = None if recorder is None else {"path": str(proof), **recorder.write(proof)}
-        return VerificationResult("unsat", None, None, *_counts(reports), seconds, "", reports,
-                                  _proven(reports), _split_stats(splits), proof=written)
+        return VerificationResult(answer="unsat", **_counts(reports), seconds=seconds,
+                                  reports=reports, proven=_proven(reports),
+                                  split=_split_stats(splits), proof=written)
     answer = "timeout" if timed_out else "unknown"
-    return VerificationResult(answer, None, None, *_counts(reports), seconds, "; ".join(reasons),
-                              reports, _proven(reports), _split_stats(splits))
+    return VerificationResult(answer=answer, **_counts(reports), seconds=seconds,
+                              reason="; ".join(reasons), reports=reports,
+                              proven=_proven(reports), split=_split_stats(splits))
 
 
 class OnnxConfirm:
@@ -368,7 +374,8 @@ def _point_case(network, case, confirm, onnx_path):
                 ok, _ = check_with_onnxruntime(onnx_path, x, case.unsafe)
                 why = None if ok else "the point's onnxruntime output misses the unsafe set"
             if why is None:
-                return VerificationResult("sat", x, y, 0, 0, 0.0, "the one input of the region")
+                return VerificationResult(answer="sat", counterexample=x, output=y,
+                                          reason="the one input of the region")
             return why
         return "the one input of the region is on the boundary of the unsafe set"
     return ""
@@ -385,10 +392,10 @@ def _split_stats(splits) -> dict | None:
             "difference": any(s["difference"] for s in splits)}
 
 
-def _counts(reports) -> tuple[int, int]:
-    """Polytopes visited and LPs solved (traversal and subproblems) over the reports."""
-    return (sum(r.stats["polytopes"] for r in reports),
-            sum(r.stats["lps"] + r.stats["subproblem_solves"] for r in reports))
+def _counts(reports) -> dict[str, int]:
+    """``polytopes`` visited and ``lps`` solved (traversal and subproblems) over the reports."""
+    return {"polytopes": sum(r.stats["polytopes"] for r in reports),
+            "lps": sum(r.stats["lps"] + r.stats["subproblem_solves"] for r in reports)}
 
 
 def _proven(reports) -> int:
@@ -404,8 +411,8 @@ def _verify_one(network, spec, timeout, options) -> VerificationResult:
     try:
         return verify(network, spec, timeout=timeout, **options)
     except (PolytravError, OSError) as exc:
-        return VerificationResult("error", None, None, 0, 0, time.perf_counter() - t0,
-                                  f"{type(exc).__name__}: {exc}")
+        return VerificationResult(answer="error", seconds=time.perf_counter() - t0,
+                                  reason=f"{type(exc).__name__}: {exc}")
 
 
 #: The reason of a batch instance that Ctrl-C stopped while it ran (:func:`verify_many`).
@@ -437,9 +444,8 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, on
     running: dict[int, float] = {}  # started, not yet yielded: when it started
 
     def interrupted(i):
-        return VerificationResult("unknown", None, None, 0, 0,
-                                  time.perf_counter() - running.pop(i),
-                                  INTERRUPTED)
+        return VerificationResult(answer="unknown", seconds=time.perf_counter() - running.pop(i),
+                                  reason=INTERRUPTED)
 
     def budget(timeout):
         if time_limit is None:
@@ -448,8 +454,8 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, on
         return (left if timeout is None else min(timeout, left)), left > 0
 
     def skipped():
-        return VerificationResult("timeout", None, None, 0, 0, 0.0,
-                                  "the batch's time limit was spent before it started")
+        return VerificationResult(answer="timeout",
+                                  reason="the batch's time limit was spent before it started")
 
     if executor is None or isinstance(executor, SerialExecutor):  # lazily, one at a time
         for i, (net, spec, timeout) in items:
@@ -486,8 +492,8 @@ def verify_many(instances, *, executor=None, time_limit: float | None = None, on
                 result = fut.result()
             except Exception as exc:  # noqa: BLE001  a dead worker: reported, never dropped
                 result = VerificationResult(
-                    "unknown", None, None, 0, 0, 0.0,
-                    f"the worker running it was lost: {type(exc).__name__}: {exc}")
+                    answer="unknown",
+                    reason=f"the worker running it was lost: {type(exc).__name__}: {exc}")
             running.pop(i, None)
             yield i, result
     except KeyboardInterrupt:

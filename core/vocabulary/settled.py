@@ -33,6 +33,7 @@ class SettledBy(str, enum.Enum):
     """What decided a settled region (``Settled.by``)."""
 
     ATTACK = "attack"  #: sampling and descents met the violating set
+    BOUND = "bound"  #: the analysis's bound over the whole region (its piece margin there)
     SPLIT = "split"  #: input splitting: every sub-box proven by bounds
     BRANCH_AND_BOUND = "branch_and_bound"  #: neuron-level branch and bound
     MILP = "milp"  #: a mixed-integer program over the region

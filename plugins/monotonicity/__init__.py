@@ -19,23 +19,25 @@ which every piece was proven by the slope bound or every visited polytope's slop
 ``>= 0``), ``VIOLATED`` only with a confirmed pair, and ``UNKNOWN`` on an incomplete run (a
 budget, a lost LP). Pieces are proven by :meth:`Monotonicity.piece_margin` (the slope
 bounded by intervals, :func:`slope_bounds`, rigorous under float64 rounding, so a slope of
-exactly 0 is proven); before the traversal the box is bisected against the same bound
-(:meth:`Monotonicity.split_search`): every sub-box proven proves the region without a
-polytope, and a sampled point with a wrong-signed slope becomes the start point. Where both
-leave the box open and no sampled point violates, a MILP
+exactly 0 is proven). Before the traversal, the run's settle stage (:meth:`Monotonicity.settle`)
+bisects the box against the same bound (:meth:`Monotonicity.split_search`): every sub-box
+proven proves the region without a polytope, and a sampled point with a wrong-signed slope
+becomes the start point. Where both leave the box open and no sampled point violates, a MILP
 (:meth:`polytrav.bounds.milp.RegionMilp.monotone`, ``milp=True``) proves the region, or finds
 an activation pattern with a wrong-signed slope, whose cell's centre is where the traversal
-starts (the first polytope then confirms the pair).
+starts (the first polytope then confirms the pair). The stage's counts are
+:data:`polytrav.bounds.settle.MONOTONE_POLICY`'s.
 
 The parts: :mod:`.bound` (the slope's bound over a piece, its value at points),
-:mod:`.region` (the region's search before the traversal: samples, input splitting, the
+:mod:`.region` (the settle stage on the run's region: samples, input splitting, the
 MILP) and :mod:`.pair` (the running answer and the confirmed pair).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from polytrav.extend import Analysis, Stop, hookimpl, pieces_proven
+from polytrav.extend import (Analysis, BoxPiece, Settled, SettledBy, Stop, hookimpl,
+                             pieces_proven)
 from polytrav.plugins.monotonicity.bound import SlopeBound
 from polytrav.plugins.monotonicity.pair import PairCheck, Slopes, unit_step
 from polytrav.plugins.monotonicity.parameters import check_parameters
@@ -69,7 +71,8 @@ class Monotonicity(Analysis):
         this many sub-boxes, bounding the slope on each (:meth:`split_search`). Every
         sub-box proven proves the region (the run ends ``complete`` without a polytope); a
         sampled point with a wrong-signed local slope becomes the start point. Default
-        None: :data:`~.region.SPLIT_BOXES`; 0 turns it off.
+        None: :data:`~polytrav.bounds.settle.MONOTONE_POLICY`'s ``bisect_boxes`` (2000);
+        0 turns it off.
     meet : {"forward", "all"}
         How the slope is bounded on a piece (:func:`slope_bounds`): the forward interval
         (default), or the best of it and of meeting forward and backward intervals at every
@@ -80,9 +83,10 @@ class Monotonicity(Analysis):
         (:meth:`polytrav.bounds.milp.RegionMilp.monotone`, with
         :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left): its certificate
         proves the region, or its point (a pattern with a wrong-signed slope) is where the
-        traversal starts, to confirm a pair there. Default True; it runs in a serial run on a
-        ``Box`` with a backend of the ``milp`` form (``details["milp"]`` says what it did, or
-        why it did not run).
+        traversal starts, to confirm a pair there. Default True; it runs in the run's settle
+        stage (:meth:`settle`: the run's only analysis, not a part) on a ``Box`` with a
+        backend of the ``milp`` form (``details["milp"]`` says what it did, or why it did not
+        run; None where no stage ran).
 
     ``value`` is ``{"min_slope", "max_slope"}`` over the visited polytopes: ``exact`` (the
     extremes over the region) only when every polytope of the region was visited (a complete
@@ -126,6 +130,7 @@ class Monotonicity(Analysis):
         self.split = split
         self.meet = meet
         self.milp = milp
+        self._region: RegionSearch | None = None  # the run's, from validate
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -148,53 +153,66 @@ class Monotonicity(Analysis):
         and a side that is a sum of non-negative terms stays ``>= 0`` exactly). Neurons count as stable only past
         :data:`~polytrav.vocabulary.tolerances.BOUND_TOL`. A margin ``>= 0`` proves the piece
         (slopes of exactly 0 are allowed), so it is returned as the next float above.
-
-        The run's region (level 0), if the bound leaves it open, goes on to the input
-        splitting (:meth:`split_search`) and then, with no violation in sight, to the MILP
-        (``milp``; the splitting then stops at :data:`~.region.MILP_SPLIT_BOXES` sub-boxes):
-        :meth:`~.region.RegionSearch.settle`, once per run.
+        A bound only: the input splitting and the MILP run in :meth:`settle`.
         """
-        margin = SlopeBound(self.feature, self.output, self.direction, self.meet).margin(
-            context.network, piece, context.backends("lp"))
-        search = self._region_search()
-        if (margin <= 0 and piece.level == 0 and search is not None
-                and getattr(context, "region", None) is search.region and search.settle(context)):
-            return float(np.nextafter(0.0, 1.0))
-        return margin
+        return self._bound().margin(context.network, piece, context.backends("lp"))
+
+    def _bound(self) -> SlopeBound:
+        return SlopeBound(self.feature, self.output, self.direction, self.meet)
+
+    def settle(self, context) -> Settled | None:
+        """With ``bounds``, before the traversal, where the slope bound does not prove the
+        region at once: the input splitting of a box region (:meth:`split_search`), then,
+        with no violation in sight, the MILP (``milp``; the splitting then stops at
+        :data:`~polytrav.bounds.settle.MONOTONE_POLICY`'s ``bisect_milp_boxes`` sub-boxes):
+        :meth:`~.region.RegionSearch.settle`. PROVEN by either, or first by the slope bound
+        over a box region (``BOUND``), else the whole region OPEN from :meth:`start_point`.
+        None (no stage) without ``bounds``."""
+        if not self.prunes_by_bound:
+            return None
+        region = context.region
+        if region.is_box:
+            lo, hi = (np.asarray(a, float) for a in region.bounding_box())
+            if np.isfinite(lo).all() and np.isfinite(hi).all() and self._bound().margin(
+                    context.network, BoxPiece(lo, hi), context.backends("lp")) > 0:
+                return Settled.proven(SettledBy.BOUND)
+        return self._region.settle(context)
 
     def validate(self, network, region) -> None:
+        """Check the parameters; a new :class:`~.region.RegionSearch` for the run, except in
+        the traversal that follows this run's settle stage (the same network and region: it
+        keeps what the stage found, for :meth:`start_point` and :meth:`finish`)."""
         check_parameters(self, network)
-        self._region = RegionSearch(self, network, region)
+        kept = self._region
+        if kept is None or not kept.continued(network, region):
+            self._region = RegionSearch(self, network, region)
 
     def __getstate__(self) -> dict:
         """Pickled without the run's region search (it holds the run's network and region;
         parts of a parallel run get them)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_region"}
-
-    def _region_search(self) -> RegionSearch | None:
-        """The run's :class:`~.region.RegionSearch` (None before ``validate`` and in a part
-        of a parallel run)."""
-        return getattr(self, "_region", None)
+        return {k: (None if k == "_region" else v) for k, v in self.__dict__.items()}
 
     def start_point(self) -> np.ndarray | None:
-        """With ``stop_at_first``: of :data:`~.region.SLOPE_SAMPLES` random points of the
-        region, its bounding box's centre and up to :data:`~.region.SLOPE_CORNERS` of its
-        corners (:func:`~.region.corners`), the one whose local slope is the most violating.
+        """With ``stop_at_first``: of :data:`~polytrav.bounds.settle.MONOTONE_POLICY`'s
+        ``probe_samples`` random points of the region, its bounding box's centre and up to
+        ``probe_corners`` of its corners (:func:`~polytrav.bounds.settle.box_samples`), the
+        one whose local slope is the most violating; where none violates, the settle stage's
+        candidate (input splitting's, else the MILP's).
 
         Only where the traversal starts (the first polytope visited is that point's, so a
         violation sampling sees is confirmed at once); None without ``stop_at_first``, for an
-        unbounded region, or when no sample lies in the region.
+        unbounded region, when no sample lies in the region, and in a part of a run in parts
+        (it gets the whole run's).
         """
-        search = self._region_search()
-        if not self.stop_at_first or search is None:
+        if not self.stop_at_first or self._region is None:
             return None
-        return search.start()
+        return self._region.start()
 
-    def split_search(self) -> dict | None:
+    def split_search(self):
         """The input splitting of the run's box region (:meth:`~.region.RegionSearch.split_search`,
-        once per run), or None when it does not apply (also before ``validate``)."""
-        search = self._region_search()
-        return None if search is None else search.split_search()
+        once per run: a :class:`~polytrav.bounds.settle.BoxBisection`), or None when it does
+        not apply (also before ``validate``)."""
+        return None if self._region is None else self._region.split_search()
 
     def begin(self, context) -> None:
         self._pair = PairCheck(self.feature, self.output, unit_step(context, self.feature))
@@ -249,7 +267,7 @@ class Monotonicity(Analysis):
             verdict = Verdict.HOLDS if self.exact(context) else Verdict.UNKNOWN
         # the slopes' extremes are the region's only if every polytope was visited
         exact = self.exact(context) and n_seen and not pieces_proven(context)
-        search = self._region_search()
+        search = self._region
         net = context.network
         pair_outputs = None if pair is None else tuple(
             float(net.forward(p)[self.output]) for p in pair)

@@ -157,10 +157,10 @@ def test_split_search_proves_what_the_root_bound_cannot():
     a.validate(net, box)
     assert SlopeBound(0, 0, "increasing").margin(net, BoxPiece(box.lower, box.upper)) < 0
     found = a.split_search()
-    assert found["proven"] and found["boxes"] > 1
+    assert found.proven and found.boxes > 1
     rep = analyze(net, box, Monotonicity(0, "increasing", stop_at_first=True))
     assert rep[0].verdict is Verdict.HOLDS and rep.complete and rep[0].n_polytopes == 0
-    assert rep[0].details["split"] == {"proven": True, "boxes": found["boxes"], "open": 0,
+    assert rep[0].details["split"] == {"proven": True, "boxes": found.boxes, "open": 0,
                                        "candidate": False}
     assert any("input splitting" in line for line in Monotonicity.describe(None, rep[0]))
     off = analyze(net, box, Monotonicity(0, "increasing", stop_at_first=True, split=0))

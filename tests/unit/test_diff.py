@@ -4,6 +4,8 @@ a hand-built joint network), the MILP of :mod:`polytrav.testing.milp`, dense sam
 Carlo for the volume share where decisions differ."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from polytrav.testing.milp import joint_by_hand
@@ -254,9 +256,9 @@ def test_in_parts_equals_serial(pair, result):
     assert res.exact and res.verdict is Verdict.VIOLATED
     assert res.value["max_abs"] == pytest.approx(result.max_abs, abs=1e-9)
     dec = res.details["decisions"]
-    assert dec["changed"] is True
-    assert dec["volume_share"][0] == pytest.approx(result.volume_share[0], abs=1e-9)
-    assert {(c["f_class"], c["g_class"]) for c in dec["changes"]} == \
+    assert dec.changed is True
+    assert dec.volume_share[0] == pytest.approx(result.volume_share[0], abs=1e-9)
+    assert {(c.f_class, c.g_class) for c in dec.changes} == \
         {(c.f_class, c.g_class) for c in result.changes}
 
 
@@ -289,6 +291,7 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     blind too, by its traversals; on a query that holds, the probed boxes that hold are
     proven and the verdict stays HOLDS."""
     import polytrav.bounds.dnf as dnf
+    import polytrav.bounds.settle as settle
     import polytrav.host.diff as host_diff
 
     f, g = pair
@@ -297,7 +300,8 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
     monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)  # the deep search: early
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
-    monkeypatch.setattr(host_diff, "WHOLE_OPEN_SHARE", 2.0)  # the open boxes' traversals
+    monkeypatch.setattr(settle, "DIFF_POLICY",
+                        replace(settle.DIFF_POLICY, whole_open_share=2.0))  # the open boxes' traversals
     attack = dnf.box_attack
     for blind in (False, True):
         if blind:  # every box's attack reaches nothing: its centre, far from epsilon
@@ -323,6 +327,7 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
     violation (replayed by forward passes), and a query that holds is HOLDS from that one
     traversal, whose polytopes are those of the whole box's."""
     import polytrav.bounds.dnf as dnf
+    import polytrav.bounds.settle as settle
     import polytrav.host.diff as host_diff
 
     f, g = pair
@@ -331,7 +336,8 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
     monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
     monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
-    monkeypatch.setattr(host_diff, "WHOLE_OPEN_SHARE", 0.0)
+    monkeypatch.setattr(settle, "DIFF_POLICY",
+                        replace(settle.DIFF_POLICY, whole_open_share=0.0))
     monkeypatch.setattr(dnf, "box_attack", lambda pairs, net, lows, highs, **_: (
         np.ones(len(lows)), (np.asarray(lows) + highs) / 2))
     eps = 0.95 * result.max_abs

@@ -89,8 +89,8 @@ def test_top_features_dict_text_and_parts(pair, result):
     part = polytrav.analyze(joint_network(*pair), Box(LO, HI),
                             ModelDiff(split=2, feature_means=True), parts=3)[0]
     for got, want in zip(part.details["features"], result.features):
-        assert got["max_abs"] == pytest.approx(want.max_abs, abs=1e-12)
-        assert got["mean_abs"] == pytest.approx(want.mean_abs, abs=1e-9)
+        assert got.max_abs == pytest.approx(want.max_abs, abs=1e-12)
+        assert got.mean_abs == pytest.approx(want.mean_abs, abs=1e-9)
 
 
 def test_high_dimension_has_maxima_but_no_mean():

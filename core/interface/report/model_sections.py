@@ -185,7 +185,7 @@ def _regions(explanation, table, why, score: Score, number) -> dict:
 
 
 def _monotonicity(explanation, score: Score, options, number) -> dict:
-    from polytrav.host.monotonicity_table import monotonicity_table
+    from polytrav.host.monotonicity_table import Monotone, monotonicity_table
 
     net = explanation.network
     if score.pairwise:  # each class's log-odds against the first
@@ -203,10 +203,11 @@ def _monotonicity(explanation, score: Score, options, number) -> dict:
                 v, v2, y, y2 = map(float, pair)
                 evidence.append(f"{word}: {r.name} {number(v)} → {number(v2)}, "
                                 f"score {number(y)} → {number(y2)}")
-        rows.append({"feature": r.name, "log_odds": which, "verdict": r.verdict,
-                     "status": "unknown" if r.verdict == "unknown" else "exact",
+        unknown = r.verdict is Monotone.UNKNOWN
+        rows.append({"feature": r.name, "log_odds": which, "verdict": r.verdict.value,
+                     "status": "unknown" if unknown else "exact",
                      "evidence": "; ".join(evidence) or (
-                         "proven over the whole domain" if r.verdict != "unknown" else ""),
+                         "" if unknown else "proven over the whole domain"),
                      "why": r.why or "", "polytopes": r.polytopes,
                      "seconds": f"{r.seconds:.2g}"})
     budget = ", ".join(f"{k}={v}" for k, v in options.items() if k in ("time_limit",
