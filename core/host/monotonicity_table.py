@@ -144,7 +144,7 @@ def monotonicity_table(net: Network, domain, *, features=None, output=None, solv
     >>> net = Network.from_arrays([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]],
     ...                           input_names=["a", "b"])
     >>> t = monotonicity_table(net, (-1.0, 1.0))
-    >>> [(r.name, r.verdict) for r in t.rows]
+    >>> [(r.name, r.verdict.value) for r in t.rows]
     [('a', 'neither'), ('b', 'constant')]
     >>> value, value_2, out, out_2 = t["a"].down
     >>> bool(value < value_2 and out > out_2)
