@@ -43,6 +43,7 @@ from polytrav.vocabulary.text import code_text
 from polytrav.vocabulary.results import AnalysisResult, SolveResult, jsonable
 from polytrav.solve.backend import SolverBackend, SolveTally, counting, solve_along, tally_solve
 from polytrav.solve.deadline import until
+from polytrav.solve.subproblem import forget_warm_starts
 from polytrav.traversal import STRATEGIES, Traversal, TraversalStatus
 from polytrav.traversal.options import TraversalOptions
 from polytrav.traversal.subdivision_run import open_traversal
@@ -570,6 +571,7 @@ class RunSession:
             a.validate(net, region)
             seen[a.name] = seen.get(a.name, 0) + 1
             a.label = a.name if seen[a.name] == 1 else f"{a.name}#{seen[a.name]}"
+        forget_warm_starts()  # answers that do not depend on the runs before this one
         forms = frozenset(a.problem_form for a in items)
         if forms not in self._warm:  # the libraries' first imports, once per session
             _warm_up(items, self.chains)

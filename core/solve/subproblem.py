@@ -12,7 +12,8 @@ polytope. Two paths serve a solve:
   ``A x + b`` in cones). :meth:`Subproblem.standard_form` re-applies that map, one sparse
   mat-vec, and lays the rows out for ``solve_lp`` / ``solve_qp``; inequality rows with a single
   nonzero (boxes such as ``-1 <= u <= 1``) become column bounds. LPs go through the backend's
-  ``lp_session()``, one per subproblem and backend (class and options; kept across runs): HiGHS
+  ``lp_session()``, one per subproblem and backend (class and options; kept across the solves
+  of a run, dropped when the next run starts: :func:`forget_warm_starts`): HiGHS
   re-solves the previous model from its last basis (a neuron row on the other side flips its
   bounds; see ``HighsLpSession``).
 
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
     import cvxpy as cp
     import scipy.sparse as sp
 
-__all__ = ["StandardForm", "Subproblem", "SPARSE_ABOVE", "compiled", "COMPILED_CACHE_SIZE"]
+__all__ = ["StandardForm", "Subproblem", "SPARSE_ABOVE", "compiled", "COMPILED_CACHE_SIZE",
+           "forget_warm_starts"]
 
 #: Constraint blocks with more entries than this are handed to backends as CSR matrices.
 SPARSE_ABOVE = 100_000
@@ -72,6 +74,15 @@ def compiled(key: tuple, build: Callable[[], "Subproblem"]) -> "Subproblem":
     else:
         _COMPILED.move_to_end(key)
     return sub
+
+
+def forget_warm_starts() -> None:
+    """Drop the warm LP session of every compiled subproblem: each one's next solve starts
+    cold. A run calls it first, so that its answers do not depend on the runs before it in
+    the process (a table is the same to the last bit serially and in parts, whatever ran
+    before on each worker); within a run, solves stay warm."""
+    for sub in _COMPILED.values():
+        sub._session = None
 
 
 def _reusable(session, backend) -> bool:

@@ -1,10 +1,11 @@
 """Tables of ``explain`` compared across runs and processes.
 
-A compiled subproblem keeps its warm LP session across the runs of a process
-(:func:`polytrav.solve.subproblem.compiled`), so the same row explained after other runs in
-the same process, or in a fresh worker, may reach the same optimum by another pivot path: the
-numbers then agree to the solver's tolerance, not to the last bit. Everything else (which
-class, exact or not, how it was proven) must be equal.
+Each run starts its compiled subproblems cold
+(:func:`polytrav.solve.subproblem.forget_warm_starts`), so a row's numbers do not depend on the
+runs before it: ``tests/unit/test_explain.py`` checks that bit for bit in one process. Across
+worker processes, whose histories depend on scheduling, tables are compared here with numbers
+to the solver's tolerance, so that no path the scheduler picks can make the suite flaky;
+everything else (which class, exact or not, how it was proven) must be equal.
 """
 from __future__ import annotations
 
