@@ -85,19 +85,27 @@ def normalised_box(path: Path, prop: int):
     return Box((lo - means) / ranges, (hi - means) / ranges)
 
 
-def polytrav_one(neurodiff: Path, net: str, prop: int, eps: float, timeout: float) -> dict:
-    """One query by polytrav (run in a child process: ``--one``)."""
+def query(neurodiff: Path, net: str, prop: int):
+    """``(f, g, box)``: the network, its 16-bit copy (inputs and outputs normalised) and the
+    property's normalised box."""
     import warnings
 
-    from polytrav import Network, diff
+    from polytrav import Network
 
-    t = time.perf_counter()
     f_path, g_path = files(neurodiff, net)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # the Reluplex-era layout's note
         f = Network.from_nnet(f_path, normalization="none")
         g = Network.from_nnet(g_path, normalization="none")
-    box = normalised_box(f_path, prop)
+    return f, g, normalised_box(f_path, prop)
+
+
+def polytrav_one(neurodiff: Path, net: str, prop: int, eps: float, timeout: float) -> dict:
+    """One query by polytrav (run in a child process: ``--one``)."""
+    from polytrav import diff
+
+    t = time.perf_counter()
+    f, g, box = query(neurodiff, net, prop)
     res = diff(f, g, box, outputs=[0], epsilon=eps, verdict_only=True, time_limit=timeout)
     x = None if res.violation is None else np.asarray(res.violation.get("x"), float).tolist()
     return {"answer": res.verdict.value, "seconds": time.perf_counter() - t, "x": x,
@@ -140,32 +148,14 @@ def run_neurodiff(neurodiff: Path, net: str, prop: int, eps: float, timeout: flo
 
 def sampled_gap(neurodiff: Path, net: str, prop: int, n: int, seed: int = 0) -> float:
     """The largest ``|g_0 - f_0|`` over ``n`` uniform points of the box (float64)."""
-    import warnings
-
-    from polytrav import Network
-
-    f_path, g_path = files(neurodiff, net)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f = Network.from_nnet(f_path, normalization="none")
-        g = Network.from_nnet(g_path, normalization="none")
-    box = normalised_box(f_path, prop)
+    f, g, box = query(neurodiff, net, prop)
     X = np.random.default_rng(seed).uniform(box.lower, box.upper, (n, 5))
     return float(np.abs(g.forward(X)[:, 0] - f.forward(X)[:, 0]).max())
 
 
 def replayed(neurodiff: Path, net: str, prop: int, eps: float, x) -> bool:
     """A polytrav witness: in the box and ``|g_0 - f_0| > eps`` by a forward pass."""
-    import warnings
-
-    from polytrav import Network
-
-    f_path, g_path = files(neurodiff, net)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f = Network.from_nnet(f_path, normalization="none")
-        g = Network.from_nnet(g_path, normalization="none")
-    box = normalised_box(f_path, prop)
+    f, g, box = query(neurodiff, net, prop)
     x = np.asarray(x, float)
     return bool(box.contains(x) and abs(g.forward(x)[0] - f.forward(x)[0]) > eps)
 

@@ -3,13 +3,11 @@
 at the step that no longer holds; a ``sat`` gets none; the checker's bounds are sound."""
 from __future__ import annotations
 
-import io
-import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from certificates import read_certificate, write_certificate
 from ctrl_c import save_mlp_onnx
 
 from polytrav import Network, verify
@@ -36,23 +34,6 @@ def _instance(folder: Path, seed: int, gap: float = 0.05):
         np.random.default_rng(seed).uniform(-1, 1, (20000, 3)))[:, 0]
     level = y.max() + gap * (y.max() - y.min())
     return folder / "net.onnx", _vnnlib(folder / "prop.vnnlib", f"(assert (>= Y_0 {float(level)!r}))")
-
-
-def _load(path):
-    with zipfile.ZipFile(path) as z:
-        header = json.loads(z.read("proof.json"))
-        with np.load(io.BytesIO(z.read("arrays.npz"))) as npz:
-            arrays = {k: npz[k].copy() for k in npz.files}
-    return header, arrays
-
-
-def _save(path, header, arrays):
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("proof.json", json.dumps(header))
-        z.writestr("arrays.npz", buf.getvalue())
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +63,7 @@ def test_a_conjunction_proven_by_its_lp_carries_its_multipliers(tmp_path):
     prop = _vnnlib(tmp_path / "conj.vnnlib", "(assert (>= Y_0 0.2))\n(assert (<= Y_0 0.19))")
     result = verify(net, prop, proof=tmp_path / "c.proof")
     assert result.answer == "unsat"
-    _, arrays = _load(tmp_path / "c.proof")
+    _, arrays = read_certificate(tmp_path / "c.proof")
     leaves = arrays["case0_lam"][arrays["case0_kind"] == BOUND]
     assert (leaves > 0).sum(axis=1).max() == 2  # both rows, from the LP's dual
     assert str(check_proof(net, prop, tmp_path / "c.proof")) == "valid"
@@ -96,9 +77,9 @@ def test_a_sat_instance_gets_no_certificate(tmp_path):
 
 
 def _mutant(cert, tmp_path, change):
-    header, arrays = _load(cert)
+    header, arrays = read_certificate(cert)
     change(header, arrays)
-    return _save(tmp_path / "mutant.proof", header, arrays)
+    return write_certificate(tmp_path / "mutant.proof", header, arrays)
 
 
 def _first(arrays, kind):
@@ -111,7 +92,7 @@ def _set(arrays, key, index, value):
 
 def test_tampered_certificates_fail_at_their_step(proven, tmp_path):
     net, prop, cert, _ = proven[0]
-    header, arrays = _load(cert)
+    header, arrays = read_certificate(cert)
     leaf, split = _first(arrays, BOUND), _first(arrays, SPLIT)
     step = (lambda i: 4 + i)  # steps 1-3: the file, the network, the property
     cases = {
@@ -142,12 +123,12 @@ def test_tampered_certificates_fail_at_their_step(proven, tmp_path):
 
 def test_a_removed_leaf_orphans_its_parent(proven, tmp_path):
     net, prop, cert, _ = proven[1]
-    header, arrays = _load(cert)
+    header, arrays = read_certificate(cert)
     N = len(arrays["case0_kind"])
     parent = int(np.flatnonzero((arrays["case0_left"] == N - 1)
                                 | (arrays["case0_right"] == N - 1))[0])
     mutant = {k: (v[:-1] if k.startswith("case0_") else v) for k, v in arrays.items()}
-    got = str(check_proof(net, prop, _save(tmp_path / "m.proof", header, mutant)))
+    got = str(check_proof(net, prop, write_certificate(tmp_path / "m.proof", header, mutant)))
     assert got.startswith(f"invalid: step {4 + parent} (case 0, node {parent}): child {N - 1}")
 
 
@@ -281,14 +262,14 @@ def test_no_mutant_proves_a_false_claim(proven, tmp_path):
     y = net.forward(np.random.default_rng(0).uniform(-1, 1, (2000, 3)))[:, 0]
     false_prop = _vnnlib(tmp_path / "false.vnnlib", f"(assert (>= Y_0 {float(y.max() - 0.01)!r}))")
     digest = property_digest(read_vnnlib(false_prop))
-    header, arrays = _load(cert)
+    header, arrays = read_certificate(cert)
     header["property_sha256"] = digest
     boxes = _boxes(arrays, -np.ones(3), np.ones(3))
     rng = np.random.default_rng(60)
     answers = set()
     for n in range(200):
         mutant = _random_mutant(rng, arrays, boxes)
-        got = str(check_proof(net_path, false_prop, _save(tmp_path / "m.proof", header, mutant)))
+        got = str(check_proof(net_path, false_prop, write_certificate(tmp_path / "m.proof", header, mutant)))
         assert got != "valid", f"mutant {n} proves a false claim"
         answers.add(got.split(":")[0])
     assert answers <= {"invalid", "incomplete"}
@@ -298,7 +279,7 @@ def test_structural_mutants_fail_at_their_node(proven, tmp_path):
     """At random nodes: a split value outside its box, a coordinate out of range, a
     negative multiplier: each fails at that node's step."""
     net, prop, cert, _ = proven[1]
-    header, arrays = _load(cert)
+    header, arrays = read_certificate(cert)
     kind = arrays["case0_kind"]
     boxes = _boxes(arrays, -np.ones(3), np.ones(3))
     rng = np.random.default_rng(7)
@@ -317,7 +298,7 @@ def test_structural_mutants_fail_at_their_node(proven, tmp_path):
         else:
             i = int(rng.choice(np.flatnonzero(kind == BOUND)))
             a["case0_lam"][i, 0] = -rng.uniform(1e-12, 1)
-        got = str(check_proof(net, prop, _save(tmp_path / "s.proof", header, a)))
+        got = str(check_proof(net, prop, write_certificate(tmp_path / "s.proof", header, a)))
         assert got.startswith(f"invalid: step {4 + i} (case 0, node {i})"), (n, got)
 
 

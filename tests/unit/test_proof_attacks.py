@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from certificates import npz_bytes, read_certificate, write_certificate
 from ctrl_c import save_mlp_onnx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -96,25 +97,11 @@ def test_the_checkers_bounds_hold_in_exact_arithmetic(seed, scale, cancel, width
 
 # ------------------------------------------------------------------ whole certificates
 
-def _load(path):
-    with zipfile.ZipFile(path) as z:
-        header = json.loads(z.read("proof.json"))
-        with np.load(io.BytesIO(z.read("arrays.npz"))) as npz:
-            arrays = {k: npz[k].copy() for k in npz.files}
-    return header, arrays
-
-
 def _zip(path, members):
     with zipfile.ZipFile(path, "w") as z:
         for name, data in members.items():
             z.writestr(name, data)
     return path
-
-
-def _npz(**arrays) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
 
 
 def _round(value: Fraction, down: bool) -> float:
@@ -189,7 +176,7 @@ def test_no_built_certificate_proves_a_claim_false_by_one_rounding(tight, tmp_pa
     net, prop, header, x = tight
     arrays, lo, hi = data.draw(_trees(x))
     path = tmp_path_factory.getbasetemp() / "built.proof"
-    _zip(path, {"proof.json": json.dumps(header), "arrays.npz": _npz(**arrays)})
+    write_certificate(path, header, arrays)
     with np.errstate(all="ignore"):
         assert str(check_proof(net, prop, path)) != "valid"
     # the leaves whose box holds x* alone carry their multipliers (the others left open):
@@ -198,7 +185,7 @@ def test_no_built_certificate_proves_a_claim_false_by_one_rounding(tight, tmp_pa
     holds = ((lo <= x) & (x <= hi)).all(axis=1) & (kind == BOUND)
     if holds.any():
         kind[(kind == BOUND) & ~holds] = OPEN
-        _zip(path, {"proof.json": json.dumps(header), "arrays.npz": _npz(**arrays)})
+        write_certificate(path, header, arrays)
         with np.errstate(all="ignore"):
             got = str(check_proof(net, prop, path))
         assert got.startswith("invalid: step ") and int(got.split()[2]) - 4 in \
@@ -226,13 +213,13 @@ def test_the_point_itself_is_not_proven(tight, tmp_path):
               "case0_at": np.array(at), "case0_left": np.array(left),
               "case0_right": np.array(right), "case0_lam": np.ones((len(kind), 2))}
     path = _zip(tmp_path / "p.proof", {"proof.json": json.dumps(header),
-                                        "arrays.npz": _npz(**arrays)})
+                                        "arrays.npz": npz_bytes(**arrays)})
     kind = arrays["case0_kind"]
     kind[(kind == BOUND) & (np.arange(len(kind)) != node)] = OPEN  # the point's leaf alone
     for lam in ([1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1e-300, 1e300]):
         arrays["case0_lam"][node] = lam
         path = _zip(tmp_path / "p.proof", {"proof.json": json.dumps(header),
-                                            "arrays.npz": _npz(**arrays)})
+                                            "arrays.npz": npz_bytes(**arrays)})
         with np.errstate(all="ignore"):
             got = str(check_proof(net, prop, path))
         assert got.startswith(f"invalid: step {4 + node} (case 0, node {node}, disjunct 0): "
@@ -248,16 +235,16 @@ def test_malformed_certificates_are_invalid_not_a_crash(tight, tmp_path):
             "case0_right": np.array([-1]), "case0_lam": np.ones((1, 2))}
 
     def arrays(**change):
-        return {"proof.json": json.dumps(header), "arrays.npz": _npz(**{**good, **change})}
+        return {"proof.json": json.dumps(header), "arrays.npz": npz_bytes(**{**good, **change})}
 
     npy = io.BytesIO()
     np.save(npy, np.zeros(3))
     cases = {
-        "header a list": ({"proof.json": "[1]", "arrays.npz": _npz(**good)}, 1),
+        "header a list": ({"proof.json": "[1]", "arrays.npz": npz_bytes(**good)}, 1),
         "version true": ({"proof.json": json.dumps({**header, "version": True}),
-                          "arrays.npz": _npz(**good)}, 1),
+                          "arrays.npz": npz_bytes(**good)}, 1),
         "cases true": ({"proof.json": json.dumps({**header, "cases": True}),
-                        "arrays.npz": _npz(**good)}, 3),
+                        "arrays.npz": npz_bytes(**good)}, 3),
         "arrays an .npy": ({"proof.json": json.dumps(header), "arrays.npz": npy.getvalue()}, 1),
         "object array": (arrays(case0_lam=np.array([None], dtype=object)), 1),
         "kind 2-D": (arrays(case0_kind=np.array([[BOUND]])), 4),
@@ -271,13 +258,13 @@ def test_malformed_certificates_are_invalid_not_a_crash(tight, tmp_path):
         "lam one row for all": (arrays(case0_lam=np.ones(2)), 4),
         "at longdouble": (arrays(case0_at=np.zeros(1, np.longdouble)), 4),
         "a missing array": ({"proof.json": json.dumps(header),
-                             "arrays.npz": _npz(**{k: v for k, v in good.items()
+                             "arrays.npz": npz_bytes(**{k: v for k, v in good.items()
                                                    if k != "case0_dim"})}, 4),
         "no arrays member": ({"proof.json": json.dumps(header)}, 1),
         "deeply nested JSON": ({"proof.json": "[" * 100000 + "]" * 100000,
-                                "arrays.npz": _npz(**good)}, 1),
+                                "arrays.npz": npz_bytes(**good)}, 1),
         "truncated arrays": ({"proof.json": json.dumps(header),
-                              "arrays.npz": _npz(**good)[:-40]}, 1),
+                              "arrays.npz": npz_bytes(**good)[:-40]}, 1),
     }
     for name, (members, step) in cases.items():
         got = str(check_proof(net, prop, _zip(tmp_path / "m.proof", members)))
@@ -318,7 +305,7 @@ def certified(tmp_path_factory):
     result = verify(folder / "net.onnx", props["true"], proof=folder / "p.proof")
     assert result.answer == "unsat" and str(
         check_proof(folder / "net.onnx", props["true"], folder / "p.proof")) == "valid"
-    header, arrays = _load(folder / "p.proof")
+    header, arrays = read_certificate(folder / "p.proof")
     digests = {name: property_digest(read_vnnlib(p)) for name, p in props.items()}
     return folder / "net.onnx", props, digests, header, arrays
 
@@ -374,7 +361,7 @@ def test_no_mutant_of_a_real_certificate_proves_the_false_claim(certified, tmp_p
     path = tmp_path_factory.getbasetemp() / "mutant.proof"
     for name in ("false", "true"):
         _zip(path, {"proof.json": json.dumps({**header, "property_sha256": digests[name]}),
-                    "arrays.npz": _npz(**mutant)})
+                    "arrays.npz": npz_bytes(**mutant)})
         got = str(check_proof(net, props[name], path))
         assert got.split(":")[0] in ({"invalid", "incomplete"} if name == "false"
                                      else {"valid", "invalid", "incomplete"}), (name, got)
@@ -405,14 +392,14 @@ def test_every_case_of_the_property_is_checked(tmp_path):
     assert len(read_vnnlib(two).cases) == 2
     assert verify(tmp_path / "net.onnx", one, proof=tmp_path / "one.proof").answer == "unsat"
     assert str(check_proof(tmp_path / "net.onnx", one, tmp_path / "one.proof")) == "valid"
-    header, arrays = _load(tmp_path / "one.proof")
+    header, arrays = read_certificate(tmp_path / "one.proof")
     header["property_sha256"] = property_digest(read_vnnlib(two))
     copied = {**arrays, **{k.replace("case0", "case1"): v for k, v in arrays.items()}}
     for cases, members, expected in ((2, copied, "invalid: step "),
                                      (1, arrays, "invalid: step 3 (the property)"),
                                      (2, arrays, "invalid: step ")):
         path = _zip(tmp_path / "m.proof", {"proof.json": json.dumps({**header, "cases": cases}),
-                                            "arrays.npz": _npz(**members)})
+                                            "arrays.npz": npz_bytes(**members)})
         got = str(check_proof(tmp_path / "net.onnx", two, path))
         assert got.startswith(expected), (cases, got)
         if cases == 2:
