@@ -270,3 +270,19 @@ def test_stack_bounds_prove_and_refute_relations_between_copies():
         assert abs(w[2] - (w[0] - 0.2)) < 1e-7 and abs(w[3] - w[1]) < 1e-7
         y = s.forward(w)
         assert y[1] - y[0] >= 1e-3 - 1e-7
+
+
+def test_input_gradient_is_the_local_models_matrix():
+    """``input_gradient`` (backpropagation at traced points) equals ``G @ W`` of each
+    point's local affine map (the masked forward recursion), on a batch and on one point."""
+    net = random_net(11, 4, [7, 6], n_out=3)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (50, 4))
+    G = rng.normal(size=(50, 3))
+    hs, _ = net.trace(X)
+    got = net.input_gradient(G, hs)
+    for x, g, row in zip(X, G, got):
+        W, _ = net.local_model(net.activation_code(x))
+        np.testing.assert_allclose(row, g @ W, rtol=1e-12, atol=1e-12)
+    hs1, _ = net.trace(X[0])
+    np.testing.assert_allclose(net.input_gradient(G[0], hs1), got[0], rtol=1e-12, atol=1e-12)
