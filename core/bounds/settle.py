@@ -56,7 +56,9 @@ class SettlePolicy:
     inputs (:func:`~polytrav.bounds.split.effective_inputs`). ``split_share``: the share of
     the time left the split may take; ``deep_share``: the share its deep search may take
     (``deep_seconds`` without a time limit), at most ``open_seconds`` per box of its
-    frontier (:func:`~polytrav.bounds.split.split_box`). ``restarts``: the deep attack's
+    frontier (:func:`~polytrav.bounds.split.split_box`); ``deep_boxes``, where set, replaces
+    ``open_seconds`` by a count: at most this many boxes bounded per frontier box (the same
+    split under any load; ``deep_share`` of the time left still caps it). ``restarts``: the deep attack's
     descents from random points (:func:`~polytrav.bounds.dnf.deep_attack`).
 
     The region's neuron branch and bound (:func:`region_bab`) runs on boxes of at least
@@ -94,6 +96,7 @@ class SettlePolicy:
     deep_share: float = 0.25
     deep_seconds: float = split.SPLIT_DEEP_TIME
     open_seconds: float = split.SPLIT_OPEN_SECONDS
+    deep_boxes: int | None = None
     restarts: int = dnf.RESTARTS
     bab_min_inputs: int = 9
     bab_share: float = 0.5
@@ -110,8 +113,14 @@ class SettlePolicy:
     whole_open_share: float = 0.4
 
 
-#: ``verify``'s policy: half the time left for the split, a quarter for its deep search.
-VERIFY_POLICY = SettlePolicy()
+#: ``verify``'s policy: half the time left for the split, a quarter for its deep search, which
+#: bounds at most 16 boxes per frontier box (a count, so that a loaded machine splits as an
+#: idle one: with 0.03 s per frontier box, ACAS Xu 3_3 property 2 bounded 8 448 boxes under
+#: a load average of 8 and 43 072 under 2). On 3_3 and 4_2 property 2 the whole run's CPU
+#: time changes little with the count (3_3: 72.5 s at 12 800 boxes, 70.7 s at 25 600; 4_2:
+#: 39.9 s at 12 800, 44.0 s at 25 600, 47.9 s at 51 200): the boxes the deep search proves
+#: cost about what their traversals would.
+VERIFY_POLICY = SettlePolicy(deep_boxes=16)
 #: ``Monotonicity``'s: the region probed at 256 random points and 1024 corners, at most 2000
 #: sub-boxes bisected against the slope bound (200 where the MILP follows, with
 #: :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left), 8 random points and 8
@@ -179,7 +188,7 @@ def split_region(pairs, network, lower, upper, lp_chain, time_left: float | None
         network, lower, upper, pairs, lp_chain, extend=True,
         time_limit=None if time_left is None else policy.split_share * time_left,
         deep_time=policy.deep_seconds if time_left is None else policy.deep_share * time_left,
-        open_seconds=policy.open_seconds, recorder=recorder)
+        open_seconds=policy.open_seconds, deep_boxes=policy.deep_boxes, recorder=recorder)
 
 
 def split_stats(result: split.SplitResult) -> dict:

@@ -162,7 +162,7 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, extend: bool = False,
               deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
-              probe=None, recorder=None) -> SplitResult:
+              deep_boxes: int | None = None, probe=None, recorder=None) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
@@ -178,7 +178,10 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     ``deep_time``: where that stops (the *frontier*), go on for at most this many seconds
     more (and at most ``open_seconds`` per frontier box: about what a traversal of an open
     box costs), doubling while each doubling proves at least :data:`SPLIT_DEEP_STALL` of the volume
-    still unproven, up to :data:`SPLIT_DEEP_MAX_BOXES`. If boxes are still open then, each
+    still unproven, up to :data:`SPLIT_DEEP_MAX_BOXES`. ``deep_boxes``: where given, the
+    deep search's budget is a count instead of ``open_seconds``: at most this many boxes
+    bounded per frontier box (the same boxes under any load; ``deep_time`` still caps its
+    seconds). If boxes are still open then, each
     frontier box that holds open ones returns them if they are at most
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole).
 
@@ -213,6 +216,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     mark = marks.pop(0)
     frontier = None  # the boxes open where the deep search began
     deep_start = None
+    deep_end = None  # with deep_boxes: the count of boxes at which the deep search ends
     layers = list(zip(network.weights, network.biases))
     pair = stacked_pair(network) if DIFFERENCE_BOUNDS else None
     result.difference = pair is not None
@@ -250,7 +254,10 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                         result.proven_volume_share += sum(
                             float(np.prod(e[3][free] - e[2][free])) for e in held) / total
                     deep_start, mark = time.perf_counter(), 2 * mark
-                    deep_time = min(deep_time, open_seconds * len(frontier))
+                    if deep_boxes is None:
+                        deep_time = min(deep_time, open_seconds * len(frontier))
+                    else:
+                        deep_end = result.boxes + deep_boxes * len(frontier)
                 elif frontier is not None and _deep_progress(share, mark) \
                         and mark < SPLIT_DEEP_MAX_BOXES:
                     mark *= 2
@@ -263,8 +270,11 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                 break
             if deep_start is not None and now - deep_start > deep_time:
                 break
+            if deep_end is not None and result.boxes >= deep_end:
+                break
             # the worst boxes, never past the next mark (the checks above run per batch)
-            take = min(SPLIT_BATCH, 1 + len(heap) // SPLIT_BATCH_SHARE, mark - result.boxes)
+            take = min(SPLIT_BATCH, 1 + len(heap) // SPLIT_BATCH_SHARE, mark - result.boxes,
+                       len(heap) if deep_end is None else deep_end - result.boxes)
             batch = [heapq.heappop(heap) for _ in range(take)]
             lows, highs = np.array([e[2] for e in batch]), np.array([e[3] for e in batch])
             phases = np.array([e[5] for e in batch])

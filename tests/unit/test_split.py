@@ -354,3 +354,26 @@ def test_the_box_attack_stays_in_each_box_and_scores_its_point():
     score, points = box_attack([(np.ones((1, 1)), np.array([-100.0]))], linear, lows, highs)
     corner = np.where(np.array([1.0, -2.0, 0.5]) > 0, lows, highs)
     assert np.allclose(points, corner)
+
+
+def test_a_deep_search_budgeted_by_count_bounds_the_same_boxes_under_any_clock():
+    """``deep_boxes``: the deep search bounds at most that many boxes per frontier box,
+    whatever the time (``open_seconds`` tiny, ``deep_time`` ample): two runs agree box for
+    box, and the region is still covered by the proven and the open boxes."""
+    for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
+        prop = LinearProperty(unsafe)
+        prop.validate(net, Box(lo, hi))
+        kwargs = dict(max_boxes=4, deep_time=1e6, open_seconds=1e-9, deep_boxes=3)
+        result = split_box(net, lo, hi, prop.pairs, lp_chain(), **kwargs)
+        if result.frontier == 0 or result.candidate is not None:
+            continue
+        again = split_box(net, lo, hi, prop.pairs, lp_chain(), **kwargs)
+        assert (again.boxes, again.proven) == (result.boxes, result.proven)
+        assert [(a.tolist(), b.tolist()) for a, b in again.open_boxes] == \
+            [(a.tolist(), b.tolist()) for a, b in result.open_boxes]
+        before = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=0.0)
+        assert before.boxes < result.boxes <= before.boxes + 3 * result.frontier + 64
+        open_volume = sum(np.prod(b - a) for a, b in result.open_boxes) / np.prod(hi - lo)
+        assert result.proven_volume_share + open_volume >= 1.0 - 1e-9, case
+        return
+    pytest.fail("no instance reached the deep search")
