@@ -114,13 +114,14 @@ class SettlePolicy:
 
 
 #: ``verify``'s policy: half the time left for the split, a quarter for its deep search, which
-#: bounds at most 16 boxes per frontier box (a count, so that a loaded machine splits as an
-#: idle one: with 0.03 s per frontier box, ACAS Xu 3_3 property 2 bounded 8 448 boxes under
-#: a load average of 8 and 43 072 under 2). On 3_3 and 4_2 property 2 the whole run's CPU
-#: time changes little with the count (3_3: 72.5 s at 12 800 boxes, 70.7 s at 25 600; 4_2:
-#: 39.9 s at 12 800, 44.0 s at 25 600, 47.9 s at 51 200): the boxes the deep search proves
-#: cost about what their traversals would.
-VERIFY_POLICY = SettlePolicy(deep_boxes=16)
+#: bounds at most 64 boxes per frontier box: a count (about the boxes an idle core bounds in
+#: the 0.03 s per frontier box of before, ``open_seconds``), so that a loaded machine splits
+#: as an idle one (with the seconds, ACAS Xu 3_3 property 2 bounded 8 448 boxes under a load
+#: average of 8 and 43 072 under 2). Fewer cost the proofs the split finishes: VNN-COMP's
+#: robot_3 is proven at 42 595 boxes, 711 frontier boxes past 800. On 3_3 and 4_2 property 2
+#: the whole run's CPU time changes little with the count (3_3: 72.5 s with the deep search
+#: stopped at 12 800 boxes, 70.7 s at 25 600, 83.6 s at 51 200; 4_2: 39.9, 44.0, 47.9 s).
+VERIFY_POLICY = SettlePolicy(deep_boxes=64)
 #: ``Monotonicity``'s: the region probed at 256 random points and 1024 corners, at most 2000
 #: sub-boxes bisected against the slope bound (200 where the MILP follows, with
 #: :data:`~polytrav.bounds.milp.MILP_TIME_SHARE` of the time left), 8 random points and 8
