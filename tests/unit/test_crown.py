@@ -648,3 +648,36 @@ def test_l2_ball_bounds_are_sound_and_tight(seed):
     pts = u0 + np.where(half > 0, v, 0.0)
     pts = pts[np.all(np.abs(pts) <= 1.0, axis=1)]
     assert np.all(pts @ L.T + g >= low - 1e-12)
+
+
+def test_a_pieces_slope_ascent_is_the_general_one_and_sound():
+    """``optimized_rows`` on one piece's rows (its short path, ``_piece_ascent``) gives the
+    bounds of the general ascent (which a ``tape`` selects) up to rounding, over the frame
+    box and over vertices, each no worse than CROWN's, and every one holds at sampled
+    points of the box (or of the vertices' hull)."""
+    rng = np.random.default_rng(7)
+    for trial in range(12):
+        d, sizes = 3, [3, 12, 10, 9, 4]
+        layers = [(rng.normal(size=(sizes[i + 1], sizes[i])), 0.5 * rng.normal(size=sizes[i + 1]))
+                  for i in range(len(sizes) - 1)]
+        M, m = 0.7 * np.eye(d), 0.2 * rng.normal(size=d)
+        V = rng.uniform(-1, 1, (8, d)) if trial % 2 else None
+        conc = Concretizer(d, V)
+        bounds = bounds_module.layer_bounds(layers, M, m, conc)
+        C = rng.normal(size=(3, 4))
+        W, b = layers[-1]
+        upto = len(layers) - 1
+        L, g, low = optimized_rows(C @ W, C @ b, layers, bounds, upto, M, m, conc, 10)
+        L2, g2, low2 = optimized_rows(C @ W, C @ b, layers, bounds, upto, M, m, conc, 10,
+                                      tape=[])
+        assert np.allclose(low, low2, atol=1e-9) and np.allclose(L, L2, atol=1e-9)
+        assert np.allclose(conc.lower(L, g), low, atol=1e-12)
+        crown = conc.lower(*backsubstitute(C @ W, C @ b, layers, bounds, upto, M, m))
+        assert (low >= crown - 1e-12).all()
+        # points of the set the bounds hold on: the box, or the vertices' hull
+        X = rng.uniform(-1, 1, (2000, d)) if V is None else rng.dirichlet(np.ones(8), 2000) @ V
+        a = X @ M.T + m
+        for Wk, bk in layers[:-1]:
+            a = np.maximum(a @ Wk.T + bk, 0.0)
+        Y = a @ W.T + b
+        assert (Y @ C.T >= X @ L.T + g - 1e-9).all(), trial
