@@ -406,9 +406,6 @@ def align(f_layers, g_layers):
     network meet zero neurons of the other (a zero row, bias and column: the same function).
     Returns the matched layers (equal widths) and per hidden layer ``(fm, gm)``: the neuron
     of ``f``, of ``g``, at each matched position (-1: a zero neuron)."""
-    from scipy.optimize import linear_sum_assignment
-    from scipy.spatial.distance import cdist
-
     F, G, maps = [], [], []
     fm = gm = None
     for k, ((Wf, bf), (Wg, bg)) in enumerate(zip(f_layers, g_layers)):
@@ -421,7 +418,10 @@ def align(f_layers, g_layers):
         nf, ng = Wf.shape[0], Wg.shape[0]
         if nf == ng and np.array_equal(Wf != 0, Wg != 0) and np.allclose(Wf, Wg, rtol=0.5, atol=0):
             fm, gm = np.arange(nf), np.arange(ng)  # already in step (a perturbed copy)
-        else:
+        else:  # (scipy only here: its import costs more than a quick query's answer)
+            from scipy.optimize import linear_sum_assignment
+            from scipy.spatial.distance import cdist
+
             rows, cols = linear_sum_assignment(cdist(np.column_stack([Wf, bf]),
                                                      np.column_stack([Wg, bg]), "cityblock"))
             n = max(nf, ng)
