@@ -64,7 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polytrav.bounds.crown import (Concretizer, LinearBounds, backsubstitute, box_layer_bounds,
-                                   layer_bounds, relax, rounded_down)
+                                   layer_bounds, relax, rounded_down, rows_of)
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError, RegionError
 
@@ -338,16 +338,18 @@ class NetworkPair:
                     low[0] = conc.refine(L[0], g[0], low[0])
                 ld, ud = low[:, :n], -low[:, n:]
                 bounded = np.ones(n, bool)
-            else:  # D's rows, of the neurons unstable in f or g on some box (else unused)
-                bounded = ((lf < 0.0) & (uf > 0.0) | (lg < 0.0) & (ug > 0.0)).any(axis=0)
-                j = np.flatnonzero(bounded)
+            else:  # D's rows, per box those of the neurons unstable in f or g (else unused)
+                bounded = (lf < 0.0) & (uf > 0.0) | (lg < 0.0) & (ug > 0.0)
                 ld, ud = np.full(lf.shape, -1.0), np.full(lf.shape, 1.0)  # read by no line
-                if len(j):
-                    L, g = backsubstitute(np.vstack([J[n + j], -J[n + j]]),
-                                          np.concatenate([c[n + j], -c[n + j]]),
+                j, at = rows_of(bounded)
+                if j.size:
+                    L, g = backsubstitute(np.concatenate([J[n + j], -J[n + j]], -2),
+                                          np.concatenate([c[n + j], -c[n + j]], -1),
                                           joint_layers, joint, k, None, None)
                     low = conc.lower(L, g)
-                    ld[:, j], ud[:, j] = low[:, :len(j)], -low[:, len(j):]
+                    w = j.shape[-1]
+                    ld[at, j], ud[at, j] = low[:, :w], -low[:, w:]
+                    ld, ud = np.where(bounded, ld, -1.0), np.where(bounded, ud, 1.0)
             # the networks' own bounds, where they are numbers (not a known phase's sign)
             known = np.zeros((lo.shape[0], 2 * n), bool) if entry is None or k == 0 \
                 else entry[:, start:start + 2 * n] != 0
@@ -404,9 +406,6 @@ def align(f_layers, g_layers):
     network meet zero neurons of the other (a zero row, bias and column: the same function).
     Returns the matched layers (equal widths) and per hidden layer ``(fm, gm)``: the neuron
     of ``f``, of ``g``, at each matched position (-1: a zero neuron)."""
-    from scipy.optimize import linear_sum_assignment
-    from scipy.spatial.distance import cdist
-
     F, G, maps = [], [], []
     fm = gm = None
     for k, ((Wf, bf), (Wg, bg)) in enumerate(zip(f_layers, g_layers)):
@@ -419,7 +418,10 @@ def align(f_layers, g_layers):
         nf, ng = Wf.shape[0], Wg.shape[0]
         if nf == ng and np.array_equal(Wf != 0, Wg != 0) and np.allclose(Wf, Wg, rtol=0.5, atol=0):
             fm, gm = np.arange(nf), np.arange(ng)  # already in step (a perturbed copy)
-        else:
+        else:  # (scipy only here: its import costs more than a quick query's answer)
+            from scipy.optimize import linear_sum_assignment
+            from scipy.spatial.distance import cdist
+
             rows, cols = linear_sum_assignment(cdist(np.column_stack([Wf, bf]),
                                                      np.column_stack([Wg, bg]), "cityblock"))
             n = max(nf, ng)

@@ -681,3 +681,22 @@ def test_a_pieces_slope_ascent_is_the_general_one_and_sound():
             a = np.maximum(a @ Wk.T + bk, 0.0)
         Y = a @ W.T + b
         assert (Y @ C.T >= X @ L.T + g - 1e-9).all(), trial
+
+
+def test_a_batch_bounds_each_boxs_own_neurons_or_the_union_all_need():
+    """``rows_of``: per box its own neurons (padded to the widest box) where boxes need
+    different ones, the shared union where some box needs all of it."""
+    from polytrav.bounds.crown import rows_of
+
+    needed = np.array([[1, 0, 0, 1, 0], [0, 0, 1, 0, 0], [0, 1, 0, 0, 0]], bool)
+    j, at = rows_of(needed)
+    assert j.shape == (3, 2)
+    for box in range(3):
+        assert set(np.flatnonzero(needed[box])) <= set(j[box])
+    x = np.zeros(needed.shape)
+    x[at, j] = 1.0
+    assert (x[needed] == 1.0).all()
+    j, at = rows_of(np.array([[1, 1, 0], [0, 1, 0]], bool))
+    assert list(j) == [0, 1] and at == slice(None)
+    j, _ = rows_of(np.zeros((2, 4), bool))
+    assert j.size == 0
