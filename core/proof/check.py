@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
-           "KIND_NAMES", "CheckResult", "check_proof", "network_digest", "property_digest",
-           "main"]
+           "KIND_NAMES", "Bounder", "CheckResult", "check_proof", "network_digest",
+           "property_digest", "main"]
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
 #: multipliers of phase constraints, ``beta``).
@@ -134,15 +134,15 @@ def _rowsum(L, v):
     return np.einsum("brn,bn->br", L, v)
 
 
-class _Bounder:
+class Bounder:
     """Rigorous CROWN bounds of a network on a batch of boxes ``[lo, hi]`` (``(B, n_in)``).
 
     ``prior``: per hidden layer, bounds that hold on each box's region (its parent's: they
     are intersected with the new ones). ``sigma`` (``(B, neurons)``): the phases the region
     imposes (+1: ``z >= 0``, -1: ``z <= 0``; version 2's phase splits), which clamp the
-    bounds. ``beta(k, j)``: per layer ``i < k``, the multipliers of the rows bounding layer
-    ``k``'s neurons ``j`` (``(B, 2 len(j), n_i)``: lower bounds of ``z_j``, then of ``-z_j``),
-    or None."""
+    bounds. ``beta(bounder, k, j)``: per layer ``i < k``, the multipliers of the rows
+    bounding layer ``k``'s neurons ``j`` (``(B, 2 len(j), n_i)``: lower bounds of ``z_j``,
+    then of ``-z_j``), or None; called once the layers below ``k`` are bounded."""
 
     def __init__(self, layers, lo, hi, prior=None, sigma=None, beta=None):
         self.layers = layers
@@ -172,7 +172,7 @@ class _Bounder:
                 rows, const = np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]])
                 low = self.lower(*self.affine(np.broadcast_to(rows, (lo.shape[0],) + rows.shape),
                                               k, const=const,
-                                              beta=None if beta is None else beta(k, j)))
+                                              beta=None if beta is None else beta(self, k, j)))
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
                 if prior is not None:
                     nlo, nhi = np.maximum(nlo, zlo[:, j]), np.minimum(nhi, zhi[:, j])
@@ -378,8 +378,8 @@ class _Multipliers:
                 out[i] = arr
         return out or None
 
-    def intermediate(self, k, j):
-        """For :class:`_Bounder`: layer ``k``'s rows of neurons ``j`` (local indices)."""
+    def intermediate(self, bounder, k, j):
+        """For :class:`Bounder`: layer ``k``'s rows of neurons ``j`` (local indices)."""
         where = np.full(self.starts[k + 1] - self.starts[k], -1)
         where[j] = np.arange(len(j))
         neuron = self.row // 2
@@ -451,7 +451,7 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
             idx = at_level[start:start + CHUNK]
             prior = None if level == 0 else [(a[parent[idx]], b[parent[idx]]) for a, b in bounds]
             mult = _Multipliers(beta, idx, starts)
-            bounder = _Bounder(layers, lo[idx], hi[idx], prior, sigma[idx], mult.intermediate)
+            bounder = Bounder(layers, lo[idx], hi[idx], prior, sigma[idx], mult.intermediate)
             for (a, b), (za, zb) in zip(bounds, bounder.bounds):
                 a[idx], b[idx] = za, zb
             mine = np.flatnonzero(kind[idx] == BOUND)

@@ -165,7 +165,7 @@ def test_the_checkers_bound_is_below_every_sampled_point(seed):
     hi = lo + rng.uniform(0, 0.8, (5, 3))
     C, d = rng.normal(size=(2, 3)), rng.normal(size=2)
     lam = rng.uniform(0, 1, (5, 2))
-    low = check._Bounder(layers, lo, hi).margin(C, d, lam, slice(None))
+    low = check.Bounder(layers, lo, hi).margin(C, d, lam, slice(None))
     for b in range(5):
         X = rng.uniform(lo[b], hi[b], (4000, 3))
         values = (net.forward(X) @ C.T - d) @ lam[b]

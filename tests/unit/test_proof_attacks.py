@@ -77,10 +77,10 @@ def test_the_checkers_bounds_hold_in_exact_arithmetic(seed, scale, cancel, width
     x0 = rng.uniform(-1, 1, 2)
     lo, hi = (x0, x0) if width == 0.0 else (x0 - width, x0 + width)
     with np.errstate(all="ignore"):
-        bounder = check._Bounder(layers, lo[None], hi[None])
+        bounder = check.Bounder(layers, lo[None], hi[None])
         if split:  # the child x_0 >= x0[0] bounded with the parent's bounds
             lo = np.array([x0[0], lo[1]])
-            bounder = check._Bounder(layers, lo[None], hi[None], bounder.bounds)
+            bounder = check.Bounder(layers, lo[None], hi[None], bounder.bounds)
         C, d, lam = rng.normal(size=(2, 2)), rng.normal(size=2), rng.uniform(0, 1, (1, 2))
         low = bounder.margin(C, d, lam, np.arange(1))[0]
     assert low != np.inf
