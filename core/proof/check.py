@@ -137,8 +137,8 @@ def _rowsum(L, v):
 class Bounder:
     """Rigorous CROWN bounds of a network on a batch of boxes ``[lo, hi]`` (``(B, n_in)``).
 
-    ``prior``: per hidden layer, bounds that hold on each box's region (its parent's: they
-    are intersected with the new ones). ``sigma`` (``(B, neurons)``): the phases the region
+    ``prior``: per hidden layer, bounds that hold on each box's region (its parent's: the
+    neurons stable there keep them, the others are bounded again). ``sigma`` (``(B, neurons)``): the phases the region
     imposes (+1: ``z >= 0``, -1: ``z <= 0``; version 2's phase splits), which clamp the
     bounds. ``beta(bounder, k, j)``: per layer ``i < k``, the multipliers of the rows
     bounding layer ``k``'s neurons ``j`` (``(B, 2 len(j), n_i)``: lower bounds of ``z_j``,
@@ -165,7 +165,7 @@ class Bounder:
             self.weights.append((plain, None))
             if prior is None:
                 zlo, zhi, j = np.empty((lo.shape[0], n)), np.empty((lo.shape[0], n)), np.arange(n)
-            else:  # the parent's bounds hold on its sub-regions: only its unstable are redone
+            else:  # the parent's bounds hold on its sub-regions: its stable neurons stay
                 zlo, zhi = prior[k][0].copy(), prior[k][1].copy()
                 j = np.flatnonzero(((zlo < 0) & (zhi > 0)).any(axis=0))
             if len(j):  # +-z_j = +-(W[j] a + b[j]): exact rows on the layer's input
@@ -174,8 +174,9 @@ class Bounder:
                                               k, const=const,
                                               beta=None if beta is None else beta(self, k, j)))
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
-                if prior is not None:
-                    nlo, nhi = np.maximum(nlo, zlo[:, j]), np.minimum(nhi, zhi[:, j])
+                if prior is not None:  # a phase the parent proved stays (as in the split)
+                    nlo = np.where(zlo[:, j] >= 0, np.maximum(nlo, 0.0), nlo)
+                    nhi = np.where(zhi[:, j] <= 0, np.minimum(nhi, 0.0), nhi)
                 zlo[:, j], zhi[:, j] = nlo, nhi
             if sigma is not None:  # the region's phases: z >= 0 or z <= 0 on it
                 sk = sigma[:, start:start + n]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from polytrav.proof.check import (BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION, network_digest,
-                                  property_digest)
+from polytrav.proof.check import (BETA, BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION,
+                                  network_digest, property_digest)
 from polytrav.vocabulary.tolerances import PROOF_LAM_TOL
 
 __all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers"]
@@ -75,6 +75,7 @@ class CaseRecord:
 
     def __init__(self, lower, upper, unsafe):
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.unsafe = unsafe
         C = [np.atleast_2d(np.asarray(C, float)) for C, _ in unsafe]
         d = [np.atleast_1d(np.asarray(d, float)) for _, d in unsafe]
         self.C = np.vstack(C)
@@ -84,6 +85,7 @@ class CaseRecord:
         self.rows = [np.arange(a, b) for a, b in zip(ends[:-1], ends[1:])]
         self.splits: dict[int, tuple] = {}
         self.leaves: dict[int, np.ndarray] = {}
+        self.subtrees: dict = {}  # a leaf's phase tree (polytrav.proof.phases), by its id
         self.used = False  # whether the input split ran on the case
         self.certifiable = True  # False: the split bounded boxes in a way the checker does not
 
@@ -127,8 +129,24 @@ class CaseRecord:
     def split(self, parent: int, dim: int, at: float, left: int, right: int) -> None:
         self.splits[int(parent)] = (int(dim), float(at), int(left), int(right))
 
+    def unproven(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The boxes of the leaves without a certificate (nor a phase tree), by id."""
+        boxes, todo, out = {0: (self.lower, self.upper)}, [0], {}
+        while todo:
+            node = todo.pop()
+            lo, hi = boxes[node]
+            if node in self.splits:
+                dim, at, left, right = self.splits[node]
+                boxes[left] = (lo, np.where(np.arange(len(hi)) == dim, at, hi))
+                boxes[right] = (np.where(np.arange(len(lo)) == dim, at, lo), hi)
+                todo += [left, right]
+            elif node not in self.leaves and node not in self.subtrees:
+                out[node] = (lo, hi)
+        return out
+
     def arrays(self) -> dict[str, np.ndarray]:
-        """The case's nodes in breadth-first order (children after their parent)."""
+        """The case's nodes in breadth-first order (children after their parent), each phase
+        tree's other nodes after them."""
         order = [0]
         index = {0: 0}
         at = 0
@@ -140,6 +158,10 @@ class CaseRecord:
                     order.append(child)
             at += 1
         N = len(order)
+        grafts = {}  # per phase tree: its local node -> the case's node
+        for node, tree in self.subtrees.items():
+            grafts[node] = np.concatenate([[index[node]], N + np.arange(len(tree.kind) - 1)])
+            N += len(tree.kind) - 1
         out = {"kind": np.zeros(N, np.int8), "dim": np.full(N, -1, np.int32),
                "at": np.zeros(N), "left": np.full(N, -1, np.int32),
                "right": np.full(N, -1, np.int32), "lam": np.zeros((N, len(self.d)))}
@@ -150,8 +172,21 @@ class CaseRecord:
                 out["left"][i], out["right"][i] = index[left], index[right]
             elif node in self.leaves:
                 out["kind"][i], out["lam"][i] = BOUND, self.leaves[node]
-            else:
+            elif node not in self.subtrees:
                 out["kind"][i] = OPEN if self.used else SETTLED
+        beta = []
+        for node, tree in self.subtrees.items():
+            g = grafts[node]
+            out["kind"][g], out["dim"][g] = tree.kind, tree.dim
+            for part in ("left", "right"):
+                local = np.asarray(getattr(tree, part))
+                out[part][g] = np.where(local >= 0, g[np.maximum(local, 0)], -1)
+            for i, lam in tree.lam.items():
+                out["lam"][g[i]] = lam
+            beta += [(g[i], row, on, v) for i, row, on, v in tree.beta]
+        beta = np.array(beta, dtype=object).reshape(-1, 4)
+        for x, col, dtype in zip(BETA, beta.T, (np.int32, np.int32, np.int32, float)):
+            out[f"beta_{x}"] = np.asarray(col, dtype=dtype)
         return out
 
     def point(self, y) -> None:
@@ -167,6 +202,20 @@ class CaseRecord:
         return {"nodes": len(kind), "certified": int((kind == BOUND).sum()),
                 "uncertified": int(((kind == OPEN) | (kind == SETTLED)).sum())}
 
+    def certify_rest(self, layers, box_region: bool, lp, deadline) -> None:
+        """Phase trees (:func:`polytrav.proof.phases.prove_box`) for the boxes without a
+        certificate: those the split left to the traversal, or the whole case if it did not
+        split it (``box_region``: the case's region is its box). A box it cannot prove in
+        its budget stays a claim without one."""
+        from polytrav.proof.phases import prove_box
+
+        if not (self.used or box_region):
+            return
+        for node, (lo, hi) in self.unproven().items():
+            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline)
+            if tree is not None:
+                self.subtrees[node] = tree
+
 
 class ProofRecorder:
     """The certificate of one ``verify`` instance: :meth:`case` per case of the property,
@@ -178,6 +227,18 @@ class ProofRecorder:
 
     def case(self, k: int) -> CaseRecord:
         return self.cases[k]
+
+    def certify_rest(self, lp, seconds: float | None = None) -> None:
+        """Phase trees for every box without a certificate (:meth:`CaseRecord.certify_rest`),
+        within ``seconds`` if given; ``lp``: an LP backend reporting duals."""
+        import time
+
+        layers = [(np.asarray(W, float), np.asarray(b, float))
+                  for W, b in zip(self.network.weights, self.network.biases)]
+        deadline = None if seconds is None else time.perf_counter() + seconds
+        session = lp.lp_session()
+        for case, spec_case in zip(self.cases, self.spec.cases):
+            case.certify_rest(layers, spec_case.A is None, session, deadline)
 
     def write(self, path) -> dict:
         """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``);

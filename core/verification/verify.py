@@ -329,6 +329,8 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                     break
     seconds = time.perf_counter() - t0
     if not reasons:
+        if recorder is not None:  # the boxes decided past the input split: phase trees
+            recorder.certify_rest(session.chains["lp"][0])
         written = None if recorder is None else {"path": str(proof), **recorder.write(proof)}
         return VerificationResult(answer="unsat", **_counts(reports), seconds=seconds,
                                   reports=reports, proven=_proven(reports),

@@ -1,0 +1,183 @@
+"""Certificates of the boxes that ``verify`` decided past the input split (format version 2).
+
+The traversal proves such a box (one the split left open, or a case it did not split) by its
+pieces: cells on which the first layers' activation patterns are fixed, each proven by a
+bound over the piece. :func:`prove_box` certifies the same claim as a tree of neuron phase
+splits in the traversal's order: a node splits a neuron of the first layer that has an
+unstable one, so every phase constraint ``sign z_j(x) >= 0`` on the way is affine in ``x``
+(the layers below it are fixed). Each node is bounded by the checker's own
+:class:`~polytrav.proof.check.Bounder`, every row with the LP duals of the node's phase
+constraints as multipliers ``beta`` (Neumaier and Shcherbina: any ``beta >= 0`` gives a sound
+bound over the box, the LP's make it the bound over the node's region), so the recorder sees
+the bounds the checker will compute. A leaf carries per disjunct the duals of the LP ``min s``
+s.t. ``rows - s <= 0`` and ``-sign z_j(x) - s <= 0`` over the box: ``s > 0`` says that no
+point of the box is both in the region and in the disjunct (an empty region included).
+
+Nothing here runs unless ``verify`` is given ``proof=`` and answers ``unsat``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polytrav.proof.check import BOUND, PHASE, Bounder
+from polytrav.vocabulary.results import Status
+
+__all__ = ["PhaseTree", "prove_box", "MAX_NODES"]
+
+#: Nodes of one box's tree at most (then the box stays a claim without a certificate).
+MAX_NODES = 20000
+
+
+@dataclass
+class PhaseTree:
+    """One box's tree: node ``i``'s kind (``PHASE`` or ``BOUND``), split neuron, children
+    (local indices; children after their parent), a leaf's multipliers over the unsafe rows,
+    and the multipliers of phases ``(node, row, on, value)`` (docs/proofs.md)."""
+
+    kind: list = field(default_factory=list)
+    dim: list = field(default_factory=list)
+    left: list = field(default_factory=list)
+    right: list = field(default_factory=list)
+    lam: dict = field(default_factory=dict)
+    beta: list = field(default_factory=list)
+
+    def add(self) -> int:
+        for part in (self.kind, self.dim, self.left, self.right):
+            part.append(-1)
+        return len(self.kind) - 1
+
+
+@dataclass
+class _Node:
+    index: int
+    sigma: np.ndarray  # the phases on the way: +1 z >= 0, -1 z <= 0, 0 free
+    cons: list  # (neuron, its layer, sign, a, c): sign (a x + c) >= 0
+    prior: list | None  # the parent's bounds
+
+
+def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int = MAX_NODES,
+              deadline: float | None = None) -> PhaseTree | None:
+    """A tree of phase splits proving that no point of the box ``[lo, hi]`` meets the unsafe
+    set ``unsafe`` (``(C, d)`` pairs as the property writes them), or None if it takes more
+    than ``max_nodes`` nodes or runs past ``deadline`` (:func:`time.perf_counter`), or a
+    leaf cannot be proven. ``lp``: an LP backend (or session) reporting duals."""
+    starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
+    tree = PhaseTree()
+    todo = [_Node(tree.add(), np.zeros(starts[-1], np.int8), [], None)]
+    while todo:
+        if len(tree.kind) > max_nodes or (deadline is not None and time.perf_counter() > deadline):
+            return None
+        node = todo.pop()
+        bounder = Bounder(layers, lo[None], hi[None], node.prior, node.sigma[None],
+                          _multipliers(node, tree, layers, starts, lo, hi, lp))
+        lam, beta = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
+        if lam is not None:
+            tree.kind[node.index], tree.lam[node.index] = BOUND, lam
+            tree.beta.extend((node.index, row, on, v) for row, on, v in beta)
+            continue
+        split = _split(bounder, starts)
+        if split is None:  # every phase fixed and still not proven: not a proof
+            return None
+        k, j = split
+        a, c = _affine_of(bounder, k, j)
+        tree.kind[node.index], tree.dim[node.index] = PHASE, starts[k] + j
+        for side, sign in ((tree.left, -1), (tree.right, 1)):
+            child = tree.add()
+            side[node.index] = child
+            sigma = node.sigma.copy()
+            sigma[starts[k] + j] = sign
+            todo.append(_Node(child, sigma, node.cons + [(starts[k] + j, k, sign, a, c)],
+                              [(zl.copy(), zh.copy()) for zl, zh in bounder.bounds]))
+    return tree
+
+
+def _rows(cons, below: int):
+    """The constraints of layers below ``below`` as ``A x <= b`` (``-sign (a x + c) <= 0``)."""
+    use = [con for con in cons if con[1] < below]
+    if not use:
+        return use, None, None
+    return use, np.array([-s * a for _, _, s, a, _ in use]), np.array([s * c for *_, s, _, c in use])
+
+
+def _multipliers(node, tree, layers, starts, lo, hi, lp):
+    """The :class:`Bounder`'s ``beta`` callback of ``node``: per row of layer ``k``, the LP
+    duals of the phase constraints below ``k`` (recorded in ``tree`` as the checker reads
+    them)."""
+    def beta(bounder, k, j):
+        use, A, b = _rows(node.cons, k)
+        if not use:
+            return None
+        n = layers[k][0].shape[0]
+        rows = np.vstack([np.eye(n)[j], -np.eye(n)[j]])
+        Lx, _, _ = bounder.affine(rows[None], k)
+        Y = np.array([_duals(lp, L, A, b, lo, hi) for L in Lx[0]])
+        out = {}
+        for ci, (neuron, layer, *_) in enumerate(use):
+            arr = out.setdefault(layer, np.zeros((1, len(rows), starts[layer + 1] - starts[layer])))
+            arr[0, :, neuron - starts[layer]] += Y[:, ci]
+            for r in np.flatnonzero(Y[:, ci] > 0):
+                tree.beta.append((node.index, 2 * (starts[k] + j[r % len(j)]) + r // len(j),
+                                  neuron, float(Y[r, ci])))
+        return out
+    return beta
+
+
+def _duals(lp, c, A, b, lo, hi) -> np.ndarray:
+    """Duals ``y >= 0`` of ``min c x  s.t.  A x <= b``, ``x`` in the box (zeros if not solved)."""
+    res = lp.solve_lp(c, A, b, bounds=(lo, hi))
+    if res.status is not Status.OPTIMAL or res.duals is None:
+        return np.zeros(len(b))
+    return np.maximum(np.asarray(res.duals[:len(b)], float), 0.0)
+
+
+def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
+    """``(lam, beta)`` proving every disjunct on the node's region, or ``(None, None)``."""
+    out_layer = len(starts) - 1
+    use, A, b = _rows(node.cons, out_layer)
+    lams, betas = [], []
+    for q, (C, d) in enumerate(unsafe):
+        C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
+        norms = np.linalg.norm(C, axis=1)
+        Lx, g, _ = bounder.affine((C / norms[:, None])[None], out_layer)
+        R, n = Lx.shape[1], Lx.shape[2]
+        G = np.vstack([Lx[0]] + ([A] if use else []))  # min s: G x - s <= h
+        h = np.concatenate([d / norms - g[0]] + ([b] if use else []))
+        cost = np.zeros(n + 1)
+        cost[-1] = 1.0
+        res = lp.solve_lp(cost, np.hstack([G, -np.ones((len(h), 1))]), h,
+                          bounds=(np.append(lo, -np.inf), np.append(hi, np.inf)))
+        if res.status is not Status.OPTIMAL or res.duals is None or not res.objective > 0:
+            return None, None
+        y = np.maximum(np.asarray(res.duals[:len(h)], float), 0.0)
+        lam, w = y[:R] / norms, y[R:]
+        dense = {}
+        for (neuron, layer, *_), v in zip(use, w):
+            arr = dense.setdefault(layer, np.zeros((1, starts[layer + 1] - starts[layer])))
+            arr[0, neuron - starts[layer]] += v
+        if not bounder.margin(C, d, lam[None], np.array([0]), dense or None)[0] > 0:
+            return None, None
+        lams.append(lam)
+        betas.extend((-1 - q, neuron, float(v)) for (neuron, *_), v in zip(use, w) if v > 0)
+    return np.concatenate(lams), betas
+
+
+def _split(bounder, starts):
+    """``(layer, neuron)`` to split: of the first layer with an unstable neuron, the one
+    whose bounds are most balanced; None if every neuron's phase is known."""
+    for k, (zl, zh) in enumerate(bounder.bounds):
+        free = (zl[0] < 0) & (zh[0] > 0)
+        if free.any():
+            score = np.where(free, np.minimum(-zl[0], zh[0]), -np.inf)
+            return k, int(np.argmax(score))
+    return None
+
+
+def _affine_of(bounder, k, j):
+    """``z_j`` of layer ``k`` as ``a x + c`` (exact but for rounding: the layers below are
+    fixed on the region)."""
+    n = bounder.layers[k][0].shape[0]
+    Lx, g, _ = bounder.affine(np.eye(n)[[j]][None], k)
+    return Lx[0, 0], float(g[0, 0])
