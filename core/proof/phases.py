@@ -58,12 +58,14 @@ class _Node:
     prior: list | None  # the parent's bounds
 
 
-def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int = MAX_NODES,
+def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
               deadline: float | None = None) -> PhaseTree | None:
     """A tree of phase splits proving that no point of the box ``[lo, hi]`` meets the unsafe
     set ``unsafe`` (``(C, d)`` pairs as the property writes them), or None if it takes more
     than ``max_nodes`` nodes or runs past ``deadline`` (:func:`time.perf_counter`), or a
-    leaf cannot be proven. ``lp``: an LP backend (or session) reporting duals."""
+    leaf cannot be proven. ``lp``: an LP backend (or session) reporting duals;
+    ``max_nodes``: default :data:`MAX_NODES`."""
+    max_nodes = MAX_NODES if max_nodes is None else max_nodes
     starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
     tree = PhaseTree()
     todo = [_Node(tree.add(), np.zeros(starts[-1], np.int8), [], None)]

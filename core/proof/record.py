@@ -22,8 +22,13 @@ from polytrav.proof.check import (BETA, BOUND, FORMAT, OPEN, SETTLED, SPLIT, VER
                                   network_digest, property_digest)
 from polytrav.vocabulary.tolerances import PROOF_LAM_TOL
 
-__all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers"]
+__all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers",
+           "REST_TIME_FACTOR", "REST_MIN_SECONDS"]
 
+#: The phase trees of the boxes decided past the input split (:meth:`ProofRecorder.
+#: certify_rest`) may take this many times the seconds ``verify`` took, at least
+#: :data:`REST_MIN_SECONDS`; the boxes left then stay claims without a certificate.
+REST_TIME_FACTOR, REST_MIN_SECONDS = 4.0, 10.0
 #: Exponentiated-gradient steps of :func:`ascend_multipliers` (per batch of boxes at once,
 #: before any LP).
 ASCENT_STEPS = 60
