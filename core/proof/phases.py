@@ -114,8 +114,12 @@ def _multipliers(node, tree, layers, starts, lo, hi, lp):
             return None
         n = layers[k][0].shape[0]
         rows = np.vstack([np.eye(n)[j], -np.eye(n)[j]])
-        Lx, _, _ = bounder.affine(rows[None], k)
-        Y = np.array([_duals(lp, L, A, b, lo, hi) for L in Lx[0]])
+        Lx, g, slack = bounder.affine(rows[None], k)
+        low = bounder.lower(Lx, g, slack)[0]  # without multipliers: stable ones need none
+        free = np.tile((low[:len(j)] < 0) & (low[len(j):] < 0), 2)
+        Y = np.zeros((len(rows), len(b)))
+        if free.any():
+            Y[free] = _duals(lp, Lx[0][free], A, b, lo, hi)
         out = {}
         for ci, (neuron, layer, *_) in enumerate(use):
             arr = out.setdefault(layer, np.zeros((1, len(rows), starts[layer + 1] - starts[layer])))
@@ -127,12 +131,21 @@ def _multipliers(node, tree, layers, starts, lo, hi, lp):
     return beta
 
 
-def _duals(lp, c, A, b, lo, hi) -> np.ndarray:
-    """Duals ``y >= 0`` of ``min c x  s.t.  A x <= b``, ``x`` in the box (zeros if not solved)."""
-    res = lp.solve_lp(c, A, b, bounds=(lo, hi))
+def _duals(lp, C, A, b, lo, hi) -> np.ndarray:
+    """Per row ``c`` of ``C``, duals ``y >= 0`` of ``min c x  s.t.  A x <= b``, ``x`` in the
+    box (zeros where not solved): one LP of the rows' copies side by side (block diagonal)."""
+    from scipy.sparse import csr_matrix
+
+    R, n = C.shape
+    m = len(b)
+    cols = (np.arange(R)[:, None, None] * n + np.arange(n)[None, None, :]).repeat(m, axis=1)
+    blocks = csr_matrix((np.broadcast_to(A, (R, m, n)).reshape(-1), cols.reshape(-1),
+                         np.arange(R * m + 1) * n), shape=(R * m, R * n))
+    res = lp.solve_lp(C.reshape(-1), blocks, np.tile(b, R),
+                      bounds=(np.tile(lo, R), np.tile(hi, R)))
     if res.status is not Status.OPTIMAL or res.duals is None:
-        return np.zeros(len(b))
-    return np.maximum(np.asarray(res.duals[:len(b)], float), 0.0)
+        return np.zeros((R, m))
+    return np.maximum(np.asarray(res.duals[:R * m], float), 0.0).reshape(R, m)
 
 
 def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
