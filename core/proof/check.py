@@ -51,6 +51,8 @@ SPLIT, BOUND, OPEN, SETTLED, PHASE = 0, 1, 2, 3, 4
 KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim",
               PHASE: "phase split"}
 BETA = ("node", "row", "on", "value")  # the sparse multipliers' arrays (case{k}_beta_...)
+#: and the sparse slopes' (case{k}_alpha_...): a leaf's lower slope of a neuron in a row
+ALPHA = BETA
 U = 2.0 ** -53  # float64's unit roundoff
 TINY = 1e-300  # covers underflow: at most n * 2^-1074 per product of length n
 CHUNK = 32  # boxes bounded at once (few: the rows are the union of their unstable neurons)
@@ -191,13 +193,14 @@ class Bounder:
         W, b = layers[-1]
         self.weights.append((_gam(W.shape[0]) * (amax @ np.abs(W).T + np.abs(b)), None))
 
-    def affine(self, Lz, k, boxes=slice(None), const=None, beta=None):
+    def affine(self, Lz, k, boxes=slice(None), const=None, beta=None, slopes=None):
         """``(Lx, g, slack)`` with ``Lz . z_k >= Lx . x + g - slack`` on each of the ``boxes``
         (default all), where ``z_k = W_k a_{k-1} + b_k`` (``a_{-1} = x``) and ``Lz`` is
         ``(B, R, n_k)``; with ``const`` (``(R,)``), of ``Lz . a_{k-1} + const`` instead.
         ``beta``: per layer ``i < k`` (a dict), multipliers ``(B, R, n_i) >= 0`` of the known
         phases ``sign z_i >= 0``: the function bounded is less ``beta sign z_i`` (``<= 0`` on
-        the region), a lower bound of it.
+        the region), a lower bound of it. ``slopes``: per layer (a dict), lower slopes ``(B, R,
+        n_i)`` in ``[0, 1]`` (NaN: none given) of its unstable neurons instead of ``alpha``.
 
         ``Lz . z_j = (Lz W_j) . a + Lz . b_j``: ``fl(Lz W_j)`` and ``fl(Lz . b_j)`` are off by
         at most ``gamma |Lz| |W_j|`` and ``gamma |Lz| |b_j|``; with ``|a| <= amax`` their
@@ -225,9 +228,13 @@ class Bounder:
                 slack = slack + _rowsum(np.abs(Lz), weights) + 2 * U * np.abs(g)
             if j == 0:
                 return Lam, g, _up(slack * (1.0 + _gam(self.chain)))
-            alpha, s, t = (a[boxes] for a in self.relu[j - 1])
-            Lz = Lam * np.where(Lam > 0, alpha[:, None, :], s[:, None, :])
-            lost = _rowsum(np.maximum(-Lam, 0.0), t)  # sum of Lam t over Lam < 0, negated
+            alpha, s, t = (a[boxes][:, None, :] for a in self.relu[j - 1])
+            if slopes is not None and j - 1 in slopes:  # any slope in [0, 1] of the unstable
+                zlo, zhi = (z[boxes][:, None, :] for z in self.bounds[j - 1])
+                given = (zlo < 0) & (zhi > 0) & (slopes[j - 1] >= 0) & (slopes[j - 1] <= 1)
+                alpha = np.where(given, slopes[j - 1], alpha)
+            Lz = Lam * np.where(Lam > 0, alpha, s)
+            lost = _rowsum(np.maximum(-Lam, 0.0), t[:, 0])  # sum of Lam t over Lam < 0, negated
             g = g - lost
             slack = slack + _gam(W.shape[1]) * lost + 2 * U * np.abs(g)
         raise AssertionError("unreachable")
@@ -244,19 +251,23 @@ class Bounder:
         mag = np.abs(t1) + t2 + t3 + np.abs(g) + slack
         return np.nextafter(total - _up(8 * U * mag), -np.inf)
 
-    def margin(self, C, d, lam, boxes, beta=None):
+    def margin(self, C, d, lam, boxes, beta=None, slopes=None):
         """A lower bound of ``lam . (C y - d)`` over each of the ``boxes`` (indices; ``lam``
         ``(len(boxes), rows)``, >= 0), less ``beta sign z`` (``beta``: per layer, ``(len(boxes),
-        n_i)``; a row of its own, with multiplier 1)."""
+        n_i)``; a row of its own, with multiplier 1); ``slopes``: per layer, ``(len(boxes),
+        rows, n_i)``, as in :meth:`affine`."""
         if beta is not None:
             B, n_out = len(boxes), C.shape[1]
             C = np.vstack([C, np.zeros((1, n_out))])
             d, lam = np.append(d, 0.0), np.hstack([lam, np.ones((B, 1))])
             beta = {i: np.concatenate([np.zeros((B, C.shape[0] - 1, v.shape[1])), v[:, None, :]],
                                       axis=1) for i, v in beta.items()}
+            if slopes is not None:
+                slopes = {i: np.concatenate([v, np.full((B, 1, v.shape[2]), np.nan)], axis=1)
+                          for i, v in slopes.items()}
         B, r = lam.shape
         Lx, g, slack = self.affine(np.broadcast_to(C, (B,) + C.shape), len(self.layers) - 1,
-                                   boxes, beta=beta)
+                                   boxes, beta=beta, slopes=slopes)
         n = Lx.shape[-1]
         Lc = np.einsum("br,brn->bn", lam, Lx)
         gc = np.einsum("br,br->b", lam, g) - lam @ d
@@ -303,33 +314,39 @@ def _read(path):
 
 def _case_tree(k, arrays, n_in, n_rows, n_hidden, version, first_step):
     """The case's node arrays, checked as a tree whose children follow their parent, and its
-    multipliers ``beta`` (version 2; ``(node, row, on, value)``, sorted by node)."""
+    multipliers ``beta`` and slopes ``alpha`` (version 2; each ``(node, row, on, value)``,
+    sorted by node)."""
     names = ("kind", "dim", "at", "left", "right", "lam")
     try:
         kind, dim, at, left, right, lam = (arrays[f"case{k}_{x}"] for x in names)
-        beta = [arrays.get(f"case{k}_beta_{x}", np.zeros(0, int if x != "value" else float))
-                for x in BETA] if version >= 2 else [np.zeros(0, int)] * 3 + [np.zeros(0)]
+        sparse = [[arrays.get(f"case{k}_{what}_{x}", np.zeros(0, int if x != "value" else float))
+                   if version >= 2 else np.zeros(0, int if x != "value" else float)
+                   for x in BETA] for what in ("beta", "alpha")]
     except KeyError as exc:
         raise _Fail(first_step, f"(case {k}): array {exc} missing") from None
     N = len(kind) if kind.ndim == 1 else 0
     shapes_ok = (N >= 1 and all(a.shape == (N,) for a in (dim, at, left, right))
                  and lam.shape == (N, n_rows) and lam.dtype == at.dtype == np.float64
-                 and all(a.dtype.kind == "i" for a in (kind, dim, left, right, *beta[:3]))
-                 and beta[3].dtype == np.float64
-                 and all(a.ndim == 1 and len(a) == len(beta[3]) for a in beta))
+                 and all(a.dtype.kind == "i" for a in (kind, dim, left, right))
+                 and all(a.dtype.kind == "i" for x in sparse for a in x[:3])
+                 and all(x[3].dtype == np.float64 for x in sparse)
+                 and all(a.ndim == 1 and len(a) == len(x[3]) for x in sparse for a in x))
     if not shapes_ok:  # (float64 and signed integers only: the rounding analysis is float64's)
         raise _Fail(first_step, f"(case {k}): node arrays of inconsistent shapes or types")
     kind, dim, left, right = (a.astype(np.int64) for a in (kind, dim, left, right))
-    node, row, on = (a.astype(np.int64) for a in beta[:3])
-    value = beta[3]
-    bad = ~((0 <= node) & (node < N) & (0 <= on) & (on < n_hidden) & (row < 2 * n_hidden)
-            & np.isfinite(value) & (value >= 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise _Fail(first_step + int(node[i]) if 0 <= node[i] < N else first_step,
-                    f"(case {k}): multiplier {i} of a phase (beta) is negative, not finite or "
-                    "out of range")
-    order = np.argsort(node, kind="stable")
+    checked = []
+    for (node, row, on, value), what, rows_ok, top in (
+            (sparse[0], "multiplier of a phase (beta)", lambda r: r < 2 * n_hidden, np.inf),
+            (sparse[1], "slope (alpha)", lambda r: (0 <= r) & (r < n_rows), 1.0)):
+        node, row, on = (a.astype(np.int64) for a in (node, row, on))
+        bad = ~((0 <= node) & (node < N) & (0 <= on) & (on < n_hidden) & rows_ok(row)
+                & np.isfinite(value) & (value >= 0) & (value <= top))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise _Fail(first_step + int(node[i]) if 0 <= node[i] < N else first_step,
+                        f"(case {k}): {what} {i} is negative, not finite or out of range")
+        order = np.argsort(node, kind="stable")
+        checked.append((node[order], row[order], on[order], value[order]))
     parents = np.zeros(N, int)
     for i in range(N):
         if kind[i] in (SPLIT, PHASE) and (kind[i] == SPLIT or version >= 2):
@@ -347,7 +364,7 @@ def _case_tree(k, arrays, n_in, n_rows, n_hidden, version, first_step):
         if parents[i] != 1:
             raise _Fail(first_step + i, f"(case {k}, node {i}): has {parents[i]} parents "
                                         "(every node but the root has one)")
-    return kind, dim, at, left, right, lam, (node[order], row[order], on[order], value[order])
+    return kind, dim, at, left, right, lam, checked
 
 
 class _Multipliers:
@@ -356,8 +373,9 @@ class _Multipliers:
     - q``, disjunct ``q``'s leaf bound; ``on``: the hidden neuron whose phase it multiplies).
     One on a neuron of no known phase, or not below its row's layer, counts for nothing."""
 
-    def __init__(self, beta, idx, starts):
-        node, row, on, value = beta
+    def __init__(self, sparse, idx, starts):
+        self.slopes = _Multipliers(sparse[1:], idx, starts) if len(sparse) > 1 else None
+        node, row, on, value = sparse[0]
         a, b = np.searchsorted(node, idx[0]), np.searchsorted(node, idx[-1], side="right")
         pos = np.full(idx[-1] + 1 - idx[0], -1)
         pos[idx - idx[0]] = np.arange(len(idx))
@@ -367,15 +385,19 @@ class _Multipliers:
         self.starts, self.B = starts, len(idx)
         self.layer_on = np.searchsorted(starts, self.on, side="right") - 1
 
-    def _dense(self, pick, rows, upto):
-        """Per layer below ``upto``: ``(B, rows, n)`` of the entries ``pick`` (row indices)."""
+    def _dense(self, pick, rows, upto, empty=0.0):
+        """Per layer below ``upto``: ``(B, rows, n)`` of the entries ``pick`` (row indices),
+        summed (``empty`` where none; NaN: the slopes', the last of each place kept)."""
         out = {}
         for i in range(upto):
             mine = pick & (self.layer_on == i)
             if mine.any():
-                arr = np.zeros((self.B, rows, self.starts[i + 1] - self.starts[i]))
-                np.add.at(arr, (self.node[mine], self.rowpos[mine], self.on[mine]
-                                - self.starts[i]), self.value[mine])
+                arr = np.full((self.B, rows, self.starts[i + 1] - self.starts[i]), empty)
+                at = (self.node[mine], self.rowpos[mine], self.on[mine] - self.starts[i])
+                if empty == 0.0:
+                    np.add.at(arr, at, self.value[mine])
+                else:
+                    arr[at] = self.value[mine]
                 out[i] = arr
         return out or None
 
@@ -397,6 +419,15 @@ class _Multipliers:
         out = self._dense(self.row == -1 - q, 1, upto)
         return None if out is None else {i: v[sub, 0] for i, v in out.items()}
 
+    def leaf_slopes(self, rows, sub, upto):
+        """The slopes of the property's rows ``rows`` (a range) on the leaves ``sub``: per
+        layer ``(len(sub), len(rows), n)``, NaN where none is given."""
+        s = self.slopes
+        pick = (s.row >= rows.start) & (s.row < rows.stop)
+        s.rowpos = np.where(pick, s.row - rows.start, 0)
+        out = s._dense(pick, len(rows), upto, empty=np.nan)
+        return None if out is None else {i: v[sub] for i, v in out.items()}
+
 
 def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
     """Check case ``k``: its tree, its boxes, its bound leaves. The first failing step goes
@@ -406,8 +437,8 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
     ds = [np.asarray(d, float) for _, d in case.unsafe]
     ends = np.cumsum([0] + [C.shape[0] for C in rows])
     starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
-    kind, dim, at, left, right, lam, beta = _case_tree(k, arrays, n_in, int(ends[-1]),
-                                                        int(starts[-1]), version, first_step)
+    kind, dim, at, left, right, lam, sparse = _case_tree(k, arrays, n_in, int(ends[-1]),
+                                                          int(starts[-1]), version, first_step)
     N = len(kind)
     lo = np.empty((N, n_in))
     hi = np.empty((N, n_in))
@@ -451,7 +482,7 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
         for start in range(0, len(at_level), CHUNK):
             idx = at_level[start:start + CHUNK]
             prior = None if level == 0 else [(a[parent[idx]], b[parent[idx]]) for a, b in bounds]
-            mult = _Multipliers(beta, idx, starts)
+            mult = _Multipliers(sparse, idx, starts)
             bounder = Bounder(layers, lo[idx], hi[idx], prior, sigma[idx], mult.intermediate)
             for (a, b), (za, zb) in zip(bounds, bounder.bounds):
                 a[idx], b[idx] = za, zb
@@ -459,9 +490,10 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
             if not len(mine):
                 continue
             sub = idx[mine]
-            lows = np.array([bounder.margin(C, d, lam[sub, ends[q]:ends[q + 1]], mine,
-                                            mult.leaf(q, mine, len(layers) - 1))
-                             for q, (C, d) in enumerate(zip(rows, ds))])  # (disjuncts, leaves)
+            lows = np.array([bounder.margin(
+                C, d, lam[sub, ends[q]:ends[q + 1]], mine, mult.leaf(q, mine, len(layers) - 1),
+                mult.leaf_slopes(range(ends[q], ends[q + 1]), mine, len(layers) - 1))
+                for q, (C, d) in enumerate(zip(rows, ds))])  # (disjuncts, leaves)
             for b in np.flatnonzero(~(lows > 0).all(axis=0)):
                 q = int(np.flatnonzero(~(lows[:, b] > 0))[0])
                 failed.append((first_step + int(sub[b]), f"(case {k}, node {sub[b]}, disjunct "

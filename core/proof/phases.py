@@ -76,11 +76,12 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
         bounder = Bounder(layers, lo[None], hi[None], node.prior, node.sigma[None],
                           _multipliers(node, tree, layers, starts, lo, hi, lp))
         lam, beta = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
+        if lam is None:
+            split = _split(bounder, beta)
         if lam is not None:
             tree.kind[node.index], tree.lam[node.index] = BOUND, lam
             tree.beta.extend((node.index, row, on, v) for row, on, v in beta)
             continue
-        split = _split(bounder, starts)
         if split is None:  # every phase fixed and still not proven: not a proof
             return None
         k, j = split
@@ -164,10 +165,12 @@ def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
         cost[-1] = 1.0
         res = lp.solve_lp(cost, np.hstack([G, -np.ones((len(h), 1))]), h,
                           bounds=(np.append(lo, -np.inf), np.append(hi, np.inf)))
-        if res.status is not Status.OPTIMAL or res.duals is None or not res.objective > 0:
+        if res.status is not Status.OPTIMAL or res.duals is None:
             return None, None
         y = np.maximum(np.asarray(res.duals[:len(h)], float), 0.0)
         lam, w = y[:R] / norms, y[R:]
+        if not res.objective > 0:
+            return None, lam @ C  # the disjunct's combination the split should help most
         dense = {}
         for (neuron, layer, *_), v in zip(use, w):
             arr = dense.setdefault(layer, np.zeros((1, starts[layer + 1] - starts[layer])))
@@ -179,14 +182,23 @@ def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
     return np.concatenate(lams), betas
 
 
-def _split(bounder, starts):
-    """``(layer, neuron)`` to split: of the first layer with an unstable neuron, the one
-    whose bounds are most balanced; None if every neuron's phase is known."""
+def _split(bounder, row):
+    """``(layer, neuron)`` to split: of the first layer with an unstable neuron, the one whose
+    relaxation costs the output combination ``row`` (None: unknown) the most, ``|Lam| hi
+    (-lo) / (hi - lo)`` with ``Lam`` its coefficient by back-substitution (BaBSR's score);
+    None if every neuron's phase is known."""
     for k, (zl, zh) in enumerate(bounder.bounds):
         free = (zl[0] < 0) & (zh[0] > 0)
         if free.any():
-            score = np.where(free, np.minimum(-zl[0], zh[0]), -np.inf)
-            return k, int(np.argmax(score))
+            gap = np.where(free, zh[0] * -zl[0] / np.where(free, zh[0] - zl[0], 1.0), 0.0)
+            if row is not None:
+                Lz = np.asarray(row, float)  # on the output
+                for j in range(len(bounder.layers) - 1, k, -1):
+                    Lam = Lz @ bounder.layers[j][0]  # on a_{j-1}
+                    alpha, s, _ = (a[0] for a in bounder.relu[j - 1])
+                    Lz = Lam * np.where(Lam > 0, alpha, s)
+                gap = gap * np.abs(Lam) + 1e-12 * gap
+            return k, int(np.argmax(np.where(free, gap, -np.inf)))
     return None
 
 

@@ -342,10 +342,12 @@ def _mutations(draw, arrays):
         elif what == "child":
             a[draw(st.sampled_from(["case0_left", "case0_right"]))][i] = draw(
                 st.integers(-2, n + 1))
-        elif what == "drop" and n > 1:
-            a = {k: np.delete(v, i, axis=0) for k, v in a.items()}
+        elif what == "drop" and n > 1:  # (a node's arrays; the sparse ones list entries)
+            a = {k: v if "_beta_" in k or "_alpha_" in k else np.delete(v, i, axis=0)
+                 for k, v in a.items()}
         elif what == "repeat":
-            a = {k: np.concatenate([v, v[i:i + 1]]) for k, v in a.items()}
+            a = {k: v if "_beta_" in k or "_alpha_" in k else np.concatenate([v, v[i:i + 1]])
+                 for k, v in a.items()}
     return a
 
 
