@@ -22,20 +22,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from polytrav.proof.check import BOUND, PHASE, Bounder
+from polytrav.proof.check import BOUND, OPEN, PHASE, Bounder
 from polytrav.vocabulary.results import Status
 
 __all__ = ["PhaseTree", "prove_box", "MAX_NODES"]
 
 #: Nodes of one box's tree at most (then the box stays a claim without a certificate).
 MAX_NODES = 20000
+#: Steps of slope and multiplier ascent (alpha, beta: :func:`~polytrav.bounds.crown.
+#: optimized_rows`) on a node that the LP's duals do not prove.
+SLOPE_STEPS = 20
 
 
 @dataclass
 class PhaseTree:
     """One box's tree: node ``i``'s kind (``PHASE`` or ``BOUND``), split neuron, children
     (local indices; children after their parent), a leaf's multipliers over the unsafe rows,
-    and the multipliers of phases ``(node, row, on, value)`` (docs/proofs.md)."""
+    the multipliers of phases and a leaf's slopes, ``(node, row, on, value)`` each
+    (docs/proofs.md)."""
 
     kind: list = field(default_factory=list)
     dim: list = field(default_factory=list)
@@ -43,6 +47,7 @@ class PhaseTree:
     right: list = field(default_factory=list)
     lam: dict = field(default_factory=dict)
     beta: list = field(default_factory=list)
+    alpha: list = field(default_factory=list)
 
     def add(self) -> int:
         for part in (self.kind, self.dim, self.left, self.right):
@@ -61,29 +66,36 @@ class _Node:
 def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
               deadline: float | None = None) -> PhaseTree | None:
     """A tree of phase splits proving that no point of the box ``[lo, hi]`` meets the unsafe
-    set ``unsafe`` (``(C, d)`` pairs as the property writes them), or None if it takes more
-    than ``max_nodes`` nodes or runs past ``deadline`` (:func:`time.perf_counter`), or a
-    leaf cannot be proven. ``lp``: an LP backend (or session) reporting duals;
-    ``max_nodes``: default :data:`MAX_NODES`."""
+    set ``unsafe`` (``(C, d)`` pairs as the property writes them). A node it has not proven
+    when the tree reaches ``max_nodes`` nodes (default :data:`MAX_NODES`) or the time
+    ``deadline`` (:func:`time.perf_counter`), or that it cannot prove with every phase fixed,
+    is an ``OPEN`` leaf (no evidence); None if no leaf is proven. ``lp``: an LP backend (or
+    session) reporting duals."""
     max_nodes = MAX_NODES if max_nodes is None else max_nodes
     starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
     tree = PhaseTree()
     todo = [_Node(tree.add(), np.zeros(starts[-1], np.int8), [], None)]
     while todo:
         if len(tree.kind) > max_nodes or (deadline is not None and time.perf_counter() > deadline):
-            return None
+            for node in todo:  # left without evidence: the checker says incomplete there
+                tree.kind[node.index] = OPEN
+            break
         node = todo.pop()
         bounder = Bounder(layers, lo[None], hi[None], node.prior, node.sigma[None],
                           _multipliers(node, tree, layers, starts, lo, hi, lp))
         lam, beta = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
+        alpha = []
         if lam is None:
             split = _split(bounder, beta)
+            lam, beta, alpha = _optimized_leaf(bounder, unsafe, lo, hi, starts)
         if lam is not None:
             tree.kind[node.index], tree.lam[node.index] = BOUND, lam
             tree.beta.extend((node.index, row, on, v) for row, on, v in beta)
+            tree.alpha.extend((node.index, row, on, v) for row, on, v in alpha)
             continue
-        if split is None:  # every phase fixed and still not proven: not a proof
-            return None
+        if split is None:  # every phase fixed and still not proven: a claim without evidence
+            tree.kind[node.index] = OPEN
+            continue
         k, j = split
         a, c = _affine_of(bounder, k, j)
         tree.kind[node.index], tree.dim[node.index] = PHASE, starts[k] + j
@@ -94,7 +106,7 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
             sigma[starts[k] + j] = sign
             todo.append(_Node(child, sigma, node.cons + [(starts[k] + j, k, sign, a, c)],
                               [(zl.copy(), zh.copy()) for zl, zh in bounder.bounds]))
-    return tree
+    return tree if (np.asarray(tree.kind) != OPEN).any() else None
 
 
 def _rows(cons, below: int):
@@ -180,6 +192,47 @@ def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
         lams.append(lam)
         betas.extend((-1 - q, neuron, float(v)) for (neuron, *_), v in zip(use, w) if v > 0)
     return np.concatenate(lams), betas
+
+
+def _optimized_leaf(bounder, unsafe, lo, hi, starts):
+    """``(lam, beta, alpha)`` proving every disjunct on the node's region by optimised slopes
+    and multipliers of the known phases (β-CROWN over the box, per row), or Nones."""
+    from polytrav.bounds.crown import Concretizer, LinearBounds, optimized_rows
+    from polytrav.proof.record import conjunction_multipliers
+
+    bounds = LinearBounds([], [], [], [], [], phase_sign=[])
+    for (zl, zh), sign in zip(bounder.bounds, bounder.signs):
+        bounds.push(zl[0], zh[0])
+        bounds.phase_sign.append(-sign[0])
+    mid, rad = (lo + hi) / 2, (hi - lo) / 2
+    W, b = bounder.layers[-1]
+    out_layer = len(starts) - 1
+    lams, betas, alphas, row0 = [], [], [], 0
+    for q, (C, d) in enumerate(unsafe):
+        C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
+        norms = np.linalg.norm(C, axis=1)
+        Cn = C / norms[:, None]
+        R = len(C)
+        slopes = [np.repeat(s[None], R, axis=0) for s in bounds.lower_slope]
+        beta = [np.zeros((R, len(s))) for s in bounds.lower_slope]
+        L, g, _ = optimized_rows(Cn @ W, Cn @ b, bounder.layers, bounds, out_layer, np.diag(rad),
+                                 mid, Concretizer(len(lo)), SLOPE_STEPS, slopes=slopes, beta=beta)
+        lam = conjunction_multipliers(L, g - d / norms) if R > 1 else np.ones(1)
+        if lam is None:
+            return None, None, None
+        dense = {k: (lam @ v)[None] for k, v in enumerate(beta) if (lam @ v).any()}
+        given = {k: np.where((bounds.lo[k] < 0) & (bounds.hi[k] > 0), v, np.nan)[None]
+                 for k, v in enumerate(slopes)}
+        lam = lam / norms
+        if not bounder.margin(C, d, lam[None], np.array([0]), dense or None, given)[0] > 0:
+            return None, None, None
+        lams.append(lam)
+        betas += [(-1 - q, starts[k] + i, float(v[0, i])) for k, v in dense.items()
+                  for i in np.flatnonzero(v[0] > 0)]
+        alphas += [(row0 + r, starts[k] + i, float(v[0, r, i])) for k, v in given.items()
+                   for r, i in zip(*np.nonzero(np.isfinite(v[0])))]
+        row0 += R
+    return np.concatenate(lams), betas, alphas
 
 
 def _split(bounder, row):

@@ -179,7 +179,7 @@ class CaseRecord:
                 out["kind"][i], out["lam"][i] = BOUND, self.leaves[node]
             elif node not in self.subtrees:
                 out["kind"][i] = OPEN if self.used else SETTLED
-        beta = []
+        beta, alpha = [], []
         for node, tree in self.subtrees.items():
             g = grafts[node]
             out["kind"][g], out["dim"][g] = tree.kind, tree.dim
@@ -189,9 +189,11 @@ class CaseRecord:
             for i, lam in tree.lam.items():
                 out["lam"][g[i]] = lam
             beta += [(g[i], row, on, v) for i, row, on, v in tree.beta]
-        beta = np.array(beta, dtype=object).reshape(-1, 4)
-        for x, col, dtype in zip(BETA, beta.T, (np.int32, np.int32, np.int32, float)):
-            out[f"beta_{x}"] = np.asarray(col, dtype=dtype)
+            alpha += [(g[i], row, on, v) for i, row, on, v in tree.alpha]
+        for what, entries in (("beta", beta), ("alpha", alpha)):
+            cols = np.array(entries, dtype=object).reshape(-1, 4).T
+            for x, col, dtype in zip(BETA, cols, (np.int32, np.int32, np.int32, float)):
+                out[f"{what}_{x}"] = np.asarray(col, dtype=dtype)
         return out
 
     def point(self, y) -> None:

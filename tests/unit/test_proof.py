@@ -315,17 +315,23 @@ def test_a_case_decided_by_the_traversal_is_certified_by_phase_splits(proven, tm
 
 
 def test_a_box_past_the_budget_stays_a_claim(proven, tmp_path, monkeypatch):
-    """A box whose phase tree would need more than the node budget stays a leaf without
-    evidence: the checker answers incomplete, naming it."""
+    """A phase tree stopped by its node budget keeps its nodes not proven as leaves without
+    evidence (with no node at all: the box itself); the checker answers incomplete, naming
+    the first."""
     from polytrav.proof import phases
 
-    monkeypatch.setattr(phases, "MAX_NODES", 1)
     net, prop, _, _ = proven[0]
+    monkeypatch.setattr(phases, "MAX_NODES", 0)
     result = verify(net, prop, split=False, proof=tmp_path / "t.proof")
     assert result.answer == "unsat"
     assert (result.proof["certified"], result.proof["uncertified"]) == (0, 1)
     assert str(check_proof(net, prop, tmp_path / "t.proof")) == (
         "incomplete: step 4 (case 0, node 0) is a claim without a certificate")
+    monkeypatch.setattr(phases, "MAX_NODES", 2)
+    result = verify(net, prop, split=False, proof=tmp_path / "t.proof")
+    assert result.proof["uncertified"] == 2 and result.proof["nodes"] == 3
+    assert str(check_proof(net, prop, tmp_path / "t.proof")).startswith(
+        "incomplete: step 5 (case 0, node 1) is a traversal claim without a certificate")
 
 
 def test_every_sample_lands_in_a_leaf_of_its_phases(tmp_path):
