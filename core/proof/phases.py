@@ -31,7 +31,7 @@ __all__ = ["PhaseTree", "prove_box", "MAX_NODES"]
 MAX_NODES = 20000
 #: Steps of slope and multiplier ascent (alpha, beta: :func:`~polytrav.bounds.crown.
 #: optimized_rows`) on a node that the LP's duals do not prove.
-SLOPE_STEPS = 20
+SLOPE_STEPS = 40
 
 
 @dataclass
@@ -198,7 +198,7 @@ def _optimized_leaf(bounder, unsafe, lo, hi, starts):
     """``(lam, beta, alpha)`` proving every disjunct on the node's region by optimised slopes
     and multipliers of the known phases (β-CROWN over the box, per row), or Nones."""
     from polytrav.bounds.crown import Concretizer, LinearBounds, optimized_rows
-    from polytrav.proof.record import conjunction_multipliers
+    from polytrav.proof.record import ascend_multipliers, conjunction_multipliers
 
     bounds = LinearBounds([], [], [], [], [], phase_sign=[])
     for (zl, zh), sign in zip(bounder.bounds, bounder.signs):
@@ -217,7 +217,10 @@ def _optimized_leaf(bounder, unsafe, lo, hi, starts):
         beta = [np.zeros((R, len(s))) for s in bounds.lower_slope]
         L, g, _ = optimized_rows(Cn @ W, Cn @ b, bounder.layers, bounds, out_layer, np.diag(rad),
                                  mid, Concretizer(len(lo)), SLOPE_STEPS, slopes=slopes, beta=beta)
-        lam = conjunction_multipliers(L, g - d / norms) if R > 1 else np.ones(1)
+        lam = np.ones(1)
+        if R > 1:  # the conjunction's multipliers: ascent, else its LP
+            found, value = ascend_multipliers(L[None], (g - d / norms)[None], enough=0.0)
+            lam = found[0] if value[0] > 0 else conjunction_multipliers(L, g - d / norms)
         if lam is None:
             return None, None, None
         dense = {k: (lam @ v)[None] for k, v in enumerate(beta) if (lam @ v).any()}
