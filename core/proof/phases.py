@@ -253,7 +253,7 @@ def _split(bounder, row):
                     Lam = Lz @ bounder.layers[j][0]  # on a_{j-1}
                     alpha, s, _ = (a[0] for a in bounder.relu[j - 1])
                     Lz = Lam * np.where(Lam > 0, alpha, s)
-                gap = gap * np.abs(Lam) + 1e-12 * gap
+                gap = np.where((gap * np.abs(Lam) > 0).any(), gap * np.abs(Lam), gap)
             return k, int(np.argmax(np.where(free, gap, -np.inf)))
     return None
 
