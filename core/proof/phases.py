@@ -64,17 +64,18 @@ class _Node:
 
 
 def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
-              deadline: float | None = None) -> PhaseTree | None:
+              deadline: float | None = None, prior=None) -> PhaseTree | None:
     """A tree of phase splits proving that no point of the box ``[lo, hi]`` meets the unsafe
     set ``unsafe`` (``(C, d)`` pairs as the property writes them). A node it has not proven
     when the tree reaches ``max_nodes`` nodes (default :data:`MAX_NODES`) or the time
     ``deadline`` (:func:`time.perf_counter`), or that it cannot prove with every phase fixed,
     is an ``OPEN`` leaf (no evidence); None if no leaf is proven. ``lp``: an LP backend (or
-    session) reporting duals."""
+    session) reporting duals. ``prior``: the bounds the checker finds on the box's parent
+    in the input split's tree (:class:`Bounder`'s ``prior``), if it has one."""
     max_nodes = MAX_NODES if max_nodes is None else max_nodes
     starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
     tree = PhaseTree()
-    todo = [_Node(tree.add(), np.zeros(starts[-1], np.int8), [], None)]
+    todo = [_Node(tree.add(), np.zeros(starts[-1], np.int8), [], prior)]
     while todo:
         if len(tree.kind) > max_nodes or (deadline is not None and time.perf_counter() > deadline):
             for node in todo:  # left without evidence: the checker says incomplete there

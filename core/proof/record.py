@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from polytrav.proof.check import (BETA, BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION,
+from polytrav.proof.check import (BETA, BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION, Bounder,
                                   network_digest, property_digest)
 from polytrav.vocabulary.tolerances import PROOF_LAM_TOL
 
@@ -91,6 +91,8 @@ class CaseRecord:
         self.splits: dict[int, tuple] = {}
         self.leaves: dict[int, np.ndarray] = {}
         self.subtrees: dict = {}  # a leaf's phase tree (polytrav.proof.phases), by its id
+        self.bounds: dict = {}  # the checker's bounds on a split node (certify_rest)
+        self.boxes: dict = {}  # each node's (lower, upper, path), as unproven() found them
         self.used = False  # whether the input split ran on the case
         self.certifiable = True  # False: the split bounded boxes in a way the checker does not
 
@@ -134,19 +136,21 @@ class CaseRecord:
     def split(self, parent: int, dim: int, at: float, left: int, right: int) -> None:
         self.splits[int(parent)] = (int(dim), float(at), int(left), int(right))
 
-    def unproven(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """The boxes of the leaves without a certificate (nor a phase tree), by id."""
-        boxes, todo, out = {0: (self.lower, self.upper)}, [0], {}
+    def unproven(self) -> dict[int, tuple[np.ndarray, np.ndarray, list[int]]]:
+        """The boxes of the leaves without a certificate (nor a phase tree), by id, each with
+        its path of split nodes from the root."""
+        boxes, todo, out = {0: (self.lower, self.upper, [])}, [0], {}
         while todo:
             node = todo.pop()
-            lo, hi = boxes[node]
+            lo, hi, path = boxes[node]
             if node in self.splits:
                 dim, at, left, right = self.splits[node]
-                boxes[left] = (lo, np.where(np.arange(len(hi)) == dim, at, hi))
-                boxes[right] = (np.where(np.arange(len(lo)) == dim, at, lo), hi)
+                boxes[left] = (lo, np.where(np.arange(len(hi)) == dim, at, hi), path + [node])
+                boxes[right] = (np.where(np.arange(len(lo)) == dim, at, lo), hi, path + [node])
                 todo += [left, right]
             elif node not in self.leaves and node not in self.subtrees:
-                out[node] = (lo, hi)
+                out[node] = boxes[node]
+        self.boxes = boxes
         return out
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -218,8 +222,16 @@ class CaseRecord:
 
         if not (self.used or box_region):
             return
-        for node, (lo, hi) in self.unproven().items():
-            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline)
+        unproven = self.unproven()
+        for node, (lo, hi, path) in unproven.items():
+            for at, inner in enumerate(path):  # the boxes' bounds as the checker finds them
+                if inner not in self.bounds:  # (each node's on its parent's), once each
+                    box = self.boxes[inner]
+                    self.bounds[inner] = Bounder(layers, box[0][None], box[1][None],
+                                                 self.bounds[path[at - 1]] if at else None
+                                                 ).bounds
+            prior = self.bounds.get(path[-1]) if path else None
+            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline, prior=prior)
             if tree is not None:
                 self.subtrees[node] = tree
 
