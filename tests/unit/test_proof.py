@@ -314,6 +314,24 @@ def test_a_case_decided_by_the_traversal_is_certified_by_phase_splits(proven, tm
     assert str(check_proof(net, prop, tmp_path / "t.proof")) == "valid"
 
 
+def test_boxes_the_split_leaves_open_are_certified_by_phase_splits(tmp_path, monkeypatch):
+    """With the input split cut to 6 boxes it leaves boxes to the traversal: each gets a
+    phase tree (starting from the bounds the checker finds on its parent box), and the
+    certificate checks valid with no leaf lacking evidence."""
+    import polytrav.bounds.split as split
+
+    for name in ("SPLIT_BOXES", "SPLIT_MAX_BOXES", "SPLIT_DEEP_MAX_BOXES"):
+        monkeypatch.setattr(split, name, 6)
+    for seed in (3, 29):
+        net, prop = _instance(tmp_path, seed)
+        result = verify(net, prop, proof=tmp_path / "p.proof")
+        assert result.answer == "unsat" and result.split["open"] > 0
+        assert result.proof["uncertified"] == 0
+        _, arrays = read_certificate(tmp_path / "p.proof")
+        assert (arrays["case0_kind"] == SPLIT).any() and len(arrays["case0_beta_value"])
+        assert str(check_proof(net, prop, tmp_path / "p.proof")) == "valid"
+
+
 def test_a_box_past_the_budget_stays_a_claim(proven, tmp_path, monkeypatch):
     """A phase tree stopped by its node budget keeps its nodes not proven as leaves without
     evidence (with no node at all: the box itself); the checker answers incomplete, naming
