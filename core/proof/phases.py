@@ -84,16 +84,16 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
         node = todo.pop()
         bounder = Bounder(layers, lo[None], hi[None], node.prior, node.sigma[None],
                           _multipliers(node, tree, layers, starts, lo, hi, lp))
-        lam, beta = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
+        lam, beta, worst = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
         alpha = []
         if lam is None:
-            split = _split(bounder, beta)
             lam, beta, alpha = _optimized_leaf(bounder, unsafe, lo, hi, starts)
         if lam is not None:
             tree.kind[node.index], tree.lam[node.index] = BOUND, lam
             tree.beta.extend((node.index, row, on, v) for row, on, v in beta)
             tree.alpha.extend((node.index, row, on, v) for row, on, v in alpha)
             continue
+        split = _split(bounder, worst)
         if split is None:  # every phase fixed and still not proven: a claim without evidence
             tree.kind[node.index] = OPEN
             continue
@@ -163,7 +163,9 @@ def _duals(lp, C, A, b, lo, hi) -> np.ndarray:
 
 
 def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
-    """``(lam, beta)`` proving every disjunct on the node's region, or ``(None, None)``."""
+    """``(lam, beta, None)`` proving every disjunct on the node's region by the LP's duals,
+    else ``(None, None, row)``: the output combination of the first disjunct it does not
+    prove (None if its LP is not solved)."""
     out_layer = len(starts) - 1
     use, A, b = _rows(node.cons, out_layer)
     lams, betas = [], []
@@ -179,20 +181,20 @@ def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
         res = lp.solve_lp(cost, np.hstack([G, -np.ones((len(h), 1))]), h,
                           bounds=(np.append(lo, -np.inf), np.append(hi, np.inf)))
         if res.status is not Status.OPTIMAL or res.duals is None:
-            return None, None
+            return None, None, None
         y = np.maximum(np.asarray(res.duals[:len(h)], float), 0.0)
         lam, w = y[:R] / norms, y[R:]
         if not res.objective > 0:
-            return None, lam @ C  # the disjunct's combination the split should help most
+            return None, None, lam @ C  # the combination a split should help most
         dense = {}
         for (neuron, layer, *_), v in zip(use, w):
             arr = dense.setdefault(layer, np.zeros((1, starts[layer + 1] - starts[layer])))
             arr[0, neuron - starts[layer]] += v
         if not bounder.margin(C, d, lam[None], np.array([0]), dense or None)[0] > 0:
-            return None, None
+            return None, None, lam @ C
         lams.append(lam)
         betas.extend((-1 - q, neuron, float(v)) for (neuron, *_), v in zip(use, w) if v > 0)
-    return np.concatenate(lams), betas
+    return np.concatenate(lams), betas, None
 
 
 def _optimized_leaf(bounder, unsafe, lo, hi, starts):
