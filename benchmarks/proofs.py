@@ -12,6 +12,11 @@ and first calls paid once, before the first timed run).
     python benchmarks/proofs.py --networks all --props 3 4 --instances 1_1:5 1_1:6 3_3:9 4_5:10 \
         --timeout 116 --out benchmarks/results/proofs_acas_timing.csv
     python benchmarks/proofs.py --props --instances 1_1:2 1_7:2 3_3:2 --timeout 116
+    python benchmarks/proofs.py --props --instances 3_3:2 4_2:2 --rest-factor 50
+
+``--rest-factor``: the phase trees' budget (:data:`polytrav.proof.record.REST_TIME_FACTOR`,
+times the time ``verify`` took) for boxes decided past the input split; the row's
+``phase_nodes`` counts their nodes.
 """
 from __future__ import annotations
 
@@ -56,6 +61,7 @@ def run(net: str, prop: int, repeat: int, timeout: float | None) -> dict:
                "verify_proof_cpu_s": round(statistics.median(cpu_recorded), 3)}
         info = r1.proof or {}
         row.update({k: info.get(k, "") for k in ("nodes", "certified", "uncertified", "bytes")})
+        row["phase_nodes"] = _phase_nodes(path) if r1.proof is not None else ""
         if r1.proof is not None:
             t, c = time.perf_counter(), time.process_time()
             checked = check_proof(onnx, vnnlib, path)
@@ -63,6 +69,19 @@ def run(net: str, prop: int, repeat: int, timeout: float | None) -> dict:
                         "check_cpu_s": round(time.process_time() - c, 3),
                         "check_message": "" if checked.status == "valid" else str(checked)})
     return row
+
+
+def _phase_nodes(path) -> int:
+    """The certificate's phase-split nodes (:data:`polytrav.proof.check.PHASE`)."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from polytrav.proof.check import PHASE
+
+    with zipfile.ZipFile(path) as z, np.load(io.BytesIO(z.read("arrays.npz"))) as npz:
+        return int(sum((npz[k] == PHASE).sum() for k in npz.files if k.endswith("_kind")))
 
 
 def summary(rows: list[dict]) -> None:
@@ -96,7 +115,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=None)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--rest-factor", type=float, default=None,
+                    help="the phase trees' budget, times verify's time (default: the library's)")
     args = ap.parse_args()
+    if args.rest_factor is not None:
+        import polytrav.proof.record as record
+
+        record.REST_TIME_FACTOR = args.rest_factor
     run("1_1", 4, 1, None)  # imports and first calls, untimed
     rows = []
     writer = None

@@ -37,14 +37,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FORMAT", "VERSION", "SPLIT", "BOUND", "OPEN", "SETTLED", "KIND_NAMES",
-           "CheckResult", "check_proof", "network_digest", "property_digest", "main"]
+__all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
+           "KIND_NAMES", "Bounder", "CheckResult", "check_proof", "network_digest",
+           "property_digest", "main"]
 
-FORMAT, VERSION = "polytrav-proof", 1
-#: Node kinds: a split of the box, a bound leaf, and two leaves without evidence (a box left
-#: open for the traversal; a case the input split did not settle).
-SPLIT, BOUND, OPEN, SETTLED = 0, 1, 2, 3
-KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim"}
+#: The format written, and the versions read (1: input splits only; 2 adds phase splits and
+#: multipliers of phase constraints, ``beta``).
+FORMAT, VERSION, VERSIONS = "polytrav-proof", 2, (1, 2)
+#: Node kinds: a split of the box, a bound leaf, two leaves without evidence (a box left
+#: open for the traversal; a case the input split did not settle), a split of one hidden
+#: neuron's phase (version 2).
+SPLIT, BOUND, OPEN, SETTLED, PHASE = 0, 1, 2, 3, 4
+KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim",
+              PHASE: "phase split"}
+BETA = ("node", "row", "on", "value")  # the sparse multipliers' arrays (case{k}_beta_...)
+#: and the sparse slopes' (case{k}_alpha_...): a leaf's lower slope of a neuron in a row
+ALPHA = BETA
 U = 2.0 ** -53  # float64's unit roundoff
 TINY = 1e-300  # covers underflow: at most n * 2^-1074 per product of length n
 CHUNK = 32  # boxes bounded at once (few: the rows are the union of their unstable neurons)
@@ -128,21 +136,30 @@ def _rowsum(L, v):
     return np.einsum("brn,bn->br", L, v)
 
 
-class _Bounder:
-    """Rigorous CROWN bounds of a network on a batch of boxes ``[lo, hi]`` (``(B, n_in)``)."""
+class Bounder:
+    """Rigorous CROWN bounds of a network on a batch of boxes ``[lo, hi]`` (``(B, n_in)``).
 
-    def __init__(self, layers, lo, hi, prior=None):
+    ``prior``: per hidden layer, bounds that hold on each box's region (its parent's: the
+    neurons stable there keep them, the others are bounded again). ``sigma`` (``(B, neurons)``): the phases the region
+    imposes (+1: ``z >= 0``, -1: ``z <= 0``; version 2's phase splits), which clamp the
+    bounds. ``beta(bounder, k, j)``: per layer ``i < k``, the multipliers of the rows
+    bounding layer ``k``'s neurons ``j`` (``(B, 2 len(j), n_i)``: lower bounds of ``z_j``,
+    then of ``-z_j``), or None; called once the layers below ``k`` are bounded."""
+
+    def __init__(self, layers, lo, hi, prior=None, sigma=None, beta=None):
         self.layers = layers
         self.m = (lo + hi) / 2
         self.r = np.nextafter(np.maximum(hi - self.m, self.m - lo), np.inf)  # box in m +- r
         self.xmax = np.maximum(np.abs(lo), np.abs(hi))
         # the slack's terms are non-negative floats computed plainly: each is at least its
         # exact value times (1 - u)^chain, chain the roundings along it (dot products, sums)
-        self.chain = sum(W.shape[0] + W.shape[1] + 8 for W, _ in layers)
+        self.chain = sum(W.shape[0] + W.shape[1] + 12 for W, _ in layers)
         self.relu = []  # per hidden layer: (alpha, s, t)
         self.weights = []  # per layer j: the slack's weights on |Lz| (see affine), twice
         self.bounds = []  # per hidden layer: (lo, hi) of z on each box
+        self.signs = []  # per hidden layer: +1 / -1 where z >= 0 / z <= 0 is known, else 0
         amax = self.xmax
+        start = 0
         for k in range(len(layers) - 1):
             W, b = layers[k]
             n = W.shape[0]
@@ -150,40 +167,57 @@ class _Bounder:
             self.weights.append((plain, None))
             if prior is None:
                 zlo, zhi, j = np.empty((lo.shape[0], n)), np.empty((lo.shape[0], n)), np.arange(n)
-            else:  # the parent's bounds hold on its sub-boxes; the stable stay as they are
+            else:  # the parent's bounds hold on its sub-regions: its stable neurons stay
                 zlo, zhi = prior[k][0].copy(), prior[k][1].copy()
                 j = np.flatnonzero(((zlo < 0) & (zhi > 0)).any(axis=0))
             if len(j):  # +-z_j = +-(W[j] a + b[j]): exact rows on the layer's input
                 rows, const = np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]])
                 low = self.lower(*self.affine(np.broadcast_to(rows, (lo.shape[0],) + rows.shape),
-                                              k, const=const))
+                                              k, const=const,
+                                              beta=None if beta is None else beta(self, k, j)))
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
                 if prior is not None:  # a phase the parent proved stays (as in the split)
                     nlo = np.where(zlo[:, j] >= 0, np.maximum(nlo, 0.0), nlo)
                     nhi = np.where(zhi[:, j] <= 0, np.minimum(nhi, 0.0), nhi)
                 zlo[:, j], zhi[:, j] = nlo, nhi
+            if sigma is not None:  # the region's phases: z >= 0 or z <= 0 on it
+                sk = sigma[:, start:start + n]
+                zlo, zhi = np.where(sk > 0, np.maximum(zlo, 0.0), zlo), np.where(
+                    sk < 0, np.minimum(zhi, 0.0), zhi)
             self.bounds.append((zlo, zhi))
+            self.signs.append(np.where(zlo >= 0, 1.0, np.where(zhi <= 0, -1.0, 0.0)))
             self.relu.append(_relaxation(zlo, zhi))
             self.weights[k] = (plain, plain + 4 * U * np.maximum(np.abs(zlo), np.abs(zhi)))
             amax = np.maximum(zhi, 0.0)
+            start += n
         W, b = layers[-1]
         self.weights.append((_gam(W.shape[0]) * (amax @ np.abs(W).T + np.abs(b)), None))
 
-    def affine(self, Lz, k, boxes=slice(None), const=None):
+    def affine(self, Lz, k, boxes=slice(None), const=None, beta=None, slopes=None):
         """``(Lx, g, slack)`` with ``Lz . z_k >= Lx . x + g - slack`` on each of the ``boxes``
         (default all), where ``z_k = W_k a_{k-1} + b_k`` (``a_{-1} = x``) and ``Lz`` is
         ``(B, R, n_k)``; with ``const`` (``(R,)``), of ``Lz . a_{k-1} + const`` instead.
+        ``beta``: per layer ``i < k`` (a dict), multipliers ``(B, R, n_i) >= 0`` of the known
+        phases ``sign z_i >= 0``: the function bounded is less ``beta sign z_i`` (``<= 0`` on
+        the region), a lower bound of it. ``slopes``: per layer (a dict), lower slopes ``(B, R,
+        n_i)`` in ``[0, 1]`` (NaN: none given) of its unstable neurons instead of ``alpha``.
 
         ``Lz . z_j = (Lz W_j) . a + Lz . b_j``: ``fl(Lz W_j)`` and ``fl(Lz . b_j)`` are off by
         at most ``gamma |Lz| |W_j|`` and ``gamma |Lz| |b_j|``; with ``|a| <= amax`` their
         terms are ``|Lz| . weights`` (``gamma (|W_j| amax + |b_j|)``); below layer ``k``,
         ``Lz = fl(Lam * slope)`` is off by ``u |Lz|`` per entry, times ``|z| <= zmax``
-        (``4 u zmax`` in the weights). Each update of ``g`` rounds by at most ``u |g|``.
+        (``4 u zmax`` in the weights), and ``fl(Lz - beta sign)`` by ``u (|Lz| + beta)``.
+        Each update of ``g`` rounds by at most ``u |g|``.
         """
         g = np.zeros(Lz.shape[:2])
         slack = np.zeros(Lz.shape[:2])
         for j in range(k, -1, -1):
             W, b = self.layers[j]
+            if beta is not None and j in beta:  # Lz is on z_j: less beta sign z_j
+                zlo, zhi = self.bounds[j]
+                zmax = np.maximum(np.abs(zlo), np.abs(zhi))[boxes]
+                slack = slack + 2 * U * _rowsum(np.abs(Lz) + beta[j], zmax)
+                Lz = Lz - beta[j] * self.signs[j][boxes][:, None, :]
             Lz = np.ascontiguousarray(Lz)  # (a broadcast array would leave BLAS out)
             if const is not None and j == k:  # the rows are on a_{k-1} already, exactly
                 Lam, g = Lz, g + const
@@ -194,9 +228,13 @@ class _Bounder:
                 slack = slack + _rowsum(np.abs(Lz), weights) + 2 * U * np.abs(g)
             if j == 0:
                 return Lam, g, _up(slack * (1.0 + _gam(self.chain)))
-            alpha, s, t = (a[boxes] for a in self.relu[j - 1])
-            Lz = Lam * np.where(Lam > 0, alpha[:, None, :], s[:, None, :])
-            lost = _rowsum(np.maximum(-Lam, 0.0), t)  # sum of Lam t over Lam < 0, negated
+            alpha, s, t = (a[boxes][:, None, :] for a in self.relu[j - 1])
+            if slopes is not None and j - 1 in slopes:  # any slope in [0, 1] of the unstable
+                zlo, zhi = (z[boxes][:, None, :] for z in self.bounds[j - 1])
+                given = (zlo < 0) & (zhi > 0) & (slopes[j - 1] >= 0) & (slopes[j - 1] <= 1)
+                alpha = np.where(given, slopes[j - 1], alpha)
+            Lz = Lam * np.where(Lam > 0, alpha, s)
+            lost = _rowsum(np.maximum(-Lam, 0.0), t[:, 0])  # sum of Lam t over Lam < 0, negated
             g = g - lost
             slack = slack + _gam(W.shape[1]) * lost + 2 * U * np.abs(g)
         raise AssertionError("unreachable")
@@ -213,12 +251,23 @@ class _Bounder:
         mag = np.abs(t1) + t2 + t3 + np.abs(g) + slack
         return np.nextafter(total - _up(8 * U * mag), -np.inf)
 
-    def margin(self, C, d, lam, boxes):
+    def margin(self, C, d, lam, boxes, beta=None, slopes=None):
         """A lower bound of ``lam . (C y - d)`` over each of the ``boxes`` (indices; ``lam``
-        ``(len(boxes), rows)``, >= 0)."""
+        ``(len(boxes), rows)``, >= 0), less ``beta sign z`` (``beta``: per layer, ``(len(boxes),
+        n_i)``; a row of its own, with multiplier 1); ``slopes``: per layer, ``(len(boxes),
+        rows, n_i)``, as in :meth:`affine`."""
+        if beta is not None:
+            B, n_out = len(boxes), C.shape[1]
+            C = np.vstack([C, np.zeros((1, n_out))])
+            d, lam = np.append(d, 0.0), np.hstack([lam, np.ones((B, 1))])
+            beta = {i: np.concatenate([np.zeros((B, C.shape[0] - 1, v.shape[1])), v[:, None, :]],
+                                      axis=1) for i, v in beta.items()}
+            if slopes is not None:
+                slopes = {i: np.concatenate([v, np.full((B, 1, v.shape[2]), np.nan)], axis=1)
+                          for i, v in slopes.items()}
         B, r = lam.shape
         Lx, g, slack = self.affine(np.broadcast_to(C, (B,) + C.shape), len(self.layers) - 1,
-                                   boxes)
+                                   boxes, beta=beta, slopes=slopes)
         n = Lx.shape[-1]
         Lc = np.einsum("br,brn->bn", lam, Lx)
         gc = np.einsum("br,br->b", lam, g) - lam @ d
@@ -256,66 +305,155 @@ def _read(path):
     if not isinstance(header, dict):
         raise _Fail(1, "(the file): proof.json is not an object")
     if header.get("format") != FORMAT or type(header.get("version")) is not int \
-            or header.get("version") != VERSION:
+            or header.get("version") not in VERSIONS:
         raise _Fail(1, f"(the file): format {header.get('format')!r} version "
-                       f"{header.get('version')!r}; this checker reads {FORMAT!r} {VERSION}")
+                       f"{header.get('version')!r}; this checker reads {FORMAT!r} "
+                       f"{' and '.join(map(str, VERSIONS))}")
     return header, arrays
 
 
-def _case_tree(k, arrays, n_in, n_rows, first_step):
-    """The case's node arrays, checked as a tree whose children follow their parent."""
+def _case_tree(k, arrays, n_in, n_rows, n_hidden, version, first_step):
+    """The case's node arrays, checked as a tree whose children follow their parent, and its
+    multipliers ``beta`` and slopes ``alpha`` (version 2; each ``(node, row, on, value)``,
+    sorted by node)."""
     names = ("kind", "dim", "at", "left", "right", "lam")
     try:
         kind, dim, at, left, right, lam = (arrays[f"case{k}_{x}"] for x in names)
+        sparse = [[arrays.get(f"case{k}_{what}_{x}", np.zeros(0, int if x != "value" else float))
+                   if version >= 2 else np.zeros(0, int if x != "value" else float)
+                   for x in BETA] for what in ("beta", "alpha")]
     except KeyError as exc:
         raise _Fail(first_step, f"(case {k}): array {exc} missing") from None
     N = len(kind) if kind.ndim == 1 else 0
     shapes_ok = (N >= 1 and all(a.shape == (N,) for a in (dim, at, left, right))
                  and lam.shape == (N, n_rows) and lam.dtype == at.dtype == np.float64
-                 and all(a.dtype.kind == "i" for a in (kind, dim, left, right)))
+                 and all(a.dtype.kind == "i" for a in (kind, dim, left, right))
+                 and all(a.dtype.kind == "i" for x in sparse for a in x[:3])
+                 and all(x[3].dtype == np.float64 for x in sparse)
+                 and all(a.ndim == 1 and len(a) == len(x[3]) for x in sparse for a in x))
     if not shapes_ok:  # (float64 and signed integers only: the rounding analysis is float64's)
         raise _Fail(first_step, f"(case {k}): node arrays of inconsistent shapes or types")
     kind, dim, left, right = (a.astype(np.int64) for a in (kind, dim, left, right))
+    checked = []
+    for (node, row, on, value), what, rows_ok, top in (
+            (sparse[0], "multiplier of a phase (beta)", lambda r: r < 2 * n_hidden, np.inf),
+            (sparse[1], "slope (alpha)", lambda r: (0 <= r) & (r < n_rows), 1.0)):
+        node, row, on = (a.astype(np.int64) for a in (node, row, on))
+        bad = ~((0 <= node) & (node < N) & (0 <= on) & (on < n_hidden) & rows_ok(row)
+                & np.isfinite(value) & (value >= 0) & (value <= top))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise _Fail(first_step + int(node[i]) if 0 <= node[i] < N else first_step,
+                        f"(case {k}): {what} {i} is negative, not finite or out of range")
+        order = np.argsort(node, kind="stable")
+        checked.append((node[order], row[order], on[order], value[order]))
     parents = np.zeros(N, int)
     for i in range(N):
-        if kind[i] == SPLIT:
+        if kind[i] in (SPLIT, PHASE) and (kind[i] == SPLIT or version >= 2):
             for c in (left[i], right[i]):
                 if not i < c < N:
                     raise _Fail(first_step + i, f"(case {k}, node {i}): child {c} is not a "
                                                 f"later node")
                 parents[c] += 1
-            if not 0 <= dim[i] < n_in:
+            if not 0 <= dim[i] < (n_in if kind[i] == SPLIT else n_hidden):
                 raise _Fail(first_step + i, f"(case {k}, node {i}): split coordinate "
                                             f"{dim[i]} out of range")
-        elif kind[i] not in KIND_NAMES:
+        elif kind[i] not in (BOUND, OPEN, SETTLED):
             raise _Fail(first_step + i, f"(case {k}, node {i}): unknown kind {kind[i]}")
     for i in range(1, N):
         if parents[i] != 1:
             raise _Fail(first_step + i, f"(case {k}, node {i}): has {parents[i]} parents "
                                         "(every node but the root has one)")
-    return kind, dim, at, left, right, lam
+    return kind, dim, at, left, right, lam, checked
 
 
-def _check_case(k, case, layers, arrays, first_step, failures, gaps):
+class _Multipliers:
+    """A chunk's multipliers of the known phases, dense per layer, from the sparse ``beta``
+    (rows: ``2 i + side`` bounds hidden neuron ``i``'s ``z`` (side 0) or ``-z`` (side 1); ``-1
+    - q``, disjunct ``q``'s leaf bound; ``on``: the hidden neuron whose phase it multiplies).
+    One on a neuron of no known phase, or not below its row's layer, counts for nothing."""
+
+    def __init__(self, sparse, idx, starts):
+        self.slopes = _Multipliers(sparse[1:], idx, starts) if len(sparse) > 1 else None
+        node, row, on, value = sparse[0]
+        a, b = np.searchsorted(node, idx[0]), np.searchsorted(node, idx[-1], side="right")
+        pos = np.full(idx[-1] + 1 - idx[0], -1)
+        pos[idx - idx[0]] = np.arange(len(idx))
+        keep = pos[node[a:b] - idx[0]] >= 0
+        self.node = pos[node[a:b][keep] - idx[0]]
+        self.row, self.on, self.value = row[a:b][keep], on[a:b][keep], value[a:b][keep]
+        self.starts, self.B = starts, len(idx)
+        self.layer_on = np.searchsorted(starts, self.on, side="right") - 1
+
+    def _dense(self, pick, rows, upto, empty=0.0):
+        """Per layer below ``upto``: ``(B, rows, n)`` of the entries ``pick`` (row indices),
+        summed (``empty`` where none; NaN: the slopes', the last of each place kept)."""
+        out = {}
+        for i in range(upto):
+            mine = pick & (self.layer_on == i)
+            if mine.any():
+                arr = np.full((self.B, rows, self.starts[i + 1] - self.starts[i]), empty)
+                at = (self.node[mine], self.rowpos[mine], self.on[mine] - self.starts[i])
+                if empty == 0.0:
+                    np.add.at(arr, at, self.value[mine])
+                else:
+                    arr[at] = self.value[mine]
+                out[i] = arr
+        return out or None
+
+    def intermediate(self, bounder, k, j):
+        """For :class:`Bounder`: layer ``k``'s rows of neurons ``j`` (local indices)."""
+        where = np.full(self.starts[k + 1] - self.starts[k], -1)
+        where[j] = np.arange(len(j))
+        neuron = self.row // 2
+        pick = (self.row >= 0) & (neuron >= self.starts[k]) & (neuron < self.starts[k + 1])
+        local = where[np.clip(neuron - self.starts[k], 0, len(where) - 1)]
+        pick &= local >= 0
+        self.rowpos = np.where(pick, local + len(j) * (self.row % 2), 0)
+        return self._dense(pick, 2 * len(j), k)
+
+    def leaf(self, q, sub, upto):
+        """Disjunct ``q``'s multipliers on the leaves ``sub`` (chunk positions): per layer
+        ``(len(sub), n)``."""
+        self.rowpos = np.zeros(len(self.row), int)
+        out = self._dense(self.row == -1 - q, 1, upto)
+        return None if out is None else {i: v[sub, 0] for i, v in out.items()}
+
+    def leaf_slopes(self, rows, sub, upto):
+        """The slopes of the property's rows ``rows`` (a range) on the leaves ``sub``: per
+        layer ``(len(sub), len(rows), n)``, NaN where none is given."""
+        s = self.slopes
+        pick = (s.row >= rows.start) & (s.row < rows.stop)
+        s.rowpos = np.where(pick, s.row - rows.start, 0)
+        out = s._dense(pick, len(rows), upto, empty=np.nan)
+        return None if out is None else {i: v[sub] for i, v in out.items()}
+
+
+def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
     """Check case ``k``: its tree, its boxes, its bound leaves. The first failing step goes
     to ``failures``, the steps without evidence to ``gaps``; returns the case's steps."""
     n_in = case.lower.shape[0]
     rows = [np.asarray(C, float) for C, _ in case.unsafe]
     ds = [np.asarray(d, float) for _, d in case.unsafe]
     ends = np.cumsum([0] + [C.shape[0] for C in rows])
-    kind, dim, at, left, right, lam = _case_tree(k, arrays, n_in, int(ends[-1]), first_step)
+    starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
+    kind, dim, at, left, right, lam, sparse = _case_tree(k, arrays, n_in, int(ends[-1]),
+                                                          int(starts[-1]), version, first_step)
     N = len(kind)
     lo = np.empty((N, n_in))
     hi = np.empty((N, n_in))
     lo[0], hi[0] = case.lower, case.upper
-    for i in np.flatnonzero(kind == SPLIT):  # parents come first: boxes top-down
-        j, a = dim[i], at[i]
+    sigma = np.zeros((N, starts[-1]), np.int8)  # the phases of each node's region
+    for i in np.flatnonzero((kind == SPLIT) | (kind == PHASE)):  # parents first: top-down
+        j, a, c = dim[i], at[i], (left[i], right[i])
+        lo[list(c)], hi[list(c)], sigma[list(c)] = lo[i], hi[i], sigma[i]
+        if kind[i] == PHASE:  # left: z_j <= 0, right: z_j >= 0 (they cover every phase)
+            sigma[c[0], j], sigma[c[1], j] = -1, 1
+            continue
         if not lo[i, j] <= a <= hi[i, j]:  # (false for NaN)
             raise _Fail(first_step + i, f"(case {k}, node {i}): split at x_{j} = {a!r} "
                                         f"outside the box [{lo[i, j]!r}, {hi[i, j]!r}]")
-        lo[left[i]], hi[left[i]] = lo[i], hi[i]
-        lo[right[i]], hi[right[i]] = lo[i], hi[i]
-        hi[left[i], j] = lo[right[i], j] = a
+        hi[c[0], j] = lo[c[1], j] = a
     for i in np.flatnonzero((kind == OPEN) | (kind == SETTLED)):
         gaps.append((first_step + int(i), f"(case {k}, node {i}) is a {KIND_NAMES[kind[i]]} "
                                           "without a certificate"))
@@ -324,12 +462,12 @@ def _check_case(k, case, layers, arrays, first_step, failures, gaps):
     if len(bad):
         raise _Fail(first_step + int(bad[0]), f"(case {k}, node {bad[0]}): a multiplier is "
                                               "negative or not finite")
-    # every node's bounds, parents first (a bound proven on a box holds on its sub-boxes: as
-    # in the split, a neuron stable on the parent is not bounded again), then each bound
-    # leaf's disjuncts
+    # every node's bounds, parents first (a bound proven on a region holds on its parts:
+    # only the neurons unstable on the parent are bounded again), then each bound leaf's
+    # disjuncts
     parent = np.zeros(N, int)
     depth = np.zeros(N, int)
-    for i in np.flatnonzero(kind == SPLIT):
+    for i in np.flatnonzero((kind == SPLIT) | (kind == PHASE)):
         parent[[left[i], right[i]]] = i
         depth[[left[i], right[i]]] = depth[i] + 1
     bounds = [(np.empty((N, W.shape[0])), np.empty((N, W.shape[0]))) for W, _ in layers[:-1]]
@@ -344,15 +482,18 @@ def _check_case(k, case, layers, arrays, first_step, failures, gaps):
         for start in range(0, len(at_level), CHUNK):
             idx = at_level[start:start + CHUNK]
             prior = None if level == 0 else [(a[parent[idx]], b[parent[idx]]) for a, b in bounds]
-            bounder = _Bounder(layers, lo[idx], hi[idx], prior)
+            mult = _Multipliers(sparse, idx, starts)
+            bounder = Bounder(layers, lo[idx], hi[idx], prior, sigma[idx], mult.intermediate)
             for (a, b), (za, zb) in zip(bounds, bounder.bounds):
                 a[idx], b[idx] = za, zb
             mine = np.flatnonzero(kind[idx] == BOUND)
             if not len(mine):
                 continue
             sub = idx[mine]
-            lows = np.array([bounder.margin(C, d, lam[sub, ends[q]:ends[q + 1]], mine)
-                             for q, (C, d) in enumerate(zip(rows, ds))])  # (disjuncts, leaves)
+            lows = np.array([bounder.margin(
+                C, d, lam[sub, ends[q]:ends[q + 1]], mine, mult.leaf(q, mine, len(layers) - 1),
+                mult.leaf_slopes(range(ends[q], ends[q + 1]), mine, len(layers) - 1))
+                for q, (C, d) in enumerate(zip(rows, ds))])  # (disjuncts, leaves)
             for b in np.flatnonzero(~(lows > 0).all(axis=0)):
                 q = int(np.flatnonzero(~(lows[:, b] > 0))[0])
                 failed.append((first_step + int(sub[b]), f"(case {k}, node {sub[b]}, disjunct "
@@ -391,7 +532,8 @@ def check_proof(network_file, property_file, certificate) -> CheckResult:
         step, failures, gaps = 4, [], []
         for k, case in enumerate(spec.cases):
             with np.errstate(all="ignore"):  # an overflow is a NaN or infinite bound: it fails
-                step += _check_case(k, case, layers, arrays, step, failures, gaps)
+                step += _check_case(k, case, layers, arrays, header["version"], step,
+                                    failures, gaps)
             if failures:
                 raise _Fail(*failures[0])
     except _Fail as fail:

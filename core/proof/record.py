@@ -18,12 +18,17 @@ from pathlib import Path
 
 import numpy as np
 
-from polytrav.proof.check import (BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION, network_digest,
-                                  property_digest)
+from polytrav.proof.check import (BETA, BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION, Bounder,
+                                  network_digest, property_digest)
 from polytrav.vocabulary.tolerances import PROOF_LAM_TOL
 
-__all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers"]
+__all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers",
+           "REST_TIME_FACTOR", "REST_MIN_SECONDS"]
 
+#: The phase trees of the boxes decided past the input split (:meth:`ProofRecorder.
+#: certify_rest`) may take this many times the seconds ``verify`` took, at least
+#: :data:`REST_MIN_SECONDS`; the boxes left then stay claims without a certificate.
+REST_TIME_FACTOR, REST_MIN_SECONDS = 4.0, 10.0
 #: Exponentiated-gradient steps of :func:`ascend_multipliers` (per batch of boxes at once,
 #: before any LP).
 ASCENT_STEPS = 60
@@ -75,6 +80,7 @@ class CaseRecord:
 
     def __init__(self, lower, upper, unsafe):
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.unsafe = unsafe
         C = [np.atleast_2d(np.asarray(C, float)) for C, _ in unsafe]
         d = [np.atleast_1d(np.asarray(d, float)) for _, d in unsafe]
         self.C = np.vstack(C)
@@ -84,6 +90,9 @@ class CaseRecord:
         self.rows = [np.arange(a, b) for a, b in zip(ends[:-1], ends[1:])]
         self.splits: dict[int, tuple] = {}
         self.leaves: dict[int, np.ndarray] = {}
+        self.subtrees: dict = {}  # a leaf's phase tree (polytrav.proof.phases), by its id
+        self.bounds: dict = {}  # the checker's bounds on a split node (certify_rest)
+        self.boxes: dict = {}  # each node's (lower, upper, path), as unproven() found them
         self.used = False  # whether the input split ran on the case
         self.certifiable = True  # False: the split bounded boxes in a way the checker does not
 
@@ -127,8 +136,26 @@ class CaseRecord:
     def split(self, parent: int, dim: int, at: float, left: int, right: int) -> None:
         self.splits[int(parent)] = (int(dim), float(at), int(left), int(right))
 
+    def unproven(self) -> dict[int, tuple[np.ndarray, np.ndarray, list[int]]]:
+        """The boxes of the leaves without a certificate (nor a phase tree), by id, each with
+        its path of split nodes from the root."""
+        boxes, todo, out = {0: (self.lower, self.upper, [])}, [0], {}
+        while todo:
+            node = todo.pop()
+            lo, hi, path = boxes[node]
+            if node in self.splits:
+                dim, at, left, right = self.splits[node]
+                boxes[left] = (lo, np.where(np.arange(len(hi)) == dim, at, hi), path + [node])
+                boxes[right] = (np.where(np.arange(len(lo)) == dim, at, lo), hi, path + [node])
+                todo += [left, right]
+            elif node not in self.leaves and node not in self.subtrees:
+                out[node] = boxes[node]
+        self.boxes = boxes
+        return out
+
     def arrays(self) -> dict[str, np.ndarray]:
-        """The case's nodes in breadth-first order (children after their parent)."""
+        """The case's nodes in breadth-first order (children after their parent), each phase
+        tree's other nodes after them."""
         order = [0]
         index = {0: 0}
         at = 0
@@ -140,6 +167,10 @@ class CaseRecord:
                     order.append(child)
             at += 1
         N = len(order)
+        grafts = {}  # per phase tree: its local node -> the case's node
+        for node, tree in self.subtrees.items():
+            grafts[node] = np.concatenate([[index[node]], N + np.arange(len(tree.kind) - 1)])
+            N += len(tree.kind) - 1
         out = {"kind": np.zeros(N, np.int8), "dim": np.full(N, -1, np.int32),
                "at": np.zeros(N), "left": np.full(N, -1, np.int32),
                "right": np.full(N, -1, np.int32), "lam": np.zeros((N, len(self.d)))}
@@ -150,8 +181,23 @@ class CaseRecord:
                 out["left"][i], out["right"][i] = index[left], index[right]
             elif node in self.leaves:
                 out["kind"][i], out["lam"][i] = BOUND, self.leaves[node]
-            else:
+            elif node not in self.subtrees:
                 out["kind"][i] = OPEN if self.used else SETTLED
+        beta, alpha = [], []
+        for node, tree in self.subtrees.items():
+            g = grafts[node]
+            out["kind"][g], out["dim"][g] = tree.kind, tree.dim
+            for part in ("left", "right"):
+                local = np.asarray(getattr(tree, part))
+                out[part][g] = np.where(local >= 0, g[np.maximum(local, 0)], -1)
+            for i, lam in tree.lam.items():
+                out["lam"][g[i]] = lam
+            beta += [(g[i], row, on, v) for i, row, on, v in tree.beta]
+            alpha += [(g[i], row, on, v) for i, row, on, v in tree.alpha]
+        for what, entries in (("beta", beta), ("alpha", alpha)):
+            cols = np.array(entries, dtype=object).reshape(-1, 4).T
+            for x, col, dtype in zip(BETA, cols, (np.int32, np.int32, np.int32, float)):
+                out[f"{what}_{x}"] = np.asarray(col, dtype=dtype)
         return out
 
     def point(self, y) -> None:
@@ -167,6 +213,28 @@ class CaseRecord:
         return {"nodes": len(kind), "certified": int((kind == BOUND).sum()),
                 "uncertified": int(((kind == OPEN) | (kind == SETTLED)).sum())}
 
+    def certify_rest(self, layers, box_region: bool, lp, deadline) -> None:
+        """Phase trees (:func:`polytrav.proof.phases.prove_box`) for the boxes without a
+        certificate: those the split left to the traversal, or the whole case if it did not
+        split it (``box_region``: the case's region is its box). A box it cannot prove in
+        its budget stays a claim without one."""
+        from polytrav.proof.phases import prove_box
+
+        if not (self.used or box_region):
+            return
+        unproven = self.unproven()
+        for node, (lo, hi, path) in unproven.items():
+            for at, inner in enumerate(path):  # the boxes' bounds as the checker finds them
+                if inner not in self.bounds:  # (each node's on its parent's), once each
+                    box = self.boxes[inner]
+                    self.bounds[inner] = Bounder(layers, box[0][None], box[1][None],
+                                                 self.bounds[path[at - 1]] if at else None
+                                                 ).bounds
+            prior = self.bounds.get(path[-1]) if path else None
+            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline, prior=prior)
+            if tree is not None:
+                self.subtrees[node] = tree
+
 
 class ProofRecorder:
     """The certificate of one ``verify`` instance: :meth:`case` per case of the property,
@@ -178,6 +246,18 @@ class ProofRecorder:
 
     def case(self, k: int) -> CaseRecord:
         return self.cases[k]
+
+    def certify_rest(self, lp, seconds: float | None = None) -> None:
+        """Phase trees for every box without a certificate (:meth:`CaseRecord.certify_rest`),
+        within ``seconds`` if given; ``lp``: an LP backend reporting duals."""
+        import time
+
+        layers = [(np.asarray(W, float), np.asarray(b, float))
+                  for W, b in zip(self.network.weights, self.network.biases)]
+        deadline = None if seconds is None else time.perf_counter() + seconds
+        session = lp.lp_session()
+        for case, spec_case in zip(self.cases, self.spec.cases):
+            case.certify_rest(layers, spec_case.A is None, session, deadline)
 
     def write(self, path) -> dict:
         """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``);

@@ -203,7 +203,9 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         Where to write a certificate of an ``unsat`` (docs/proofs.md), which
         ``polytrav-check-proof`` checks on its own; nothing is written for another answer
         (``result.proof`` is then None). Boxes the input split proves carry their evidence;
-        what the traversal or branch and bound decided is marked as a claim without one.
+        a box decided past it (by the traversal) gets a tree of neuron phase splits
+        (:mod:`polytrav.proof.phases`) within :data:`~polytrav.proof.record.REST_TIME_FACTOR`
+        times the time ``verify`` took; one it cannot prove so stays a claim without one.
 
     Examples
     --------
@@ -329,6 +331,11 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
                     break
     seconds = time.perf_counter() - t0
     if not reasons:
+        if recorder is not None:  # the boxes decided past the input split: phase trees
+            from polytrav.proof.record import REST_MIN_SECONDS, REST_TIME_FACTOR
+
+            recorder.certify_rest(session.chains["lp"][0], max(
+                REST_MIN_SECONDS, REST_TIME_FACTOR * (time.perf_counter() - t0)))
         written = None if recorder is None else {"path": str(proof), **recorder.write(proof)}
         return VerificationResult(answer="unsat", **_counts(reports), seconds=seconds,
                                   reports=reports, proven=_proven(reports),

@@ -165,7 +165,7 @@ def test_the_checkers_bound_is_below_every_sampled_point(seed):
     hi = lo + rng.uniform(0, 0.8, (5, 3))
     C, d = rng.normal(size=(2, 3)), rng.normal(size=2)
     lam = rng.uniform(0, 1, (5, 2))
-    low = check._Bounder(layers, lo, hi).margin(C, d, lam, slice(None))
+    low = check.Bounder(layers, lo, hi).margin(C, d, lam, slice(None))
     for b in range(5):
         X = rng.uniform(lo[b], hi[b], (4000, 3))
         values = (net.forward(X) @ C.T - d) @ lam[b]
@@ -302,12 +302,88 @@ def test_structural_mutants_fail_at_their_node(proven, tmp_path):
         assert got.startswith(f"invalid: step {4 + i} (case 0, node {i})"), (n, got)
 
 
-def test_a_case_decided_by_the_traversal_is_incomplete(proven, tmp_path):
-    """Without the input split the traversal decides the case: the certificate says so (one
-    leaf without evidence) and the checker answers incomplete, naming it."""
+def test_a_case_decided_by_the_traversal_is_certified_by_phase_splits(proven, tmp_path):
+    """Without the input split the traversal decides the case: the certificate proves it by
+    a tree of neuron phase splits (every leaf with evidence) and checks valid."""
     net, prop, _, _ = proven[0]
+    result = verify(net, prop, split=False, proof=tmp_path / "t.proof")
+    assert result.answer == "unsat"
+    assert result.proof["uncertified"] == 0 and result.proof["certified"] > 1
+    _, arrays = read_certificate(tmp_path / "t.proof")
+    assert (arrays["case0_kind"] == check.PHASE).any() and len(arrays["case0_beta_value"])
+    assert str(check_proof(net, prop, tmp_path / "t.proof")) == "valid"
+
+
+def test_boxes_the_split_leaves_open_are_certified_by_phase_splits(tmp_path, monkeypatch):
+    """With the input split cut to 6 boxes it leaves boxes to the traversal: each gets a
+    phase tree (starting from the bounds the checker finds on its parent box), and the
+    certificate checks valid with no leaf lacking evidence."""
+    import polytrav.bounds.split as split
+
+    for name in ("SPLIT_BOXES", "SPLIT_MAX_BOXES", "SPLIT_DEEP_MAX_BOXES"):
+        monkeypatch.setattr(split, name, 6)
+    for seed in (3, 29):
+        net, prop = _instance(tmp_path, seed)
+        result = verify(net, prop, proof=tmp_path / "p.proof")
+        assert result.answer == "unsat" and result.split["open"] > 0
+        assert result.proof["uncertified"] == 0
+        _, arrays = read_certificate(tmp_path / "p.proof")
+        assert (arrays["case0_kind"] == SPLIT).any() and len(arrays["case0_beta_value"])
+        assert str(check_proof(net, prop, tmp_path / "p.proof")) == "valid"
+
+
+def test_a_box_past_the_budget_stays_a_claim(proven, tmp_path, monkeypatch):
+    """A phase tree stopped by its node budget keeps its nodes not proven as leaves without
+    evidence (with no node at all: the box itself); the checker answers incomplete, naming
+    the first."""
+    from polytrav.proof import phases
+
+    net, prop, _, _ = proven[0]
+    monkeypatch.setattr(phases, "MAX_NODES", 0)
     result = verify(net, prop, split=False, proof=tmp_path / "t.proof")
     assert result.answer == "unsat"
     assert (result.proof["certified"], result.proof["uncertified"]) == (0, 1)
     assert str(check_proof(net, prop, tmp_path / "t.proof")) == (
         "incomplete: step 4 (case 0, node 0) is a claim without a certificate")
+    monkeypatch.setattr(phases, "MAX_NODES", 2)
+    result = verify(net, prop, split=False, proof=tmp_path / "t.proof")
+    assert result.proof["uncertified"] == 2 and result.proof["nodes"] == 3
+    assert str(check_proof(net, prop, tmp_path / "t.proof")).startswith(
+        "incomplete: step 5 (case 0, node 1) is a traversal claim without a certificate")
+
+
+def test_every_sample_lands_in_a_leaf_of_its_phases(tmp_path):
+    """Small networks whose cases the traversal decides: every certificate checks valid,
+    and each of 4000 sampled inputs, sent down the phase tree by its own pre-activations'
+    signs, ends in a bound leaf (the leaves cover the box)."""
+    for seed in (5, 8):
+        net = random_net(seed, 3, [6, 6], n_out=2)
+        save_mlp_onnx(net.weights, net.biases, tmp_path / "net.onnx")
+        net = Network.from_onnx(tmp_path / "net.onnx")
+        X = np.random.default_rng(seed).uniform(-1, 1, (4000, 3))
+        y = net.forward(X)[:, 0]
+        level = y.max() + 0.05 * (y.max() - y.min())
+        prop = _vnnlib(tmp_path / "p.vnnlib", f"(assert (>= Y_0 {float(level)!r}))")
+        result = verify(tmp_path / "net.onnx", prop, split=False, proof=tmp_path / "p.proof")
+        assert result.answer == "unsat" and result.proof["uncertified"] == 0
+        assert str(check_proof(tmp_path / "net.onnx", prop, tmp_path / "p.proof")) == "valid"
+        _, a = read_certificate(tmp_path / "p.proof")
+        kind, dim, left, right = (a[f"case0_{x}"] for x in ("kind", "dim", "left", "right"))
+        Z = np.hstack(_preactivations(net, X))  # every sample lands in one leaf
+        node = np.zeros(len(X), int)
+        for _ in range(len(kind)):
+            phase = kind[node] == check.PHASE
+            if not phase.any():
+                break
+            i = node[phase]
+            node[phase] = np.where(Z[phase, dim[i]] >= 0, right[i], left[i])
+        assert (kind[node] == BOUND).all()
+
+
+def _preactivations(net, X):
+    out, a = [], X
+    for W, b in list(zip(net.weights, net.biases))[:-1]:
+        z = a @ np.asarray(W).T + b
+        out.append(z)
+        a = np.maximum(z, 0)
+    return out

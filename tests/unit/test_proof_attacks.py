@@ -77,10 +77,10 @@ def test_the_checkers_bounds_hold_in_exact_arithmetic(seed, scale, cancel, width
     x0 = rng.uniform(-1, 1, 2)
     lo, hi = (x0, x0) if width == 0.0 else (x0 - width, x0 + width)
     with np.errstate(all="ignore"):
-        bounder = check._Bounder(layers, lo[None], hi[None])
+        bounder = check.Bounder(layers, lo[None], hi[None])
         if split:  # the child x_0 >= x0[0] bounded with the parent's bounds
             lo = np.array([x0[0], lo[1]])
-            bounder = check._Bounder(layers, lo[None], hi[None], bounder.bounds)
+            bounder = check.Bounder(layers, lo[None], hi[None], bounder.bounds)
         C, d, lam = rng.normal(size=(2, 2)), rng.normal(size=2), rng.uniform(0, 1, (1, 2))
         low = bounder.margin(C, d, lam, np.arange(1))[0]
     assert low != np.inf
@@ -342,10 +342,12 @@ def _mutations(draw, arrays):
         elif what == "child":
             a[draw(st.sampled_from(["case0_left", "case0_right"]))][i] = draw(
                 st.integers(-2, n + 1))
-        elif what == "drop" and n > 1:
-            a = {k: np.delete(v, i, axis=0) for k, v in a.items()}
+        elif what == "drop" and n > 1:  # (a node's arrays; the sparse ones list entries)
+            a = {k: v if "_beta_" in k or "_alpha_" in k else np.delete(v, i, axis=0)
+                 for k, v in a.items()}
         elif what == "repeat":
-            a = {k: np.concatenate([v, v[i:i + 1]]) for k, v in a.items()}
+            a = {k: v if "_beta_" in k or "_alpha_" in k else np.concatenate([v, v[i:i + 1]])
+                 for k, v in a.items()}
     return a
 
 
@@ -404,3 +406,210 @@ def test_every_case_of_the_property_is_checked(tmp_path):
         assert got.startswith(expected), (cases, got)
         if cases == 2:
             assert int(got.split()[2]) >= 4 + len(arrays["case0_kind"]), got  # in case 1
+
+
+# ------------------------------------------------------------------ phase splits (version 2)
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2 ** 32 - 1), scale=st.sampled_from([1e-8, 1.0, 1e3, 1e8]),
+       width=st.sampled_from([1e-12, 1e-3, 1.0]), fixed=st.integers(0, 6),
+       size=st.sampled_from([0.0, 1e-300, 1.0, 1e3, 1e200]))
+def test_bounds_with_phases_and_multipliers_hold_in_exact_arithmetic(seed, scale, width, fixed,
+                                                                     size):
+    """A box and some hidden neurons' phases (those of a point ``x0`` in it, so the region is
+    not empty), random multipliers ``beta >= 0`` on any rows and any neurons: every hidden
+    bound and the margin hold at ``x0`` in fractions."""
+    rng = np.random.default_rng(seed)
+    sizes = [2, 4, 4, 3, 2]
+    layers = _layers(seed, sizes, scale, False)
+    x0 = rng.uniform(-1, 1, 2)
+    lo, hi = x0 - width * rng.uniform(0, 1, 2), x0 + width * rng.uniform(0, 1, 2)
+    hidden, y = _exact_forward(layers, x0)
+    z = [v for layer in hidden for v in layer]
+    sigma = np.zeros((1, len(z)), np.int8)
+    for i in rng.choice(len(z), fixed, replace=False):
+        sigma[0, i] = 1 if z[i] >= 0 else -1
+    starts = np.cumsum([0] + sizes[1:-1])
+
+    def beta(bounder, k, j):
+        return {i: rng.uniform(0, 1, (1, 2 * len(j), sizes[i + 1])) * size
+                * (rng.uniform(size=(1, 2 * len(j), sizes[i + 1])) < 0.5) for i in range(k)}
+
+    with np.errstate(all="ignore"):
+        bounder = check.Bounder(layers, lo[None], hi[None], None, sigma, beta)
+        C, d, lam = rng.normal(size=(2, 2)), rng.normal(size=2), rng.uniform(0, 1, (1, 2))
+        leaf = {i: rng.uniform(0, 1, (1, sizes[i + 1])) * size for i in range(len(sizes) - 2)}
+        low = bounder.margin(C, d, lam, np.arange(1), leaf)
+    value = sum(Fraction(float(lam[0, r])) * (sum(Fraction(float(C[r, o])) * y[o] for o in range(2))
+                                              - Fraction(float(d[r]))) for r in range(2))
+    assert _below(low[0], value), (low, float(value))  # (the beta terms are >= 0 at x0: less)
+    for k, ((zlo, zhi), zk) in enumerate(zip(bounder.bounds, hidden)):
+        for i, v in enumerate(zk):
+            assert _below(zlo[0, i], v) and _below(-zhi[0, i], -v), (k, i, zlo, zhi, float(v))
+    assert len(starts) == len(hidden) + 1
+
+
+@st.composite
+def _phase_trees(draw, n_hidden):
+    """Random phase splits of random neurons from the root, leaves of random kinds, random
+    multipliers: ``lam`` zero to huge, ``beta`` entries on any node, row and neuron."""
+    kind, dim, left, right = [BOUND], [-1], [-1], [-1]
+    for _ in range(draw(st.integers(0, 10))):
+        i = draw(st.sampled_from([i for i, k in enumerate(kind) if k != check.PHASE]))
+        kind[i], dim[i], left[i], right[i] = check.PHASE, draw(st.integers(0, n_hidden - 1)), \
+            len(kind), len(kind) + 1
+        kind += [BOUND, BOUND]
+        dim += [-1, -1]
+        left += [-1, -1]
+        right += [-1, -1]
+    n = len(kind)
+    scale = st.sampled_from([0.0, 1e-320, 1e-8, 1.0, 1e8, 1e308])
+    lam = np.array([[draw(st.floats(0, 1)) * draw(scale) for _ in range(2)] for _ in range(n)])
+    m = draw(st.integers(0, 40))
+    beta = {"node": np.array([draw(st.integers(0, n - 1)) for _ in range(m)], np.int64),
+            "row": np.array([draw(st.integers(-1, 2 * n_hidden - 1)) for _ in range(m)], np.int64),
+            "on": np.array([draw(st.integers(0, n_hidden - 1)) for _ in range(m)], np.int64),
+            "value": np.array([draw(st.floats(0, 1)) * draw(scale) for _ in range(m)])}
+    arrays = {"case0_kind": np.array(kind), "case0_dim": np.array(dim),
+              "case0_at": np.zeros(n), "case0_left": np.array(left),
+              "case0_right": np.array(right), "case0_lam": lam,
+              **{f"case0_beta_{k}": v for k, v in beta.items()}}
+    return arrays
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_no_phase_tree_proves_a_claim_false_by_one_rounding(tight, tmp_path_factory, data):
+    """Random phase-split trees with random multipliers of the phases (any node, row,
+    neuron; zero to huge), against the property that fails at ``x*`` by less than a
+    rounding: never ``valid``."""
+    net, prop, header, _ = tight
+    arrays = data.draw(_phase_trees(16))
+    path = write_certificate(tmp_path_factory.getbasetemp() / "phases.proof", header, arrays)
+    got = str(check_proof(net, prop, path))
+    assert got.split(":")[0] in ("invalid", "incomplete"), got
+
+
+@pytest.fixture(scope="module")
+def phased(tmp_path_factory):
+    """A certificate of phase splits ``verify`` wrote (no input split: the traversal
+    decides) for a true claim, and the claim made false, with the header's digest for
+    each."""
+    from polytrav import verify
+
+    folder = tmp_path_factory.mktemp("phased")
+    net = random_net(17, N_IN, [8, 8], n_out=2)
+    save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
+    net = Network.from_onnx(folder / "net.onnx")
+    y = net.forward(np.random.default_rng(17).uniform(-1, 1, (20000, N_IN)))[:, 0]
+    box = "\n".join(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(N_IN))
+    decl = [f"(declare-const X_{i} Real)" for i in range(N_IN)]
+    decl += [f"(declare-const Y_{j} Real)" for j in range(2)]
+    props = {}
+    levels = {"true": y.max() + 0.05 * (y.max() - y.min()), "false": y.max() - 1e-9}
+    for name, level in levels.items():
+        props[name] = folder / f"{name}.vnnlib"
+        props[name].write_text("\n".join(decl + [box, f"(assert (>= Y_0 {float(level)!r}))"]))
+    result = verify(folder / "net.onnx", props["true"], split=False, proof=folder / "p.proof")
+    assert result.answer == "unsat" and result.proof["uncertified"] == 0
+    assert str(check_proof(folder / "net.onnx", props["true"], folder / "p.proof")) == "valid"
+    header, arrays = read_certificate(folder / "p.proof")
+    assert (arrays["case0_kind"] == check.PHASE).any()
+    digests = {name: property_digest(read_vnnlib(p)) for name, p in props.items()}
+    return folder / "net.onnx", props, digests, header, arrays
+
+
+@st.composite
+def _phase_mutations(draw, arrays):
+    """One to four changes: a multiplier of a phase replaced (zero, tiny, huge, negative,
+    non-finite), scaled, moved to another node, row or neuron, dropped or repeated; a phase
+    split's neuron changed, its children swapped, a node's kind changed; a leaf's ``lam``."""
+    a = {k: v.copy() for k, v in arrays.items()}
+    values = st.sampled_from([0.0, 1e-320, 1e-8, 0.5, 1e8, 1e308, -1e-12, np.inf, np.nan])
+    n, n_hidden = len(a["case0_kind"]), 16
+    for _ in range(draw(st.integers(1, 4))):
+        m = len(a["case0_beta_value"])
+        e = draw(st.integers(0, max(m - 1, 0)))
+        i = draw(st.integers(0, n - 1))
+        what = draw(st.sampled_from(["value", "scale", "node", "row", "on", "drop beta",
+                                     "repeat beta", "dim", "swap", "kind", "lam"]))
+        if what in ("value", "scale", "node", "row", "on", "drop beta") and not m:
+            continue
+        if what == "value":
+            a["case0_beta_value"][e] = draw(values)
+        elif what == "scale":
+            with np.errstate(over="ignore"):
+                a["case0_beta_value"] *= draw(st.floats(0, 10))
+        elif what == "node":
+            a["case0_beta_node"][e] = draw(st.integers(-1, n))
+        elif what == "row":
+            a["case0_beta_row"][e] = draw(st.integers(-2, 2 * n_hidden))
+        elif what == "on":
+            a["case0_beta_on"][e] = draw(st.integers(-1, n_hidden))
+        elif what == "drop beta":
+            keep = np.arange(m) != e
+            for x in check.BETA:
+                a[f"case0_beta_{x}"] = a[f"case0_beta_{x}"][keep]
+        elif what == "repeat beta" and m:
+            for x in check.BETA:
+                a[f"case0_beta_{x}"] = np.concatenate([a[f"case0_beta_{x}"],
+                                                       a[f"case0_beta_{x}"][e:e + 1]])
+        elif what == "dim":
+            a["case0_dim"][i] = draw(st.integers(-1, n_hidden))
+        elif what == "swap":
+            a["case0_left"][i], a["case0_right"][i] = a["case0_right"][i], a["case0_left"][i]
+        elif what == "kind":
+            a["case0_kind"][i] = draw(st.sampled_from([SPLIT, BOUND, OPEN, check.PHASE, 7]))
+        else:
+            a["case0_lam"][i] = draw(st.floats(0, 2)) * a["case0_lam"][draw(st.integers(0, n - 1))]
+    return a
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_no_mutant_of_a_phase_certificate_proves_the_false_claim(phased, tmp_path_factory,
+                                                                  data):
+    """Random mutants of a phase-split certificate ``verify`` wrote: against the claim made
+    false none checks ``valid``; against the true claim every answer is one of the three."""
+    net, props, digests, header, arrays = phased
+    mutant = data.draw(_phase_mutations(arrays))
+    path = tmp_path_factory.getbasetemp() / "phase_mutant.proof"
+    for name in ("false", "true"):
+        write_certificate(path, {**header, "property_sha256": digests[name]}, mutant)
+        got = str(check_proof(net, props[name], path))
+        assert got.split(":")[0] in ({"invalid", "incomplete"} if name == "false"
+                                     else {"valid", "invalid", "incomplete"}), (name, got)
+
+
+def test_a_perturbed_multiplier_of_a_phase_fails_or_stays_sound(phased, tmp_path):
+    """Each of 60 multipliers of a phase, scaled by 0 to 1000 or moved to another neuron:
+    the certificate checks valid (any ``beta >= 0`` is sound: a worse one may still prove
+    the true claim) or fails at a node; a version-1 reader's format is still read."""
+    net, props, digests, header, arrays = phased
+    rng = np.random.default_rng(60)
+    m = len(arrays["case0_beta_value"])
+    answers = set()
+    for e in rng.choice(m, min(60, m), replace=False):
+        a = {k: v.copy() for k, v in arrays.items()}
+        if rng.random() < 0.5:
+            a["case0_beta_value"][e] *= rng.choice([0.0, 1e-3, 10.0, 1e3])
+        else:
+            a["case0_beta_on"][e] = rng.integers(16)
+        got = str(check_proof(net, props["true"], write_certificate(tmp_path / "b.proof",
+                                                                     header, a)))
+        assert got == "valid" or got.startswith("invalid: step "), got
+        answers.add(got.split(":")[0])
+    assert "invalid" in answers
+
+
+def test_a_version_1_certificate_is_still_read(certified, tmp_path):
+    """A certificate of the input split alone in version 1's format (no multipliers of
+    phases) checks valid; a phase split in it is an unknown kind."""
+    net, props, digests, header, arrays = certified
+    v1 = {k: v for k, v in arrays.items() if "beta" not in k}
+    header = {**header, "version": 1, "property_sha256": digests["true"]}
+    assert str(check_proof(net, props["true"], write_certificate(tmp_path / "v1.proof", header,
+                                                                 v1))) == "valid"
+    v1["case0_kind"] = np.where(v1["case0_kind"] == SPLIT, check.PHASE, v1["case0_kind"])
+    got = str(check_proof(net, props["true"], write_certificate(tmp_path / "v1.proof", header, v1)))
+    assert got.startswith("invalid: step 4 (case 0, node 0): unknown kind 4"), got
