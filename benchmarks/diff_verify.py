@@ -196,6 +196,8 @@ def check(folder: Path, row: dict, rec: dict, milp_limit: float, cache: dict) ->
 
 
 def summarise(rows: list[dict], timeout: float) -> dict:
+    blank = {k: v for r in ROUTES for k, v in ((f"{r}_answer", "not run"), (f"{r}_seconds", 0.0))}
+    rows = [{**blank, **x} for x in rows]  # a route not run (--routes)
     decided = {r: [x for x in rows if x[f"{r}_answer"] in ("sat", "unsat")] for r in ROUTES}
     both = [x for x in rows if all(x[f"{r}_answer"] in ("sat", "unsat") for r in ROUTES)]
     ratios = [x["today_seconds"] / x["diff_seconds"] for x in both if x["diff_seconds"] > 0]
@@ -236,9 +238,9 @@ def main(argv=None) -> int:
                     help="seconds of MILP per unsat answer (0: no check)")
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out")
     ap.add_argument("--routes", nargs="*", choices=ROUTES, default=list(ROUTES),
-                    help="with --resume: run only these routes again on the rows already in "
-                         "--out, keeping the others' columns (e.g. the diff path after a change "
-                         "to it, against today's path measured before); new rows run every route")
+                    help="run only these routes; with --resume, on the rows already in --out "
+                         "the others' columns are kept (e.g. the diff path after a change to it, "
+                         "against today's path measured before)")
     ap.add_argument("--exact", action="store_true",
                     help="also polytrav.diff's exact largest |g - f| against the MILP (small nets)")
     ap.add_argument("--summarise", nargs="+", type=Path, metavar="RESULTS",
@@ -262,7 +264,7 @@ def main(argv=None) -> int:
     if args.resume and args.out and Path(args.out).exists():
         done = {r["query"]: r for r in load(args.out)["rows"]}
     for row in rows:
-        again = ROUTES
+        again = [r for r in ROUTES if r in args.routes]
         if row["query"] in done:
             again = [r for r in ROUTES if r in args.routes]
             if again == list(ROUTES):
@@ -271,7 +273,7 @@ def main(argv=None) -> int:
         rec = {"query": row["query"], "network": row["network"], "kind": row["kind"],
                "box": row["box"], "epsilon": float(row["epsilon"]),
                "sampled": float(row["sampled"])}
-        if again != ROUTES:  # the other routes' columns, as measured before
+        if again != list(ROUTES) and row["query"] in done:  # the others', as measured before
             rec = {k: v for k, v in done[row["query"]].items()
                    if not any(k.startswith(f"{r}_") for r in again)}
         rec["routes_run"] = list(again)

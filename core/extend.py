@@ -31,6 +31,7 @@ stays because a plugin needs it to do what the core does (the reason is given).
   over a piece) with its allowances ``BOUND_TOL`` and ``LP_BOUND_TOL``,
   :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
   :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting),
+  :class:`BandSettle` (``diff``'s: ``|r_j . y| <= epsilon`` on a box, with a probe round),
   :func:`bisect_box` (a box bisected against any piece bound; :class:`BoxBisection`),
   :func:`box_samples` and :func:`corners` (points of a box to probe),
   :func:`region_milp_slope` (the region's MILP on a slope's sign), with their
@@ -92,7 +93,8 @@ _HOMES = {
     "polytrav.bounds.dnf": ("dnf_piece_margin", "attack_start", "BOUND_TOL", "LP_BOUND_TOL"),
     "polytrav.bounds.slope": ("slope_bounds",),
     "polytrav.bounds.split": ("BoxPiece",),
-    "polytrav.bounds.settle": ("settle_dnf", "SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY",
+    "polytrav.bounds.settle": ("settle_dnf", "BandSettle", "SettlePolicy", "VERIFY_POLICY",
+                               "MONOTONE_POLICY",
                                "decision_margin", "bab_details", "bisect_box", "BoxBisection",
                                "box_samples", "corners", "region_milp_slope"),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
