@@ -5,8 +5,8 @@ query (``polytrav.verification.standard.decide``, what ``polytrav-vnnlib`` runs)
 one after the other, each in a fresh process with ``--timeout`` seconds:
 
 * ``today``: the copies bounded separately, as before issue 46 (the input split's and the
-  pieces' difference bounds off, ``split.DIFFERENCE_BOUNDS`` and ``dnf.PAIR_BOUNDS``, and
-  the query answered by the stack's own traversal where a route exists);
+  pieces' difference bounds off: ``VERIFY_POLICY`` with ``pair_bounds=False``, and the query
+  answered by the stack's own traversal where a route exists);
 * ``diff``: what ``decide`` does by default (the difference bounds on; a query of the
   ``|Y_g - Y_f| > eps`` shape routed to ``polytrav.diff`` where that route exists).
 
@@ -52,13 +52,15 @@ def decide_one(folder: Path, row: dict, route: str, timeout: float) -> dict:
     """One query decided one way (run in a child process: ``--one``)."""
     import inspect
 
-    import polytrav.bounds.dnf as dnf
-    import polytrav.bounds.split as split
+    import dataclasses
+
+    import polytrav.bounds.settle as settle
     from polytrav.verification.query import parse_query
     from polytrav.verification.standard import decide
 
     today = route == "today"
-    split.DIFFERENCE_BOUNDS = dnf.PAIR_BOUNDS = not today
+    if today:  # this child process's policy: the stack's own bounds alone
+        settle.VERIFY_POLICY = dataclasses.replace(settle.VERIFY_POLICY, pair_bounds=False)
     kwargs = {}
     if "route" in inspect.signature(decide).parameters:
         kwargs["route"] = "stack" if today else "diff"

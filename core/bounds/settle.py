@@ -94,6 +94,13 @@ class SettlePolicy:
     search begins, its probe takes ``open_probe_share`` of the time limit
     (``open_probe_seconds`` without one) to attack and traverse the open boxes, or traverses
     the whole box where they hold at least ``whole_open_share`` of its volume.
+
+    ``pair_bounds``: a network that is two networks side by side on one input (a two-network
+    query) is bounded by their difference too, each row keeping the better bound: the input
+    split's boxes (:func:`~polytrav.bounds.split.split_box`'s ``difference``), the pieces
+    (:func:`~polytrav.bounds.dnf.dnf_bound`'s ``pair``) and branch and bound's nodes; False:
+    the stack's own bounds alone (the path before issue 46, for comparison:
+    ``benchmarks/diff_verify.py``'s ``today``).
     """
 
     split_max_effective: int = split.SPLIT_MAX_EFFECTIVE
@@ -115,6 +122,7 @@ class SettlePolicy:
     open_probe_share: float = 0.15
     open_probe_seconds: float = 15.0
     whole_open_share: float = 0.4
+    pair_bounds: bool = True
 
 
 #: ``verify``'s policy: half the time left for the split, a quarter for its deep search.
@@ -186,7 +194,7 @@ def split_region(pairs, network, lower, upper, lp_chain, time_left: float | None
         network, lower, upper, pairs, lp_chain, extend=True,
         time_limit=None if time_left is None else policy.split_share * time_left,
         deep_time=policy.deep_seconds if time_left is None else policy.deep_share * time_left,
-        open_seconds=policy.open_seconds, recorder=recorder)
+        open_seconds=policy.open_seconds, difference=policy.pair_bounds, recorder=recorder)
 
 
 def split_stats(result: split.SplitResult) -> dict:
@@ -223,8 +231,8 @@ def settle_dnf(pairs, network, region, lp_chain, *, accept: Callable[[np.ndarray
     found = None
     if split_boxes and region.is_box:
         lower, upper = (np.asarray(a, float) for a in region.bounding_box())
-        if split.effective_inputs(network, lower, upper, pairs, lp_chain) \
-                <= policy.split_max_effective:
+        if split.effective_inputs(network, lower, upper, pairs, lp_chain,
+                                  policy.pair_bounds) <= policy.split_max_effective:
             if x is not None and dnf.unsafe_distance(pairs, network.forward(x)[None, :])[0] <= 0:
                 return Settled.open(start=x, split=None)
             found = split_region(pairs, network, lower, upper, lp_chain, time_left(), policy,
@@ -319,8 +327,8 @@ class BandSettle:
         """The first round (``time_limit``: the run's seconds left, None: no limit)."""
         policy, lo, hi = self.policy, self.lower, self.upper
         self._time = time_limit
-        if split.effective_inputs(self.network, lo, hi, self.pairs, self.lp_chain) \
-                > policy.split_max_effective:
+        if split.effective_inputs(self.network, lo, hi, self.pairs, self.lp_chain,
+                                  policy.pair_bounds) > policy.split_max_effective:
             return None
         x, score = sampled_violation(self.network, self.pairs, lo, hi, policy.probe_samples)
         near = self.epsilon - np.sqrt(2.0) * score >= policy.attack_near * self.epsilon
@@ -335,7 +343,7 @@ class BandSettle:
             self.network, lo, hi, self.pairs, self.lp_chain, extend=True,
             time_limit=None if time_limit is None else policy.split_share * time_limit,
             deep_time=policy.deep_seconds if time_limit is None else policy.deep_share * time_limit,
-            open_seconds=policy.open_seconds, pause=True)
+            open_seconds=policy.open_seconds, difference=policy.pair_bounds, pause=True)
         return self._next(self._split.run())
 
     def then(self, probed) -> Settled:
@@ -418,7 +426,8 @@ def decision_margin(pairs, piece, context, attack, bab: bool = True,
     branch-and-bound outcome if it ran: :func:`~polytrav.bounds.dnf.dnf_piece_margin`, then,
     on the region (level 0) with ``bab``, :func:`region_bab` (``attack``: the analysis's
     start attack)."""
-    margin = dnf.dnf_piece_margin(pairs, piece, context)
+    policy = VERIFY_POLICY if policy is None else policy
+    margin = dnf.dnf_piece_margin(pairs, piece, context, pair=policy.pair_bounds)
     if bab and piece.level == 0:
         return region_bab(margin, pairs, piece, context, attack, policy)
     return margin, None
@@ -463,18 +472,18 @@ def region_bab(margin, pairs, piece, context, attack, policy: SettlePolicy | Non
         milp = RegionMilp(context.network, lo, hi)
         why_not = f"{milp.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
         if milp.binaries <= MILP_MAX_BINARIES:
-            out = _bab(pairs, context, lo, hi, policy.bab_probe_share, point)
+            out = _bab(pairs, context, lo, hi, policy.bab_probe_share, point, policy)
             if out.verdict not in decided:
                 share = MILP_TIME_SHARE if policy.milp_share is None else policy.milp_share
                 out, why_not = _milp(milp, pairs, context, point, share)
             if out is not None:
                 return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
-    out = _bab(pairs, context, lo, hi, policy.bab_share, point)
+    out = _bab(pairs, context, lo, hi, policy.bab_share, point, policy)
     out.stats["milp"] = why_not
     return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
 
 
-def _bab(pairs, context, lo, hi, share, point):
+def _bab(pairs, context, lo, hi, share, point, policy):
     """:func:`~polytrav.bounds.branch_and_bound.prove_margins` on the region with ``share``
     of the time left; its ``start``: the counterexample, else the attack's ``point``."""
     from polytrav.bounds.branch_and_bound import prove_margins
@@ -484,7 +493,8 @@ def _bab(pairs, context, lo, hi, share, point):
     out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
                         np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
                         time_limit=None if left is None else share * max(left, 0.0),
-                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)])
+                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)],
+                        pair=policy.pair_bounds)
     out.start = out.counterexample if out.counterexample is not None else point
     return out
 

@@ -75,12 +75,6 @@ SPLIT_OPEN_SECONDS = 0.03
 #: the whole queue early on proves the easy boxes first, and the proven share then stops
 #: accelerating: ACAS Xu 3_3 property 2 ended its split at 800 boxes, 544 open).
 SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
-#: Whether the boxes of a network that is two networks of the same architecture side by side
-#: on one input (a two-network query: :meth:`NetworkPair.in_stack
-#: <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
-#: difference as well (each row's better bound); False: the stack's CROWN alone (today's
-#: path, for comparison).
-DIFFERENCE_BOUNDS = True
 
 
 @dataclass
@@ -94,7 +88,7 @@ class SplitResult:
     #: the share of the box's volume proven, by bounds or at the pause (free inputs only)
     proven_volume_share: float = 0.0
     boxes: int = 0  #: boxes bounded
-    #: whether the boxes were bounded as a pair of networks (:data:`DIFFERENCE_BOUNDS`)
+    #: whether the boxes were bounded as a pair of networks (``difference``)
     difference: bool = False
     #: boxes open where the deep search began (0: it did not run)
     frontier: int = 0
@@ -142,17 +136,18 @@ class LpContext:
         return self._lp if form == "lp" else []
 
 
-def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
+def effective_inputs(network, lower, upper, pairs, lp_chain, pair: bool = True) -> int:
     """The fewest inputs that carry :data:`EFFECTIVE_SHARE` of the box's bound sensitivity:
     CROWN's coefficients of the unsafe rows on each input (in the box's own coordinates, so
     scaled by its width once), summed over the rows, times the width (the bisection's
     score). A bisection shrinks the bound's looseness by halving these inputs: 5 or 6 of
     the 14 inputs of VNN-COMP's ``gcas``, 2 of ACAS Xu's 5, 422 of the 784 pixels of an
-    MNIST image's L-infinity ball."""
+    MNIST image's L-infinity ball. ``pair``: as :func:`~polytrav.bounds.dnf.dnf_bound`'s."""
     from polytrav.bounds.dnf import dnf_bound
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-    _, L = dnf_bound(pairs, BoxPiece(lower, upper), LpContext(network, lp_chain), steps=0)
+    _, L = dnf_bound(pairs, BoxPiece(lower, upper), LpContext(network, lp_chain), steps=0,
+                     pair=pair)
     score = np.sort(np.abs(L).sum(axis=0) * (upper - lower))[::-1]
     if not score.any():
         return int(np.sum(upper > lower))
@@ -162,7 +157,7 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, extend: bool = False,
               deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
-              recorder=None) -> SplitResult:
+              difference: bool = True, recorder=None) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
@@ -182,13 +177,19 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     frontier box that holds open ones returns them if they are at most
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole).
 
+    ``difference``: the boxes of a network that is two networks of the same architecture
+    side by side on one input (a two-network query: :meth:`NetworkPair.in_stack
+    <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
+    difference as well (each row's better bound); False: the stack's CROWN alone (a
+    :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``).
+
     ``recorder``: None, or a proof's :class:`~polytrav.proof.record.CaseRecord`, told of each
     batch bounded and each halving (the boxes' ids are their order numbers, the box 0).
 
     :class:`BoxSplit` is the same split, able to pause where its deep search begins."""
     return BoxSplit(network, lower, upper, pairs, lp_chain, max_boxes=max_boxes,
                     time_limit=time_limit, extend=extend, deep_time=deep_time,
-                    open_seconds=open_seconds, recorder=recorder).run()
+                    open_seconds=open_seconds, difference=difference, recorder=recorder).run()
 
 
 class BoxSplit:
@@ -209,13 +210,13 @@ class BoxSplit:
     def __init__(self, network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
                  time_limit: float | None = None, extend: bool = False,
                  deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
-                 pause: bool = False, recorder=None):
+                 difference: bool = True, pause: bool = False, recorder=None):
         self.result = SplitResult(None)
         self.paused: list | None = None
         self._steps = _bisect(self, network, np.asarray(lower, float),
                               np.asarray(upper, float), pairs, lp_chain,
                               SPLIT_BOXES if max_boxes is None else max_boxes, time_limit,
-                              extend, deep_time, open_seconds, pause, recorder)
+                              extend, deep_time, open_seconds, difference, pause, recorder)
         self._started = False
 
     def run(self, found=None, held=()) -> SplitResult | None:
@@ -234,7 +235,7 @@ class BoxSplit:
 
 
 def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, time_limit,
-            extend, deep_time, open_seconds, pause, recorder):
+            extend, deep_time, open_seconds, difference, pause, recorder):
     """The split's steps (a generator: it yields the worst open boxes once, with ``pause``,
     and returns the :class:`SplitResult`)."""
     from polytrav.bounds.crown import box_output_bounds
@@ -256,7 +257,7 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
     frontier = None  # the boxes open where the deep search began
     deep_start = None
     layers = list(zip(network.weights, network.biases))
-    pair = stacked_pair(network) if DIFFERENCE_BOUNDS else None
+    pair = stacked_pair(network) if difference else None
     result.difference = pair is not None
     if recorder is not None:
         recorder.start(lower, upper, pair is not None)
