@@ -37,7 +37,8 @@ stays because a plugin needs it to do what the core does (the reason is given).
   :func:`region_milp_slope` (the region's MILP on a slope's sign), with their
   :class:`SettlePolicy` (``VERIFY_POLICY``, ``MONOTONE_POLICY``),
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
-  :class:`RegionMilp` (with ``MILP_TIME_SHARE``, the share of a budget it takes),
+  :class:`RegionMilp` (with ``MILP_TIME_SHARE``, the share of a budget it takes, and
+  :class:`MilpVerdict`, what it decided),
   :class:`NearestL2` (the exact weighted-L2 nearest point of a class: neuron branch and
   bound with QP relaxations).
 * **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
@@ -98,7 +99,7 @@ _HOMES = {
                                "decision_margin", "bab_details", "bisect_box", "BoxBisection",
                                "box_samples", "corners", "region_milp_slope"),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
-    "polytrav.bounds.milp": ("RegionMilp", "MILP_TIME_SHARE"),
+    "polytrav.bounds.milp": ("RegionMilp", "MilpVerdict", "MILP_TIME_SHARE"),
     "polytrav.bounds.nearest": ("NearestL2",),
     "polytrav.traversal": ("PieceView",),
     # the built-in cvxpy backends, named as a string like the manager's DEFAULT_PLUGINS: a

@@ -505,16 +505,17 @@ def _milp(milp, pairs, context, point, share):
     :class:`~polytrav.bounds.branch_and_bound.BaBOutcome` (0 nodes; its stats say
     ``method: milp``), or, where it decides nothing, None and why not."""
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
+    from polytrav.bounds.milp import MilpVerdict
 
     net = context.network
     left = context.time_left()
     out = milp.prove(pairs, context.backends("milp"),
                      time_limit=None if left is None else share * max(left, 0.0),
                      unsafe=lambda x: dnf.unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0)
-    if out.verdict == "unknown":
+    if out.verdict is MilpVerdict.UNKNOWN:
         return None, out.reason
     stats = {"method": "milp", "binaries": out.binaries, "solves": out.solves}
-    if out.verdict == "holds":
+    if out.verdict is MilpVerdict.HOLDS:
         return BaBOutcome(BaBVerdict.HOLDS, None, 0, out.seconds, stats, start=point), ""
     return BaBOutcome(BaBVerdict.VIOLATED, out.point, 0, out.seconds, stats,
                       start=out.point), ""
