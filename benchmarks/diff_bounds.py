@@ -9,7 +9,8 @@ time of each (``--repeats``); the summary quotes the median over outputs and pai
 width ratio new / today. Part 2 (``--verify``): the queries of ``--verify-networks`` on the
 boxes ``--verify-boxes`` at ``--epsilons``, decided by ``polytrav.verification.standard.decide`` (what
 ``polytrav-vnnlib verify`` runs: ``sat`` only with a witness onnxruntime confirms in exact
-arithmetic) with the input split's difference bounds off (today) and on, one after the
+arithmetic) with the difference bounds off (today: ``pair_bounds=False`` in ``VERIFY_POLICY``
+and ``DIFF_POLICY``, the input split's and ``verify``'s pieces') and on, one after the
 other, each with ``--timeout`` seconds: answers, times, and the instances only one way
 decides. ``--split-boxes N``: on the same queries, the input split alone for ``N`` boxes
 both ways (the proven volume share: a count-based measure, unlike the times).
@@ -74,21 +75,25 @@ def widths(folder: Path, rows: list[dict], repeats: int, run: Run, scale: float 
 
 
 def decide_both(folder: Path, rows: list[dict], timeout: float, run: Run) -> list[dict]:
-    import polytrav.bounds.split as split
+    import dataclasses
+
+    import polytrav.bounds.settle as settle
     from polytrav.verification.query import parse_query
     from polytrav.verification.standard import decide
 
     out = []
     for r in rows:
         row = {"query": r["query"], "sampled": float(r["sampled"]), "epsilon": float(r["epsilon"])}
+        policies = settle.VERIFY_POLICY, settle.DIFF_POLICY
         for name, flag in (("today", False), ("difference", True)):
-            split.DIFFERENCE_BOUNDS = flag
+            settle.VERIFY_POLICY, settle.DIFF_POLICY = (
+                dataclasses.replace(p, pair_bounds=flag) for p in policies)
             query = parse_query((folder / r["query"]).read_text())
             t = time.perf_counter()
             d = decide(query, {"f": str(folder / r["f"]), "g": str(folder / r["g"])},
                        timeout=timeout, query_name=r["query"])
             row[f"{name}_answer"], row[f"{name}_seconds"] = d.answer, time.perf_counter() - t
-        split.DIFFERENCE_BOUNDS = True
+        settle.VERIFY_POLICY, settle.DIFF_POLICY = policies
         out.append(run.add(row))
     return out
 
@@ -113,15 +118,13 @@ def split_both(folder: Path, rows: list[dict], max_boxes: int, run: Run) -> list
         row = {"query": r["query"], "sampled": float(r["sampled"]),
                "epsilon": float(r["epsilon"]), "max_boxes": max_boxes}
         for name, flag in (("today", False), ("difference", True)):
-            split.DIFFERENCE_BOUNDS = flag
             t = time.perf_counter()
             res = split.split_box(inst.network, case.lower, case.upper, pairs, [HighsBackend()],
-                                  max_boxes=max_boxes)
+                                  max_boxes=max_boxes, difference=flag)
             row[f"{name}_split_seconds"] = time.perf_counter() - t
             row[f"{name}_proven_share"] = res.proven_volume_share
             row[f"{name}_open"] = len(res.open_boxes)
             row[f"{name}_candidate"] = res.candidate is not None
-        split.DIFFERENCE_BOUNDS = True
         out.append(run.add(row))
     return out
 

@@ -5,8 +5,8 @@ query (``polytrav.verification.standard.decide``, what ``polytrav-vnnlib`` runs)
 one after the other, each in a fresh process with ``--timeout`` seconds:
 
 * ``today``: the copies bounded separately, as before issue 46 (the input split's and the
-  pieces' difference bounds off, ``split.DIFFERENCE_BOUNDS`` and ``dnf.PAIR_BOUNDS``, and
-  the query answered by the stack's own traversal where a route exists);
+  pieces' difference bounds off: ``VERIFY_POLICY`` with ``pair_bounds=False``, and the query
+  answered by the stack's own traversal where a route exists);
 * ``diff``: what ``decide`` does by default (the difference bounds on; a query of the
   ``|Y_g - Y_f| > eps`` shape routed to ``polytrav.diff`` where that route exists).
 
@@ -52,13 +52,15 @@ def decide_one(folder: Path, row: dict, route: str, timeout: float) -> dict:
     """One query decided one way (run in a child process: ``--one``)."""
     import inspect
 
-    import polytrav.bounds.dnf as dnf
-    import polytrav.bounds.split as split
+    import dataclasses
+
+    import polytrav.bounds.settle as settle
     from polytrav.verification.query import parse_query
     from polytrav.verification.standard import decide
 
     today = route == "today"
-    split.DIFFERENCE_BOUNDS = dnf.PAIR_BOUNDS = not today
+    if today:  # this child process's policy: the stack's own bounds alone
+        settle.VERIFY_POLICY = dataclasses.replace(settle.VERIFY_POLICY, pair_bounds=False)
     kwargs = {}
     if "route" in inspect.signature(decide).parameters:
         kwargs["route"] = "stack" if today else "diff"
@@ -196,6 +198,8 @@ def check(folder: Path, row: dict, rec: dict, milp_limit: float, cache: dict) ->
 
 
 def summarise(rows: list[dict], timeout: float) -> dict:
+    blank = {k: v for r in ROUTES for k, v in ((f"{r}_answer", "not run"), (f"{r}_seconds", 0.0))}
+    rows = [{**blank, **x} for x in rows]  # a route not run (--routes)
     decided = {r: [x for x in rows if x[f"{r}_answer"] in ("sat", "unsat")] for r in ROUTES}
     both = [x for x in rows if all(x[f"{r}_answer"] in ("sat", "unsat") for r in ROUTES)]
     ratios = [x["today_seconds"] / x["diff_seconds"] for x in both if x["diff_seconds"] > 0]
@@ -236,9 +240,9 @@ def main(argv=None) -> int:
                     help="seconds of MILP per unsat answer (0: no check)")
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out")
     ap.add_argument("--routes", nargs="*", choices=ROUTES, default=list(ROUTES),
-                    help="with --resume: run only these routes again on the rows already in "
-                         "--out, keeping the others' columns (e.g. the diff path after a change "
-                         "to it, against today's path measured before); new rows run every route")
+                    help="run only these routes; with --resume, on the rows already in --out "
+                         "the others' columns are kept (e.g. the diff path after a change to it, "
+                         "against today's path measured before)")
     ap.add_argument("--exact", action="store_true",
                     help="also polytrav.diff's exact largest |g - f| against the MILP (small nets)")
     ap.add_argument("--summarise", nargs="+", type=Path, metavar="RESULTS",
@@ -262,7 +266,7 @@ def main(argv=None) -> int:
     if args.resume and args.out and Path(args.out).exists():
         done = {r["query"]: r for r in load(args.out)["rows"]}
     for row in rows:
-        again = ROUTES
+        again = [r for r in ROUTES if r in args.routes]
         if row["query"] in done:
             again = [r for r in ROUTES if r in args.routes]
             if again == list(ROUTES):
@@ -271,7 +275,7 @@ def main(argv=None) -> int:
         rec = {"query": row["query"], "network": row["network"], "kind": row["kind"],
                "box": row["box"], "epsilon": float(row["epsilon"]),
                "sampled": float(row["sampled"])}
-        if again != ROUTES:  # the other routes' columns, as measured before
+        if again != list(ROUTES) and row["query"] in done:  # the others', as measured before
             rec = {k: v for k, v in done[row["query"]].items()
                    if not any(k.startswith(f"{r}_") for r in again)}
         rec["routes_run"] = list(again)

@@ -31,12 +31,14 @@ stays because a plugin needs it to do what the core does (the reason is given).
   over a piece) with its allowances ``BOUND_TOL`` and ``LP_BOUND_TOL``,
   :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
   :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting),
+  :class:`BandSettle` (``diff``'s: ``|r_j . y| <= epsilon`` on a box, with a probe round),
   :func:`bisect_box` (a box bisected against any piece bound; :class:`BoxBisection`),
   :func:`box_samples` and :func:`corners` (points of a box to probe),
   :func:`region_milp_slope` (the region's MILP on a slope's sign), with their
   :class:`SettlePolicy` (``VERIFY_POLICY``, ``MONOTONE_POLICY``),
   :func:`slope_bounds`, :class:`BoxPiece`, :class:`Concretizer`, :func:`output_lower_bounds`,
-  :class:`RegionMilp` (with ``MILP_TIME_SHARE``, the share of a budget it takes),
+  :class:`RegionMilp` (with ``MILP_TIME_SHARE``, the share of a budget it takes, and
+  :class:`MilpVerdict`, what it decided),
   :class:`NearestL2` (the exact weighted-L2 nearest point of a class: neuron branch and
   bound with QP relaxations).
 * **Backends**: :class:`SolverBackend`, :class:`SolveResult`, :class:`Status`,
@@ -92,11 +94,12 @@ _HOMES = {
     "polytrav.bounds.dnf": ("dnf_piece_margin", "attack_start", "BOUND_TOL", "LP_BOUND_TOL"),
     "polytrav.bounds.slope": ("slope_bounds",),
     "polytrav.bounds.split": ("BoxPiece",),
-    "polytrav.bounds.settle": ("settle_dnf", "SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY",
+    "polytrav.bounds.settle": ("settle_dnf", "BandSettle", "SettlePolicy", "VERIFY_POLICY",
+                               "MONOTONE_POLICY",
                                "decision_margin", "bab_details", "bisect_box", "BoxBisection",
                                "box_samples", "corners", "region_milp_slope"),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
-    "polytrav.bounds.milp": ("RegionMilp", "MILP_TIME_SHARE"),
+    "polytrav.bounds.milp": ("RegionMilp", "MilpVerdict", "MILP_TIME_SHARE"),
     "polytrav.bounds.nearest": ("NearestL2",),
     "polytrav.traversal": ("PieceView",),
     # the built-in cvxpy backends, named as a string like the manager's DEFAULT_PLUGINS: a

@@ -40,7 +40,9 @@ VIOLATED at a forward-pass-checked point with ``|d_j| > epsilon``, VIOLATED_UNCO
 LP optimum exceeds ``epsilon`` but no forward pass confirms it, else UNKNOWN.
 ``verdict_only`` asks only that: the run stops at the first violation and skips pieces whose
 bound proves ``|d_j| < epsilon`` (:meth:`ModelDiff.piece_margin`, the hook point where
-difference-aware bounds plug in).
+difference-aware bounds plug in); on a box its settle stage
+(:class:`~polytrav.bounds.settle.BandSettle`: samples, attacks, input splitting with a probe
+round) decides first what it can (:meth:`ModelDiff.settle`).
 """
 from __future__ import annotations
 
@@ -49,9 +51,10 @@ import math
 import numpy as np
 
 from polytrav.extend import (LP_BOUND_TOL, RADIUS_TOL, ZERO_ROW_TOL, Analysis, AnalysisResult,
-                             ChangeCell, ConfigError, DecisionCells, DiffViolation,
-                             OutputExtremes, SlopeMax, Status, Stop, Verdict, cell_rows,
-                             dnf_piece_margin, halfspace_volume, hookimpl, solve_along)
+                             BandSettle, ChangeCell, ConfigError, DecisionCells, DiffViolation,
+                             OutputExtremes, Settlement, SlopeMax, Status, Stop, Verdict,
+                             cell_rows, dnf_piece_margin, halfspace_volume, hookimpl,
+                             solve_along)
 
 __all__ = ["ModelDiff", "EXACT_VOLUME_MAX_DIM"]
 
@@ -145,6 +148,34 @@ class ModelDiff(Analysis):
             return -np.inf
         return dnf_piece_margin(self._unsafe_pairs(), piece, context)
 
+    def settle(self, context):
+        """With ``verdict_only`` on a box: :class:`~polytrav.bounds.settle.BandSettle` on the
+        rows ``g_j - f_j``, one per run (its first round, then, after a probe round, the
+        next with ``context.probed``); a point it finds is checked as a witness is. None (no
+        stage) otherwise."""
+        if not self.verdict_only or not context.region.is_box:
+            return None
+        if context.probed is None:  # the first round
+            lo, hi = context.region.bounding_box()
+            self._stage = BandSettle(context.network, lo, hi, self._D, self.epsilon,
+                                     context.backends("lp"),
+                                     accept=lambda x: self._violation_at(context, x) is not None)
+            return self._stage.first(context.time_left())
+        return self._stage.then(context.probed)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the run's settle stage (its paused split)."""
+        return {k: (None if k == "_stage" else v) for k, v in self.__dict__.items()}
+
+    def _violation_at(self, context, x):
+        """``(i, d_i, x, None)`` for the compared output ``i`` of the largest ``|d_i|`` past
+        epsilon at ``x`` that a forward pass confirms (:meth:`_confirms`), else None."""
+        d = self._D @ context.network.forward(np.asarray(x, float))
+        for i in np.argsort(-np.abs(d), kind="stable"):
+            if abs(d[i]) > self.epsilon and self._confirms(context, x, int(i)):
+                return int(i), float(d[i]), np.asarray(x, float), None
+        return None
+
     def holds_below(self) -> float:
         """HOLDS needs every exact ``max_j |g_j - f_j|`` at most this: ``epsilon`` lowered
         by the LPs' tolerance (:data:`~polytrav.vocabulary.tolerances.LP_BOUND_TOL`,
@@ -179,6 +210,13 @@ class ModelDiff(Analysis):
         self._region_volume = self._frame_volume(context) if self._exact_volumes else None
         self._slope_means = bool(self.feature_means) and self._polyhedral \
             and fr.dim <= EXACT_VOLUME_MAX_DIM
+        settled = context.settled
+        if settled is not None and settled.outcome is Settlement.VIOLATED:
+            found = self._violation_at(context, settled.point)  # the stage's point
+            d = self._D @ context.network.forward(settled.point)
+            for i in range(k):
+                self.raw["max"][i] = self.raw["min"][i] = (float(d[i]), settled.point, None)
+            self.raw["violation"] = found
 
     def visit(self, polytope, context):
         fr = context.frame

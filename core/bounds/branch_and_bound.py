@@ -82,7 +82,8 @@ class BaBOutcome:
 
 def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend],
                   time_limit: float | None = None, branching: str = "widest_early",
-                  groups: Sequence[Sequence[int]] | None = None) -> BaBOutcome:
+                  groups: Sequence[Sequence[int]] | None = None, pair: bool = True
+                  ) -> BaBOutcome:
     """Branch and bound for ``C @ network(x) - d > 0`` (every row) for ``x`` in ``[lo, hi]``.
 
     ``C`` (rows, n_outputs) and ``d`` (rows,) are folded into the output layer.
@@ -91,7 +92,9 @@ def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend]
     ``groups``: the rows of each conjunction of an unsafe set ``C_k y <= d_k`` in
     disjunctive normal form; then what is proven is that in every group *some* row is
     positive at every ``x`` (no conjunction is met), and a counterexample meets every row
-    of one group. Default: every row its own group.
+    of one group. Default: every row its own group. ``pair``: a stack of two networks (a
+    two-network query) is bounded by their difference too (:func:`_pair_bound`; a
+    :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``).
     """
     C, d = np.atleast_2d(np.asarray(C, float)), np.atleast_1d(np.asarray(d, float))
     groups = _groups(groups, C.shape[0])
@@ -110,7 +113,7 @@ def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend]
         return BaBOutcome(BaBVerdict.UNKNOWN, None, 1, 0.0)  # within rounding of the boundary
     bab = NeuronBaB(Ws, bs, lo, hi, np.eye(C.shape[0]), branching=branching,
                     lp_backends=lp_backends, groups=groups)
-    bab.extra_bound = _pair_bound(network, lo, hi, C, d)
+    bab.extra_bound = _pair_bound(network, lo, hi, C, d) if pair else None
     batch = int(np.clip(BATCH_ELEMENTS / (bab.N * max(bab.sizes)), 1, 256))
     verdict, seconds = bab.search(time_limit, batch=batch)
     return BaBOutcome(verdict, bab.counterexample if verdict is BaBVerdict.VIOLATED else None,
@@ -119,14 +122,13 @@ def prove_margins(network, lo, hi, C, d, *, lp_backends: Sequence[SolverBackend]
 
 def _pair_bound(network, lo, hi, C, d):
     """For the stack of a two-network query (:func:`~polytrav.bounds.difference.stacked_pair`,
-    with :data:`polytrav.bounds.dnf.PAIR_BOUNDS`): ``bound(split)``, each node's lower bounds
+    where ``prove_margins`` asks): ``bound(split)``, each node's lower bounds
     of the rows ``C y - d`` by the networks' difference, the node's split neurons taken as
     known phases (facts on the node's part of the box; rounding allowance applied). None
     otherwise."""
-    from polytrav.bounds import dnf
     from polytrav.bounds.difference import stacked_pair
 
-    pair = stacked_pair(network) if dnf.PAIR_BOUNDS else None
+    pair = stacked_pair(network)
     if pair is None:
         return None
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)

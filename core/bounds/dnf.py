@@ -29,15 +29,6 @@ __all__ = ["BOUND_TOL", "LP_BOUND_TOL", "attack_start", "box_attack", "deep_atta
 #: Gradient steps of slope optimisation (α-CROWN) on the conjunctions that CROWN's own
 #: slopes do not prove (0: none).
 SLOPE_STEPS = 10
-#: Whether a piece of a two networks' stack (a two-network query, :func:`~polytrav.bounds.
-#: difference.stacked_pair`) is bounded by the pair
-#: (:meth:`~polytrav.bounds.difference.NetworkPair.piece_output_bounds`: per row the better
-#: of CROWN on the copies, which is CROWN on the stack, and the bound on their difference)
-#: instead of CROWN on the stack alone. Its slopes are then not optimised: optimising the copies'
-#: own slopes on what the difference leaves unproven doubled the time of ``diff``'s verdict
-#: on ACAS Xu 3_3 against its perturbed copy (property 3's box, eps 0.02: 28 s against 14 s,
-#: 577 and 610 pieces bounded; 38 s and 930 pieces with no difference bound at all).
-PAIR_BOUNDS = True
 #: Random points of the region (plus its bounding box's centre) scored for a start point.
 START_SAMPLES = 1000
 #: Signed-gradient descents on the distance to the unsafe set, from the best samples.
@@ -255,7 +246,7 @@ def _descend(pairs, network, X, lo, hi, step, inside, steps: int = ATTACK_STEPS,
     return best, where
 
 
-def dnf_piece_margin(pairs, piece, context) -> float:
+def dnf_piece_margin(pairs, piece, context, pair: bool = True) -> float:
     """Lower bound of ``max_i (C_i y - d_i)`` over the piece, minimised over the conjunctions
     ``(C, d)`` of ``pairs`` (the unsafe set ``C y <= d``).
 
@@ -267,18 +258,29 @@ def dnf_piece_margin(pairs, piece, context) -> float:
     are raised by LPs over the piece (:meth:`polytrav.bounds.crown.Concretizer.refine`). A
     conjunction is checked row by row at the piece's vertices (or on the frame box), then,
     if that proves nothing, with the LP ``min s  s.t.  s >= L_i u + g_i - d_i``, ``u`` in
-    the piece. (:func:`dnf_bound` with its defaults.)
+    the piece. (:func:`dnf_bound` with its defaults; ``pair``: its.)
     """
-    return dnf_bound(pairs, piece, context)[0]
+    return dnf_bound(pairs, piece, context, pair=pair)[0]
 
 
-def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None
-              ) -> tuple[float, np.ndarray]:
+def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | None = None,
+              pair: bool = True) -> tuple[float, np.ndarray]:
     """:func:`dnf_piece_margin` and the rows' affine bounds ``L`` (in ``u``, one row per row
     of the stacked ``C``). ``steps``: slope optimisation steps (default :data:`SLOPE_STEPS`).
     ``points``: if given, the candidate counterexamples of every unproven conjunction are
     appended: its LP's minimiser (an input where the relaxation comes closest to the unsafe
     set), or, where the LP cannot prove it, its rows' minimisers over the frame box.
+
+    ``pair``: a piece of two networks' stack (a two-network query, :func:`~polytrav.bounds.
+    difference.stacked_pair`) is bounded by the pair
+    (:meth:`~polytrav.bounds.difference.NetworkPair.piece_output_bounds`: per row the better
+    of CROWN on the copies, which is CROWN on the stack, and the bound on their difference)
+    instead of CROWN on the stack alone (a
+    :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``). Its slopes are then not
+    optimised: optimising the copies' own slopes on what the difference leaves unproven
+    doubled the time of ``diff``'s verdict on ACAS Xu 3_3 against its perturbed copy
+    (property 3's box, eps 0.02: 28 s against 14 s, 577 and 610 pieces bounded; 38 s and 930
+    pieces with no difference bound at all).
     """
     steps = SLOPE_STEPS if steps is None else steps
     net = context.network
@@ -288,11 +290,11 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
         halfspaces, lp = piece.halfspaces(box=False), context.backends("lp")[0].lp_session()
     conc = Concretizer(piece.frame.dim, piece.vertices, halfspaces, lp)
     C, d, rows = stacked(pairs)
-    pair = stacked_pair(net) if PAIR_BOUNDS and len(layers) > 1 else None
+    pair = stacked_pair(net) if pair and len(layers) > 1 else None
     if pair is not None:  # a two-network query: per row, the better of CROWN's and the
         # difference's bound (CROWN on the copies side by side is CROWN on the stack)
         L, g = pair.piece_output_bounds(piece.level, piece.M, piece.m, C, conc)
-        steps = 0  # the copies' own optimised slopes: twice slower runs (PAIR_BOUNDS)
+        steps = 0  # the copies' own optimised slopes: twice slower runs (see above)
     else:
         L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
     g = g - d

@@ -34,6 +34,7 @@ realises, the measure-zero ones included, has a slope above that allowance.
 """
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass
 
@@ -44,7 +45,8 @@ from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import SolveResult, Status
 from polytrav.vocabulary.tolerances import BOUND_TOL, LP_BOUND_TOL
 
-__all__ = ["MILP_MAX_BINARIES", "MILP_TIME_SHARE", "ClosestOutcome", "MilpOutcome", "RegionMilp",
+__all__ = ["MILP_MAX_BINARIES", "MILP_TIME_SHARE", "ClosestOutcome", "MilpOutcome", "MilpVerdict",
+           "RegionMilp",
            "SlopeOutcome"]
 
 #: Unstable neurons (binaries) above which :meth:`RegionMilp.prove` does not try: on MNIST's
@@ -59,13 +61,27 @@ MILP_TIME_SHARE = 0.8
 SLOPE_STEPS = 10
 
 
+class MilpVerdict(str, enum.Enum):
+    """What a region MILP decided (:class:`MilpOutcome`, :class:`SlopeOutcome`)."""
+
+    HOLDS = "holds"  #: proven: no conjunction is met (no slope of the wrong sign)
+    VIOLATED = "violated"  #: a counterexample, confirmed by a forward pass
+    #: a pattern's cell whose slope has the wrong sign: its point not yet confirmed
+    CANDIDATE = "candidate"
+    UNKNOWN = "unknown"  #: undecided (``reason`` says why)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class MilpOutcome:
-    """What :meth:`RegionMilp.prove` found: ``verdict`` "holds" (every conjunction infeasible),
-    "violated" (``point`` is a forward-pass confirmed counterexample) or "unknown"
-    (``reason`` says why); ``binaries``, ``solves`` and ``seconds`` of the attempt."""
+    """What :meth:`RegionMilp.prove` found: ``verdict`` (a :class:`MilpVerdict`) HOLDS (every
+    conjunction infeasible), VIOLATED (``point`` is a forward-pass confirmed counterexample)
+    or UNKNOWN (``reason`` says why); ``binaries``, ``solves`` and ``seconds`` of the
+    attempt."""
 
-    verdict: str
+    verdict: MilpVerdict
     point: np.ndarray | None = None
     binaries: int = 0
     solves: int = 0
@@ -93,13 +109,13 @@ class ClosestOutcome:
 
 @dataclass
 class SlopeOutcome:
-    """What :meth:`RegionMilp.monotone` found: ``verdict`` "holds" (proven), "candidate"
-    (``point``, the Chebyshev centre of the cell of an activation pattern whose signed
-    ``slope`` is below ``-LP_BOUND_TOL (1 + scale)``, or the MILP's own point where that cell
-    has no interior: not yet confirmed by a forward pass) or "unknown" (``reason`` says
-    why)."""
+    """What :meth:`RegionMilp.monotone` found: ``verdict`` (a :class:`MilpVerdict`) HOLDS
+    (proven), CANDIDATE (``point``, the Chebyshev centre of the cell of an activation pattern
+    whose signed ``slope`` is below ``-LP_BOUND_TOL (1 + scale)``, or the MILP's own point
+    where that cell has no interior: not yet confirmed by a forward pass) or UNKNOWN
+    (``reason`` says why)."""
 
-    verdict: str
+    verdict: MilpVerdict
     point: np.ndarray | None = None
     slope: float | None = None
     binaries: int = 0
@@ -179,7 +195,7 @@ class RegionMilp:
         :data:`MILP_MAX_BINARIES` binaries."""
         self._whole_box("prove")
         t0 = time.perf_counter()
-        out = MilpOutcome("unknown", binaries=self.binaries)
+        out = MilpOutcome(MilpVerdict.UNKNOWN, binaries=self.binaries)
         out.reason = self._refusal(milp_backends)
         if out.reason:
             return out
@@ -202,14 +218,14 @@ class RegionMilp:
                 met = unsafe(x) if unsafe is not None else bool(
                     np.all(C @ self.network.forward(x) <= d))
                 if met:
-                    out.verdict, out.point = "violated", x
+                    out.verdict, out.point = MilpVerdict.VIOLATED, x
                     break
                 out.reason = "a MILP point within the solver's tolerance, not confirmed"
             else:
                 out.reason = f"MILP {res.status.value}: {res.message}"
             break
         else:
-            out.verdict = "holds"
+            out.verdict = MilpVerdict.HOLDS
         out.seconds = time.perf_counter() - t0
         return out
 
@@ -286,17 +302,19 @@ class RegionMilp:
 
         self._whole_box("monotone")
         t0 = time.perf_counter()
-        out = SlopeOutcome("unknown", binaries=self.binaries)
+        out = SlopeOutcome(MilpVerdict.UNKNOWN, binaries=self.binaries)
         out.reason = self._refusal(milp_backends)
         if out.reason:
             return out
         scale = 1.0 + slope_scale(self.network.weights, feature, output)
         if len(self.network.weights) == 1:  # no hidden layer: one slope
             slope = sign * float(self.network.weights[0][output, feature])
-            out.verdict = ("holds" if slope > LP_BOUND_TOL * scale else
-                           "candidate" if slope < -LP_BOUND_TOL * scale else "unknown")
+            out.verdict = (MilpVerdict.HOLDS if slope > LP_BOUND_TOL * scale else
+                           MilpVerdict.CANDIDATE if slope < -LP_BOUND_TOL * scale
+                           else MilpVerdict.UNKNOWN)
             out.point, out.slope = (self.lo + self.hi) / 2, slope
-            out.reason = "" if out.verdict != "unknown" else "the slope is 0 within the allowance"
+            out.reason = ("" if out.verdict is not MilpVerdict.UNKNOWN
+                          else "the slope is 0 within the allowance")
             return out
         for cutoff in (-LP_BOUND_TOL * scale, LP_BOUND_TOL * scale):
             def attempt(backend, cutoff=cutoff):
@@ -310,7 +328,7 @@ class RegionMilp:
             if res.status is Status.INFEASIBLE:
                 continue
             if res.status is Status.OPTIMAL and cutoff < 0:
-                out.verdict = "candidate"
+                out.verdict = MilpVerdict.CANDIDATE
                 out.point = np.clip(res.x[:self.lo.shape[0]], self.lo, self.hi)
                 out.slope = float(res.objective)
                 centre = _cell_centre(self.network, self.lo, self.hi, self._enc.pattern(res.x),
@@ -324,7 +342,7 @@ class RegionMilp:
                 out.reason = f"MILP {res.status.value}: {res.message}"
             break
         else:
-            out.verdict = "holds"
+            out.verdict = MilpVerdict.HOLDS
         out.seconds = time.perf_counter() - t0
         return out
 

@@ -14,6 +14,12 @@ what they leave open is traversed by the host, so the data flows host -> bounds 
   few effective inputs, with the policy's time shares;
 * :func:`settle_dnf`: ``verify``'s order: the quick attack, the input split, the deep
   attack only where the split left the region open or did not apply;
+* :class:`BandSettle`: ``diff``'s verdict on a box (``|r_j . y| <= epsilon``), in two rounds:
+  samples (:func:`sampled_violation`), the start attack where they come near
+  (:func:`checked_attack`), the input split, which pauses where its deep search begins
+  (:class:`~polytrav.bounds.split.BoxSplit`) to have its worst open boxes attacked and
+  *probed* (``Settled.probe``: the host traverses them), then goes on with those that held
+  taken out;
 * :func:`region_bab`: neuron-level branch and bound (:mod:`polytrav.bounds.branch_and_bound`)
   and the region's MILP (:mod:`polytrav.bounds.milp`) on a box of many inputs, with
   :func:`decision_margin` (a decision analysis's piece margin: the region's runs it) and
@@ -29,7 +35,7 @@ what they leave open is traversed by the host, so the data flows host -> bounds 
 
 One :class:`SettlePolicy` value holds the stage's time shares and counts:
 :data:`VERIFY_POLICY` is ``verify``'s, :data:`MONOTONE_POLICY` ``Monotonicity``'s,
-:data:`DIFF_POLICY` ``diff``'s verdict on a box.
+:data:`DIFF_POLICY` ``diff``'s verdict on a box (:class:`BandSettle`).
 """
 from __future__ import annotations
 
@@ -42,8 +48,9 @@ from polytrav.bounds import dnf, split
 from polytrav.vocabulary.settled import OpenBox, Settled, SettledBy
 from polytrav.vocabulary.tolerances import CORNER_INSET
 
-__all__ = ["SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY", "DIFF_POLICY", "quick_attack", "deep_attack",
-           "split_region", "split_stats", "settle_dnf", "decision_margin", "region_bab",
+__all__ = ["SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY", "DIFF_POLICY", "quick_attack",
+           "deep_attack", "split_region", "split_stats", "settle_dnf", "BandSettle",
+           "sampled_violation", "checked_attack", "decision_margin", "region_bab",
            "bab_details", "BoxBisection", "bisect_box", "box_samples", "corners",
            "region_milp_slope"]
 
@@ -82,13 +89,20 @@ class SettlePolicy:
     ``probe_samples`` random points and ``probe_corners`` corners of the region
     (:func:`box_samples`) choose the start point.
 
-    ``diff``'s verdict on a box (:data:`DIFF_POLICY`, read by :mod:`polytrav.host.diff`)
+    ``diff``'s verdict on a box (:data:`DIFF_POLICY`, read by :class:`BandSettle`)
     takes ``split_share`` and ``deep_share`` of the time limit (not of the time left), and
     samples ``probe_samples`` random points first; where they come within ``attack_near``
     times epsilon of it, the start attack runs before the split. Where the split's deep
     search begins, its probe takes ``open_probe_share`` of the time limit
     (``open_probe_seconds`` without one) to attack and traverse the open boxes, or traverses
     the whole box where they hold at least ``whole_open_share`` of its volume.
+
+    ``pair_bounds``: a network that is two networks side by side on one input (a two-network
+    query) is bounded by their difference too, each row keeping the better bound: the input
+    split's boxes (:func:`~polytrav.bounds.split.split_box`'s ``difference``), the pieces
+    (:func:`~polytrav.bounds.dnf.dnf_bound`'s ``pair``) and branch and bound's nodes; False:
+    the stack's own bounds alone (the path before issue 46, for comparison:
+    ``benchmarks/diff_verify.py``'s ``today``).
     """
 
     split_max_effective: int = split.SPLIT_MAX_EFFECTIVE
@@ -111,6 +125,7 @@ class SettlePolicy:
     open_probe_share: float = 0.15
     open_probe_seconds: float = 15.0
     whole_open_share: float = 0.4
+    pair_bounds: bool = True
 
 
 #: ``verify``'s policy: half the time left for the split, a quarter for its deep search, which
@@ -189,7 +204,8 @@ def split_region(pairs, network, lower, upper, lp_chain, time_left: float | None
         network, lower, upper, pairs, lp_chain, extend=True,
         time_limit=None if time_left is None else policy.split_share * time_left,
         deep_time=policy.deep_seconds if time_left is None else policy.deep_share * time_left,
-        open_seconds=policy.open_seconds, deep_boxes=policy.deep_boxes, recorder=recorder)
+        open_seconds=policy.open_seconds, deep_boxes=policy.deep_boxes,
+        difference=policy.pair_bounds, recorder=recorder)
 
 
 def split_stats(result: split.SplitResult) -> dict:
@@ -226,8 +242,8 @@ def settle_dnf(pairs, network, region, lp_chain, *, accept: Callable[[np.ndarray
     found = None
     if split_boxes and region.is_box:
         lower, upper = (np.asarray(a, float) for a in region.bounding_box())
-        if split.effective_inputs(network, lower, upper, pairs, lp_chain) \
-                <= policy.split_max_effective:
+        if split.effective_inputs(network, lower, upper, pairs, lp_chain,
+                                  policy.pair_bounds) <= policy.split_max_effective:
             if x is not None and dnf.unsafe_distance(pairs, network.forward(x)[None, :])[0] <= 0:
                 return Settled.open(start=x, split=None)
             found = split_region(pairs, network, lower, upper, lp_chain, time_left(), policy,
@@ -249,13 +265,181 @@ def settle_dnf(pairs, network, region, lp_chain, *, accept: Callable[[np.ndarray
     return Settled.open(start=x, split=None)
 
 
+def sampled_violation(network, pairs, lower, upper, samples: int
+                      ) -> tuple[np.ndarray | None, float]:
+    """``(x, score)``: of the box's centre and ``samples`` random points (seed 0), the one
+    deepest past the unsafe set ``pairs`` by a forward pass (None if none is inside it), and
+    the least :func:`~polytrav.bounds.dnf.unsafe_distance` among them."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([(lower + upper) / 2, rng.uniform(lower, upper, (samples, lower.shape[0]))])
+    score = dnf.unsafe_distance(pairs, network.forward(X))
+    k = int(np.argmin(score))
+    return (X[k] if score[k] < 0 else None), float(score[k])
+
+
+def checked_attack(pairs, network, region) -> np.ndarray | None:
+    """``verify``'s start attack (:func:`~polytrav.bounds.dnf.attack_start`): its point if a
+    forward pass puts it strictly inside the unsafe set ``pairs``, else None."""
+    x = dnf.attack_start(pairs, network, region)
+    if x is not None and dnf.unsafe_distance(pairs, network.forward(x)[None])[0] < 0:
+        return x
+    return None
+
+
+class BandSettle:
+    """The settle stage of "``|r_j . y| <= epsilon`` for every row ``r_j``" on a box
+    (``diff``'s ε verdict: ``r_j`` picks ``g_j - f_j`` of the joint network), in
+    :data:`DIFF_POLICY`'s order (as it is when :meth:`first` runs) and time shares (of
+    :meth:`first`'s ``time_limit``). An analysis keeps one per run: :meth:`first` answers
+    the first round, :meth:`then` the round after a PROBE (with the probe runs' results).
+
+    1. None (no stage) where the box has more than ``split_max_effective`` effective
+       inputs.
+    2. :func:`sampled_violation` with ``probe_samples`` points; where none is past epsilon
+       but one comes within ``attack_near`` of it, :func:`checked_attack`. A point past
+       epsilon that ``accept`` (the analysis's check of a witness) takes: VIOLATED.
+    3. The input split (:class:`~polytrav.bounds.split.BoxSplit`, its shares of the time),
+       paused where its deep search begins: its worst open boxes are attacked at once
+       (:func:`~polytrav.bounds.dnf.box_attack`, half of ``open_probe_share`` of the time).
+       A point past epsilon ends the split as its candidate. Where the open boxes hold
+       ``whole_open_share`` of the volume, the whole box is OPEN from the attacks' best
+       point. Else PROBE: the boxes, best attacked first, from their attacks' points, for
+       the rest of the ``open_probe_share``; :meth:`then` takes those whose runs held out of
+       the split, which goes on.
+    4. The split's end: where it leaves boxes open and no attack ran, :func:`checked_attack`
+       once. A candidate ``accept`` takes is VIOLATED; one it refuses (on the boundary) is
+       the whole box OPEN from it; no box open is PROVEN (``SPLIT``); else the open boxes,
+       each from its centre.
+
+    ``stats``: what :func:`polytrav.diff` reports as ``DiffResult.split`` (every Settled
+    carries it as ``split``).
+    """
+
+    def __init__(self, network, lower, upper, rows, epsilon: float, lp_chain,
+                 accept: Callable[[np.ndarray], bool]):
+        from polytrav.model.region import Box
+
+        self.network, self.lp_chain, self.accept = network, lp_chain, accept
+        self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.box = Box(self.lower, self.upper)
+        self.epsilon = float(epsilon)
+        s2 = np.sqrt(2.0)  # unit-norm rows:  -s (r . y) / √2 <= -ε / √2
+        self.pairs = [((-sign * r / s2)[None], np.array([-self.epsilon / s2]))
+                      for r in np.atleast_2d(rows) for sign in (1.0, -1.0)]
+        self.policy = DIFF_POLICY
+        self.stats = {"boxes": 0, "proven": 0, "open": 0, "proven_volume_share": 0.0,
+                      "difference": False, "candidate": None}
+        self._split = None
+        self._attacked = False
+        self._order: list[int] = []
+        self._time = None
+
+    def first(self, time_limit: float | None) -> Settled | None:
+        """The first round (``time_limit``: the run's seconds left, None: no limit)."""
+        policy, lo, hi = self.policy, self.lower, self.upper
+        self._time = time_limit
+        if split.effective_inputs(self.network, lo, hi, self.pairs, self.lp_chain,
+                                  policy.pair_bounds) > policy.split_max_effective:
+            return None
+        x, score = sampled_violation(self.network, self.pairs, lo, hi, policy.probe_samples)
+        near = self.epsilon - np.sqrt(2.0) * score >= policy.attack_near * self.epsilon
+        if x is None and near:  # the samples come close to epsilon: the attack first
+            x, self._attacked = checked_attack(self.pairs, self.network, self.box), True
+        if x is not None:
+            if not self.accept(x):
+                return None  # refused where a forward pass put it past epsilon: no stage
+            self.stats["candidate"] = "attack" if self._attacked else "sampled"
+            return Settled.violated(x, SettledBy.ATTACK, split=dict(self.stats))
+        self._split = split.BoxSplit(
+            self.network, lo, hi, self.pairs, self.lp_chain, extend=True,
+            time_limit=None if time_limit is None else policy.split_share * time_limit,
+            deep_time=policy.deep_seconds if time_limit is None else policy.deep_share * time_limit,
+            open_seconds=policy.open_seconds, deep_boxes=policy.deep_boxes,
+            difference=policy.pair_bounds, pause=True)
+        return self._next(self._split.run())
+
+    def then(self, probed) -> Settled:
+        """The round after a PROBE: ``probed``, the probe runs' results in order (those
+        whose verdict is HOLDS, up to the first that is not, are proven)."""
+        from polytrav.vocabulary.results import Verdict
+
+        held = []
+        for k, result in zip(self._order, probed):
+            if result.verdict is not Verdict.HOLDS:
+                break
+            held.append(k)
+        self.stats.update(probed=len(probed), held=len(held))
+        return self._next(self._split.run(held=held))
+
+    def _next(self, result) -> Settled:
+        """What the split's step (its result, or None at its pause) leaves."""
+        if result is None:
+            return self._paused()
+        self.stats.update(split_stats(result), candidate=None if result.candidate is None
+                          else self.stats["candidate"] or "split")
+        self.stats.setdefault("probed", 0)
+        self.stats.setdefault("held", 0)
+        self.stats.setdefault("whole", False)
+        candidate = result.candidate
+        if candidate is None and result.open_boxes and not self._attacked:  # the attack, once
+            candidate = checked_attack(self.pairs, self.network, self.box)
+            if candidate is not None:
+                self.stats["candidate"] = "attack"
+        if candidate is not None:
+            self.stats["open"] = 0
+            if self.accept(candidate):
+                return Settled.violated(candidate, SettledBy.ATTACK, split=dict(self.stats))
+            return Settled.open(start=candidate, split=dict(self.stats))  # its polytope decides
+        if not result.open_boxes:
+            return Settled.proven(SettledBy.SPLIT, boxes=result.proven, split=dict(self.stats))
+        return Settled.open(boxes=[OpenBox(a, b, (a + b) / 2) for a, b in result.open_boxes],
+                            proven_boxes=result.proven, split=dict(self.stats))
+
+    def _paused(self) -> Settled:
+        """At the split's pause: its worst open boxes attacked, then the whole box, the
+        attack's candidate, or a PROBE of the boxes."""
+        import time
+
+        policy, boxes = self.policy, self._split.paused
+        now = time.perf_counter()
+        seconds = (policy.open_probe_seconds if self._time is None
+                   else policy.open_probe_share * self._time)
+        lows, highs = np.array([a for a, _ in boxes]), np.array([b for _, b in boxes])
+        score, points = dnf.box_attack(self.pairs, self.network, lows, highs,
+                                       deadline=now + seconds / 2)
+        order = [int(i) for i in np.argsort(score, kind="stable")]
+        if score[order[0]] < 0:  # past epsilon by a forward pass: the split's candidate
+            self.stats["candidate"] = "probe"
+            return self._next(self._split.run(found=points[order[0]]))
+        if _volume_share(lows, highs, self.lower, self.upper) >= policy.whole_open_share:
+            # the split leaves most of the box open: traverse all of it instead
+            result = self._split.run(held=None)
+            self.stats.update(split_stats(result), candidate=None, probed=0, held=0,
+                              whole=True)
+            return Settled.open(start=points[order[0]], split=dict(self.stats))
+        self._order = order
+        self.stats.update(split_stats(self._split.result), probed=0, held=0, whole=False)
+        return Settled.probe([OpenBox(lows[i], highs[i], points[i]) for i in order],
+                             seconds=max(now + seconds - time.perf_counter(), 0.0),
+                             split=dict(self.stats))
+
+
+def _volume_share(lows, highs, lo, hi) -> float:
+    """The share of the box ``[lo, hi]``'s volume that the boxes ``[lows, highs]`` cover
+    (disjoint; its free inputs only)."""
+    free = hi > lo
+    return float(np.prod(highs[:, free] - lows[:, free], axis=1).sum()
+                 / np.prod(hi[free] - lo[free]))
+
+
 def decision_margin(pairs, piece, context, attack, bab: bool = True,
                     policy: SettlePolicy | None = None):
     """The margin by which a decision analysis (``verify`` mode) proves a piece, and the
     branch-and-bound outcome if it ran: :func:`~polytrav.bounds.dnf.dnf_piece_margin`, then,
     on the region (level 0) with ``bab``, :func:`region_bab` (``attack``: the analysis's
     start attack)."""
-    margin = dnf.dnf_piece_margin(pairs, piece, context)
+    policy = VERIFY_POLICY if policy is None else policy
+    margin = dnf.dnf_piece_margin(pairs, piece, context, pair=policy.pair_bounds)
     if bab and piece.level == 0:
         return region_bab(margin, pairs, piece, context, attack, policy)
     return margin, None
@@ -300,18 +484,18 @@ def region_bab(margin, pairs, piece, context, attack, policy: SettlePolicy | Non
         milp = RegionMilp(context.network, lo, hi)
         why_not = f"{milp.binaries} unstable neurons (more than {MILP_MAX_BINARIES})"
         if milp.binaries <= MILP_MAX_BINARIES:
-            out = _bab(pairs, context, lo, hi, policy.bab_probe_share, point)
+            out = _bab(pairs, context, lo, hi, policy.bab_probe_share, point, policy)
             if out.verdict not in decided:
                 share = MILP_TIME_SHARE if policy.milp_share is None else policy.milp_share
                 out, why_not = _milp(milp, pairs, context, point, share)
             if out is not None:
                 return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
-    out = _bab(pairs, context, lo, hi, policy.bab_share, point)
+    out = _bab(pairs, context, lo, hi, policy.bab_share, point, policy)
     out.stats["milp"] = why_not
     return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
 
 
-def _bab(pairs, context, lo, hi, share, point):
+def _bab(pairs, context, lo, hi, share, point, policy):
     """:func:`~polytrav.bounds.branch_and_bound.prove_margins` on the region with ``share``
     of the time left; its ``start``: the counterexample, else the attack's ``point``."""
     from polytrav.bounds.branch_and_bound import prove_margins
@@ -321,7 +505,8 @@ def _bab(pairs, context, lo, hi, share, point):
     out = prove_margins(context.network, lo, hi, np.vstack([C for C, _ in pairs]),
                         np.concatenate([d for _, d in pairs]), lp_backends=context.backends("lp"),
                         time_limit=None if left is None else share * max(left, 0.0),
-                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)])
+                        groups=[np.arange(e - C.shape[0], e) for e, (C, _) in zip(ends, pairs)],
+                        pair=policy.pair_bounds)
     out.start = out.counterexample if out.counterexample is not None else point
     return out
 
@@ -332,16 +517,17 @@ def _milp(milp, pairs, context, point, share):
     :class:`~polytrav.bounds.branch_and_bound.BaBOutcome` (0 nodes; its stats say
     ``method: milp``), or, where it decides nothing, None and why not."""
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
+    from polytrav.bounds.milp import MilpVerdict
 
     net = context.network
     left = context.time_left()
     out = milp.prove(pairs, context.backends("milp"),
                      time_limit=None if left is None else share * max(left, 0.0),
                      unsafe=lambda x: dnf.unsafe_distance(pairs, net.forward(x)[None, :])[0] <= 0)
-    if out.verdict == "unknown":
+    if out.verdict is MilpVerdict.UNKNOWN:
         return None, out.reason
     stats = {"method": "milp", "binaries": out.binaries, "solves": out.solves}
-    if out.verdict == "holds":
+    if out.verdict is MilpVerdict.HOLDS:
         return BaBOutcome(BaBVerdict.HOLDS, None, 0, out.seconds, stats, start=point), ""
     return BaBOutcome(BaBVerdict.VIOLATED, out.point, 0, out.seconds, stats,
                       start=out.point), ""

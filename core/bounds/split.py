@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["BoxPiece", "BoxFrame", "LpContext", "SplitResult", "split_box", "effective_inputs",
+__all__ = ["BoxPiece", "BoxFrame", "LpContext", "SplitResult", "split_box", "BoxSplit", "effective_inputs",
            "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
            "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS", "SPLIT_LEAVES_PER_BOX",
@@ -60,8 +60,8 @@ SPLIT_DEEP_MAX_BOXES = 400_000
 #: those to the traversal, else it is traversed whole (a small open box's traversal costs
 #: about a quarter of a frontier box's: 25 against 100 ms on ACAS Xu 3_3 property 2).
 SPLIT_LEAVES_PER_BOX = 4
-#: At most this many open boxes, the worst first, are given to :func:`split_box`'s ``probe``
-#: where the deep search begins.
+#: At most this many open boxes, the worst first, are handed over where a :class:`BoxSplit`
+#: pauses (its deep search begins).
 SPLIT_PROBE_BOXES = 4096
 #: ``verify``'s deep search time: this share of the time left, or these seconds without a
 #: time limit.
@@ -75,12 +75,6 @@ SPLIT_OPEN_SECONDS = 0.03
 #: the whole queue early on proves the easy boxes first, and the proven share then stops
 #: accelerating: ACAS Xu 3_3 property 2 ended its split at 800 boxes, 544 open).
 SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
-#: Whether the boxes of a network that is two networks of the same architecture side by side
-#: on one input (a two-network query: :meth:`NetworkPair.in_stack
-#: <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
-#: difference as well (each row's better bound); False: the stack's CROWN alone (today's
-#: path, for comparison).
-DIFFERENCE_BOUNDS = True
 
 
 @dataclass
@@ -90,11 +84,11 @@ class SplitResult:
     candidate: np.ndarray | None
     open_boxes: list = field(default_factory=list)  #: ``(lower, upper)`` pairs, worst first
     proven: int = 0  #: boxes proven by bounds
-    held: int = 0  #: boxes proven by ``split_box``'s ``probe``
-    #: the share of the box's volume proven, by bounds or the probe (free inputs only)
+    held: int = 0  #: boxes proven by the caller at a :class:`BoxSplit`'s pause
+    #: the share of the box's volume proven, by bounds or at the pause (free inputs only)
     proven_volume_share: float = 0.0
     boxes: int = 0  #: boxes bounded
-    #: whether the boxes were bounded as a pair of networks (:data:`DIFFERENCE_BOUNDS`)
+    #: whether the boxes were bounded as a pair of networks (``difference``)
     difference: bool = False
     #: boxes open where the deep search began (0: it did not run)
     frontier: int = 0
@@ -142,17 +136,18 @@ class LpContext:
         return self._lp if form == "lp" else []
 
 
-def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
+def effective_inputs(network, lower, upper, pairs, lp_chain, pair: bool = True) -> int:
     """The fewest inputs that carry :data:`EFFECTIVE_SHARE` of the box's bound sensitivity:
     CROWN's coefficients of the unsafe rows on each input (in the box's own coordinates, so
     scaled by its width once), summed over the rows, times the width (the bisection's
     score). A bisection shrinks the bound's looseness by halving these inputs: 5 or 6 of
     the 14 inputs of VNN-COMP's ``gcas``, 2 of ACAS Xu's 5, 422 of the 784 pixels of an
-    MNIST image's L-infinity ball."""
+    MNIST image's L-infinity ball. ``pair``: as :func:`~polytrav.bounds.dnf.dnf_bound`'s."""
     from polytrav.bounds.dnf import dnf_bound
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-    _, L = dnf_bound(pairs, BoxPiece(lower, upper), LpContext(network, lp_chain), steps=0)
+    _, L = dnf_bound(pairs, BoxPiece(lower, upper), LpContext(network, lp_chain), steps=0,
+                     pair=pair)
     score = np.sort(np.abs(L).sum(axis=0) * (upper - lower))[::-1]
     if not score.any():
         return int(np.sum(upper > lower))
@@ -162,7 +157,8 @@ def effective_inputs(network, lower, upper, pairs, lp_chain) -> int:
 def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
               time_limit: float | None = None, extend: bool = False,
               deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
-              deep_boxes: int | None = None, probe=None, recorder=None) -> SplitResult:
+              deep_boxes: int | None = None, difference: bool = True, recorder=None
+              ) -> SplitResult:
     """Bisect the box ``[lower, upper]`` against the unsafe set ``pairs`` (conjunctions
     ``C y <= d`` with unit-norm rows, as :attr:`LinearProperty.pairs
     <polytrav.plugins.linear_property.LinearProperty.pairs>` holds them); see the module
@@ -185,28 +181,79 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     frontier box that holds open ones returns them if they are at most
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole).
 
-    ``probe``: called once where the deep search begins, with the :data:`SPLIT_PROBE_BOXES`
-    worst open boxes (``(lower, upper)`` pairs, worst first); it returns ``(point, held)``.
-    A point (a counterexample it found, e.g. by traversing them) ends the split as its
-    candidate; else the boxes at the positions ``held`` are proven by it (e.g. their
-    traversals hold) and leave the search; ``held`` None ends the split there, every open
-    box left open (the probe answered for the whole box otherwise). A deep search can take most of the time on a
-    query that holds nowhere near its worst boxes, and those boxes are the ones it bounds
-    worst.
+    ``difference``: the boxes of a network that is two networks of the same architecture
+    side by side on one input (a two-network query: :meth:`NetworkPair.in_stack
+    <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
+    difference as well (each row's better bound); False: the stack's CROWN alone (a
+    :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``).
 
     ``recorder``: None, or a proof's :class:`~polytrav.proof.record.CaseRecord`, told of each
-    batch bounded and each halving (the boxes' ids are their order numbers, the box 0)."""
+    batch bounded and each halving (the boxes' ids are their order numbers, the box 0).
+
+    :class:`BoxSplit` is the same split, able to pause where its deep search begins."""
+    return BoxSplit(network, lower, upper, pairs, lp_chain, max_boxes=max_boxes,
+                    time_limit=time_limit, extend=extend, deep_time=deep_time,
+                    open_seconds=open_seconds, deep_boxes=deep_boxes, difference=difference,
+                    recorder=recorder).run()
+
+
+class BoxSplit:
+    """:func:`split_box` in steps: with ``pause``, it stops once where its deep search
+    begins and hands over its :data:`SPLIT_PROBE_BOXES` worst open boxes (``paused``:
+    ``(lower, upper)`` pairs, worst first), for the caller to look at them otherwise (a
+    deep search can take most of the time on a query that holds nowhere near its worst
+    boxes, and those are the boxes it bounds worst; ``diff`` traverses them).
+
+    ``run()`` goes on: to the end (the :class:`SplitResult`), or to the pause (None). After
+    the pause, ``run(found=x)`` ends the split with ``x`` as its candidate (a counterexample
+    found there); ``run(held=[i, ...])`` takes the paused boxes at those positions as
+    proven (their traversals held, say) and goes on; ``run(held=None)`` ends the split
+    there, every open box left open. ``result``: what it found so far. The split never
+    calls anything back: the caller decides what happens at the pause.
+    """
+
+    def __init__(self, network, lower, upper, pairs, lp_chain, *, max_boxes: int | None = None,
+                 time_limit: float | None = None, extend: bool = False,
+                 deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
+                 deep_boxes: int | None = None, difference: bool = True, pause: bool = False,
+                 recorder=None):
+        self.result = SplitResult(None)
+        self.paused: list | None = None
+        self._steps = _bisect(self, network, np.asarray(lower, float),
+                              np.asarray(upper, float), pairs, lp_chain,
+                              SPLIT_BOXES if max_boxes is None else max_boxes, time_limit,
+                              extend, deep_time, open_seconds, deep_boxes, difference, pause,
+                              recorder)
+        self._started = False
+
+    def run(self, found=None, held=()) -> SplitResult | None:
+        """Go on to the end (its :class:`SplitResult`) or to the pause (None); ``found``,
+        ``held``: what the caller made of the paused boxes (see the class)."""
+        try:
+            if not self._started:
+                self._started = True
+                self.paused = next(self._steps)
+            else:
+                self.paused = self._steps.send((found, held))
+        except StopIteration as done:
+            self.paused = None
+            return done.value
+        return None
+
+
+def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, time_limit,
+            extend, deep_time, open_seconds, deep_boxes, difference, pause, recorder):
+    """The split's steps (a generator: it yields the worst open boxes once, with ``pause``,
+    and returns the :class:`SplitResult`)."""
     from polytrav.bounds.crown import box_output_bounds
     from polytrav.bounds.difference import stacked_pair
     from polytrav.bounds.dnf import stacked
 
-    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-    max_boxes = SPLIT_BOXES if max_boxes is None else max_boxes
     t0 = time.perf_counter()
     context = LpContext(network, lp_chain)
     free = upper > lower
     total = float(np.prod(upper[free] - lower[free]))
-    result = SplitResult(None)
+    result = state.result
     # (margin, order, lo, hi, frontier box or -1, the hidden neurons' phases known on the box)
     heap = [(-np.inf, 0, lower, upper, -1, np.zeros(network.n_neurons, np.int8))]
     narrow = []  # boxes too narrow to halve, with their frontier box
@@ -218,7 +265,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     deep_start = None
     deep_end = None  # with deep_boxes: the count of boxes at which the deep search ends
     layers = list(zip(network.weights, network.biases))
-    pair = stacked_pair(network) if DIFFERENCE_BOUNDS else None
+    pair = stacked_pair(network) if difference else None
     result.difference = pair is not None
     if recorder is not None:
         recorder.start(lower, upper, pair is not None)
@@ -238,13 +285,13 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                     frontier = [e[2:4] for e in heap] + [(lo, hi) for lo, hi, _ in narrow]
                     heap = [e[:4] + (i, e[5]) for i, e in enumerate(heap)]  # same order: a heap
                     narrow = [(lo, hi, len(heap) + i) for i, (lo, hi, _) in enumerate(narrow)]
-                    if probe is not None:
+                    if pause:
                         worst = sorted(heap, key=lambda e: e[:2])[:SPLIT_PROBE_BOXES]
-                        found, held = probe([e[2:4] for e in worst])
+                        found, held = yield [e[2:4] for e in worst]
                         if found is not None:
                             result.candidate = np.asarray(found, float)
                             return result
-                        if held is None:  # the probe answered otherwise: the split ends
+                        if held is None:  # the caller answered otherwise: the split ends
                             break
                         held = [worst[i] for i in set(held)]  # proven: out of the search
                         gone = {e[1] for e in held}
@@ -264,7 +311,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
                 else:
                     break
             now = time.perf_counter()
-            if not heap:  # the probe held every box left
+            if not heap:  # the paused boxes held every box left
                 break
             if time_limit is not None and now - t0 > time_limit:
                 break

@@ -152,7 +152,9 @@ class Analysis:
         :meth:`finish` then sees a complete run), VIOLATED with a point checked as a witness
         is (record it: :meth:`finish` then reports it), or OPEN: the whole region from a
         start point, or boxes, each traversed as a run of its own and merged with
-        :meth:`combine` together with the proven rest (which needs :meth:`combine`); or
+        :meth:`combine` together with the proven rest (which needs :meth:`combine`); PROBE
+        (``Settled.probe``): boxes the run traverses first, after which it calls ``settle``
+        again with their results in ``context.probed`` (None in the first round); or
         None: no stage, the run goes as without one. The tools are plain functions in
         :mod:`polytrav.bounds.settle`. The default settles nothing.
         """

@@ -7,16 +7,14 @@ passes of ``f`` and ``g`` themselves and returned as a :class:`DiffResult`.
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from polytrav.model.decision import TIE, decisions
 from polytrav.model.network import Network
-from polytrav.model.region import Box, Region
-from polytrav.solve.deadline import until
+from polytrav.model.region import Region
 from polytrav.traversal import TraversalStatus
 from polytrav.vocabulary.errors import ConfigError, NetworkError
 from polytrav.vocabulary.results import Verdict
@@ -388,19 +386,15 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     if verdict_only and epsilon is None:
         raise ConfigError("diff: verdict_only=True needs epsilon (the ε of the verdict)")
     check_budgets(max_polytopes, time_limit, "diff")
-    if verdict_only and split and type(region) is Box:  # its solver calls end by time_limit
-        with until(None if time_limit is None else time.perf_counter() + time_limit):
-            done = _split_verdict(f, g, joint, region, outputs, epsilon, solver, time_limit,
-                                  max_polytopes, progress, on_interrupt)
-        if done is not None:
-            return done
-    pm = get_plugin_manager()
-    analysis = create_analysis("model_diff", pm=pm, split=f.n_outputs, outputs=outputs,
-                               epsilon=epsilon, decisions=decisions and not verdict_only,
-                               volumes=volumes, verdict_only=verdict_only,
-                               feature_means=feature_means)
+    analysis = create_analysis("model_diff", pm=get_plugin_manager(), split=f.n_outputs,
+                               outputs=outputs, epsilon=epsilon,
+                               decisions=decisions and not verdict_only, volumes=volumes,
+                               verdict_only=verdict_only, feature_means=feature_means)
+    settles = bool(verdict_only and split and region.is_box)  # ModelDiff.settle's stage
+    order = dict(order="best-first", volume_shares=False) if settles else {}
     report = analyze(joint, region, analysis, solver=solver, time_limit=time_limit,
-                     max_polytopes=max_polytopes, progress=progress, on_interrupt=on_interrupt)
+                     max_polytopes=max_polytopes, progress=progress, on_interrupt=on_interrupt,
+                     settle=settles, **order)
     return _result(f, g, region.with_dims(f.n_inputs), report, epsilon)
 
 
@@ -451,285 +445,34 @@ def _result(f: Network, g: Network, region: Region, report, epsilon) -> DiffResu
             verdict = Verdict.VIOLATED_UNCONFIRMED
         violation = {"output": j, "value": d, "x": x, "code": found.code,
                      "codes": network_codes(found.code, f, g)}
+    stage = report.stats.get("settle") or {}
+    probes = stage.get("probes", {})  # probe runs that are no part of the answer: work only
     return DiffResult(outputs=outs, exact=res.exact, status=report.status,
-                      n_polytopes=res.n_polytopes, n_solves=res.n_solves,
-                      decisions_differ=differ, changes=changes, n_changed_polytopes=n_changed,
+                      n_polytopes=res.n_polytopes + probes.get("polytopes", 0),
+                      n_solves=res.n_solves, decisions_differ=differ, changes=changes,
+                      n_changed_polytopes=n_changed,
                       volume_share=None if share is None else tuple(share),
                       volume_method=method, epsilon=epsilon, verdict=verdict,
                       violation=violation, time=report.time, failures=res.failures,
                       decisions_asked=dec is not None, features=features, report=report,
-                      n_lps=int(report.stats["lps"]) + res.n_solves)
+                      split=_split(stage, verdict),
+                      n_lps=int(report.stats["lps"]) + res.n_solves
+                      + probes.get("lps", 0) + probes.get("solves", 0))
 
 
-def _split_verdict(f, g, joint, box, outputs, epsilon, solver, time_limit, max_polytopes,
-                   progress, on_interrupt) -> DiffResult | None:
-    """:func:`diff`'s ε verdict on a box by input splitting first (its ``split``), or None
-    where the box has too many effective inputs. As :func:`polytrav.verify` does: random
-    samples first (:func:`_sampled_violation`), and ``verify``'s start attack
-    (:func:`polytrav.bounds.dnf.attack_start`) when they come within the policy's
-    ``attack_near`` of ``epsilon`` (:data:`polytrav.bounds.settle.DIFF_POLICY`, as it is when
-    called: its shares and counts); then the box is bisected by :func:`polytrav.bounds.split.split_box`
-    against the rows ``±(g_j - f_j) >= epsilon`` (where its deep search begins, its
-    ``probe`` attacks the open boxes, then traverses them from the attacks' best points for
-    ``open_probe_share`` of the time; the boxes whose traversals hold are proven; where they
-    hold ``whole_open_share`` of the volume, it traverses the whole box instead, whose
-    run is then the answer), and where
-    that leaves boxes open the attack runs (once). A point that forward passes of ``f`` and
-    ``g`` put strictly past ``epsilon`` is VIOLATED at once (:func:`_point_violation`); the
-    split's candidate on the boundary starts one traversal of the whole box; else each open
-    sub-box is traversed from its centre, in turn, until one is not HOLDS. The verdict is
-    HOLDS only when every traversal is, the probe's held ones included (none: every sub-box
-    proven)."""
-    from polytrav.bounds import settle as stage
-    from polytrav.bounds.split import effective_inputs, split_box
-    from polytrav.host.manager import create_analysis
-    from polytrav.host.options import RunOptions
-    from polytrav.host.runner import RunSession
-
-    t0 = time.perf_counter()
-    policy = stage.DIFF_POLICY
-    box = box.with_dims(joint.n_inputs)
-    m = f.n_outputs
-    outs = range(m) if outputs is None else [outputs] if np.isscalar(outputs) else outputs
-    rows = []
-    for j in outs:
-        if isinstance(j, (int, np.integer)) and 0 <= j < m:
-            row = np.zeros(2 * m)
-            row[j], row[m + j] = -1.0, 1.0  # g_j - f_j
-            rows.append(row)
-    if not rows:
-        return None  # bad outputs: the analysis names them
-    s2 = np.sqrt(2.0)  # split_box takes unit-norm rows:  -s (g_j - f_j) / √2 <= -ε / √2
-    pairs = [((-sign * row / s2)[None], np.array([-float(epsilon) / s2]))
-             for row in rows for sign in (1.0, -1.0)]
-    session = RunSession(solver)
-    lp = session.chains["lp"]
-    lo, hi = np.asarray(box.lower, float), np.asarray(box.upper, float)
-    if effective_inputs(joint, lo, hi, pairs, lp) > policy.split_max_effective:
+def _split(stage: dict, verdict) -> dict | None:
+    """``DiffResult.split`` from the settle stage's report (``stats["settle"]``: its
+    ``split``, :class:`~polytrav.bounds.settle.BandSettle`'s stats), None where it did not
+    run. A probe run that ended the run, or a whole-box traversal that found the violation,
+    names the probe as the candidate."""
+    if "split" not in stage:
         return None
-    asked = [int(j) for j in outs]
-    start, near = _sampled_violation(joint, pairs, lo, hi, float(epsilon), policy)
-    attacked = False
-    if start is None and near:  # samples come close to epsilon: verify's attack first
-        start, attacked = _attack(joint, pairs, box), True
-    if start is not None:  # a point past epsilon, checked by forward passes: violated
-        return _point_violation(f, g, box, start, asked, epsilon, time.perf_counter() - t0,
-                                {"boxes": 0, "proven": 0, "open": 0,
-                                 "proven_volume_share": 0.0, "difference": False,
-                                 "candidate": "attack" if attacked else "sampled"})
-
-    def traverse(region, start, deadline, budget) -> DiffResult:
-        analysis = create_analysis("model_diff", pm=session.pm, split=m, outputs=outputs,
-                                   epsilon=epsilon, decisions=False, volumes=False,
-                                   verdict_only=True)
-        options = RunOptions(solver=solver, start=start, deadline=deadline,
-                             max_polytopes=budget, progress=progress,
-                             on_interrupt=on_interrupt, volume_shares=False,
-                             order="best-first")
-        return _result(f, g, region, session.run(joint, region, analysis, options), epsilon)
-
-    probed = []  # the probe's traversals, a violated one last
-    whole = []  # the probe's traversal of the whole box, if it ran one
-    attack_found = []  # non-empty: the split's candidate is the probe's attack's point
-
-    def probe(boxes):
-        """The open boxes where the deep search begins, attacked all at once
-        (:func:`polytrav.bounds.dnf.box_attack`), then traversed from their attacks' best
-        points, best first, for the policy's ``open_probe_share`` of the time: a
-        counterexample near the attacks' best points, else the boxes whose traversals hold
-        are proven. Where they hold ``whole_open_share`` of the box's volume, the whole box
-        is traversed instead, from the best point, for the time left."""
-        from polytrav.bounds.dnf import box_attack
-
-        end = time.perf_counter() + (policy.open_probe_seconds if time_limit is None
-                                     else policy.open_probe_share * time_limit)
-        lows, highs = np.array([a for a, _ in boxes]), np.array([b for _, b in boxes])
-        now = time.perf_counter()  # the attack: at most half of the probe's time
-        score, points = box_attack(pairs, joint, lows, highs, deadline=(now + end) / 2)
-        if score.min() >= 0 and _volume_share(lows, highs, lo, hi) >= policy.whole_open_share:
-            # the split leaves most of the box open: traverse all of it instead
-            whole.append(traverse(box, points[int(np.argmin(score))],
-                                  None if time_limit is None else t0 + time_limit,
-                                  max_polytopes))
-            run = whole[0]
-            return (run.violation["x"], []) if run.verdict is Verdict.VIOLATED else (None, None)
-        held = []
-        for i in np.argsort(score, kind="stable"):
-            if score[i] < 0:  # past epsilon by a forward pass
-                attack_found.append(int(i))
-                return points[i], []
-            used = sum(p.n_polytopes for p in probed)
-            if time.perf_counter() >= end or (max_polytopes is not None
-                                              and used >= max_polytopes):
-                break
-            part = traverse(Box(lows[i], highs[i]), points[i], end,
-                            None if max_polytopes is None else max_polytopes - used)
-            probed.append(part)
-            if part.verdict is Verdict.VIOLATED:
-                return part.violation["x"], []
-            if part.verdict is not Verdict.HOLDS:
-                break
-            held.append(int(i))
-        return None, held
-
-    try:
-        split = split_box(joint, lo, hi, pairs, lp, extend=True,
-                          time_limit=None if time_limit is None
-                          else policy.split_share * time_limit,
-                          deep_time=policy.deep_seconds if time_limit is None
-                          else policy.deep_share * time_limit,
-                          open_seconds=policy.open_seconds, probe=probe)
-    except KeyboardInterrupt:
-        if on_interrupt != "report":
-            raise
-        return _merged([], asked, epsilon, TraversalStatus.INTERRUPTED, time.perf_counter() - t0, None)
-    stats = {"boxes": split.boxes, "proven": split.proven, "open": len(split.open_boxes),
-             "proven_volume_share": split.proven_volume_share, "difference": split.difference,
-             "candidate": None if split.candidate is None else
-             "probe" if attack_found else "split",
-             "probed": len(probed), "held": split.held, "whole": bool(whole)}
-    if whole:  # the whole box's traversal answers for all of it
-        stats.update(candidate="probe" if whole[0].verdict is Verdict.VIOLATED else None)
-        return replace(whole[0], time=time.perf_counter() - t0, split=stats)
-    if probed and probed[-1].verdict is Verdict.VIOLATED:
-        stats.update(candidate="probe", open=0)
-        return _merged(probed, asked, epsilon, probed[-1].status, time.perf_counter() - t0,
-                       stats)
-    candidate = split.candidate
-    if candidate is None and split.open_boxes and not attacked:  # verify's attack, once
-        candidate = _attack(joint, pairs, box)
-        if candidate is not None:
-            stats["candidate"] = "attack"
-    if candidate is not None:
-        stats["open"] = 0
-        point = _point_violation(f, g, box, candidate, asked, epsilon, 0.0, stats)
-        if point is not None:
-            return replace(point, time=time.perf_counter() - t0)
-        runs = [(box, candidate)]  # on the boundary: its polytope's LPs decide
-    else:
-        runs = [(Box(a, b), (a + b) / 2) for a, b in split.open_boxes]
-    deadline = None if time_limit is None else t0 + time_limit
-    # the probe's held boxes are proven, unless the whole box is traversed
-    held = probed[:split.held] if candidate is None else []
-    parts, status = list(held), TraversalStatus.COMPLETE
-    for region, start in runs:
-        if deadline is not None and time.perf_counter() >= deadline:
-            status = TraversalStatus.TIME_LIMIT
-            break
-        used = sum(p.n_polytopes for p in parts + probed[len(held):])
-        if max_polytopes is not None and used >= max_polytopes:
-            status = TraversalStatus.POLYTOPE_LIMIT
-            break
-        part = traverse(region, start, deadline,
-                        None if max_polytopes is None else max_polytopes - used)
-        parts.append(part)
-        if part.verdict is not Verdict.HOLDS:
-            status = part.status
-            break
-    merged = _merged(parts, asked, epsilon, status, time.perf_counter() - t0, stats)
-    # the probe's other traversals count their polytopes too
-    return replace(merged, n_polytopes=merged.n_polytopes
-                   + sum(p.n_polytopes for p in probed[len(held):]),
-                   n_lps=merged.n_lps + sum(p.n_lps for p in probed[len(held):]))
-
-
-def _volume_share(lows, highs, lo, hi) -> float:
-    """The share of the box ``[lo, hi]``'s volume that the boxes ``[lows, highs]`` cover
-    (disjoint; its free inputs only)."""
-    free = hi > lo
-    return float(np.prod(highs[:, free] - lows[:, free], axis=1).sum()
-                 / np.prod(hi[free] - lo[free]))
-
-
-def _sampled_violation(joint, pairs, lo, hi, epsilon, policy):
-    """``(x, near)``: the point deepest past epsilon among the box's centre and the policy's
-    ``probe_samples`` random points (seed 0), by forward passes of the joint network, or None
-    if none is; ``near``: their largest ``|g_j - f_j|`` is at least ``attack_near`` times
-    epsilon."""
-    from polytrav.bounds.dnf import unsafe_distance
-
-    rng = np.random.default_rng(0)
-    X = np.vstack([(lo + hi) / 2, rng.uniform(lo, hi, (policy.probe_samples, lo.shape[0]))])
-    score = unsafe_distance(pairs, joint.forward(X))  # (epsilon - max_j |d_j|) / sqrt(2)
-    k = int(np.argmin(score))
-    near = epsilon - np.sqrt(2.0) * float(score[k]) >= policy.attack_near * epsilon
-    return (X[k] if score[k] < 0 else None), bool(near)
-
-
-def _point_violation(f, g, box, x, asked, epsilon, seconds, stats) -> DiffResult | None:
-    """A VIOLATED result at ``x`` when forward passes of ``f`` and ``g`` give some
-    ``|g_j - f_j| > epsilon`` there and ``x`` is in the box (no traversal: the extremes are
-    ``x``'s), else None."""
-    x = np.asarray(x, float)
-    yf, yg = f.forward(x), g.forward(x)
-    d = yg - yf
-    j = max(dict.fromkeys(asked), key=lambda k: abs(d[k]))
-    if not (abs(d[j]) > epsilon and box.contains(x, tol=0.0)):
-        return None
-    outs = [OutputDiff(output=k, max=float(d[k]), min=float(d[k]), max_abs=abs(float(d[k])),
-                       witness=x, f_value=float(yf[k]), g_value=float(yg[k]), confirmed=True,
-                       code=None)
-            for k in dict.fromkeys(asked)]
-    return DiffResult(outputs=outs, exact=False, status=TraversalStatus.STOPPED, n_polytopes=0, n_solves=0,
-                      decisions_differ=None, changes=[], n_changed_polytopes=0,
-                      volume_share=None, volume_method=None, epsilon=epsilon,
-                      verdict=Verdict.VIOLATED,
-                      violation={"output": j, "value": float(d[j]), "x": x, "code": None,
-                                 "codes": None},
-                      time=seconds, split=stats)
-
-
-def _attack(joint, pairs, box):
-    """``verify``'s start attack (:func:`polytrav.bounds.dnf.attack_start`) on the rows: its
-    point if a forward pass puts it strictly past epsilon, else None."""
-    from polytrav.bounds.dnf import attack_start, unsafe_distance
-
-    x = attack_start(pairs, joint, box)
-    if x is not None and unsafe_distance(pairs, joint.forward(x)[None])[0] < 0:
-        return x
-    return None
-
-
-def _merged(parts, asked, epsilon, status, seconds, stats) -> DiffResult:
-    """One :class:`DiffResult` of the split's traversals (``parts``, disjoint sub-boxes):
-    the visited extremes merged; VIOLATED from a part that found it, HOLDS when every part
-    holds (none: every sub-box proven by bounds), else the last part's verdict (UNKNOWN if
-    the runs stopped before every open sub-box)."""
-    outs = []
-    for i in range(len(parts[0].outputs) if parts else 0):
-        recs = [p.outputs[i] for p in parts]
-        top = max(recs, key=lambda o: o.max_abs)
-        hi = max(recs, key=lambda o: o.max)
-        lo = min(recs, key=lambda o: o.min)
-        outs.append(OutputDiff(output=top.output, max=hi.max, min=lo.min,
-                               max_abs=top.max_abs, witness=top.witness,
-                               f_value=top.f_value, g_value=top.g_value,
-                               confirmed=top.confirmed, code=top.code, argmax=hi.argmax,
-                               argmin=lo.argmin, codes=top.codes))
-    if not parts:  # nothing traversed: the outputs are those asked, none visited
-        outs = [OutputDiff(output=j, max=-np.inf, min=np.inf, max_abs=-np.inf, witness=None,
-                           f_value=None, g_value=None, confirmed=False, code=None)
-                for j in dict.fromkeys(asked)]
-    last = parts[-1] if parts else None
-    violated = next((p for p in parts if p.verdict is Verdict.VIOLATED), None)
-    if violated is not None:
-        verdict, violation = Verdict.VIOLATED, violated.violation
-    elif status is TraversalStatus.COMPLETE and all(p.verdict is Verdict.HOLDS for p in parts):
-        verdict, violation = Verdict.HOLDS, None
-    else:
-        verdict = Verdict.UNKNOWN if last is None or last.verdict is Verdict.HOLDS \
-            else last.verdict
-        violation = None
-    return DiffResult(outputs=outs, exact=False, status=status,
-                      n_polytopes=sum(p.n_polytopes for p in parts),
-                      n_solves=sum(p.n_solves for p in parts),
-                      n_lps=sum(p.n_lps for p in parts), decisions_differ=None,
-                      changes=[], n_changed_polytopes=0, volume_share=None,
-                      volume_method=None, epsilon=epsilon, verdict=verdict,
-                      violation=violation, time=seconds,
-                      failures=tuple(x for p in parts for x in p.failures),
-                      decisions_asked=False, report=last.report if last else None,
-                      split=stats)
+    out = dict(stage["split"])
+    if stage["outcome"] == "probe":  # a probe run found the violation
+        out.update(candidate="probe", open=0, probed=stage["probes"]["runs"])
+    elif out.get("whole") and verdict is Verdict.VIOLATED:
+        out["candidate"] = "probe"
+    return out
 
 
 def _classes(net: Network, x) -> int | None:

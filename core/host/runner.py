@@ -165,6 +165,10 @@ class RunContext:
         self.cell_bound = CellBound()  # multipliers of the run's cell LPs (maximize_linear)
         #: what the analysis's settle stage found (a Settled), None where none ran
         self.settled = None
+        #: in a later round of the settle stage: the results of the boxes its last
+        #: ``Settled.probe`` asked for, in order (fewer where the runs stopped); None in
+        #: the first round
+        self.probed: list | None = None
 
     def attach(self, traversal: TraversalView) -> None:
         """The run's traversal (a :class:`~polytrav.host.views.TraversalView`)."""

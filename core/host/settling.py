@@ -17,10 +17,19 @@ then says what the run does:
 * OPEN, boxes: each box is a run of its own (its traversal, from the box's start point,
   with the time and polytopes left), in order, until one is partial or finds a confirmed
   violation; the analysis's :meth:`~polytrav.Analysis.combine` merges their results with
-  the proven rest's (an exact part: ``begin`` and ``finish`` on a complete view).
+  the proven rest's (an exact part: ``begin`` and ``finish`` on a complete view);
+* PROBE, boxes: a second round. Each box is a run of its own, in order, for the stage's
+  ``seconds`` at most, until one does not hold; their results go to ``settle`` again
+  (``context.probed``), whose answer is one of the above (or another round). A probe run
+  that holds is an exact part of the answer (merged with the proven rest and the open
+  boxes' runs; a whole-region traversal or a VIOLATED answer covers it instead); a probe run
+  that finds a confirmed violation ends the run (the answer: the probe runs that held and
+  it, merged); any other counts only as work (``stats["settle"]["probes"]``).
 
-``Report.stats["settle"]`` says what the stage found (``Settled.summary``, its seconds, its
-solves); its proven boxes count in :func:`~polytrav.host.analysis.pieces_proven`.
+The stage never runs a traversal itself: the host runs every box it names, so the data flows
+host -> bounds only. ``Report.stats["settle"]`` says what the stage found
+(``Settled.summary``, its seconds, its solves, its probe runs); its proven boxes count in
+:func:`~polytrav.host.analysis.pieces_proven`.
 """
 from __future__ import annotations
 
@@ -82,9 +91,21 @@ def run_settled(session, net, region, analysis: Analysis, options: RunOptions, t
     view = context.traversal
     tally = SolveTally()
     t_stage = time.perf_counter()
+    probes: list = []  # the probe rounds' runs: (OpenBox, Report), in order
     try:
         with counting(tally):
-            settled = analysis.settle(context)
+            settled = _settle(analysis, context, first=True)
+        while settled is not None and settled.outcome is Settlement.PROBE:
+            first = len(probes)
+            ended = _probe(session, net, analysis, settled, options, end, probes)
+            if ended is not None:  # a confirmed violation or Ctrl-C: the probes answer
+                stage = dict(settled.summary(), seconds=time.perf_counter() - t_stage,
+                             solves=tally.to_dict(), probes=_probe_stats(probes))
+                return _boxes(session, net, region, analysis, context, settled, options, t0,
+                              t1, end, stage, probes, status=ended)
+            context.probed = [r[0] for _, r in probes[first:]]
+            with counting(tally):
+                settled = _settle(analysis, context, first=False)
     except KeyboardInterrupt:
         if options.on_interrupt == "raise":
             raise
@@ -92,26 +113,89 @@ def run_settled(session, net, region, analysis: Analysis, options: RunOptions, t
         return _finished(session, net, analysis, context, options, t0, t1, None)
     if settled is None:
         return None
-    if not isinstance(settled, Settled):
-        raise PluginError(f"analysis {analysis.name!r} ({type(analysis).__name__}): settle() "
-                          f"returned {type(settled).__name__}, not a polytrav Settled or None",
-                          plugin=analysis.name)
-    if settled.boxes and not analysis.combinable:
-        raise PluginError(f"analysis {analysis.name!r} ({type(analysis).__name__}): settle() "
-                          "left boxes open, whose runs combine() merges; implement combine() "
-                          "or leave the whole region open", plugin=analysis.name)
     context.settled = settled
     stage = dict(settled.summary(), seconds=time.perf_counter() - t_stage, solves=tally.to_dict())
-    if settled.decided:
+    if probes:
+        stage["probes"] = _probe_stats(probes)
+    held = any(_holds(r) for _, r in probes)
+    if settled.outcome is Settlement.VIOLATED or (settled.decided and not held):
         view.status = (TraversalStatus.COMPLETE if settled.outcome is Settlement.PROVEN
                        else TraversalStatus.STOPPED)
         return _finished(session, net, analysis, context, options, t0, t1, stage)
-    if not settled.boxes:  # the whole region, from the stage's start point
+    if not settled.boxes and not settled.decided:  # the whole region, from the start point
         start = settled.point if options.start is None else options.start
-        report = session.run(net, region, [analysis], _inner(options, end, start))
+        report = session.run(net, region, [analysis], _inner(
+            options, end, start, max_polytopes=_room(options, [r for _, r in probes])))
         return dataclasses.replace(report, stats={**report.stats, "settle": stage},
                                    time=time.perf_counter() - t1, setup_time=t1 - t0)
-    return _boxes(session, net, region, analysis, context, settled, options, t0, t1, end, stage)
+    return _boxes(session, net, region, analysis, context, settled, options, t0, t1, end, stage,
+                  probes)
+
+
+def _settle(analysis, context, first: bool):
+    """``analysis.settle(context)``, checked: a Settled (or None in the first round)."""
+    settled = analysis.settle(context)
+    if settled is None and first:
+        return None
+    if not isinstance(settled, Settled):
+        raise PluginError(f"analysis {analysis.name!r} ({type(analysis).__name__}): settle() "
+                          f"returned {type(settled).__name__}, not a polytrav Settled"
+                          f"{' or None' if first else ' (in a second round)'}",
+                          plugin=analysis.name)
+    if (settled.boxes or not first) and not analysis.combinable:
+        raise PluginError(f"analysis {analysis.name!r} ({type(analysis).__name__}): settle() "
+                          "left boxes open or to probe, whose runs combine() merges; implement "
+                          "combine() or leave the whole region open", plugin=analysis.name)
+    return settled
+
+
+def _probe(session, net, analysis, settled, options, end, probes) -> TraversalStatus | None:
+    """A probe round: ``settled.boxes`` run in turn (each from its start, by the round's and
+    the run's end, with the polytopes left) until one does not hold; each run joins
+    ``probes``. The status that ends the whole run (a confirmed violation: its run's; Ctrl-C:
+    interrupted), or None (the stage settles again)."""
+    stop = end
+    if settled.seconds is not None:
+        stop = time.perf_counter() + settled.seconds if end is None else \
+            min(end, time.perf_counter() + settled.seconds)
+    for box in settled.boxes:
+        room = _room(options, [r for _, r in probes])
+        if (stop is not None and time.perf_counter() >= stop) or (room is not None
+                                                                  and room <= 0):
+            break
+        report = session.run(net, Box(box.lower, box.upper), [analysis],
+                             _inner(options, stop, box.start, max_polytopes=room))
+        probes.append((box, report))
+        if report[0].verdict is Verdict.VIOLATED:
+            return report.status
+        if report.status is TraversalStatus.INTERRUPTED:
+            return report.status
+        if not _holds(report):
+            break
+    return None
+
+
+def _holds(report) -> bool:
+    """Whether a probe run proved its box: complete, and its answer HOLDS."""
+    return report.status is TraversalStatus.COMPLETE and report[0].verdict is Verdict.HOLDS
+
+
+def _room(options: RunOptions, reports) -> int | None:
+    """The polytopes the run has left after the runs of ``reports`` (None: no budget)."""
+    if options.max_polytopes is None:
+        return None
+    return options.max_polytopes - sum(r.stats["polytopes"] for r in reports)
+
+
+def _probe_stats(probes, parts=()) -> dict:
+    """The probe rounds as ``stats["settle"]["probes"]``: boxes run, of them held, and the
+    polytopes, LPs and analysis solves of those that are no part of the answer (which count
+    only as work; ``parts``: the reports that are)."""
+    dropped = [r for _, r in probes if not any(r is p for p in parts)]
+    return {"runs": len(probes), "held": sum(_holds(r) for _, r in probes),
+            "polytopes": sum(r.stats["polytopes"] for r in dropped),
+            "lps": sum(r.stats["lps"] for r in dropped),
+            "solves": sum(r[0].n_solves for r in dropped)}
 
 
 def _context(session, net, region, end):
@@ -160,67 +244,78 @@ def _part(session, analysis, context, hooks: bool = True) -> AnalysisResult:
     return result
 
 
-def _boxes(session, net, region, analysis, context, settled, options, t0, t1, end, stage):
-    """The open boxes' runs, in order, merged with the proven rest by ``combine``."""
+def _boxes(session, net, region, analysis, context, settled, options, t0, t1, end, stage,
+           probes, status: TraversalStatus | None = None):
+    """The run's answer in parts, merged by ``combine``: the proven rest (an exact part), the
+    probe runs that held, then the open boxes' runs, in order; or, where a probe run ended
+    the run (``status``: its status), that run instead of the open boxes."""
     from polytrav.host.runner import Report
 
     parts = []
     if settled.proven_boxes:  # the proven rest: an exact part
         context.traversal.status = TraversalStatus.COMPLETE
         parts.append(_part(session, analysis, context, hooks=False))
-    reports, status, polytopes = [], TraversalStatus.COMPLETE, 0
-    for box in settled.boxes:
-        left = None if end is None else end - time.perf_counter()
-        room = None if options.max_polytopes is None else options.max_polytopes - polytopes
-        if left is not None and left <= 0:
-            status = TraversalStatus.TIME_LIMIT
-            break
-        if room is not None and room <= 0:
-            status = TraversalStatus.POLYTOPE_LIMIT
-            break
-        report = session.run(net, Box(box.lower, box.upper), [analysis],
-                             _inner(options, end, box.start, max_polytopes=room))
-        reports.append(report)
-        parts.append(report[0])
-        polytopes += report.stats["polytopes"]
-        if report.partial or report[0].verdict is Verdict.VIOLATED:
-            status = report.status  # a budget, Ctrl-C, or a confirmed violation: no more
-            break
-        if report.status is not TraversalStatus.COMPLETE and status is TraversalStatus.COMPLETE:
-            status = report.status  # stopped undecided (a refused witness): the rest goes on
-    traversal = _merged(reports, settled.boxes, region, net)
+    kept = [(b, r) for b, r in probes if _holds(r)] + (probes[-1:] if status else [])
+    reports = [r for _, r in probes]
+    if status is None:
+        status = TraversalStatus.COMPLETE
+        for box in settled.boxes:
+            left = None if end is None else end - time.perf_counter()
+            room = _room(options, reports)
+            if left is not None and left <= 0:
+                status = TraversalStatus.TIME_LIMIT
+                break
+            if room is not None and room <= 0:
+                status = TraversalStatus.POLYTOPE_LIMIT
+                break
+            report = session.run(net, Box(box.lower, box.upper), [analysis],
+                                 _inner(options, end, box.start, max_polytopes=room))
+            reports.append(report)
+            kept.append((box, report))
+            if report.partial or report[0].verdict is Verdict.VIOLATED:
+                status = report.status  # a budget, Ctrl-C, or a confirmed violation: no more
+                break
+            if report.status is not TraversalStatus.COMPLETE \
+                    and status is TraversalStatus.COMPLETE:
+                status = report.status  # stopped undecided (a refused witness): the rest goes on
+    parts += [r[0] for _, r in kept]
+    done = [r for _, r in kept]  # the runs of the answer (the other probe runs: stage stats)
+    traversal = _merged(done, kept, region, net)
     merged = _context(session, net, region, None)
     merged.traversal.status, merged.traversal.stats = status, traversal
     merged.settled = settled
     result = analysis.combine(parts, merged)
+    if probes:
+        stage = dict(stage, probes=_probe_stats(probes, done))
     stats = report_stats(
-        traversal.to_dict(), proven_pieces=[p for r in reports for p in r.stats["proven_pieces"]],
-        subproblems={k: sum(r.stats[k] for r in reports) for k in _subproblem_keys()},
-        solves=SolveTally.merge(r.stats["solves"] for r in reports),
-        parts=sum(r.stats["parts"] for r in reports),
-        workers=max((r.stats["workers"] for r in reports), default=1),
-        lost_parts=sum(r.stats["lost_parts"] for r in reports),
-        part_seconds=[s for r in reports for s in r.stats["part_seconds"]],
-        part_pieces=[s for r in reports for s in r.stats["part_pieces"]],
-        enumeration_seconds=sum(r.stats["enumeration_seconds"] for r in reports),
-        settle=dict(stage, boxes_run=len(reports)))
-    kept = ([p for r in reports for p in (r.polytopes or ())] if options.keep_polytopes
-            else None)
+        traversal.to_dict(), proven_pieces=[p for r in done for p in r.stats["proven_pieces"]],
+        subproblems={k: sum(r.stats[k] for r in done) for k in _subproblem_keys()},
+        solves=SolveTally.merge(r.stats["solves"] for r in done),
+        parts=sum(r.stats["parts"] for r in done),
+        workers=max((r.stats["workers"] for r in done), default=1),
+        lost_parts=sum(r.stats["lost_parts"] for r in done),
+        part_seconds=[s for r in done for s in r.stats["part_seconds"]],
+        part_pieces=[s for r in done for s in r.stats["part_pieces"]],
+        enumeration_seconds=sum(r.stats["enumeration_seconds"] for r in done),
+        settle=dict(stage, boxes_run=len(reports) - len(probes)))
+    kept_polytopes = ([p for r in done for p in (r.polytopes or ())]
+                      if options.keep_polytopes else None)
     return Report(results=[result], status=status, stats=stats, time=time.perf_counter() - t1,
-                  solver=_names(session), setup_time=t1 - t0, polytopes=kept, network=net,
-                  analyses=[analysis])
+                  solver=_names(session), setup_time=t1 - t0, polytopes=kept_polytopes,
+                  network=net, analyses=[analysis])
 
 
-def _merged(reports, boxes, region, net) -> TraversalStats:
-    """The boxes' traversal counters added up; the proven volume share as a share of the
-    region's (each box's share weighted by its volume; free inputs only)."""
+def _merged(reports, parts, region, net) -> TraversalStats:
+    """The runs' traversal counters added up; the proven volume share as a share of the
+    region's (each part's share weighted by its box's volume; free inputs only; ``parts``:
+    the runs' ``(OpenBox, Report)`` pairs)."""
     stats = merge_traversal_stats((r.stats for r in reports), net.n_hidden_layers)
     lo, hi = (np.asarray(a, float) for a in region.bounding_box())
     free = hi > lo
     total = float(np.prod(hi[free] - lo[free]))
     stats.proven_volume_share = sum(
         r.stats["proven_volume_share"] * float(np.prod((b.upper - b.lower)[free])) / total
-        for r, b in zip(reports, boxes)) if total > 0 else 0.0
+        for b, r in parts) if total > 0 else 0.0
     return stats
 
 

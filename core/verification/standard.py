@@ -7,7 +7,8 @@
   analyses soundly, unless the query is written in ``real`` throughout). The second
   condition, declared types against the models', is checked where the models are read
   (:func:`polytrav.verification.instance.compile_query`).
-- :func:`decide`: the result (``sat``, ``unsat``, ``unknown`` or ``timed-out``) and, for
+- :func:`decide`: the result (an :class:`~polytrav.Answer`: ``sat``, ``unsat``, ``unknown`` or
+  ``timeout``, which ``polytrav-vnnlib`` prints as the standard's ``timed-out``) and, for
   ``sat``, the assignment of §5.3.1, re-checked by onnxruntime.
 
 The console script ``polytrav-vnnlib`` (:mod:`polytrav.interface.cli.vnnlib_solver`) reads
@@ -25,6 +26,7 @@ from polytrav.verification.instance import Instance, Witness, compile_query, is_
 from polytrav.verification.monotone_query import decide_monotone, monotone_shape
 from polytrav.verification.query import Query
 from polytrav.vocabulary.errors import ConfigError
+from polytrav.vocabulary.results import Answer
 
 __all__ = ["CAPABILITIES", "CLAIMED_TYPES", "Decision", "check_mapping", "check_soundness",
            "decide", "needs_instance", "capability_lines"]
@@ -67,11 +69,12 @@ def capability_lines(flag: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Decision:
-    """A query's result: ``answer`` (the standard's word), the witness for ``sat``, why an
-    answer is not a proof, the seconds spent, the traversal's counts (polytopes, LPs) and
-    the route that decided it."""
+    """A query's result: ``answer`` (an :class:`~polytrav.Answer`; the standard's word for
+    ``TIMEOUT`` is ``timed-out``, which ``polytrav-vnnlib`` prints), the witness for ``sat``,
+    why an answer is not a proof, the seconds spent, the traversal's counts (polytopes, LPs)
+    and the route that decided it."""
 
-    answer: str
+    answer: Answer
     witness: Witness | None
     reason: str
     seconds: float
@@ -87,6 +90,9 @@ class Decision:
     #: the certificate written for an ``unsat`` (``decide``'s ``proof``), as
     #: :attr:`VerificationResult.proof <polytrav.verification.verify.VerificationResult.proof>`
     proof: dict | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "answer", Answer(self.answer))
 
     def work_line(self) -> str:
         """How the answer was reached, with the counts
@@ -162,7 +168,7 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
     ``timeout`` seconds: the :class:`Decision`.
 
     ``sat`` only with a witness that holds exactly (:meth:`Instance.witness`); ``unsat`` only
-    for a complete proof; ``timed-out`` when the time ran out first; else ``unknown``.
+    for a complete proof; ``timeout`` when the time ran out first; else ``unknown``.
     ``solver``: the backends, as :func:`polytrav.analyze` takes them. ``route``: how a
     two-network ε query (:func:`polytrav.verification.diff_query.diff_shape`) is decided:
     ``"diff"`` (default: :func:`polytrav.diff` over the joint partition) or ``"stack"``
@@ -199,13 +205,12 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
                         "no point of its region was confirmed", time.perf_counter() - t0)
     left = None if timeout is None else timeout - (time.perf_counter() - t0)
     if left is not None and left <= 0:
-        return Decision("timed-out", None, "no time left after reading the models",
+        return Decision(Answer.TIMEOUT, None, "no time left after reading the models",
                         time.perf_counter() - t0)
     real = is_real_query(query)
     shape = monotone_shape(instance)
     if shape is not None:
         answer, reason, polytopes = decide_monotone(instance, shape, left, confirm, solver)
-        answer = {"timeout": "timed-out"}.get(answer, answer)
         if answer == "unsat" and not real:
             answer, reason = "unknown", ("the network is monotone in exact arithmetic, but "
                                          "float32 rounding can break a strict comparison by "
@@ -217,23 +222,22 @@ def decide(query: Query, models: dict, *, timeout: float | None = None,
     if shape is not None:
         answer, reason, polytopes, lps, split = decide_diff(instance, shape, left, confirm,
                                                             real=real, solver=solver)
-        answer = {"timeout": "timed-out"}.get(answer, answer)
         return Decision(answer, found[-1] if answer == "sat" else None, reason,
                         time.perf_counter() - t0, polytopes, lps, route="diff", split=split)
     # a proof for float32 holds with the unsafe set widened by the rounding bound
     spec = instance.spec if real else instance.widened()
     result = verify(instance.network, spec, timeout=left, confirm=confirm, solver=solver,
                     proof=proof if real else None)
-    if result.answer.value == "unknown" and missed and instance.spec.cases:
+    if result.answer is Answer.UNKNOWN and missed and instance.spec.cases:
         # a witness on the boundary of the unsafe set (a strict comparison met with equality,
         # or missed by float32 rounding): search again strictly inside it
         left = None if timeout is None else timeout - (time.perf_counter() - t0)
         if left is None or left > 0:
             inside = verify(instance.network, instance.tightened(), timeout=left, solver=solver,
                             confirm=confirm)
-            if inside.answer.value == "sat":
+            if inside.answer is Answer.SAT:
                 result = inside
-    answer = {"timeout": "timed-out"}.get(result.answer.value, result.answer.value)
+    answer = result.answer
     counts = (result.polytopes, result.lps)
     how = {"proven": result.proven, "split": result.split}
     if answer == "unsat" and instance.unbounded:

@@ -4,7 +4,9 @@ A run calls :meth:`polytrav.Analysis.settle` once, before its traversal (see
 :mod:`polytrav.host.settling`); the analysis answers with one :class:`Settled`: the region is
 *proven* (no traversal), *violated* at a point it checked, or *open*: what is left to
 traverse, the whole region from a start point or a list of boxes (:class:`OpenBox`), each
-from its own start; the rest of the region is then proven by the stage.
+from its own start; the rest of the region is then proven by the stage. A stage may also ask
+for a second round: *probe* these boxes (the host traverses them, in turn, for a while) and
+call ``settle`` again with their results (``context.probed``).
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ class Settlement(str, enum.Enum):
     PROVEN = "proven"  #: the whole region holds: no polytope needs a visit
     VIOLATED = "violated"  #: a point of the region violates (checked by the analysis)
     OPEN = "open"  #: what is left (``Settled.boxes``, else the whole region) is traversed
+    #: traverse ``Settled.boxes`` in turn (for ``Settled.seconds``), then settle again
+    PROBE = "probe"
 
     def __str__(self) -> str:
         return self.value
@@ -60,8 +64,8 @@ class OpenBox:
 
 @dataclass(frozen=True, eq=False)
 class Settled:
-    """What a settle stage found; build it with :meth:`proven`, :meth:`violated` or
-    :meth:`open`.
+    """What a settle stage found; build it with :meth:`proven`, :meth:`violated`,
+    :meth:`open` or :meth:`probe`.
 
     ``outcome``: a :class:`Settlement`. ``point``: with VIOLATED the violating point (a
     forward pass put it in the violating set and the analysis confirmed it as it confirms a
@@ -70,7 +74,8 @@ class Settled:
     :class:`OpenBox` es left to traverse, in order (empty: the whole region); the rest of the
     region is proven by the stage (the boxes are disjoint up to their faces). ``by``: what
     decided a PROVEN or VIOLATED region (:class:`SettledBy`). ``proven_boxes``: how many
-    boxes the stage proved (their polytopes are not visited). ``stats``: the stage's own
+    boxes the stage proved (their polytopes are not visited). ``seconds``: with PROBE, how
+    long the boxes' runs may take (None: the run's time left). ``stats``: the stage's own
     counters, JSON-safe; the run reports them as ``Report.stats["settle"]``.
     """
 
@@ -80,6 +85,7 @@ class Settled:
     by: SettledBy | None = None
     proven_boxes: int = 0
     stats: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "outcome", Settlement(self.outcome))
@@ -88,8 +94,10 @@ class Settled:
         object.__setattr__(self, "boxes", tuple(self.boxes))
         if self.outcome is Settlement.VIOLATED and self.point is None:
             raise ValueError("Settled.violated needs the violating point")
-        if self.boxes and self.outcome is not Settlement.OPEN:
+        if self.boxes and self.outcome not in (Settlement.OPEN, Settlement.PROBE):
             raise ValueError(f"a {self.outcome} region has no open boxes")
+        if self.outcome is Settlement.PROBE and not self.boxes:
+            raise ValueError("Settled.probe needs the boxes to probe")
         if self.boxes and self.point is not None:
             raise ValueError("open boxes carry their own start points (OpenBox.start), not "
                              "the region's")
@@ -111,10 +119,19 @@ class Settled:
         return cls(Settlement.OPEN, point=None if start is None else np.asarray(start, float),
                    boxes=tuple(boxes), proven_boxes=proven_boxes, stats=stats)
 
+    @classmethod
+    def probe(cls, boxes, seconds: float | None = None, **stats) -> "Settled":
+        """Not yet settled: traverse the ``boxes`` (:class:`OpenBox` es, in turn, until one
+        does not hold, for at most ``seconds``), then call ``settle`` again, which finds their
+        results in ``context.probed``. A box whose run holds is proven: the run's answer
+        merges it as an exact part (the next answer must leave it out); a run that finds a
+        confirmed violation ends the run; any other probe run counts only its work."""
+        return cls(Settlement.PROBE, boxes=tuple(boxes), seconds=seconds, stats=stats)
+
     @property
     def decided(self) -> bool:
         """Whether the stage answered for the whole region (no traversal follows)."""
-        return self.outcome is not Settlement.OPEN
+        return self.outcome in (Settlement.PROVEN, Settlement.VIOLATED)
 
     def summary(self) -> dict[str, Any]:
         """The stage as ``Report.stats["settle"]`` holds it: outcome, by, boxes left open,

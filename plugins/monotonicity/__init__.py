@@ -318,7 +318,7 @@ class Monotonicity(Analysis):
             lines.append(f"proven by the slope bound on {split['boxes']} sub-box(es) of the "
                          "region (input splitting), no polytope needed")
         milp = d.get("milp")
-        if milp is not None and milp.get("verdict") == "holds":
+        if milp is not None and milp.get("verdict") == "holds":  # a MilpVerdict
             lines.append(f"proven by a MILP over the region ({milp['binaries']} binaries, "
                          f"{fmt(milp['seconds'])} s), no polytope needed")
         elif result.verdict is Verdict.HOLDS and not result.exact and not (

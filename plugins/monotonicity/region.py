@@ -180,9 +180,11 @@ class RegionSearch:
         out = region_milp_slope(self.network, lo, hi, self.feature, self.output,
                                 1.0 if self.direction == "increasing" else -1.0, context,
                                 self.policy)
+        from polytrav.extend import MilpVerdict  # (the MILP's module: loaded by its run)
+
         self.milp_info = {"ran": True, "verdict": out.verdict, "binaries": out.binaries,
                           "seconds": out.seconds, "reason": out.reason}
-        if out.verdict == "candidate":
+        if out.verdict is MilpVerdict.CANDIDATE:
             self.milp_point = out.point
             self.milp_info["slope"] = out.slope
-        return out.verdict == "holds"
+        return out.verdict is MilpVerdict.HOLDS

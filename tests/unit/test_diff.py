@@ -292,11 +292,10 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     proven and the verdict stays HOLDS."""
     import polytrav.bounds.dnf as dnf
     import polytrav.bounds.settle as settle
-    import polytrav.host.diff as host_diff
 
     f, g = pair
-    monkeypatch.setattr(host_diff, "_sampled_violation", lambda *args: (None, False))
-    monkeypatch.setattr(host_diff, "_attack", lambda *args: None)
+    monkeypatch.setattr(settle, "sampled_violation", lambda *args: (None, np.inf))
+    monkeypatch.setattr(settle, "checked_attack", lambda *args: None)
     monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
     monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)  # the deep search: early
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
@@ -328,11 +327,10 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
     traversal, whose polytopes are those of the whole box's."""
     import polytrav.bounds.dnf as dnf
     import polytrav.bounds.settle as settle
-    import polytrav.host.diff as host_diff
 
     f, g = pair
-    monkeypatch.setattr(host_diff, "_sampled_violation", lambda *args: (None, False))
-    monkeypatch.setattr(host_diff, "_attack", lambda *args: None)
+    monkeypatch.setattr(settle, "sampled_violation", lambda *args: (None, np.inf))
+    monkeypatch.setattr(settle, "checked_attack", lambda *args: None)
     monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
     monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
@@ -358,19 +356,17 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
 
 def test_every_lp_of_the_traversals_is_counted(pair, result):
     """``n_lps`` counts the traversal's LPs and the analysis's, for a run and for the
-    verdict's runs of the open sub-boxes merged."""
+    verdict's runs of the open sub-boxes merged (with its probe runs')."""
     f, g = pair
     assert result.n_lps == result.report.stats["lps"] + result.n_solves > 0
     assert f"{result.n_lps} LPs" in str(result) and result.to_dict()["n_lps"] == result.n_lps
     eps = 1.2 * result.max_abs
     plain = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True, split=False)
     assert plain.n_lps == plain.report.stats["lps"] + plain.n_solves
-    parts = [polytrav.diff(f, g, Box(a, b), epsilon=eps, verdict_only=True, split=False)
-             for a, b in ((LO, [0.0, 1.0]), ([0.0, -1.0], HI))]
-    from polytrav.host.diff import _merged
-
-    merged = _merged(parts, [0, 1, 2], eps, "complete", 0.0, None)
-    assert merged.n_lps == sum(p.n_lps for p in parts)
+    split = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
+    probes = split.report.stats["settle"].get("probes", {})
+    assert split.n_lps == (split.report.stats["lps"] + split.n_solves + probes.get("lps", 0)
+                           + probes.get("solves", 0))
 
 
 @pytest.mark.parametrize("widths", [([4], [3, 3]), ([70, 70], [60])])
@@ -398,3 +394,36 @@ def test_each_network_s_own_code_of_every_record(widths):
     assert r.to_dict()["outputs"][0]["codes"] == r.outputs[0].codes
     row = r.output_rows()[0]
     assert (row["f_code"], row["g_code"]) == (r.outputs[0].codes["f"], r.outputs[0].codes["g"])
+
+
+def test_model_diff_settles_as_the_full_traversal_answers(monkeypatch):
+    """``check_settle`` on random nets read as two networks side by side (two outputs: f's,
+    then g's), epsilon near the sampled largest difference: with the stage (samples,
+    attacks, the input split with its probe round) the verdicts are the traversal's alone;
+    with the deep search early, the probe round runs."""
+    from polytrav.plugins.model_diff import ModelDiff
+    from polytrav.testing import check_settle
+
+    def factory(net, region):
+        lo, hi = region.bounding_box()
+        X = np.random.default_rng(0).uniform(lo, hi, (400, len(lo)))
+        d = np.abs(np.diff(net.forward(X), axis=1)).max()
+        return ModelDiff(epsilon=float(d) * float(np.random.default_rng(
+            int(abs(net.weights[0][0, 0]) * 1e6)).choice([0.9, 1.05, 1.5])), verdict_only=True)
+
+    seen = check_settle(factory, seeds=range(10))
+    assert {"proven", "violated"} <= set(seen), seen
+    # blind samples and attack, the deep search early, never the whole box: the probe round
+    import polytrav.bounds.settle as settle
+
+    monkeypatch.setattr(settle, "sampled_violation", lambda *args: (None, np.inf))
+    monkeypatch.setattr(settle, "checked_attack", lambda *args: None)
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
+    monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
+    monkeypatch.setattr(settle, "DIFF_POLICY", replace(settle.DIFF_POLICY, whole_open_share=2.0))
+    seen = check_settle(factory, seeds=range(10))
+    assert {"proven", "violated"} <= set(seen), seen
+    net = random_net(0, 3, [8, 8, 6], 2)
+    box = Box(-np.ones(3), np.ones(3))
+    report = polytrav.analyze(net, box, factory(net, box))
+    assert report.stats["settle"]["probes"]["held"] > 0  # (seed 0 holds, by its probe runs)

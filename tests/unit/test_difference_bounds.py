@@ -315,7 +315,6 @@ def test_neuron_branch_and_bound_on_a_stacked_pair_uses_the_difference():
     the difference bounds it (eps = 1, about 15 times the largest difference) the root is
     proven, without them it takes branching; below a sampled difference its counterexample is
     real, both ways."""
-    import polytrav.bounds.dnf as dnf
     from polytrav.bounds.branch_and_bound import BaBVerdict, prove_margins
     from polytrav.solvers.highs import HighsBackend
 
@@ -330,14 +329,10 @@ def test_neuron_branch_and_bound_on_a_stacked_pair_uses_the_difference():
     groups = [[i] for i in range(4)]
     nodes = {}
     for flag in (True, False):
-        dnf.PAIR_BOUNDS = flag
-        try:
-            out = prove_margins(stack, lo, hi, -C, -np.ones(4), groups=groups,
-                                lp_backends=[HighsBackend()])
-            below = prove_margins(stack, lo, hi, -C, -np.full(4, 0.9 * seen), groups=groups,
-                                  lp_backends=[HighsBackend()])
-        finally:
-            dnf.PAIR_BOUNDS = True
+        out = prove_margins(stack, lo, hi, -C, -np.ones(4), groups=groups,
+                            lp_backends=[HighsBackend()], pair=flag)
+        below = prove_margins(stack, lo, hi, -C, -np.full(4, 0.9 * seen), groups=groups,
+                              lp_backends=[HighsBackend()], pair=flag)
         assert out.verdict is BaBVerdict.HOLDS
         assert below.verdict is BaBVerdict.VIOLATED
         x = below.counterexample

@@ -121,6 +121,79 @@ def test_boxes_run_in_turn_and_combine_merges_them():
     assert short[0].verdict is Verdict.UNKNOWN and short.stats["polytopes"] == 1
 
 
+class Probing(Halves):
+    """Halves with a probe round first: its halves probed; the second round sees their
+    results and leaves open what did not hold (``fail``: the probe runs' verdicts forced)."""
+
+    name = "probing"
+
+    def __init__(self, verdicts=None, then=None):
+        super().__init__()
+        self.verdicts, self.then, self.rounds = verdicts, then, []
+
+    def settle(self, context):
+        lo, hi = (np.asarray(a, float) for a in context.region.bounding_box())
+        mid = (lo[0] + hi[0]) / 2
+        self.halves = [OpenBox(lo, np.r_[mid, hi[1:]]), OpenBox(np.r_[mid, lo[1:]], hi)]
+        self.rounds.append(None if context.probed is None else list(context.probed))
+        if context.probed is None:
+            return Settled.probe(self.halves, seconds=None, round=1)
+        if self.then is not None:
+            return self.then(context)
+        held = sum(p.verdict is Verdict.HOLDS for p in context.probed)
+        left = self.halves[held:]
+        return (Settled.open(boxes=left) if left else
+                Settled.proven(SettledBy.SPLIT, boxes=0))
+
+    def finish(self, context):
+        result = super().finish(context)
+        if self.verdicts and context.complete and self.n_polytopes:
+            result = AnalysisResult(self.label, self.verdicts.pop(0), result.value,
+                                    exact=result.exact, n_polytopes=result.n_polytopes)
+        return result
+
+
+def test_a_probe_round_runs_the_boxes_then_settles_again_with_their_results():
+    """``Settled.probe``: the host runs the boxes in turn and calls ``settle`` again with
+    their results; those that hold are exact parts of the answer; a run that does not hold
+    ends the round and counts only as work; a confirmed violation ends the run."""
+    net = random_net(4, 2, [8, 6])
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    whole = analyze(net, box, Halves(), settle=False)[0].value
+    halves = [analyze(net, Box(lo, hi), Halves(), settle=False)[0].value
+              for lo, hi in (([-1.0, -1.0], [0.0, 1.0]), ([0.0, -1.0], [1.0, 1.0]))]
+    held = Probing()
+    report = analyze(net, box, held)
+    assert held.rounds[0] is None and len(held.rounds) == 2 and len(held.rounds[1]) == 2
+    assert report.complete and report[0].verdict is Verdict.HOLDS
+    assert report[0].value == sum(halves) == report.stats["polytopes"]
+    assert report.stats["settle"]["probes"] == {"runs": 2, "held": 2, "polytopes": 0,
+                                                "lps": 0, "solves": 0}
+    # the first half does not hold: the round ends; the second round leaves both open
+    unknown = Probing(verdicts=[Verdict.UNKNOWN])
+    report = analyze(net, box, unknown)
+    assert len(unknown.rounds[1]) == 1 and report.stats["settle"]["boxes_run"] == 2
+    probes = report.stats["settle"]["probes"]
+    assert probes["runs"] == 1 and probes["held"] == 0 and probes["polytopes"] == halves[0]
+    assert report[0].value == sum(halves)  # the dropped run is no part of the answer
+    # a violation ends the run: the probe runs so far answer
+    found = Probing(verdicts=[Verdict.HOLDS, Verdict.VIOLATED])
+    report = analyze(net, box, found)
+    assert len(found.rounds) == 1 and report.stats["settle"]["probes"]["polytopes"] == 0
+    assert report[0].value == sum(halves) and report.stats["settle"]["outcome"] == "probe"
+    # a whole-region answer after the round covers the probe runs: they count as work only
+    again = Probing(then=lambda context: Settled.open())
+    report = analyze(net, box, again)
+    assert report[0].value == whole
+    assert report.stats["settle"]["probes"]["polytopes"] == sum(halves)
+
+
+def test_a_second_round_must_settle():
+    net = random_net(4, 2, [8, 6])
+    with pytest.raises(PluginError, match="second round"):
+        analyze(net, Box([-1.0, -1.0], [1.0, 1.0]), Probing(then=lambda context: None))
+
+
 def test_the_proven_rest_enters_as_an_exact_part():
     net = random_net(4, 2, [8, 6])
     report = analyze(net, Box([-1.0, -1.0], [1.0, 1.0]), Halves(proven_boxes=3))

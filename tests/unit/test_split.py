@@ -14,7 +14,7 @@ from polytrav.host.manager import get_plugin_manager
 from polytrav.bounds import dnf
 from polytrav.host.runner import backend_chains
 from polytrav.plugins.linear_property import LinearProperty
-from polytrav.bounds.split import effective_inputs, split_box
+from polytrav.bounds.split import BoxSplit, effective_inputs, split_box
 from polytrav.verification.verify import verify
 
 
@@ -247,10 +247,22 @@ def test_a_box_skips_its_conjunctions_lp_only_where_the_lp_could_not_prove_it(mo
     assert compared >= 50 and skipped >= 5
 
 
-def test_the_probe_gets_the_worst_open_boxes_once_and_its_point_ends_the_split():
-    """Where the deep search begins, ``probe`` is called once with at most
-    SPLIT_PROBE_BOXES open boxes inside the box, the least proven first; a point it returns
-    is the split's candidate (and None lets the deep search go on)."""
+def probed(net, lo, hi, pairs, probe, **kwargs):
+    """A :class:`BoxSplit` that pauses, its paused boxes handed to ``probe`` (which returns
+    ``(found, held)``), then run to the end."""
+    split = BoxSplit(net, lo, hi, pairs, lp_chain(), pause=True, **kwargs)
+    result = split.run()
+    while result is None:
+        found, held = probe(split.paused)
+        result = split.run(found=found, held=held)
+    return result
+
+
+def test_a_split_pauses_once_with_the_worst_open_boxes_and_a_point_ends_it():
+    """Where the deep search begins, a pausing split stops once with at most
+    SPLIT_PROBE_BOXES open boxes inside the box, the least proven first; a point the caller
+    found there is the split's candidate (and none lets the deep search go on); a split that
+    does not pause is :func:`split_box`."""
     from polytrav.bounds.split import SPLIT_PROBE_BOXES
 
     for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
@@ -262,23 +274,24 @@ def test_the_probe_gets_the_worst_open_boxes_once_and_its_point_ends_the_split()
             calls.append(boxes)
             return None, []
 
-        result = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
-                           probe=probe)
+        result = probed(net, lo, hi, prop.pairs, probe, max_boxes=4, deep_time=5.0)
         if result.frontier == 0:
             continue
         assert len(calls) == 1 and 0 < len(calls[0]) <= SPLIT_PROBE_BOXES
         assert all(np.all(lo <= a) and np.all(a <= b) and np.all(b <= hi) for a, b in calls[0])
         point = (calls[0][0][0] + calls[0][0][1]) / 2
-        again = split_box(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0,
-                          probe=lambda boxes: (point, []))
+        again = probed(net, lo, hi, prop.pairs, lambda boxes: (point, []), max_boxes=4,
+                       deep_time=5.0)
         assert np.array_equal(again.candidate, point) and again.frontier == 0
+        plain = BoxSplit(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=5.0).run()
+        assert plain is not None and plain.frontier > 0
         return
     pytest.fail("no instance reached the deep search")
 
 
-def test_the_boxes_the_probe_holds_leave_the_split():
-    """The boxes at the positions the probe says it held are proven by it: none of the
-    boxes left open meets one of them, and their volume counts as proven."""
+def test_the_boxes_held_at_the_pause_leave_the_split():
+    """The paused boxes at the positions the caller says held are proven: none of the boxes
+    left open meets one of them, and their volume counts as proven."""
     for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
         prop = LinearProperty(unsafe)
         prop.validate(net, Box(lo, hi))
@@ -289,7 +302,7 @@ def test_the_boxes_the_probe_holds_leave_the_split():
             return None, [0, 2]
 
         kwargs = dict(max_boxes=4, deep_time=5.0, open_seconds=1.0)
-        result = split_box(net, lo, hi, prop.pairs, lp_chain(), probe=probe, **kwargs)
+        result = probed(net, lo, hi, prop.pairs, probe, **kwargs)
         if result.frontier == 0 or len(handed) < 3:
             continue
         plain = split_box(net, lo, hi, prop.pairs, lp_chain(), **kwargs)
@@ -301,13 +314,13 @@ def test_the_boxes_the_probe_holds_leave_the_split():
         volume = sum(np.prod(b - a) for a, b in held) / np.prod(hi - lo)
         assert result.proven_volume_share >= volume - 1e-12
         return
-    pytest.fail("no instance handed the probe three boxes")
+    pytest.fail("no instance handed the pause three boxes")
 
 
-def test_a_probe_that_holds_nothing_ends_the_split_with_its_boxes_open():
-    """``held`` None ends the split where the probe ran: no box is bounded after it, the
-    boxes open then stay open (with those the split proved, they cover the box), none is
-    counted as held."""
+def test_holding_nothing_at_the_pause_ends_the_split_with_its_boxes_open():
+    """``held`` None ends the split where it paused: no box is bounded after it, the boxes
+    open then stay open (with those the split proved, they cover the box), none is counted
+    as held."""
     for case, (_, net, lo, hi, unsafe) in enumerate(instances(12)):
         prop = LinearProperty(unsafe)
         prop.validate(net, Box(lo, hi))
@@ -318,7 +331,7 @@ def test_a_probe_that_holds_nothing_ends_the_split_with_its_boxes_open():
             return None, None
 
         kwargs = dict(max_boxes=4, deep_time=5.0, open_seconds=1.0)
-        result = split_box(net, lo, hi, prop.pairs, lp_chain(), probe=probe, **kwargs)
+        result = probed(net, lo, hi, prop.pairs, probe, **kwargs)
         if result.frontier == 0:
             continue
         plain = split_box(net, lo, hi, prop.pairs, lp_chain(), **kwargs)

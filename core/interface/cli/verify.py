@@ -261,7 +261,7 @@ def _run_query(prop, models, timeout, as_json, solver=None, route="diff") -> int
         models = {own[0]: models[None]}
     decision = decide(query, check_mapping(query, models, Path(prop).name), timeout=timeout,
                       query_name=Path(prop).name, solver=solver, route=route)
-    answer = "timeout" if decision.answer == "timed-out" else decision.answer
+    answer = decision.answer
     if as_json:
         click.echo(to_json({"property": prop, "answer": answer, "reason": decision.reason,
                             "seconds": decision.seconds, "polytopes": decision.polytopes,

@@ -40,6 +40,9 @@ _RESERVE_SHARE = 0.05
 EXIT_ANSWERED, EXIT_REFUSED, EXIT_INTERNAL = 0, 1, 2
 #: Exit code of Ctrl-C before the answer (128 + SIGINT).
 EXIT_INTERRUPTED = 130
+#: The standard's words where they are not polytrav's :class:`~polytrav.Answer` values
+#: (VNN-LIB 2.0 prints ``timed-out``); used only where this command prints.
+_WORDS = {"timeout": "timed-out"}
 
 
 def _out(lines: list[str]) -> None:
@@ -106,7 +109,7 @@ def verify(query, networks, timeout, route, serialise, proof) -> None:
     models = check_mapping(parsed, mapping, name)
     left = None if timeout is None else timeout * (1 - _RESERVE_SHARE) - _RESERVE - since_start()
     if left is not None and left <= 0:
-        _out(["timed-out"])
+        _out([_WORDS["timeout"]])
         return
     if proof is not None:
         from polytrav.interface.export import check_writable
@@ -114,9 +117,10 @@ def verify(query, networks, timeout, route, serialise, proof) -> None:
         check_writable(proof, "--proof")
     decision = decide(parsed, models, timeout=left, query_name=name, route=route, proof=proof)
     if decision.answer != "sat":
-        _out([decision.answer])
+        word = _WORDS.get(decision.answer, decision.answer.value)
+        _out([word])
         if decision.reason:
-            click.echo(f"polytrav-vnnlib: {decision.answer}: {decision.reason}", err=True)
+            click.echo(f"polytrav-vnnlib: {word}: {decision.reason}", err=True)
         if proof is not None:
             click.echo(f"polytrav-vnnlib: {_proof_note(decision, query, models, proof)}",
                        err=True)
