@@ -61,6 +61,10 @@ BATCH = 1 << 16
 KERNELS = ("auto", "numba", "numpy")
 KERNEL_MIN_WORK = 1 << 15
 
+#: The widest layer whose maps the compiled kernel computes once loaded (wider ones: a
+#: gather and one BLAS product, faster there).
+MAPS_MAX_WIDTH = 8
+
 #: Cells the kernel cuts between two checks of the clock.
 KERNEL_CHUNK = 4096
 
@@ -176,26 +180,27 @@ class _Layers:
             require('subdivide: kernel="numba"', "fast")
 
     def kernel(self, work: int):
-        """The compiled cut of a layer of ``work`` vertex-neuron pairs, or None: numpy."""
+        """The compiled kernel (:mod:`polytrav.traversal.subdivision_kernel`) for a layer of
+        ``work`` vertex-neuron pairs, or None: numpy."""
         if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK
                                     and not _KERNEL):
             return None
         return load_kernel()
 
 
-_KERNEL = None  # the compiled kernel once loaded; False: numba is not installed
+_KERNEL = None  # the compiled kernel's module once loaded; False: numba is not installed
 
 
 def load_kernel():
-    """The compiled cut of a layer (:func:`polytrav.traversal.subdivision_kernel.cut_layer`),
-    or None without numba."""
+    """The compiled kernel (the module :mod:`polytrav.traversal.subdivision_kernel`), or
+    None without numba."""
     global _KERNEL
     if _KERNEL is None:
         try:
-            from polytrav.traversal.subdivision_kernel import cut_layer
+            from polytrav.traversal import subdivision_kernel
         except ImportError:
-            cut_layer = False
-        _KERNEL = cut_layer
+            subdivision_kernel = False
+        _KERNEL = subdivision_kernel
     return _KERNEL or None
 
 
@@ -330,9 +335,21 @@ class _Batch:
             lo, hi = self.L.offsets[layer - 1], self.L.offsets[layer]
             anc = self.c.anc[:, layer - 1]
             on = self.c.code[:, lo:hi]
-            M = np.take(self.G, anc, axis=0) * on[:, None, :]
-            G = (M.reshape(-1, M.shape[2]) @ W.T).reshape(C, d, W.shape[0])
-            off = (np.take(self.off, anc, axis=0) * on) @ W.T + b
+            # compiled (once loaded) for narrow layers; else a gather and one BLAS product
+            kernel = self.L.kernel(0) if W.shape[0] <= MAPS_MAX_WIDTH else None
+            if kernel is not None and self.G.strides[0] != 0:
+                G, off = kernel.layer_maps(self.G, self.off, np.ascontiguousarray(anc),
+                                           np.ascontiguousarray(on), np.ascontiguousarray(W.T),
+                                           b)
+            else:
+                if self.G.strides[0] == 0:  # the first layer's maps: one for every cell
+                    M, off = self.G[0] * on[:, None, :], self.off[0] * on
+                else:
+                    M, off = np.take(self.G, anc, axis=0), np.take(self.off, anc, axis=0)
+                    M *= on[:, None, :]
+                    off *= on
+                G = (M.reshape(-1, M.shape[2]) @ W.T).reshape(C, d, W.shape[0])
+                off = off @ W.T + b
         self.G, self.off = G, off
         self.norms = np.sqrt(np.einsum("cdk,cdk->ck", G, G))
         live = self.norms > ZERO_ROW_TOL * (1.0 + np.abs(off))
@@ -394,7 +411,7 @@ class _Batch:
                 clock.check()
             hi = min(c.n, lo + KERNEL_CHUNK)
             a, b = vstart[lo], vstart[hi]
-            parent, bits, centre, reach, end, Xo, acto, tally, err = kernel(
+            parent, bits, centre, reach, end, Xo, acto, tally, err = kernel.cut_layer(
                 X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
                 G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
                 SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL)
@@ -657,9 +674,15 @@ class _Batch:
         b = np.concatenate([np.ones(2 * d), fr.b_extra])
         r = np.min((b[None, :] - u @ A.T) / np.linalg.norm(A, axis=1)[None, :], axis=1)
         h = u
+        kernel = self.L.kernel(0) if _KERNEL else None  # compiled if loaded for the cuts
         for layer in range(len(self.inverse)):  # the layers cut so far
             W, bias = self.L.weights[layer], self.L.biases[layer]
             z = h @ W.T + bias
+            if kernel is not None:  # compiled: the same numbers, no temporaries
+                kernel.layer_slack(z, cells.code, int(self.L.offsets[layer]), self.inverse[layer],
+                      np.ascontiguousarray(cells.anc[:, layer]), r)
+                h = z
+                continue
             code = cells.code[:, self.L.offsets[layer]: self.L.offsets[layer + 1]]
             h = z * code
             slack = h - z

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["cut_layer"]
+__all__ = ["cut_layer", "layer_maps", "layer_slack"]
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -292,3 +292,48 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
             nc += 1
     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_end[:nc],
             o_X[:nv], o_act[:nv], tally, err)
+
+
+@jit
+def layer_slack(z, code, lo, inverse, anc, r):
+    """One layer of :meth:`polytrav.traversal.subdivision._Batch._radii`, in place: ``r[i]``
+    lowered to the distance of cell ``i``'s centre from each neuron's hyperplane (``z[i, k]``
+    on the side ``code[i, lo + k]`` gives, times ``inverse[anc[i], k]``; NaN: no
+    hyperplane), and ``z`` masked by the code (the layer's output)."""
+    for i in range(z.shape[0]):
+        a = anc[i]
+        m = r[i]
+        for k in range(z.shape[1]):
+            on = code[i, lo + k]
+            s = z[i, k] if on else -z[i, k]
+            s *= inverse[a, k]
+            if s < m:  # False for NaN
+                m = s
+            if not on:
+                z[i, k] = 0.0
+        r[i] = m
+
+
+@jit
+def layer_maps(G, off, anc, on, Wt, b):
+    """:meth:`polytrav.traversal.subdivision._Batch.open`'s maps of the next layer: cell
+    ``i``'s gradients ``(G[anc[i]] masked by on[i]) @ Wt`` ``(C, d, n)`` and offsets
+    ``(off[anc[i]] masked) @ Wt + b`` ``(C, n)``, without gathering the masked maps."""
+    C, d, n = anc.size, G.shape[1], Wt.shape[1]
+    Gn = np.zeros((C, d, n))
+    offn = np.empty((C, n))
+    for i in range(C):
+        a = anc[i]
+        for k in range(n):
+            offn[i, k] = b[k]
+        for m in range(Wt.shape[0]):
+            if not on[i, m]:
+                continue
+            for j in range(d):
+                g = G[a, j, m]
+                for k in range(n):
+                    Gn[i, j, k] += g * Wt[m, k]
+            o = off[a, m]
+            for k in range(n):
+                offn[i, k] += o * Wt[m, k]
+    return Gn, offn
