@@ -38,7 +38,8 @@ the child's peak resident memory (``maxrss_gb``).
 local processes (:func:`polytrav.parallel.get_executor`): its level-1 pieces
 (``pieces(..., strategy="subdivision")``) in ``--parts`` chunks, each child counting the cells
 of ``Subdivision(..., within=keys)``; the counts must be equal, the speed-up is serial over
-parallel wall time (pieces listing included).
+parallel wall time (pieces listing included); on a shared machine ``cpu_speedup`` says what
+idle cores would give: serial CPU time over the listing's plus the busiest worker's.
 
     python benchmarks/subdivision.py bunny --edge-subdivision ../scratch/relu_edge_subdivision \\
         --repeat 5 --out benchmarks/results/subdivision_bunny.json
@@ -147,18 +148,23 @@ def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
     print(json.dumps(out))
 
 
-def count_within(path: str, keys: list[bytes] | None) -> int:
-    """In a worker: the cells of the bunny net at ``path`` inside the level-1 pieces ``keys``."""
+def count_within(path: str, keys: list[bytes] | None) -> tuple[int, float, int]:
+    """In a worker: the cells of the bunny net at ``path`` inside the level-1 pieces ``keys``,
+    the CPU seconds they took and the worker's process id."""
     import numpy as np
 
     from polytrav import Box
     from polytrav.model.geometry import build_frame
-    from polytrav.traversal.subdivision import Subdivision
+    from polytrav.traversal.subdivision import Subdivision, load_kernel
 
     net = bunny_net(Path(path))
     d = net.n_inputs
     frame = build_frame(Box(np.full(d, -0.5), np.full(d, 0.5)), d)
-    return sum(len(b) for b in Subdivision(net, frame, within=None if keys is None else set(keys)))
+    load_kernel()  # as "auto" does on these nets; loaded before the clock starts
+    t = time.process_time()
+    cells = sum(len(b) for b in Subdivision(net, frame,
+                                            within=None if keys is None else set(keys)))
+    return cells, time.process_time() - t, os.getpid()
 
 
 def parts(args, run: Run) -> dict:
@@ -177,23 +183,35 @@ def parts(args, run: Run) -> dict:
         path = str(peer / "models" / name)
         net = bunny_net(Path(path))
         box = Box(np.full(net.n_inputs, -0.5), np.full(net.n_inputs, 0.5))
-        serial, parallel, counts = [], [], set()
+        serial, parallel, counts, cpu = [], [], set(), []
         with get_executor(args.workers) as pool:
             list(pool.map(count_within, [path] * args.workers, [[]] * args.workers))  # warm-up
+            count_within(path, [])  # and here
             for _ in range(args.repeats):
                 t = time.perf_counter()
-                counts.add(count_within(path, None))
+                cells, serial_cpu, _ = count_within(path, None)
+                counts.add(cells)
                 serial.append(time.perf_counter() - t)
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 keys = [p.key for p in pieces(net, box, strategy="subdivision")]
+                listing_cpu = time.process_time() - c
                 size = -(-len(keys) // args.parts)
                 chunks = [keys[i:i + size] for i in range(0, len(keys), size)]
-                counts.add(sum(pool.map(count_within, [path] * len(chunks), chunks)))
+                done = list(pool.map(count_within, [path] * len(chunks), chunks))
                 parallel.append(time.perf_counter() - t)
+                counts.add(sum(n for n, _, _ in done))
+                busy = {}  # CPU seconds per worker process
+                for _, seconds, pid in done:
+                    busy[pid] = busy.get(pid, 0.0) + seconds
+                # on idle cores the parallel wall time is the listing plus the busiest worker
+                cpu.append({"serial": serial_cpu, "listing": listing_cpu,
+                            "workers": sorted(busy.values()),
+                            "speedup": serial_cpu / (listing_cpu + max(busy.values()))})
         row = {"case": name, "workers": args.workers, "parts": args.parts, "pieces": len(keys),
                "repeats": args.repeats, "cells": sorted(counts), "serial_times": serial,
                "parallel_times": parallel, "serial_s": statistics.median(serial),
-               "parallel_s": statistics.median(parallel)}
+               "parallel_s": statistics.median(parallel), "cpu": cpu,
+               "cpu_speedup": statistics.median(c["speedup"] for c in cpu)}
         row["speedup"] = row["serial_s"] / row["parallel_s"]
         if len(counts) != 1:
             wrong.append(name)

@@ -5,9 +5,11 @@ rows), then cut every cell by each neuron in turn, layer by layer. On a cell of 
 before it a neuron's pre-activation is affine, so its zero set cuts the cell along one
 hyperplane, and the cut is read off the cell's vertices: no LP. Many cells are cut by a neuron
 at once, in vectorised numpy, or cell by cell by the compiled kernel
-(:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch that has grown past :data:`BATCH` cells at
-the start of a layer is split into batches of at most that many, run one after the other
-(depth first), so memory stays bounded by the batch and finished cells stream out early.
+(:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch
+that has grown past :data:`BATCH` cells (or :data:`VERTICES_PER_CELL` times as many vertex
+rows) at the start of a layer is split into batches of at most that many, run one after the
+other (depth first), so memory stays bounded by the batch and finished cells stream out
+early.
 
 Each cell keeps its own vertices, and each vertex the set of hyperplanes it lies on (a bit
 per region row and per neuron): two vertices of a cell span an edge iff no third vertex of
@@ -51,15 +53,20 @@ __all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "fi
 #: A batch with more cells than this at the start of a layer is split (bounds memory: about
 #: 0.1-0.5 GB a batch in 2-6 dimensions).
 BATCH = 1 << 16
+#: ... and one whose vertex rows outnumber its cells this many times over ``batch`` too (in
+#: 7-10 dimensions a cell has hundreds or thousands of vertices; in 2-4 about 4-12).
+VERTICES_PER_CELL = 16
 
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
 #: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
 #: numpy; ``"auto"``, the kernel once it is loaded in this process, and before that for a
 #: layer of at least :data:`KERNEL_MIN_WORK` vertex-neuron pairs (vertex rows of its cells
-#: times its neurons) when numba is installed (loading it takes 0.2-1 s, more than numpy
-#: takes on less work). Both give the same cells.
+#: times its neurons) or with :data:`KERNEL_MIN_VERTICES` vertices a cell (7-10 inputs:
+#: numpy's edge search pairs every vertex with every other) when numba is installed
+#: (loading it takes 0.2-1 s, more than numpy takes on less work). Both give the same cells.
 KERNELS = ("auto", "numba", "numpy")
 KERNEL_MIN_WORK = 1 << 15
+KERNEL_MIN_VERTICES = 100
 
 #: The widest layer whose maps the compiled kernel computes once loaded (wider ones: a
 #: gather and one BLAS product, faster there).
@@ -179,11 +186,11 @@ class _Layers:
         if kernel == "numba" and self.kernel(1) is None:
             require('subdivide: kernel="numba"', "fast")
 
-    def kernel(self, work: int):
+    def kernel(self, work: int, per_cell: float = 0.0):
         """The compiled kernel (:mod:`polytrav.traversal.subdivision_kernel`) for a layer of
-        ``work`` vertex-neuron pairs, or None: numpy."""
+        ``work`` vertex-neuron pairs and ``per_cell`` vertices a cell, or None: numpy."""
         if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK
-                                    and not _KERNEL):
+                                    and per_cell < KERNEL_MIN_VERTICES and not _KERNEL):
             return None
         return load_kernel()
 
@@ -241,8 +248,11 @@ class Subdivision:
                 continue
             if part.opened < layer:
                 part.open(layer)
-                if part.c.n > self.batch:
-                    pieces = part.split(self.batch, self._order)
+                # at most `batch` cells, and VERTICES_PER_CELL times as many vertex rows
+                size = min(self.batch, part.c.n * self.batch * VERTICES_PER_CELL
+                           // max(1, part.v.n))
+                if part.c.n > max(1, size):
+                    pieces = part.split(max(1, size), self._order)
                     stack.extend((p, layer) for p in reversed(pieces))
                     continue
             part.cut_layer(layer, self.clock)
@@ -366,7 +376,7 @@ class _Batch:
 
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
-        kernel = self.L.kernel(self.v.n * self.G.shape[2])
+        kernel = self.L.kernel(self.v.n * self.G.shape[2], self.v.n / max(1, self.c.n))
         if kernel is not None and self.c.n:
             return self._cut_compiled(kernel, layer, clock)
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
