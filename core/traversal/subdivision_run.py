@@ -33,31 +33,20 @@ from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalSta
 from polytrav.traversal.piece import Piece
 from polytrav.traversal.subdivision import Cells, Subdivision, Undecided
 from polytrav.vocabulary.errors import ConfigError
-from polytrav.vocabulary.extras import installed
 from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, ZERO_ROW_TOL
 
-__all__ = ["AUTO_MAX_DIM", "AUTO_MAX_DIM_NUMPY", "SubdivisionRun", "auto_max_dim",
-           "choose_strategy", "open_traversal"]
+__all__ = ["AUTO_MAX_DIM", "SubdivisionRun", "choose_strategy", "open_traversal"]
 
 log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
-#: enumerated by subdivision when its compiled kernel can run (numba installed: the ``fast``
-#: extra): 7-150x faster than the traversal on every net measured up to 7-D, 1.9-2.4x in 8-D,
-#: 0.8-0.9x in 9-D and 0.2-0.3x in 10-D (a cell's vertices number in the thousands);
-#: :data:`AUTO_MAX_DIM_NUMPY` without numba (docs/benchmarks.md, "Subdivision against edge
-#: subdivision and the traversal" and issue 61's sections).
-AUTO_MAX_DIM = 8
-#: The same without numba: numpy's edge search pairs every vertex of a cell with every
-#: other, 1.8x the traversal in 7-D and 0.28x in 8-D (issue 43).
-AUTO_MAX_DIM_NUMPY = 6
-
-
-def auto_max_dim() -> int:
-    """The most dimensions ``strategy="auto"`` enumerates by subdivision here
-    (:data:`AUTO_MAX_DIM` with numba installed, else :data:`AUTO_MAX_DIM_NUMPY`)."""
-    return AUTO_MAX_DIM if installed("numba") else AUTO_MAX_DIM_NUMPY
-
+#: enumerated by subdivision: 3-55x faster than the traversal on every net measured up to
+#: 6-D without numba, 1.8x in 7-D, 3.6x slower in 8-D (docs/benchmarks.md, "Subdivision
+#: against edge subdivision and the traversal"). With numba (the ``fast`` extra) the kernel's
+#: edge search is linear: 7-8x the traversal in 7-D, 1.9-2.4x in 8-D, 0.8-0.9x in 9-D
+#: (issue 61's second section); the crossover stays here while tests of the LP path run on
+#: 7-8-input nets under ``auto``.
+AUTO_MAX_DIM = 6
 
 #: Seconds between two checks of the time budget while polytopes are emitted (never past the
 #: budget's end: a run's own limit holds exactly; a deadline set around the consumer in
@@ -68,17 +57,16 @@ CHECK_EVERY = 0.005
 def choose_strategy(net: Network, region: Region,
                     options: TraversalOptions = TraversalOptions()) -> str:
     """What ``strategy="auto"`` runs: ``"subdivision"`` for a polyhedral region of at most
-    :func:`auto_max_dim` dimensions when the run visits every polytope; else
+    :data:`AUTO_MAX_DIM` dimensions when the run visits every polytope; else
     ``"hierarchical"``, whose guides and pruning bounds let a run skip work."""
     if options.guide is not None or options.prune is not None:
         return "hierarchical"
     region = region.with_dims(net.n_inputs)
-    most = auto_max_dim()
-    if net.n_inputs > most and not region.is_box:
+    if net.n_inputs > AUTO_MAX_DIM and not region.is_box:
         return "hierarchical"  # its frame could cost LPs to build; slices are boxes
     frame = build_frame(region, net.n_inputs)
     polyhedral = not (frame.l1_balls or frame.l2_balls)
-    return "subdivision" if polyhedral and frame.dim <= most else "hierarchical"
+    return "subdivision" if polyhedral and frame.dim <= AUTO_MAX_DIM else "hierarchical"
 
 
 def open_traversal(net: Network, region: Region, start=None,

@@ -206,9 +206,7 @@ def test_batches_of_two_cells_on_degenerate_nets_equal_brute_force(name):
 
 def test_auto_picks_subdivision_where_it_enumerates_everything():
     from polytrav.traversal import TraversalOptions
-    from polytrav.traversal.subdivision_run import SubdivisionRun, auto_max_dim, choose_strategy
-
-    AUTO_MAX_DIM = auto_max_dim()
+    from polytrav.traversal.subdivision_run import AUTO_MAX_DIM, SubdivisionRun, choose_strategy
 
     net = random_net(0, 3, [4])
     box = Box(-np.ones(3), np.ones(3))
@@ -223,19 +221,6 @@ def test_auto_picks_subdivision_where_it_enumerates_everything():
     lo, hi = np.zeros(AUTO_MAX_DIM + 1), np.zeros(AUTO_MAX_DIM + 1)
     hi[:2] = 1.0  # a 2-D slice of a wider net
     assert choose_strategy(wide, Box(lo, hi)) == "subdivision"
-
-
-def test_auto_goes_to_8_inputs_with_the_kernel_and_6_without(monkeypatch):
-    """The crossover: 8 inputs with numba installed (its edge search is linear), 6 without."""
-    from polytrav.traversal import subdivision_run
-
-    for numba, most in ((True, 8), (False, 6)):
-        monkeypatch.setattr(subdivision_run, "installed", lambda module: numba)
-        assert subdivision_run.auto_max_dim() == most
-        for d in (most, most + 1):
-            net = random_net(0, d, [3])
-            assert subdivision_run.choose_strategy(net, Box(-np.ones(d), np.ones(d))) == (
-                "subdivision" if d == most else "hierarchical")
 
 
 def test_an_undecided_cut_hands_the_rest_to_the_traversal(monkeypatch):
