@@ -50,9 +50,10 @@ from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL,
 __all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
            "subdivide"]
 
-#: A batch with more cells than this at the start of a layer is split (bounds memory: about
-#: 0.1-0.5 GB a batch in 2-6 dimensions).
-BATCH = 1 << 16
+#: A batch with more cells than this at the start of a layer is split (bounds memory: the
+#: 3-D 8 x 32 bunny's 9.9 million cells in 0.49 GB at 2 048, 0.70 GB at 8 192, 2.1 GB at
+#: 65 536, and the smallest batch the fastest: 62, 66 and 84 s of CPU; docs/benchmarks.md).
+BATCH = 1 << 11
 #: ... and one whose vertex rows outnumber its cells this many times over ``batch`` too (in
 #: 7-10 dimensions a cell has hundreds or thousands of vertices; in 2-4 about 4-12).
 VERTICES_PER_CELL = 16
