@@ -82,20 +82,20 @@ d = int(d)
 f = Net(ks=[d, *[width] * depth, 1])
 f.load_state_dict(torch.load(os.path.join(peer, "models", name), map_location="cpu"))
 def run():
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     with torch.no_grad():
         out = skeletal_subdivision(f, bbox=(-0.5, 0.5), device="cpu", verbose=False)
-    return time.perf_counter() - t, out
+    return time.perf_counter() - t, time.process_time() - c, out
 for _ in range(calls - 1):
     run()
-seconds, (vs, edges, sv) = run()
+seconds, cpu, (vs, edges, sv) = run()
 sv, cells = sv.numpy().astype(np.int8), set()
 for signs in itertools.product((1, -1), repeat=d):
     p = sv.copy(); z = p == 0; k = z.cumsum(1) - 1; ok = z.sum(1) == d
     p[z] = np.array(signs, np.int8)[np.minimum(k[z], d - 1)]
     cells.update(map(bytes, p[ok & (p[:, :2 * d] == 1).all(1)][:, 2 * d:]))
 import resource
-print(json.dumps({"seconds": seconds, "cells": len(cells), "vertices": len(vs),
+print(json.dumps({"seconds": seconds, "cpu": cpu, "cells": len(cells), "vertices": len(vs),
                   "edges": len(edges),
                   "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
 '''
@@ -115,7 +115,7 @@ def bunny_net(path: Path):
     return Network.from_arrays(W + [np.ones((1, 1))], b + [np.zeros(1)])
 
 
-def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
+def polytrav_worker(path: str, calls: int, stream: bool = True, batch: int | None = None) -> None:
     """Child process: polytrav on one bunny net (``calls - 1`` warm-up calls of each, then
     the timed one); ``stream=False``: the engine only (its cells counted batch by batch)."""
     import resource
@@ -134,14 +134,16 @@ def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
     out = {}
     for what in ("engine", "stream") if stream else ("engine",):
         for _ in range(calls):
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             if what == "engine":
-                cells = sum(len(batch) for batch in Subdivision(net, frame))
+                cells = sum(len(part) for part in Subdivision(
+                    net, frame, **({} if batch is None else {"batch": batch})))
             else:
                 run = traverse(net, box, strategy="subdivision")
                 cells = sum(1 for _ in run)
                 assert run.complete, run.status
             out[what] = time.perf_counter() - t
+            out[what + "_cpu"] = time.process_time() - cpu
         out[what + "_cells"] = cells
     out["kernel"] = "numba" if subdivision._KERNEL else "numpy"
     out["maxrss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
@@ -240,7 +242,8 @@ def bunny(args, run: Run) -> dict:
         path = peer / "models" / name
         calls = args.warmup + 1
         ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path),
-                str(calls), "engine" if name in (args.engine_only or ()) else "stream"]
+                str(calls), "engine" if name in (args.engine_only or ()) else "stream",
+                *([str(args.batch)] if args.batch else [])]
         theirs = [sys.executable, "-c", PEER, str(peer), name, str(calls)]
         runs = {"polytrav": [], "edge": []}
         for k in range(args.repeats):
@@ -258,14 +261,18 @@ def bunny(args, run: Run) -> dict:
                "edge_maxrss_gb": max((r["maxrss_gb"] for r in done["edge"]), default=None)}
         for key, tool, field in (("engine_s", "polytrav", "engine"),
                                  ("stream_s", "polytrav", "stream"),
-                                 ("edge_s", "edge", "seconds")):
+                                 ("edge_s", "edge", "seconds"),
+                                 ("engine_cpu_s", "polytrav", "engine_cpu"),
+                                 ("stream_cpu_s", "polytrav", "stream_cpu"),
+                                 ("edge_cpu_s", "edge", "cpu")):
             times = [r.get(field) for r in done[tool]]
             row[key.replace("_s", "_times")] = times
             row[key] = statistics.median(times) if len(times) == args.repeats \
                 and None not in times else None
-        for key in ("stream", "engine"):
-            if row["edge_s"] and row[key + "_s"]:
-                row[key + "_over_edge"] = row[key + "_s"] / row["edge_s"]
+        for key in ("stream", "engine", "stream_cpu", "engine_cpu"):
+            edge = row["edge_cpu_s" if key.endswith("cpu") else "edge_s"]
+            if edge and row[key + "_s"]:
+                row[key + "_over_edge"] = row[key + "_s"] / edge
         if None not in (row["polytrav_cells"], row["edge_cells"]) \
                 and row["polytrav_cells"] != row["edge_cells"]:
             wrong.append(name)
@@ -372,7 +379,8 @@ def pictures(args, run: Run) -> dict:
 
 def main() -> None:
     if len(sys.argv) > 4 and sys.argv[1] == "worker":
-        return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream")
+        return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream",
+                               int(sys.argv[5]) if len(sys.argv) > 5 else None)
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
     ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts"])
     ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
@@ -388,6 +396,7 @@ def main() -> None:
                     help="bunny: calls per process, the last one timed (sets --warmup to "
                          "CALLS - 1; 1 for nets that take minutes)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per process / run")
+    ap.add_argument("--batch", type=int, help="bunny: the engine's batch (default: its BATCH)")
     ap.add_argument("--figures", help="pictures: the folder for the last picture drawn")
     args = ap.parse_args()
     if args.calls is not None:
