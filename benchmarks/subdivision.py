@@ -386,7 +386,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
     ap.add_argument("--more", action="store_true",
                     help="scaling: a second net per dimension from 6, and 9-10 inputs")
-    ap.add_argument("--parts", type=int, default=16, help="parts: chunks of level-1 pieces")
+    ap.add_argument("--parts", type=int, default=48, help="parts: chunks of level-1 pieces")
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
     ap.add_argument("--engine-only", nargs="*",
