@@ -38,7 +38,8 @@ the child's peak resident memory (``maxrss_gb``).
 local processes (:func:`polytrav.parallel.get_executor`): its level-1 pieces
 (``pieces(..., strategy="subdivision")``) in ``--parts`` chunks, each child counting the cells
 of ``Subdivision(..., within=keys)``; the counts must be equal, the speed-up is serial over
-parallel wall time (pieces listing included).
+parallel wall time (pieces listing included); on a shared machine ``cpu_speedup`` says what
+idle cores would give: serial CPU time over the listing's plus the busiest worker's.
 
     python benchmarks/subdivision.py bunny --edge-subdivision ../scratch/relu_edge_subdivision \\
         --repeat 5 --out benchmarks/results/subdivision_bunny.json
@@ -81,20 +82,20 @@ d = int(d)
 f = Net(ks=[d, *[width] * depth, 1])
 f.load_state_dict(torch.load(os.path.join(peer, "models", name), map_location="cpu"))
 def run():
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     with torch.no_grad():
         out = skeletal_subdivision(f, bbox=(-0.5, 0.5), device="cpu", verbose=False)
-    return time.perf_counter() - t, out
+    return time.perf_counter() - t, time.process_time() - c, out
 for _ in range(calls - 1):
     run()
-seconds, (vs, edges, sv) = run()
+seconds, cpu, (vs, edges, sv) = run()
 sv, cells = sv.numpy().astype(np.int8), set()
 for signs in itertools.product((1, -1), repeat=d):
     p = sv.copy(); z = p == 0; k = z.cumsum(1) - 1; ok = z.sum(1) == d
     p[z] = np.array(signs, np.int8)[np.minimum(k[z], d - 1)]
     cells.update(map(bytes, p[ok & (p[:, :2 * d] == 1).all(1)][:, 2 * d:]))
 import resource
-print(json.dumps({"seconds": seconds, "cells": len(cells), "vertices": len(vs),
+print(json.dumps({"seconds": seconds, "cpu": cpu, "cells": len(cells), "vertices": len(vs),
                   "edges": len(edges),
                   "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
 '''
@@ -114,7 +115,7 @@ def bunny_net(path: Path):
     return Network.from_arrays(W + [np.ones((1, 1))], b + [np.zeros(1)])
 
 
-def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
+def polytrav_worker(path: str, calls: int, stream: bool = True, batch: int | None = None) -> None:
     """Child process: polytrav on one bunny net (``calls - 1`` warm-up calls of each, then
     the timed one); ``stream=False``: the engine only (its cells counted batch by batch)."""
     import resource
@@ -133,32 +134,39 @@ def polytrav_worker(path: str, calls: int, stream: bool = True) -> None:
     out = {}
     for what in ("engine", "stream") if stream else ("engine",):
         for _ in range(calls):
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             if what == "engine":
-                cells = sum(len(batch) for batch in Subdivision(net, frame))
+                cells = sum(len(part) for part in Subdivision(
+                    net, frame, **({} if batch is None else {"batch": batch})))
             else:
                 run = traverse(net, box, strategy="subdivision")
                 cells = sum(1 for _ in run)
                 assert run.complete, run.status
             out[what] = time.perf_counter() - t
+            out[what + "_cpu"] = time.process_time() - cpu
         out[what + "_cells"] = cells
     out["kernel"] = "numba" if subdivision._KERNEL else "numpy"
     out["maxrss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(json.dumps(out))
 
 
-def count_within(path: str, keys: list[bytes] | None) -> int:
-    """In a worker: the cells of the bunny net at ``path`` inside the level-1 pieces ``keys``."""
+def count_within(path: str, keys: list[bytes] | None) -> tuple[int, float, int]:
+    """In a worker: the cells of the bunny net at ``path`` inside the level-1 pieces ``keys``,
+    the CPU seconds they took and the worker's process id."""
     import numpy as np
 
     from polytrav import Box
     from polytrav.model.geometry import build_frame
-    from polytrav.traversal.subdivision import Subdivision
+    from polytrav.traversal.subdivision import Subdivision, load_kernel
 
     net = bunny_net(Path(path))
     d = net.n_inputs
     frame = build_frame(Box(np.full(d, -0.5), np.full(d, 0.5)), d)
-    return sum(len(b) for b in Subdivision(net, frame, within=None if keys is None else set(keys)))
+    load_kernel()  # as "auto" does on these nets; loaded before the clock starts
+    t = time.process_time()
+    cells = sum(len(b) for b in Subdivision(net, frame,
+                                            within=None if keys is None else set(keys)))
+    return cells, time.process_time() - t, os.getpid()
 
 
 def parts(args, run: Run) -> dict:
@@ -177,23 +185,35 @@ def parts(args, run: Run) -> dict:
         path = str(peer / "models" / name)
         net = bunny_net(Path(path))
         box = Box(np.full(net.n_inputs, -0.5), np.full(net.n_inputs, 0.5))
-        serial, parallel, counts = [], [], set()
+        serial, parallel, counts, cpu = [], [], set(), []
         with get_executor(args.workers) as pool:
             list(pool.map(count_within, [path] * args.workers, [[]] * args.workers))  # warm-up
+            count_within(path, [])  # and here
             for _ in range(args.repeats):
                 t = time.perf_counter()
-                counts.add(count_within(path, None))
+                cells, serial_cpu, _ = count_within(path, None)
+                counts.add(cells)
                 serial.append(time.perf_counter() - t)
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 keys = [p.key for p in pieces(net, box, strategy="subdivision")]
+                listing_cpu = time.process_time() - c
                 size = -(-len(keys) // args.parts)
                 chunks = [keys[i:i + size] for i in range(0, len(keys), size)]
-                counts.add(sum(pool.map(count_within, [path] * len(chunks), chunks)))
+                done = list(pool.map(count_within, [path] * len(chunks), chunks))
                 parallel.append(time.perf_counter() - t)
+                counts.add(sum(n for n, _, _ in done))
+                busy = {}  # CPU seconds per worker process
+                for _, seconds, pid in done:
+                    busy[pid] = busy.get(pid, 0.0) + seconds
+                # on idle cores the parallel wall time is the listing plus the busiest worker
+                cpu.append({"serial": serial_cpu, "listing": listing_cpu,
+                            "workers": sorted(busy.values()),
+                            "speedup": serial_cpu / (listing_cpu + max(busy.values()))})
         row = {"case": name, "workers": args.workers, "parts": args.parts, "pieces": len(keys),
                "repeats": args.repeats, "cells": sorted(counts), "serial_times": serial,
                "parallel_times": parallel, "serial_s": statistics.median(serial),
-               "parallel_s": statistics.median(parallel)}
+               "parallel_s": statistics.median(parallel), "cpu": cpu,
+               "cpu_speedup": statistics.median(c["speedup"] for c in cpu)}
         row["speedup"] = row["serial_s"] / row["parallel_s"]
         if len(counts) != 1:
             wrong.append(name)
@@ -222,7 +242,8 @@ def bunny(args, run: Run) -> dict:
         path = peer / "models" / name
         calls = args.warmup + 1
         ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path),
-                str(calls), "engine" if name in (args.engine_only or ()) else "stream"]
+                str(calls), "engine" if name in (args.engine_only or ()) else "stream",
+                *([str(args.batch)] if args.batch else [])]
         theirs = [sys.executable, "-c", PEER, str(peer), name, str(calls)]
         runs = {"polytrav": [], "edge": []}
         for k in range(args.repeats):
@@ -240,14 +261,18 @@ def bunny(args, run: Run) -> dict:
                "edge_maxrss_gb": max((r["maxrss_gb"] for r in done["edge"]), default=None)}
         for key, tool, field in (("engine_s", "polytrav", "engine"),
                                  ("stream_s", "polytrav", "stream"),
-                                 ("edge_s", "edge", "seconds")):
+                                 ("edge_s", "edge", "seconds"),
+                                 ("engine_cpu_s", "polytrav", "engine_cpu"),
+                                 ("stream_cpu_s", "polytrav", "stream_cpu"),
+                                 ("edge_cpu_s", "edge", "cpu")):
             times = [r.get(field) for r in done[tool]]
             row[key.replace("_s", "_times")] = times
             row[key] = statistics.median(times) if len(times) == args.repeats \
                 and None not in times else None
-        for key in ("stream", "engine"):
-            if row["edge_s"] and row[key + "_s"]:
-                row[key + "_over_edge"] = row[key + "_s"] / row["edge_s"]
+        for key in ("stream", "engine", "stream_cpu", "engine_cpu"):
+            edge = row["edge_cpu_s" if key.endswith("cpu") else "edge_s"]
+            if edge and row[key + "_s"]:
+                row[key + "_over_edge"] = row[key + "_s"] / edge
         if None not in (row["polytrav_cells"], row["edge_cells"]) \
                 and row["polytrav_cells"] != row["edge_cells"]:
             wrong.append(name)
@@ -354,13 +379,14 @@ def pictures(args, run: Run) -> dict:
 
 def main() -> None:
     if len(sys.argv) > 4 and sys.argv[1] == "worker":
-        return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream")
+        return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream",
+                               int(sys.argv[5]) if len(sys.argv) > 5 else None)
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
     ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts"])
     ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
     ap.add_argument("--more", action="store_true",
                     help="scaling: a second net per dimension from 6, and 9-10 inputs")
-    ap.add_argument("--parts", type=int, default=16, help="parts: chunks of level-1 pieces")
+    ap.add_argument("--parts", type=int, default=48, help="parts: chunks of level-1 pieces")
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
     ap.add_argument("--engine-only", nargs="*",
@@ -370,6 +396,7 @@ def main() -> None:
                     help="bunny: calls per process, the last one timed (sets --warmup to "
                          "CALLS - 1; 1 for nets that take minutes)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per process / run")
+    ap.add_argument("--batch", type=int, help="bunny: the engine's batch (default: its BATCH)")
     ap.add_argument("--figures", help="pictures: the folder for the last picture drawn")
     args = ap.parse_args()
     if args.calls is not None:

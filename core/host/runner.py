@@ -338,7 +338,7 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
         as the baseline; ``subdivision`` cuts the region's polytope by every neuron in turn,
         many cells at once and without LPs (polyhedral regions of few dimensions:
         :mod:`polytrav.traversal.subdivision`), and emits the cells of each batch it
-        finishes (up to 65 536 at a layer's start). ``auto``: subdivision for
+        finishes (up to 2 048 at a layer's start). ``auto``: subdivision for
         polyhedral regions of at most 6 dimensions when every polytope is visited (no
         ``guide``, ``prune`` or ``within``), else hierarchical
         (:func:`polytrav.traversal.subdivision_run.choose_strategy`): the default.

@@ -5,9 +5,11 @@ rows), then cut every cell by each neuron in turn, layer by layer. On a cell of 
 before it a neuron's pre-activation is affine, so its zero set cuts the cell along one
 hyperplane, and the cut is read off the cell's vertices: no LP. Many cells are cut by a neuron
 at once, in vectorised numpy, or cell by cell by the compiled kernel
-(:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch that has grown past :data:`BATCH` cells at
-the start of a layer is split into batches of at most that many, run one after the other
-(depth first), so memory stays bounded by the batch and finished cells stream out early.
+(:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch
+that has grown past :data:`BATCH` cells (or :data:`VERTICES_PER_CELL` times as many vertex
+rows) at the start of a layer is split into batches of at most that many, run one after the
+other (depth first), so memory stays bounded by the batch and finished cells stream out
+early.
 
 Each cell keeps its own vertices, and each vertex the set of hyperplanes it lies on (a bit
 per region row and per neuron): two vertices of a cell span an edge iff no third vertex of
@@ -48,18 +50,28 @@ from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL,
 __all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
            "subdivide"]
 
-#: A batch with more cells than this at the start of a layer is split (bounds memory: about
-#: 0.1-0.5 GB a batch in 2-6 dimensions).
-BATCH = 1 << 16
+#: A batch with more cells than this at the start of a layer is split (bounds memory: the
+#: 3-D 8 x 32 bunny's 9.9 million cells in 0.49 GB at 2 048, 0.70 GB at 8 192, 2.1 GB at
+#: 65 536, and the smallest batch the fastest: 62, 66 and 84 s of CPU; docs/benchmarks.md).
+BATCH = 1 << 11
+#: ... and one whose vertex rows outnumber its cells this many times over ``batch`` too (in
+#: 7-10 dimensions a cell has hundreds or thousands of vertices; in 2-4 about 4-12).
+VERTICES_PER_CELL = 16
 
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
 #: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
 #: numpy; ``"auto"``, the kernel once it is loaded in this process, and before that for a
 #: layer of at least :data:`KERNEL_MIN_WORK` vertex-neuron pairs (vertex rows of its cells
-#: times its neurons) when numba is installed (loading it takes 0.2-1 s, more than numpy
-#: takes on less work). Both give the same cells.
+#: times its neurons) or with :data:`KERNEL_MIN_VERTICES` vertices a cell (7-10 inputs:
+#: numpy's edge search pairs every vertex with every other) when numba is installed
+#: (loading it takes 0.2-1 s, more than numpy takes on less work). Both give the same cells.
 KERNELS = ("auto", "numba", "numpy")
 KERNEL_MIN_WORK = 1 << 15
+KERNEL_MIN_VERTICES = 100
+
+#: The widest layer whose maps the compiled kernel computes once loaded (wider ones: a
+#: gather and one BLAS product, faster there).
+MAPS_MAX_WIDTH = 8
 
 #: Cells the kernel cuts between two checks of the clock.
 KERNEL_CHUNK = 4096
@@ -175,27 +187,28 @@ class _Layers:
         if kernel == "numba" and self.kernel(1) is None:
             require('subdivide: kernel="numba"', "fast")
 
-    def kernel(self, work: int):
-        """The compiled cut of a layer of ``work`` vertex-neuron pairs, or None: numpy."""
+    def kernel(self, work: int, per_cell: float = 0.0):
+        """The compiled kernel (:mod:`polytrav.traversal.subdivision_kernel`) for a layer of
+        ``work`` vertex-neuron pairs and ``per_cell`` vertices a cell, or None: numpy."""
         if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK
-                                    and not _KERNEL):
+                                    and per_cell < KERNEL_MIN_VERTICES and not _KERNEL):
             return None
         return load_kernel()
 
 
-_KERNEL = None  # the compiled kernel once loaded; False: numba is not installed
+_KERNEL = None  # the compiled kernel's module once loaded; False: numba is not installed
 
 
 def load_kernel():
-    """The compiled cut of a layer (:func:`polytrav.traversal.subdivision_kernel.cut_layer`),
-    or None without numba."""
+    """The compiled kernel (the module :mod:`polytrav.traversal.subdivision_kernel`), or
+    None without numba."""
     global _KERNEL
     if _KERNEL is None:
         try:
-            from polytrav.traversal.subdivision_kernel import cut_layer
+            from polytrav.traversal import subdivision_kernel
         except ImportError:
-            cut_layer = False
-        _KERNEL = cut_layer
+            subdivision_kernel = False
+        _KERNEL = subdivision_kernel
     return _KERNEL or None
 
 
@@ -236,8 +249,11 @@ class Subdivision:
                 continue
             if part.opened < layer:
                 part.open(layer)
-                if part.c.n > self.batch:
-                    pieces = part.split(self.batch, self._order)
+                # at most `batch` cells, and VERTICES_PER_CELL times as many vertex rows
+                size = min(self.batch, part.c.n * self.batch * VERTICES_PER_CELL
+                           // max(1, part.v.n))
+                if part.c.n > max(1, size):
+                    pieces = part.split(max(1, size), self._order)
                     stack.extend((p, layer) for p in reversed(pieces))
                     continue
             part.cut_layer(layer, self.clock)
@@ -330,9 +346,21 @@ class _Batch:
             lo, hi = self.L.offsets[layer - 1], self.L.offsets[layer]
             anc = self.c.anc[:, layer - 1]
             on = self.c.code[:, lo:hi]
-            M = np.take(self.G, anc, axis=0) * on[:, None, :]
-            G = (M.reshape(-1, M.shape[2]) @ W.T).reshape(C, d, W.shape[0])
-            off = (np.take(self.off, anc, axis=0) * on) @ W.T + b
+            # compiled (once loaded) for narrow layers; else a gather and one BLAS product
+            kernel = self.L.kernel(0) if W.shape[0] <= MAPS_MAX_WIDTH else None
+            if kernel is not None and self.G.strides[0] != 0:
+                G, off = kernel.layer_maps(self.G, self.off, np.ascontiguousarray(anc),
+                                           np.ascontiguousarray(on), np.ascontiguousarray(W.T),
+                                           b)
+            else:
+                if self.G.strides[0] == 0:  # the first layer's maps: one for every cell
+                    M, off = self.G[0] * on[:, None, :], self.off[0] * on
+                else:
+                    M, off = np.take(self.G, anc, axis=0), np.take(self.off, anc, axis=0)
+                    M *= on[:, None, :]
+                    off *= on
+                G = (M.reshape(-1, M.shape[2]) @ W.T).reshape(C, d, W.shape[0])
+                off = off @ W.T + b
         self.G, self.off = G, off
         self.norms = np.sqrt(np.einsum("cdk,cdk->ck", G, G))
         live = self.norms > ZERO_ROW_TOL * (1.0 + np.abs(off))
@@ -349,7 +377,7 @@ class _Batch:
 
     def cut_layer(self, layer: int, clock) -> None:
         """Cut every cell by each neuron of ``layer`` (opened)."""
-        kernel = self.L.kernel(self.v.n * self.G.shape[2])
+        kernel = self.L.kernel(self.v.n * self.G.shape[2], self.v.n / max(1, self.c.n))
         if kernel is not None and self.c.n:
             return self._cut_compiled(kernel, layer, clock)
         G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
@@ -394,7 +422,7 @@ class _Batch:
                 clock.check()
             hi = min(c.n, lo + KERNEL_CHUNK)
             a, b = vstart[lo], vstart[hi]
-            parent, bits, centre, reach, end, Xo, acto, tally, err = kernel(
+            parent, bits, centre, reach, end, Xo, acto, tally, err = kernel.cut_layer(
                 X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
                 G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
                 SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL)
@@ -657,9 +685,15 @@ class _Batch:
         b = np.concatenate([np.ones(2 * d), fr.b_extra])
         r = np.min((b[None, :] - u @ A.T) / np.linalg.norm(A, axis=1)[None, :], axis=1)
         h = u
+        kernel = self.L.kernel(0) if _KERNEL else None  # compiled if loaded for the cuts
         for layer in range(len(self.inverse)):  # the layers cut so far
             W, bias = self.L.weights[layer], self.L.biases[layer]
             z = h @ W.T + bias
+            if kernel is not None:  # compiled: the same numbers, no temporaries
+                kernel.layer_slack(z, cells.code, int(self.L.offsets[layer]), self.inverse[layer],
+                      np.ascontiguousarray(cells.anc[:, layer]), r)
+                h = z
+                continue
             code = cells.code[:, self.L.offsets[layer]: self.L.offsets[layer + 1]]
             h = z * code
             slack = h - z

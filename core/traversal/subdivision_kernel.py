@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["cut_layer"]
+__all__ = ["cut_layer", "layer_maps", "layer_slack"]
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -63,6 +63,115 @@ def recentre(X, lo, hi, centre, reach, s):
     reach[s] = np.sqrt(far)
 
 
+#: Below this many pairs of vertices across a cut every pair is a candidate edge; from it
+#: the candidates are found by hashing (:func:`crossing_pairs`).
+HASH_MIN_PAIRS = 256
+
+
+@jit
+def key_hash(A, r, skip_w, skip_bit):
+    """A hash of row ``r`` of the bit sets ``A`` with bit ``skip_bit`` of word ``skip_w``
+    cleared."""
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for w in range(A.shape[1]):
+        x = A[r, w]
+        if w == skip_w:
+            x &= ~skip_bit
+        h ^= x
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@jit
+def crossing_pairs(A, sgn, deg, d, P, Q, hkey, hval):
+    """The candidate edges a cut crosses: pairs ``(P[e], Q[e])`` of a vertex above
+    (``sgn > 0``) and one below (``sgn < 0``) of a piece (vertex ``r``'s hyperplane bits
+    ``A[r]``, ``deg[r]`` of them), sorted, a superset of the pairs sharing ``d - 1``
+    hyperplanes. Few pairs: all of them. Else two simple vertices (``d`` bits each) share
+    ``d - 1`` iff one of their ``(d - 1)``-subsets is equal: the vertices below are hashed by
+    each subset, those above look theirs up; a vertex on more than ``d`` hyperplanes pairs
+    with every vertex across. Returns ``P, Q, hkey, hval`` (buffers, grown) and the count."""
+    m, words = A.shape[0], A.shape[1]
+    n_pos, n_neg, n_easy = 0, 0, 0
+    for r in range(m):
+        if sgn[r] > 0:
+            n_pos += 1
+        elif sgn[r] < 0:
+            n_neg += 1
+            if deg[r] == d:
+                n_easy += 1
+    n = 0
+    if n_pos * n_neg < HASH_MIN_PAIRS:
+        P = grow1(P, n_pos * n_neg)
+        Q = grow1(Q, n_pos * n_neg)
+        for p in range(m):
+            if sgn[p] > 0:
+                for q in range(m):
+                    if sgn[q] < 0:
+                        P[n], Q[n] = p, q
+                        n += 1
+        return P, Q, hkey, hval, n
+    size = 2
+    while size < 2 * d * n_easy:
+        size *= 2
+    hkey = grow1(hkey, size)
+    hval = grow1(hval, size)
+    hval[:size] = -1
+    mask = np.uint64(size - 1)
+    for q in range(m):
+        if sgn[q] < 0 and deg[q] == d:
+            for w in range(words):
+                x = A[q, w]
+                while x:
+                    low = x & (~x + np.uint64(1))
+                    x ^= low
+                    h = key_hash(A, q, w, low)
+                    slot = h & mask
+                    while hval[slot] >= 0:
+                        slot = (slot + np.uint64(1)) & mask
+                    hkey[slot], hval[slot] = h, q
+    for p in range(m):
+        if sgn[p] <= 0:
+            continue
+        first = n
+        P = grow1(P, n + max(n_neg, d * n_easy + n_neg))
+        Q = grow1(Q, n + max(n_neg, d * n_easy + n_neg))
+        if deg[p] != d:
+            for q in range(m):
+                if sgn[q] < 0:
+                    Q[n] = q
+                    n += 1
+        else:
+            for w in range(words):
+                x = A[p, w]
+                while x:
+                    low = x & (~x + np.uint64(1))
+                    x ^= low
+                    h = key_hash(A, p, w, low)
+                    slot = h & mask
+                    while hval[slot] >= 0:
+                        if hkey[slot] == h:
+                            Q[n] = hval[slot]
+                            n += 1
+                        slot = (slot + np.uint64(1)) & mask
+            for q in range(m):
+                if sgn[q] < 0 and deg[q] != d:
+                    Q[n] = q
+                    n += 1
+        if n - first > 1:  # in order, once each
+            Q[first:n] = np.sort(Q[first:n])
+            last = first
+            for e in range(first + 1, n):
+                if Q[e] != Q[last]:
+                    last += 1
+                    Q[last] = Q[e]
+            n = last + 1
+        for e in range(first, n):
+            P[e] = p
+    return P, Q, hkey, hval, n
+
+
 @jit
 def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
               snap, radius_tol, same_tol):
@@ -103,6 +212,11 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
     nX = np.empty((64, d))
     nA = np.empty((64, words), np.uint64)
     shared = np.empty(words, np.uint64)
+    deg = np.empty(64, np.int64)
+    P = np.empty(64, np.int64)
+    Q = np.empty(64, np.int64)
+    hkey = np.empty(64, np.uint64)
+    hval = np.empty(64, np.int64)
     for i in range(C):
         lo, hi = vstart[i], vstart[i + 1]
         bX = grow2(bX, hi - lo)
@@ -143,6 +257,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 top, bottom = 0.0, 0.0
                 dist = grow1(dist, m)
                 sgn = grow1(sgn, m)
+                deg = grow1(deg, m)
                 for r in range(m):
                     t = 0.0
                     for j in range(d):
@@ -167,49 +282,45 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     bB[s, k] = top > 0.0
                     continue
                 # the new vertices: one on each edge the hyperplane crosses
-                ne = 0
                 nz = 0
-                for p in range(m):
-                    if sgn[p] == 0:
+                for r in range(m):
+                    if sgn[r] == 0:
                         nz += 1
-                    if sgn[p] <= 0:
-                        continue
-                    dp = 0
+                    deg[r] = 0
                     for w in range(words):
-                        dp += popcount(bA[lo + p, w])
-                    for q in range(m):
-                        if sgn[q] >= 0:
+                        deg[r] += popcount(bA[lo + r, w])
+                P, Q, hkey, hval, npairs = crossing_pairs(bA[lo:hi], sgn, deg, d, P, Q, hkey,
+                                                          hval)
+                ne = 0
+                for e in range(npairs):
+                    p, q = P[e], Q[e]
+                    n_sh = 0
+                    for w in range(words):
+                        shared[w] = bA[lo + p, w] & bA[lo + q, w]
+                        n_sh += popcount(shared[w])
+                    if n_sh < d - 1:
+                        continue
+                    if n_sh >= d or deg[p] > d or deg[q] > d:
+                        hold = 0
+                        for r in range(m):
+                            ok = True
+                            for w in range(words):
+                                if (bA[lo + r, w] & shared[w]) != shared[w]:
+                                    ok = False
+                                    break
+                            if ok:
+                                hold += 1
+                        if hold != 2:
                             continue
-                        n_sh = 0
-                        for w in range(words):
-                            shared[w] = bA[lo + p, w] & bA[lo + q, w]
-                            n_sh += popcount(shared[w])
-                        if n_sh < d - 1:
-                            continue
-                        dq = 0
-                        for w in range(words):
-                            dq += popcount(bA[lo + q, w])
-                        if n_sh >= d or dp > d or dq > d:
-                            hold = 0
-                            for r in range(m):
-                                ok = True
-                                for w in range(words):
-                                    if (bA[lo + r, w] & shared[w]) != shared[w]:
-                                        ok = False
-                                        break
-                                if ok:
-                                    hold += 1
-                            if hold != 2:
-                                continue
-                        nX = grow2(nX, ne + 1)
-                        nA = grow2(nA, ne + 1)
-                        t = dist[p] / (dist[p] - dist[q])
-                        for j in range(d):
-                            nX[ne, j] = bX[lo + p, j] + t * (bX[lo + q, j] - bX[lo + p, j])
-                        for w in range(words):
-                            nA[ne, w] = shared[w]
-                        nA[ne, word] |= bit
-                        ne += 1
+                    nX = grow2(nX, ne + 1)
+                    nA = grow2(nA, ne + 1)
+                    t = dist[p] / (dist[p] - dist[q])
+                    for j in range(d):
+                        nX[ne, j] = bX[lo + p, j] + t * (bX[lo + q, j] - bX[lo + p, j])
+                    for w in range(words):
+                        nA[ne, w] = shared[w]
+                    nA[ne, word] |= bit
+                    ne += 1
                 if ne + nz < d:
                     err[0], err[1] = 2, hyper0 + k
                     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
@@ -292,3 +403,48 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
             nc += 1
     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_end[:nc],
             o_X[:nv], o_act[:nv], tally, err)
+
+
+@jit
+def layer_slack(z, code, lo, inverse, anc, r):
+    """One layer of :meth:`polytrav.traversal.subdivision._Batch._radii`, in place: ``r[i]``
+    lowered to the distance of cell ``i``'s centre from each neuron's hyperplane (``z[i, k]``
+    on the side ``code[i, lo + k]`` gives, times ``inverse[anc[i], k]``; NaN: no
+    hyperplane), and ``z`` masked by the code (the layer's output)."""
+    for i in range(z.shape[0]):
+        a = anc[i]
+        m = r[i]
+        for k in range(z.shape[1]):
+            on = code[i, lo + k]
+            s = z[i, k] if on else -z[i, k]
+            s *= inverse[a, k]
+            if s < m:  # False for NaN
+                m = s
+            if not on:
+                z[i, k] = 0.0
+        r[i] = m
+
+
+@jit
+def layer_maps(G, off, anc, on, Wt, b):
+    """:meth:`polytrav.traversal.subdivision._Batch.open`'s maps of the next layer: cell
+    ``i``'s gradients ``(G[anc[i]] masked by on[i]) @ Wt`` ``(C, d, n)`` and offsets
+    ``(off[anc[i]] masked) @ Wt + b`` ``(C, n)``, without gathering the masked maps."""
+    C, d, n = anc.size, G.shape[1], Wt.shape[1]
+    Gn = np.zeros((C, d, n))
+    offn = np.empty((C, n))
+    for i in range(C):
+        a = anc[i]
+        for k in range(n):
+            offn[i, k] = b[k]
+        for m in range(Wt.shape[0]):
+            if not on[i, m]:
+                continue
+            for j in range(d):
+                g = G[a, j, m]
+                for k in range(n):
+                    Gn[i, j, k] += g * Wt[m, k]
+            o = off[a, m]
+            for k in range(n):
+                offn[i, k] += o * Wt[m, k]
+    return Gn, offn

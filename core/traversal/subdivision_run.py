@@ -41,9 +41,17 @@ log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
 #: enumerated by subdivision: 3-55x faster than the traversal on every net measured up to
-#: 6-D, 1.8x in 7-D, 3.6x slower in 8-D (docs/benchmarks.md, "Subdivision against edge
-#: subdivision and the traversal").
+#: 6-D without numba, 1.8x in 7-D, 3.6x slower in 8-D (docs/benchmarks.md, "Subdivision
+#: against edge subdivision and the traversal"). With numba (the ``fast`` extra) the kernel's
+#: edge search is linear: 7-8x the traversal in 7-D, 1.9-2.4x in 8-D, 0.8-0.9x in 9-D
+#: (issue 61's second section); the crossover stays here while tests of the LP path run on
+#: 7-8-input nets under ``auto``.
 AUTO_MAX_DIM = 6
+
+#: Seconds between two checks of the time budget while polytopes are emitted (never past the
+#: budget's end: a run's own limit holds exactly; a deadline set around the consumer in
+#: between is seen within this time).
+CHECK_EVERY = 0.005
 
 
 def choose_strategy(net: Network, region: Region,
@@ -200,11 +208,14 @@ class SubdivisionRun(Iterator[Polytope]):
         codes = zip(*(list(layer) for layer in layers)) if layers else itertools.repeat(())
         points = list(self.frame.to_x(cells.centres))
         starts, V = cells.starts.tolist(), cells.vertices
-        check = self._clock.check
+        clock, now, due = self._clock, time.perf_counter, 0.0
         self._left = len(cells)
         for code, x, r, a, b in zip(codes, points, cells.radii.tolist(), starts, starts[1:]):
             self._left -= 1
-            check()  # the consumer's time counts too, as in the traversal
+            if now() >= due:  # the consumer's time counts too, as in the traversal
+                clock.check()
+                left = clock.left()
+                due = now() + (CHECK_EVERY if left is None else min(CHECK_EVERY, left))
             if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
                 cell = self._chebyshev(code)
                 if cell is None:
