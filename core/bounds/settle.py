@@ -159,10 +159,17 @@ MONOTONE_POLICY = SettlePolicy(bisect_boxes=2000, bisect_milp_boxes=200, bisect_
 #:   those points (ACAS Xu 1_3 against its perturbed copy at eps 0.0158: its box ranked 84th
 #:   to 1 762nd by the bound, first by its attack; found in 5 s instead of over 100 s).
 #: * ``whole_open_share=0.4``: where the deep search begins with at least this share of the
-#:   box's volume open, the probe traverses the whole box instead (from its attacks' best
-#:   point, for the time left): open boxes cut the joint polytopes into many traversals. On
-#:   ACAS Xu 3_9 against its perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the
-#:   whole box took 22 s where the open boxes' traversals would take about 350 s.
+#:   box's volume open, it goes on, and where it stalls (a doubling of its boxes proves less
+#:   than :data:`~polytrav.bounds.split.SPLIT_DEEP_STALL` of what is left) with this share
+#:   still open, the whole box is traversed (from the attacks' best point at the pause, for
+#:   the time left): open boxes cut the joint polytopes into many traversals. On ACAS Xu 3_9
+#:   against its perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the whole box took
+#:   22 s where the open boxes' traversals would take about 350 s. Traversing it already at
+#:   the pause gave up NeuroDiff's prop-1 boxes (millions of joint polytopes): 3_3 against
+#:   its 16-bit copy at eps 0.01 paused with 45 % open after 800 boxes and was unknown at
+#:   120 s; the deep search proves it in 30 243 boxes, 27.6 s.
+#: * ``deep_boxes=64``: the deep search bounds at most 64 boxes per frontier box (a count, as
+#:   ``verify``'s), within ``deep_share`` of the time.
 #: * ``probe_samples=1000``: random points of the box (and its centre) tried for a violation
 #:   before the split.
 #: * ``attack_near=0.5``: where the samples' largest ``|g_j - f_j|`` reaches this share of
@@ -172,7 +179,7 @@ MONOTONE_POLICY = SettlePolicy(bisect_boxes=2000, bisect_milp_boxes=200, bisect_
 #:   it) was found `sat` by the split after 11-31 s; the attack that the stacked path runs
 #:   first takes 1.2 s.
 DIFF_POLICY = SettlePolicy(split_share=0.8, deep_share=0.6, open_seconds=0.05,
-                           probe_samples=1000, attack_near=0.5, open_probe_share=0.15,
+                           deep_boxes=64, probe_samples=1000, attack_near=0.5, open_probe_share=0.15,
                            open_probe_seconds=15.0, whole_open_share=0.4)
 
 
@@ -302,8 +309,9 @@ class BandSettle:
        paused where its deep search begins: its worst open boxes are attacked at once
        (:func:`~polytrav.bounds.dnf.box_attack`, half of ``open_probe_share`` of the time).
        A point past epsilon ends the split as its candidate. Where the open boxes hold
-       ``whole_open_share`` of the volume, the whole box is OPEN from the attacks' best
-       point. Else PROBE: the boxes, best attacked first, from their attacks' points, for
+       ``whole_open_share`` of the volume, the deep search goes on, and if it stalls with
+       that share still open, the whole box is OPEN from the attacks' best point. Else
+       PROBE: the boxes, best attacked first, from their attacks' points, for
        the rest of the ``open_probe_share``; :meth:`then` takes those whose runs held out of
        the split, which goes on.
     4. The split's end: where it leaves boxes open and no attack ran, :func:`checked_attack`
@@ -333,6 +341,7 @@ class BandSettle:
         self._attacked = False
         self._order: list[int] = []
         self._time = None
+        self._whole_from = None  # the attacks' best point, where the pause found most open
 
     def first(self, time_limit: float | None) -> Settled | None:
         """The first round (``time_limit``: the run's seconds left, None: no limit)."""
@@ -392,6 +401,10 @@ class BandSettle:
             return Settled.open(start=candidate, split=dict(self.stats))  # its polytope decides
         if not result.open_boxes:
             return Settled.proven(SettledBy.SPLIT, boxes=result.proven, split=dict(self.stats))
+        if self._whole_from is not None and \
+                1.0 - result.proven_volume_share >= self.policy.whole_open_share:
+            self.stats.update(whole=True)
+            return Settled.open(start=self._whole_from, split=dict(self.stats))
         return Settled.open(boxes=[OpenBox(a, b, (a + b) / 2) for a, b in result.open_boxes],
                             proven_boxes=result.proven, split=dict(self.stats))
 
@@ -412,11 +425,11 @@ class BandSettle:
             self.stats["candidate"] = "probe"
             return self._next(self._split.run(found=points[order[0]]))
         if _volume_share(lows, highs, self.lower, self.upper) >= policy.whole_open_share:
-            # the split leaves most of the box open: traverse all of it instead
-            result = self._split.run(held=None)
-            self.stats.update(split_stats(result), candidate=None, probed=0, held=0,
-                              whole=True)
-            return Settled.open(start=points[order[0]], split=dict(self.stats))
+            # most of the box open: the deep search goes on, and where it stalls with this
+            # much still open, the whole box is traversed from here (:meth:`_next`)
+            self._whole_from = points[order[0]]
+            self.stats.update(probed=0, held=0)
+            return self._next(self._split.run(held=[]))
         self._order = order
         self.stats.update(split_stats(self._split.result), probed=0, held=0, whole=False)
         return Settled.probe([OpenBox(lows[i], highs[i], points[i]) for i in order],

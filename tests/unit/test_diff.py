@@ -319,10 +319,10 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
     assert held.split["held"] == held.split["probed"]
 
 
-def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_it(
+def test_where_the_deep_search_stalls_with_most_of_the_box_open_all_of_it_is_traversed(
         monkeypatch, pair, result):
-    """Where the deep search begins with most of the box open, the probe traverses the
-    whole box: with the samples, the attacks and the split's points blind, it finds the
+    """Where the deep search begins with most of the box open and then stalls, the whole box
+    is traversed: with the samples, the attacks and the split's points blind, it finds the
     violation (replayed by forward passes), and a query that holds is HOLDS from that one
     traversal, whose polytopes are those of the whole box's."""
     import polytrav.bounds.dnf as dnf
@@ -334,6 +334,7 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
     monkeypatch.setattr(dnf, "unsafe_distance", lambda pairs, Y: np.full(len(Y), np.inf))
     monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
+    monkeypatch.setattr("polytrav.bounds.split._deep_progress", lambda *args: False)
     monkeypatch.setattr(settle, "DIFF_POLICY",
                         replace(settle.DIFF_POLICY, whole_open_share=0.0))
     monkeypatch.setattr(dnf, "box_attack", lambda pairs, net, lows, highs, **_: (
@@ -352,6 +353,25 @@ def test_where_the_split_leaves_most_of_the_box_open_the_probe_traverses_all_of_
     # the split's own share: what its bounds proved before the whole box's traversal
     assert 0.0 <= held.split["proven_volume_share"] < 1.0
     assert "then the whole box traversed" in str(held)
+
+
+def test_a_deep_search_that_proves_the_box_is_not_cut_short_by_the_whole_traversal(
+        monkeypatch, pair, result):
+    """Most of the box open where the deep search begins is no reason to stop splitting: a
+    deep search that goes on to prove every box answers HOLDS by the split alone, with no
+    traversal (NeuroDiff's prop-1 boxes hold millions of joint polytopes, and the split
+    proves them)."""
+    import polytrav.bounds.settle as settle
+
+    f, g = pair
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
+    monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
+    monkeypatch.setattr(settle, "DIFF_POLICY",
+                        replace(settle.DIFF_POLICY, whole_open_share=0.0))
+    r = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True)
+    assert r.verdict is Verdict.HOLDS and r.status == "complete"
+    assert not r.split["whole"] and r.split["open"] == 0 and r.n_polytopes == 0
+    assert r.split["proven_volume_share"] == pytest.approx(1.0)
 
 
 def test_every_lp_of_the_traversals_is_counted(pair, result):
