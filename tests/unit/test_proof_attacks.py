@@ -111,6 +111,25 @@ def _round(value: Fraction, down: bool) -> float:
     return f
 
 
+def _claims(folder):
+    """A random net written as ONNX (read back) and two VNN-LIB claims on ``[-1, 1]^3``:
+    ``"true"`` (output 0 never reaches a level above its sampled maximum) and ``"false"``
+    (a level just below it)."""
+    net = random_net(17, N_IN, [8, 8], n_out=2)
+    save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
+    net = Network.from_onnx(folder / "net.onnx")
+    y = net.forward(np.random.default_rng(17).uniform(-1, 1, (20000, N_IN)))[:, 0]
+    box = "\n".join(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(N_IN))
+    decl = [f"(declare-const X_{i} Real)" for i in range(N_IN)]
+    decl += [f"(declare-const Y_{j} Real)" for j in range(2)]
+    props = {}
+    levels = {"true": y.max() + 0.05 * (y.max() - y.min()), "false": y.max() - 1e-9}
+    for name, level in levels.items():
+        props[name] = folder / f"{name}.vnnlib"
+        props[name].write_text("\n".join(decl + [box, f"(assert (>= Y_0 {float(level)!r}))"]))
+    return net, props
+
+
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory):
     """A 3-8-8-2 net (ONNX) and a property that fails by the smallest margin there is: at a
@@ -290,18 +309,7 @@ def certified(tmp_path_factory):
     from polytrav import verify
 
     folder = tmp_path_factory.mktemp("certified")
-    net = random_net(17, N_IN, [8, 8], n_out=2)
-    save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
-    net = Network.from_onnx(folder / "net.onnx")
-    y = net.forward(np.random.default_rng(17).uniform(-1, 1, (20000, N_IN)))[:, 0]
-    box = "\n".join(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(N_IN))
-    decl = [f"(declare-const X_{i} Real)" for i in range(N_IN)]
-    decl += [f"(declare-const Y_{j} Real)" for j in range(2)]
-    props = {}
-    levels = {"true": y.max() + 0.05 * (y.max() - y.min()), "false": y.max() - 1e-9}
-    for name, level in levels.items():
-        props[name] = folder / f"{name}.vnnlib"
-        props[name].write_text("\n".join(decl + [box, f"(assert (>= Y_0 {float(level)!r}))"]))
+    net, props = _claims(folder)
     result = verify(folder / "net.onnx", props["true"], proof=folder / "p.proof")
     assert result.answer == "unsat" and str(
         check_proof(folder / "net.onnx", props["true"], folder / "p.proof")) == "valid"
@@ -499,18 +507,7 @@ def phased(tmp_path_factory):
     from polytrav import verify
 
     folder = tmp_path_factory.mktemp("phased")
-    net = random_net(17, N_IN, [8, 8], n_out=2)
-    save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
-    net = Network.from_onnx(folder / "net.onnx")
-    y = net.forward(np.random.default_rng(17).uniform(-1, 1, (20000, N_IN)))[:, 0]
-    box = "\n".join(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))" for i in range(N_IN))
-    decl = [f"(declare-const X_{i} Real)" for i in range(N_IN)]
-    decl += [f"(declare-const Y_{j} Real)" for j in range(2)]
-    props = {}
-    levels = {"true": y.max() + 0.05 * (y.max() - y.min()), "false": y.max() - 1e-9}
-    for name, level in levels.items():
-        props[name] = folder / f"{name}.vnnlib"
-        props[name].write_text("\n".join(decl + [box, f"(assert (>= Y_0 {float(level)!r}))"]))
+    net, props = _claims(folder)
     result = verify(folder / "net.onnx", props["true"], split=False, proof=folder / "p.proof")
     assert result.answer == "unsat" and result.proof["uncertified"] == 0
     assert str(check_proof(folder / "net.onnx", props["true"], folder / "p.proof")) == "valid"
