@@ -112,9 +112,9 @@ def _round(value: Fraction, down: bool) -> float:
 
 
 def _claims(folder):
-    """A random net written as ONNX (read back) and two VNN-LIB claims on ``[-1, 1]^3``:
-    ``"true"`` (output 0 never reaches a level above its sampled maximum) and ``"false"``
-    (a level just below it)."""
+    """Write a random net as ``folder/net.onnx`` and return two VNN-LIB claims on
+    ``[-1, 1]^3`` by name: ``"true"`` (output 0 never reaches a level above its sampled
+    maximum) and ``"false"`` (a level just below it)."""
     net = random_net(17, N_IN, [8, 8], n_out=2)
     save_mlp_onnx(net.weights, net.biases, folder / "net.onnx")
     net = Network.from_onnx(folder / "net.onnx")
@@ -127,7 +127,7 @@ def _claims(folder):
     for name, level in levels.items():
         props[name] = folder / f"{name}.vnnlib"
         props[name].write_text("\n".join(decl + [box, f"(assert (>= Y_0 {float(level)!r}))"]))
-    return net, props
+    return props
 
 
 @pytest.fixture(scope="module")
@@ -309,7 +309,7 @@ def certified(tmp_path_factory):
     from polytrav import verify
 
     folder = tmp_path_factory.mktemp("certified")
-    net, props = _claims(folder)
+    props = _claims(folder)
     result = verify(folder / "net.onnx", props["true"], proof=folder / "p.proof")
     assert result.answer == "unsat" and str(
         check_proof(folder / "net.onnx", props["true"], folder / "p.proof")) == "valid"
@@ -507,7 +507,7 @@ def phased(tmp_path_factory):
     from polytrav import verify
 
     folder = tmp_path_factory.mktemp("phased")
-    net, props = _claims(folder)
+    props = _claims(folder)
     result = verify(folder / "net.onnx", props["true"], split=False, proof=folder / "p.proof")
     assert result.answer == "unsat" and result.proof["uncertified"] == 0
     assert str(check_proof(folder / "net.onnx", props["true"], folder / "p.proof")) == "valid"
