@@ -32,6 +32,7 @@ __all__ = [
     "MilpCheckError",
     "MilpModel",
     "MilpResult",
+    "counterfactual_setup",
     "interval_bounds",
     "lp_bounds",
     "milp_counterfactual",
@@ -134,6 +135,33 @@ class MilpModel:
             res = milp(c, integrality=integ, bounds=Bounds(lb, ub), constraints=cons, options=opts)
         return res, _time.perf_counter() - t0
 
+    def highs(self, cost: np.ndarray, options: dict):
+        """The model as a ``highspy.Highs`` with ``cost`` and ``options``, ready to run."""
+        import highspy
+
+        inf = highspy.kHighsInf
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.n, self.m
+        lp.col_cost_ = cost
+        lp.col_lower_ = np.nan_to_num(np.concatenate(self.lb), neginf=-inf)
+        lp.col_upper_ = np.nan_to_num(np.concatenate(self.ub), posinf=inf)
+        cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
+        lp.row_lower_ = np.nan_to_num(cat(self.rlo), neginf=-inf)
+        lp.row_upper_ = np.nan_to_num(cat(self.rhi), posinf=inf)
+        rows, cols, vals = ([blk[k] for blk in self.blocks] for k in range(3))
+        A = sp.csc_array((cat(vals), (cat(rows).astype(int), cat(cols).astype(int))),
+                         shape=(self.m, self.n))
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n, self.m
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in np.concatenate(self.integ)]
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        for key, value in options.items():
+            h.setOptionValue(key, value)
+        h.passModel(lp)
+        return h
 
     def solve_below(self, c: np.ndarray, cutoff: float, time_limit: float):
         """Any ``v`` with ``c @ v < cutoff``, or a proof that none exists (highspy directly:
@@ -142,30 +170,9 @@ class MilpModel:
         "found", "infeasible" (no such ``v``), "time_limit" or "error"."""
         import highspy
 
-        lb, ub = np.concatenate(self.lb), np.concatenate(self.ub)
-        rows = np.concatenate([blk[0] for blk in self.blocks])
-        cols = np.concatenate([blk[1] for blk in self.blocks])
-        vals = np.concatenate([blk[2] for blk in self.blocks])
-        M = sp.csc_array((vals, (rows, cols)), shape=(self.m, self.n))
-        big = highspy.kHighsInf
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.n, self.m
-        lp.col_cost_ = c
-        lp.col_lower_, lp.col_upper_ = np.nan_to_num(lb, neginf=-big), np.nan_to_num(ub, posinf=big)
-        lp.row_lower_ = np.nan_to_num(np.concatenate(self.rlo), neginf=-big)
-        lp.row_upper_ = np.nan_to_num(np.concatenate(self.rhi), posinf=big)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = M.indptr, M.indices, M.data
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n, self.m
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in np.concatenate(self.integ)]
-        h = highspy.Highs()
-        for key, value in [("output_flag", False), ("time_limit", float(time_limit)),
-                           ("objective_bound", float(cutoff)), ("mip_max_improving_sols", 1),
-                           *HIGHS_OPTIONS.items()]:
-            h.setOptionValue(key, value)
+        h = self.highs(c, {"time_limit": float(time_limit), "objective_bound": float(cutoff),
+                           "mip_max_improving_sols": 1, **HIGHS_OPTIONS})
         t0 = _time.perf_counter()
-        h.passModel(lp)
         h.run()
         dt = _time.perf_counter() - t0
         ms, info = h.getModelStatus(), h.getInfo()
@@ -485,6 +492,34 @@ def _norm_kind(norm) -> str:
     raise ValueError(f"milp_counterfactual: norm must be 1 or inf, got {norm!r}")
 
 
+def counterfactual_setup(name: str, net, x0, lo, hi, weights, immutable, target):
+    """The checks every counterfactual reference shares: ``(w, c0, targets)`` (the weights,
+    x0's class, the classes to reach), or None where ``immutable`` leaves an empty box. Fixes
+    ``lo``/``hi`` (arrays, changed in place) to x0 on ``immutable``; raises ``ValueError``
+    (prefixed by ``name``) on bad weights or target."""
+    n = net.n_inputs
+    w = np.ones(n) if weights is None else np.broadcast_to(np.asarray(weights, float), (n,)).copy()
+    if not np.all(np.isfinite(w) & (w > 0)):
+        raise ValueError(f"{name}: weights must be positive and finite, got {w}")
+    imm = np.asarray(sorted({int(i) for i in immutable}), dtype=int)
+    if imm.size:
+        if np.any(x0[imm] < lo[imm]) or np.any(x0[imm] > hi[imm]):
+            return None
+        lo[imm] = hi[imm] = x0[imm]
+    if np.any(lo > hi):
+        return None
+    y0 = net.forward(x0)
+    binary = net.n_outputs == 1
+    c0 = int(y0[0] >= 0.0) if binary else int(np.argmax(y0))
+    if target is not None and (int(target) == c0 or not 0 <= int(target) < max(2, net.n_outputs)):
+        raise ValueError(f"{name}: target {target} is x0's class or out of range")
+    if binary:
+        return w, c0, [1 - c0]
+    if target is None:
+        return w, c0, [j for j in range(net.n_outputs) if j != c0]
+    return w, c0, [int(target)]
+
+
 def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin: float = 0.0,
                         A=None, b=None, immutable=(), E=None, e=None,
                         time_limit: float = 60.0, rtol: float = RTOL,
@@ -512,28 +547,11 @@ def milp_counterfactual(net, x0, norm, lo, hi, target: int | None = None, margin
     x0 = np.asarray(x0, float).reshape(-1)
     lo, hi, A, b, E, e = _region(net, lo, hi, A, b, E, e)
     n = net.n_inputs
-    w = np.ones(n) if weights is None else np.broadcast_to(np.asarray(weights, float), (n,)).copy()
-    if not np.all(np.isfinite(w) & (w > 0)):
-        raise ValueError(f"milp_counterfactual: weights must be positive and finite, got {w}")
-    imm = np.asarray(sorted({int(i) for i in immutable}), dtype=int)
-    if imm.size:
-        if np.any(x0[imm] < lo[imm]) or np.any(x0[imm] > hi[imm]):
-            return MilpResult(INF, None, "infeasible", 0.0, 0)
-        lo[imm] = hi[imm] = x0[imm]
-    if np.any(lo > hi):
+    setup = counterfactual_setup("milp_counterfactual", net, x0, lo, hi, weights, immutable, target)
+    if setup is None:
         return MilpResult(INF, None, "infeasible", 0.0, 0)
-    y0 = net.forward(x0)
+    w, c0, targets = setup
     binary = net.n_outputs == 1
-    c0 = int(y0[0] >= 0.0) if binary else int(np.argmax(y0))
-    if binary:
-        targets = [1 - c0]
-    elif target is None:
-        targets = [j for j in range(net.n_outputs) if j != c0]
-    else:
-        targets = [int(target)]
-    if target is not None and (int(target) == c0 or not 0 <= int(target) < max(2, net.n_outputs)):
-        raise ValueError(f"milp_counterfactual: target {target} is x0's class or out of range")
-
     enc = _encode(net, lo, hi, A, b, E, e, bounds)
     for j, step in (grid or {}).items():  # x_j = x0_j + step k
         k = enc.model.add_vars([np.ceil((lo[j] - x0[j]) / step - 1e-9)],

@@ -22,7 +22,8 @@ own objective raises :class:`milp.MilpCheckError`.
 from __future__ import annotations
 
 import numpy as np
-from polytrav.testing.milp import MilpCheckError, MilpResult, interval_bounds, lp_bounds
+from polytrav.testing.milp import (MilpCheckError, MilpResult, counterfactual_setup,
+                                   interval_bounds, lp_bounds)
 
 __all__ = ["SCIP_PARAMS", "miqp_counterfactual"]
 
@@ -201,27 +202,11 @@ def miqp_counterfactual(net, x0, lo, hi, *, norm=2, weights=None, immutable=(),
     hi = np.broadcast_to(np.asarray(hi, float), (n,)).copy()
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise ValueError("miqp_counterfactual: the box [lo, hi] must be finite (big-M needs bounds)")
-    w = np.ones(n) if weights is None else np.broadcast_to(np.asarray(weights, float), (n,)).copy()
-    if not np.all(np.isfinite(w) & (w > 0)):
-        raise ValueError(f"miqp_counterfactual: weights must be positive and finite, got {w}")
-    imm = np.asarray(sorted({int(i) for i in immutable}), dtype=int)
-    if imm.size:
-        if np.any(x0[imm] < lo[imm]) or np.any(x0[imm] > hi[imm]):
-            return MilpResult(INF, None, "infeasible", 0.0, 0)
-        lo[imm] = hi[imm] = x0[imm]
-    if np.any(lo > hi):
+    setup = counterfactual_setup("miqp_counterfactual", net, x0, lo, hi, weights, immutable, target)
+    if setup is None:
         return MilpResult(INF, None, "infeasible", 0.0, 0)
-    y0 = net.forward(x0)
+    w, c0, targets = setup
     binary = net.n_outputs == 1
-    c0 = int(y0[0] >= 0.0) if binary else int(np.argmax(y0))
-    if target is not None and (int(target) == c0 or not 0 <= int(target) < max(2, net.n_outputs)):
-        raise ValueError(f"miqp_counterfactual: target {target} is x0's class or out of range")
-    if binary:
-        targets = [1 - c0]
-    elif target is None:
-        targets = [j for j in range(net.n_outputs) if j != c0]
-    else:
-        targets = [int(target)]
     if bounds == "interval":
         layers = interval_bounds(net, lo, hi)
     elif bounds == "lp":

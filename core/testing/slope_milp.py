@@ -54,7 +54,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from polytrav.testing.milp import MilpModel as _MilpModel  # one model builder
 from polytrav.testing.milp import interval_bounds as pre_activation_bounds
@@ -115,42 +114,11 @@ def derivative_bounds(net, feature: int, pre) -> list[tuple[np.ndarray, np.ndarr
     return out
 
 
-class _Model(_MilpModel):
-    """The tests' MILP model (columns, sparse rows) handed to highspy directly."""
-
-    def highs(self, cost: np.ndarray, options: dict):
-        import highspy
-
-        inf = highspy.kHighsInf
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.n, self.m
-        lp.col_cost_ = cost
-        lp.col_lower_ = np.nan_to_num(np.concatenate(self.lb), neginf=-inf)
-        lp.col_upper_ = np.nan_to_num(np.concatenate(self.ub), posinf=inf)
-        cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
-        lp.row_lower_ = np.nan_to_num(cat(self.rlo), neginf=-inf)
-        lp.row_upper_ = np.nan_to_num(cat(self.rhi), posinf=inf)
-        rows, cols, vals = ([blk[k] for blk in self.blocks] for k in range(3))
-        A = sp.csc_array((cat(vals), (cat(rows).astype(int), cat(cols).astype(int))),
-                         shape=(self.m, self.n))
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n, self.m
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in np.concatenate(self.integ)]
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        for key, value in options.items():
-            h.setOptionValue(key, value)
-        h.passModel(lp)
-        return h
-
-
 def _encode(net, lo, hi, feature: int, output: int, sign: float):
     """The model, its input columns, the objective and the number of binaries."""
     pre = pre_activation_bounds(net, lo, hi)
     der = derivative_bounds(net, feature, pre)
-    model = _Model()
+    model = _MilpModel()
     x = model.add_vars(lo, hi)
     prev_z, prev_d, binaries = x, None, []
     for k, ((W, b), (hl, hu), (gl, gu)) in enumerate(zip(
