@@ -14,6 +14,7 @@ the region's MILP, the region's bound or the attack decide, and ACAS Xu properti
     python benchmarks/settle_stage.py --before ../venv_before/bin/python --after python \\
         --rounds 2 --out benchmarks/results/settle_stage.json
     python benchmarks/settle_stage.py --before A/bin/python --after B/bin/python --only acas
+    python benchmarks/settle_stage.py --before A/bin/python --match "2021 prop_3_0.03" --timeout 600
 """
 from __future__ import annotations
 
@@ -87,11 +88,17 @@ def main(argv=None) -> None:
     ap.add_argument("--after", default=sys.executable, help="the Python of the checkout after")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--only", choices=["mnist", "acas"])
+    ap.add_argument("--match", help="only the instances whose name contains this")
+    ap.add_argument("--timeout", type=float, help="seconds per instance (default: its own)")
     ap.add_argument("--out", help="results JSON")
     args = ap.parse_args(argv)
     run = Run("settle_stage", args)
     sides = {"before": args.before, "after": args.after}
     for case in cases(args.only):
+        if args.match and args.match not in case[0]:
+            continue
+        if args.timeout:
+            case = (*case[:3], args.timeout)
         got: dict[str, list] = {"before": [], "after": []}
         for k in range(args.rounds):
             for side in (("before", "after") if k % 2 == 0 else ("after", "before")):

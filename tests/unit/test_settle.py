@@ -328,3 +328,49 @@ def test_softmax_attack_settles_as_the_full_traversal_answers():
     check_settle(lambda net, region: SoftmaxAttack(
         int(np.argmax(net.forward(np.zeros(net.n_inputs)))), mode="verify"),
         n_inputs=10, hidden=(8, 6), n_outputs=3, seeds=range(4))
+
+
+class RegionOnly:
+    """A run before its traversal as ``settle_region`` reads it: the network, the region, the
+    LP chain (no ``milp`` backend: branch and bound alone) and no time limit."""
+
+    def __init__(self, net, region):
+        from polytrav.host.runner import lp_backends
+
+        self.network, self.region, self._lp = net, region, lp_backends()
+
+    def backends(self, form, required=True):
+        return self._lp if form == "lp" else []
+
+    def time_left(self):
+        return None
+
+
+def test_settle_region_answers_what_branch_and_bound_finds():
+    """No attack point: the region's bound, then branch and bound decide. A region where the
+    top class loses somewhere: VIOLATED at a point the check takes, else OPEN from it (its
+    polytope decides); a region where it cannot lose: PROVEN; fewer than 9 free inputs: no
+    search."""
+    from polytrav.bounds.settle import settle_region
+    from polytrav.extend import Settlement
+
+    net = random_net(77, 10, [12, 12], n_out=4)
+    x0 = np.random.default_rng(1).uniform(-1, 1, 10)
+    c = int(np.argmax(net.forward(x0)))
+    unsafe = [((np.eye(4)[[c]] - np.eye(4)[[j]]) / np.sqrt(2), np.zeros(1))
+              for j in range(4) if j != c]
+    loses = Box(x0 - 1.0, x0 + 1.0)
+    settled, out = settle_region(unsafe, RegionOnly(net, loses), None, accept=lambda x: True,
+                                 note=1)
+    assert settled.outcome is Settlement.VIOLATED and settled.by is SettledBy.BRANCH_AND_BOUND
+    assert out.verdict == "violated" and settled.stats == {"note": 1}
+    y = net.forward(settled.point)
+    assert loses.contains(settled.point) and np.delete(y, c).max() >= y[c]
+    refused, _ = settle_region(unsafe, RegionOnly(net, loses), None, accept=lambda x: False)
+    assert refused.outcome is Settlement.OPEN and np.array_equal(refused.point, settled.point)
+    holds, out = settle_region(unsafe, RegionOnly(net, Box(x0 - 0.3, x0 + 0.3)), None,
+                               accept=lambda x: True)
+    assert holds.outcome is Settlement.PROVEN and out.verdict == "holds"
+    few = Box(np.r_[x0[:8] - 0.3, x0[8:]], np.r_[x0[:8] + 0.3, x0[8:]])  # 8 free inputs
+    left, out = settle_region(unsafe, RegionOnly(net, few), x0, accept=lambda x: True)
+    assert left.outcome is Settlement.OPEN and out is None and np.array_equal(left.point, x0)
