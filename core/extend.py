@@ -29,8 +29,10 @@ stays because a plugin needs it to do what the core does (the reason is given).
   :func:`pieces_proven`, :func:`halfspace_volume`, :class:`Integrality`.
 * **Bounds and MILPs**: :func:`dnf_piece_margin` (a sound margin of an unsafe set ``C y <= d``
   over a piece) with its allowances ``BOUND_TOL`` and ``LP_BOUND_TOL``,
-  :func:`decision_margin`, :func:`attack_start`, :func:`bab_details`,
+  :func:`decision_margin` (a decision analysis's piece margin), :func:`attack_start`,
   :func:`settle_dnf` (the settle stage of an unsafe set: attacks, input splitting),
+  :func:`settle_region` (the region's bound, branch and bound and MILP, where the attacks
+  left it open) with :func:`bab_details` (what they did, for a result's details),
   :class:`BandSettle` (``diff``'s: ``|r_j . y| <= epsilon`` on a box, with a probe round),
   :func:`bisect_box` (a box bisected against any piece bound; :class:`BoxBisection`),
   :func:`box_samples` and :func:`corners` (points of a box to probe),
@@ -96,7 +98,8 @@ _HOMES = {
     "polytrav.bounds.split": ("BoxPiece",),
     "polytrav.bounds.settle": ("settle_dnf", "BandSettle", "SettlePolicy", "VERIFY_POLICY",
                                "MONOTONE_POLICY",
-                               "decision_margin", "bab_details", "bisect_box", "BoxBisection",
+                               "decision_margin", "settle_region", "bab_details", "bisect_box",
+                               "BoxBisection",
                                "box_samples", "corners", "region_milp_slope"),
     "polytrav.bounds.crown": ("Concretizer", "output_lower_bounds"),
     "polytrav.bounds.milp": ("RegionMilp", "MilpVerdict", "MILP_TIME_SHARE"),

@@ -38,7 +38,8 @@ from polytrav.host.stats import merge_traversal_stats, report_stats
 from polytrav.solve.backend import SolveTally
 from polytrav.traversal import Piece, TraversalStats, TraversalStatus
 
-__all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts", "fingerprint", "CHECKPOINT_FORMAT"]
+__all__ = ["get_executor", "process_pool", "SerialExecutor", "finished", "run_in_parts",
+           "run_boxes", "fingerprint", "CHECKPOINT_FORMAT"]
 
 #: Version of the checkpoint file layout (a different version is refused).
 CHECKPOINT_FORMAT = 1
@@ -395,6 +396,87 @@ def run_in_parts(net, region, analyses, options, session):
     return Report(results=results, status=status, stats=out, time=time.perf_counter() - t0,
                   solver={form: [b.name for b in chain] for form, chain in chains.items()},
                   network=net, analyses=list(analyses))
+
+
+def _run_box(job: _Job, box, max_polytopes, time_limit):
+    """One open box's run (executed in a worker): its Report, without the network, the
+    analyses and polytopes (the caller has them)."""
+    import dataclasses
+
+    from polytrav.host.runner import RunSession
+    from polytrav.model.region import Box
+
+    options = job.options.replace(start=box.start, max_polytopes=max_polytopes,
+                                  time_limit=time_limit)
+    report = RunSession(options.solver).run(job.net, Box(box.lower, box.upper),
+                                            pickle.loads(job.analyses), options)
+    return dataclasses.replace(report, network=None, analyses=[], polytopes=None)
+
+
+def run_boxes(net, boxes, analysis, options, end: float | None, used: int = 0):
+    """The open boxes of a settle stage (:class:`~polytrav.vocabulary.settled.OpenBox`) as
+    parts on ``options.executor``, each a run of its own (serial within its worker, from its
+    start point, with fresh copies of ``analysis``), at most two per worker in flight.
+
+    As the boxes run one by one (:mod:`polytrav.host.settling`): no box starts once the
+    time (``end``, a :func:`time.perf_counter` deadline, None: none) or the polytopes
+    (``options.max_polytopes``, ``used`` spent already) are spent, nor once a box's run is
+    partial or finds a confirmed violation; a box stopped undecided (a refused witness) lets
+    the rest go on. Returns the ``(box, report)`` pairs that ran, in the boxes' order, and
+    the status: COMPLETE, the first budget or stop met, WORKER_LOST where a worker died
+    (its box is missing), INTERRUPTED on Ctrl-C with ``on_interrupt="report"``."""
+    from polytrav.vocabulary.results import Verdict
+
+    executor = options.executor
+    job = _Job(net, None, pickle.dumps([analysis]),
+               options.replace(solver=_picklable_solver(options.solver), executor=None,
+                               checkpoint=None, resume=False, progress=None, deadline=None,
+                               settle=False))
+    queue = list(enumerate(boxes))
+    ran: list = []
+    status, stopped, violated = TraversalStatus.COMPLETE, False, False
+
+    def next_box():
+        nonlocal status, stopped
+        if not queue or stopped:
+            return None
+        left = None if end is None else end - time.perf_counter()
+        room = None if options.max_polytopes is None else options.max_polytopes - used
+        if (left is not None and left <= 0) or (room is not None and room <= 0):
+            status = TraversalStatus.TIME_LIMIT if left is not None and left <= 0 \
+                else TraversalStatus.POLYTOPE_LIMIT
+            stopped = True
+            return None
+        k, box = queue.pop(0)
+        return k, _run_box, (job, box, room, left)
+
+    try:
+        for k, fut in finished(executor, next_box, 2 * n_workers(executor)):
+            try:
+                report = fut.result()
+            except PolytravError:
+                raise
+            except Exception:  # noqa: BLE001  a dead worker: the run is incomplete
+                status, stopped = TraversalStatus.WORKER_LOST, True
+                continue
+            ran.append((k, report))
+            used += report.stats["polytopes"]
+            if report[0].verdict is Verdict.VIOLATED:  # the answer: no box starts after it
+                status = status if violated else report.status
+                violated = stopped = True
+            elif report.partial:  # a budget or Ctrl-C: no box starts after it
+                if not violated and status in (TraversalStatus.COMPLETE,
+                                               TraversalStatus.STOPPED):
+                    status = report.status
+                stopped = True
+            elif report.status is not TraversalStatus.COMPLETE \
+                    and status is TraversalStatus.COMPLETE:
+                status = report.status  # stopped undecided: the rest goes on
+    except KeyboardInterrupt:
+        if options.on_interrupt == "raise":
+            raise
+        status = TraversalStatus.INTERRUPTED
+    return [(boxes[k], report) for k, report in sorted(ran, key=lambda kr: kr[0])], status
 
 
 @dataclass

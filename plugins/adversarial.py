@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from polytrav.extend import (Analysis, AnalysisResult, ConfigError, Scope, Status, Stop, Verdict,
-                             attack_start, bab_details, check_witness, combine_worst,
-                             corner_ascent, decision_margin, hookimpl, local_model_u)
+from polytrav.extend import (Analysis, AnalysisResult, ConfigError, Scope, Settled, Settlement,
+                             Status, Stop, Verdict, attack_start, bab_details, check_witness,
+                             combine_worst, corner_ascent, decision_margin, hookimpl,
+                             local_model_u, settle_region)
 
 __all__ = ["SoftmaxAttack", "softmax"]
 
@@ -55,9 +56,10 @@ class SoftmaxAttack(Analysis):
         In ``verify`` mode, skip every piece on which sound bounds prove the label wins
         (:meth:`piece_margin`). Default True.
     bab : bool
-        With ``bounds`` in ``verify`` mode: when the bounds do not prove the whole region, run
-        neuron-level branch and bound on it first
-        (:func:`~polytrav.bounds.settle.region_bab`). Default True.
+        With ``bounds`` in ``verify`` mode: the settle stage (:meth:`settle`) decides the
+        region first where its bound does not prove it, by neuron-level branch and bound and
+        the region's MILP (:func:`~polytrav.bounds.settle.settle_region`; boxes of many free
+        inputs). Default True.
 
     ``verdict`` is HOLDS (robust: no margin is positive, proven: no other class wins
     anywhere; a margin of exactly 0 is a tie, which decides no class), VIOLATED (a point where
@@ -81,6 +83,8 @@ class SoftmaxAttack(Analysis):
         self.mode = mode
         self.bounds = bounds
         self.bab = bab
+        self._stage_bab = None  # the settle stage's branch and bound, for the run's result
+        self._settled = None  # the stage's adversarial point (margin, x, class), for finish
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -88,11 +92,34 @@ class SoftmaxAttack(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of ``min_i logit_label - logit_i`` over the piece; positive proves the
-        label wins everywhere on it (:func:`~polytrav.bounds.settle.decision_margin`)."""
-        unsafe = self._unsafe(context.network.n_outputs)
-        margin, bab = decision_margin(unsafe, piece, context, self.start_point, self.bab)
-        self._bab = bab or self._bab
-        return margin
+        label wins everywhere on it (:func:`~polytrav.bounds.settle.decision_margin`, a
+        bound: no search)."""
+        return decision_margin(self._unsafe(context.network.n_outputs), piece, context)
+
+    def settle(self, context) -> Settled | None:
+        """In ``verify`` mode with ``bounds`` and ``bab``: the start attack
+        (:meth:`start_point`), then, where it found no adversarial point, the region's bound,
+        branch and bound and MILP (:func:`~polytrav.bounds.settle.settle_region`, boxes of
+        many free inputs; what they did is the result's ``details["bab"]``). A
+        counterexample they find is adversarial as a witness is (a forward pass, inside the
+        region); the traversal confirms the attack's own point in its first polytope. None
+        otherwise (the run traverses the region as it is)."""
+        self._stage_bab = self._settled = None
+        if not (self.prunes_by_bound and self.bab):
+            return None
+        network, region = context.network, context.region
+
+        def accept(x) -> bool:
+            return check_witness(network, region, x, self._is_adversarial)
+
+        settled, self._stage_bab = settle_region(
+            self._unsafe(network.n_outputs), context, self.start_point(), accept=accept)
+        if settled.outcome is Settlement.VIOLATED:
+            y = network.forward(settled.point)
+            others = np.delete(np.arange(y.shape[0]), self.label_class)
+            cls = int(others[np.argmax(y[others])])
+            self._settled = (float(y[cls] - y[self.label_class]), settled.point, cls)
+        return settled
 
     def _unsafe(self, m: int) -> list:
         """The unsafe set as conjunctions ``C y <= d``: one per class, ``y_label - y_i <= 0``
@@ -106,8 +133,6 @@ class SoftmaxAttack(Analysis):
         found in the first polytope."""
         if self.mode != "verify":
             return None
-        if getattr(self, "_bab", None) is not None:  # this run's attack already ran
-            return self._bab.start
         network, region = self._run_inputs
         return attack_start(self._unsafe(network.n_outputs), network, region)
 
@@ -130,12 +155,13 @@ class SoftmaxAttack(Analysis):
         if self.mode not in MODES:
             raise ConfigError(f"analysis {self.name!r}: mode must be one of {MODES}, got {self.mode!r}")
         self._run_inputs = (network, region)
+        self._settled = None
 
     def begin(self, context) -> None:
-        self._best = (-np.inf, None, None)  # margin, point, class
-        self._confirmed = None  # (margin, point, class) of a forward-pass-checked witness
+        self._best = (-np.inf, None, None) if self._settled is None else self._settled
+        self._confirmed = self._settled  # (margin, point, class): a forward-pass-checked witness
         self.skipped = 0
-        self._bab = None
+        self._bab, self._stage_bab = self._stage_bab, None  # the stage's, reported once
         self._seeded = self.mode != "worst"
 
     def _is_adversarial(self, y: np.ndarray) -> bool:
@@ -271,6 +297,7 @@ class SoftmaxAttack(Analysis):
         return lines
 
     def combine(self, parts, context) -> AnalysisResult:
+        self._stage_bab = None  # the parts reported it (a run in parts of the stage's region)
         return combine_worst(self, parts, context, stop_at_violation=self.mode == "verify")
 
 

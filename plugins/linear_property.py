@@ -18,7 +18,8 @@ import numpy as np
 from polytrav.extend import (Analysis, AnalysisResult, CellProblem, ConfigError, Scope, Settled,
                              Settlement, Status, Stop, Verdict, attack_start, bab_details,
                              cell_linear_program, cell_values, check_witness, combine_worst,
-                             decision_margin, hookimpl, local_model_u, settle_dnf, WITNESS_TOL)
+                             decision_margin, hookimpl, local_model_u, settle_dnf,
+                             settle_region, WITNESS_TOL)
 
 __all__ = ["LinearProperty"]
 
@@ -38,9 +39,10 @@ class LinearProperty(Analysis):
         network prove that no unsafe conjunction can be met (:meth:`piece_margin`); the
         answer is the same, with far fewer polytopes. Default True.
     bab : bool
-        With ``bounds``: when the bounds do not prove the whole region, run neuron-level
-        branch and bound on it first (:func:`~polytrav.bounds.settle.region_bab`; boxes of many
-        inputs). Default True.
+        With ``bounds``: where the settle stage's attacks leave the whole region open and its
+        bound does not prove it, neuron-level branch and bound and the region's MILP decide
+        it first (:func:`~polytrav.bounds.settle.settle_region`; boxes of many free inputs).
+        Default True.
     split : bool
         With ``bounds``: the settle stage (:meth:`settle`) bisects a box of few effective
         inputs before the traversal (:func:`~polytrav.bounds.settle.split_region`). Default
@@ -79,6 +81,7 @@ class LinearProperty(Analysis):
         self.split = split
         self.confirm = confirm
         self.recorder = recorder
+        self._stage_bab = None  # the settle stage's branch and bound, for the run's result
 
     @property
     def prunes_by_bound(self) -> bool:
@@ -86,15 +89,13 @@ class LinearProperty(Analysis):
 
     def piece_margin(self, piece, context) -> float:
         """Lower bound of the distance into the unsafe set over the piece
-        (:func:`~polytrav.bounds.settle.decision_margin`); positive proves the piece holds no
-        counterexample. Once the start attack has met the unsafe set (a forward pass says
-        so), no bound is computed: the run stops at the first polytope (:meth:`visit`
-        confirms the attack's point there)."""
+        (:func:`~polytrav.bounds.settle.decision_margin`, a bound: no search); positive
+        proves the piece holds no counterexample. Once the start attack has met the unsafe
+        set (a forward pass says so), no bound is computed: the run stops at the first
+        polytope (:meth:`visit` confirms the attack's point there)."""
         if self._attack is not None and self._attack[1] is not None:
             return -np.inf
-        margin, bab = decision_margin(self._pairs, piece, context, self.start_point, self.bab)
-        self._bab = bab or self._bab
-        return margin
+        return decision_margin(self._pairs, piece, context)
 
     @property
     def problem_form(self) -> str:
@@ -159,8 +160,6 @@ class LinearProperty(Analysis):
         """
         if self.mode != "verify":
             return None
-        if getattr(self, "_bab", None) is not None:  # this run's attack already ran
-            return self._bab.start
         if self._attack is None:  # (point, the disjunct it meets, or None)
             network, region = self._run_inputs
             point = attack_start(self._pairs, network, region)
@@ -184,10 +183,14 @@ class LinearProperty(Analysis):
         """In ``verify`` mode with ``bounds``: the region settled before the traversal by
         :func:`~polytrav.bounds.settle.settle_dnf` (the start attack's samples and
         descents, input splitting of a box of few effective inputs, the attack's restarts
-        where the split left the region open or does not apply). A point is a counterexample
-        as at the start of a run: a forward pass (no tolerance) puts it in the region and in
-        a conjunction of the unsafe set as given, and ``confirm`` takes it. None otherwise
-        (the run traverses the region as it is)."""
+        where the split left the region open or does not apply), then, with ``bab``, where
+        the whole region is left open: its bound, branch and bound and the region's MILP
+        (:func:`~polytrav.bounds.settle.settle_region`, boxes of many free inputs; what they
+        did is the result's ``details["bab"]``). A point is a counterexample as at the start
+        of a run: a forward pass (no tolerance) puts it in the region and in a conjunction of
+        the unsafe set as given, and ``confirm`` takes it. None otherwise (the run traverses
+        the region as it is)."""
+        self._stage_bab = None
         if not self.prunes_by_bound:
             return None
         network, region = context.network, context.region
@@ -199,6 +202,9 @@ class LinearProperty(Analysis):
         settled = settle_dnf(self._pairs, network, region, context.backends("lp"),
                              accept=accept, time_left=context.time_left,
                              split_boxes=self.split, recorder=self.recorder)
+        if self.bab and settled.outcome is Settlement.OPEN and not settled.boxes:
+            settled, self._stage_bab = settle_region(self._pairs, context, settled.point,
+                                                     accept=accept, **settled.stats)
         if settled.outcome is Settlement.VIOLATED:
             y = network.forward(settled.point)
             depth = [float(np.min(d - C @ y)) for C, d in self._pairs]
@@ -216,7 +222,7 @@ class LinearProperty(Analysis):
         self._confirmed = self._settled  # the settle stage's counterexample, if it found one
         self._refusals = []  # why confirm refused witnesses
         self.skipped = 0
-        self._bab = None
+        self._bab, self._stage_bab = self._stage_bab, None  # the stage's, reported once
 
     def _problem(self, context, k: int, M, r, values):
         """Disjunct ``k``'s LP on a cell (``values``: its rows): in arrays (no cvxpy) over a
@@ -348,6 +354,7 @@ class LinearProperty(Analysis):
                 "there meets it)"]
 
     def combine(self, parts, context) -> AnalysisResult:
+        self._stage_bab = None  # the parts reported it (a run in parts of the stage's region)
         return combine_worst(self, parts, context, stop_at_violation=self.mode == "verify")
 
 

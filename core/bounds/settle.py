@@ -20,12 +20,11 @@ what they leave open is traversed by the host, so the data flows host -> bounds 
   (:class:`~polytrav.bounds.split.BoxSplit`) to have its worst open boxes attacked and
   *probed* (``Settled.probe``: the host traverses them), then goes on with those that held
   taken out;
-* :func:`region_bab`: neuron-level branch and bound (:mod:`polytrav.bounds.branch_and_bound`)
-  and the region's MILP (:mod:`polytrav.bounds.milp`) on a box of many inputs, with
-  :func:`decision_margin` (a decision analysis's piece margin: the region's runs it) and
-  :func:`bab_details` (what it did, for a result's details). It still runs as the region's
-  piece margin at the traversal's level 0, where the region's bound and the analysis's
-  attack are at hand; moving it into the stage is a later step of issue 59;
+* :func:`settle_region`: the whole region, where the attacks (and the split) left it open:
+  its bound, then :func:`region_bab` (neuron-level branch and bound,
+  :mod:`polytrav.bounds.branch_and_bound`, and the region's MILP, :mod:`polytrav.bounds.milp`)
+  on a box of many free inputs; :func:`bab_details` describes what it did for a result's
+  details. :func:`decision_margin` is a decision analysis's piece margin: a bound only;
 * :func:`box_samples`, :func:`corners`: points of a box to probe (its centre, random points,
   corners pulled inside);
 * :func:`bisect_box`: a box bisected worst bound first against any piece bound, sampled
@@ -50,7 +49,8 @@ from polytrav.vocabulary.tolerances import CORNER_INSET
 
 __all__ = ["SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY", "DIFF_POLICY", "quick_attack",
            "deep_attack", "split_region", "split_stats", "settle_dnf", "BandSettle",
-           "sampled_violation", "checked_attack", "decision_margin", "region_bab",
+           "sampled_violation", "checked_attack", "decision_margin", "settle_region",
+           "region_bab",
            "bab_details", "BoxBisection", "bisect_box", "box_samples", "corners",
            "region_milp_slope"]
 
@@ -445,52 +445,78 @@ def _volume_share(lows, highs, lo, hi) -> float:
                  / np.prod(hi[free] - lo[free]))
 
 
-def decision_margin(pairs, piece, context, attack, bab: bool = True,
-                    policy: SettlePolicy | None = None):
-    """The margin by which a decision analysis (``verify`` mode) proves a piece, and the
-    branch-and-bound outcome if it ran: :func:`~polytrav.bounds.dnf.dnf_piece_margin`, then,
-    on the region (level 0) with ``bab``, :func:`region_bab` (``attack``: the analysis's
-    start attack)."""
+def decision_margin(pairs, piece, context, policy: SettlePolicy | None = None) -> float:
+    """The margin by which a decision analysis (``verify`` mode) proves a piece: a bound
+    (:func:`~polytrav.bounds.dnf.dnf_piece_margin`, with the policy's ``pair_bounds``;
+    default :data:`VERIFY_POLICY`, as it is when called), never a search: the region's
+    branch and bound and MILP run in the settle stage (:func:`settle_region`)."""
     policy = VERIFY_POLICY if policy is None else policy
-    margin = dnf.dnf_piece_margin(pairs, piece, context, pair=policy.pair_bounds)
-    if bab and piece.level == 0:
-        return region_bab(margin, pairs, piece, context, attack, policy)
-    return margin, None
+    return dnf.dnf_piece_margin(pairs, piece, context, pair=policy.pair_bounds)
 
 
-def region_bab(margin, pairs, piece, context, attack, policy: SettlePolicy | None = None):
-    """``(margin, outcome)``: a piece's bound ``margin`` after neuron-level branch and bound
-    (:func:`polytrav.bounds.branch_and_bound.prove_margins`) over the whole region, run when the
-    piece is the region (level 0) and ``margin`` proves nothing. ``outcome`` is None where it
-    does not run; HOLDS makes the margin ``inf`` (the region is proven).
+def settle_region(pairs, context, point, *, accept: Callable[[np.ndarray], bool],
+                  policy: SettlePolicy | None = None, **stats):
+    """``(settled, outcome)``: the run's whole region, which the attacks (and the input split,
+    where it applies) left open from ``point``, decided by its bound and :func:`region_bab`.
 
-    It applies when the region is a box of at least the policy's ``bab_min_inputs`` free
-    inputs (default :data:`VERIFY_POLICY`, as it is when called); each
-    unsafe conjunction is a group of rows, of which branch and bound proves one positive. ``attack()``
-    (the analysis's start attack) runs first: a point in the unsafe set makes the search
-    needless. Where a backend serves the ``milp`` form and the box leaves at most
-    :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES` unstable neurons (CROWN's optimised
-    bounds: 0.1-1.8 s on MNIST's networks), branch and bound runs for ``bab_probe_share`` of
-    the time left (it decides shallow cases in a few nodes), then one MILP per conjunction
-    (:class:`~polytrav.bounds.milp.RegionMilp`) for ``milp_share``. Otherwise, or if neither
-    decides, branch and bound gets ``bab_share`` of the run's time left (no limit without
-    one; its stats then say why the MILP did not decide, under ``milp``). The
-    outcome's ``start`` (a counterexample, forward-pass checked, else the attack's point) is
-    where the traversal should start.
-    """
+    Where branch and bound applies (a box of at least the policy's ``bab_min_inputs`` free
+    inputs; default :data:`VERIFY_POLICY`, as it is when called): a ``point`` in the unsafe
+    set (a forward pass) needs no search (the outcome says ``attack``); else the region's
+    bound (:func:`decision_margin` on the box as a level-0 piece) proves it (PROVEN,
+    ``BOUND``), or :func:`region_bab` runs: HOLDS is PROVEN (``BRANCH_AND_BOUND`` or
+    ``MILP``), a counterexample that ``accept`` takes (the analysis's check of a witness) is
+    VIOLATED. Anything else leaves the region OPEN from the outcome's ``start`` (a refused
+    counterexample: its polytope decides). ``outcome``: the
+    :class:`~polytrav.bounds.branch_and_bound.BaBOutcome` (:func:`bab_details` describes
+    it), None where branch and bound did not run. ``stats``: the stage's counters so far,
+    carried by the ``Settled``."""
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
+
+    policy = VERIFY_POLICY if policy is None else policy
+    region = context.region.with_dims(context.network.n_inputs)
+    left_open = Settled.open(start=point, **stats)
+    if not region.is_box:
+        return left_open, None
+    lo, hi = (np.asarray(a, float) for a in region.bounding_box())
+    if int(np.sum(hi > lo)) < policy.bab_min_inputs:
+        return left_open, None
+    if point is not None and dnf.unsafe_distance(
+            pairs, context.network.forward(point)[None, :])[0] <= 0:
+        return left_open, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0,
+                                     {"found_by": "attack"}, start=point)
+    if decision_margin(pairs, split.BoxPiece(lo, hi), context, policy) > 0:
+        return Settled.proven(SettledBy.BOUND, **stats), None
+    out = region_bab(pairs, context, lo, hi, point, policy)
+    by = SettledBy.MILP if out.stats.get("method") == "milp" else SettledBy.BRANCH_AND_BOUND
+    if out.verdict is BaBVerdict.HOLDS:
+        return Settled.proven(by, **stats), out
+    if out.verdict is BaBVerdict.VIOLATED and out.counterexample is not None \
+            and accept(out.counterexample):
+        return Settled.violated(out.counterexample, by, **stats), out
+    return Settled.open(start=out.start, **stats), out
+
+
+def region_bab(pairs, context, lo, hi, point, policy: SettlePolicy | None = None):
+    """Neuron-level branch and bound (:func:`polytrav.bounds.branch_and_bound.prove_margins`)
+    and the region's MILP on the box ``[lo, hi]`` (the run's region), whose bound proved
+    nothing: a :class:`~polytrav.bounds.branch_and_bound.BaBOutcome`. Each unsafe conjunction
+    is a group of rows, of which branch and bound proves one positive.
+
+    Where a backend serves the ``milp`` form and the box leaves at most
+    :data:`~polytrav.bounds.milp.MILP_MAX_BINARIES` unstable neurons (CROWN's optimised
+    bounds: 0.1-1.8 s on MNIST's networks), branch and bound runs for the policy's
+    ``bab_probe_share`` of the time left (it decides shallow cases in a few nodes), then one
+    MILP per conjunction (:class:`~polytrav.bounds.milp.RegionMilp`) for ``milp_share``.
+    Otherwise, or if neither decides, branch and bound gets ``bab_share`` of the run's time
+    left (no limit without one; its stats then say why the MILP did not decide, under
+    ``milp``). The outcome's ``start`` (a counterexample, forward-pass checked, else
+    ``point``, the attacks' best) is where a traversal should start. ``policy``: default
+    :data:`VERIFY_POLICY` (as it is when called).
+    """
+    from polytrav.bounds.branch_and_bound import BaBVerdict
     from polytrav.bounds.milp import MILP_MAX_BINARIES, MILP_TIME_SHARE, RegionMilp
 
     policy = VERIFY_POLICY if policy is None else policy
-    fr = piece.frame
-    if margin > 0 or piece.level != 0 or not fr.is_box or fr.dim < policy.bab_min_inputs:
-        return margin, None
-    point = attack()
-    if point is not None and dnf.unsafe_distance(pairs, context.network.forward(point)[None, :]
-                                                 )[0] <= 0:
-        return margin, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0, {"found_by": "attack"},
-                                  start=point)
-    lo, hi = context.region.with_dims(context.network.n_inputs).bounding_box()
     decided = (BaBVerdict.HOLDS, BaBVerdict.VIOLATED)
     why_not = "no backend serves the 'milp' form"
     if context.backends("milp", required=False):
@@ -502,10 +528,10 @@ def region_bab(margin, pairs, piece, context, attack, policy: SettlePolicy | Non
                 share = MILP_TIME_SHARE if policy.milp_share is None else policy.milp_share
                 out, why_not = _milp(milp, pairs, context, point, share)
             if out is not None:
-                return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
+                return out
     out = _bab(pairs, context, lo, hi, policy.bab_share, point, policy)
     out.stats["milp"] = why_not
-    return (np.inf if out.verdict is BaBVerdict.HOLDS else margin), out
+    return out
 
 
 def _bab(pairs, context, lo, hi, share, point, policy):

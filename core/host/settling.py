@@ -16,8 +16,10 @@ then says what the run does:
   ``start`` wins);
 * OPEN, boxes: each box is a run of its own (its traversal, from the box's start point,
   with the time and polytopes left), in order, until one is partial or finds a confirmed
-  violation; the analysis's :meth:`~polytrav.Analysis.combine` merges their results with
-  the proven rest's (an exact part: ``begin`` and ``finish`` on a complete view);
+  violation; with an executor (``analyze(..., executor=)``) and several boxes, the boxes are
+  the parts, run on it as they run in turn (:func:`polytrav.parallel.run_boxes`); the
+  analysis's :meth:`~polytrav.Analysis.combine` merges their results with the proven
+  rest's (an exact part: ``begin`` and ``finish`` on a complete view);
 * PROBE, boxes: a second round. Each box is a run of its own, in order, for the stage's
   ``seconds`` at most, until one does not hold; their results go to ``settle`` again
   (``context.probed``), whose answer is one of the above (or another round). A probe run
@@ -36,6 +38,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +84,44 @@ def applies(items: Sequence[Analysis], pm, options: RunOptions) -> bool:
             and items[0].settles and not pm.hook.polytrav_visit_polytope.get_hookimpls())
 
 
+@dataclass
+class _Run:
+    """What the steps of one run with a settle stage share: the session, the network, the
+    region, the analysis, the options, the run's start (``t0``), the start of its work
+    (``t1``), its end (``end``: a :func:`time.perf_counter` deadline, None without a time
+    budget) and its context before any traversal."""
+
+    session: Any
+    net: Any
+    region: Any
+    analysis: Analysis
+    options: RunOptions
+    t0: float
+    t1: float
+    end: float | None
+    context: Any
+
+    def box(self, box, stop: float | None, room: int | None):
+        """The run of one box (from its start, by ``stop``, at most ``room`` polytopes)."""
+        return self.session.run(self.net, Box(box.lower, box.upper), [self.analysis],
+                                _inner(self.options, stop, box.start, max_polytopes=room))
+
+    def room(self, reports) -> int | None:
+        """The polytopes the run has left after the runs of ``reports`` (None: no budget)."""
+        if self.options.max_polytopes is None:
+            return None
+        return self.options.max_polytopes - sum(r.stats["polytopes"] for r in reports)
+
+    def report(self, result, status, stats, polytopes=None):
+        """The run's :class:`~polytrav.Report`, with ``result``, ``status`` and ``stats``."""
+        from polytrav.host.runner import Report
+
+        return Report(results=[result], status=status, stats=stats,
+                      time=time.perf_counter() - self.t1, solver=_names(self.session),
+                      setup_time=self.t1 - self.t0, polytopes=polytopes, network=self.net,
+                      analyses=[self.analysis])
+
+
 def run_settled(session, net, region, analysis: Analysis, options: RunOptions, t0: float,
                 t1: float):
     """The run of ``analysis`` with its settle stage (``t0``, ``t1``: the run's start and the
@@ -87,49 +129,48 @@ def run_settled(session, net, region, analysis: Analysis, options: RunOptions, t
     :class:`~polytrav.Report`, or None when ``settle`` returned None (no stage: the caller
     runs as usual)."""
     end = None if options.time_limit is None else t1 + options.time_limit
-    context = _context(session, net, region, end)
-    view = context.traversal
+    run = _Run(session, net, region, analysis, options, t0, t1, end,
+               _context(session, net, region, end))
     tally = SolveTally()
     t_stage = time.perf_counter()
     probes: list = []  # the probe rounds' runs: (OpenBox, Report), in order
     try:
         with counting(tally):
-            settled = _settle(analysis, context, first=True)
+            settled = _settle(analysis, run.context, first=True)
         while settled is not None and settled.outcome is Settlement.PROBE:
             first = len(probes)
-            ended = _probe(session, net, analysis, settled, options, end, probes)
+            ended = _probe(run, settled, probes)
             if ended is not None:  # a confirmed violation or Ctrl-C: the probes answer
                 stage = dict(settled.summary(), seconds=time.perf_counter() - t_stage,
                              solves=tally.to_dict(), probes=_probe_stats(probes))
-                return _boxes(session, net, region, analysis, context, settled, options, t0,
-                              t1, end, stage, probes, status=ended)
-            context.probed = [r[0] for _, r in probes[first:]]
+                return _in_parts(run, settled, stage, probes, status=ended)
+            run.context.probed = [r[0] for _, r in probes[first:]]
             with counting(tally):
-                settled = _settle(analysis, context, first=False)
+                settled = _settle(analysis, run.context, first=False)
     except KeyboardInterrupt:
         if options.on_interrupt == "raise":
             raise
-        view.status = TraversalStatus.INTERRUPTED
-        return _finished(session, net, analysis, context, options, t0, t1, None)
+        run.context.traversal.status = TraversalStatus.INTERRUPTED
+        return _finished(run, None)
     if settled is None:
         return None
-    context.settled = settled
+    run.context.settled = settled
     stage = dict(settled.summary(), seconds=time.perf_counter() - t_stage, solves=tally.to_dict())
     if probes:
         stage["probes"] = _probe_stats(probes)
     held = any(_holds(r) for _, r in probes)
     if settled.outcome is Settlement.VIOLATED or (settled.decided and not held):
-        view.status = (TraversalStatus.COMPLETE if settled.outcome is Settlement.PROVEN
-                       else TraversalStatus.STOPPED)
-        return _finished(session, net, analysis, context, options, t0, t1, stage)
+        run.context.traversal.status = (TraversalStatus.COMPLETE
+                                        if settled.outcome is Settlement.PROVEN
+                                        else TraversalStatus.STOPPED)
+        return _finished(run, stage)
     if not settled.boxes and not settled.decided:  # the whole region, from the start point
         start = settled.point if options.start is None else options.start
         report = session.run(net, region, [analysis], _inner(
-            options, end, start, max_polytopes=_room(options, [r for _, r in probes])))
+            options, end, start, max_polytopes=run.room([r for _, r in probes])))
         return dataclasses.replace(report, stats={**report.stats, "settle": stage},
                                    time=time.perf_counter() - t1, setup_time=t1 - t0)
-    return _boxes(session, net, region, analysis, context, settled, options, t0, t1, end, stage,
-                  probes)
+    return _in_parts(run, settled, stage, probes)
 
 
 def _settle(analysis, context, first: bool):
@@ -149,22 +190,21 @@ def _settle(analysis, context, first: bool):
     return settled
 
 
-def _probe(session, net, analysis, settled, options, end, probes) -> TraversalStatus | None:
+def _probe(run: _Run, settled, probes) -> TraversalStatus | None:
     """A probe round: ``settled.boxes`` run in turn (each from its start, by the round's and
     the run's end, with the polytopes left) until one does not hold; each run joins
     ``probes``. The status that ends the whole run (a confirmed violation: its run's; Ctrl-C:
     interrupted), or None (the stage settles again)."""
-    stop = end
+    stop = run.end
     if settled.seconds is not None:
-        stop = time.perf_counter() + settled.seconds if end is None else \
-            min(end, time.perf_counter() + settled.seconds)
+        stop = time.perf_counter() + settled.seconds if run.end is None else \
+            min(run.end, time.perf_counter() + settled.seconds)
     for box in settled.boxes:
-        room = _room(options, [r for _, r in probes])
+        room = run.room([r for _, r in probes])
         if (stop is not None and time.perf_counter() >= stop) or (room is not None
                                                                   and room <= 0):
             break
-        report = session.run(net, Box(box.lower, box.upper), [analysis],
-                             _inner(options, stop, box.start, max_polytopes=room))
+        report = run.box(box, stop, room)
         probes.append((box, report))
         if report[0].verdict is Verdict.VIOLATED:
             return report.status
@@ -178,13 +218,6 @@ def _probe(session, net, analysis, settled, options, end, probes) -> TraversalSt
 def _holds(report) -> bool:
     """Whether a probe run proved its box: complete, and its answer HOLDS."""
     return report.status is TraversalStatus.COMPLETE and report[0].verdict is Verdict.HOLDS
-
-
-def _room(options: RunOptions, reports) -> int | None:
-    """The polytopes the run has left after the runs of ``reports`` (None: no budget)."""
-    if options.max_polytopes is None:
-        return None
-    return options.max_polytopes - sum(r.stats["polytopes"] for r in reports)
 
 
 def _probe_stats(probes, parts=()) -> dict:
@@ -214,18 +247,15 @@ def _inner(options: RunOptions, end: float | None, start, **changes) -> RunOptio
     return options.replace(settle=False, start=start, time_limit=None, deadline=end, **changes)
 
 
-def _finished(session, net, analysis, context, options, t0, t1, stage):
+def _finished(run: _Run, stage):
     """The report of a run with no traversal: ``begin`` and ``finish`` on the stage's view
     (complete, stopped or interrupted), the run hooks around them."""
-    from polytrav.host.runner import Report
-
-    result = _part(session, analysis, context)
+    context = run.context
+    result = _part(run.session, run.analysis, context)
     stats = report_stats(context.traversal.stats.to_dict(), proven_pieces=[],
                          subproblems=context.subproblem_stats(), settle=stage)
-    return Report(results=[result], status=context.traversal.status, stats=stats,
-                  time=time.perf_counter() - t1, solver=_names(session), setup_time=t1 - t0,
-                  polytopes=[] if options.keep_polytopes else None, network=net,
-                  analyses=[analysis])
+    return run.report(result, context.traversal.status, stats,
+                      polytopes=[] if run.options.keep_polytopes else None)
 
 
 def _part(session, analysis, context, hooks: bool = True) -> AnalysisResult:
@@ -244,49 +274,67 @@ def _part(session, analysis, context, hooks: bool = True) -> AnalysisResult:
     return result
 
 
-def _boxes(session, net, region, analysis, context, settled, options, t0, t1, end, stage,
-           probes, status: TraversalStatus | None = None):
+def _in_parts(run: _Run, settled, stage, probes, status: TraversalStatus | None = None):
     """The run's answer in parts, merged by ``combine``: the proven rest (an exact part), the
-    probe runs that held, then the open boxes' runs, in order; or, where a probe run ended
-    the run (``status``: its status), that run instead of the open boxes."""
-    from polytrav.host.runner import Report
-
+    probe runs that held, then the open boxes' runs (:func:`_open_boxes`); or, where a probe
+    run ended the run (``status``: its status), that run instead of the open boxes."""
     parts = []
     if settled.proven_boxes:  # the proven rest: an exact part
-        context.traversal.status = TraversalStatus.COMPLETE
-        parts.append(_part(session, analysis, context, hooks=False))
+        run.context.traversal.status = TraversalStatus.COMPLETE
+        parts.append(_part(run.session, run.analysis, run.context, hooks=False))
     kept = [(b, r) for b, r in probes if _holds(r)] + (probes[-1:] if status else [])
-    reports = [r for _, r in probes]
+    boxes_run = 0
     if status is None:
-        status = TraversalStatus.COMPLETE
-        for box in settled.boxes:
-            left = None if end is None else end - time.perf_counter()
-            room = _room(options, reports)
-            if left is not None and left <= 0:
-                status = TraversalStatus.TIME_LIMIT
-                break
-            if room is not None and room <= 0:
-                status = TraversalStatus.POLYTOPE_LIMIT
-                break
-            report = session.run(net, Box(box.lower, box.upper), [analysis],
-                                 _inner(options, end, box.start, max_polytopes=room))
-            reports.append(report)
-            kept.append((box, report))
-            if report.partial or report[0].verdict is Verdict.VIOLATED:
-                status = report.status  # a budget, Ctrl-C, or a confirmed violation: no more
-                break
-            if report.status is not TraversalStatus.COMPLETE \
-                    and status is TraversalStatus.COMPLETE:
-                status = report.status  # stopped undecided (a refused witness): the rest goes on
+        ran, status = _open_boxes(run, settled.boxes, [r for _, r in probes])
+        kept += ran
+        boxes_run = len(ran)
     parts += [r[0] for _, r in kept]
-    done = [r for _, r in kept]  # the runs of the answer (the other probe runs: stage stats)
-    traversal = _merged(done, kept, region, net)
-    merged = _context(session, net, region, None)
+    if probes:
+        stage = dict(stage, probes=_probe_stats(probes, [r for _, r in kept]))
+    return _merged_report(run, settled, parts, kept, status,
+                          dict(stage, boxes_run=boxes_run))
+
+
+def _open_boxes(run: _Run, boxes, before) -> tuple[list, TraversalStatus]:
+    """The open boxes' runs, ``(box, report)`` in order, and the status they leave: as parts
+    on the run's executor (:func:`polytrav.parallel.run_boxes`) where it has one and there
+    are several boxes, else one after the other (``before``: the probe runs, whose
+    polytopes count against the budget), until one is partial or finds a confirmed
+    violation; one stopped undecided (a refused witness) lets the rest go on."""
+    if run.options.executor is not None and len(boxes) > 1:
+        from polytrav.parallel import run_boxes
+
+        return run_boxes(run.net, boxes, run.analysis, run.options, run.end,
+                         used=sum(r.stats["polytopes"] for r in before))
+    ran, reports = [], list(before)
+    status = TraversalStatus.COMPLETE
+    for box in boxes:
+        left = None if run.end is None else run.end - time.perf_counter()
+        room = run.room(reports)
+        if left is not None and left <= 0:
+            return ran, TraversalStatus.TIME_LIMIT
+        if room is not None and room <= 0:
+            return ran, TraversalStatus.POLYTOPE_LIMIT
+        report = run.box(box, run.end, room)
+        reports.append(report)
+        ran.append((box, report))
+        if report.partial or report[0].verdict is Verdict.VIOLATED:
+            return ran, report.status  # a budget, Ctrl-C, or a confirmed violation: no more
+        if report.status is not TraversalStatus.COMPLETE \
+                and status is TraversalStatus.COMPLETE:
+            status = report.status  # stopped undecided (a refused witness): the rest goes on
+    return ran, status
+
+
+def _merged_report(run: _Run, settled, parts, kept, status, stage):
+    """The report of a run in parts: ``combine`` of the ``parts``' results on a merged view
+    (``kept``: the ``(box, report)`` runs of the answer), their stats added up."""
+    done = [r for _, r in kept]
+    traversal = _merged(done, kept, run.region, run.net)
+    merged = _context(run.session, run.net, run.region, None)
     merged.traversal.status, merged.traversal.stats = status, traversal
     merged.settled = settled
-    result = analysis.combine(parts, merged)
-    if probes:
-        stage = dict(stage, probes=_probe_stats(probes, done))
+    result = run.analysis.combine(parts, merged)
     stats = report_stats(
         traversal.to_dict(), proven_pieces=[p for r in done for p in r.stats["proven_pieces"]],
         subproblems={k: sum(r.stats[k] for r in done) for k in _subproblem_keys()},
@@ -296,13 +344,10 @@ def _boxes(session, net, region, analysis, context, settled, options, t0, t1, en
         lost_parts=sum(r.stats["lost_parts"] for r in done),
         part_seconds=[s for r in done for s in r.stats["part_seconds"]],
         part_pieces=[s for r in done for s in r.stats["part_pieces"]],
-        enumeration_seconds=sum(r.stats["enumeration_seconds"] for r in done),
-        settle=dict(stage, boxes_run=len(reports) - len(probes)))
-    kept_polytopes = ([p for r in done for p in (r.polytopes or ())]
-                      if options.keep_polytopes else None)
-    return Report(results=[result], status=status, stats=stats, time=time.perf_counter() - t1,
-                  solver=_names(session), setup_time=t1 - t0, polytopes=kept_polytopes,
-                  network=net, analyses=[analysis])
+        enumeration_seconds=sum(r.stats["enumeration_seconds"] for r in done), settle=stage)
+    polytopes = ([p for r in done for p in (r.polytopes or ())]
+                 if run.options.keep_polytopes else None)
+    return run.report(result, status, stats, polytopes=polytopes)
 
 
 def _merged(reports, parts, region, net) -> TraversalStats:

@@ -190,8 +190,9 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         bounds prove are done, a candidate counterexample is confirmed by a traversal that
         starts at it, and the sub-boxes left open are traversed one by one.
     bab : bool
-        With bounds, a box of many inputs is first given to neuron-level branch and bound
-        (:func:`polytrav.bounds.settle.region_bab`; default True).
+        With bounds, where the attacks leave a box of many inputs open and its bound does not
+        prove it, the run's settle stage gives it to neuron-level branch and bound and the
+        region's MILP (:func:`polytrav.bounds.settle.settle_region`; default True).
     on_interrupt : {"raise", "report"}
         Ctrl-C (``KeyboardInterrupt``): ``"raise"`` (default) stops the run cleanly and
         re-raises it; ``"report"`` returns ``unknown`` with the reason ``interrupted``.
@@ -406,7 +407,11 @@ def _counts(reports) -> dict[str, int]:
 
 
 def _proven(reports) -> int:
-    return sum(sum(r.stats.get("proven", ())) for r in reports)
+    """Pieces proven by bounds: the traversals', and a region the settle stage proved whole
+    by its bound, branch and bound or MILP (one piece, as the traversal's level 0 was)."""
+    whole = ("bound", "branch_and_bound", "milp")
+    return sum(sum(r.stats.get("proven", ())) + ((r.stats.get("settle") or {}).get("by") in whole)
+               for r in reports)
 
 
 

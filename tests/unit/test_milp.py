@@ -258,8 +258,8 @@ def test_verify_mode_proves_the_region_by_milp(monkeypatch):
     monkeypatch.setattr(settle, "VERIFY_POLICY",
                         dataclasses.replace(settle.VERIFY_POLICY, bab_probe_share=0.0))
     net, lo, hi, pairs = robust_instance()
-    report = analyze(net, Box(lo, hi), LinearProperty(pairs), time_limit=DECIDE,
-                     settle=False)  # the region's piece margin, not the input split
+    report = analyze(net, Box(lo, hi), LinearProperty(pairs, split=False),
+                     time_limit=DECIDE)  # the settle stage's region MILP, not the input split
     bab = report[0].details["bab"]
     assert report[0].verdict is Verdict.HOLDS and report.stats["polytopes"] == 0
     assert bab["method"] == "milp" and bab["binaries"] > 0, bab
@@ -271,8 +271,8 @@ def test_verify_mode_says_why_the_milp_did_not_decide():
     from polytrav import Box, LinearProperty, analyze
 
     net, lo, hi, pairs = robust_instance()
-    report = analyze(net, Box(lo, hi), LinearProperty(pairs), solver={"milp": []},
-                     time_limit=DECIDE, settle=False)  # not the input split: the margin
+    report = analyze(net, Box(lo, hi), LinearProperty(pairs, split=False),
+                     solver={"milp": []}, time_limit=DECIDE)  # not the input split
     bab = report[0].details["bab"]
     assert bab["method"] == "branch_and_bound"
     assert bab["milp"] == "no backend serves the 'milp' form"

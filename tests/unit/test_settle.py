@@ -283,3 +283,94 @@ def test_check_settle_catches_a_stage_that_proves_too_much():
 
     with pytest.raises(AssertionError, match="verdict holds vs violated"):
         check_settle(factory, seeds=range(4))
+
+
+
+def test_a_piece_margin_is_a_bound_and_the_search_runs_in_the_stage(monkeypatch):
+    """A decision analysis's piece margin, at level 0 too, calls no branch and bound and no
+    MILP (``settle=False``: no stage, no ``details["bab"]``); with the stage they decide the
+    region before the traversal (no polytope), and the answers agree. The net: a 10-input
+    box on which the top class cannot lose and the region's bound does not prove it."""
+    from polytrav.bounds import branch_and_bound, milp
+    from polytrav.plugins.adversarial import SoftmaxAttack
+
+    calls = []
+    prove, solve = branch_and_bound.prove_margins, milp.RegionMilp.prove
+    monkeypatch.setattr(branch_and_bound, "prove_margins",
+                        lambda *a, **k: calls.append("bab") or prove(*a, **k))
+    monkeypatch.setattr(milp.RegionMilp, "prove",
+                        lambda *a, **k: calls.append("milp") or solve(*a, **k))
+    net = random_net(77, 10, [12, 12], n_out=4)
+    x0 = np.random.default_rng(1).uniform(-1, 1, 10)
+    c = int(np.argmax(net.forward(x0)))
+    unsafe = [((np.eye(4)[[c]] - np.eye(4)[[j]]) / np.sqrt(2), np.zeros(1))
+              for j in range(4) if j != c]
+    for width in (0.3, 0.4):
+        box = Box(x0 - width, x0 + width)
+        for make in (lambda: SoftmaxAttack(c, mode="verify"),
+                     lambda: LinearProperty(unsafe, split=False)):
+            del calls[:]
+            bare = analyze(net, box, make(), settle=False)
+            assert not calls and bare[0].details["bab"] is None
+            assert bare[0].verdict is Verdict.HOLDS and bare.complete
+            staged = analyze(net, box, make())
+            assert calls and staged[0].verdict is Verdict.HOLDS and staged.complete
+            assert staged.stats["settle"]["by"] in ("branch_and_bound", "milp")
+            assert staged[0].details["bab"]["verdict"] == "holds"
+            assert staged.stats["polytopes"] == 0
+
+
+def test_softmax_attack_settles_as_the_full_traversal_answers():
+    """``check_settle`` on 10-input nets (boxes branch and bound takes): the stage answers as
+    the traversal without it."""
+    from polytrav.plugins.adversarial import SoftmaxAttack
+
+    check_settle(lambda net, region: SoftmaxAttack(
+        int(np.argmax(net.forward(np.zeros(net.n_inputs)))), mode="verify"),
+        n_inputs=10, hidden=(8, 6), n_outputs=3, seeds=range(4))
+
+
+class RegionOnly:
+    """A run before its traversal as ``settle_region`` reads it: the network, the region, the
+    LP chain (no ``milp`` backend: branch and bound alone) and no time limit."""
+
+    def __init__(self, net, region):
+        from polytrav.host.runner import lp_backends
+
+        self.network, self.region, self._lp = net, region, lp_backends()
+
+    def backends(self, form, required=True):
+        return self._lp if form == "lp" else []
+
+    def time_left(self):
+        return None
+
+
+def test_settle_region_answers_what_branch_and_bound_finds():
+    """No attack point: the region's bound, then branch and bound decide. A region where the
+    top class loses somewhere: VIOLATED at a point the check takes, else OPEN from it (its
+    polytope decides); a region where it cannot lose: PROVEN; fewer than 9 free inputs: no
+    search."""
+    from polytrav.bounds.settle import settle_region
+    from polytrav.extend import Settlement
+
+    net = random_net(77, 10, [12, 12], n_out=4)
+    x0 = np.random.default_rng(1).uniform(-1, 1, 10)
+    c = int(np.argmax(net.forward(x0)))
+    unsafe = [((np.eye(4)[[c]] - np.eye(4)[[j]]) / np.sqrt(2), np.zeros(1))
+              for j in range(4) if j != c]
+    loses = Box(x0 - 1.0, x0 + 1.0)
+    settled, out = settle_region(unsafe, RegionOnly(net, loses), None, accept=lambda x: True,
+                                 note=1)
+    assert settled.outcome is Settlement.VIOLATED and settled.by is SettledBy.BRANCH_AND_BOUND
+    assert out.verdict == "violated" and settled.stats == {"note": 1}
+    y = net.forward(settled.point)
+    assert loses.contains(settled.point) and np.delete(y, c).max() >= y[c]
+    refused, _ = settle_region(unsafe, RegionOnly(net, loses), None, accept=lambda x: False)
+    assert refused.outcome is Settlement.OPEN and np.array_equal(refused.point, settled.point)
+    holds, out = settle_region(unsafe, RegionOnly(net, Box(x0 - 0.3, x0 + 0.3)), None,
+                               accept=lambda x: True)
+    assert holds.outcome is Settlement.PROVEN and out.verdict == "holds"
+    few = Box(np.r_[x0[:8] - 0.3, x0[8:]], np.r_[x0[:8] + 0.3, x0[8:]])  # 8 free inputs
+    left, out = settle_region(unsafe, RegionOnly(net, few), x0, accept=lambda x: True)
+    assert left.outcome is Settlement.OPEN and out is None and np.array_equal(left.point, x0)
