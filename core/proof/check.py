@@ -34,12 +34,13 @@ import json
 import sys
 import zipfile
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
-           "KIND_NAMES", "Bounder", "CheckResult", "check_proof", "network_digest",
-           "property_digest", "main"]
+           "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof", "check_diff_proof",
+           "joint_layers", "diff_claim", "network_digest", "property_digest", "main"]
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
 #: multipliers of phase constraints, ``beta``).
@@ -50,6 +51,8 @@ FORMAT, VERSION, VERSIONS = "polytrav-proof", 2, (1, 2)
 SPLIT, BOUND, OPEN, SETTLED, PHASE = 0, 1, 2, 3, 4
 KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim",
               PHASE: "phase split"}
+#: The claims a certificate may make: a property's unsat; diff's ε-equivalence of two networks.
+CLAIMS = ("unsat", "epsilon-equivalence")
 BETA = ("node", "row", "on", "value")  # the sparse multipliers' arrays (case{k}_beta_...)
 #: and the sparse slopes' (case{k}_alpha_...): a leaf's lower slope of a neuron in a row
 ALPHA = BETA
@@ -503,32 +506,109 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
     return N
 
 
+def joint_layers(f_layers, g_layers):
+    """``f`` and ``g`` side by side on one input, with outputs ``[f(x); g(x)]`` (exact: the
+    weights are copied into blocks; the shallower network is lengthened by layers ``z =
+    relu(z) - relu(-z)`` after its last hidden layer)."""
+    def deeper(layers, depth):
+        layers = list(layers)
+        while len(layers) < depth:
+            W, b = layers[-1]
+            n = W.shape[0]
+            layers[-1:] = [(np.vstack([W, -W]), np.concatenate([b, -b])),
+                           (np.hstack([np.eye(n), -np.eye(n)]), np.zeros(n))]
+        return layers
+    depth = max(len(f_layers), len(g_layers))
+    out = []
+    for k, ((Wf, bf), (Wg, bg)) in enumerate(zip(deeper(f_layers, depth),
+                                                  deeper(g_layers, depth))):
+        W = np.vstack([Wf, Wg]) if k == 0 else np.block(
+            [[Wf, np.zeros((len(Wf), Wg.shape[1]))], [np.zeros((len(Wg), Wf.shape[1])), Wg]])
+        out.append((W, np.concatenate([bf, bg])))
+    return out
+
+
+def diff_claim(n_outputs, lower, upper, epsilon, outputs=None):
+    """``|g_j - f_j| <= epsilon`` for the ``outputs`` ``j`` (default all) over the box, as the
+    unsat of one case of the joint network (outputs ``[f; g]``): per output two disjuncts,
+    ``g_j - f_j >= epsilon`` and ``f_j - g_j >= epsilon`` (closed: none of their points
+    exists, so ``|g_j - f_j| < epsilon`` everywhere)."""
+    case = SimpleNamespace(lower=np.asarray(lower, float), upper=np.asarray(upper, float),
+                           A=None, b=None, unsafe=[])
+    for j in (range(n_outputs) if outputs is None else outputs):
+        row = np.zeros((1, 2 * n_outputs))
+        row[0, j], row[0, n_outputs + j] = 1.0, -1.0  # f_j - g_j
+        case.unsafe += [(row, np.array([-float(epsilon)])), (-row, np.array([-float(epsilon)]))]
+    return SimpleNamespace(cases=[case])
+
+
+def _read_network(path):
+    """The layers of an ``.onnx`` or ``.nnet`` file as float64 arrays."""
+    from polytrav.model.network import Network
+
+    net = Network.from_onnx(path) if str(path).lower().endswith(".onnx") else \
+        Network.from_nnet(path)
+    return [(np.asarray(W, float), np.asarray(b, float)) for W, b in zip(net.weights, net.biases)]
+
+
+class _Net:
+    """Layers as :func:`network_digest` reads them."""
+
+    def __init__(self, layers):
+        self.weights, self.biases = [W for W, _ in layers], [b for _, b in layers]
+
+
 def check_proof(network_file, property_file, certificate) -> CheckResult:
     """Check ``certificate`` (a path) for the property's ``unsat`` on the network: steps 1
     (the file), 2 (the network's digest), 3 (the property's digest and cases), then each
     case's nodes in order. The first failing step makes the answer ``invalid``; else the
     first step without evidence makes it ``incomplete``; else ``valid``."""
-    from polytrav.model.network import Network
     from polytrav.verification.vnnlib import read_vnnlib
 
+    def claim(layers):
+        return read_vnnlib(property_file, n_inputs=layers[0][0].shape[1],
+                           n_outputs=layers[-1][0].shape[0])
+    return _check(certificate, lambda: _read_network(network_file), claim, "unsat")
+
+
+def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
+                     outputs=None) -> CheckResult:
+    """Check ``certificate`` for ``diff``'s ε-equivalence of the networks in ``f_file`` and
+    ``g_file``: ``|g_j - f_j| <= epsilon`` on the box for the ``outputs`` (default all). The
+    checker builds the joint network (:func:`joint_layers`) and the claim (:func:`diff_claim`)
+    itself; the steps are those of :func:`check_proof`."""
+    def layers():
+        f, g = _read_network(f_file), _read_network(g_file)
+        if f[0][0].shape[1] != g[0][0].shape[1] or len(f[-1][1]) != len(g[-1][1]) \
+                or f[0][0].shape[1] != len(lower) or len(lower) != len(upper):
+            raise _Fail(2, "(the networks): F and G must have the box's inputs and as many "
+                           "outputs as each other")
+        return joint_layers(f, g)
+
+    def claim(layers):
+        m = len(layers[-1][1]) // 2
+        if outputs is not None and not all(0 <= j < m for j in outputs):
+            raise _Fail(3, f"(the property): outputs {list(outputs)} are not all in 0..{m - 1}")
+        return diff_claim(m, lower, upper, epsilon, outputs)
+    return _check(certificate, layers, claim, "epsilon-equivalence")
+
+
+def _check(certificate, read_layers, read_claim, claim_name) -> CheckResult:
     try:
         header, arrays = _read(certificate)
-        suffix = str(network_file).lower().rsplit(".", 1)[-1]
-        net = Network.from_onnx(network_file) if suffix == "onnx" else Network.from_nnet(
-            network_file)
-        if header.get("network_sha256") != network_digest(net):
+        layers = read_layers()
+        digest = network_digest(_Net(layers))
+        if header.get("network_sha256") != digest:
             raise _Fail(2, "(the network): the certificate is for another network (sha256 "
                            f"{str(header.get('network_sha256'))[:12]}..., this one "
-                           f"{network_digest(net)[:12]}...)")
-        spec = read_vnnlib(property_file, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+                           f"{digest[:12]}...)")
+        spec = read_claim(layers)
         if header.get("property_sha256") != property_digest(spec):
             raise _Fail(3, "(the property): the certificate is for another property")
-        if header.get("claim") != "unsat" or type(header.get("cases")) is not int \
+        if header.get("claim") != claim_name or type(header.get("cases")) is not int \
                 or header.get("cases") != len(spec.cases):
-            raise _Fail(3, f"(the property): the claim must be unsat over its "
+            raise _Fail(3, f"(the property): the claim must be {claim_name} over its "
                            f"{len(spec.cases)} cases")
-        layers = [(np.asarray(W, float), np.asarray(b, float))
-                  for W, b in zip(net.weights, net.biases)]
         step, failures, gaps = 4, [], []
         for k, case in enumerate(spec.cases):
             with np.errstate(all="ignore"):  # an overflow is a NaN or infinite bound: it fails
@@ -544,23 +624,42 @@ def check_proof(network_file, property_file, certificate) -> CheckResult:
 
 
 def main(argv=None) -> int:
-    """``polytrav-check-proof NET PROP FILE``: prints the answer; exit 0 valid, 1 invalid,
-    2 incomplete, 4 bad input."""
+    """``polytrav-check-proof NET PROP FILE``, or ``polytrav-check-proof F G FILE --epsilon E
+    --lower L --upper U [--outputs J]`` (diff's ε-equivalence; comma-separated values):
+    prints the answer; exit 0 valid, 1 invalid, 2 incomplete, 4 bad input."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if len(args) != 3 or args[0] in ("-h", "--help"):
-        print("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE  (answers valid, "
-              "invalid: step N ..., or incomplete: step N ...)", file=sys.stderr)
-        return 0 if args[:1] in (["-h"], ["--help"]) else 4
+    usage = ("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE, or F G CERTIFICATE "
+             "--epsilon E --lower L --upper U [--outputs J]  (answers valid, invalid: step N "
+             "..., or incomplete: step N ...)")
+    if args[:1] in (["-h"], ["--help"]):
+        print(usage, file=sys.stderr)
+        return 0
+    opts = {}
+    while len(args) >= 2 and args[-2] in ("--epsilon", "--lower", "--upper", "--outputs"):
+        opts[args[-2][2:]] = args[-1]
+        args = args[:-2]
+    if len(args) != 3 or (opts and not {"epsilon", "lower", "upper"} <= set(opts)):
+        print(usage, file=sys.stderr)
+        return 4
     from pathlib import Path
 
     from polytrav.vocabulary.errors import PolytravError
 
-    for path, what in zip(args, ("NETWORK", "PROPERTY", "CERTIFICATE")):
+    names = ("F", "G", "CERTIFICATE") if opts else ("NETWORK", "PROPERTY", "CERTIFICATE")
+    for path, what in zip(args, names):
         if not Path(path).is_file():
             print(f"polytrav-check-proof: {what} file {path!r} not found", file=sys.stderr)
             return 4
+    try:  # the options' values
+        box = [[float(v) for v in opts[k].split(",")] for k in ("lower", "upper") if opts]
+        eps = float(opts["epsilon"]) if opts else None
+        outputs = [int(j) for j in opts["outputs"].split(",")] if "outputs" in opts else None
+    except ValueError as exc:
+        print(f"polytrav-check-proof: --epsilon, --lower, --upper and --outputs take "
+              f"comma-separated numbers ({exc})", file=sys.stderr)
+        return 4
     try:
-        result = check_proof(*args)
+        result = check_diff_proof(*args, eps, *box, outputs) if opts else check_proof(*args)
     except (OSError, PolytravError) as exc:  # a bad network or property file: one line
         print(f"polytrav-check-proof: {exc}", file=sys.stderr)
         return 4

@@ -240,8 +240,8 @@ class ProofRecorder:
     """The certificate of one ``verify`` instance: :meth:`case` per case of the property,
     :meth:`write` once it is ``unsat``."""
 
-    def __init__(self, network, spec):
-        self.network, self.spec = network, spec
+    def __init__(self, network, spec, claim: str = "unsat"):
+        self.network, self.spec, self.claim = network, spec, claim  # (check.CLAIMS)
         self.cases = [CaseRecord(c.lower, c.upper, c.unsafe) for c in spec.cases]
 
     def case(self, k: int) -> CaseRecord:
@@ -271,7 +271,7 @@ class ProofRecorder:
         counts = {key: sum(c[key] for c in counts) for key in ("nodes", "certified", "uncertified")}
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
-        header = {"format": FORMAT, "version": VERSION, "claim": "unsat",
+        header = {"format": FORMAT, "version": VERSION, "claim": self.claim,
                   "cases": len(self.cases), "producer": f"polytrav {version('polytrav')}",
                   "network_sha256": network_digest(self.network),
                   "property_sha256": property_digest(self.spec), **counts}
