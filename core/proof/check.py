@@ -179,9 +179,10 @@ class Bounder:
                                               k, const=const,
                                               beta=None if beta is None else beta(self, k, j)))
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
-                if prior is not None:  # a phase the parent proved stays (as in the split)
-                    nlo = np.where(zlo[:, j] >= 0, np.maximum(nlo, 0.0), nlo)
-                    nhi = np.where(zhi[:, j] <= 0, np.minimum(nhi, 0.0), nhi)
+                if prior is not None:  # a neuron stable on the parent keeps its bounds (as
+                    # in the split), whichever boxes of the batch bound it again
+                    stable = (zlo[:, j] >= 0) | (zhi[:, j] <= 0)
+                    nlo, nhi = np.where(stable, zlo[:, j], nlo), np.where(stable, zhi[:, j], nhi)
                 zlo[:, j], zhi[:, j] = nlo, nhi
             if sigma is not None:  # the region's phases: z >= 0 or z <= 0 on it
                 sk = sigma[:, start:start + n]
@@ -574,22 +575,27 @@ def check_proof(network_file, property_file, certificate) -> CheckResult:
 def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
                      outputs=None) -> CheckResult:
     """Check ``certificate`` for ``diff``'s ε-equivalence of the networks in ``f_file`` and
-    ``g_file``: ``|g_j - f_j| <= epsilon`` on the box for the ``outputs`` (default all). The
+    ``g_file``: ``|g_j - f_j| <= epsilon`` on the box ``[lower, upper]`` (one value: every
+    input's) for the ``outputs`` (default all). The
     checker builds the joint network (:func:`joint_layers`) and the claim (:func:`diff_claim`)
     itself; the steps are those of :func:`check_proof`."""
+    lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
+
     def layers():
         f, g = _read_network(f_file), _read_network(g_file)
-        if f[0][0].shape[1] != g[0][0].shape[1] or len(f[-1][1]) != len(g[-1][1]) \
-                or f[0][0].shape[1] != len(lower) or len(lower) != len(upper):
-            raise _Fail(2, "(the networks): F and G must have the box's inputs and as many "
-                           "outputs as each other")
+        n = f[0][0].shape[1]
+        if g[0][0].shape[1] != n or len(f[-1][1]) != len(g[-1][1]) or not {len(lower),
+                                                                            len(upper)} <= {1, n}:
+            raise _Fail(2, f"(the networks): F and G must take the box's inputs ({len(lower)}; "
+                           "one value is every input's) and give as many outputs")
         return joint_layers(f, g)
 
     def claim(layers):
-        m = len(layers[-1][1]) // 2
+        m, n = len(layers[-1][1]) // 2, layers[0][0].shape[1]
         if outputs is not None and not all(0 <= j < m for j in outputs):
             raise _Fail(3, f"(the property): outputs {list(outputs)} are not all in 0..{m - 1}")
-        return diff_claim(m, lower, upper, epsilon, outputs)
+        return diff_claim(m, np.broadcast_to(lower, n), np.broadcast_to(upper, n), epsilon,
+                          outputs)
     return _check(certificate, layers, claim, "epsilon-equivalence")
 
 

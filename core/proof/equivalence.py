@@ -53,7 +53,7 @@ def write_diff_proof(f, g, lower, upper, epsilon: float, path, *, outputs=None,
     if split.effective_inputs(joint, lower, upper, pairs, session.chains["lp"],
                               False) <= policy.split_max_effective:
         settle.split_region(pairs, joint, lower, upper, session.chains["lp"],
-                            None if seconds is None else seconds / 2, policy,
+                            seconds, policy,
                             recorder.case(0))
     left = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t0))
     recorder.certify_rest(session.chains["lp"][0], left)

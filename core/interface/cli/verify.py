@@ -191,27 +191,44 @@ def proof_line(result, path) -> str:
 @click.argument("network", type=click.Path(dir_okay=False))
 @click.argument("prop", type=click.Path(dir_okay=False))
 @click.argument("certificate", type=click.Path(dir_okay=False))
-def check_proof(network, prop, certificate) -> None:
-    """Check a certificate of unsat (polytrav verify --proof): valid, invalid or incomplete.
+@click.option("--epsilon", type=float, default=None,
+              help="The certificate is diff's (polytrav diff --proof): NETWORK and PROP are the "
+                   "models F and G, the claim |g_j - f_j| <= E on the box --lower/--upper.")
+@click.option("--lower", default=None, help="With --epsilon: the box's lower corner, "
+                                            "comma-separated.")
+@click.option("--upper", default=None, help="With --epsilon: its upper corner.")
+@click.option("--outputs", default=None, help="With --epsilon: the outputs compared, "
+                                              "comma-separated (default all).")
+def check_proof(network, prop, certificate, epsilon, lower, upper, outputs) -> None:
+    """Check a certificate of unsat (polytrav verify --proof) or of diff's epsilon-equivalence
+    (polytrav diff --proof): valid, invalid or incomplete.
 
     \b
-    Example:
+    Examples:
       polytrav check-proof net.onnx prop_3.vnnlib p3.proof
+      polytrav check-proof f.onnx g.onnx d.proof --epsilon 0.05 --lower -1,-1 --upper 1,1
 
     The checker (polytrav.proof.check, also the polytrav-check-proof script) reads the
-    network and the property itself and recomputes every bound with rounding accounted for;
+    networks and the property itself and recomputes every bound with rounding accounted for;
     it prints `valid`, `invalid: step N ...` (the first step that fails) or `incomplete:
     step N ...` (a claim the certificate carries no evidence for). Exit code: 0 valid, 1
     invalid, 2 incomplete, 4 bad input.
     """
-    from polytrav.proof.check import check_proof as check
+    from polytrav.proof.check import main
 
-    for path, what in ((network, "NETWORK"), (prop, "PROP"), (certificate, "CERTIFICATE")):
+    diff = [] if epsilon is None else ["--epsilon", repr(epsilon)]
+    if epsilon is not None:
+        if lower is None or upper is None:
+            fail("check-proof: --epsilon needs the box: --lower L --upper U")
+        diff += ["--lower", lower, "--upper", upper] + ([] if outputs is None else
+                                                         ["--outputs", outputs])
+    elif lower is not None or upper is not None or outputs is not None:
+        fail("check-proof: --lower, --upper and --outputs go with --epsilon (a diff certificate)")
+    names = ("F", "G") if diff else ("NETWORK", "PROP")
+    for path, what in zip((network, prop, certificate), names + ("CERTIFICATE",)):
         if not Path(path).is_file():
             fail(f"check-proof: {what} file {path!r} not found")
-    result = check(network, prop, certificate)
-    click.echo(str(result))
-    sys.exit(result.exit_code)
+    sys.exit(main([network, prop, certificate] + diff))
 
 
 def _mapping(tokens) -> dict:
