@@ -259,14 +259,15 @@ class ProofRecorder:
         for case, spec_case in zip(self.cases, self.spec.cases):
             case.certify_rest(layers, spec_case.A is None, session, deadline)
 
-    def write(self, path) -> dict:
-        """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``);
-        returns the counts (nodes, bound leaves, leaves without a certificate), the file's
-        bytes and the digests."""
+    def write(self, path, extra: dict | None = None) -> dict:
+        """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``; ``extra``:
+        more arrays, e.g. an output range's witnesses); returns the counts (nodes, bound
+        leaves, leaves without a certificate), the file's bytes and the digests."""
         from importlib.metadata import version
 
         each = [case.arrays() for case in self.cases]
         arrays = {f"case{k}_{name}": a for k, case in enumerate(each) for name, a in case.items()}
+        arrays.update(extra or {})
         counts = [CaseRecord.counts(case["kind"]) for case in each]
         counts = {key: sum(c[key] for c in counts) for key in ("nodes", "certified", "uncertified")}
         buf = io.BytesIO()
