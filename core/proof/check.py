@@ -34,13 +34,15 @@ import json
 import sys
 import zipfile
 from dataclasses import dataclass
+from fractions import Fraction
 from types import SimpleNamespace
 
 import numpy as np
 
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
            "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof", "check_diff_proof",
-           "joint_layers", "diff_claim", "network_digest", "property_digest", "main"]
+           "check_range_proof", "joint_layers", "diff_claim", "range_claim",
+           "network_digest", "property_digest", "main"]
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
 #: multipliers of phase constraints, ``beta``).
@@ -52,7 +54,7 @@ SPLIT, BOUND, OPEN, SETTLED, PHASE = 0, 1, 2, 3, 4
 KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim",
               PHASE: "phase split"}
 #: The claims a certificate may make: a property's unsat; diff's ε-equivalence of two networks.
-CLAIMS = ("unsat", "epsilon-equivalence")
+CLAIMS = ("unsat", "epsilon-equivalence", "output-range")
 BETA = ("node", "row", "on", "value")  # the sparse multipliers' arrays (case{k}_beta_...)
 #: and the sparse slopes' (case{k}_alpha_...): a leaf's lower slope of a neuron in a row
 ALPHA = BETA
@@ -71,7 +73,9 @@ class CheckResult:
     message: str = ""
 
     def __str__(self) -> str:
-        return "valid" if self.status == "valid" else f"{self.status}: step {self.step} {self.message}"
+        if self.status == "valid":  # (a range's: the values at its witnesses)
+            return "valid" + (f" ({self.message})" if self.message else "")
+        return f"{self.status}: step {self.step} {self.message}"
 
     @property
     def exit_code(self) -> int:
@@ -543,6 +547,29 @@ def diff_claim(n_outputs, lower, upper, epsilon, outputs=None):
     return SimpleNamespace(cases=[case])
 
 
+def range_claim(n_outputs, lower, upper, output, low=None, high=None):
+    """``low < y_output < high`` over the box (a side None: no claim there) as the unsat of
+    one case: the disjuncts ``y_output >= high`` and ``y_output <= low``."""
+    row = np.zeros((1, n_outputs))
+    row[0, output] = 1.0
+    unsafe = ([] if high is None else [(-row, np.array([-float(high)]))]) + (
+        [] if low is None else [(row, np.array([float(low)]))])
+    return SimpleNamespace(cases=[SimpleNamespace(lower=np.asarray(lower, float), A=None,
+                                                  upper=np.asarray(upper, float), b=None,
+                                                  unsafe=unsafe)])
+
+
+def _exact_output(layers, x, j):
+    """Output ``j`` at ``x``, in fractions (exact)."""
+    a = [Fraction(float(v)) for v in x]
+    for k, (W, b) in enumerate(layers):
+        rows = range(W.shape[0]) if k < len(layers) - 1 else [j]
+        z = [sum((Fraction(float(w)) * v for w, v in zip(W[i], a) if w), Fraction(float(b[i])))
+             for i in rows]
+        a = z if k == len(layers) - 1 else [max(v, Fraction(0)) for v in z]
+    return a[0]
+
+
 def _read_network(path):
     """The layers of an ``.onnx`` or ``.nnet`` file as float64 arrays."""
     from polytrav.model.network import Network
@@ -599,7 +626,36 @@ def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
     return _check(certificate, layers, claim, "epsilon-equivalence")
 
 
-def _check(certificate, read_layers, read_claim, claim_name) -> CheckResult:
+def check_range_proof(network_file, certificate, output, lower, upper, low=None,
+                      high=None) -> CheckResult:
+    """Check ``certificate`` for an output's range: ``low < y_output < high`` on the box
+    ``[lower, upper]`` (one value: every input's; a side None: not claimed). The steps are
+    those of :func:`check_proof`, then the witnesses (array ``witness_x``, if any), each in
+    the box: a valid answer names the output's exact value at each (where the range is
+    attained)."""
+    lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
+
+    def claim(layers):
+        n, m = layers[0][0].shape[1], len(layers[-1][1])
+        if not 0 <= output < m or not {len(lower), len(upper)} <= {1, n} or low is high is None:
+            raise _Fail(3, f"(the property): output {output} of {m}, a box of {n} inputs, a "
+                           "bound below or above")
+        return range_claim(m, np.broadcast_to(lower, n), np.broadcast_to(upper, n), output,
+                           low, high)
+
+    def witnesses(arrays, layers, step):
+        X = arrays.get("witness_x", np.zeros((0, len(layers[0][0][0]))))
+        box = claim(layers).cases[0]
+        if X.dtype != np.float64 or X.ndim != 2 or X.shape[1] != len(box.lower) or not (
+                (box.lower <= X) & (X <= box.upper)).all():
+            raise _Fail(step, "(the witnesses): not points of the box")
+        return "; ".join(f"y_{output} = {float(_exact_output(layers, x, output))!r} at witness "
+                         f"{i}" for i, x in enumerate(X))
+    return _check(certificate, lambda: _read_network(network_file), claim, "output-range",
+                  witnesses)
+
+
+def _check(certificate, read_layers, read_claim, claim_name, finish=None) -> CheckResult:
     try:
         header, arrays = _read(certificate)
         layers = read_layers()
@@ -622,50 +678,61 @@ def _check(certificate, read_layers, read_claim, claim_name) -> CheckResult:
                                     failures, gaps)
             if failures:
                 raise _Fail(*failures[0])
+        found = "" if finish is None else finish(arrays, layers, step)
     except _Fail as fail:
         return CheckResult("invalid", fail.step, fail.message)
     if gaps:
         return CheckResult("incomplete", *gaps[0])
-    return CheckResult("valid")
+    return CheckResult("valid", message=found)
 
 
 def main(argv=None) -> int:
-    """``polytrav-check-proof NET PROP FILE``, or ``polytrav-check-proof F G FILE --epsilon E
-    --lower L --upper U [--outputs J]`` (diff's ε-equivalence; comma-separated values):
+    """``polytrav-check-proof NET PROP FILE``, ``polytrav-check-proof F G FILE --epsilon E
+    --lower L --upper U [--outputs J]`` (diff's ε-equivalence; comma-separated values) or
+    ``polytrav-check-proof NET FILE --output J --lower L --upper U [--min A] [--max B]`` (an
+    output's range ``A < y_J < B``):
     prints the answer; exit 0 valid, 1 invalid, 2 incomplete, 4 bad input."""
     args = sys.argv[1:] if argv is None else list(argv)
     usage = ("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE, or F G CERTIFICATE "
-             "--epsilon E --lower L --upper U [--outputs J]  (answers valid, invalid: step N "
-             "..., or incomplete: step N ...)")
+             "--epsilon E --lower L --upper U [--outputs J], or NETWORK CERTIFICATE --output J "
+             "--lower L --upper U [--min A] [--max B]  (answers valid, invalid: step N ..., or "
+             "incomplete: step N ...)")
     if args[:1] in (["-h"], ["--help"]):
         print(usage, file=sys.stderr)
         return 0
     opts = {}
-    while len(args) >= 2 and args[-2] in ("--epsilon", "--lower", "--upper", "--outputs"):
+    names = ("--epsilon", "--lower", "--upper", "--outputs", "--output", "--min", "--max")
+    while len(args) >= 2 and args[-2] in names:
         opts[args[-2][2:]] = args[-1]
         args = args[:-2]
-    if len(args) != 3 or (opts and not {"epsilon", "lower", "upper"} <= set(opts)):
+    ranged = "output" in opts
+    if len(args) != (2 if ranged else 3) or (opts and not {"lower", "upper"} <= set(opts)) or (
+            opts and not ranged and "epsilon" not in opts):
         print(usage, file=sys.stderr)
         return 4
     from pathlib import Path
 
     from polytrav.vocabulary.errors import PolytravError
 
-    names = ("F", "G", "CERTIFICATE") if opts else ("NETWORK", "PROPERTY", "CERTIFICATE")
+    names = ("NETWORK", "CERTIFICATE") if ranged else ("F", "G", "CERTIFICATE") if opts else (
+        "NETWORK", "PROPERTY", "CERTIFICATE")
     for path, what in zip(args, names):
         if not Path(path).is_file():
             print(f"polytrav-check-proof: {what} file {path!r} not found", file=sys.stderr)
             return 4
     try:  # the options' values
         box = [[float(v) for v in opts[k].split(",")] for k in ("lower", "upper") if opts]
-        eps = float(opts["epsilon"]) if opts else None
+        eps = float(opts["epsilon"]) if "epsilon" in opts else None
         outputs = [int(j) for j in opts["outputs"].split(",")] if "outputs" in opts else None
+        side = [float(opts[k]) if k in opts else None for k in ("min", "max")]
+        output = int(opts["output"]) if ranged else None
     except ValueError as exc:
-        print(f"polytrav-check-proof: --epsilon, --lower, --upper and --outputs take "
-              f"comma-separated numbers ({exc})", file=sys.stderr)
+        print(f"polytrav-check-proof: --epsilon, --lower, --upper, --outputs, --output, --min "
+              f"and --max take (comma-separated) numbers ({exc})", file=sys.stderr)
         return 4
     try:
-        result = check_diff_proof(*args, eps, *box, outputs) if opts else check_proof(*args)
+        result = (check_range_proof(*args, output, *box, *side) if ranged else
+                  check_diff_proof(*args, eps, *box, outputs) if opts else check_proof(*args))
     except (OSError, PolytravError) as exc:  # a bad network or property file: one line
         print(f"polytrav-check-proof: {exc}", file=sys.stderr)
         return 4

@@ -148,3 +148,24 @@ def test_diff_proof_needs_epsilon_and_check_proof_needs_the_box(pair_folder):
               "--epsilon", "0.2")
     assert out.returncode == 4 and out.stderr.strip().splitlines() == [
         "polytrav: error: check-proof: --epsilon needs the box: --lower L --upper U"]
+
+
+def test_attack_writes_a_certificate_of_an_exact_range(folder):
+    out = run(folder, "polytrav", "attack", "net.onnx", "--lower", "-1", "--upper", "1",
+              "--output", "1", "--proof", "r.proof")
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.splitlines()[-1]
+    assert line.startswith("proof: wrote r.proof (") and "; check: polytrav check-proof NET " \
+        "r.proof --output 1 --lower " in line, line
+    check = run(folder, "polytrav", "check-proof", "net.onnx",
+                *line.split("check-proof NET ")[1].split())
+    assert check.returncode == 0 and check.stdout.startswith("valid (y_1 = "), check
+    args = line.split("check-proof NET ")[1].split()
+    args[args.index("--max") + 1] = repr(float(args[args.index("--max") + 1]) - 1e-3)
+    lowered = run(folder, "polytrav-check-proof", "net.onnx", *args)
+    assert lowered.returncode == 1 and lowered.stdout.startswith("invalid: step 3"), lowered
+    partial = run(folder, "polytrav", "attack", "net.onnx", "--lower", "-1", "--upper", "1",
+                  "--output", "1", "--max-polytopes", "1", "--proof", "p1.proof")
+    assert partial.stdout.splitlines()[-1] == (
+        "proof: none written to p1.proof: the range is not exact (a certificate is written for "
+        "an exact range over a box)"), partial.stdout

@@ -190,23 +190,31 @@ def proof_line(result, path) -> str:
 @click.command("check-proof")
 @click.argument("network", type=click.Path(dir_okay=False))
 @click.argument("prop", type=click.Path(dir_okay=False))
-@click.argument("certificate", type=click.Path(dir_okay=False))
+@click.argument("certificate", type=click.Path(dir_okay=False), required=False)
 @click.option("--epsilon", type=float, default=None,
               help="The certificate is diff's (polytrav diff --proof): NETWORK and PROP are the "
                    "models F and G, the claim |g_j - f_j| <= E on the box --lower/--upper.")
-@click.option("--lower", default=None, help="With --epsilon: the box's lower corner, "
-                                            "comma-separated.")
-@click.option("--upper", default=None, help="With --epsilon: its upper corner.")
+@click.option("--output", type=int, default=None,
+              help="The certificate is an output range's (polytrav attack --output J --proof): "
+                   "NETWORK CERTIFICATE, the claim MIN < y_J < MAX on the box.")
+@click.option("--lower", default=None, help="With --epsilon or --output: the box's lower "
+                                            "corner, comma-separated.")
+@click.option("--upper", default=None, help="With --epsilon or --output: its upper corner.")
 @click.option("--outputs", default=None, help="With --epsilon: the outputs compared, "
                                               "comma-separated (default all).")
-def check_proof(network, prop, certificate, epsilon, lower, upper, outputs) -> None:
-    """Check a certificate of unsat (polytrav verify --proof) or of diff's epsilon-equivalence
-    (polytrav diff --proof): valid, invalid or incomplete.
+@click.option("--min", "low", default=None, help="With --output: the range's claimed bound below.")
+@click.option("--max", "high", default=None, help="With --output: the bound above.")
+def check_proof(network, prop, certificate, epsilon, output, lower, upper, outputs, low,
+                high) -> None:
+    """Check a certificate of unsat (polytrav verify --proof), of diff's epsilon-equivalence
+    (polytrav diff --proof) or of an output's range (polytrav attack --output J --proof):
+    valid, invalid or incomplete.
 
     \b
     Examples:
       polytrav check-proof net.onnx prop_3.vnnlib p3.proof
       polytrav check-proof f.onnx g.onnx d.proof --epsilon 0.05 --lower -1,-1 --upper 1,1
+      polytrav check-proof net.onnx r.proof --output 0 --lower -1 --upper 1 --max 2.1174
 
     The checker (polytrav.proof.check, also the polytrav-check-proof script) reads the
     networks and the property itself and recomputes every bound with rounding accounted for;
@@ -216,19 +224,28 @@ def check_proof(network, prop, certificate, epsilon, lower, upper, outputs) -> N
     """
     from polytrav.proof.check import main
 
-    diff = [] if epsilon is None else ["--epsilon", repr(epsilon)]
-    if epsilon is not None:
-        if lower is None or upper is None:
-            fail("check-proof: --epsilon needs the box: --lower L --upper U")
-        diff += ["--lower", lower, "--upper", upper] + ([] if outputs is None else
-                                                         ["--outputs", outputs])
-    elif lower is not None or upper is not None or outputs is not None:
-        fail("check-proof: --lower, --upper and --outputs go with --epsilon (a diff certificate)")
-    names = ("F", "G") if diff else ("NETWORK", "PROP")
-    for path, what in zip((network, prop, certificate), names + ("CERTIFICATE",)):
+    opts = {"--epsilon": epsilon, "--output": output, "--lower": lower, "--upper": upper,
+            "--outputs": outputs, "--min": low, "--max": high}
+    extra = [x for k, v in opts.items() if v is not None for x in (k, str(v))]
+    if epsilon is not None and output is not None:
+        fail("check-proof: give --epsilon (a diff certificate) or --output (a range's), not both")
+    if (epsilon is not None or output is not None) and (lower is None or upper is None):
+        fail(f"check-proof: --{'epsilon' if output is None else 'output'} needs the box: "
+             "--lower L --upper U")
+    if output is not None and low is None and high is None:
+        fail("check-proof: --output needs the claimed range: --min A and/or --max B")
+    if epsilon is None and output is None and extra:
+        fail("check-proof: --lower, --upper, --outputs, --min and --max go with --epsilon (a "
+             "diff certificate) or --output (a range's)")
+    files = [network, prop] + ([] if certificate is None else [certificate])
+    names = (("NETWORK", "CERTIFICATE") if output is not None else ("F", "G", "CERTIFICATE")
+             if epsilon is not None else ("NETWORK", "PROP", "CERTIFICATE"))
+    if len(files) != len(names):
+        fail(f"check-proof: give {' '.join(names)}")
+    for path, what in zip(files, names):
         if not Path(path).is_file():
             fail(f"check-proof: {what} file {path!r} not found")
-    sys.exit(main([network, prop, certificate] + diff))
+    sys.exit(main(files + extra))
 
 
 def _mapping(tokens) -> dict:
