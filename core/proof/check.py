@@ -41,7 +41,8 @@ import numpy as np
 
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
            "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof", "check_diff_proof",
-           "check_range_proof", "joint_layers", "diff_claim", "range_claim",
+           "check_range_proof", "check_ball_proof", "joint_layers", "diff_claim",
+           "range_claim", "ball_claim",
            "network_digest", "property_digest", "main"]
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
@@ -54,7 +55,7 @@ SPLIT, BOUND, OPEN, SETTLED, PHASE = 0, 1, 2, 3, 4
 KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim",
               PHASE: "phase split"}
 #: The claims a certificate may make: a property's unsat; diff's ε-equivalence of two networks.
-CLAIMS = ("unsat", "epsilon-equivalence", "output-range")
+CLAIMS = ("unsat", "epsilon-equivalence", "output-range", "counterfactual")
 BETA = ("node", "row", "on", "value")  # the sparse multipliers' arrays (case{k}_beta_...)
 #: and the sparse slopes' (case{k}_alpha_...): a leaf's lower slope of a neuron in a row
 ALPHA = BETA
@@ -559,6 +560,36 @@ def range_claim(n_outputs, lower, upper, output, low=None, high=None):
                                                   unsafe=unsafe)])
 
 
+def ball_claim(layers, x0, radius, lower, upper, target=None, threshold=None, scale=None):
+    """No input of another class than ``x0``'s (of class ``target`` where given) in the box
+    ``|x_i - x0_i| <= radius * scale_i`` (None: the whole box) within ``[lower, upper]``: the
+    L-infinity counterfactual's minimum is then above ``radius``. ``x0``'s class is its
+    output's argmax computed exactly (one output: the side of ``threshold``, default 0); the
+    unsafe set is closed (a tie counts as another class). The ball's box is rounded outwards."""
+    x0, lower, upper = (np.asarray(v, float) for v in (x0, lower, upper))
+    if radius is not None:
+        r = float(radius) * (np.ones_like(x0) if scale is None else np.asarray(scale, float))
+        lower = np.maximum(lower, np.nextafter(x0 - r - 4 * U * (np.abs(x0) + r) - TINY, -np.inf))
+        upper = np.minimum(upper, np.nextafter(x0 + r + 4 * U * (np.abs(x0) + r) + TINY, np.inf))
+    m = len(layers[-1][1])
+    y = [_exact_output(layers, x0, j) for j in range(m)]
+    rows = []  # per disjunct, C y <= d
+    if m == 1:
+        t = float(threshold or 0.0)
+        side = 1.0 if y[0] > Fraction(t) else -1.0  # the other side: side * y <= side * t
+        rows = [(np.array([[side]]), np.array([side * t]))]
+    else:
+        c0 = max(range(m), key=lambda j: y[j])
+        others = [k for k in range(m) if k != c0] if target is None else [target]
+        for k in others:  # y_k >= y_j for j = c0 (or, for the target, every j)
+            C = np.zeros((m - 1 if target is not None else 1, m))
+            for i, j in enumerate([c0] if target is None else [j for j in range(m) if j != k]):
+                C[i, j], C[i, k] = 1.0, -1.0
+            rows.append((C, np.zeros(len(C))))
+    return SimpleNamespace(cases=[SimpleNamespace(lower=lower, upper=upper, A=None, b=None,
+                                                  unsafe=rows)])
+
+
 def _exact_output(layers, x, j):
     """Output ``j`` at ``x``, in fractions (exact)."""
     a = [Fraction(float(v)) for v in x]
@@ -655,6 +686,23 @@ def check_range_proof(network_file, certificate, output, lower, upper, low=None,
                   witnesses)
 
 
+def check_ball_proof(network_file, certificate, x0, radius, lower, upper, target=None,
+                     threshold=None, scale=None) -> CheckResult:
+    """Check ``certificate`` for :func:`ball_claim`: within L-infinity distance ``radius``
+    (per input times ``scale``; None: anywhere) of ``x0`` in the box ``[lower, upper]`` no
+    input has another class than ``x0``'s (``target``'s, where given)."""
+    def claim(layers):
+        n, m = layers[0][0].shape[1], len(layers[-1][1])
+        if not (len(x0) == n and {len(np.atleast_1d(lower)), len(np.atleast_1d(upper))} <= {1, n}
+                and (target is None or (m > 1 and 0 <= target < m))
+                and (scale is None or len(scale) == n)):
+            raise _Fail(3, f"(the property): x0 and the box of {n} inputs, a target of {m} "
+                           "classes")
+        return ball_claim(layers, x0, radius, np.broadcast_to(lower, n),
+                          np.broadcast_to(upper, n), target, threshold, scale)
+    return _check(certificate, lambda: _read_network(network_file), claim, "counterfactual")
+
+
 def _check(certificate, read_layers, read_claim, claim_name, finish=None) -> CheckResult:
     try:
         header, arrays = _read(certificate)
@@ -690,49 +738,66 @@ def main(argv=None) -> int:
     """``polytrav-check-proof NET PROP FILE``, ``polytrav-check-proof F G FILE --epsilon E
     --lower L --upper U [--outputs J]`` (diff's ε-equivalence; comma-separated values) or
     ``polytrav-check-proof NET FILE --output J --lower L --upper U [--min A] [--max B]`` (an
-    output's range ``A < y_J < B``):
+    output's range ``A < y_J < B``) or ``polytrav-check-proof NET FILE --x0 X --radius R
+    --lower L --upper U [--target Q] [--threshold T] [--scale S]`` (no other class within
+    L-infinity distance ``R`` of ``X``; ``R`` ``none``: in the box):
     prints the answer; exit 0 valid, 1 invalid, 2 incomplete, 4 bad input."""
     args = sys.argv[1:] if argv is None else list(argv)
     usage = ("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE, or F G CERTIFICATE "
              "--epsilon E --lower L --upper U [--outputs J], or NETWORK CERTIFICATE --output J "
-             "--lower L --upper U [--min A] [--max B]  (answers valid, invalid: step N ..., or "
-             "incomplete: step N ...)")
+             "--lower L --upper U [--min A] [--max B], or NETWORK CERTIFICATE --x0 X --radius R "
+             "--lower L --upper U [--target Q] [--threshold T] [--scale S]  (answers valid, "
+             "invalid: step N ..., or incomplete: step N ...)")
     if args[:1] in (["-h"], ["--help"]):
         print(usage, file=sys.stderr)
         return 0
     opts = {}
-    names = ("--epsilon", "--lower", "--upper", "--outputs", "--output", "--min", "--max")
+    names = ("--epsilon", "--lower", "--upper", "--outputs", "--output", "--min", "--max",
+             "--x0", "--radius", "--target", "--threshold", "--scale")
     while len(args) >= 2 and args[-2] in names:
         opts[args[-2][2:]] = args[-1]
         args = args[:-2]
-    ranged = "output" in opts
-    if len(args) != (2 if ranged else 3) or (opts and not {"lower", "upper"} <= set(opts)) or (
-            opts and not ranged and "epsilon" not in opts):
+    mode = "range" if "output" in opts else "ball" if "x0" in opts else "diff" if opts else ""
+    if len(args) != (3 if mode in ("", "diff") else 2) or (
+            opts and not {"lower", "upper"} <= set(opts)) or (
+            mode == "diff" and "epsilon" not in opts):
         print(usage, file=sys.stderr)
         return 4
     from pathlib import Path
 
     from polytrav.vocabulary.errors import PolytravError
 
-    names = ("NETWORK", "CERTIFICATE") if ranged else ("F", "G", "CERTIFICATE") if opts else (
-        "NETWORK", "PROPERTY", "CERTIFICATE")
-    for path, what in zip(args, names):
+    names = {"range": ("NETWORK", "CERTIFICATE"), "ball": ("NETWORK", "CERTIFICATE"),
+             "diff": ("F", "G", "CERTIFICATE"), "": ("NETWORK", "PROPERTY", "CERTIFICATE")}
+    for path, what in zip(args, names[mode]):
         if not Path(path).is_file():
             print(f"polytrav-check-proof: {what} file {path!r} not found", file=sys.stderr)
             return 4
+
+    def numbers(key, kind=float):
+        return None if key not in opts else [kind(v) for v in opts[key].split(",")]
+
     try:  # the options' values
-        box = [[float(v) for v in opts[k].split(",")] for k in ("lower", "upper") if opts]
-        eps = float(opts["epsilon"]) if "epsilon" in opts else None
-        outputs = [int(j) for j in opts["outputs"].split(",")] if "outputs" in opts else None
-        side = [float(opts[k]) if k in opts else None for k in ("min", "max")]
-        output = int(opts["output"]) if ranged else None
+        v = {k: numbers(k) for k in ("lower", "upper", "x0", "scale")}
+        one = {k: None if k not in opts or opts[k] == "none" else float(opts[k])
+               for k in ("epsilon", "min", "max", "radius", "threshold")}
+        ints = {k: None if k not in opts else int(opts[k]) for k in ("output", "target")}
+        outputs = numbers("outputs", int)
     except ValueError as exc:
-        print(f"polytrav-check-proof: --epsilon, --lower, --upper, --outputs, --output, --min "
-              f"and --max take (comma-separated) numbers ({exc})", file=sys.stderr)
+        print(f"polytrav-check-proof: the options take (comma-separated) numbers ({exc})",
+              file=sys.stderr)
         return 4
+    box = (v["lower"], v["upper"])
     try:
-        result = (check_range_proof(*args, output, *box, *side) if ranged else
-                  check_diff_proof(*args, eps, *box, outputs) if opts else check_proof(*args))
+        if mode == "range":
+            result = check_range_proof(*args, ints["output"], *box, one["min"], one["max"])
+        elif mode == "ball":
+            result = check_ball_proof(*args, v["x0"], one["radius"], *box, ints["target"],
+                                      one["threshold"], v["scale"])
+        elif mode == "diff":
+            result = check_diff_proof(*args, one["epsilon"], *box, outputs)
+        else:
+            result = check_proof(*args)
     except (OSError, PolytravError) as exc:  # a bad network or property file: one line
         print(f"polytrav-check-proof: {exc}", file=sys.stderr)
         return 4

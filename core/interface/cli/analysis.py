@@ -451,8 +451,12 @@ def _range_proof(net, region, report, output, path, solver) -> str:
 @click.option("--threshold", type=float, default=None,
               help="One output: the decision threshold (a regressor needs one: the nearest "
                    "input whose prediction is on the other side of it).")
+@click.option("--proof", type=click.Path(dir_okay=False), default=None,
+              help="With --norm inf: where the minimum is exact, write a certificate that no "
+                   "input of another class is nearer (polytrav check-proof NET FILE --x0 ... "
+                   "checks it; docs/proofs.md).")
 def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                   export_path, x0, norm, target, threshold):
+                   export_path, x0, norm, target, threshold, proof):
     """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
 
     Prints the distance, the classes, and the counterfactual point (just past the boundary,
@@ -469,8 +473,53 @@ def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver
     analysis = create_analysis("counterfactual", x0=_finite(_vector(x0, "--x0"), "--x0"),
                                norm=np.inf if norm == "inf" else int(norm), target=target,
                                threshold=threshold)
+    if proof is not None:
+        from polytrav.interface.export import check_writable
+
+        if norm != "inf":
+            fail(f"--proof FILE certifies an L-infinity minimum (--norm inf); an L{norm} "
+                 "minimum has no certificate of this kind (docs/proofs.md)")
+        check_writable(proof, "--proof")
+
+    def certify(net, region, report) -> None:
+        click.echo(_ball_proof(net, region, report, proof, solver, target), err=as_json)
+
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis)
+                      export_path, analysis, after=None if proof is None else certify)
+
+
+def _ball_proof(net, region, report, path, solver, target) -> str:
+    """Write the certificate of an exact L-infinity counterfactual's minimum (budget as
+    :func:`_range_proof`'s); the line saying what was written and how to check it, or why
+    nothing was."""
+    from polytrav.proof.counterfactual import radius_below, write_ball_proof
+    from polytrav.proof.record import REST_MIN_SECONDS, REST_TIME_FACTOR
+
+    result = report[0]
+    if not result.exact or not region.is_box:
+        why = "the minimum is not exact" if not result.exact else "the region has input rows"
+        return (f"proof: none written to {path}: {why} (a certificate is written for an exact "
+                "minimum over a box)")
+    det = result.details
+    lower, upper = region.bounding_box()
+    radius = radius_below(result.value)
+    written = write_ball_proof(net, det["x0"], radius, lower, upper, path,
+                               target=target, threshold=det["threshold"], scale=det["scale"],
+                               solver=solver, seconds=max(REST_MIN_SECONDS,
+                                                          REST_TIME_FACTOR * report.time))
+    text = (f"proof: wrote {path} ({written['bytes']} bytes): {written['certified']} leaves with "
+            f"a certificate")
+    if written["uncertified"]:
+        text += f", {written['uncertified']} without one (its budget ran out)"
+
+    def csv(v):
+        return ",".join(repr(float(x)) for x in np.atleast_1d(v))
+    extra = "".join(f" --{k} {v}" for k, v in (
+        ("target", target), ("threshold", None if det["threshold"] is None else repr(float(det["threshold"]))),
+        ("scale", None if det["scale"] is None else csv(det["scale"]))) if v is not None)
+    return (text + f"; check: polytrav check-proof NET {path} --x0 {csv(det['x0'])} --radius "
+            f"{'none' if radius is None else repr(radius)} --lower {csv(lower)} --upper "
+            f"{csv(upper)}{extra}")
 
 
 @click.command()
