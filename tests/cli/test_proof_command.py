@@ -169,3 +169,19 @@ def test_attack_writes_a_certificate_of_an_exact_range(folder):
     assert partial.stdout.splitlines()[-1] == (
         "proof: none written to p1.proof: the range is not exact (a certificate is written for "
         "an exact range over a box)"), partial.stdout
+
+
+def test_counterfactual_writes_a_certificate_of_its_linf_minimum(folder):
+    out = run(folder, "polytrav", "counterfactual", "net.onnx", "--lower", "-1", "--upper", "1",
+              "--x0", "0.1,-0.2,0.3", "--norm", "inf", "--proof", "c.proof")
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.splitlines()[-1]
+    assert line.startswith("proof: wrote c.proof (") and "check-proof NET c.proof --x0 " in line
+    check = run(folder, "polytrav", "check-proof", "net.onnx",
+                *line.split("check-proof NET ")[1].split())
+    assert (check.returncode, check.stdout) == (0, "valid\n"), check
+    l2 = run(folder, "polytrav", "counterfactual", "net.onnx", "--lower", "-1", "--upper", "1",
+             "--x0", "0.1,-0.2,0.3", "--norm", "2", "--proof", "c2.proof")
+    assert l2.returncode == 4 and l2.stderr.strip().splitlines() == [
+        "polytrav: error: --proof FILE certifies an L-infinity minimum (--norm inf); an L2 "
+        "minimum has no certificate of this kind (docs/proofs.md)"]

@@ -106,3 +106,55 @@ def test_the_exact_evaluation_at_a_witness():
                Fraction(float(layers[1][1][1])))
     assert _exact_output(layers, x, 1) == want
     assert float(want) == pytest.approx(net.forward(x[None])[0, 1], abs=1e-12)
+
+
+# ------------------------------------------------------------------ counterfactuals (L-inf)
+
+@pytest.fixture(scope="module")
+def nearest(tmp_path_factory):
+    """A 3-10-10-3 classifier, the exact L-infinity counterfactual of ``x0`` on ``[-1, 1]^3``
+    and a certificate of its minimum."""
+    from polytrav.host.manager import create_analysis
+    from polytrav.proof.counterfactual import radius_below, write_ball_proof
+
+    folder = tmp_path_factory.mktemp("proof_ball")
+    net0 = random_net(11, 3, [10, 10], n_out=3)
+    save_mlp_onnx(net0.weights, net0.biases, folder / "net.onnx")
+    net = Network.from_onnx(folder / "net.onnx")
+    x0 = np.array([0.1, -0.2, 0.3])
+    res = polytrav.analyze(net, polytrav.Box(LOWER, UPPER),
+                           create_analysis("counterfactual", x0=x0, norm=np.inf))[0]
+    assert res.exact and res.value is not None
+    radius = radius_below(res.value)
+    written = write_ball_proof(net, x0, radius, LOWER, UPPER, folder / "c.proof")
+    return folder, net, x0, res, radius, written
+
+
+def test_a_counterfactual_minimum_is_certified(nearest):
+    from polytrav.proof.check import check_ball_proof
+
+    folder, net, x0, res, radius, written = nearest
+    assert written["uncertified"] == 0 and radius < res.value
+    assert str(check_ball_proof(folder / "net.onnx", folder / "c.proof", x0, radius, LOWER,
+                                UPPER)) == "valid"
+    # the independent truth: dense samples of the ball keep x0's class; the witness does not
+    X = x0 + np.random.default_rng(2).uniform(-radius, radius, (20000, 3))
+    c0 = int(np.argmax(net.forward(x0[None])[0]))
+    assert (np.argmax(net.forward(X), axis=1) == c0).all()
+    assert int(np.argmax(net.forward(np.asarray(res.witness)[None])[0])) != c0
+
+
+def test_a_counterfactual_certificate_rejects_a_larger_radius(nearest, tmp_path):
+    """The claim at a radius past the minimum is false (the witness is inside): with its
+    digest in the header, the tree no longer proves it."""
+    from polytrav.proof.check import _read_network, ball_claim, check_ball_proof
+
+    folder, net, x0, res, radius, _ = nearest
+    header, arrays = read_certificate(folder / "c.proof")
+    bigger = 1.05 * res.value
+    claim = ball_claim(_read_network(folder / "net.onnx"), x0, bigger, LOWER, UPPER)
+    write_certificate(tmp_path / "m.proof", {**header, "property_sha256": property_digest(
+        claim)}, arrays)
+    got = str(check_ball_proof(folder / "net.onnx", tmp_path / "m.proof", x0, bigger, LOWER,
+                               UPPER))
+    assert got.startswith("invalid: step "), got
