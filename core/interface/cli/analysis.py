@@ -97,8 +97,6 @@ def run(job, as_json, export_path) -> None:
     write_job_outputs(report, spec, root)
     _write_export(export_path, report.polytopes, report=report)
     _print_report(report, as_json)
-    if after is not None:
-        after(net, region, report)
     sys.exit(_report_exit(report))
 
 
