@@ -117,10 +117,12 @@ def test_diff_writes_a_certificate_of_its_epsilon_verdict(pair_folder):
               "--verdict-only", "--proof", "d.proof")
     assert out.returncode == 0, out.stderr
     assert "epsilon 0.2: holds" in out.stdout
-    assert any(line.startswith("proof: wrote d.proof (") and line.endswith(
-        "leaves with a certificate") for line in out.stdout.splitlines()), out.stdout
-    check = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx", "d.proof",
-                "--epsilon", "0.2", *box)
+    line = out.stdout.splitlines()[-1]
+    assert line.startswith("proof: wrote d.proof (") and line.endswith(
+        "leaves with a certificate; check: polytrav check-proof F G d.proof --epsilon 0.2 "
+        "--lower -1.0,-1.0 --upper 1.0,1.0"), out.stdout
+    check = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx",
+                *line.split("check-proof F G ")[1].split())
     assert (check.returncode, check.stdout) == (0, "valid\n"), check.stderr
     lowered = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx", "d.proof",
                   "--epsilon", "0.19", *box)

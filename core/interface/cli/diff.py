@@ -141,6 +141,8 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         bar.close()
     written = None if proof is None or res.verdict is not Verdict.HOLDS else _write_proof(
         f, g, region, epsilon, outs, res.time, proof, solver)
+    if written is not None:
+        written["check"] = _check_command(region, epsilon, outs, proof)
     if as_json:
         out = res.to_dict()
         if rows is not None:
@@ -194,7 +196,16 @@ def _proof_line(res, written, path) -> str:
     if written["uncertified"]:
         text += (f", {written['uncertified']} without one (its budget ran out; the checker "
                  "answers incomplete)")
-    return text
+    return text + f"; check: {written['check']}" if "check" in written else text
+
+
+def _check_command(region, epsilon, outputs, path) -> str:
+    """The ``check-proof`` command of a diff certificate (floats printed exactly)."""
+    lower, upper = region.bounding_box()
+    box = [",".join(repr(float(v)) for v in a) for a in (lower, upper)]
+    outs = "" if outputs is None else " --outputs " + ",".join(map(str, outputs))
+    return (f"polytrav check-proof F G {path} --epsilon {float(epsilon)!r} --lower {box[0]} "
+            f"--upper {box[1]}{outs}")
 
 
 def _rows_dict(rows) -> dict:
