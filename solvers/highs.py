@@ -326,6 +326,9 @@ class HighsLpSession:
         if res.status not in (Status.OPTIMAL, Status.INFEASIBLE):
             return self._build(c, A, lp.rlo, lp.rhi, lo, hi, shape)
         self.warm_solves += 1
+        if res.duals is not None:  # the model's rows moved and negated: back to A's order
+            m = A.shape[0]
+            res.duals[:m] = np.where(flip, -1.0, 1.0) * res.duals[:m][self.pos]
         return res
 
     def _build(self, c, A, rlo, rhi, lo, hi, shape) -> SolveResult:

@@ -34,12 +34,16 @@ import json
 import sys
 import zipfile
 from dataclasses import dataclass
+from fractions import Fraction
+from types import SimpleNamespace
 
 import numpy as np
 
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
-           "KIND_NAMES", "Bounder", "CheckResult", "check_proof", "network_digest",
-           "property_digest", "main"]
+           "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof", "check_diff_proof",
+           "check_range_proof", "check_ball_proof", "joint_layers", "diff_claim",
+           "range_claim", "ball_claim",
+           "network_digest", "property_digest", "main"]
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
 #: multipliers of phase constraints, ``beta``).
@@ -50,6 +54,8 @@ FORMAT, VERSION, VERSIONS = "polytrav-proof", 2, (1, 2)
 SPLIT, BOUND, OPEN, SETTLED, PHASE = 0, 1, 2, 3, 4
 KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim",
               PHASE: "phase split"}
+#: The claims a certificate may make: a property's unsat; diff's ε-equivalence of two networks.
+CLAIMS = ("unsat", "epsilon-equivalence", "output-range", "counterfactual")
 BETA = ("node", "row", "on", "value")  # the sparse multipliers' arrays (case{k}_beta_...)
 #: and the sparse slopes' (case{k}_alpha_...): a leaf's lower slope of a neuron in a row
 ALPHA = BETA
@@ -68,7 +74,9 @@ class CheckResult:
     message: str = ""
 
     def __str__(self) -> str:
-        return "valid" if self.status == "valid" else f"{self.status}: step {self.step} {self.message}"
+        if self.status == "valid":  # (a range's: the values at its witnesses)
+            return "valid" + (f" ({self.message})" if self.message else "")
+        return f"{self.status}: step {self.step} {self.message}"
 
     @property
     def exit_code(self) -> int:
@@ -176,9 +184,10 @@ class Bounder:
                                               k, const=const,
                                               beta=None if beta is None else beta(self, k, j)))
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
-                if prior is not None:  # a phase the parent proved stays (as in the split)
-                    nlo = np.where(zlo[:, j] >= 0, np.maximum(nlo, 0.0), nlo)
-                    nhi = np.where(zhi[:, j] <= 0, np.minimum(nhi, 0.0), nhi)
+                if prior is not None:  # a neuron stable on the parent keeps its bounds (as
+                    # in the split), whichever boxes of the batch bound it again
+                    stable = (zlo[:, j] >= 0) | (zhi[:, j] <= 0)
+                    nlo, nhi = np.where(stable, zlo[:, j], nlo), np.where(stable, zhi[:, j], nhi)
                 zlo[:, j], zhi[:, j] = nlo, nhi
             if sigma is not None:  # the region's phases: z >= 0 or z <= 0 on it
                 sk = sigma[:, start:start + n]
@@ -503,32 +512,213 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
     return N
 
 
+def joint_layers(f_layers, g_layers):
+    """``f`` and ``g`` side by side on one input, with outputs ``[f(x); g(x)]`` (exact: the
+    weights are copied into blocks; the shallower network is lengthened by layers ``z =
+    relu(z) - relu(-z)`` after its last hidden layer)."""
+    def deeper(layers, depth):
+        layers = list(layers)
+        while len(layers) < depth:
+            W, b = layers[-1]
+            n = W.shape[0]
+            layers[-1:] = [(np.vstack([W, -W]), np.concatenate([b, -b])),
+                           (np.hstack([np.eye(n), -np.eye(n)]), np.zeros(n))]
+        return layers
+    depth = max(len(f_layers), len(g_layers))
+    out = []
+    for k, ((Wf, bf), (Wg, bg)) in enumerate(zip(deeper(f_layers, depth),
+                                                  deeper(g_layers, depth))):
+        W = np.vstack([Wf, Wg]) if k == 0 else np.block(
+            [[Wf, np.zeros((len(Wf), Wg.shape[1]))], [np.zeros((len(Wg), Wf.shape[1])), Wg]])
+        out.append((W, np.concatenate([bf, bg])))
+    return out
+
+
+def diff_claim(n_outputs, lower, upper, epsilon, outputs=None):
+    """``|g_j - f_j| <= epsilon`` for the ``outputs`` ``j`` (default all) over the box, as the
+    unsat of one case of the joint network (outputs ``[f; g]``): per output two disjuncts,
+    ``g_j - f_j >= epsilon`` and ``f_j - g_j >= epsilon`` (closed: none of their points
+    exists, so ``|g_j - f_j| < epsilon`` everywhere)."""
+    case = SimpleNamespace(lower=np.asarray(lower, float), upper=np.asarray(upper, float),
+                           A=None, b=None, unsafe=[])
+    for j in (range(n_outputs) if outputs is None else outputs):
+        row = np.zeros((1, 2 * n_outputs))
+        row[0, j], row[0, n_outputs + j] = 1.0, -1.0  # f_j - g_j
+        case.unsafe += [(row, np.array([-float(epsilon)])), (-row, np.array([-float(epsilon)]))]
+    return SimpleNamespace(cases=[case])
+
+
+def range_claim(n_outputs, lower, upper, output, low=None, high=None):
+    """``low < y_output < high`` over the box (a side None: no claim there) as the unsat of
+    one case: the disjuncts ``y_output >= high`` and ``y_output <= low``."""
+    row = np.zeros((1, n_outputs))
+    row[0, output] = 1.0
+    unsafe = ([] if high is None else [(-row, np.array([-float(high)]))]) + (
+        [] if low is None else [(row, np.array([float(low)]))])
+    return SimpleNamespace(cases=[SimpleNamespace(lower=np.asarray(lower, float), A=None,
+                                                  upper=np.asarray(upper, float), b=None,
+                                                  unsafe=unsafe)])
+
+
+def ball_claim(layers, x0, radius, lower, upper, target=None, threshold=None, scale=None):
+    """No input of another class than ``x0``'s (of class ``target`` where given) in the box
+    ``|x_i - x0_i| <= radius * scale_i`` (None: the whole box) within ``[lower, upper]``: the
+    L-infinity counterfactual's minimum is then above ``radius``. ``x0``'s class is its
+    output's argmax computed exactly (one output: the side of ``threshold``, default 0); the
+    unsafe set is closed (a tie counts as another class). The ball's box is rounded outwards."""
+    x0, lower, upper = (np.asarray(v, float) for v in (x0, lower, upper))
+    if radius is not None:
+        r = float(radius) * (np.ones_like(x0) if scale is None else np.asarray(scale, float))
+        lower = np.maximum(lower, np.nextafter(x0 - r - 4 * U * (np.abs(x0) + r) - TINY, -np.inf))
+        upper = np.minimum(upper, np.nextafter(x0 + r + 4 * U * (np.abs(x0) + r) + TINY, np.inf))
+    m = len(layers[-1][1])
+    y = [_exact_output(layers, x0, j) for j in range(m)]
+    rows = []  # per disjunct, C y <= d
+    if m == 1:
+        t = float(threshold or 0.0)
+        side = 1.0 if y[0] > Fraction(t) else -1.0  # the other side: side * y <= side * t
+        rows = [(np.array([[side]]), np.array([side * t]))]
+    else:
+        c0 = max(range(m), key=lambda j: y[j])
+        others = [k for k in range(m) if k != c0] if target is None else [target]
+        for k in others:  # y_k >= y_j for j = c0 (or, for the target, every j)
+            C = np.zeros((m - 1 if target is not None else 1, m))
+            for i, j in enumerate([c0] if target is None else [j for j in range(m) if j != k]):
+                C[i, j], C[i, k] = 1.0, -1.0
+            rows.append((C, np.zeros(len(C))))
+    return SimpleNamespace(cases=[SimpleNamespace(lower=lower, upper=upper, A=None, b=None,
+                                                  unsafe=rows)])
+
+
+def _exact_output(layers, x, j):
+    """Output ``j`` at ``x``, in fractions (exact)."""
+    a = [Fraction(float(v)) for v in x]
+    for k, (W, b) in enumerate(layers):
+        rows = range(W.shape[0]) if k < len(layers) - 1 else [j]
+        z = [sum((Fraction(float(w)) * v for w, v in zip(W[i], a) if w), Fraction(float(b[i])))
+             for i in rows]
+        a = z if k == len(layers) - 1 else [max(v, Fraction(0)) for v in z]
+    return a[0]
+
+
+def _read_network(path):
+    """The layers of an ``.onnx`` or ``.nnet`` file as float64 arrays."""
+    from polytrav.model.network import Network
+
+    net = Network.from_onnx(path) if str(path).lower().endswith(".onnx") else \
+        Network.from_nnet(path)
+    return [(np.asarray(W, float), np.asarray(b, float)) for W, b in zip(net.weights, net.biases)]
+
+
+class _Net:
+    """Layers as :func:`network_digest` reads them."""
+
+    def __init__(self, layers):
+        self.weights, self.biases = [W for W, _ in layers], [b for _, b in layers]
+
+
 def check_proof(network_file, property_file, certificate) -> CheckResult:
     """Check ``certificate`` (a path) for the property's ``unsat`` on the network: steps 1
     (the file), 2 (the network's digest), 3 (the property's digest and cases), then each
     case's nodes in order. The first failing step makes the answer ``invalid``; else the
     first step without evidence makes it ``incomplete``; else ``valid``."""
-    from polytrav.model.network import Network
     from polytrav.verification.vnnlib import read_vnnlib
 
+    def claim(layers):
+        return read_vnnlib(property_file, n_inputs=layers[0][0].shape[1],
+                           n_outputs=layers[-1][0].shape[0])
+    return _check(certificate, lambda: _read_network(network_file), claim, "unsat")
+
+
+def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
+                     outputs=None) -> CheckResult:
+    """Check ``certificate`` for ``diff``'s ε-equivalence of the networks in ``f_file`` and
+    ``g_file``: ``|g_j - f_j| <= epsilon`` on the box ``[lower, upper]`` (one value: every
+    input's) for the ``outputs`` (default all). The
+    checker builds the joint network (:func:`joint_layers`) and the claim (:func:`diff_claim`)
+    itself; the steps are those of :func:`check_proof`."""
+    lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
+
+    def layers():
+        f, g = _read_network(f_file), _read_network(g_file)
+        n = f[0][0].shape[1]
+        if g[0][0].shape[1] != n or len(f[-1][1]) != len(g[-1][1]) or not {len(lower),
+                                                                            len(upper)} <= {1, n}:
+            raise _Fail(2, f"(the networks): F and G must take the box's inputs ({len(lower)}; "
+                           "one value is every input's) and give as many outputs")
+        return joint_layers(f, g)
+
+    def claim(layers):
+        m, n = len(layers[-1][1]) // 2, layers[0][0].shape[1]
+        if outputs is not None and not all(0 <= j < m for j in outputs):
+            raise _Fail(3, f"(the property): outputs {list(outputs)} are not all in 0..{m - 1}")
+        return diff_claim(m, np.broadcast_to(lower, n), np.broadcast_to(upper, n), epsilon,
+                          outputs)
+    return _check(certificate, layers, claim, "epsilon-equivalence")
+
+
+def check_range_proof(network_file, certificate, output, lower, upper, low=None,
+                      high=None) -> CheckResult:
+    """Check ``certificate`` for an output's range: ``low < y_output < high`` on the box
+    ``[lower, upper]`` (one value: every input's; a side None: not claimed). The steps are
+    those of :func:`check_proof`, then the witnesses (array ``witness_x``, if any), each in
+    the box: a valid answer names the output's exact value at each (where the range is
+    attained)."""
+    lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
+
+    def claim(layers):
+        n, m = layers[0][0].shape[1], len(layers[-1][1])
+        if not 0 <= output < m or not {len(lower), len(upper)} <= {1, n} or low is high is None:
+            raise _Fail(3, f"(the property): output {output} of {m}, a box of {n} inputs, a "
+                           "bound below or above")
+        return range_claim(m, np.broadcast_to(lower, n), np.broadcast_to(upper, n), output,
+                           low, high)
+
+    def witnesses(arrays, layers, step):
+        X = arrays.get("witness_x", np.zeros((0, len(layers[0][0][0]))))
+        box = claim(layers).cases[0]
+        if X.dtype != np.float64 or X.ndim != 2 or X.shape[1] != len(box.lower) or not (
+                (box.lower <= X) & (X <= box.upper)).all():
+            raise _Fail(step, "(the witnesses): not points of the box")
+        return "; ".join(f"y_{output} = {float(_exact_output(layers, x, output))!r} at witness "
+                         f"{i}" for i, x in enumerate(X))
+    return _check(certificate, lambda: _read_network(network_file), claim, "output-range",
+                  witnesses)
+
+
+def check_ball_proof(network_file, certificate, x0, radius, lower, upper, target=None,
+                     threshold=None, scale=None) -> CheckResult:
+    """Check ``certificate`` for :func:`ball_claim`: within L-infinity distance ``radius``
+    (per input times ``scale``; None: anywhere) of ``x0`` in the box ``[lower, upper]`` no
+    input has another class than ``x0``'s (``target``'s, where given)."""
+    def claim(layers):
+        n, m = layers[0][0].shape[1], len(layers[-1][1])
+        if not (len(x0) == n and {len(np.atleast_1d(lower)), len(np.atleast_1d(upper))} <= {1, n}
+                and (target is None or (m > 1 and 0 <= target < m))
+                and (scale is None or len(scale) == n)):
+            raise _Fail(3, f"(the property): x0 and the box of {n} inputs, a target of {m} "
+                           "classes")
+        return ball_claim(layers, x0, radius, np.broadcast_to(lower, n),
+                          np.broadcast_to(upper, n), target, threshold, scale)
+    return _check(certificate, lambda: _read_network(network_file), claim, "counterfactual")
+
+
+def _check(certificate, read_layers, read_claim, claim_name, finish=None) -> CheckResult:
     try:
         header, arrays = _read(certificate)
-        suffix = str(network_file).lower().rsplit(".", 1)[-1]
-        net = Network.from_onnx(network_file) if suffix == "onnx" else Network.from_nnet(
-            network_file)
-        if header.get("network_sha256") != network_digest(net):
+        layers = read_layers()
+        digest = network_digest(_Net(layers))
+        if header.get("network_sha256") != digest:
             raise _Fail(2, "(the network): the certificate is for another network (sha256 "
                            f"{str(header.get('network_sha256'))[:12]}..., this one "
-                           f"{network_digest(net)[:12]}...)")
-        spec = read_vnnlib(property_file, n_inputs=net.n_inputs, n_outputs=net.n_outputs)
+                           f"{digest[:12]}...)")
+        spec = read_claim(layers)
         if header.get("property_sha256") != property_digest(spec):
             raise _Fail(3, "(the property): the certificate is for another property")
-        if header.get("claim") != "unsat" or type(header.get("cases")) is not int \
+        if header.get("claim") != claim_name or type(header.get("cases")) is not int \
                 or header.get("cases") != len(spec.cases):
-            raise _Fail(3, f"(the property): the claim must be unsat over its "
+            raise _Fail(3, f"(the property): the claim must be {claim_name} over its "
                            f"{len(spec.cases)} cases")
-        layers = [(np.asarray(W, float), np.asarray(b, float))
-                  for W, b in zip(net.weights, net.biases)]
         step, failures, gaps = 4, [], []
         for k, case in enumerate(spec.cases):
             with np.errstate(all="ignore"):  # an overflow is a NaN or infinite bound: it fails
@@ -536,31 +726,78 @@ def check_proof(network_file, property_file, certificate) -> CheckResult:
                                     failures, gaps)
             if failures:
                 raise _Fail(*failures[0])
+        found = "" if finish is None else finish(arrays, layers, step)
     except _Fail as fail:
         return CheckResult("invalid", fail.step, fail.message)
     if gaps:
         return CheckResult("incomplete", *gaps[0])
-    return CheckResult("valid")
+    return CheckResult("valid", message=found)
 
 
 def main(argv=None) -> int:
-    """``polytrav-check-proof NET PROP FILE``: prints the answer; exit 0 valid, 1 invalid,
-    2 incomplete, 4 bad input."""
+    """``polytrav-check-proof NET PROP FILE``, ``polytrav-check-proof F G FILE --epsilon E
+    --lower L --upper U [--outputs J]`` (diff's ε-equivalence; comma-separated values) or
+    ``polytrav-check-proof NET FILE --output J --lower L --upper U [--min A] [--max B]`` (an
+    output's range ``A < y_J < B``) or ``polytrav-check-proof NET FILE --x0 X --radius R
+    --lower L --upper U [--target Q] [--threshold T] [--scale S]`` (no other class within
+    L-infinity distance ``R`` of ``X``; ``R`` ``none``: in the box):
+    prints the answer; exit 0 valid, 1 invalid, 2 incomplete, 4 bad input."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if len(args) != 3 or args[0] in ("-h", "--help"):
-        print("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE  (answers valid, "
-              "invalid: step N ..., or incomplete: step N ...)", file=sys.stderr)
-        return 0 if args[:1] in (["-h"], ["--help"]) else 4
+    usage = ("usage: polytrav-check-proof NETWORK PROPERTY CERTIFICATE, or F G CERTIFICATE "
+             "--epsilon E --lower L --upper U [--outputs J], or NETWORK CERTIFICATE --output J "
+             "--lower L --upper U [--min A] [--max B], or NETWORK CERTIFICATE --x0 X --radius R "
+             "--lower L --upper U [--target Q] [--threshold T] [--scale S]  (answers valid, "
+             "invalid: step N ..., or incomplete: step N ...)")
+    if args[:1] in (["-h"], ["--help"]):
+        print(usage, file=sys.stderr)
+        return 0
+    opts = {}
+    names = ("--epsilon", "--lower", "--upper", "--outputs", "--output", "--min", "--max",
+             "--x0", "--radius", "--target", "--threshold", "--scale")
+    while len(args) >= 2 and args[-2] in names:
+        opts[args[-2][2:]] = args[-1]
+        args = args[:-2]
+    mode = "range" if "output" in opts else "ball" if "x0" in opts else "diff" if opts else ""
+    if len(args) != (3 if mode in ("", "diff") else 2) or (
+            opts and not {"lower", "upper"} <= set(opts)) or (
+            mode == "diff" and "epsilon" not in opts):
+        print(usage, file=sys.stderr)
+        return 4
     from pathlib import Path
 
     from polytrav.vocabulary.errors import PolytravError
 
-    for path, what in zip(args, ("NETWORK", "PROPERTY", "CERTIFICATE")):
+    names = {"range": ("NETWORK", "CERTIFICATE"), "ball": ("NETWORK", "CERTIFICATE"),
+             "diff": ("F", "G", "CERTIFICATE"), "": ("NETWORK", "PROPERTY", "CERTIFICATE")}
+    for path, what in zip(args, names[mode]):
         if not Path(path).is_file():
             print(f"polytrav-check-proof: {what} file {path!r} not found", file=sys.stderr)
             return 4
+
+    def numbers(key, kind=float):
+        return None if key not in opts else [kind(v) for v in opts[key].split(",")]
+
+    try:  # the options' values
+        v = {k: numbers(k) for k in ("lower", "upper", "x0", "scale")}
+        one = {k: None if k not in opts or opts[k] == "none" else float(opts[k])
+               for k in ("epsilon", "min", "max", "radius", "threshold")}
+        ints = {k: None if k not in opts else int(opts[k]) for k in ("output", "target")}
+        outputs = numbers("outputs", int)
+    except ValueError as exc:
+        print(f"polytrav-check-proof: the options take (comma-separated) numbers ({exc})",
+              file=sys.stderr)
+        return 4
+    box = (v["lower"], v["upper"])
     try:
-        result = check_proof(*args)
+        if mode == "range":
+            result = check_range_proof(*args, ints["output"], *box, one["min"], one["max"])
+        elif mode == "ball":
+            result = check_ball_proof(*args, v["x0"], one["radius"], *box, ints["target"],
+                                      one["threshold"], v["scale"])
+        elif mode == "diff":
+            result = check_diff_proof(*args, one["epsilon"], *box, outputs)
+        else:
+            result = check_proof(*args)
     except (OSError, PolytravError) as exc:  # a bad network or property file: one line
         print(f"polytrav-check-proof: {exc}", file=sys.stderr)
         return 4

@@ -240,8 +240,8 @@ class ProofRecorder:
     """The certificate of one ``verify`` instance: :meth:`case` per case of the property,
     :meth:`write` once it is ``unsat``."""
 
-    def __init__(self, network, spec):
-        self.network, self.spec = network, spec
+    def __init__(self, network, spec, claim: str = "unsat"):
+        self.network, self.spec, self.claim = network, spec, claim  # (check.CLAIMS)
         self.cases = [CaseRecord(c.lower, c.upper, c.unsafe) for c in spec.cases]
 
     def case(self, k: int) -> CaseRecord:
@@ -259,19 +259,20 @@ class ProofRecorder:
         for case, spec_case in zip(self.cases, self.spec.cases):
             case.certify_rest(layers, spec_case.A is None, session, deadline)
 
-    def write(self, path) -> dict:
-        """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``);
-        returns the counts (nodes, bound leaves, leaves without a certificate), the file's
-        bytes and the digests."""
+    def write(self, path, extra: dict | None = None) -> dict:
+        """Write the certificate to ``path`` (a zip: ``proof.json``, ``arrays.npz``; ``extra``:
+        more arrays, e.g. an output range's witnesses); returns the counts (nodes, bound
+        leaves, leaves without a certificate), the file's bytes and the digests."""
         from importlib.metadata import version
 
         each = [case.arrays() for case in self.cases]
         arrays = {f"case{k}_{name}": a for k, case in enumerate(each) for name, a in case.items()}
+        arrays.update(extra or {})
         counts = [CaseRecord.counts(case["kind"]) for case in each]
         counts = {key: sum(c[key] for c in counts) for key in ("nodes", "certified", "uncertified")}
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
-        header = {"format": FORMAT, "version": VERSION, "claim": "unsat",
+        header = {"format": FORMAT, "version": VERSION, "claim": self.claim,
                   "cases": len(self.cases), "producer": f"polytrav {version('polytrav')}",
                   "network_sha256": network_digest(self.network),
                   "property_sha256": property_digest(self.spec), **counts}

@@ -157,3 +157,7 @@ CROSSING_STEPS = (1e-7, 1e-5, 1e-3)
 #: ascend_multipliers`) are kept where they prove it by this much (relative to ``1 +`` its
 #: largest constant; the checker's own rounding allowance is about 1e-13); else its LP's.
 PROOF_LAM_TOL = 1e-9
+#: An output range's certificate claims ``min - pad < y < max + pad``, ``pad`` this much
+#: relative to ``1 + |max|`` (``1 + |min|``): the exact extreme is attained, so a bound
+#: proven strictly beyond it needs a margin (the checker's rounding is about 1e-13).
+PROOF_RANGE_PAD = 1e-9

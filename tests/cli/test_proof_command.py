@@ -96,3 +96,94 @@ def test_polytrav_vnnlib_writes_the_same_certificate(folder):
               "--proof", "w.proof")
     assert out.stdout.startswith("sat\n") and not (folder / "w.proof").exists()
     assert "polytrav-vnnlib: proof: none written to w.proof: the answer is sat" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def pair_folder(tmp_path_factory) -> Path:
+    """``f.onnx`` (2-8-8-2) and ``g.onnx`` (its weights moved by 2 %); their largest
+    ``|g_j - f_j|`` on ``[-1, 1]^2`` is below 0.2 and above 0.01 (polytrav.diff)."""
+    folder = tmp_path_factory.mktemp("proof_diff_cli")
+    f = random_net(7, 2, [8, 8], n_out=2)
+    rng = np.random.default_rng(7)
+    save_mlp_onnx(f.weights, f.biases, folder / "f.onnx")
+    save_mlp_onnx([W * (1 + rng.normal(size=W.shape) * 0.02) for W in f.weights], f.biases,
+                  folder / "g.onnx")
+    return folder
+
+
+def test_diff_writes_a_certificate_of_its_epsilon_verdict(pair_folder):
+    box = ["--lower", "-1", "--upper", "1"]
+    out = run(pair_folder, "polytrav", "diff", "f.onnx", "g.onnx", *box, "--epsilon", "0.2",
+              "--verdict-only", "--proof", "d.proof")
+    assert out.returncode == 0, out.stderr
+    assert "epsilon 0.2: holds" in out.stdout
+    line = out.stdout.splitlines()[-1]
+    assert line.startswith("proof: wrote d.proof (") and line.endswith(
+        "leaves with a certificate; check: polytrav check-proof F G d.proof --epsilon 0.2 "
+        "--lower -1.0,-1.0 --upper 1.0,1.0"), out.stdout
+    check = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx",
+                *line.split("check-proof F G ")[1].split())
+    assert (check.returncode, check.stdout) == (0, "valid\n"), check.stderr
+    lowered = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx", "d.proof",
+                  "--epsilon", "0.19", *box)
+    assert lowered.returncode == 1 and lowered.stdout.startswith("invalid: step 3"), lowered
+    swapped = run(pair_folder, "polytrav", "check-proof", "f.onnx", "f.onnx", "d.proof",
+                  "--epsilon", "0.2", *box)
+    assert swapped.returncode == 1 and swapped.stdout.startswith("invalid: step 2"), swapped
+
+
+def test_diff_writes_no_certificate_of_a_violation_and_says_so(pair_folder):
+    out = run(pair_folder, "polytrav", "diff", "f.onnx", "g.onnx", "--lower", "-1", "--upper",
+              "1", "--epsilon", "0.01", "--verdict-only", "--proof", "v.proof")
+    assert out.returncode == 1
+    assert out.stdout.splitlines()[-1] == ("proof: none written to v.proof: the verdict is "
+                                           "violated (a certificate is written where it holds)")
+    assert not (pair_folder / "v.proof").exists()
+
+
+def test_diff_proof_needs_epsilon_and_check_proof_needs_the_box(pair_folder):
+    out = run(pair_folder, "polytrav", "diff", "f.onnx", "g.onnx", "--lower", "-1", "--upper",
+              "1", "--proof", "x.proof")
+    assert out.returncode == 4 and out.stderr.strip().splitlines() == [
+        "polytrav: error: --proof FILE certifies the epsilon verdict: give --epsilon E"]
+    out = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx", "f.onnx",
+              "--epsilon", "0.2")
+    assert out.returncode == 4 and out.stderr.strip().splitlines() == [
+        "polytrav: error: check-proof: --epsilon needs the box: --lower L --upper U"]
+
+
+def test_attack_writes_a_certificate_of_an_exact_range(folder):
+    out = run(folder, "polytrav", "attack", "net.onnx", "--lower", "-1", "--upper", "1",
+              "--output", "1", "--proof", "r.proof")
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.splitlines()[-1]
+    assert line.startswith("proof: wrote r.proof (") and "; check: polytrav check-proof NET " \
+        "r.proof --output 1 --lower " in line, line
+    check = run(folder, "polytrav", "check-proof", "net.onnx",
+                *line.split("check-proof NET ")[1].split())
+    assert check.returncode == 0 and check.stdout.startswith("valid (y_1 = "), check
+    args = line.split("check-proof NET ")[1].split()
+    args[args.index("--max") + 1] = repr(float(args[args.index("--max") + 1]) - 1e-3)
+    lowered = run(folder, "polytrav-check-proof", "net.onnx", *args)
+    assert lowered.returncode == 1 and lowered.stdout.startswith("invalid: step 3"), lowered
+    partial = run(folder, "polytrav", "attack", "net.onnx", "--lower", "-1", "--upper", "1",
+                  "--output", "1", "--max-polytopes", "1", "--proof", "p1.proof")
+    assert partial.stdout.splitlines()[-1] == (
+        "proof: none written to p1.proof: the range is not exact (a certificate is written for "
+        "an exact range over a box)"), partial.stdout
+
+
+def test_counterfactual_writes_a_certificate_of_its_linf_minimum(folder):
+    out = run(folder, "polytrav", "counterfactual", "net.onnx", "--lower", "-1", "--upper", "1",
+              "--x0", "0.1,-0.2,0.3", "--norm", "inf", "--proof", "c.proof")
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.splitlines()[-1]
+    assert line.startswith("proof: wrote c.proof (") and "check-proof NET c.proof --x0 " in line
+    check = run(folder, "polytrav", "check-proof", "net.onnx",
+                *line.split("check-proof NET ")[1].split())
+    assert (check.returncode, check.stdout) == (0, "valid\n"), check
+    l2 = run(folder, "polytrav", "counterfactual", "net.onnx", "--lower", "-1", "--upper", "1",
+             "--x0", "0.1,-0.2,0.3", "--norm", "2", "--proof", "c2.proof")
+    assert l2.returncode == 4 and l2.stderr.strip().splitlines() == [
+        "polytrav: error: --proof FILE certifies an L-infinity minimum (--norm inf); an L2 "
+        "minimum has no certificate of this kind (docs/proofs.md)"]

@@ -46,6 +46,11 @@ def test_warm_session_equals_cold_solves(seed, sparse):
         if cold.status is Status.OPTIMAL:
             assert warm.objective == pytest.approx(cold.objective, abs=1e-9)
             assert np.all(A @ warm.x <= b + 1e-8)
+            # the duals in A's row order and sign (rows moved and negated in the model):
+            # c + A^T y + y_box = 0, y >= 0 on the rows, y . (A x - b) = 0
+            y = warm.duals
+            assert np.abs(c + A.T @ y[:len(b)] + y[len(b):]).max() < 1e-7
+            assert y[:len(b)].min() >= -1e-9 and abs(y[:len(b)] @ (A @ warm.x - b)) < 1e-7
     assert {Status.OPTIMAL, Status.INFEASIBLE} <= statuses
     assert session.warm_solves > 30
 

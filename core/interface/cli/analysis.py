@@ -294,9 +294,10 @@ def _region_options(f):
 
 
 def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis, check=None) -> None:
+                      export_path, analysis, check=None, after=None) -> None:
     """Run one analysis; ``check(net)`` refuses, in the CLI's words, what the analysis's own
-    validation would refuse in Python's. ``analysis`` may be ``make(net, region)``."""
+    validation would refuse in Python's. ``analysis`` may be ``make(net, region)``.
+    ``after(net, region, report)``: once the report is printed (e.g. a certificate)."""
     from polytrav.host.runner import analyze
     from polytrav.verification.verify import load_network
 
@@ -317,6 +318,8 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
         bar.close()
     _write_export(export_path, report.polytopes, report=report)
     _print_report(report, as_json)
+    if after is not None:
+        after(net, region, report)
     sys.exit(_report_exit(report))
 
 
@@ -357,8 +360,12 @@ def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polyto
 @click.option("--output", type=click.IntRange(min=0), default=0, show_default=True,
               help="Single output (regression / binary logit): its min and max.")
 @click.option("--stop-at-first", is_flag=True, help="Multiclass: stop at the first adversarial point.")
+@click.option("--proof", type=click.Path(dir_okay=False), default=None,
+              help="Single output: where the range is exact, write a certificate of its bounds "
+                   "and witnesses to this file (polytrav check-proof NET FILE --output J ... "
+                   "checks it; docs/proofs.md).")
 def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-           export_path, label, output, stop_at_first):
+           export_path, label, output, stop_at_first, proof):
     """Local adversarial attack: exact worst case over the region (paper §5.1).
 
     With --label: the largest logit margin of another class (softmax attack, LPs), the class
@@ -383,13 +390,52 @@ def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_jso
                                 mode="verify" if stop_at_first else "worst")
                 if label is not None else create_analysis("output_range", output=output))
 
+    if proof is not None:
+        from polytrav.interface.export import check_writable
+
+        if label is not None:
+            fail("--proof FILE certifies one output's range: drop --label")
+        check_writable(proof, "--proof")
+
     def classes(net) -> None:
         if label is not None and net.n_outputs < 2:
             fail(f"--label needs a network of at least 2 outputs (classes); {network} has 1: "
                  "for one output drop --label, and attack gives its min and max (--output 0)")
 
+    def certify(net, region, report) -> None:
+        click.echo(_range_proof(net, region, report, output, proof, solver), err=as_json)
+
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis, check=classes)
+                      export_path, analysis, check=classes,
+                      after=None if proof is None else certify)
+
+
+def _range_proof(net, region, report, output, path, solver) -> str:
+    """Write the certificate of an exact output range (within
+    :data:`~polytrav.proof.record.REST_TIME_FACTOR` times the run's time, at least
+    :data:`~polytrav.proof.record.REST_MIN_SECONDS`); the line saying what was written and
+    how to check it, or why nothing was."""
+    from polytrav.proof.output_range import range_bounds, write_range_proof
+    from polytrav.proof.record import REST_MIN_SECONDS, REST_TIME_FACTOR
+
+    result = report[0]
+    if not result.exact or not region.is_box:
+        why = "the range is not exact" if not result.exact else "the region has input rows"
+        return (f"proof: none written to {path}: {why} (a certificate is written for an exact "
+                "range over a box)")
+    lower, upper = region.bounding_box()
+    low, high = range_bounds(result.value["min"], result.value["max"])
+    written = write_range_proof(net, lower, upper, output, path, low=low, high=high,
+                                witnesses=[result.details["argmin"], result.details["argmax"]],
+                                solver=solver, seconds=max(REST_MIN_SECONDS,
+                                                           REST_TIME_FACTOR * report.time))
+    text = (f"proof: wrote {path} ({written['bytes']} bytes): {written['certified']} leaves with "
+            f"a certificate")
+    if written["uncertified"]:
+        text += f", {written['uncertified']} without one (its budget ran out)"
+    box = ",".join(map(repr, map(float, lower))), ",".join(map(repr, map(float, upper)))
+    return (text + f"; check: polytrav check-proof NET {path} --output {output} --lower "
+            f"{box[0]} --upper {box[1]} --min {low!r} --max {high!r}")
 
 
 @click.command()
@@ -403,8 +449,12 @@ def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_jso
 @click.option("--threshold", type=float, default=None,
               help="One output: the decision threshold (a regressor needs one: the nearest "
                    "input whose prediction is on the other side of it).")
+@click.option("--proof", type=click.Path(dir_okay=False), default=None,
+              help="With --norm inf: where the minimum is exact, write a certificate that no "
+                   "input of another class is nearer (polytrav check-proof NET FILE --x0 ... "
+                   "checks it; docs/proofs.md).")
 def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                   export_path, x0, norm, target, threshold):
+                   export_path, x0, norm, target, threshold, proof):
     """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
 
     Prints the distance, the classes, and the counterfactual point (just past the boundary,
@@ -421,8 +471,53 @@ def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver
     analysis = create_analysis("counterfactual", x0=_finite(_vector(x0, "--x0"), "--x0"),
                                norm=np.inf if norm == "inf" else int(norm), target=target,
                                threshold=threshold)
+    if proof is not None:
+        from polytrav.interface.export import check_writable
+
+        if norm != "inf":
+            fail(f"--proof FILE certifies an L-infinity minimum (--norm inf); an L{norm} "
+                 "minimum has no certificate of this kind (docs/proofs.md)")
+        check_writable(proof, "--proof")
+
+    def certify(net, region, report) -> None:
+        click.echo(_ball_proof(net, region, report, proof, solver, target), err=as_json)
+
     _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis)
+                      export_path, analysis, after=None if proof is None else certify)
+
+
+def _ball_proof(net, region, report, path, solver, target) -> str:
+    """Write the certificate of an exact L-infinity counterfactual's minimum (budget as
+    :func:`_range_proof`'s); the line saying what was written and how to check it, or why
+    nothing was."""
+    from polytrav.proof.counterfactual import radius_below, write_ball_proof
+    from polytrav.proof.record import REST_MIN_SECONDS, REST_TIME_FACTOR
+
+    result = report[0]
+    if not result.exact or not region.is_box:
+        why = "the minimum is not exact" if not result.exact else "the region has input rows"
+        return (f"proof: none written to {path}: {why} (a certificate is written for an exact "
+                "minimum over a box)")
+    det = result.details
+    lower, upper = region.bounding_box()
+    radius = radius_below(result.value)
+    written = write_ball_proof(net, det["x0"], radius, lower, upper, path,
+                               target=target, threshold=det["threshold"], scale=det["scale"],
+                               solver=solver, seconds=max(REST_MIN_SECONDS,
+                                                          REST_TIME_FACTOR * report.time))
+    text = (f"proof: wrote {path} ({written['bytes']} bytes): {written['certified']} leaves with "
+            f"a certificate")
+    if written["uncertified"]:
+        text += f", {written['uncertified']} without one (its budget ran out)"
+
+    def csv(v):
+        return ",".join(repr(float(x)) for x in np.atleast_1d(v))
+    extra = "".join(f" --{k} {v}" for k, v in (
+        ("target", target), ("threshold", None if det["threshold"] is None else repr(float(det["threshold"]))),
+        ("scale", None if det["scale"] is None else csv(det["scale"]))) if v is not None)
+    return (text + f"; check: polytrav check-proof NET {path} --x0 {csv(det['x0'])} --radius "
+            f"{'none' if radius is None else repr(radius)} --lower {csv(lower)} --upper "
+            f"{csv(upper)}{extra}")
 
 
 @click.command()

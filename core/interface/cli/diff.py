@@ -44,6 +44,10 @@ DIFF_EXPORTS = (".json", ".csv", ".parquet")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result: .json (everything), .csv or .parquet (one row per output).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--proof", type=click.Path(dir_okay=False), default=None,
+              help="With --epsilon: where the verdict holds, write a certificate to this file "
+                   "(polytrav check-proof F G FILE --epsilon E --lower L --upper U checks it; "
+                   "docs/proofs.md).")
 @click.option("--rows", "rows_path", type=click.Path(dir_okay=False), default=None,
               help="Also list the rows of this CSV file whose decision changes (forward "
                    "passes); without a box, only that.")
@@ -51,7 +55,7 @@ DIFF_EXPORTS = (".json", ".csv", ".parquet")
 @click.option("--drop", multiple=True, metavar="COLUMN",
               help="A --rows CSV column that is not an input (a label); repeat or comma-separate.")
 def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs, no_decisions,
-         timeout, max_polytopes, solver, plot, dims, export_path, as_json, rows_path,
+         timeout, max_polytopes, solver, plot, dims, export_path, as_json, proof, rows_path,
          index_col, drop) -> None:
     """Compare two models F and G (.onnx, .nnet, .skops) over a box, exactly.
 
@@ -87,6 +91,12 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         outputs = ",".join(map(str, pair.outputs)) if outputs is None else outputs
     if verdict_only and epsilon is None:
         fail("--verdict-only needs --epsilon E (the epsilon of the verdict)")
+    if proof is not None:
+        from polytrav.interface.export import check_writable
+
+        if epsilon is None:
+            fail("--proof FILE certifies the epsilon verdict: give --epsilon E")
+        check_writable(proof, "--proof")
     if plot is not None:
         from polytrav.interface.plot.check import check_figure_path
 
@@ -119,6 +129,8 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         from polytrav.model.region import Box
 
         region = Box(pair.lower, pair.upper)
+    if proof is not None and not region.is_box:
+        fail("--proof FILE certifies a box: give --lower/--upper (this region has input rows)")
     bar = Progress("diff", sys.stderr.isatty())
     try:
         res = run_diff(f, g, region, outputs=outs, epsilon=epsilon,
@@ -127,6 +139,10 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
                        on_interrupt="report")
     finally:
         bar.close()
+    written = None if proof is None or res.verdict is not Verdict.HOLDS else _write_proof(
+        f, g, region, epsilon, outs, res.time, proof, solver)
+    if written is not None:
+        written["check"] = _check_command(region, epsilon, outs, proof)
     if as_json:
         out = res.to_dict()
         if rows is not None:
@@ -136,6 +152,8 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         click.echo(str(res))
         if rows is not None:
             _print_rows(rows, False)
+    if proof is not None:
+        click.echo(_proof_line(res, written, proof), err=as_json)
     if export_path is not None:
         _export(res, export_path)
     if plot is not None:
@@ -150,6 +168,44 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     if not res.exact or res.verdict is not None:
         sys.exit(EXIT_PARTIAL)
     sys.exit(EXIT_HOLDS)
+
+
+def _write_proof(f, g, region, epsilon, outputs, seconds, path, solver) -> dict:
+    """The certificate of a HOLDS, within :data:`~polytrav.proof.record.REST_TIME_FACTOR`
+    times the diff's ``seconds`` (at least :data:`~polytrav.proof.record.REST_MIN_SECONDS`)."""
+    from polytrav.proof.equivalence import write_diff_proof
+    from polytrav.proof.record import REST_MIN_SECONDS, REST_TIME_FACTOR
+
+    lower, upper = region.bounding_box()
+    return write_diff_proof(f, g, lower, upper, epsilon, path, outputs=outputs, solver=solver,
+                            seconds=max(REST_MIN_SECONDS, REST_TIME_FACTOR * seconds))
+
+
+def _proof_line(res, written, path) -> str:
+    """What ``--proof`` wrote, or why nothing.
+
+    >>> class R: verdict = Verdict.VIOLATED
+    >>> _proof_line(R(), None, "d.proof")
+    'proof: none written to d.proof: the verdict is violated (a certificate is written where it holds)'
+    """
+    if written is None:
+        return (f"proof: none written to {path}: the verdict is {res.verdict.value} (a "
+                "certificate is written where it holds)")
+    text = (f"proof: wrote {written['path']} ({written['bytes']} bytes): "
+            f"{written['certified']} leaves with a certificate")
+    if written["uncertified"]:
+        text += (f", {written['uncertified']} without one (its budget ran out; the checker "
+                 "answers incomplete)")
+    return text + f"; check: {written['check']}" if "check" in written else text
+
+
+def _check_command(region, epsilon, outputs, path) -> str:
+    """The ``check-proof`` command of a diff certificate (floats printed exactly)."""
+    lower, upper = region.bounding_box()
+    box = [",".join(repr(float(v)) for v in a) for a in (lower, upper)]
+    outs = "" if outputs is None else " --outputs " + ",".join(map(str, outputs))
+    return (f"polytrav check-proof F G {path} --epsilon {float(epsilon)!r} --lower {box[0]} "
+            f"--upper {box[1]}{outs}")
 
 
 def _rows_dict(rows) -> dict:

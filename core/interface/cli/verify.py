@@ -190,28 +190,78 @@ def proof_line(result, path) -> str:
 @click.command("check-proof")
 @click.argument("network", type=click.Path(dir_okay=False))
 @click.argument("prop", type=click.Path(dir_okay=False))
-@click.argument("certificate", type=click.Path(dir_okay=False))
-def check_proof(network, prop, certificate) -> None:
-    """Check a certificate of unsat (polytrav verify --proof): valid, invalid or incomplete.
+@click.argument("certificate", type=click.Path(dir_okay=False), required=False)
+@click.option("--epsilon", type=float, default=None,
+              help="The certificate is diff's (polytrav diff --proof): NETWORK and PROP are the "
+                   "models F and G, the claim |g_j - f_j| <= E on the box --lower/--upper.")
+@click.option("--output", type=int, default=None,
+              help="The certificate is an output range's (polytrav attack --output J --proof): "
+                   "NETWORK CERTIFICATE, the claim MIN < y_J < MAX on the box.")
+@click.option("--lower", default=None, help="With --epsilon or --output: the box's lower "
+                                            "corner, comma-separated.")
+@click.option("--upper", default=None, help="With --epsilon or --output: its upper corner.")
+@click.option("--outputs", default=None, help="With --epsilon: the outputs compared, "
+                                              "comma-separated (default all).")
+@click.option("--min", "low", default=None, help="With --output: the range's claimed bound below.")
+@click.option("--max", "high", default=None, help="With --output: the bound above.")
+@click.option("--x0", default=None,
+              help="The certificate is a counterfactual's (polytrav counterfactual --norm inf "
+                   "--proof): NETWORK CERTIFICATE, no input of another class than x0's within "
+                   "L-infinity distance --radius R (none: in the box) inside the box.")
+@click.option("--radius", default=None, help="With --x0: the radius (just below the minimum).")
+@click.option("--target", default=None, help="With --x0: the class asked for.")
+@click.option("--threshold", default=None, help="With --x0: a regressor's threshold.")
+@click.option("--scale", default=None, help="With --x0: the inputs' scales, comma-separated.")
+def check_proof(network, prop, certificate, epsilon, output, lower, upper, outputs, low,
+                high, x0, radius, target, threshold, scale) -> None:
+    """Check a certificate of unsat (polytrav verify --proof), of diff's epsilon-equivalence
+    (polytrav diff --proof), of an output's range (polytrav attack --output J --proof) or of
+    an L-infinity counterfactual's minimum (polytrav counterfactual --norm inf --proof):
+    valid, invalid or incomplete.
 
     \b
-    Example:
+    Examples:
       polytrav check-proof net.onnx prop_3.vnnlib p3.proof
+      polytrav check-proof f.onnx g.onnx d.proof --epsilon 0.05 --lower -1,-1 --upper 1,1
+      polytrav check-proof net.onnx r.proof --output 0 --lower -1 --upper 1 --max 2.1174
+      polytrav check-proof net.onnx c.proof --x0 0.1,0.2 --radius 0.146 --lower -1 --upper 1
 
     The checker (polytrav.proof.check, also the polytrav-check-proof script) reads the
-    network and the property itself and recomputes every bound with rounding accounted for;
+    networks and the property itself and recomputes every bound with rounding accounted for;
     it prints `valid`, `invalid: step N ...` (the first step that fails) or `incomplete:
     step N ...` (a claim the certificate carries no evidence for). Exit code: 0 valid, 1
     invalid, 2 incomplete, 4 bad input.
     """
-    from polytrav.proof.check import check_proof as check
+    from polytrav.proof.check import main
 
-    for path, what in ((network, "NETWORK"), (prop, "PROP"), (certificate, "CERTIFICATE")):
+    opts = {"--epsilon": epsilon, "--output": output, "--lower": lower, "--upper": upper,
+            "--outputs": outputs, "--min": low, "--max": high, "--x0": x0, "--radius": radius,
+            "--target": target, "--threshold": threshold, "--scale": scale}
+    extra = [x for k, v in opts.items() if v is not None for x in (k, str(v))]
+    modes = [k for k, v in (("--epsilon", epsilon), ("--output", output), ("--x0", x0))
+             if v is not None]
+    if len(modes) > 1:
+        fail(f"check-proof: give one of --epsilon (a diff certificate), --output (a range's) "
+             f"and --x0 (a counterfactual's), not {' and '.join(modes)}")
+    if modes and (lower is None or upper is None):
+        fail(f"check-proof: {modes[0]} needs the box: --lower L --upper U")
+    if output is not None and low is None and high is None:
+        fail("check-proof: --output needs the claimed range: --min A and/or --max B")
+    if x0 is not None and radius is None:
+        fail("check-proof: --x0 needs --radius R (none: the whole box)")
+    if not modes and extra:
+        fail("check-proof: the box and the claim's values go with --epsilon (a diff "
+             "certificate), --output (a range's) or --x0 (a counterfactual's)")
+    files = [network, prop] + ([] if certificate is None else [certificate])
+    names = (("NETWORK", "CERTIFICATE") if output is not None or x0 is not None else
+             ("F", "G", "CERTIFICATE") if epsilon is not None else
+             ("NETWORK", "PROP", "CERTIFICATE"))
+    if len(files) != len(names):
+        fail(f"check-proof: give {' '.join(names)}")
+    for path, what in zip(files, names):
         if not Path(path).is_file():
             fail(f"check-proof: {what} file {path!r} not found")
-    result = check(network, prop, certificate)
-    click.echo(str(result))
-    sys.exit(result.exit_code)
+    sys.exit(main(files + extra))
 
 
 def _mapping(tokens) -> dict:

@@ -1,0 +1,86 @@
+"""Certificates of ``diff``'s ε-equivalence on two-network queries: sizes, checker time
+against the time ``diff`` took (issue 60, item 3).
+
+Per query of a folder that ``benchmarks/diff_instances.py`` wrote (its ``instances.csv``):
+:func:`polytrav.diff` with ``verdict_only`` at the query's ε (its box and outputs, the
+networks as exact float64 models), then, where it holds,
+:func:`polytrav.proof.equivalence.write_diff_proof` within ``--budget`` seconds (None: no
+limit) and :func:`polytrav.proof.check.check_diff_proof` on the certificate. One CSV row per
+query: the verdict, diff's wall and CPU seconds, the certificate's nodes, certified and
+uncertified leaves, bytes, its wall and CPU seconds, the checker's answer and seconds (wall
+and CPU). Runs in this process (imports and first calls paid once, before the first row).
+
+    python benchmarks/diff_instances.py OUT --networks 1_1 1_3 2_4 3_3 --boxes p3 ...
+    python benchmarks/proofs_diff.py OUT --budget 120 --out benchmarks/results/proofs_diff.csv
+    python benchmarks/proofs_diff.py OUT --only 1_1_prune_p3_eps0.05.vnnlib
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FIELDS = ["query", "verdict", "diff_s", "diff_cpu", "nodes", "certified", "uncertified",
+          "bytes", "proof_s", "proof_cpu", "check", "check_s", "check_cpu"]
+
+
+def run(folder: Path, row: dict, budget: float | None) -> dict:
+    import numpy as np
+
+    import polytrav
+    from polytrav.proof.check import check_diff_proof
+    from polytrav.proof.equivalence import write_diff_proof
+    from polytrav.verification.diff_query import diff_shape
+    from polytrav.verification.query import read_query
+
+    shape = diff_shape(read_query(folder / row["query"]))
+    f, g = (polytrav.Network.from_onnx(folder / row[k]) for k in ("f", "g"))
+    eps, outputs = float(shape.epsilon), list(shape.outputs)
+    t, c = time.perf_counter(), time.process_time()
+    res = polytrav.diff(f, g, polytrav.Box(shape.lower, shape.upper), outputs=outputs,
+                        epsilon=eps, verdict_only=True)
+    out = {"query": row["query"], "verdict": res.verdict.value,
+           "diff_s": time.perf_counter() - t, "diff_cpu": time.process_time() - c}
+    if res.verdict.value != "holds":
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "d.proof"
+        t, c = time.perf_counter(), time.process_time()
+        written = write_diff_proof(f, g, shape.lower, shape.upper, eps, path, outputs=outputs,
+                                   seconds=budget)
+        out.update(proof_s=time.perf_counter() - t, proof_cpu=time.process_time() - c,
+                   **{k: written[k] for k in ("nodes", "certified", "uncertified", "bytes")})
+        t, c = time.perf_counter(), time.process_time()
+        answer = check_diff_proof(folder / row["f"], folder / row["g"], path, eps,
+                                  np.asarray(shape.lower), np.asarray(shape.upper), outputs)
+        out.update(check=answer.status, check_s=time.perf_counter() - t,
+                   check_cpu=time.process_time() - c)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", type=Path, help="a folder of benchmarks/diff_instances.py")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds for each certificate (default: no limit)")
+    ap.add_argument("--only", nargs="*", default=None, help="these queries only")
+    ap.add_argument("--out", type=Path, default=None, help="CSV file (default: stdout)")
+    args = ap.parse_args(argv)
+    with open(args.folder / "instances.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if args.only is None or r["query"] in args.only]
+    out = open(args.out, "w", newline="") if args.out else sys.stdout
+    writer = csv.DictWriter(out, FIELDS)
+    writer.writeheader()
+    for row in rows:
+        result = run(args.folder, row, args.budget)
+        writer.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v)
+                         for k, v in result.items()})
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
