@@ -43,7 +43,7 @@ from polytrav.vocabulary.tolerances import BOUND_TOL
 __all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "L2BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
            "layer_bounds",
            "output_lower_bounds", "box_output_bounds", "box_layer_bounds", "rows_of", "interval_bounds", "optimized_rows",
-           "rounded_down"]
+           "rounded_down", "RowsProven", "compiled_ascent", "KERNEL_AFTER"]
 
 
 #: Adam's step size on the slopes (which live in [0, 1]) and its moment decays.
@@ -370,6 +370,12 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     if (np.ndim(Lam) == 2 and slopes is None and beta is None and tape is None and upto
             and bounds.lower_intercept is None and bounds.paired is None
             and all(np.ndim(bounds.free(k)) == 1 for k in range(upto))):
+        if type(conc) is Concretizer and (stop is None or isinstance(stop, RowsProven)):
+            kernel = compiled_ascent()
+            if kernel is not None:
+                return _compiled_piece_ascent(kernel, np.asarray(Lam, float),
+                                              np.asarray(const, float), layers, bounds, upto,
+                                              M, m, conc, steps, lr, stop)
         return _piece_ascent(np.asarray(Lam, float), np.asarray(const, float), layers, bounds,
                              upto, M, m, conc, steps, lr, stop)
     shape = np.shape(Lam)[:-1]
@@ -559,6 +565,74 @@ def _piece_ascent(Lam, const, layers, bounds: LinearBounds, upto: int, M, m,
         if stop is not None and stop(best, best_g):
             break
     return best_L, best_g, best
+
+
+@dataclass(frozen=True)
+class RowsProven:
+    """``stop(low, g)`` for :func:`optimized_rows` on one piece's rows in groups (group ``i``:
+    rows ``starts[i]:starts[i + 1]``, right-hand sides ``d``): True once each group has a
+    row whose bound minus ``d`` is ``> 0`` after :func:`rounded_down` (every conjunction of
+    an unsafe set proven). The compiled ascent reads the groups (:func:`compiled_ascent`)."""
+
+    starts: np.ndarray
+    d: np.ndarray
+
+    def __call__(self, low: np.ndarray, g: np.ndarray) -> bool:
+        proven = rounded_down(low - self.d, g - self.d) > 0
+        return bool(np.logical_or.reduceat(proven, self.starts[:-1]).all())
+
+
+#: A process's piece ascents (:func:`_piece_ascent`) in NumPy before the compiled one takes
+#: over (:mod:`polytrav.bounds.ascent_kernel`, where numba is installed): numba's import
+#: and the kernel's load from its disk cache cost about 0.5 s, which only a long run
+#: repays (a piece's ascent: about 1.5 ms in NumPy). A count, never a clock.
+KERNEL_AFTER = 300
+_ascents = 0
+_kernel = None  # the compiled ascent's module once loaded; False: numba is not installed
+
+
+def compiled_ascent():
+    """The compiled ascent's module (:mod:`polytrav.bounds.ascent_kernel`) once this process
+    has run :data:`KERNEL_AFTER` piece ascents, else None (and None without numba)."""
+    global _ascents, _kernel
+    if _kernel is None:
+        _ascents += 1
+        if _ascents <= KERNEL_AFTER:
+            return None
+        try:
+            from polytrav.bounds import ascent_kernel
+        except ImportError:
+            ascent_kernel = False
+        _kernel = ascent_kernel
+    return _kernel or None
+
+
+def _compiled_piece_ascent(kernel, Lam, const, layers, bounds: LinearBounds, upto: int, M, m,
+                           conc: Concretizer, steps: int, lr: float, stop
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_piece_ascent` by the compiled ``kernel``
+    (:func:`polytrav.bounds.ascent_kernel.ascent`): the layers packed, the same ascent."""
+    WM, Wm = bounds.first if bounds.first is not None else (layers[0][0] @ M, layers[0][0] @ m)
+    weights = [WM] + [layers[k][0] for k in range(1, upto)]
+    biases = [layers[0][1] + Wm] + [layers[k][1] for k in range(1, upto)]
+    woff = np.concatenate([[0], np.cumsum([w.size for w in weights])]).astype(np.int64)
+    off = np.concatenate([[0], np.cumsum([w.shape[0] for w in weights])]).astype(np.int64)
+    ins = np.array([w.shape[1] for w in weights], np.int64)
+    lower = np.concatenate([bounds.lower_slope[k] for k in range(upto)]).astype(float)
+    cols = np.flatnonzero(np.concatenate([np.asarray(bounds.free(k), bool)
+                                          for k in range(upto)])).astype(np.int64)
+    V = conc.V if conc.V is not None else np.zeros((0, conc.dim))
+    starts, d = ((stop.starts, stop.d) if stop is not None else (np.zeros(1), np.zeros(0)))
+    b1, b2 = ADAM_BETAS
+    return kernel.ascent(
+        np.ascontiguousarray(Lam), np.ascontiguousarray(const),
+        np.concatenate([np.ravel(w) for w in weights]).astype(float), woff,
+        np.concatenate(biases).astype(float), off, ins, lower,
+        np.concatenate(bounds.upper_slope[:upto]).astype(float),
+        np.concatenate(bounds.upper_intercept[:upto]).astype(float), cols,
+        np.ascontiguousarray(V, float), conc.V is not None, int(steps), float(lr),
+        float(b1), float(b2), np.asarray(starts, np.int64), np.asarray(d, float),
+        float(BOUND_TOL), stop is not None)
 
 
 def layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
