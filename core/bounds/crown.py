@@ -43,7 +43,8 @@ from polytrav.vocabulary.tolerances import BOUND_TOL
 __all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "L2BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
            "layer_bounds",
            "output_lower_bounds", "box_output_bounds", "box_layer_bounds", "rows_of", "interval_bounds", "optimized_rows",
-           "rounded_down", "RowsProven", "compiled_ascent", "KERNEL_AFTER"]
+           "rounded_down", "RowsProven", "compiled_ascent", "KERNEL_AFTER",
+           "KERNEL_MAX_WORK"]
 
 
 #: Adam's step size on the slopes (which live in [0, 1]) and its moment decays.
@@ -370,7 +371,8 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     if (np.ndim(Lam) == 2 and slopes is None and beta is None and tape is None and upto
             and bounds.lower_intercept is None and bounds.paired is None
             and all(np.ndim(bounds.free(k)) == 1 for k in range(upto))):
-        if type(conc) is Concretizer and (stop is None or isinstance(stop, RowsProven)):
+        if (type(conc) is Concretizer and (stop is None or isinstance(stop, RowsProven))
+                and np.shape(Lam)[0] * upto <= KERNEL_MAX_WORK):
             kernel = compiled_ascent()
             if kernel is not None:
                 return _compiled_piece_ascent(kernel, np.asarray(Lam, float),
@@ -582,57 +584,74 @@ class RowsProven:
         return bool(np.logical_or.reduceat(proven, self.starts[:-1]).all())
 
 
-#: A process's piece ascents (:func:`_piece_ascent`) in NumPy before the compiled one takes
-#: over (:mod:`polytrav.bounds.ascent_kernel`, where numba is installed): numba's import
-#: and the kernel's load from its disk cache cost about 0.5 s, which only a long run
-#: repays (a piece's ascent: about 1.5 ms in NumPy). A count, never a clock.
-KERNEL_AFTER = 300
+#: A process's piece ascents (:func:`_piece_ascent`) in NumPy before the compiled one
+#: takes over (:mod:`polytrav.bounds.piece_kernel`, where numba is installed): numba's import
+#: and the kernel's load from its disk cache cost about 0.5 s, which only a long run repays
+#: (4 rows through 3 layers 50 wide: 0.8 ms in NumPy, 0.25 ms compiled). A count, never a
+#: clock.
+KERNEL_AFTER = 1000
+#: ... and only for ascents of at most this many rows times layers: NumPy's matrix products
+#: win on more (ACAS Xu, 50-wide layers: 20 rows through 5 layers 1.6 ms compiled against
+#: 1.7-2.1 ms, 40 through 5 3.0 ms against 2.6 ms; docs/benchmarks.md, issue 58).
+KERNEL_MAX_WORK = 120
 _ascents = 0
-_kernel = None  # the compiled ascent's module once loaded; False: numba is not installed
+_kernel = None  # the compiled module once loaded; False: numba is not installed
 
 
 def compiled_ascent():
-    """The compiled ascent's module (:mod:`polytrav.bounds.ascent_kernel`) once this process
-    has run :data:`KERNEL_AFTER` piece ascents, else None (and None without numba)."""
+    """The compiled ascent (the module :mod:`polytrav.bounds.piece_kernel`) once this process
+    has asked :data:`KERNEL_AFTER` times, else None (and None without numba)."""
     global _ascents, _kernel
     if _kernel is None:
         _ascents += 1
         if _ascents <= KERNEL_AFTER:
             return None
         try:
-            from polytrav.bounds import ascent_kernel
+            from polytrav.bounds import piece_kernel
         except ImportError:
-            ascent_kernel = False
-        _kernel = ascent_kernel
+            piece_kernel = False
+        _kernel = piece_kernel
     return _kernel or None
+
+
+def _packed(layers, upto: int, WM: np.ndarray, Wm: np.ndarray) -> tuple:
+    """The hidden layers ``< upto`` as the compiled ascent takes them
+    (:mod:`polytrav.bounds.piece_kernel`): weights (layer 0's on the piece's coordinates,
+    ``W_0 M``), their offsets, biases (layer 0's with ``W_0 m``), neuron offsets, inputs."""
+    weights = [WM] + [layers[k][0] for k in range(1, upto)]
+    biases = [layers[0][1] + Wm] + [layers[k][1] for k in range(1, upto)]
+    return (np.concatenate([np.ravel(w) for w in weights]).astype(float),
+            np.concatenate([[0], np.cumsum([w.size for w in weights])]).astype(np.int64),
+            np.concatenate(biases).astype(float),
+            np.concatenate([[0], np.cumsum([w.shape[0] for w in weights])]).astype(np.int64),
+            np.array([w.shape[1] for w in weights], np.int64))
+
+
+def _vertices(conc: Concretizer) -> tuple[np.ndarray, bool]:
+    """The piece's vertices for the compiled ascent, and whether it has any (else its frame
+    box)."""
+    if conc.V is None:
+        return np.zeros((0, conc.dim)), False
+    return np.ascontiguousarray(conc.V, float), True
 
 
 def _compiled_piece_ascent(kernel, Lam, const, layers, bounds: LinearBounds, upto: int, M, m,
                            conc: Concretizer, steps: int, lr: float, stop
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_piece_ascent` by the compiled ``kernel``
-    (:func:`polytrav.bounds.ascent_kernel.ascent`): the layers packed, the same ascent."""
+    (:func:`polytrav.bounds.piece_kernel.ascent`): the layers packed, the same ascent."""
     WM, Wm = bounds.first if bounds.first is not None else (layers[0][0] @ M, layers[0][0] @ m)
-    weights = [WM] + [layers[k][0] for k in range(1, upto)]
-    biases = [layers[0][1] + Wm] + [layers[k][1] for k in range(1, upto)]
-    woff = np.concatenate([[0], np.cumsum([w.size for w in weights])]).astype(np.int64)
-    off = np.concatenate([[0], np.cumsum([w.shape[0] for w in weights])]).astype(np.int64)
-    ins = np.array([w.shape[1] for w in weights], np.int64)
     lower = np.concatenate([bounds.lower_slope[k] for k in range(upto)]).astype(float)
     cols = np.flatnonzero(np.concatenate([np.asarray(bounds.free(k), bool)
                                           for k in range(upto)])).astype(np.int64)
-    V = conc.V if conc.V is not None else np.zeros((0, conc.dim))
     starts, d = ((stop.starts, stop.d) if stop is not None else (np.zeros(1), np.zeros(0)))
     b1, b2 = ADAM_BETAS
     return kernel.ascent(
-        np.ascontiguousarray(Lam), np.ascontiguousarray(const),
-        np.concatenate([np.ravel(w) for w in weights]).astype(float), woff,
-        np.concatenate(biases).astype(float), off, ins, lower,
-        np.concatenate(bounds.upper_slope[:upto]).astype(float),
-        np.concatenate(bounds.upper_intercept[:upto]).astype(float), cols,
-        np.ascontiguousarray(V, float), conc.V is not None, int(steps), float(lr),
-        float(b1), float(b2), np.asarray(starts, np.int64), np.asarray(d, float),
-        float(BOUND_TOL), stop is not None)
+        np.ascontiguousarray(Lam), np.ascontiguousarray(const), *_packed(layers, upto, WM, Wm),
+        lower, np.concatenate(bounds.upper_slope[:upto]).astype(float),
+        np.concatenate(bounds.upper_intercept[:upto]).astype(float), cols, *_vertices(conc),
+        int(steps), float(lr), float(b1), float(b2), np.asarray(starts, np.int64),
+        np.asarray(d, float), float(BOUND_TOL), stop is not None)
 
 
 def layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,

@@ -726,7 +726,7 @@ def test_the_compiled_piece_ascent_gives_numpys_bounds():
     """The compiled ascent (numba, optional) gives the NumPy ascent's bounds up to rounding,
     over the frame box and over vertices, with and without a stop, each sound at sampled
     points of the box (or of the vertices' hull)."""
-    kernel = pytest.importorskip("polytrav.bounds.ascent_kernel")  # needs numba
+    kernel = pytest.importorskip("polytrav.bounds.piece_kernel")  # needs numba
     rng = np.random.default_rng(11)
     for trial in range(24):
         layers, bounds, M, m, conc, C, stop = _ascent_case(rng, trial)
@@ -754,14 +754,14 @@ def test_the_compiled_ascent_takes_over_after_a_count_of_ascents(monkeypatch):
     monkeypatch.setattr(bounds_module, "_kernel", None)
     assert [bounds_module.compiled_ascent() for _ in range(3)] == [None] * 3
     try:
-        import polytrav.bounds.ascent_kernel as expected
+        import polytrav.bounds.piece_kernel as expected
     except ImportError:
         expected = None
     assert bounds_module.compiled_ascent() is expected
     monkeypatch.setattr(bounds_module, "_ascents", 0)
     monkeypatch.setattr(bounds_module, "_kernel", None)
-    monkeypatch.setitem(sys.modules, "polytrav.bounds.ascent_kernel", None)  # no numba
-    monkeypatch.delattr(sys.modules["polytrav.bounds"], "ascent_kernel", raising=False)
+    monkeypatch.setitem(sys.modules, "polytrav.bounds.piece_kernel", None)  # no numba
+    monkeypatch.delattr(sys.modules["polytrav.bounds"], "piece_kernel", raising=False)
     assert [bounds_module.compiled_ascent() for _ in range(5)] == [None] * 5
     assert bounds_module._kernel is False
 
@@ -770,7 +770,7 @@ def test_the_compiled_ascent_takes_over_after_a_count_of_ascents(monkeypatch):
 def test_pruned_verdicts_with_the_compiled_ascent_equal_the_truth(monkeypatch, truth):
     """``analyze`` with the compiled slope ascent from the first piece on: the verdicts of
     the full traversal and the MILP (as :func:`test_pruned_verdicts_equal_full_traversal_and_milp`)."""
-    pytest.importorskip("polytrav.bounds.ascent_kernel")  # needs numba
+    pytest.importorskip("polytrav.bounds.piece_kernel")  # needs numba
     monkeypatch.setattr(bounds_module, "KERNEL_AFTER", 0)
     monkeypatch.setattr(bounds_module, "_ascents", 0)
     monkeypatch.setattr(bounds_module, "_kernel", None)
@@ -778,3 +778,4 @@ def test_pruned_verdicts_with_the_compiled_ascent_equal_the_truth(monkeypatch, t
     bad, pruned_any = mismatches(truth)
     assert bad == [] and pruned_any > 10
     assert bounds_module._kernel  # the compiled ascent ran
+

@@ -7,8 +7,8 @@ same projected Adam ascent, row by row, layer by layer, with no temporary arrays
 bounds up to rounding (every iterate a sound bound, each row keeping its best). numba is
 optional (``pip install "polytrav[fast]"``): this module is imported only by
 :func:`polytrav.bounds.crown.compiled_ascent`, once a run has done enough ascents to pay
-for it; without numba the NumPy path does the same. Compiled once, cached on disk
-(``cache=True``).
+for it, and runs only ascents of few rows (NumPy's products win on many); without numba the
+NumPy path does the same. Compiled once, cached on disk (``cache=True``).
 
 The layers come packed (one specialisation for any depth): layer ``k`` (the first remaining
 hidden layer is 0, its weights already on the piece's coordinates, ``W_0 M``) has ``n_k``
@@ -81,21 +81,19 @@ def _lower(r, L, g, V, use_v, dL):
 
 
 @jit
-def _gradient(r, dL, wflat, woff, bias, off, ins, slopes, upper, tint, lam, grad, dz, dlam):
+def _gradient(r, dL, wtflat, woff, bias, off, ins, slopes, upper, tint, lam, grad, dz, dlam):
     """Row ``r``'s gradient of its bound in every layer's lower slopes, to ``grad[r]``."""
     top = off.shape[0] - 2
     for k in range(top + 1):
         o, n, w = off[k], off[k + 1] - off[k], ins[k]
         for i in range(n):
-            s = bias[o + i]
-            base = woff[k] + i * w
-            if k == 0:
-                for j in range(w):
-                    s += wflat[base + j] * dL[r, j]
-            else:
-                for j in range(w):
-                    s += wflat[base + j] * dlam[j]
-            dz[i] = s
+            dz[i] = bias[o + i]
+        for j in range(w):  # dz += W^T's rows: contiguous in i
+            x = dL[r, j] if k == 0 else dlam[j]
+            if x != 0.0:
+                base = woff[k] + j * n
+                for i in range(n):
+                    dz[i] += wtflat[base + i] * x
         for i in range(n):
             x = lam[r, o + i]
             grad[r, o + i] = dz[i] * x if x > 0.0 else 0.0
@@ -120,6 +118,12 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
     row's best bound and its value."""
     rows, dim = Lam.shape[0], ins[0]
     width = off[off.shape[0] - 1]
+    wtflat = np.empty(woff[off.shape[0] - 1])  # each layer's weights transposed
+    for k in range(off.shape[0] - 1):
+        n, w = off[k + 1] - off[k], ins[k]
+        for i in range(n):
+            for j in range(w):
+                wtflat[woff[k] + j * n + i] = wflat[woff[k] + i * w + j]
     slopes = np.empty((rows, width))
     for r in range(rows):
         slopes[r, :] = lower
@@ -146,7 +150,7 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
     for it in range(1, steps + 1):
         c1, c2 = 1.0 - b1 ** it, 1.0 - b2 ** it
         for r in range(rows):
-            _gradient(r, dL, wflat, woff, bias, off, ins, slopes, upper, tint, lam, grad, dz,
+            _gradient(r, dL, wtflat, woff, bias, off, ins, slopes, upper, tint, lam, grad, dz,
                       dlam)
             for q in range(nc):
                 x = grad[r, cols[q]]
@@ -175,3 +179,4 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
             if done:
                 break
     return best_L, best_g, best
+
