@@ -47,8 +47,8 @@ __all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "L2BallConcretizer",
            "KERNEL_MAX_WORK"]
 
 
-#: Adam's step size on the slopes (which live in [0, 1]) and its moment decays.
-SLOPE_STEP, ADAM_BETAS = 0.1, (0.9, 0.999)
+#: Adam's step size on the slopes (which live in [0, 1]), its moment decays and its epsilon.
+SLOPE_STEP, ADAM_BETAS, ADAM_EPS = 0.1, (0.9, 0.999), 1e-12
 #: The lower slopes ``alpha`` for which ``alpha z <= relu(z)`` everywhere.
 SOUND_SLOPES = (0.0, 1.0)
 
@@ -427,7 +427,7 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
             grad = grad[..., cols]
         first = b1 * first + (1 - b1) * grad
         second = b2 * second + (1 - b2) * grad * grad
-        step = lr * (first / (1 - b1 ** it)) / (np.sqrt(second / (1 - b2 ** it)) + 1e-12)
+        step = lr * (first / (1 - b1 ** it)) / (np.sqrt(second / (1 - b2 ** it)) + ADAM_EPS)
         if cols is not None:
             flat[..., cols] = np.clip(flat[..., cols] + step, floors, ceilings)
         else:
@@ -552,7 +552,7 @@ def _piece_ascent(Lam, const, layers, bounds: LinearBounds, upto: int, M, m,
         gr *= 1 - b2
         second += gr
         step = np.sqrt(second / (1 - b2 ** it))
-        step += 1e-12
+        step += ADAM_EPS
         np.divide(first * (lr / (1 - b1 ** it)), step, out=step)
         moving += step
         np.maximum(moving, floor, out=moving)
@@ -650,7 +650,7 @@ def _compiled_piece_ascent(kernel, Lam, const, layers, bounds: LinearBounds, upt
         np.ascontiguousarray(Lam), np.ascontiguousarray(const), *_packed(layers, upto, WM, Wm),
         lower, np.concatenate(bounds.upper_slope[:upto]).astype(float),
         np.concatenate(bounds.upper_intercept[:upto]).astype(float), cols, *_vertices(conc),
-        int(steps), float(lr), float(b1), float(b2), np.asarray(starts, np.int64),
+        int(steps), float(lr), float(b1), float(b2), ADAM_EPS, np.asarray(starts, np.int64),
         np.asarray(d, float), float(BOUND_TOL), stop is not None)
 
 

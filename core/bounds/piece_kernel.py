@@ -108,14 +108,14 @@ def _gradient(r, dL, wtflat, woff, bias, off, ins, slopes, upper, tint, lam, gra
 
 @jit
 def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V, use_v,
-           steps, lr, b1, b2, starts, d, tol, use_stop):
+           steps, lr, b1, b2, eps, starts, d, tol, use_stop):
     """The projected Adam ascent of :func:`polytrav.bounds.crown._piece_ascent` on the rows
     ``Lam @ a + const`` (``Lam``: ``(rows, n_top)``): the lower slopes start at ``lower``
-    and only the columns ``cols`` move, in ``[0, 1]``; ``V``, ``use_v``: the piece's
-    vertices, else its frame box. ``use_stop``: end once every group of rows (group ``i``:
-    ``starts[i]:starts[i + 1]``, right-hand sides ``d``) has a row whose best bound minus
-    ``d``, lowered by ``tol (1 + |g - d|)``, is positive. Returns ``(L, g, low)``: each
-    row's best bound and its value."""
+    and only the columns ``cols`` move, in ``[0, 1]``, ``steps`` steps of Adam's (``lr``,
+    ``b1``, ``b2``, ``eps``); ``V``, ``use_v``: the piece's vertices, else its frame box.
+    ``use_stop``: end once every group of rows (group ``i``: ``starts[i]:starts[i + 1]``,
+    right-hand sides ``d``) has a row whose best bound minus ``d``, lowered by ``tol (1 +
+    |g - d|)``, is positive. Returns ``(L, g, low)``: each row's best bound and its value."""
     rows, dim = Lam.shape[0], ins[0]
     width = off[off.shape[0] - 1]
     wtflat = np.empty(woff[off.shape[0] - 1])  # each layer's weights transposed
@@ -156,7 +156,7 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
                 x = grad[r, cols[q]]
                 first[r, q] = b1 * first[r, q] + (1.0 - b1) * x
                 second[r, q] = b2 * second[r, q] + (1.0 - b2) * x * x
-                step = lr * (first[r, q] / c1) / (np.sqrt(second[r, q] / c2) + 1e-12)
+                step = lr * (first[r, q] / c1) / (np.sqrt(second[r, q] / c2) + eps)
                 s = slopes[r, cols[q]] + step
                 slopes[r, cols[q]] = min(max(s, 0.0), 1.0)
             g[r] = _evaluate(r, Lam, const, wflat, woff, bias, off, ins, slopes, upper, tint,
