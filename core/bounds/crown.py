@@ -586,9 +586,9 @@ class RowsProven:
 
 #: A process's piece ascents (:func:`_piece_ascent`) in NumPy before the compiled one
 #: takes over (:mod:`polytrav.bounds.piece_kernel`, where numba is installed): numba's import
-#: and the kernel's load from its disk cache cost about 0.5 s, which only a long run repays
-#: (4 rows through 3 layers 50 wide: 0.8 ms in NumPy, 0.25 ms compiled). A count, never a
-#: clock.
+#: and the kernel's load from its disk cache cost about 0.7 s of CPU (its first compilation,
+#: once per installation, about 6 s), which only a long run repays (4 rows through 3 layers
+#: 50 wide: 0.8 ms in NumPy, 0.22 ms compiled). A count, never a clock.
 KERNEL_AFTER = 1000
 #: ... and only for ascents of at most this many rows times layers: NumPy's matrix products
 #: win on more (ACAS Xu, 50-wide layers: 20 rows through 5 layers 1.6 ms compiled against
