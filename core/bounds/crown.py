@@ -43,8 +43,7 @@ from polytrav.vocabulary.tolerances import BOUND_TOL
 __all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "L2BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
            "layer_bounds",
            "output_lower_bounds", "box_output_bounds", "box_layer_bounds", "rows_of", "interval_bounds", "optimized_rows",
-           "rounded_down", "RowsProven", "compiled_ascent", "KERNEL_AFTER",
-           "KERNEL_MAX_WORK"]
+           "rounded_down", "RowsProven", "compiled_ascent", "KERNEL_AFTER"]
 
 
 #: Adam's step size on the slopes (which live in [0, 1]), its moment decays and its epsilon.
@@ -371,8 +370,7 @@ def optimized_rows(Lam: np.ndarray, const: np.ndarray, layers, bounds: LinearBou
     if (np.ndim(Lam) == 2 and slopes is None and beta is None and tape is None and upto
             and bounds.lower_intercept is None and bounds.paired is None
             and all(np.ndim(bounds.free(k)) == 1 for k in range(upto))):
-        if (type(conc) is Concretizer and (stop is None or isinstance(stop, RowsProven))
-                and np.shape(Lam)[0] * upto <= KERNEL_MAX_WORK):
+        if type(conc) is Concretizer and (stop is None or isinstance(stop, RowsProven)):
             kernel = compiled_ascent()
             if kernel is not None:
                 return _compiled_piece_ascent(kernel, np.asarray(Lam, float),
@@ -587,13 +585,10 @@ class RowsProven:
 #: A process's piece ascents (:func:`_piece_ascent`) in NumPy before the compiled one
 #: takes over (:mod:`polytrav.bounds.piece_kernel`, where numba is installed): numba's import
 #: and the kernel's load from its disk cache cost about 0.7 s of CPU (its first compilation,
-#: once per installation, about 6 s), which only a long run repays (4 rows through 3 layers
-#: 50 wide: 0.8 ms in NumPy, 0.22 ms compiled). A count, never a clock.
+#: once per installation, about 6 s), which only a long run repays (ACAS Xu's 50-wide
+#: layers: 4 rows through 3 of them 0.82 ms in NumPy, 0.22 ms compiled; 80 rows through 5
+#: 4.1 ms and 2.6 ms). A count, never a clock.
 KERNEL_AFTER = 1000
-#: ... and only for ascents of at most this many rows times layers: NumPy's matrix products
-#: win on more (ACAS Xu, 50-wide layers: 20 rows through 5 layers 1.6 ms compiled against
-#: 1.7-2.1 ms, 40 through 5 3.0 ms against 2.6 ms; docs/benchmarks.md, issue 58).
-KERNEL_MAX_WORK = 120
 _ascents = 0
 _kernel = None  # the compiled module once loaded; False: numba is not installed
 

@@ -3,12 +3,12 @@ _piece_ascent`'s loop without NumPy's per-call cost.
 
 A traversal's piece has few rows to bound (mostly under 20) through layers about 50 wide,
 so each of the ascent's NumPy calls costs more than its arithmetic. :func:`ascent` runs the
-same projected Adam ascent, row by row, layer by layer, with no temporary arrays: the same
-bounds up to rounding (every iterate a sound bound, each row keeping its best). numba is
-optional (``pip install "polytrav[fast]"``): this module is imported only by
-:func:`polytrav.bounds.crown.compiled_ascent`, once a run has done enough ascents to pay
-for it, and runs only ascents of few rows (NumPy's products win on many); without numba the
-NumPy path does the same. Compiled once, cached on disk (``cache=True``).
+same projected Adam ascent with the elementwise work in loops and only the layers' matrix
+products left to BLAS (``np.dot``): the same bounds up to rounding (every iterate a sound
+bound, each row keeping its best). numba is optional (``pip install "polytrav[fast]"``):
+this module is imported only by :func:`polytrav.bounds.crown.compiled_ascent`, once a run
+has done enough ascents to pay for it; without numba the NumPy path does the same. Compiled
+once, cached on disk (``cache=True``).
 
 The layers come packed (one specialisation for any depth): layer ``k`` (the first remaining
 hidden layer is 0, its weights already on the piece's coordinates, ``W_0 M``) has ``n_k``
@@ -26,84 +26,83 @@ jit = numba.njit(cache=True, nogil=True)
 
 
 @jit
-def _evaluate(r, Lam, const, wflat, woff, bias, off, ins, slopes, upper, tint, lam, L):
-    """Row ``r``'s bound ``L[r] u + g`` at the slopes ``slopes[r]``; ``lam[r]`` keeps each
-    layer's coefficients on its post-activation (for the gradient). Returns ``g``."""
+def _evaluate(Lam, const, Ws, bias, off, slopes, upper, tint, lams, Lzs):
+    """Every row's bound ``L u + g`` at its slopes ``slopes``; ``lams[k]`` keeps layer
+    ``k``'s coefficients on its post-activation (for the gradient). Returns ``(L, g)``."""
     top = off.shape[0] - 2
-    c = const[r]
-    o = off[top]
-    for i in range(off[top + 1] - o):
-        lam[r, o + i] = Lam[r, i]
+    g = const.copy()
+    lams[top][:, :] = Lam
+    L = Lam
     for k in range(top, -1, -1):
-        o, n, w = off[k], off[k + 1] - off[k], ins[k]
-        if k > 0:
-            nxt = lam[r, off[k - 1]:off[k]]
-        else:
-            nxt = L[r]
-        nxt[:] = 0.0
-        for i in range(n):
-            x = lam[r, o + i]
-            if x > 0.0:
-                z = x * slopes[r, o + i]
-            else:
-                z = x * upper[o + i]
-                c += x * tint[o + i]
-            if z != 0.0:
-                c += z * bias[o + i]
-                base = woff[k] + i * w
-                for j in range(w):
-                    nxt[j] += z * wflat[base + j]
-    return c
-
-
-@jit
-def _lower(r, L, g, V, use_v, dL):
-    """Row ``r``'s bound minimised over the piece (its vertices ``V``, else the frame box),
-    its gradient in ``L[r]`` written to ``dL[r]``."""
-    d = L.shape[1]
-    if use_v:
-        best, at = np.inf, 0
-        for v in range(V.shape[0]):
-            s = 0.0
-            for j in range(d):
-                s += L[r, j] * V[v, j]
-            if s < best:
-                best, at = s, v
-        for j in range(d):
-            dL[r, j] = V[at, j]
-        return best + g
-    s = g
-    for j in range(d):
-        x = L[r, j]
-        s -= abs(x)
-        dL[r, j] = -1.0 if x > 0.0 else (1.0 if x < 0.0 else 0.0)
-    return s
-
-
-@jit
-def _gradient(r, dL, wtflat, woff, bias, off, ins, slopes, upper, tint, lam, grad, dz, dlam):
-    """Row ``r``'s gradient of its bound in every layer's lower slopes, to ``grad[r]``."""
-    top = off.shape[0] - 2
-    for k in range(top + 1):
-        o, n, w = off[k], off[k + 1] - off[k], ins[k]
-        for i in range(n):
-            dz[i] = bias[o + i]
-        for j in range(w):  # dz += W^T's rows: contiguous in i
-            x = dL[r, j] if k == 0 else dlam[j]
-            if x != 0.0:
-                base = woff[k] + j * n
-                for i in range(n):
-                    dz[i] += wtflat[base + i] * x
-        for i in range(n):
-            x = lam[r, o + i]
-            grad[r, o + i] = dz[i] * x if x > 0.0 else 0.0
-        if k < top:
+        o, n = off[k], off[k + 1] - off[k]
+        lam, Lz = lams[k], Lzs[k]
+        for r in range(lam.shape[0]):
+            c = 0.0
             for i in range(n):
-                x = lam[r, o + i]
+                x = lam[r, i]
                 if x > 0.0:
-                    dlam[i] = slopes[r, o + i] * dz[i]
+                    z = x * slopes[r, o + i]
                 else:
-                    dlam[i] = upper[o + i] * dz[i] + tint[o + i]
+                    z = x * upper[o + i]
+                    c += x * tint[o + i]
+                c += z * bias[o + i]
+                Lz[r, i] = z
+            g[r] += c
+        L = np.dot(Lz, Ws[k])
+        if k > 0:
+            lams[k - 1][:, :] = L
+    return L, g
+
+
+@jit
+def _lower(L, g, V, use_v, dL):
+    """Each row's bound minimised over the piece (its vertices ``V``, else the frame box),
+    its gradient in ``L`` written to ``dL``."""
+    rows, d = L.shape
+    low = np.empty(rows)
+    if use_v:
+        values = np.dot(L, V.T)
+        for r in range(rows):
+            at = 0
+            for v in range(1, V.shape[0]):
+                if values[r, v] < values[r, at]:
+                    at = v
+            low[r] = values[r, at] + g[r]
+            dL[r, :] = V[at]
+        return low
+    for r in range(rows):
+        s = g[r]
+        for j in range(d):
+            x = L[r, j]
+            s -= abs(x)
+            dL[r, j] = -1.0 if x > 0.0 else (1.0 if x < 0.0 else 0.0)
+        low[r] = s
+    return low
+
+
+@jit
+def _gradient(dL, WTs, bias, off, slopes, upper, tint, lams, grad):
+    """Each row's gradient of its bound in every layer's lower slopes, to ``grad``."""
+    top = off.shape[0] - 2
+    dlam = dL
+    for k in range(top + 1):
+        o, n = off[k], off[k + 1] - off[k]
+        dz = np.dot(dlam, WTs[k])
+        lam = lams[k]
+        if k < top:
+            dlam = np.empty((lam.shape[0], n))
+        for r in range(lam.shape[0]):
+            for i in range(n):
+                z = dz[r, i] + bias[o + i]
+                x = lam[r, i]
+                if x > 0.0:
+                    grad[r, o + i] = z * x
+                    if k < top:
+                        dlam[r, i] = slopes[r, o + i] * z
+                else:
+                    grad[r, o + i] = 0.0
+                    if k < top:
+                        dlam[r, i] = upper[o + i] * z + tint[o + i]
 
 
 @jit
@@ -117,24 +116,19 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
     right-hand sides ``d``) has a row whose best bound minus ``d``, lowered by ``tol (1 +
     |g - d|)``, is positive. Returns ``(L, g, low)``: each row's best bound and its value."""
     rows, dim = Lam.shape[0], ins[0]
-    width = off[off.shape[0] - 1]
-    wtflat = np.empty(woff[off.shape[0] - 1])  # each layer's weights transposed
-    for k in range(off.shape[0] - 1):
-        n, w = off[k + 1] - off[k], ins[k]
-        for i in range(n):
-            for j in range(w):
-                wtflat[woff[k] + j * n + i] = wflat[woff[k] + i * w + j]
+    layers = off.shape[0] - 1
+    width = off[layers]
+    Ws = [np.ascontiguousarray(wflat[woff[k]:woff[k + 1]].reshape((off[k + 1] - off[k], ins[k])))
+          for k in range(layers)]
+    WTs = [np.ascontiguousarray(W.T) for W in Ws]
+    lams = [np.empty((rows, off[k + 1] - off[k])) for k in range(layers)]
+    Lzs = [np.empty((rows, off[k + 1] - off[k])) for k in range(layers)]
     slopes = np.empty((rows, width))
     for r in range(rows):
         slopes[r, :] = lower
-    lam = np.empty((rows, width))
-    L = np.empty((rows, dim))
     dL = np.empty((rows, dim))
-    g = np.empty(rows)
-    best = np.empty(rows)
-    for r in range(rows):
-        g[r] = _evaluate(r, Lam, const, wflat, woff, bias, off, ins, slopes, upper, tint, lam, L)
-        best[r] = _lower(r, L, g[r], V, use_v, dL)
+    L, g = _evaluate(Lam, const, Ws, bias, off, slopes, upper, tint, lams, Lzs)
+    best = _lower(L, g, V, use_v, dL)
     best_L, best_g = L.copy(), g.copy()
     nc = cols.shape[0]
     if nc == 0:
@@ -142,16 +136,11 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
     first = np.zeros((rows, nc))
     second = np.zeros((rows, nc))
     grad = np.empty((rows, width))
-    most = 0
-    for k in range(off.shape[0] - 1):
-        most = max(most, off[k + 1] - off[k])
-    dz, dlam = np.empty(most), np.empty(most)
     groups = starts.shape[0] - 1
     for it in range(1, steps + 1):
         c1, c2 = 1.0 - b1 ** it, 1.0 - b2 ** it
+        _gradient(dL, WTs, bias, off, slopes, upper, tint, lams, grad)
         for r in range(rows):
-            _gradient(r, dL, wtflat, woff, bias, off, ins, slopes, upper, tint, lam, grad, dz,
-                      dlam)
             for q in range(nc):
                 x = grad[r, cols[q]]
                 first[r, q] = b1 * first[r, q] + (1.0 - b1) * x
@@ -159,11 +148,11 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
                 step = lr * (first[r, q] / c1) / (np.sqrt(second[r, q] / c2) + eps)
                 s = slopes[r, cols[q]] + step
                 slopes[r, cols[q]] = min(max(s, 0.0), 1.0)
-            g[r] = _evaluate(r, Lam, const, wflat, woff, bias, off, ins, slopes, upper, tint,
-                             lam, L)
-            low = _lower(r, L, g[r], V, use_v, dL)
-            if low > best[r]:
-                best[r], best_g[r] = low, g[r]
+        L, g = _evaluate(Lam, const, Ws, bias, off, slopes, upper, tint, lams, Lzs)
+        low = _lower(L, g, V, use_v, dL)
+        for r in range(rows):
+            if low[r] > best[r]:
+                best[r], best_g[r] = low[r], g[r]
                 best_L[r, :] = L[r]
         if use_stop:
             done = True
@@ -179,4 +168,3 @@ def ascent(Lam, const, wflat, woff, bias, off, ins, lower, upper, tint, cols, V,
             if done:
                 break
     return best_L, best_g, best
-
