@@ -11,8 +11,19 @@ which a loaded machine disturbs far less than wall time (the input split works t
 budget: on a loaded machine it leaves more boxes open, so whole runs do not compare). Only
 pieces with vertices (low dimension) are recorded. Run with ``OPENBLAS_NUM_THREADS=1``.
 
+``run`` times one whole instance in process (:func:`polytrav.verify`, CPU and wall seconds,
+the split's and the traversal's counts) and appends it to ``--out`` (JSON lines), so that
+runs alternated with and without a change compare by CPU time on a loaded machine. Its time
+limit is 10 000 s: the split's deep search, budgeted by a count, is also capped by a share
+of the wall clock (30 s without a limit), which a loaded machine reaches first (3_3
+property 2 bounded 22 528 boxes instead of 47 968 at a load average of 12).
+``--numpy`` (both commands) keeps every slope ascent in NumPy (no compiled ascent,
+:data:`polytrav.bounds.crown.KERNEL_AFTER`); without it, the compiled ascent runs from the
+first piece in ``replay`` and as in any run in ``run``.
+
     OPENBLAS_NUM_THREADS=1 python benchmarks/piece_bounds.py record 3_3 2 --every 8 --out /tmp/p33.pkl
     OPENBLAS_NUM_THREADS=1 python benchmarks/piece_bounds.py replay /tmp/p33.pkl --repeats 3
+    OPENBLAS_NUM_THREADS=1 python benchmarks/piece_bounds.py run 3_3 2 --numpy --out runs.jsonl
 """
 from __future__ import annotations
 
@@ -87,12 +98,45 @@ def record(network: str, prop: str, every: int, limit: int, out: Path) -> None:
           f"{result.answer} in {result.seconds:.1f} s) -> {out}")
 
 
-def replay(path: Path, repeats: int) -> None:
+def _ascents(numpy: bool, at_once: bool) -> None:
+    """Every slope ascent in NumPy (``numpy``), or compiled from the first (``at_once``)."""
+    from polytrav.bounds import crown
+
+    if numpy:
+        crown.KERNEL_AFTER = sys.maxsize
+    elif at_once:
+        crown.KERNEL_AFTER = 0
+
+
+def run(network: str, prop: str, numpy: bool, out: Path | None) -> None:
+    import json
+    import os
+
+    from polytrav import verify
+    from polytrav.bounds import crown
+
+    _ascents(numpy, at_once=False)
+    onnx = DATA / "onnx" / f"ACASXU_run2a_{network}_batch_2000.onnx"
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = verify(onnx, DATA / "vnnlib" / f"prop_{prop}.vnnlib", timeout=10_000)
+    row = {"instance": f"{network}/prop_{prop}", "answer": str(result.answer),
+           "cpu_s": round(time.process_time() - cpu, 2),
+           "wall_s": round(time.perf_counter() - wall, 2), "numpy": numpy,
+           "compiled": bool(crown._kernel), "polytopes": result.polytopes, "lps": result.lps,
+           "split": result.split, "load": round(os.getloadavg()[0], 1)}
+    print(json.dumps(row))
+    if out is not None:
+        with open(out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def replay(path: Path, repeats: int, numpy: bool) -> None:
     from polytrav.bounds.dnf import dnf_bound
     from polytrav.bounds.split import LpContext
     from polytrav.host.runner import RunSession
     from polytrav.verification.verify import load_network
 
+    _ascents(numpy, at_once=True)
     with open(path, "rb") as f:
         saved = pickle.load(f)
     context = LpContext(load_network(saved["onnx"]), RunSession(None).chains["lp"])
@@ -121,11 +165,19 @@ def main() -> None:
     rep = sub.add_parser("replay", help="bound recorded pieces again, in CPU seconds")
     rep.add_argument("pieces", type=Path)
     rep.add_argument("--repeats", type=int, default=3)
+    one = sub.add_parser("run", help="one instance's verify in process, in CPU seconds")
+    one.add_argument("network", help="e.g. 3_3")
+    one.add_argument("prop", help="e.g. 2")
+    one.add_argument("--out", type=Path, help="append the row here (JSON lines)")
+    for p in (rep, one):
+        p.add_argument("--numpy", action="store_true", help="no compiled slope ascent")
     args = ap.parse_args()
     if args.command == "record":
         record(args.network, args.prop, args.every, args.limit, args.out)
+    elif args.command == "run":
+        run(args.network, args.prop, args.numpy, args.out)
     else:
-        replay(args.pieces, args.repeats)
+        replay(args.pieces, args.repeats, args.numpy)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from polytrav.bounds.box_lp import BoxLpStatus, maximize_in_box
-from polytrav.bounds.crown import Concretizer, output_lower_bounds, rounded_down
+from polytrav.bounds.crown import Concretizer, RowsProven, output_lower_bounds, rounded_down
 from polytrav.bounds.difference import stacked_pair
 from polytrav.solve.backend import solve_along
 from polytrav.vocabulary.results import Status
@@ -360,14 +360,11 @@ def _corner_meets(L: np.ndarray, g: np.ndarray, corners: np.ndarray) -> bool:
     return bool(((corners @ L.T + g).max(axis=1) <= 0).any())
 
 
-def _proven(ends: np.ndarray, d: np.ndarray):
+def _proven(ends: np.ndarray, d: np.ndarray) -> RowsProven:
     """``stop(low, g)`` for :func:`~polytrav.bounds.crown.optimized_rows` on the rows of
     some conjunctions (conjunction ``i``: rows ``ends[i]:ends[i + 1]``, right-hand sides
     ``d``): True once each has a row proven ``> 0`` as :func:`_row_margins` proves it."""
-    def stop(low: np.ndarray, g: np.ndarray) -> bool:
-        proven = rounded_down(low - d, g - d) > 0
-        return bool(np.logical_or.reduceat(proven, ends[:-1]).all())
-    return stop
+    return RowsProven(np.asarray(ends, np.int64), np.asarray(d, float))
 
 
 def _row_margins(L, g, conc, rows) -> list[float]:

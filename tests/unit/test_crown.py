@@ -1,6 +1,8 @@
 """Bounds over pieces are sound (sampling), and pruned verification equals full traversal and a MILP."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from polytrav.testing.milp import milp_linear_dnf_feasible
@@ -700,3 +702,80 @@ def test_a_batch_bounds_each_boxs_own_neurons_or_the_union_all_need():
     assert list(j) == [0, 1] and at == slice(None)
     j, _ = rows_of(np.zeros((2, 4), bool))
     assert j.size == 0
+
+
+def _ascent_case(rng, trial):
+    """A random piece's ascent arguments: layers, CROWN's bounds, rows ``C`` on the outputs,
+    and a stop over two groups of rows (every third trial)."""
+    from polytrav.bounds.crown import RowsProven
+
+    d = 2 + trial % 3
+    sizes = [d] + [int(n) for n in rng.integers(3, 14, 1 + trial % 4)] + [4]
+    layers = [(rng.normal(size=(sizes[i + 1], sizes[i])), 0.5 * rng.normal(size=sizes[i + 1]))
+              for i in range(len(sizes) - 1)]
+    M, m = 0.7 * np.eye(d), 0.2 * rng.normal(size=d)
+    V = rng.uniform(-1, 1, (3 * d, d)) if trial % 2 else None
+    conc = Concretizer(d, V)
+    bounds = bounds_module.layer_bounds(layers, M, m, conc)
+    C = rng.normal(size=(4, 4))
+    stop = RowsProven(np.array([0, 2, 4]), rng.normal(size=4) - 2.0) if trial % 3 == 0 else None
+    return layers, bounds, M, m, conc, C, stop
+
+
+def test_the_compiled_piece_ascent_gives_numpys_bounds():
+    """The compiled ascent (numba, optional) gives the NumPy ascent's bounds up to rounding,
+    over the frame box and over vertices, with and without a stop, each sound at sampled
+    points of the box (or of the vertices' hull)."""
+    kernel = pytest.importorskip("polytrav.bounds.piece_kernel")  # needs numba
+    rng = np.random.default_rng(11)
+    for trial in range(24):
+        layers, bounds, M, m, conc, C, stop = _ascent_case(rng, trial)
+        W, b = layers[-1]
+        upto = len(layers) - 1
+        args = (C @ W, C @ b, layers, bounds, upto, M, m, conc, 10, 0.1, stop)
+        L, g, low = bounds_module._piece_ascent(*args)
+        L2, g2, low2 = bounds_module._compiled_piece_ascent(kernel, *args)
+        assert np.allclose(low, low2, atol=1e-10) and np.allclose(L, L2, atol=1e-10), trial
+        assert np.allclose(g, g2, atol=1e-10) and np.allclose(conc.lower(L2, g2), low2)
+        d = M.shape[0]
+        X = (rng.uniform(-1, 1, (2000, d)) if conc.V is None
+             else rng.dirichlet(np.ones(len(conc.V)), 2000) @ conc.V)
+        a = X @ M.T + m
+        for Wk, bk in layers[:-1]:
+            a = np.maximum(a @ Wk.T + bk, 0.0)
+        assert ((a @ W.T + b) @ C.T >= X @ L2.T + g2 - 1e-9).all(), trial
+
+
+def test_the_compiled_ascent_takes_over_after_a_count_of_ascents(monkeypatch):
+    """``compiled_ascent``: None for the first ``KERNEL_AFTER`` ascents of a process (NumPy's
+    path), then the compiled module where numba is installed; None for good without it."""
+    monkeypatch.setattr(bounds_module, "KERNEL_AFTER", 3)
+    monkeypatch.setattr(bounds_module, "_ascents", 0)
+    monkeypatch.setattr(bounds_module, "_kernel", None)
+    assert [bounds_module.compiled_ascent() for _ in range(3)] == [None] * 3
+    try:
+        import polytrav.bounds.piece_kernel as expected
+    except ImportError:
+        expected = None
+    assert bounds_module.compiled_ascent() is expected
+    monkeypatch.setattr(bounds_module, "_ascents", 0)
+    monkeypatch.setattr(bounds_module, "_kernel", None)
+    monkeypatch.setitem(sys.modules, "polytrav.bounds.piece_kernel", None)  # no numba
+    monkeypatch.delattr(sys.modules["polytrav.bounds"], "piece_kernel", raising=False)
+    assert [bounds_module.compiled_ascent() for _ in range(5)] == [None] * 5
+    assert bounds_module._kernel is False
+
+
+@pytest.mark.truth
+def test_pruned_verdicts_with_the_compiled_ascent_equal_the_truth(monkeypatch, truth):
+    """``analyze`` with the compiled slope ascent from the first piece on: the verdicts of
+    the full traversal and the MILP (as :func:`test_pruned_verdicts_equal_full_traversal_and_milp`)."""
+    pytest.importorskip("polytrav.bounds.piece_kernel")  # needs numba
+    monkeypatch.setattr(bounds_module, "KERNEL_AFTER", 0)
+    monkeypatch.setattr(bounds_module, "_ascents", 0)
+    monkeypatch.setattr(bounds_module, "_kernel", None)
+    _without_the_attack(monkeypatch)
+    bad, pruned_any = mismatches(truth)
+    assert bad == [] and pruned_any > 10
+    assert bounds_module._kernel  # the compiled ascent ran
+
