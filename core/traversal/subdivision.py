@@ -36,6 +36,7 @@ radius exceeds :data:`RADIUS_TOL`.
 """
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from polytrav.vocabulary.extras import require
 from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
 __all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
-           "subdivide"]
+           "kernel_installed", "subdivide"]
 
 #: A batch with more cells than this at the start of a layer is split (bounds memory: the
 #: 3-D 8 x 32 bunny's 9.9 million cells in 0.49 GB at 2 048, 0.70 GB at 8 192, 2.1 GB at
@@ -197,6 +198,13 @@ class _Layers:
 
 
 _KERNEL = None  # the compiled kernel's module once loaded; False: numba is not installed
+
+
+def kernel_installed() -> bool:
+    """Whether the compiled kernel can load (numba is installed), without importing it."""
+    if _KERNEL is None:
+        return importlib.util.find_spec("numba") is not None
+    return bool(_KERNEL)
 
 
 def load_kernel():

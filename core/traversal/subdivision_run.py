@@ -30,22 +30,26 @@ from polytrav.traversal.options import TraversalOptions
 from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalStats,
                                        TraversalStatus)
 from polytrav.traversal.piece import Piece
-from polytrav.traversal.subdivision import Cells, Subdivision, Undecided
+from polytrav.traversal.subdivision import (Cells, Subdivision, Undecided,
+                                            kernel_installed)
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, ZERO_ROW_TOL
 
-__all__ = ["AUTO_MAX_DIM", "CellPolytope", "SubdivisionRun", "choose_strategy", "open_traversal"]
+__all__ = ["AUTO_MAX_DIM", "AUTO_MAX_DIM_NUMPY", "CellPolytope", "SubdivisionRun",
+           "choose_strategy", "open_traversal"]
 
 log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
-#: enumerated by subdivision: 3-55x faster than the traversal on every net measured up to
-#: 6-D without numba, 1.8x in 7-D, 3.6x slower in 8-D (docs/benchmarks.md, "Subdivision
-#: against edge subdivision and the traversal"). With numba (the ``fast`` extra) the kernel's
-#: edge search is linear: 7-8x the traversal in 7-D, 1.9-2.4x in 8-D, 0.8-0.9x in 9-D
-#: (issue 61's second section); the crossover stays here while tests of the LP path run on
-#: 7-8-input nets under ``auto``.
-AUTO_MAX_DIM = 6
+#: enumerated by subdivision when numba is installed (the ``fast`` extra: the compiled
+#: kernel, whose edge search is linear in a cell's vertices): 7-8x the LP traversal's speed
+#: in 7-D and 1.9-2.4x in 8-D on two nets each, 0.8-0.9x in 9-D (docs/benchmarks.md, issue
+#: 61's sections).
+AUTO_MAX_DIM = 8
+#: ... and without numba (numpy's edge search pairs every vertex with every other): in CPU
+#: seconds 7.5-12x the traversal's speed in 6-D, 1.8-1.95x in 7-D and 0.26x in 8-D (three,
+#: three and two nets; issue 61's third section).
+AUTO_MAX_DIM_NUMPY = 7
 
 #: Seconds between two checks of the time budget while polytopes are emitted (never past the
 #: budget's end: a run's own limit holds exactly; a deadline set around the consumer in
@@ -56,16 +60,18 @@ CHECK_EVERY = 0.005
 def choose_strategy(net: Network, region: Region,
                     options: TraversalOptions = TraversalOptions()) -> str:
     """What ``strategy="auto"`` runs: ``"subdivision"`` for a polyhedral region of at most
-    :data:`AUTO_MAX_DIM` dimensions when the run visits every polytope; else
-    ``"hierarchical"``, whose guides and pruning bounds let a run skip work."""
+    :data:`AUTO_MAX_DIM` dimensions (:data:`AUTO_MAX_DIM_NUMPY` without numba) when the run
+    visits every polytope; else ``"hierarchical"``, whose guides and pruning bounds let a
+    run skip work."""
     if options.guide is not None or options.prune is not None:
         return "hierarchical"
     region = region.with_dims(net.n_inputs)
-    if net.n_inputs > AUTO_MAX_DIM and not region.is_box:
+    most = AUTO_MAX_DIM if kernel_installed() else AUTO_MAX_DIM_NUMPY
+    if net.n_inputs > most and not region.is_box:
         return "hierarchical"  # its frame could cost LPs to build; slices are boxes
     frame = build_frame(region, net.n_inputs)
     polyhedral = not (frame.l1_balls or frame.l2_balls)
-    return "subdivision" if polyhedral and frame.dim <= AUTO_MAX_DIM else "hierarchical"
+    return "subdivision" if polyhedral and frame.dim <= most else "hierarchical"
 
 
 def open_traversal(net: Network, region: Region, start=None,

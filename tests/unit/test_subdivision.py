@@ -223,6 +223,25 @@ def test_auto_picks_subdivision_where_it_enumerates_everything():
     assert choose_strategy(wide, Box(lo, hi)) == "subdivision"
 
 
+def test_auto_stops_lower_without_numba(monkeypatch):
+    """Without the compiled kernel (numba absent) numpy's edge search is quadratic in a
+    cell's vertices: ``auto`` hands 8 inputs to the LP traversal."""
+    from polytrav.traversal import subdivision
+    from polytrav.traversal.subdivision_run import (AUTO_MAX_DIM, AUTO_MAX_DIM_NUMPY,
+                                                     choose_strategy)
+
+    d = AUTO_MAX_DIM_NUMPY + 1
+    net, box = random_net(0, d, [3]), Box(-np.ones(d), np.ones(d))
+    if subdivision.kernel_installed():
+        assert d <= AUTO_MAX_DIM and choose_strategy(net, box) == "subdivision"
+    monkeypatch.setattr(subdivision, "_KERNEL", False)  # as load_kernel leaves it without numba
+    assert not subdivision.kernel_installed()
+    assert choose_strategy(net, box) == "hierarchical"
+    small = random_net(0, AUTO_MAX_DIM_NUMPY, [3])
+    assert choose_strategy(small, Box(-np.ones(AUTO_MAX_DIM_NUMPY),
+                                      np.ones(AUTO_MAX_DIM_NUMPY))) == "subdivision"
+
+
 def test_an_undecided_cut_hands_the_rest_to_the_traversal(monkeypatch):
     """Fault injection: the engine cannot decide a cut after its first batches were emitted;
     the LP traversal emits the rest, each polytope once, and the stats say so."""
