@@ -444,7 +444,8 @@ class _Batch:
                                 "vertices on its section")
             out.append((parent + lo, bits, centre, reach, np.diff(end, prepend=0), Xo, acto))
         del X, act, G
-        parent, bits, centre, reach, count, Xo, acto = (np.concatenate(col) for col in zip(*out))
+        parent, bits, centre, reach, count, Xo, acto = (
+            out[0] if len(out) == 1 else (np.concatenate(col) for col in zip(*out)))
         lo, hi = self.L.offsets[layer], self.L.offsets[layer + 1]
         code = np.take(c.code, parent, axis=0)
         code[:, lo:hi] = bits
@@ -673,6 +674,11 @@ class _Batch:
         radii = self._radii()
         ranked = order(cells.code, cells.centre)
         if ranked is None:
+            if not np.any(verts.cell[1:] < verts.cell[:-1]):  # in order already (the kernel's)
+                starts = np.zeros(cells.n + 1, np.int64)
+                np.cumsum(np.bincount(verts.cell, minlength=cells.n), out=starts[1:])
+                return Cells(codes=cells.code, vertices=verts.X, starts=starts,
+                             centres=cells.centre, radii=radii)
             ranked = np.arange(cells.n)
         rank = np.empty(cells.n, np.int64)
         rank[ranked] = np.arange(cells.n)
