@@ -156,6 +156,10 @@ class _Store:
         """A new store of ``rows``."""
         return _Store(**{k: np.take(getattr(self, k), rows, axis=0) for k in self._cols})
 
+    def rows(self, a: int, b: int) -> _Store:
+        """A new store of rows ``a`` to ``b`` (copied)."""
+        return _Store(**{k: getattr(self, k)[a:b].copy() for k in self._cols})
+
     def compress(self, mask: np.ndarray) -> _Store:
         """A new store of the rows where ``mask``."""
         return _Store(**{k: np.compress(mask, getattr(self, k), axis=0) for k in self._cols})
@@ -458,9 +462,11 @@ class _Batch:
         self._compact()
         C = self.c.n
         ranked = order(self.c.code[:, : self.L.offsets[self.opened]], self.c.centre)
+        lo = self.opened  # the maps of earlier layers are shared, the current one's split
+        if ranked is None and not np.any(self.v.cell[1:] < self.v.cell[:-1]):
+            return self._split_in_order(size)
         ranked = np.arange(C) if ranked is None else ranked
         pieces = []
-        lo = self.opened  # the maps of earlier layers are shared, the current one's split
         for ids in np.array_split(ranked, -(-C // size)):
             ids = np.sort(ids)
             c = self.c.take(ids)
@@ -476,6 +482,28 @@ class _Batch:
                           np.take(self.off, ids, axis=0))
             part.norms = np.take(self.norms, ids, axis=0)
             part.near, part.side = np.take(self.near, ids, axis=0), np.take(self.side, ids, axis=0)
+            pieces.append(part)
+        return pieces
+
+    def _split_in_order(self, size: int) -> list[_Batch]:
+        """:meth:`split` of a batch whose vertices are grouped by cell in order, into runs
+        of consecutive cells (copied ranges: no gathers, no pass over the whole batch per
+        part)."""
+        C, lo = self.c.n, self.opened
+        ends = np.cumsum([len(ids) for ids in np.array_split(np.arange(C), -(-C // size))])
+        cuts = np.concatenate([[0], ends])
+        vcuts = np.searchsorted(self.v.cell, cuts)  # each run's first vertex row
+        pieces = []
+        for a, b, va, vb in zip(cuts[:-1], cuts[1:], vcuts[:-1], vcuts[1:]):
+            c = self.c.rows(a, b)
+            c.anc[:, lo] = np.arange(b - a)
+            v = _Store(X=self.v.X[va:vb].copy(), cell=self.v.cell[va:vb] - a,
+                       act=self.v.act[va:vb].copy())
+            inverse = [*self.inverse[:lo], self.inverse[lo][a:b].copy()]
+            part = _Batch(self.L, self.tally, c, v, inverse, lo, self.G[a:b].copy(),
+                          self.off[a:b].copy())
+            part.norms, part.near, part.side = (x[a:b].copy() for x in
+                                                (self.norms, self.near, self.side))
             pieces.append(part)
         return pieces
 
