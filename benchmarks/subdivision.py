@@ -337,7 +337,8 @@ def scaling(args, run: Run) -> dict:
             row["traversal_over_subdivision"] = med["hierarchical"] / med["subdivision"]
             row["cells_per_s"] = {s: cells[s] / med[s] for s in med}
         if None not in med_cpu.values():
-            row["cpu_traversal_over_subdivision"] = med_cpu["hierarchical"] / med_cpu["subdivision"]
+            row["cpu_traversal_over_subdivision"] = (med_cpu["hierarchical"]
+                                                     / med_cpu["subdivision"])
         run.add(row)
     return {}
 
