@@ -20,8 +20,14 @@ code runs in a child process with the checkout first on ``sys.path``; its networ
 with ``torch.load`` (a state dict: data, no code).
 
 ``scaling``: subdivision against the hierarchical traversal, same process, alternating, on
-random networks in 2-7 dimensions and on ACAS Xu boxes of several radii (``../shared/data``):
-cells, seconds and cells per second of each, and their ratio.
+random networks in 2-10 dimensions (``--more``: three nets for 6-8 inputs; ``--dims``: only
+some) and on ACAS Xu boxes of several radii (``../shared/data``): cells, wall and CPU seconds
+and cells per second of each, and their ratios. ``--kernel numpy``: the engine as without
+numba (what ``auto`` runs where numba is not installed).
+
+``skipping``: analyses that skip cells by bounds (``output_range`` and ``softmax_attack``)
+under ``strategy="subdivision"`` and ``"hierarchical"`` on 7-8-input nets: CPU seconds,
+polytopes skipped by each bound, values (``auto``'s crossover, issue 61).
 
 ``pictures``: 2-D slices of ACAS Xu and mnistfc networks (``../shared/data``) with 10^4-10^5
 cells: the subdivision's run, the picture of its polytopes as ``polytrav regions --plot``
@@ -289,35 +295,91 @@ def scaling(args, run: Run) -> dict:
 
     from polytrav import Box, traverse
 
+    from polytrav.traversal import subdivision
+
     nets = [(0, 2, [16, 16]), (0, 3, [16, 16]), (0, 4, [12, 12]), (0, 5, [10, 10]),
             (0, 6, [8, 8]), (0, 7, [8, 8]), (0, 8, [6, 6])]
-    if args.more:  # a second net per dimension from 6, and 9-10 inputs (issue 61)
-        nets += [(1, 6, [8, 8]), (1, 7, [8, 8]), (1, 8, [6, 6]), (0, 9, [5, 5]),
-                 (1, 9, [5, 5]), (0, 10, [4, 4]), (1, 10, [4, 4])]
+    if args.more:  # two more nets per dimension for 6-8 inputs, and 9-10 inputs (issue 61)
+        nets += [(1, 6, [8, 8]), (2, 6, [8, 8]), (1, 7, [8, 8]), (2, 7, [8, 8]),
+                 (1, 8, [6, 6]), (2, 8, [6, 6]), (0, 9, [5, 5]), (1, 9, [5, 5]), (0, 10, [4, 4]),
+                 (1, 10, [4, 4])]
+    if args.dims:
+        nets = [n for n in nets if n[1] in args.dims]
     cases = [(f"random {d}-D {w}" + (f" seed {seed}" if seed else ""), random_net(seed, d, w),
               Box(-np.ones(d), np.ones(d))) for seed, d, w in nets]
-    if acas_onnx().exists():
+    if acas_onnx().exists() and not args.dims:
         cases += [(f"ACAS Xu 1_1, r={r}", *case(f"acas_{r}")) for r in (0.003, 0.005)]
+    if args.kernel == "numpy":  # as without numba: load_kernel finds none
+        subdivision._KERNEL = False
     for label, net, region in cases:
         times = {"subdivision": [], "hierarchical": []}
+        cpu = {s: [] for s in times}
         cells = {}
         for s in list(times) * args.warmup:  # warm-up: first-call costs (discarded)
             sum(1 for _ in traverse(net, region, strategy=s, time_limit=args.timeout))
         for k in range(args.repeats):
             for s in (("subdivision", "hierarchical") if k % 2 == 0
                       else ("hierarchical", "subdivision")):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 tr = traverse(net, region, strategy=s, time_limit=args.timeout)
                 cells[s] = sum(1 for _ in tr)
                 times[s].append(time.perf_counter() - t if tr.complete else None)
+                cpu[s].append(time.process_time() - c if tr.complete else None)
         med = {s: statistics.median(v) if None not in v else None for s, v in times.items()}
+        med_cpu = {s: statistics.median(v) if None not in v else None for s, v in cpu.items()}
         row = {"case": label, "dims": region.with_dims(net.n_inputs).bounding_box()[0].size,
                "cells": cells, "repeats": args.repeats, "warmup": args.warmup,
-               **{f"{s}_times": v for s, v in times.items()}, **{f"{s}_s": v for s, v in med.items()}}
+               "kernel": "numba" if subdivision._KERNEL else "numpy",
+               **{f"{s}_times": v for s, v in times.items()}, **{f"{s}_s": v for s, v in med.items()},
+               **{f"{s}_cpu_times": v for s, v in cpu.items()},
+               **{f"{s}_cpu_s": v for s, v in med_cpu.items()}}
         if None not in med.values():
             row["traversal_over_subdivision"] = med["hierarchical"] / med["subdivision"]
             row["cells_per_s"] = {s: cells[s] / med[s] for s in med}
+        if None not in med_cpu.values():
+            row["cpu_traversal_over_subdivision"] = (med_cpu["hierarchical"]
+                                                     / med_cpu["subdivision"])
         run.add(row)
+    return {}
+
+
+def skipping(args, run: Run) -> dict:
+    """Analyses that skip cells by bounds (``output_range`` and ``softmax_attack``: an LP
+    per polytope unless a bound rules it out) under each strategy, on the 7-8-input nets of
+    tests/unit/test_lagrange.py and the scaling nets: CPU seconds, the polytopes each skipped
+    by its bound, and the values (equal)."""
+    import numpy as np
+
+    from polytrav import Box, analyze
+    from polytrav.plugins.adversarial import SoftmaxAttack
+    from polytrav.plugins.output_range import OutputRange
+    from polytrav.testing import random_net
+
+    cases = [(21, 8, [8, 6], 3), (22, 8, [7, 6], 4), (0, 7, [8, 8], 3), (0, 8, [6, 6], 3)]
+    for seed, n_in, widths, n_out in cases:
+        net = random_net(seed, n_in, widths, n_out=n_out)
+        lo, hi = -np.ones(n_in), np.ones(n_in)
+        lo[0] = -0.5
+        g = np.random.default_rng(seed).standard_normal(n_out)
+        cpu = {"subdivision": [], "hierarchical": []}
+        seen = {}
+        for k in range(args.warmup + args.repeats):
+            for s in (("subdivision", "hierarchical") if k % 2 == 0
+                      else ("hierarchical", "subdivision")):
+                c = time.process_time()
+                rep = analyze(net, Box(lo, hi), [OutputRange(weights=g), SoftmaxAttack(0)],
+                              strategy=s)
+                if k >= args.warmup:
+                    cpu[s].append(time.process_time() - c)
+                seen[s] = {"polytopes": rep.stats["polytopes"], "exact": rep[0].exact and
+                           rep[1].exact, "range": rep[0].value, "attack": rep[1].value,
+                           "skipped_by_bound": [rep[0].details["skipped_by_bound"],
+                                                rep[1].details["skipped_by_bound"]]}
+        med = {s: statistics.median(v) for s, v in cpu.items()}
+        run.add({"case": f"random {n_in}-D {widths} seed {seed}, {n_out} outputs",
+                 "repeats": args.repeats, **{f"{s}_cpu_times": v for s, v in cpu.items()},
+                 **{f"{s}_cpu_s": v for s, v in med.items()}, "runs": seen,
+                 "traversal_over_subdivision": med["hierarchical"] / med["subdivision"]})
     return {}
 
 
@@ -382,11 +444,14 @@ def main() -> None:
         return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream",
                                int(sys.argv[5]) if len(sys.argv) > 5 else None)
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
-    ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts"])
+    ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts", "skipping"])
     ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
     ap.add_argument("--more", action="store_true",
                     help="scaling: a second net per dimension from 6, and 9-10 inputs")
     ap.add_argument("--parts", type=int, default=48, help="parts: chunks of level-1 pieces")
+    ap.add_argument("--dims", type=int, nargs="*", help="scaling: only the nets of these inputs")
+    ap.add_argument("--kernel", choices=["auto", "numpy"], default="auto",
+                    help="scaling: numpy: the engine as without numba")
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
     ap.add_argument("--engine-only", nargs="*",
@@ -407,7 +472,7 @@ def main() -> None:
         pin(args.core)
     run = Run(f"subdivision {args.mode}", args)
     run.summary.update({"bunny": bunny, "scaling": scaling, "pictures": pictures,
-                        "parts": parts}[args.mode](args, run))
+                        "parts": parts, "skipping": skipping}[args.mode](args, run))
     run.write(args.out)
     sys.exit(1 if run.summary.get("different_counts") else 0)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 
-import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -31,22 +30,26 @@ from polytrav.traversal.options import TraversalOptions
 from polytrav.traversal.status import (STRATEGIES, Clock, RunEnded, TraversalStats,
                                        TraversalStatus)
 from polytrav.traversal.piece import Piece
-from polytrav.traversal.subdivision import Cells, Subdivision, Undecided
+from polytrav.traversal.subdivision import (Cells, Subdivision, Undecided,
+                                            kernel_installed)
 from polytrav.vocabulary.errors import ConfigError
 from polytrav.vocabulary.tolerances import CELL_CODE_RTOL, RADIUS_TOL, ZERO_ROW_TOL
 
-__all__ = ["AUTO_MAX_DIM", "SubdivisionRun", "choose_strategy", "open_traversal"]
+__all__ = ["AUTO_MAX_DIM", "AUTO_MAX_DIM_NUMPY", "CellPolytope", "SubdivisionRun",
+           "choose_strategy", "open_traversal"]
 
 log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
-#: enumerated by subdivision: 3-55x faster than the traversal on every net measured up to
-#: 6-D without numba, 1.8x in 7-D, 3.6x slower in 8-D (docs/benchmarks.md, "Subdivision
-#: against edge subdivision and the traversal"). With numba (the ``fast`` extra) the kernel's
-#: edge search is linear: 7-8x the traversal in 7-D, 1.9-2.4x in 8-D, 0.8-0.9x in 9-D
-#: (issue 61's second section); the crossover stays here while tests of the LP path run on
-#: 7-8-input nets under ``auto``.
-AUTO_MAX_DIM = 6
+#: enumerated by subdivision when numba is installed (the ``fast`` extra: the compiled
+#: kernel, whose edge search is linear in a cell's vertices): 7-8x the LP traversal's speed
+#: in 7-D and 1.9-2.4x in 8-D on two nets each, 0.8-0.9x in 9-D (docs/benchmarks.md, issue
+#: 61's sections).
+AUTO_MAX_DIM = 8
+#: ... and without numba (numpy's edge search pairs every vertex with every other): in CPU
+#: seconds 7.5-12x the traversal's speed in 6-D, 1.8-1.95x in 7-D and 0.26x in 8-D (three,
+#: three and two nets; issue 61's third section).
+AUTO_MAX_DIM_NUMPY = 7
 
 #: Seconds between two checks of the time budget while polytopes are emitted (never past the
 #: budget's end: a run's own limit holds exactly; a deadline set around the consumer in
@@ -57,16 +60,18 @@ CHECK_EVERY = 0.005
 def choose_strategy(net: Network, region: Region,
                     options: TraversalOptions = TraversalOptions()) -> str:
     """What ``strategy="auto"`` runs: ``"subdivision"`` for a polyhedral region of at most
-    :data:`AUTO_MAX_DIM` dimensions when the run visits every polytope; else
-    ``"hierarchical"``, whose guides and pruning bounds let a run skip work."""
+    :data:`AUTO_MAX_DIM` dimensions (:data:`AUTO_MAX_DIM_NUMPY` without numba) when the run
+    visits every polytope; else ``"hierarchical"``, whose guides and pruning bounds let a
+    run skip work."""
     if options.guide is not None or options.prune is not None:
         return "hierarchical"
     region = region.with_dims(net.n_inputs)
-    if net.n_inputs > AUTO_MAX_DIM and not region.is_box:
+    most = AUTO_MAX_DIM if kernel_installed() else AUTO_MAX_DIM_NUMPY
+    if net.n_inputs > most and not region.is_box:
         return "hierarchical"  # its frame could cost LPs to build; slices are boxes
     frame = build_frame(region, net.n_inputs)
     polyhedral = not (frame.l1_balls or frame.l2_balls)
-    return "subdivision" if polyhedral and frame.dim <= AUTO_MAX_DIM else "hierarchical"
+    return "subdivision" if polyhedral and frame.dim <= most else "hierarchical"
 
 
 def open_traversal(net: Network, region: Region, start=None,
@@ -130,6 +135,9 @@ class SubdivisionRun(Iterator[Polytope]):
     # ---------------------------------------------------------------- the protocol
     def __next__(self) -> Polytope:
         return next(self._gen)
+
+    def __iter__(self) -> Iterator[Polytope]:
+        return self._gen  # the same polytopes as next(), without a Python call each
 
     def close(self, status: TraversalStatus | None = None) -> None:
         """Stop early; the status becomes ``status`` (default ``stopped``) unless the run
@@ -201,33 +209,40 @@ class SubdivisionRun(Iterator[Polytope]):
                 self.status = TraversalStatus.STOPPED
 
     def _emit(self, cells: Cells) -> Iterator[Polytope]:
-        """The polytopes of a batch of cells, in its order."""
-        st = self.stats
-        offsets = np.cumsum([0, *self.net.hidden_sizes])
-        layers = np.split(cells.codes, offsets[1:-1], axis=1) if len(offsets) > 1 else []
-        codes = zip(*(list(layer) for layer in layers)) if layers else itertools.repeat(())
-        points = list(self.frame.to_x(cells.centres))
-        starts, V = cells.starts.tolist(), cells.vertices
+        """The polytopes of a batch of cells, in its order (each reads its code, point and
+        vertices off the batch on first use: :class:`CellPolytope`)."""
+        st, net, region = self.stats, self.net, self.region
+        rows = _Rows(cells, self.frame, net, region)
+        new = CellPolytope
         clock, now, due = self._clock, time.perf_counter, 0.0
+        limit = np.inf if self.max_polytopes is None else self.max_polytopes
         self._left = len(cells)
-        for code, x, r, a, b in zip(codes, points, cells.radii.tolist(), starts, starts[1:]):
+        for i, r in enumerate(cells.radii.tolist()):
             self._left -= 1
             if now() >= due:  # the consumer's time counts too, as in the traversal
                 clock.check()
                 left = clock.left()
                 due = now() + (CHECK_EVERY if left is None else min(CHECK_EVERY, left))
-            if r <= RADIUS_TOL:  # thin: the Chebyshev LP decides, as for the traversal
-                cell = self._chebyshev(code)
-                if cell is None:
-                    continue  # recorded in stats.failures
-                r, x = cell[0], self.frame.to_x(cell[1])
-                if r <= RADIUS_TOL:
-                    st.slivers += 1
-                    continue
-            if self.max_polytopes is not None and st.polytopes >= self.max_polytopes:
+            if r > RADIUS_TOL:
+                if st.polytopes >= limit:
+                    raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
+                st.polytopes += 1
+                p = new()  # four assignments: a Python __init__ would cost as much again
+                p._rows, p._row, p.radius, p.index = rows, i, r, st.polytopes - 1
+                yield p
+                continue
+            code = rows.code(i)  # thin: the Chebyshev LP decides, as for the traversal
+            cell = self._chebyshev(code)
+            if cell is None:
+                continue  # recorded in stats.failures
+            if cell[0] <= RADIUS_TOL:
+                st.slivers += 1
+                continue
+            if st.polytopes >= limit:
                 raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
             st.polytopes += 1
-            yield Polytope(code, x, r, st.polytopes - 1, None, self.net, self.region, V[a:b])
+            yield Polytope(code, self.frame.to_x(cell[1]), cell[0], st.polytopes - 1, None,
+                           net, region, rows.vertices(i))
 
     def _check_pieces(self, within: list) -> None:
         """Refuse a piece whose first layer's code does not hold at its centre (as the
@@ -308,3 +323,59 @@ class SubdivisionRun(Iterator[Polytope]):
         self.stats.lp_time += model.solve_time
         return cell
 
+
+
+class _Rows:
+    """A batch of cells as the polytopes of :meth:`SubdivisionRun._emit` read it."""
+
+    __slots__ = ("layers", "points", "starts", "V", "network", "region")
+
+    def __init__(self, cells: Cells, frame, network: Network, region: Region):
+        self.network, self.region = network, region
+        offsets = np.cumsum([0, *network.hidden_sizes])
+        self.layers = np.split(cells.codes, offsets[1:-1], axis=1) if len(offsets) > 1 else []
+        self.points = frame.to_x(cells.centres)
+        self.starts, self.V = cells.starts, cells.vertices
+
+    def code(self, i: int) -> tuple:
+        return tuple(layer[i] for layer in self.layers)
+
+    def vertices(self, i: int) -> np.ndarray:
+        return self.V[self.starts[i]: self.starts[i + 1]]
+
+
+def _lazy(name: str, make) -> property:
+    """Attribute ``name`` of :class:`Polytope` (its slot), filled by ``make(polytope)`` on
+    first use."""
+    slot = Polytope.__dict__[name]
+
+    def get(self):
+        try:
+            return slot.__get__(self, Polytope)
+        except AttributeError:
+            value = make(self._rows, self._row)
+            slot.__set__(self, value)
+            return value
+
+    return property(get, slot.__set__, doc=slot.__doc__)
+
+
+class CellPolytope(Polytope):
+    """A :class:`Polytope` of a subdivision's batch of cells: its ``code``,
+    ``interior_point`` and ``vertices`` are read off the batch on first use (a run emits
+    polytopes by the million, and a consumer that counts, filters or keeps a few reads
+    little of each). Equal in every attribute to the eager one; pickles as one."""
+
+    __slots__ = ("_rows", "_row")  # and, set by the run, radius and index
+    __init__ = object.__init__
+
+    code = _lazy("code", _Rows.code)
+    interior_point = _lazy("interior_point", lambda rows, i: rows.points[i])
+    vertices = _lazy("vertices", _Rows.vertices)
+    network = _lazy("network", lambda rows, i: rows.network)
+    region = _lazy("region", lambda rows, i: rows.region)
+    parent = _lazy("parent", lambda rows, i: None)
+
+    def __reduce__(self):
+        return Polytope, (self.code, self.interior_point, self.radius, self.index, self.parent,
+                          self.network, self.region, self.vertices)

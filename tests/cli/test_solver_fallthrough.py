@@ -18,8 +18,9 @@ from polytrav import Box, analyze
 
 pytest.importorskip("osqp")
 
-NET = random_net(3, 8, [8, 6], n_out=2)  # 8 inputs: the LP traversal (not subdivision)
-BOX = Box(-0.5 * np.ones(8), 0.5 * np.ones(8))
+N_IN = 9  # the LP traversal under strategy "auto" (subdivision takes up to 8 inputs)
+NET = random_net(3, N_IN, [8, 6], n_out=2)
+BOX = Box(-0.5 * np.ones(N_IN), 0.5 * np.ones(N_IN))
 BUDGET = 40  # polytopes: enough for empty cells, whose osqp answers highs confirms
 NOTE = re.compile(r"^note: osqp is a first-order solver: its answers are not certified, so "
                   r"(\d+) of them were solved again on another backend; LPs are faster and "
@@ -30,9 +31,9 @@ NOTE = re.compile(r"^note: osqp is a first-order solver: its answers are not cer
 def model(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("osqp")
     save_mlp_onnx(NET.weights, NET.biases, folder / "net.onnx")
-    lines = [f"(declare-const X_{i} Real)" for i in range(8)]
+    lines = [f"(declare-const X_{i} Real)" for i in range(N_IN)]
     lines += [f"(declare-const Y_{j} Real)" for j in range(2)]
-    lines += [f"(assert (>= X_{i} -0.5))\n(assert (<= X_{i} 0.5))" for i in range(8)]
+    lines += [f"(assert (>= X_{i} -0.5))\n(assert (<= X_{i} 0.5))" for i in range(N_IN)]
     (folder / "far.vnnlib").write_text("\n".join(lines + ["(assert (>= Y_0 1000000))"]) + "\n")
     return folder
 

@@ -106,7 +106,8 @@ def test_analyses_skipping_by_the_bound_equal_the_milp(seed, n_in, widths, n_out
     lo, hi = -np.ones(n_in), np.ones(n_in)
     lo[0] = -0.5
     g = np.random.default_rng(seed).standard_normal(n_out)
-    rep = analyze(net, Box(lo, hi), [OutputRange(weights=g), SoftmaxAttack(0)])
+    rep = analyze(net, Box(lo, hi), [OutputRange(weights=g), SoftmaxAttack(0)],
+                  strategy="hierarchical")
     rng_, attack = rep[0], rep[1]
     assert rng_.exact and attack.exact
     assert rng_.details["skipped_by_bound"] > 0 and attack.details["skipped_by_bound"] > 0
@@ -127,7 +128,7 @@ def test_a_wrong_bound_is_caught_by_the_milp(monkeypatch):
     lo, hi = -np.ones(n_in), np.ones(n_in)
     g = np.random.default_rng(seed).standard_normal(n_out)
     monkeypatch.setattr(CellBound, "decide", lambda self, A, b, g, beat: (bool(self.pool), None))
-    res = analyze(net, Box(lo, hi), OutputRange(weights=g))[0]
+    res = analyze(net, Box(lo, hi), OutputRange(weights=g), strategy="hierarchical")[0]
     truth_max = milp_max_linear(net, g, lo, hi).value
     truth_min = -milp_max_linear(net, -g, lo, hi).value
     assert (abs(res.value["max"] - truth_max) > TOL) or (abs(res.value["min"] - truth_min) > TOL)
@@ -149,7 +150,8 @@ def test_the_box_lp_path_equals_the_backend_path_on_boxes_and_cut_boxes(monkeypa
         values = {}
         for use in (True, False):
             monkeypatch.setattr(CellBound, "use_box_lp", use)
-            rep = analyze(net, region, [OutputRange(weights=g), SoftmaxAttack(0)])
+            rep = analyze(net, region, [OutputRange(weights=g), SoftmaxAttack(0)],
+                          strategy="hierarchical")
             assert rep.complete and rep[0].exact and rep[1].exact
             values[use] = (rep[0].value["min"], rep[0].value["max"], rep[1].value,
                            rep.stats["subproblem_box_lp"])

@@ -155,10 +155,10 @@ def barely_holds(net, region):
 
 def test_a_lost_lp_makes_the_verdict_unknown_not_holds(net7):
     prop = barely_holds(net7, BOX7)
-    clean = analyze(net7, BOX7, LinearProperty(prop, bounds=False))[0]
+    clean = analyze(net7, BOX7, LinearProperty(prop, bounds=False), strategy="hierarchical")[0]
     assert clean.verdict is Verdict.HOLDS and clean.n_solves > 0
     report = analyze(net7, BOX7, LinearProperty(prop, bounds=False),
-                     solver=[FailingBackend(fail_on={0})])
+                     solver=[FailingBackend(fail_on={0})], strategy="hierarchical")
     result = report[0]
     assert report.complete and result.verdict is Verdict.UNKNOWN and not result.exact
     assert "injected failure 0" in result.failures[0]
@@ -180,25 +180,29 @@ def test_output_range_with_a_lost_lp_is_inexact(net7, monkeypatch):
     # the cell LPs go through the backend chain only where the traversal's model cannot serve
     monkeypatch.setattr(Traversal, "maximize_in_cell", lambda self, polytope, g: None)
     monkeypatch.setattr(CellBound, "use_box_lp", False)
-    report = analyze(net7, BOX7, OutputRange(), solver=[FailingBackend(fail_on={"all"})])
+    report = analyze(net7, BOX7, OutputRange(), solver=[FailingBackend(fail_on={"all"})],
+                     strategy="hierarchical")
     assert not report[0].exact and report[0].failures
 
 
 def test_cell_lps_in_the_traversal_model_equal_the_subproblem_path(net7, monkeypatch):
     """OutputRange's LPs solved in the traversal's warm model give the subproblem path's optima."""
     monkeypatch.setattr(CellBound, "use_box_lp", False)
-    direct = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)])
+    direct = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)],
+                     strategy="hierarchical")
     assert direct.stats["subproblem_in_traversal_model"] > 10
     assert direct.stats["subproblem_in_traversal_model"] == direct.stats["subproblem_solves"]
     monkeypatch.setattr(Traversal, "maximize_in_cell", lambda self, polytope, g: None)
-    compiled = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)])
+    compiled = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)],
+                       strategy="hierarchical")
     assert compiled.stats["subproblem_in_traversal_model"] == 0
     for a, b in zip(direct, compiled):
         for key in ("min", "max"):
             assert a.value[key] == pytest.approx(b.value[key], abs=1e-9), key
     assert direct.stats["polytopes"] == compiled.stats["polytopes"]
     monkeypatch.setattr(CellBound, "use_box_lp", True)
-    boxed = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)])
+    boxed = analyze(net7, BOX7, [OutputRange(0), OutputRange(weights=[1.0] * net7.n_outputs)],
+                    strategy="hierarchical")
     assert boxed.stats["subproblem_box_lp"] > 0
     for a, b in zip(direct, boxed):
         for key in ("min", "max"):

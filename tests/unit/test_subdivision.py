@@ -223,6 +223,25 @@ def test_auto_picks_subdivision_where_it_enumerates_everything():
     assert choose_strategy(wide, Box(lo, hi)) == "subdivision"
 
 
+def test_auto_stops_lower_without_numba(monkeypatch):
+    """Without the compiled kernel (numba absent) numpy's edge search is quadratic in a
+    cell's vertices: ``auto`` hands 8 inputs to the LP traversal."""
+    from polytrav.traversal import subdivision
+    from polytrav.traversal.subdivision_run import (AUTO_MAX_DIM, AUTO_MAX_DIM_NUMPY,
+                                                     choose_strategy)
+
+    d = AUTO_MAX_DIM_NUMPY + 1
+    net, box = random_net(0, d, [3]), Box(-np.ones(d), np.ones(d))
+    if subdivision.kernel_installed():
+        assert d <= AUTO_MAX_DIM and choose_strategy(net, box) == "subdivision"
+    monkeypatch.setattr(subdivision, "_KERNEL", False)  # as load_kernel leaves it without numba
+    assert not subdivision.kernel_installed()
+    assert choose_strategy(net, box) == "hierarchical"
+    small = random_net(0, AUTO_MAX_DIM_NUMPY, [3])
+    assert choose_strategy(small, Box(-np.ones(AUTO_MAX_DIM_NUMPY),
+                                      np.ones(AUTO_MAX_DIM_NUMPY))) == "subdivision"
+
+
 def test_an_undecided_cut_hands_the_rest_to_the_traversal(monkeypatch):
     """Fault injection: the engine cannot decide a cut after its first batches were emitted;
     the LP traversal emits the rest, each polytope once, and the stats say so."""
@@ -394,3 +413,33 @@ def test_the_kernel_once_loaded_runs_every_layer_even_an_empty_one():
     assert list(traverse(net, box, strategy="subdivision", within=[])) == []
     _, polys = cells_of(net, box)
     assert {p.key for p in polys} == {p.key for p in traverse(net, box, strategy="hierarchical")}
+
+
+def test_the_stream_s_polytopes_read_their_batch_lazily_and_equal_eager_ones():
+    """Each polytope of ``traverse(..., strategy="subdivision")`` holds what the engine found
+    for its cell (code, centroid, vertices), read on first use; pickled, it is a plain
+    ``Polytope`` with the same attributes."""
+    import pickle
+
+    from polytrav.model.polytope import Polytope
+
+    net = random_net(3, 3, [6, 5])
+    box = Box(-np.ones(3), np.ones(3))
+    frame = build_frame(box, 3)
+    cells = subdivide(net, frame)
+    by_key = {np.packbits(c).tobytes(): i for i, c in enumerate(cells.codes)}
+    run = traverse(net, box, strategy="subdivision", batch=7)
+    polytopes = list(run)
+    assert run.complete and len(polytopes) == len(cells)
+    for n, p in enumerate(polytopes):
+        i = by_key[p.key]
+        assert p.index == n and p.parent is None and p.network is net and p.region is box
+        assert tuple(len(c) for c in p.code) == tuple(net.hidden_sizes)
+        assert np.allclose(p.interior_point, frame.to_x(cells.centres[i]))
+        assert np.array_equal(p.vertices, cells.vertices[cells.starts[i]: cells.starts[i + 1]])
+        assert p.radius == cells.radii[i] and p.contains(p.interior_point)
+    p = polytopes[len(polytopes) // 2]
+    q = pickle.loads(pickle.dumps(p))
+    assert type(q) is Polytope and q.key == p.key and q.index == p.index
+    assert np.array_equal(q.interior_point, p.interior_point)
+    assert np.array_equal(q.vertices, p.vertices) and q.radius == p.radius

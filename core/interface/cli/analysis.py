@@ -142,10 +142,10 @@ def _finite(values, what: str):
 @click.option("--strategy", type=click.Choice(["auto", "hierarchical", "subdivision",
                                                "seed-faithful"]),
               default="auto", show_default=True,
-              help="How to enumerate: auto (subdivision for a box or polyhedron of at most 6 "
-                   "free inputs, else the LP traversal), hierarchical (the LP traversal) or "
-                   "subdivision (cells cut neuron by neuron, no LPs: far faster in 2-6 "
-                   "dimensions).")
+              help="How to enumerate: auto (subdivision for a box or polyhedron of at most 8 "
+                   "free inputs, 7 without numba, else the LP traversal), hierarchical (the LP "
+                   "traversal) or subdivision (cells cut neuron by neuron, no LPs: far faster "
+                   "in 2-8 dimensions).")
 @solver_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_export_option
