@@ -38,7 +38,8 @@ __all__ = ["BoxPiece", "BoxFrame", "LpContext", "SplitResult", "split_box", "Box
            "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
            "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS", "SPLIT_LEAVES_PER_BOX",
-           "SPLIT_BATCH", "SPLIT_BATCH_SHARE", "SPLIT_PROBE_BOXES", "SPLIT_PAIR_STEPS"]
+           "SPLIT_BATCH", "SPLIT_BATCH_SHARE", "SPLIT_PROBE_BOXES", "SPLIT_PAIR_FROM",
+           "SPLIT_PAIR_STEPS"]
 
 #: Input splitting is used for boxes of at most this many *effective* inputs
 #: (:func:`effective_inputs`): halving each of ``k`` inputs once takes ``2^k`` boxes.
@@ -75,10 +76,15 @@ SPLIT_OPEN_SECONDS = 0.03
 #: the whole queue early on proves the easy boxes first, and the proven share then stops
 #: accelerating: ACAS Xu 3_3 property 2 ended its split at 800 boxes, 544 open).
 SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
-#: A pair's box that its CROWN bound leaves unproven is bounded again with each network's
-#: intermediate bounds tightened by this many slope steps
-#: (:mod:`polytrav.bounds.difference_slopes`) before it is halved; 0: never.
-SPLIT_PAIR_STEPS = 10
+#: Once this many boxes are bounded, a pair's box that its CROWN bound leaves unproven is
+#: bounded again with each network's intermediate bounds tightened by ``SPLIT_PAIR_STEPS``
+#: slope steps (:mod:`polytrav.bounds.difference_slopes`) before it is halved (0 steps:
+#: never). A box costs about four times as much so; a query that CROWN proves in a few
+#: hundred boxes never pays it (NeuroDiff's ACAS Xu 1_1 at ε 0.05: 117 boxes in 0.6 s,
+#: with slopes from the first box 57 in 1.9 s), the hard ones prove boxes that would have
+#: taken a subtree each (3_9 at ε 0.01: proven in 11 077 boxes, 123 CPU s, where 60 000
+#: boxes, 86 s, left 9 % of the volume open).
+SPLIT_PAIR_FROM, SPLIT_PAIR_STEPS = 1024, 10
 
 
 @dataclass
@@ -189,7 +195,10 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     side by side on one input (a two-network query: :meth:`NetworkPair.in_stack
     <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
     difference as well (each row's better bound); False: the stack's CROWN alone (a
-    :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``).
+    :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``). ``pair_steps``: with
+    ``difference``, once :data:`SPLIT_PAIR_FROM` boxes are bounded, a box left unproven is
+    bounded again with that many slope steps on each network's intermediate bounds
+    (default :data:`SPLIT_PAIR_STEPS`; 0: never).
 
     ``recorder``: None, or a proof's :class:`~polytrav.proof.record.CaseRecord`, told of each
     batch bounded and each halving (the boxes' ids are their order numbers, the box 0).
@@ -337,7 +346,8 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
                 Ls, gs = pair.box_output_bounds((lows + highs) / 2, (highs - lows) / 2, C,
                                                 phases=phases)
             batch = _checked(batch, phases, Ls, gs, pairs, stack, network, context)
-            if pair is not None and pair_steps and recorder is None:
+            if pair is not None and pair_steps and recorder is None \
+                    and result.boxes >= SPLIT_PAIR_FROM:
                 batch = _tightened(batch, pair, pair_steps, C, pairs, stack, network, context)
             if recorder is not None:
                 recorder.bounded([e[1] for e in batch], [e[7] for e in batch], Ls, gs)
