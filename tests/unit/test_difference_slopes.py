@@ -120,3 +120,26 @@ def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkey
                 assert result.candidate is not None
                 assert abs(g(result.candidate)[0] - f(result.candidate)[0]) >= eps - 1e-12
     assert counts[10] < counts[0]
+
+
+def test_diff_s_verdict_with_optimised_bounds_in_its_split(monkeypatch):
+    """The user's call: ``polytrav.diff(..., verdict_only=True)`` with the optimised bounds
+    from the split's first box: ``holds`` just above the MILP's largest ``|g_0 - f_0|``,
+    ``violated`` below it with a point a forward pass confirms."""
+    import polytrav
+    import polytrav.bounds.split as split
+    from polytrav import Box
+
+    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
+    f = random_net(7, 3, [8, 8, 8], n_out=1)
+    g = perturbed_copy(f, 7, 0.01)
+    lo, hi = np.zeros(3), np.ones(3)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    holds = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 1.05, verdict_only=True)
+    assert holds.verdict.value == "holds"
+    broken = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 0.8, verdict_only=True)
+    assert broken.verdict.value == "violated"
+    x = np.asarray(broken.violation["x"], float)
+    assert abs(g(x)[0] - f(x)[0]) > top * 0.8
