@@ -98,7 +98,7 @@ def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkey
     largest difference: the same verdicts with and without the optimised bounds (a real
     counterexample below), and fewer boxes with them where it holds (from the first box
     on: a small net's split is short)."""
-    import polytrav.bounds.split as split
+    from polytrav.bounds import split
 
     monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
     f = random_net(7, 3, [8, 8, 8], n_out=1)
@@ -127,7 +127,7 @@ def test_diff_s_verdict_with_optimised_bounds_in_its_split(monkeypatch):
     from the split's first box: ``holds`` just above the MILP's largest ``|g_0 - f_0|``,
     ``violated`` below it with a point a forward pass confirms."""
     import polytrav
-    import polytrav.bounds.split as split
+    from polytrav.bounds import split
     from polytrav import Box
 
     monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
