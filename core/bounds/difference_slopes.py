@@ -7,9 +7,10 @@ difference's relaxation where a stable one is exact, and the chords' slack grows
 layer. On the open boxes of NeuroDiff's ACAS Xu 3_9 (property 1, ε 0.01) after 4 000 boxes
 of the input split, CROWN's bound on ``|g_0 - f_0|`` had a median 0.030 (28 % of the boxes
 under ε); with 10 slope steps per intermediate row, 0.0069 (69 %). The input split
-(:func:`~polytrav.bounds.split.split_box`) therefore bounds a pair's box this way where
-CROWN's bound did not prove it, before halving it
-(:data:`~polytrav.bounds.split.SPLIT_PAIR_STEPS`).
+(:func:`~polytrav.bounds.split.split_box`) therefore bounds a pair's box with ``f``'s
+bounds so where CROWN's bound did not prove it, before halving it
+(:data:`~polytrav.bounds.split.SPLIT_PAIR_STEPS`; ``g``'s follow from ``f``'s and the
+difference's in :meth:`~polytrav.bounds.difference.NetworkPair.box_output_bounds`).
 
 Each box is a piece of :func:`~polytrav.bounds.crown.layer_bounds` (its own frame; the
 ascent starts from CROWN's slopes and each row keeps its best iterate, so every layer's
