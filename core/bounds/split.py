@@ -82,7 +82,7 @@ SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
 #: never). A box costs about four times as much so; a query that CROWN proves in a few
 #: hundred boxes never pays it (NeuroDiff's ACAS Xu 1_1 at ε 0.05: 117 boxes in 0.6 s,
 #: with slopes from the first box 57 in 1.9 s), the hard ones prove boxes that would have
-#: taken a subtree each (3_9 at ε 0.01: proven in 11 077 boxes, 123 CPU s, where 60 000
+#: taken a subtree each (3_9 at ε 0.01: proven in 19 971 boxes, 119 CPU s, where 60 000
 #: boxes, 86 s, left 9 % of the volume open).
 SPLIT_PAIR_FROM, SPLIT_PAIR_STEPS = 1024, 10
 
