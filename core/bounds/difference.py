@@ -232,14 +232,18 @@ class NetworkPair:
         return cls(f_layers, g_layers, list(zip(F[:-1], G[:-1])), [W.shape[0] for W in Ws[:-1]])
 
     def box_output_bounds(self, mid: np.ndarray, rad: np.ndarray, C: np.ndarray,
-                          phases: np.ndarray | None = None, path: str = "best"
-                          ) -> tuple[np.ndarray, np.ndarray]:
+                          phases: np.ndarray | None = None, path: str = "best",
+                          steps: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Affine lower bounds ``C y >= L[b] u + g[b]`` of rows over the stacked outputs
         ``y = (f(x), g(x))`` on boxes ``x = mid[b] + rad[b] * u`` (as
         :func:`~polytrav.bounds.crown.box_output_bounds` on the stack, whose ``phases``, of
         the stack's neurons, are updated in place the same way, with phases of ``g`` that the
         difference proves). ``path``: ``"best"`` keeps per box and row the better of the
-        difference's and the stacked CROWN's bound, ``"difference"`` or ``"stacked"`` one."""
+        difference's and the stacked CROWN's bound, ``"difference"`` or ``"stacked"`` one.
+        ``steps``: ``f``'s intermediate bounds tightened by that many slope steps per box
+        (:func:`~polytrav.bounds.difference_slopes.optimised_layer_bounds`; 0: CROWN's);
+        ``g``'s are CROWN's, met with ``z + D`` in the joint system, about as tight where
+        ``g`` is close to ``f`` and half the cost."""
         if path not in PATHS:
             raise ValueError(f"NetworkPair.box_output_bounds: path must be one of {PATHS}, "
                              f"got {path!r}")
@@ -252,8 +256,13 @@ class NetworkPair:
             phases[:, where >= 0] = held[:, where[where >= 0]]
         entry = None if phases is None else phases.copy()
         own = [None if phases is None else phases[:, half] for half in self.halves]
-        stack = _side_by_side(*(box_layer_bounds(layers, mid, rad, known) for layers, known
-                                in zip((self.f_layers, self.g_layers), own)))
+        if steps:  # f's optimised; g's are CROWN's, met with f's and D's in the joint system
+            from polytrav.bounds.difference_slopes import optimised_layer_bounds
+
+            f_bounds = optimised_layer_bounds(self.f_layers, mid, rad, own[0], steps)
+        else:
+            f_bounds = box_layer_bounds(self.f_layers, mid, rad, own[0])
+        stack = _side_by_side(f_bounds, box_layer_bounds(self.g_layers, mid, rad, own[1]))
         if phases is not None:  # each network's phases proven, written back
             for half, known in zip(self.halves, own):
                 phases[:, half] = known

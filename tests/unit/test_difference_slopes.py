@@ -1,0 +1,145 @@
+"""Optimised intermediate bounds of a pair's networks over boxes
+(polytrav.bounds.difference_slopes): they contain every sampled pre-activation, are never
+looser than CROWN's, respect the phases known on a parent box, and the input split that uses
+them on a two-network stack proves with fewer boxes and decides as the MILP does."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from polytrav.testing.milp import milp_max_linear
+from reference import perturbed_copy
+
+from polytrav import Network
+from polytrav.bounds.crown import BOUND_TOL, box_layer_bounds
+from polytrav.bounds.difference import NetworkPair
+from polytrav.bounds.difference_slopes import optimised_layer_bounds
+from polytrav.bounds.split import split_box
+from polytrav.solvers.highs import HighsBackend
+from polytrav.testing.reference import random_net
+
+SAMPLES = 4000
+
+
+def boxes(seed: int, n: int, count: int):
+    rng = np.random.default_rng(seed)
+    lo = rng.uniform(-1.0, 0.5, (count, n))
+    return lo, lo + rng.uniform(0.2, 1.0, (count, n))
+
+
+def pre_activations(f: Network, X: np.ndarray) -> list[np.ndarray]:
+    out, a = [], X
+    for W, b in list(zip(f.weights, f.biases))[:-1]:
+        z = a @ W.T + b
+        out.append(z)
+        a = np.maximum(z, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_optimised_bounds_contain_the_samples_and_are_within_crown_s(seed):
+    f = random_net(seed, 3, [10, 9, 8], n_out=2)
+    layers = list(zip(f.weights, f.biases))
+    lo, hi = boxes(seed, 3, 5)
+    mid, rad = (lo + hi) / 2, (hi - lo) / 2
+    crown = box_layer_bounds(layers, mid, rad)
+    tight = optimised_layer_bounds(layers, mid, rad, steps=10)
+    unstable = lambda b: sum(((a < 0) & (c > 0)).sum() for a, c in zip(b.lo, b.hi))
+    assert unstable(tight) <= unstable(crown)
+    for k in range(len(crown.lo)):
+        assert (tight.lo[k] >= crown.lo[k]).all() and (tight.hi[k] <= crown.hi[k]).all()
+    for b in range(lo.shape[0]):
+        X = np.random.default_rng(b).uniform(lo[b], hi[b], (SAMPLES, 3))
+        for k, z in enumerate(pre_activations(f, X)):
+            tol = BOUND_TOL * (1 + np.abs(z).max())
+            assert (z >= tight.lo[k][b, 0] - tol).all() and (z <= tight.hi[k][b, 0] + tol).all()
+
+
+def test_phases_known_on_a_parent_box_stay_and_new_ones_are_true():
+    f = random_net(3, 3, [12, 12], n_out=2)
+    layers = list(zip(f.weights, f.biases))
+    lo, hi = boxes(3, 3, 1)
+    phases = np.zeros((1, f.n_neurons), np.int8)
+    optimised_layer_bounds(layers, (lo + hi) / 2, (hi - lo) / 2, phases, steps=10)
+    parent = phases.copy()
+    cut = (lo[0, 0] + hi[0, 0]) / 2
+    lows, highs = np.repeat(lo, 2, 0), np.repeat(hi, 2, 0)
+    highs[0, 0], lows[1, 0] = cut, cut
+    phases = np.repeat(parent, 2, axis=0)
+    optimised_layer_bounds(layers, (lows + highs) / 2, (highs - lows) / 2, phases, steps=10)
+    for b in range(2):
+        assert np.all(phases[b][parent[0] != 0] == parent[0][parent[0] != 0])
+        X = np.random.default_rng(b).uniform(lows[b], highs[b], (SAMPLES, 3))
+        pre = np.hstack(pre_activations(f, X))
+        assert np.all((pre >= 0)[:, phases[b] > 0]) and np.all((pre <= 0)[:, phases[b] < 0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_pair_s_bound_with_optimised_intermediate_bounds_holds(seed):
+    f = random_net(seed + 10, 3, [10, 10, 10], n_out=2)
+    g = perturbed_copy(f, seed, 0.01)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+    pair = NetworkPair.in_stack(stack)
+    C = np.hstack([-np.eye(2), np.eye(2)])
+    C = np.vstack([C, -C])
+    lo, hi = boxes(seed, 3, 4)
+    mid, rad = (lo + hi) / 2, (hi - lo) / 2
+    L0, g0 = pair.box_output_bounds(mid, rad, C)
+    L, gl = pair.box_output_bounds(mid, rad, C, steps=10)
+    assert (gl - np.abs(L).sum(-1)).sum() >= (g0 - np.abs(L0).sum(-1)).sum()
+    for b in range(lo.shape[0]):
+        X = np.random.default_rng(b).uniform(lo[b], hi[b], (SAMPLES, 3))
+        values = stack.forward(X) @ C.T
+        U = (X - mid[b]) / rad[b]
+        assert (values >= U @ L[b].T + gl[b] - BOUND_TOL * (1 + np.abs(gl[b]))).all()
+
+
+def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkeypatch):
+    """|g_0 - f_0| <= eps on a two-network stack, eps just above and below the MILP's
+    largest difference: the same verdicts with and without the optimised bounds (a real
+    counterexample below), and fewer boxes with them where it holds (from the first box
+    on: a small net's split is short)."""
+    from polytrav.bounds import split
+
+    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
+    f = random_net(7, 3, [8, 8, 8], n_out=1)
+    g = perturbed_copy(f, 7, 0.01)
+    lo, hi = np.zeros(3), np.ones(3)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    counts = {}
+    for eps in (top * 1.05, top * 0.8):
+        pairs = [(s * row[None] / np.sqrt(2), np.array([-eps / np.sqrt(2)])) for s in (1, -1)]
+        for steps in (0, 10):
+            result = split_box(stack, lo, hi, pairs, [HighsBackend()], max_boxes=20_000,
+                               pair_steps=steps)
+            if eps > top:
+                assert result.candidate is None and not result.open_boxes
+                counts[steps] = result.boxes
+            else:
+                assert result.candidate is not None
+                assert abs(g(result.candidate)[0] - f(result.candidate)[0]) >= eps - 1e-12
+    assert counts[10] < counts[0]
+
+
+def test_diff_s_verdict_with_optimised_bounds_in_its_split(monkeypatch):
+    """The user's call: ``polytrav.diff(..., verdict_only=True)`` with the optimised bounds
+    from the split's first box: ``holds`` just above the MILP's largest ``|g_0 - f_0|``,
+    ``violated`` below it with a point a forward pass confirms."""
+    import polytrav
+    from polytrav.bounds import split
+    from polytrav import Box
+
+    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
+    f = random_net(7, 3, [8, 8, 8], n_out=1)
+    g = perturbed_copy(f, 7, 0.01)
+    lo, hi = np.zeros(3), np.ones(3)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    holds = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 1.05, verdict_only=True)
+    assert holds.verdict.value == "holds"
+    broken = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 0.8, verdict_only=True)
+    assert broken.verdict.value == "violated"
+    x = np.asarray(broken.violation["x"], float)
+    assert abs(g(x)[0] - f(x)[0]) > top * 0.8
