@@ -97,13 +97,13 @@ class SoftmaxAttack(Analysis):
         return decision_margin(self._unsafe(context.network.n_outputs), piece, context)
 
     def settle(self, context) -> Settled | None:
-        """In ``verify`` mode with ``bounds`` and ``bab``: the start attack
-        (:meth:`start_point`), then, where it found no adversarial point, the region's bound,
-        branch and bound and MILP (:func:`~polytrav.bounds.settle.settle_region`, boxes of
-        many free inputs; what they did is the result's ``details["bab"]``). A
-        counterexample they find is adversarial as a witness is (a forward pass, inside the
-        region); the traversal confirms the attack's own point in its first polytope. None
-        otherwise (the run traverses the region as it is)."""
+        """In ``verify`` mode with ``bounds`` and ``bab``, on a box of many free inputs: the
+        region's bound, then, where it proves nothing, the start attack (:meth:`start_point`)
+        and, where that finds no adversarial point, branch and bound and the region's MILP
+        (:func:`~polytrav.bounds.settle.settle_region`; what they did is the result's
+        ``details["bab"]``). A counterexample they find is adversarial as a witness is (a
+        forward pass, inside the region); the traversal confirms the attack's own point in
+        its first polytope. None otherwise (the run traverses the region as it is)."""
         self._stage_bab = self._settled = None
         if not (self.prunes_by_bound and self.bab):
             return None
@@ -112,8 +112,11 @@ class SoftmaxAttack(Analysis):
         def accept(x) -> bool:
             return check_witness(network, region, x, self._is_adversarial)
 
-        settled, self._stage_bab = settle_region(
-            self._unsafe(network.n_outputs), context, self.start_point(), accept=accept)
+        searched = settle_region(self._unsafe(network.n_outputs), context, self.start_point,
+                                 accept=accept)
+        if searched is None:  # no search applies: the traversal (and its start attack)
+            return None
+        settled, self._stage_bab = searched
         if settled.outcome is Settlement.VIOLATED:
             y = network.forward(settled.point)
             others = np.delete(np.arange(y.shape[0]), self.label_class)

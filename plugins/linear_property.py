@@ -203,8 +203,11 @@ class LinearProperty(Analysis):
                              accept=accept, time_left=context.time_left,
                              split_boxes=self.split, recorder=self.recorder)
         if self.bab and settled.outcome is Settlement.OPEN and not settled.boxes:
-            settled, self._stage_bab = settle_region(self._pairs, context, settled.point,
-                                                     accept=accept, **settled.stats)
+            point = settled.point
+            searched = settle_region(self._pairs, context, lambda: point, accept=accept,
+                                     **settled.stats)
+            if searched is not None:
+                settled, self._stage_bab = searched
         if settled.outcome is Settlement.VIOLATED:
             y = network.forward(settled.point)
             depth = [float(np.min(d - C @ y)) for C, d in self._pairs]

@@ -454,38 +454,40 @@ def decision_margin(pairs, piece, context, policy: SettlePolicy | None = None) -
     return dnf.dnf_piece_margin(pairs, piece, context, pair=policy.pair_bounds)
 
 
-def settle_region(pairs, context, point, *, accept: Callable[[np.ndarray], bool],
-                  policy: SettlePolicy | None = None, **stats):
+def settle_region(pairs, context, start: Callable[[], np.ndarray | None], *,
+                  accept: Callable[[np.ndarray], bool], policy: SettlePolicy | None = None,
+                  **stats):
     """``(settled, outcome)``: the run's whole region, which the attacks (and the input split,
-    where it applies) left open from ``point``, decided by its bound and :func:`region_bab`.
+    where it applies) left open, decided by its bound and :func:`region_bab`; None where
+    branch and bound does not apply (not a box, or fewer free inputs than the policy's
+    ``bab_min_inputs``; default :data:`VERIFY_POLICY`, as it is when called).
 
-    Where branch and bound applies (a box of at least the policy's ``bab_min_inputs`` free
-    inputs; default :data:`VERIFY_POLICY`, as it is when called): a ``point`` in the unsafe
-    set (a forward pass) needs no search (the outcome says ``attack``); else the region's
-    bound (:func:`decision_margin` on the box as a level-0 piece) proves it (PROVEN,
-    ``BOUND``), or :func:`region_bab` runs: HOLDS is PROVEN (``BRANCH_AND_BOUND`` or
+    The region's bound (:func:`decision_margin` on the box as a level-0 piece) proves it:
+    PROVEN (``BOUND``). Else ``start()`` (the attacks' best point; called only here): a point
+    in the unsafe set (a forward pass) needs no search (the outcome says ``attack``; the
+    region is OPEN from it). Else :func:`region_bab`: HOLDS is PROVEN (``BRANCH_AND_BOUND`` or
     ``MILP``), a counterexample that ``accept`` takes (the analysis's check of a witness) is
-    VIOLATED. Anything else leaves the region OPEN from the outcome's ``start`` (a refused
+    VIOLATED; anything else leaves the region OPEN from the outcome's ``start`` (a refused
     counterexample: its polytope decides). ``outcome``: the
     :class:`~polytrav.bounds.branch_and_bound.BaBOutcome` (:func:`bab_details` describes
-    it), None where branch and bound did not run. ``stats``: the stage's counters so far,
-    carried by the ``Settled``."""
+    it), None where no search ran. ``stats``: the stage's counters so far, carried by the
+    ``Settled``."""
     from polytrav.bounds.branch_and_bound import BaBOutcome, BaBVerdict
 
     policy = VERIFY_POLICY if policy is None else policy
     region = context.region.with_dims(context.network.n_inputs)
-    left_open = Settled.open(start=point, **stats)
     if not region.is_box:
-        return left_open, None
+        return None
     lo, hi = (np.asarray(a, float) for a in region.bounding_box())
     if int(np.sum(hi > lo)) < policy.bab_min_inputs:
-        return left_open, None
-    if point is not None and dnf.unsafe_distance(
-            pairs, context.network.forward(point)[None, :])[0] <= 0:
-        return left_open, BaBOutcome(BaBVerdict.VIOLATED, point, 0, 0.0,
-                                     {"found_by": "attack"}, start=point)
+        return None
     if decision_margin(pairs, split.BoxPiece(lo, hi), context, policy) > 0:
         return Settled.proven(SettledBy.BOUND, **stats), None
+    point = start()
+    if point is not None and dnf.unsafe_distance(
+            pairs, context.network.forward(point)[None, :])[0] <= 0:
+        return Settled.open(start=point, **stats), BaBOutcome(
+            BaBVerdict.VIOLATED, point, 0, 0.0, {"found_by": "attack"}, start=point)
     out = region_bab(pairs, context, lo, hi, point, policy)
     by = SettledBy.MILP if out.stats.get("method") == "milp" else SettledBy.BRANCH_AND_BOUND
     if out.verdict is BaBVerdict.HOLDS:
