@@ -41,15 +41,15 @@ __all__ = ["AUTO_MAX_DIM", "AUTO_MAX_DIM_NUMPY", "CellPolytope", "SubdivisionRun
 log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
-#: enumerated by subdivision when numba is installed (the ``fast`` extra: the compiled
-#: kernel, whose edge search is linear in a cell's vertices): 7-8x the LP traversal's speed
-#: in 7-D and 1.9-2.4x in 8-D on two nets each, 0.8-0.9x in 9-D (docs/benchmarks.md, issue
-#: 61's sections).
-AUTO_MAX_DIM = 8
-#: ... and without numba (numpy's edge search pairs every vertex with every other): in CPU
-#: seconds 7.5-12x the traversal's speed in 6-D, 1.8-1.95x in 7-D and 0.26x in 8-D (three,
-#: three and two nets; issue 61's third section).
-AUTO_MAX_DIM_NUMPY = 7
+#: enumerated by subdivision when numba is installed (the ``fast`` extra). On the small
+#: scaling nets subdivision is 7-8x the LP traversal's speed in 7-D and 1.9-2.4x in 8-D
+#: (docs/benchmarks.md, issue 61), but on a wide net its first batch's vertices explode: the
+#: 8-input 3x40 net of the Ctrl-C tests grew to 13.7 GB in 60 s without emitting a polytope,
+#: where the LP traversal streams at once. So ``auto`` stays at 6 until a batch's memory is
+#: bounded by its vertices, not its cells.
+AUTO_MAX_DIM = 6
+#: ... and without numba (numpy's edge search pairs every vertex with every other).
+AUTO_MAX_DIM_NUMPY = 6
 
 #: Seconds between two checks of the time budget while polytopes are emitted (never past the
 #: budget's end: a run's own limit holds exactly; a deadline set around the consumer in
