@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: Distributions whose versions every result file records (``None``: not installed).
 PACKAGES = ("polytrav", "numpy", "scipy", "highspy", "cvxpy", "osqp", "clarabel", "ecos",
-            "onnxruntime", "torch", "scikit-learn")
+            "onnxruntime", "torch", "scikit-learn", "numba")  # numba: the `fast` extra's kernels
 #: The folders of the library itself: local changes there make a run's numbers not the commit's.
 LIBRARY = ("core", "plugins", "solvers")
 
