@@ -93,7 +93,20 @@ def test_the_pair_s_bound_with_optimised_intermediate_bounds_holds(seed):
         assert (values >= U @ L[b].T + gl[b] - BOUND_TOL * (1 + np.abs(gl[b]))).all()
 
 
-def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkeypatch):
+@pytest.fixture(scope="module")
+def close_pair():
+    """A 3-8-8-8-1 net ``f``, its copy ``g`` with weights moved by 1 %, the box, their input-
+    shared stack and the MILP's largest ``|g_0 - f_0|`` over the box (the truth)."""
+    f = random_net(7, 3, [8, 8, 8], n_out=1)
+    g = perturbed_copy(f, 7, 0.01)
+    lo, hi = np.zeros(3), np.ones(3)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    return f, g, lo, hi, stack, top
+
+
+def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkeypatch, close_pair):
     """|g_0 - f_0| <= eps on a two-network stack, eps just above and below the MILP's
     largest difference: the same verdicts with and without the optimised bounds (a real
     counterexample below), and fewer boxes with them where it holds (from the first box
@@ -101,12 +114,8 @@ def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkey
     from polytrav.bounds import split
 
     monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
-    f = random_net(7, 3, [8, 8, 8], n_out=1)
-    g = perturbed_copy(f, 7, 0.01)
-    lo, hi = np.zeros(3), np.ones(3)
-    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+    f, g, lo, hi, stack, top = close_pair
     row = np.array([-1.0, 1.0])
-    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
     counts = {}
     for eps in (top * 1.05, top * 0.8):
         pairs = [(s * row[None] / np.sqrt(2), np.array([-eps / np.sqrt(2)])) for s in (1, -1)]
@@ -122,7 +131,7 @@ def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkey
     assert counts[10] < counts[0]
 
 
-def test_diff_s_verdict_with_optimised_bounds_in_its_split(monkeypatch):
+def test_diff_s_verdict_with_optimised_bounds_in_its_split(monkeypatch, close_pair):
     """The user's call: ``polytrav.diff(..., verdict_only=True)`` with the optimised bounds
     from the split's first box: ``holds`` just above the MILP's largest ``|g_0 - f_0|``,
     ``violated`` below it with a point a forward pass confirms."""
@@ -131,12 +140,7 @@ def test_diff_s_verdict_with_optimised_bounds_in_its_split(monkeypatch):
     from polytrav import Box
 
     monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
-    f = random_net(7, 3, [8, 8, 8], n_out=1)
-    g = perturbed_copy(f, 7, 0.01)
-    lo, hi = np.zeros(3), np.ones(3)
-    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
-    row = np.array([-1.0, 1.0])
-    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    f, g, lo, hi, _, top = close_pair
     holds = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 1.05, verdict_only=True)
     assert holds.verdict.value == "holds"
     broken = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 0.8, verdict_only=True)

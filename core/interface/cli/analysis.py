@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
-                                           fail, parse_parameters, solver_option)
+                                           fail, parse_parameters, proof_written, solver_option)
 from polytrav.interface.console import answered
 from polytrav.vocabulary.results import Verdict, to_json
 
@@ -429,10 +429,7 @@ def _range_proof(net, region, report, output, path, solver) -> str:
                                 witnesses=[result.details["argmin"], result.details["argmax"]],
                                 solver=solver, seconds=max(REST_MIN_SECONDS,
                                                            REST_TIME_FACTOR * report.time))
-    text = (f"proof: wrote {path} ({written['bytes']} bytes): {written['certified']} leaves with "
-            f"a certificate")
-    if written["uncertified"]:
-        text += f", {written['uncertified']} without one (its budget ran out)"
+    text = proof_written(path, written, "its budget ran out")
     box = ",".join(map(repr, map(float, lower))), ",".join(map(repr, map(float, upper)))
     return (text + f"; check: polytrav check-proof NET {path} --output {output} --lower "
             f"{box[0]} --upper {box[1]} --min {low!r} --max {high!r}")
@@ -505,10 +502,7 @@ def _ball_proof(net, region, report, path, solver, target) -> str:
                                target=target, threshold=det["threshold"], scale=det["scale"],
                                solver=solver, seconds=max(REST_MIN_SECONDS,
                                                           REST_TIME_FACTOR * report.time))
-    text = (f"proof: wrote {path} ({written['bytes']} bytes): {written['certified']} leaves with "
-            f"a certificate")
-    if written["uncertified"]:
-        text += f", {written['uncertified']} without one (its budget ran out)"
+    text = proof_written(path, written, "its budget ran out")
 
     def csv(v):
         return ",".join(repr(float(x)) for x in np.atleast_1d(v))

@@ -18,7 +18,7 @@ from polytrav.vocabulary.exits import ANSWER_EXIT, EXIT_INTERNAL
 
 __all__ = ["EXIT_HOLDS", "EXIT_VIOLATED", "EXIT_PARTIAL", "EXIT_TIMEOUT", "EXIT_BAD_INPUT",
            "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message",
-           "check_property_path", "SOLVER", "solver_option", "parse_parameters"]
+           "check_property_path", "SOLVER", "solver_option", "parse_parameters", "proof_written"]
 
 #: Exit codes (:mod:`polytrav.vocabulary.exits`, the one table): holds/complete, violated,
 #: unknown or partial, timeout, bad input, a bug.
@@ -174,3 +174,17 @@ def error_message(exc: BaseException) -> str:
         return (f"a file could not be read or written: {exc.strerror or exc}; check the paths "
                 "given and the free space")
     return str(exc)
+
+
+def proof_written(path, written: dict, uncertified_why: str) -> str:
+    """The line every ``--proof`` prints once a certificate is written: its size and leaves,
+    those without evidence with ``uncertified_why``.
+
+    >>> proof_written("p.proof", {"bytes": 10, "certified": 3, "uncertified": 1}, "budget")
+    'proof: wrote p.proof (10 bytes): 3 leaves with a certificate, 1 without one (budget)'
+    """
+    text = (f"proof: wrote {path} ({written['bytes']} bytes): {written['certified']} leaves "
+            "with a certificate")
+    if written["uncertified"]:
+        text += f", {written['uncertified']} without one ({uncertified_why})"
+    return text

@@ -8,7 +8,7 @@ import click
 
 from polytrav.interface.cli.analysis import region_from
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
-                                           fail, solver_option)
+                                           fail, proof_written, solver_option)
 from polytrav.vocabulary.results import Verdict, to_json
 
 __all__ = ["diff", "DIFF_EXPORTS"]
@@ -191,11 +191,8 @@ def _proof_line(res, written, path) -> str:
     if written is None:
         return (f"proof: none written to {path}: the verdict is {res.verdict.value} (a "
                 "certificate is written where it holds)")
-    text = (f"proof: wrote {written['path']} ({written['bytes']} bytes): "
-            f"{written['certified']} leaves with a certificate")
-    if written["uncertified"]:
-        text += (f", {written['uncertified']} without one (its budget ran out; the checker "
-                 "answers incomplete)")
+    text = proof_written(written["path"], written,
+                         "its budget ran out; the checker answers incomplete")
     return text + f"; check: {written['check']}" if "check" in written else text
 
 

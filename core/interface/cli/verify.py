@@ -17,7 +17,7 @@ import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, NETWORK_SUFFIXES,
                                            Progress, check_property_path, error_message,
-                                           fail, solver_option)
+                                           fail, proof_written, solver_option)
 from polytrav.vocabulary.errors import PolytravError
 from polytrav.vocabulary.exits import ANSWER_EXIT
 from polytrav.vocabulary.results import to_json
@@ -179,12 +179,8 @@ def proof_line(result, path) -> str:
     if info is None:
         return (f"proof: none written to {path}: the answer is {result.answer} (a certificate "
                 "is written for unsat only)")
-    text = (f"proof: wrote {info['path']} ({info['bytes']} bytes): {info['certified']} leaves "
-            f"with a certificate")
-    if info["uncertified"]:
-        text += (f", {info['uncertified']} without one (decided by the traversal or branch "
-                 "and bound; the checker answers incomplete)")
-    return text
+    return proof_written(info["path"], info, "decided by the traversal or branch and bound; "
+                         "the checker answers incomplete")
 
 
 @click.command("check-proof")
