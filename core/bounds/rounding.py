@@ -48,8 +48,7 @@ import numpy as np
 
 from polytrav.bounds.crown import Concretizer, output_lower_bounds
 from polytrav.model.loaders.onnx import load_onnx
-from polytrav.model.loaders.onnx_registry import SUPPORTED_OPS, magnitude_maps, op_maps
-from polytrav.model.loaders.onnx_relu import max_pool_windows
+from polytrav.model.loaders.onnx_registry import magnitude_maps, op_maps
 from polytrav.model.network import Network
 from polytrav.vocabulary.errors import NetworkError, RegionError
 from polytrav.vocabulary.tolerances import BOUND_TOL

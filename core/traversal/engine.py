@@ -11,7 +11,7 @@ decides the region's own cell, and hands the levels to the level search
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -19,7 +19,6 @@ from polytrav.model.geometry import Frame, build_frame
 from polytrav.model.network import Network
 from polytrav.model.polytope import Polytope
 from polytrav.model.region import Region
-from polytrav.solve.backend import SolverBackend
 from polytrav.solve.chebyshev import ChebyshevModel
 from polytrav.traversal.cell_solver import CellSolver
 from polytrav.traversal.emission import Emitter

@@ -59,7 +59,7 @@ from polytrav.model.region import Box, Polyhedron, Region
 from polytrav.verification.location import MAX_DEPTH  # noqa: F401
 from polytrav.verification.query import (MAX_DISJUNCTS, Atom, Query,  # noqa: F401
                                          Variable, parse_query, read_query)
-from polytrav.vocabulary.errors import ConfigError, RegionError
+from polytrav.vocabulary.errors import RegionError
 
 __all__ = ["VnnlibSpec", "VnnlibCase", "read_vnnlib", "parse_vnnlib", "spec_of"]
 
