@@ -74,8 +74,8 @@ def record(network: str, prop: str, every: int, limit: int, out: Path) -> None:
         found.open_boxes = found.open_boxes[::every]
         return found
 
-    def recorded(pairs, piece, context):
-        margin = piece_margin(pairs, piece, context)
+    def recorded(pairs, piece, context, **kwargs):
+        margin = piece_margin(pairs, piece, context, **kwargs)
         seen["pairs"] = pairs
         if piece.vertices is not None and len(pieces) < limit:
             A, b = piece.halfspaces(box=False)
