@@ -705,7 +705,9 @@ def _tightened_bounds(layers, M, m, conc: Concretizer, steps: int,
     here (its relaxation reads only its sign), and an unstable one's rows start the slope
     ascent from CROWN's slopes, which evaluates them with CROWN first: the CROWN pass over
     every neuron is not repeated. Each bound is the better of the two (both hold on the
-    piece), so at least as tight as ``layer_bounds`` without ``crown``."""
+    piece): never looser than ``crown``; against ``layer_bounds`` without ``crown`` a deeper
+    neuron may come out a little tighter or looser (its ascent starts where the layers below
+    differ: there, neurons ``crown`` proves stable stay so)."""
     bounds = LinearBounds([crown.lo[0]], [crown.hi[0]], [crown.lower_slope[0]],
                           [crown.upper_slope[0]], [crown.upper_intercept[0]],
                           first=crown.first, unstable=[crown.free(0)])
