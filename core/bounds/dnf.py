@@ -294,7 +294,7 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
     if pair is not None:  # a two-network query: per row, the better of CROWN's and the
         # difference's bound (CROWN on the copies side by side is CROWN on the stack)
         L, g = pair.piece_output_bounds(piece.level, piece.M, piece.m, C, conc)
-        steps = 0  # the copies' own optimised slopes: twice slower runs (see above)
+        steps, crown = 0, None  # the copies' own optimised slopes: twice slower runs (see above)
     else:
         L, g, crown = output_lower_bounds(layers, piece.M, piece.m, C, conc)
     g = g - d
