@@ -657,7 +657,7 @@ def layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
     unstable, and LPs over the piece's rows for the first layer (``conc``); ``phases`` as
     in :func:`output_lower_bounds`. ``crown``: this piece's bounds with CROWN's slopes
     already computed (``steps=0``, no ``phases``), reused (:func:`_tightened_bounds`)."""
-    if crown is not None and steps and phases is None:
+    if crown is not None and steps and phases is None and len(layers) > 1:
         return _tightened_bounds(layers, M, m, conc, steps, crown)
     hidden = layers[:-1]
     bounds = LinearBounds([], [], [], [], [], unstable=[])
