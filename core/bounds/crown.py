@@ -650,11 +650,15 @@ def _compiled_piece_ascent(kernel, Lam, const, layers, bounds: LinearBounds, upt
 
 
 def layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
-                 phases: np.ndarray | None = None) -> LinearBounds:
+                 phases: np.ndarray | None = None, crown: LinearBounds | None = None
+                 ) -> LinearBounds:
     """Every remaining hidden layer's pre-activation bounds on the piece (input ``M u + m``),
     by back-substitution (CROWN), ``steps`` slope-optimisation steps on the neurons it leaves
     unstable, and LPs over the piece's rows for the first layer (``conc``); ``phases`` as
-    in :func:`output_lower_bounds`."""
+    in :func:`output_lower_bounds`. ``crown``: this piece's bounds with CROWN's slopes
+    already computed (``steps=0``, no ``phases``), reused (:func:`_tightened_bounds`)."""
+    if crown is not None and steps and phases is None and len(layers) > 1:
+        return _tightened_bounds(layers, M, m, conc, steps, crown)
     hidden = layers[:-1]
     bounds = LinearBounds([], [], [], [], [], unstable=[])
     start = 0
@@ -694,9 +698,37 @@ def layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,
     return bounds
 
 
+def _tightened_bounds(layers, M, m, conc: Concretizer, steps: int,
+                      crown: LinearBounds) -> LinearBounds:
+    """:func:`layer_bounds` with ``steps`` from the same piece's CROWN bounds ``crown``: the
+    first layer's bounds are the same (taken as they are), a neuron stable there is stable
+    here (its relaxation reads only its sign), and an unstable one's rows start the slope
+    ascent from CROWN's slopes, which evaluates them with CROWN first: the CROWN pass over
+    every neuron is not repeated. Each bound is the better of the two (both hold on the
+    piece): never looser than ``crown``; against ``layer_bounds`` without ``crown`` a deeper
+    neuron may come out a little tighter or looser (its ascent starts where the layers below
+    differ: there, neurons ``crown`` proves stable stay so)."""
+    bounds = LinearBounds([crown.lo[0]], [crown.hi[0]], [crown.lower_slope[0]],
+                          [crown.upper_slope[0]], [crown.upper_intercept[0]],
+                          first=crown.first, unstable=[crown.free(0)])
+    for k in range(1, len(layers) - 1):
+        lo, hi = crown.lo[k], crown.hi[k]
+        j = np.flatnonzero(crown.free(k))
+        if len(j):
+            W, b = layers[k]
+            _, _, low = optimized_rows(np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]]),
+                                       layers, bounds, k, M, m, conc, steps)
+            lo, hi = lo.copy(), hi.copy()
+            lo[j] = np.maximum(lo[j], low[:len(j)])
+            hi[j] = np.maximum(np.minimum(hi[j], -low[len(j):]), lo[j])
+        bounds.push(lo, hi)
+    return bounds
+
+
 def output_lower_bounds(layers: list[tuple[np.ndarray, np.ndarray]], M: np.ndarray,
                         m: np.ndarray, C: np.ndarray, conc: Concretizer, steps: int = 0,
-                        phases: np.ndarray | None = None, stop=None
+                        phases: np.ndarray | None = None, stop=None,
+                        crown: LinearBounds | None = None
                         ) -> tuple[np.ndarray, np.ndarray, LinearBounds]:
     """Affine lower bounds ``C y >= L u + g`` of linear functions of the outputs on the piece.
 
@@ -707,9 +739,11 @@ def output_lower_bounds(layers: list[tuple[np.ndarray, np.ndarray]], M: np.ndarr
     remaining hidden layers' neurons in order; +1 active, -1 inactive, 0 unknown), e.g. a
     larger box's: neurons known stable are not bounded again; updated in place with the
     phases these bounds prove. ``stop``: ends the output rows' slope ascent early
-    (:func:`optimized_rows`). Returns ``(L, g, bounds)`` with the intermediate bounds used.
+    (:func:`optimized_rows`). ``crown``: this piece's intermediate bounds with CROWN's
+    slopes, from a call without ``steps`` (:func:`layer_bounds`). Returns ``(L, g, bounds)``
+    with the intermediate bounds used.
     """
-    bounds = layer_bounds(layers, M, m, conc, steps, phases)
+    bounds = layer_bounds(layers, M, m, conc, steps, phases, crown)
     W, b = layers[-1]
     C = np.atleast_2d(np.asarray(C, float))
     upto = len(layers) - 1

@@ -294,9 +294,9 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
     if pair is not None:  # a two-network query: per row, the better of CROWN's and the
         # difference's bound (CROWN on the copies side by side is CROWN on the stack)
         L, g = pair.piece_output_bounds(piece.level, piece.M, piece.m, C, conc)
-        steps = 0  # the copies' own optimised slopes: twice slower runs (see above)
+        steps, crown = 0, None  # the copies' own optimised slopes: twice slower runs (see above)
     else:
-        L, g, _ = output_lower_bounds(layers, piece.M, piece.m, C, conc)
+        L, g, crown = output_lower_bounds(layers, piece.M, piece.m, C, conc)
     g = g - d
     margins = _row_margins(L, g, conc, rows)
     groups = [r for r, s in zip(rows, margins) if s <= 0]
@@ -304,7 +304,8 @@ def dnf_bound(pairs, piece, context, steps: int | None = None, points: list | No
         open_rows = np.concatenate(groups)
         Lo, go, _ = output_lower_bounds(
             layers, piece.M, piece.m, C[open_rows], conc, steps=steps,
-            stop=_proven(np.cumsum([0] + [len(r) for r in groups]), d[open_rows]))
+            stop=_proven(np.cumsum([0] + [len(r) for r in groups]), d[open_rows]),
+            crown=crown)
         go = go - d[open_rows]
         better = conc.lower(Lo, go) > conc.lower(L[open_rows], g[open_rows])
         L[open_rows[better]], g[open_rows[better]] = Lo[better], go[better]

@@ -64,8 +64,9 @@ SPLIT_LEAVES_PER_BOX = 4
 #: At most this many open boxes, the worst first, are handed over where a :class:`BoxSplit`
 #: pauses (its deep search begins).
 SPLIT_PROBE_BOXES = 4096
-#: ``verify``'s deep search time: this share of the time left, or these seconds without a
-#: time limit.
+#: A settle policy's deep search time: this share of the time left, or these seconds without
+#: a time limit (``verify``'s, budgeted by a count, has no seconds without a time limit:
+#: :data:`~polytrav.bounds.settle.VERIFY_POLICY`).
 SPLIT_DEEP_SHARE, SPLIT_DEEP_TIME = 0.25, 30.0
 #: ... and at most this many seconds per box of its frontier (about what traversing a small
 #: open box costs): the search never costs more than the traversals it may save.
@@ -187,7 +188,7 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     still unproven, up to :data:`SPLIT_DEEP_MAX_BOXES`. ``deep_boxes``: where given, the
     deep search's budget is a count instead of ``open_seconds``: at most this many boxes
     bounded per frontier box (the same boxes under any load; ``deep_time`` still caps its
-    seconds). If boxes are still open then, each
+    seconds, ``math.inf``: the count alone). If boxes are still open then, each
     frontier box that holds open ones returns them if they are at most
     :data:`SPLIT_LEAVES_PER_BOX`, else itself (to be traversed whole).
 

@@ -179,6 +179,35 @@ def test_optimised_slopes_are_never_looser_and_usually_tighter():
     assert tighter >= 4
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("use_vertices", [False, True])
+def test_an_optimised_pass_from_the_piece_s_crown_pass_holds_and_is_within_it(seed, use_vertices):
+    """``output_lower_bounds(..., crown=)`` (``dnf_bound``'s second pass): every hidden
+    neuron's bounds within the CROWN pass's and around its pre-activation at every sampled
+    point of the piece, the outputs' bounds hold there and are no looser than CROWN's."""
+    net = random_net(seed, 2, [8, 8, 7, 6], n_out=3)
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-0.5, 0.5, 2)
+    M, m, inside = piece_of(net, x0, 1)
+    conc = Concretizer(2, vertices_of(net, x0, 1) if use_vertices else None)
+    layers = list(zip(net.weights[1:], net.biases[1:]))
+    C = rng.standard_normal((4, 3))
+    L0, g0, crown = output_lower_bounds(layers, M, m, C, conc)
+    L, g, reused = output_lower_bounds(layers, M, m, C, conc, steps=10, crown=crown)
+    X = rng.uniform(-1, 1, (20000, 2))
+    X = np.vstack([X[inside(X)], x0[None]])
+    tol = 1e-9
+    z = np.maximum(X @ net.weights[0].T + net.biases[0], 0.0)
+    for k in range(len(layers) - 1):
+        assert (reused.lo[k] >= crown.lo[k]).all() and (reused.hi[k] <= crown.hi[k]).all()
+        z = z @ net.weights[k + 1].T + net.biases[k + 1]
+        assert (z >= reused.lo[k] - tol).all() and (z <= reused.hi[k] + tol).all()
+        z = np.maximum(z, 0.0)
+    Y = np.array([net.forward(x) for x in X])
+    assert ((Y @ C.T) >= X @ L.T + g - tol * (1 + np.abs(Y).max())).all()
+    assert (conc.lower(L, g) >= conc.lower(L0, g0) - tol).all()
+
+
 def test_the_slope_ascent_ends_once_stop_says_so_with_the_best_bound_so_far():
     """``stop`` sees each step's best values; the ascent ends at the first True, and what it
     returns is that best (never looser than CROWN's), sound at sampled points."""

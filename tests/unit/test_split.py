@@ -390,3 +390,40 @@ def test_a_deep_search_budgeted_by_count_bounds_the_same_boxes_under_any_clock()
         assert result.proven_volume_share + open_volume >= 1.0 - 1e-9, case
         return
     pytest.fail("no instance reached the deep search")
+
+
+class _LoadedClock:
+    """``time`` as the split reads it on a machine so loaded that each reading is 10 s on."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 10.0
+        return self.now
+
+
+def test_verify_s_split_without_a_time_limit_does_the_same_work_under_any_load(monkeypatch):
+    """``verify``'s split with no time limit (``settle.split_region``, ``VERIFY_POLICY``):
+    its deep search ends by its count of boxes per frontier box, never by a clock, so a
+    clock that races (a loaded machine) bounds the same boxes and leaves the same ones
+    open."""
+    import polytrav.bounds.split as split
+    from polytrav.bounds.settle import VERIFY_POLICY, split_region
+
+    monkeypatch.setattr(split, "SPLIT_BOXES", 4)  # a frontier at once: the deep search runs
+    deep = 0
+    for case, net, lo, hi, unsafe in instances(12):
+        prop = LinearProperty(unsafe)
+        prop.validate(net, Box(lo, hi))
+        idle = split_region(prop.pairs, net, lo, hi, lp_chain(), None)
+        with monkeypatch.context() as m:
+            m.setattr(split, "time", _LoadedClock())
+            loaded = split_region(prop.pairs, net, lo, hi, lp_chain(), None)
+        assert (loaded.boxes, loaded.proven, loaded.frontier) == \
+            (idle.boxes, idle.proven, idle.frontier), case
+        assert [(a.tolist(), b.tolist()) for a, b in loaded.open_boxes] == \
+            [(a.tolist(), b.tolist()) for a, b in idle.open_boxes], case
+        deep += idle.frontier > 0 and idle.boxes > 4
+    assert deep >= 2  # the deep search ran on some of them
+    assert VERIFY_POLICY.deep_boxes is not None
