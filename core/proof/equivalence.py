@@ -26,8 +26,12 @@ def write_diff_proof(f, g, lower, upper, epsilon: float, path, *, outputs=None,
     elsewhere its leaves stay unproven. Returns what was written
     (:func:`~polytrav.proof.box_claim.write_box_claim`). ``polytrav-check-proof F G FILE
     --epsilon E --lower L --upper U`` checks it."""
-    layers = joint_layers(*[[(np.asarray(W, float), np.asarray(b, float))
-                             for W, b in zip(net.weights, net.biases)] for net in (f, g)])
+    fl, gl = ([(np.asarray(W, float), np.asarray(b, float)) for W, b in zip(net.weights,
+                                                                          net.biases)]
+              for net in (f, g))
+    layers = joint_layers(fl, gl)
+    same = len(fl) == len(gl) and all(W.shape == V.shape for (W, _), (V, _) in zip(fl, gl))
     claim = diff_claim(f.n_outputs, np.asarray(lower, float), np.asarray(upper, float),
                        epsilon, outputs)
-    return write_box_claim(layers, claim, CLAIM, path, seconds=seconds, solver=solver)
+    return write_box_claim(layers, claim, CLAIM, path, seconds=seconds, solver=solver,
+                           pair=(fl, gl) if same else None)

@@ -260,7 +260,7 @@ def _split(bounder, row):
                 Lz = np.asarray(row, float)  # on the output
                 for j in range(len(bounder.layers) - 1, k, -1):
                     Lam = Lz @ bounder.layers[j][0]  # on a_{j-1}
-                    alpha, s, _ = (a[0] for a in bounder.relu[j - 1])
+                    alpha, s = (a[0] for a in bounder.relu[j - 1][:2])
                     Lz = Lam * np.where(Lam > 0, alpha, s)
                 gap = np.where((gap * np.abs(Lam) > 0).any(), gap * np.abs(Lam), gap)
             return k, int(np.argmax(np.where(free, gap, -np.inf)))

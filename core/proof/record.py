@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from polytrav.proof.check import (BETA, BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION, Bounder,
-                                  network_digest, property_digest)
+from polytrav.proof.check import (BETA, BOUND, CHUNK, DIFF, FORMAT, OPEN, SETTLED, SPLIT, VERSION,
+                                  Bounder, difference_margins, network_digest, property_digest)
 from polytrav.vocabulary.tolerances import PROOF_LAM_TOL
 
 __all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers",
@@ -78,8 +78,12 @@ class CaseRecord:
     """One case's tree, as the input split builds it: nodes by the split's box ids (the
     root is 0), each a split ``(dim, at, left, right)`` or a leaf's multipliers."""
 
-    def __init__(self, lower, upper, unsafe):
+    def __init__(self, lower, upper, unsafe, pair=None):
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.pair = pair  # (f's layers, g's): boxes bounded as a pair may be difference leaves
+        self.by_pair: list[int] = []  # boxes the split proved as a pair, not yet certified
+        self.kinds: dict[int, int] = {}  # a leaf's kind where not BOUND
+        self.difference = False  # whether the split bounded the boxes as a pair
         self.unsafe = unsafe
         C = [np.atleast_2d(np.asarray(C, float)) for C, _ in unsafe]
         d = [np.atleast_1d(np.asarray(d, float)) for _, d in unsafe]
@@ -100,8 +104,10 @@ class CaseRecord:
         """The split begins on ``[lower, upper]``; ``difference``: its boxes are bounded with
         the bounds on two networks' difference too (no certificate for those yet)."""
         self.used = True
-        self.certifiable = (not difference and np.array_equal(lower, self.lower)
+        self.certifiable = ((not difference or self.pair is not None)
+                            and np.array_equal(lower, self.lower)
                             and np.array_equal(upper, self.upper))
+        self.difference = difference and self.certifiable
 
     def bounded(self, ids, margins, Ls, gs) -> None:
         """A batch of boxes bounded: ``ids``, their margins (``> 0``: proven), their rows'
@@ -109,6 +115,9 @@ class CaseRecord:
         if not self.certifiable:
             return
         proven = [k for k, margin in enumerate(margins) if margin > 0]
+        if self.difference:  # certified once the split ends (certify_pair)
+            self.by_pair += [int(ids[k]) for k in proven]
+            return
         if not proven:
             return
         Ls, gs = np.asarray(Ls)[proven], np.asarray(gs)[proven] - self.d
@@ -180,7 +189,7 @@ class CaseRecord:
                 out["kind"][i], out["dim"][i], out["at"][i] = SPLIT, dim, a
                 out["left"][i], out["right"][i] = index[left], index[right]
             elif node in self.leaves:
-                out["kind"][i], out["lam"][i] = BOUND, self.leaves[node]
+                out["kind"][i], out["lam"][i] = self.kinds.get(node, BOUND), self.leaves[node]
             elif node not in self.subtrees:
                 out["kind"][i] = OPEN if self.used else SETTLED
         beta, alpha = [], []
@@ -210,8 +219,35 @@ class CaseRecord:
     @staticmethod
     def counts(kind: np.ndarray) -> dict:
         """Nodes, bound leaves, leaves without a certificate, of the nodes' ``kind``."""
-        return {"nodes": len(kind), "certified": int((kind == BOUND).sum()),
+        return {"nodes": len(kind), "certified": int(((kind == BOUND) | (kind == DIFF)).sum()),
                 "uncertified": int(((kind == OPEN) | (kind == SETTLED)).sum())}
+
+    def certify_pair(self, layers) -> None:
+        """The boxes the split proved as a pair of networks, each a leaf the checker proves:
+        a difference-bound leaf (:func:`~polytrav.proof.check.difference_margins`), else a
+        bound leaf on the joint network ``layers``; else left to a phase tree."""
+        if not self.by_pair:
+            return
+        self.unproven()  # every node's box
+        ids, self.by_pair = np.array(self.by_pair), []
+        lam = np.ones((len(ids), len(self.d)))  # (diff's disjuncts: one row each)
+        lo = np.array([self.boxes[i][0] for i in ids])
+        hi = np.array([self.boxes[i][1] for i in ids])
+        step = 8 * CHUNK
+        for at in range(0, len(ids), step):
+            part = slice(at, at + step)
+            proven = (difference_margins(*self.pair, lo[part], hi[part], self.unsafe,
+                                         lam[part]) > 0).all(axis=0)
+            for i in ids[part][proven]:
+                self.leaves[int(i)], self.kinds[int(i)] = lam[0], DIFF
+            rest = np.flatnonzero(~proven)
+            if len(rest):
+                bounder = Bounder(layers, lo[part][rest], hi[part][rest])
+                joint = np.all([bounder.margin(np.atleast_2d(C), np.atleast_1d(d),
+                                               lam[:len(rest), r], np.arange(len(rest))) > 0
+                                for (C, d), r in zip(self.unsafe, self.rows)], axis=0)
+                for i in ids[part][rest][joint]:
+                    self.leaves[int(i)] = lam[0]
 
     def certify_rest(self, layers, box_region: bool, lp, deadline) -> None:
         """Phase trees (:func:`polytrav.proof.phases.prove_box`) for the boxes without a
@@ -222,6 +258,7 @@ class CaseRecord:
 
         if not (self.used or box_region):
             return
+        self.certify_pair(layers)
         unproven = self.unproven()
         for node, (lo, hi, path) in unproven.items():
             for at, inner in enumerate(path):  # the boxes' bounds as the checker finds them
@@ -240,9 +277,9 @@ class ProofRecorder:
     """The certificate of one ``verify`` instance: :meth:`case` per case of the property,
     :meth:`write` once it is ``unsat``."""
 
-    def __init__(self, network, spec, claim: str = "unsat"):
+    def __init__(self, network, spec, claim: str = "unsat", pair=None):
         self.network, self.spec, self.claim = network, spec, claim  # (check.CLAIMS)
-        self.cases = [CaseRecord(c.lower, c.upper, c.unsafe) for c in spec.cases]
+        self.cases = [CaseRecord(c.lower, c.upper, c.unsafe, pair) for c in spec.cases]
 
     def case(self, k: int) -> CaseRecord:
         return self.cases[k]
