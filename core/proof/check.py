@@ -42,7 +42,7 @@ import numpy as np
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
            "DIFF", "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof",
            "check_diff_proof", "check_range_proof", "check_ball_proof", "joint_layers",
-           "difference_layers", "difference_bounder", "difference_margins", "diff_claim",
+           "aligned", "difference_layers", "difference_bounder", "difference_margins", "diff_claim",
            "range_claim", "ball_claim",
            "network_digest", "property_digest", "main"]
 
@@ -156,8 +156,9 @@ class Bounder:
     bounding layer ``k``'s neurons ``j`` (``(B, 2 len(j), n_i)``: lower bounds of ``z_j``,
     then of ``-z_j``), or None; called once the layers below ``k`` are bounded. ``relax(self,
     k, zlo, zhi)``: layer ``k``'s bounds (tightened), lines ``(alpha, s, t, tl)`` (``alpha z + tl
-    <= a <= s z + t``, ``tl <= 0 <= t``) and the bound of ``|a|`` (default ReLU's, ``tl``
-    None); ``inexact``: the layers' floats are each the rounding of an exact value (off by at
+    <= a <= s z + t``, ``tl <= 0 <= t``; with ``cross = (lp, up)``, the second half's lines
+    also have ``lp z`` and ``up z`` of the first half's same neuron, else None) and the bound
+    of ``|a|`` (default ReLU's, ``tl`` and ``cross`` None); ``inexact``: the layers' floats are each the rounding of an exact value (off by at
     most ``u`` times itself: :func:`difference_layers`)."""
 
     def __init__(self, layers, lo, hi, prior=None, sigma=None, beta=None, relax=None,
@@ -170,7 +171,7 @@ class Bounder:
         # the slack's terms are non-negative floats computed plainly: each is at least its
         # exact value times (1 - u)^chain, chain the roundings along it (dot products, sums)
         self.chain = sum(W.shape[0] + W.shape[1] + 12 for W, _ in layers)
-        self.relu = []  # per hidden layer: (alpha, s, t, tl) (tl None: 0)
+        self.relu = []  # per hidden layer: (alpha, s, t, tl, cross) (tl None: 0; cross below)
         self.weights = []  # per layer j: the slack's weights on |Lz| (see affine), twice
         self.bounds = []  # per hidden layer: (lo, hi) of z on each box
         self.signs = []  # per hidden layer: +1 / -1 where z >= 0 / z <= 0 is known, else 0
@@ -204,7 +205,7 @@ class Bounder:
                 zlo, zhi = np.where(sk > 0, np.maximum(zlo, 0.0), zlo), np.where(
                     sk < 0, np.minimum(zhi, 0.0), zhi)
             if relax is None:
-                lines, amax = _relaxation(zlo, zhi) + (None,), np.maximum(zhi, 0.0)
+                lines, amax = _relaxation(zlo, zhi) + (None, None), np.maximum(zhi, 0.0)
             else:
                 zlo, zhi, lines, amax = relax(self, k, zlo, zhi)
             self.bounds.append((zlo, zhi))
@@ -252,12 +253,20 @@ class Bounder:
             if j == 0:
                 return Lam, g, _up(slack * (1.0 + _gam(self.chain)))
             alpha, s, t, tl = (None if a is None else a[boxes][:, None, :]
-                               for a in self.relu[j - 1])
+                               for a in self.relu[j - 1][:4])
             if slopes is not None and j - 1 in slopes:  # any slope in [0, 1] of the unstable
                 zlo, zhi = (z[boxes][:, None, :] for z in self.bounds[j - 1])
                 given = (zlo < 0) & (zhi > 0) & (slopes[j - 1] >= 0) & (slopes[j - 1] <= 1)
                 alpha = np.where(given, slopes[j - 1], alpha)
             Lz = Lam * np.where(Lam > 0, alpha, s)
+            if self.relu[j - 1][4] is not None:  # the second half's lines also read the first's
+                n = Lam.shape[2] // 2
+                Ld, (lp, up) = Lam[..., n:], (a[boxes][:, None, :] for a in self.relu[j - 1][4])
+                cross = Ld * np.where(Ld > 0, lp, up)
+                Lz[..., :n] = Lz[..., :n] + cross
+                zlo, zhi = (z[boxes][:, :n] for z in self.bounds[j - 1])
+                slack = slack + 4 * U * _rowsum(np.abs(cross) + np.abs(Lz[..., :n]),
+                                                np.maximum(np.abs(zlo), np.abs(zhi)))
             lost = _rowsum(np.maximum(-Lam, 0.0), t[:, 0])  # sum of Lam t over Lam < 0, negated
             if tl is not None:  # and of Lam tl over Lam > 0 (tl <= 0)
                 lost = lost + _rowsum(np.maximum(Lam, 0.0), -tl[:, 0])
@@ -528,7 +537,8 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps, pa
                                f"{q}): the bound {float(lows[q, b])!r} is not > 0"))
     if len(diffs) and pair is None:
         failed.append((first_step + int(diffs[0]), f"(case {k}, node {diffs[0]}): a difference "
-                       "bound needs an epsilon-equivalence of two networks of one architecture"))
+                       "bound needs an epsilon-equivalence of two networks of one depth, their "
+                       "neurons matched"))
         diffs = diffs[:0]
     for start in range(0, len(diffs), CHUNK):  # each box on its own (no parent's bounds)
         idx = diffs[start:start + CHUNK]
@@ -578,6 +588,25 @@ def difference_layers(f_layers, g_layers):
     return out
 
 
+def aligned(layers, maps):
+    """``layers`` with hidden layer ``k``'s neurons at the positions ``maps[k]`` (a neuron's
+    index, -1: a zero neuron), the next layer's columns likewise: the same function (copies
+    and zeros, exact). None unless every neuron is at exactly one position."""
+    out, cols = [], None
+    for k, (W, b) in enumerate(layers):
+        if cols is not None:
+            W = np.where(cols >= 0, W[:, np.maximum(cols, 0)], 0.0)
+        if k == len(layers) - 1:
+            return out + [(W, b)]
+        rows = np.asarray(maps[k])
+        if rows.ndim != 1 or rows.dtype.kind != "i" or not np.array_equal(
+                np.sort(rows[rows >= 0]), np.arange(W.shape[0])):
+            return None
+        out.append((np.where(rows[:, None] >= 0, W[np.maximum(rows, 0)], 0.0),
+                    np.where(rows >= 0, b[np.maximum(rows, 0)], 0.0)))
+        cols = rows
+
+
 def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
     """Rigorous bounds of :func:`difference_layers` on boxes ``[lo, hi]``: ``a = relu(z)``
     relaxed as CROWN does, ``d = relu(z + D) - relu(z)`` by lines in ``D`` (ReLU is monotone
@@ -585,8 +614,13 @@ def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
     active, ``d >= 0`` where inactive, else the chord of ``min(D, 0)`` over ``D``'s bounds;
     ``d <= D`` where ``g``'s is active, ``d <= 0`` where inactive, else the chord of ``max(D,
     0)``; the chords' intercepts rounded outwards at both ends. ``D``'s bounds are met with
-    ``g``'s own (its CROWN) less ``f``'s, ``g``'s with ``f``'s plus ``D``'s (rounded outwards)."""
-    own = Bounder(g_layers, lo, hi).bounds
+    ``g``'s own (its CROWN) less ``f``'s, ``g``'s with ``f``'s plus ``D``'s (rounded outwards);
+    each network's own bounds are the ``prior``: only the neurons of either sign are bounded
+    again through the system."""
+    mine, own = Bounder(f_layers, lo, hi).bounds, Bounder(g_layers, lo, hi).bounds
+    prior = [(np.concatenate([fl, np.nextafter(gl - fh, -np.inf)], 1),  # (D = z' - z: only
+              np.concatenate([fh, np.nextafter(gh - fl, np.inf)], 1))  # those of either sign
+             for (fl, fh), (gl, gh) in zip(mine, own)]                 # are bounded again)
 
     def relax(bounder, k, zlo, zhi):
         n = zlo.shape[1] // 2
@@ -595,7 +629,8 @@ def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
         ud = np.minimum(zhi[:, n:], np.nextafter(gh - lf, np.inf))
         lg = np.maximum(gl, np.nextafter(lf + ld, -np.inf))
         ug = np.minimum(gh, np.nextafter(uf + ud, np.inf))
-        alpha, s, t = _relaxation(lf, uf)
+        alpha, s, t = _relaxation(lf, uf)  # f's lines, and g's upper line
+        _, sg, tg = _relaxation(lg, ug)
         cut = (ld < 0) & (ud > 0)
         w = np.where(cut, ud - ld, 1.0)
         chord = np.clip(np.where(cut, -ld / w, np.where(ud <= 0, 1.0, 0.0)), 0.0, 1.0)
@@ -606,11 +641,31 @@ def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
         us = np.where(lg >= 0, 1.0, np.where(ug <= 0, 0.0, chord))  # d <= us D + ui
         ui = np.where((lg < 0) & (ug > 0) & cut,
                       np.maximum(_up(-us * ld), _up(ud * (1.0 - us))), 0.0)
+        # lines in z and D (NeuroDiff): relu(z') >= k z' and relu(z) <= s z + t give d >= k D
+        # + (k - s) z - t; relu(z') <= sg z' + tg and relu(z) >= k z give d <= sg D + (sg - k)
+        # z + tg (k in {0, 1}; the float k - s is off by at most u |k - s| <= u zmax ... times
+        # |z|: in the intercept). Per neuron the line of best extreme over the box is kept.
+        lp, up, zmax = np.zeros_like(ls), np.zeros_like(us), np.maximum(np.abs(lf), np.abs(uf))
+        zc, zr, dc, dr = (lf + uf) / 2, (uf - lf) / 2, (ld + ud) / 2, (ud - ld) / 2
+        low, high = ls * dc + li - ls * dr, us * dc + ui + us * dr
+        for k in (0.0, 1.0):
+            p, c = k - s, -_up(t + U * np.abs(k - s) * zmax)
+            least = k * dc + p * zc + c - k * dr - np.abs(p) * zr
+            take = (lf < 0) & (uf > 0) & (least > low)
+            ls, lp, li = np.where(take, k, ls), np.where(take, p, lp), np.where(take, c, li)
+            low = np.where(take, least, low)
+            p, c = sg - k, _up(tg + U * np.abs(sg - k) * zmax)
+            most = sg * dc + p * zc + c + sg * dr + np.abs(p) * zr
+            take = (lg < 0) & (ug > 0) & (most < high)
+            us, up, ui = np.where(take, sg, us), np.where(take, p, up), np.where(take, c, ui)
+            high = np.where(take, most, high)
         lines = tuple(np.concatenate(p, axis=1) for p in (
-            (alpha, ls), (s, us), (t, ui), (np.zeros_like(li), np.minimum(li, 0.0))))
+            (alpha, ls), (s, us), (t, ui), (np.zeros_like(li), np.minimum(li, 0.0)))) + (
+            (lp, up),)
         amax = np.concatenate([np.maximum(uf, 0.0), np.maximum(np.abs(ld), np.abs(ud))], 1)
         return np.concatenate([lf, ld], 1), np.concatenate([uf, ud], 1), lines, amax
-    return Bounder(difference_layers(f_layers, g_layers), lo, hi, relax=relax, inexact=True)
+    return Bounder(difference_layers(f_layers, g_layers), lo, hi, prior, relax=relax,
+                   inexact=True)
 
 
 def difference_margins(f_layers, g_layers, lo, hi, unsafe, lam) -> np.ndarray:
@@ -744,9 +799,20 @@ def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
                                                                             len(upper)} <= {1, n}:
             raise _Fail(2, f"(the networks): F and G must take the box's inputs ({len(lower)}; "
                            "one value is every input's) and give as many outputs")
-        if len(f) == len(g) and all(W.shape == V.shape for (W, _), (V, _) in zip(f, g)):
-            held["pair"] = (f, g)  # one architecture: difference-bound leaves may be checked
+        held["f"], held["g"] = f, g
         return joint_layers(f, g)
+
+    def pair(arrays):  # the networks' neurons matched (pair_f{k}, pair_g{k}), if they can be
+        f, g = held["f"], held["g"]
+        if len(f) != len(g):
+            return None
+        maps = [[arrays.get(f"pair_{x}{k}", np.arange(len(f[k][1]) if x == "f" else
+                                                        len(g[k][1])))
+                 for k in range(len(f) - 1)] for x in "fg"]
+        if any(len(a) != len(b) for a, b in zip(*maps)):
+            return None
+        f, g = aligned(f, maps[0]), aligned(g, maps[1])
+        return None if f is None or g is None else (f, g)
 
     def claim(layers):
         m, n = len(layers[-1][1]) // 2, layers[0][0].shape[1]
@@ -754,7 +820,7 @@ def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
             raise _Fail(3, f"(the property): outputs {list(outputs)} are not all in 0..{m - 1}")
         return diff_claim(m, np.broadcast_to(lower, n), np.broadcast_to(upper, n), epsilon,
                           outputs)
-    return _check(certificate, layers, claim, "epsilon-equivalence", pair=held.get)
+    return _check(certificate, layers, claim, "epsilon-equivalence", pair=pair)
 
 
 def check_range_proof(network_file, certificate, output, lower, upper, low=None,
@@ -804,7 +870,7 @@ def check_ball_proof(network_file, certificate, x0, radius, lower, upper, target
 
 
 def _check(certificate, read_layers, read_claim, claim_name, finish=None,
-           pair=lambda key: None) -> CheckResult:
+           pair=lambda arrays: None) -> CheckResult:
     try:
         header, arrays = _read(certificate)
         layers = read_layers()
@@ -824,7 +890,7 @@ def _check(certificate, read_layers, read_claim, claim_name, finish=None,
         for k, case in enumerate(spec.cases):
             with np.errstate(all="ignore"):  # an overflow is a NaN or infinite bound: it fails
                 step += _check_case(k, case, layers, arrays, header["version"], step,
-                                    failures, gaps, pair("pair"))
+                                    failures, gaps, pair(arrays))
             if failures:
                 raise _Fail(*failures[0])
         found = "" if finish is None else finish(arrays, layers, step)

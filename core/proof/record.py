@@ -29,6 +29,9 @@ __all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_mul
 #: certify_rest`) may take this many times the seconds ``verify`` took, at least
 #: :data:`REST_MIN_SECONDS`; the boxes left then stay claims without a certificate.
 REST_TIME_FACTOR, REST_MIN_SECONDS = 4.0, 10.0
+#: Halvings of a box the split proved as a pair of networks and the checker's bounds do not
+#: (:meth:`CaseRecord.certify_pair`), before it goes to a phase tree.
+PAIR_HALVINGS = 3
 #: Exponentiated-gradient steps of :func:`ascend_multipliers` (per batch of boxes at once,
 #: before any LP).
 ASCENT_STEPS = 60
@@ -225,29 +228,55 @@ class CaseRecord:
     def certify_pair(self, layers) -> None:
         """The boxes the split proved as a pair of networks, each a leaf the checker proves:
         a difference-bound leaf (:func:`~polytrav.proof.check.difference_margins`), else a
-        bound leaf on the joint network ``layers``; else left to a phase tree."""
+        bound leaf on the joint network ``layers``; a box neither proves is halved (its
+        widest side, relative to the case's box), at most :data:`PAIR_HALVINGS` times, and
+        what is left then goes to a phase tree (:meth:`certify_rest`)."""
         if not self.by_pair:
             return
         self.unproven()  # every node's box
-        ids, self.by_pair = np.array(self.by_pair), []
-        lam = np.ones((len(ids), len(self.d)))  # (diff's disjuncts: one row each)
-        lo = np.array([self.boxes[i][0] for i in ids])
-        hi = np.array([self.boxes[i][1] for i in ids])
-        step = 8 * CHUNK
-        for at in range(0, len(ids), step):
-            part = slice(at, at + step)
-            proven = (difference_margins(*self.pair, lo[part], hi[part], self.unsafe,
-                                         lam[part]) > 0).all(axis=0)
-            for i in ids[part][proven]:
-                self.leaves[int(i)], self.kinds[int(i)] = lam[0], DIFF
-            rest = np.flatnonzero(~proven)
-            if len(rest):
-                bounder = Bounder(layers, lo[part][rest], hi[part][rest])
-                joint = np.all([bounder.margin(np.atleast_2d(C), np.atleast_1d(d),
-                                               lam[:len(rest), r], np.arange(len(rest))) > 0
-                                for (C, d), r in zip(self.unsafe, self.rows)], axis=0)
-                for i in ids[part][rest][joint]:
-                    self.leaves[int(i)] = lam[0]
+        todo = [(int(i),) + tuple(self.boxes[i][:2]) for i in self.by_pair]
+        self.by_pair = []
+        fresh = 1 + max([i for i, *_ in todo] + [c for parent, (*_, left, right) in
+                                                  self.splits.items() for c in (parent, left,
+                                                                                right)])
+        width = np.where(self.upper > self.lower, self.upper - self.lower, np.inf)
+        for halvings in range(PAIR_HALVINGS + 1):
+            rest, todo = self._prove(layers, todo), []
+            for i, lo, hi in rest if halvings < PAIR_HALVINGS else ():
+                j = int(np.argmax((hi - lo) / width))
+                mid = (lo[j] + hi[j]) / 2
+                if lo[j] < mid < hi[j]:
+                    self.splits[i] = (j, float(mid), fresh, fresh + 1)
+                    todo += [(fresh, lo, np.where(np.arange(len(hi)) == j, mid, hi)),
+                             (fresh + 1, np.where(np.arange(len(lo)) == j, mid, lo), hi)]
+                    fresh += 2
+
+    def _prove(self, layers, boxes) -> list:
+        """Leaves for the ``boxes`` (``(id, lo, hi)``) that the checker's difference bound
+        or joint bound proves; returns the others."""
+        rest = []
+        lam = np.ones(len(self.d))  # (diff's disjuncts: one row each)
+        for at in range(0, len(boxes), CHUNK):
+            part = boxes[at:at + CHUNK]
+            ids = [i for i, *_ in part]
+            lo, hi = np.array([b[1] for b in part]), np.array([b[2] for b in part])
+            many = np.broadcast_to(lam, (len(part), len(lam)))
+            proven = (difference_margins(*self.pair, lo, hi, self.unsafe, many) > 0).all(axis=0)
+            joint = np.zeros(len(part), bool)
+            if not proven.all():
+                left = np.flatnonzero(~proven)
+                bounder = Bounder(layers, lo[left], hi[left])
+                joint[left] = np.all([bounder.margin(np.atleast_2d(C), np.atleast_1d(d),
+                                                     many[left][:, r], np.arange(len(left))) > 0
+                                      for (C, d), r in zip(self.unsafe, self.rows)], axis=0)
+            for k, i in enumerate(ids):
+                if proven[k] or joint[k]:
+                    self.leaves[i] = lam
+                    if proven[k]:
+                        self.kinds[i] = DIFF
+                else:
+                    rest.append(part[k])
+        return rest
 
     def certify_rest(self, layers, box_region: bool, lp, deadline) -> None:
         """Phase trees (:func:`polytrav.proof.phases.prove_box`) for the boxes without a
