@@ -58,9 +58,9 @@ def test_a_certificate_out_of_proof_seconds_is_incomplete_never_valid(folder):
     anything leave the case a claim without evidence: the checker answers incomplete (exit
     2); without ``--proof`` the option is refused in one line."""
     out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--no-split", "--proof",
-              "s.proof", "--proof-seconds", "1e-9")
+              "budget.proof", "--proof-seconds", "1e-9")
     assert out.returncode == 0 and out.stdout.splitlines()[0] == "unsat", out.stderr
-    check = run(folder, "polytrav", "check-proof", "net.onnx", "hold.vnnlib", "s.proof")
+    check = run(folder, "polytrav", "check-proof", "net.onnx", "hold.vnnlib", "budget.proof")
     assert check.returncode == 2 and check.stdout.startswith("incomplete: step 4 "), check
     out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--proof-seconds", "5")
     assert out.returncode == 4 and out.stderr.strip().splitlines() == [
