@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import zipfile
 from pathlib import Path
 
@@ -30,9 +29,9 @@ __all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_mul
 #: certify_rest`) may take this many times the seconds ``verify`` took, at least
 #: :data:`REST_MIN_SECONDS`; the boxes left then stay claims without a certificate.
 REST_TIME_FACTOR, REST_MIN_SECONDS = 4.0, 10.0
-#: Halvings of a box of a split on a pair of networks that the checker's bounds do not prove
+#: Halvings of a box the split proved as a pair of networks and the checker's bounds do not
 #: (:meth:`CaseRecord.certify_pair`), before it goes to a phase tree.
-PAIR_HALVINGS = 10
+PAIR_HALVINGS = 3
 #: Exponentiated-gradient steps of :func:`ascend_multipliers` (per batch of boxes at once,
 #: before any LP).
 ASCENT_STEPS = 60
@@ -226,26 +225,24 @@ class CaseRecord:
         return {"nodes": len(kind), "certified": int(((kind == BOUND) | (kind == DIFF)).sum()),
                 "uncertified": int(((kind == OPEN) | (kind == SETTLED)).sum())}
 
-    def certify_pair(self, layers, deadline=None) -> None:
-        """The boxes of a split on a pair of networks (those it proved, and those it left
-        open for the traversal), each a leaf the checker proves: a difference-bound leaf
-        (:func:`~polytrav.proof.check.difference_margins`), else a bound leaf on the joint
-        network ``layers``; a box neither proves is halved (its widest side, relative to the
-        case's box), at most :data:`PAIR_HALVINGS` times and until ``deadline``
-        (:func:`time.perf_counter`, None: none); what is left then goes to a phase tree
-        (:meth:`certify_rest`)."""
-        if not self.difference:
+    def certify_pair(self, layers) -> None:
+        """The boxes the split proved as a pair of networks, each a leaf the checker proves:
+        a difference-bound leaf (:func:`~polytrav.proof.check.difference_margins`), else a
+        bound leaf on the joint network ``layers``; a box neither proves is halved (its
+        widest side, relative to the case's box), at most :data:`PAIR_HALVINGS` times, and
+        what is left then goes to a phase tree (:meth:`certify_rest`)."""
+        if not self.by_pair:
             return
-        todo = [(int(i), lo, hi) for i, (lo, hi, _) in self.unproven().items()]
+        self.unproven()  # every node's box
+        todo = [(int(i),) + tuple(self.boxes[i][:2]) for i in self.by_pair]
         self.by_pair = []
         fresh = 1 + max([i for i, *_ in todo] + [c for parent, (*_, left, right) in
                                                   self.splits.items() for c in (parent, left,
                                                                                 right)])
         width = np.where(self.upper > self.lower, self.upper - self.lower, np.inf)
         for halvings in range(PAIR_HALVINGS + 1):
-            rest, todo = self._prove(layers, todo, deadline), []
-            late = deadline is not None and time.perf_counter() > deadline
-            for i, lo, hi in rest if halvings < PAIR_HALVINGS and not late else ():
+            rest, todo = self._prove(layers, todo), []
+            for i, lo, hi in rest if halvings < PAIR_HALVINGS else ():
                 j = int(np.argmax((hi - lo) / width))
                 mid = (lo[j] + hi[j]) / 2
                 if lo[j] < mid < hi[j]:
@@ -254,14 +251,12 @@ class CaseRecord:
                              (fresh + 1, np.where(np.arange(len(lo)) == j, mid, lo), hi)]
                     fresh += 2
 
-    def _prove(self, layers, boxes, deadline=None) -> list:
+    def _prove(self, layers, boxes) -> list:
         """Leaves for the ``boxes`` (``(id, lo, hi)``) that the checker's difference bound
-        or joint bound proves (until ``deadline``); returns the others."""
+        or joint bound proves; returns the others."""
         rest = []
         lam = np.ones(len(self.d))  # (diff's disjuncts: one row each)
         for at in range(0, len(boxes), CHUNK):
-            if deadline is not None and time.perf_counter() > deadline:
-                return rest + boxes[at:]
             part = boxes[at:at + CHUNK]
             ids = [i for i, *_ in part]
             lo, hi = np.array([b[1] for b in part]), np.array([b[2] for b in part])
@@ -292,8 +287,7 @@ class CaseRecord:
 
         if not (self.used or box_region):
             return
-        now = time.perf_counter()  # half of the time left for the halvings, then phase trees
-        self.certify_pair(layers, None if deadline is None else now + (deadline - now) / 2)
+        self.certify_pair(layers)
         unproven = self.unproven()
         for node, (lo, hi, path) in unproven.items():
             for at, inner in enumerate(path):  # the boxes' bounds as the checker finds them
