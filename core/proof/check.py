@@ -24,7 +24,9 @@ with ``lam`` and minimised over the box. Rounding: every float product ``fl(A @ 
 off by at most ``gamma_n |A| @ |B|`` (``n`` the inner dimension); the checker carries these
 terms, times bounds of ``|x|``, ``|a|`` and ``|z|``, as a *slack* that it subtracts, with
 constants twice the classical ones (which also covers rounding the slack itself) and
-:data:`TINY` for underflow. NumPy + the standard library only.
+:data:`TINY` for underflow. A *difference* leaf (version 3, two networks' ε-equivalence)
+bounds ``g - f`` the same way on the networks' difference system (:func:`difference_bounder`).
+NumPy + the standard library only.
 """
 from __future__ import annotations
 
