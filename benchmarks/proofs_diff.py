@@ -13,6 +13,7 @@ and CPU). Runs in this process (imports and first calls paid once, before the fi
     python benchmarks/diff_instances.py OUT --networks 1_1 1_3 2_4 3_3 --boxes p3 ...
     python benchmarks/proofs_diff.py OUT --budget 120 --out benchmarks/results/proofs_diff.csv
     python benchmarks/proofs_diff.py OUT --only 1_1_prune_p3_eps0.05.vnnlib
+    python benchmarks/proofs_diff.py OUT --factor 4      # polytrav diff --proof's budget
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ FIELDS = ["query", "verdict", "diff_s", "diff_cpu", "nodes", "certified", "uncer
           "bytes", "proof_s", "proof_cpu", "check", "check_s", "check_cpu"]
 
 
-def run(folder: Path, row: dict, budget: float | None) -> dict:
+def run(folder: Path, row: dict, budget: float | None, factor: float | None = None) -> dict:
     import numpy as np
 
     import polytrav
@@ -46,6 +47,8 @@ def run(folder: Path, row: dict, budget: float | None) -> dict:
            "diff_s": time.perf_counter() - t, "diff_cpu": time.process_time() - c}
     if res.verdict.value != "holds":
         return out
+    if factor is not None:  # as `polytrav diff --proof`: a multiple of diff's (wall) time
+        budget = max(10.0, factor * out["diff_s"])
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "d.proof"
         t, c = time.perf_counter(), time.process_time()
@@ -66,6 +69,9 @@ def main(argv=None) -> int:
     ap.add_argument("folder", type=Path, help="a folder of benchmarks/diff_instances.py")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds for each certificate (default: no limit)")
+    ap.add_argument("--factor", type=float, default=None,
+                    help="seconds for each certificate: this many times diff's, at least 10 "
+                         "(polytrav diff --proof's rule with 4; instead of --budget)")
     ap.add_argument("--only", nargs="*", default=None, help="these queries only")
     ap.add_argument("--out", type=Path, default=None, help="CSV file (default: stdout)")
     args = ap.parse_args(argv)
@@ -75,7 +81,7 @@ def main(argv=None) -> int:
     writer = csv.DictWriter(out, FIELDS)
     writer.writeheader()
     for row in rows:
-        result = run(args.folder, row, args.budget)
+        result = run(args.folder, row, args.budget, args.factor)
         writer.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v)
                          for k, v in result.items()})
         out.flush()

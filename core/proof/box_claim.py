@@ -21,11 +21,13 @@ __all__ = ["write_box_claim"]
 
 
 def write_box_claim(layers, claim, name: str, path, *, seconds: float | None = None,
-                    solver=None, extra: dict | None = None) -> dict:
+                    solver=None, extra: dict | None = None, pair=None) -> dict:
     """Prove ``claim`` (one case: a box and an unsafe set, as the checker builds it) on the
     network ``layers`` (``(W, b)`` pairs) and write its certificate, claim ``name``, to
     ``path`` within ``seconds`` (None: no limit; each box's phase tree is capped by
-    :data:`~polytrav.proof.phases.MAX_NODES` nodes); ``extra``: more arrays to store.
+    :data:`~polytrav.proof.phases.MAX_NODES` nodes); ``extra``: more arrays to store; ``pair``: the two networks' layers (``diff``'s claim on
+    networks of one architecture): the split bounds the boxes with the bounds on their
+    difference, as ``diff`` does, and the boxes it proves become difference-bound leaves.
     Returns what was written: the path, the counts of nodes, bound leaves and leaves
     without a certificate, the file's bytes, the seconds taken."""
     from polytrav.bounds import settle, split
@@ -35,13 +37,14 @@ def write_box_claim(layers, claim, name: str, path, *, seconds: float | None = N
     t0 = time.perf_counter()
     case = claim.cases[0]
     network = Network.from_arrays([W for W, _ in layers], [b for _, b in layers])
-    recorder = ProofRecorder(network, claim, claim=name)
+    recorder = ProofRecorder(network, claim, claim=name, pair=pair)
     pairs = [(C / np.linalg.norm(C, axis=1)[:, None], d / np.linalg.norm(C, axis=1))
              for C, d in case.unsafe]
     lp = RunSession(solver).chains["lp"]
-    policy = dataclasses.replace(settle.VERIFY_POLICY, pair_bounds=False)  # the checker's bounds
+    policy = settle.DIFF_POLICY if pair is not None else dataclasses.replace(
+        settle.VERIFY_POLICY, pair_bounds=False)  # (the bounds the checker computes)
     if split.effective_inputs(network, case.lower, case.upper, pairs, lp,
-                              False) <= policy.split_max_effective:
+                              policy.pair_bounds) <= policy.split_max_effective:
         settle.split_region(pairs, network, case.lower, case.upper, lp, seconds, policy,
                             recorder.case(0))
     left = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t0))

@@ -24,7 +24,9 @@ with ``lam`` and minimised over the box. Rounding: every float product ``fl(A @ 
 off by at most ``gamma_n |A| @ |B|`` (``n`` the inner dimension); the checker carries these
 terms, times bounds of ``|x|``, ``|a|`` and ``|z|``, as a *slack* that it subtracts, with
 constants twice the classical ones (which also covers rounding the slack itself) and
-:data:`TINY` for underflow. NumPy + the standard library only.
+:data:`TINY` for underflow. A *difference* leaf (version 3, two networks' ε-equivalence)
+bounds ``g - f`` the same way on the networks' difference system (:func:`difference_bounder`).
+NumPy + the standard library only.
 """
 from __future__ import annotations
 
@@ -40,20 +42,22 @@ from types import SimpleNamespace
 import numpy as np
 
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
-           "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof", "check_diff_proof",
-           "check_range_proof", "check_ball_proof", "joint_layers", "diff_claim",
+           "DIFF", "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof",
+           "check_diff_proof", "check_range_proof", "check_ball_proof", "joint_layers",
+           "aligned", "difference_layers", "difference_bounder", "difference_margins", "diff_claim",
            "range_claim", "ball_claim",
            "network_digest", "property_digest", "main"]
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
-#: multipliers of phase constraints, ``beta``).
-FORMAT, VERSION, VERSIONS = "polytrav-proof", 2, (1, 2)
+#: multipliers of phase constraints, ``beta``; 3 adds difference-bound leaves).
+FORMAT, VERSION, VERSIONS = "polytrav-proof", 3, (1, 2, 3)
 #: Node kinds: a split of the box, a bound leaf, two leaves without evidence (a box left
 #: open for the traversal; a case the input split did not settle), a split of one hidden
-#: neuron's phase (version 2).
-SPLIT, BOUND, OPEN, SETTLED, PHASE = 0, 1, 2, 3, 4
+#: neuron's phase (version 2), a leaf bounded on the two networks' difference (version 3,
+#: ``epsilon-equivalence`` only: :func:`difference_bounder`).
+SPLIT, BOUND, OPEN, SETTLED, PHASE, DIFF = 0, 1, 2, 3, 4, 5
 KIND_NAMES = {SPLIT: "split", BOUND: "bound", OPEN: "traversal claim", SETTLED: "claim",
-              PHASE: "phase split"}
+              PHASE: "phase split", DIFF: "difference bound"}
 #: The claims a certificate may make: a property's unsat; diff's ε-equivalence of two networks.
 CLAIMS = ("unsat", "epsilon-equivalence", "output-range", "counterfactual")
 BETA = ("node", "row", "on", "value")  # the sparse multipliers' arrays (case{k}_beta_...)
@@ -152,17 +156,24 @@ class Bounder:
     imposes (+1: ``z >= 0``, -1: ``z <= 0``; version 2's phase splits), which clamp the
     bounds. ``beta(bounder, k, j)``: per layer ``i < k``, the multipliers of the rows
     bounding layer ``k``'s neurons ``j`` (``(B, 2 len(j), n_i)``: lower bounds of ``z_j``,
-    then of ``-z_j``), or None; called once the layers below ``k`` are bounded."""
+    then of ``-z_j``), or None; called once the layers below ``k`` are bounded. ``relax(self,
+    k, zlo, zhi)``: layer ``k``'s bounds (tightened), lines ``(alpha, s, t, tl)`` (``alpha z + tl
+    <= a <= s z + t``, ``tl <= 0 <= t``; with ``cross = (lp, up)``, the second half's lines
+    also have ``lp z`` and ``up z`` of the first half's same neuron, else None) and the bound
+    of ``|a|`` (default ReLU's, ``tl`` and ``cross`` None); ``inexact``: the layers' floats are each the rounding of an exact value (off by at
+    most ``u`` times itself: :func:`difference_layers`)."""
 
-    def __init__(self, layers, lo, hi, prior=None, sigma=None, beta=None):
+    def __init__(self, layers, lo, hi, prior=None, sigma=None, beta=None, relax=None,
+                 inexact=False):
         self.layers = layers
+        self.inexact = int(bool(inexact))
         self.m = (lo + hi) / 2
         self.r = np.nextafter(np.maximum(hi - self.m, self.m - lo), np.inf)  # box in m +- r
         self.xmax = np.maximum(np.abs(lo), np.abs(hi))
         # the slack's terms are non-negative floats computed plainly: each is at least its
         # exact value times (1 - u)^chain, chain the roundings along it (dot products, sums)
         self.chain = sum(W.shape[0] + W.shape[1] + 12 for W, _ in layers)
-        self.relu = []  # per hidden layer: (alpha, s, t)
+        self.relu = []  # per hidden layer: (alpha, s, t, tl, cross) (tl None: 0; cross below)
         self.weights = []  # per layer j: the slack's weights on |Lz| (see affine), twice
         self.bounds = []  # per hidden layer: (lo, hi) of z on each box
         self.signs = []  # per hidden layer: +1 / -1 where z >= 0 / z <= 0 is known, else 0
@@ -171,7 +182,7 @@ class Bounder:
         for k in range(len(layers) - 1):
             W, b = layers[k]
             n = W.shape[0]
-            plain = _gam(n) * (amax @ np.abs(W).T + np.abs(b))
+            plain = _gam(n + self.inexact) * (amax @ np.abs(W).T + np.abs(b))
             self.weights.append((plain, None))
             if prior is None:
                 zlo, zhi, j = np.empty((lo.shape[0], n)), np.empty((lo.shape[0], n)), np.arange(n)
@@ -183,6 +194,8 @@ class Bounder:
                 low = self.lower(*self.affine(np.broadcast_to(rows, (lo.shape[0],) + rows.shape),
                                               k, const=const,
                                               beta=None if beta is None else beta(self, k, j)))
+                if self.inexact:  # the rows W[j], b[j] are off by u (|W[j]| amax + |b[j]|)
+                    low = np.nextafter(low - np.tile(plain[:, j], 2), -np.inf)
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
                 if prior is not None:  # a neuron stable on the parent keeps its bounds (as
                     # in the split), whichever boxes of the batch bound it again
@@ -193,14 +206,18 @@ class Bounder:
                 sk = sigma[:, start:start + n]
                 zlo, zhi = np.where(sk > 0, np.maximum(zlo, 0.0), zlo), np.where(
                     sk < 0, np.minimum(zhi, 0.0), zhi)
+            if relax is None:
+                lines, amax = _relaxation(zlo, zhi) + (None, None), np.maximum(zhi, 0.0)
+            else:
+                zlo, zhi, lines, amax = relax(self, k, zlo, zhi)
             self.bounds.append((zlo, zhi))
             self.signs.append(np.where(zlo >= 0, 1.0, np.where(zhi <= 0, -1.0, 0.0)))
-            self.relu.append(_relaxation(zlo, zhi))
+            self.relu.append(lines)
             self.weights[k] = (plain, plain + 4 * U * np.maximum(np.abs(zlo), np.abs(zhi)))
-            amax = np.maximum(zhi, 0.0)
             start += n
         W, b = layers[-1]
-        self.weights.append((_gam(W.shape[0]) * (amax @ np.abs(W).T + np.abs(b)), None))
+        self.weights.append((_gam(W.shape[0] + self.inexact) * (amax @ np.abs(W).T + np.abs(b)),
+                             None))
 
     def affine(self, Lz, k, boxes=slice(None), const=None, beta=None, slopes=None):
         """``(Lx, g, slack)`` with ``Lz . z_k >= Lx . x + g - slack`` on each of the ``boxes``
@@ -237,15 +254,26 @@ class Bounder:
                 slack = slack + _rowsum(np.abs(Lz), weights) + 2 * U * np.abs(g)
             if j == 0:
                 return Lam, g, _up(slack * (1.0 + _gam(self.chain)))
-            alpha, s, t = (a[boxes][:, None, :] for a in self.relu[j - 1])
+            alpha, s, t, tl = (None if a is None else a[boxes][:, None, :]
+                               for a in self.relu[j - 1][:4])
             if slopes is not None and j - 1 in slopes:  # any slope in [0, 1] of the unstable
                 zlo, zhi = (z[boxes][:, None, :] for z in self.bounds[j - 1])
                 given = (zlo < 0) & (zhi > 0) & (slopes[j - 1] >= 0) & (slopes[j - 1] <= 1)
                 alpha = np.where(given, slopes[j - 1], alpha)
             Lz = Lam * np.where(Lam > 0, alpha, s)
+            if self.relu[j - 1][4] is not None:  # the second half's lines also read the first's
+                n = Lam.shape[2] // 2
+                Ld, (lp, up) = Lam[..., n:], (a[boxes][:, None, :] for a in self.relu[j - 1][4])
+                cross = Ld * np.where(Ld > 0, lp, up)
+                Lz[..., :n] = Lz[..., :n] + cross
+                zlo, zhi = (z[boxes][:, :n] for z in self.bounds[j - 1])
+                slack = slack + 4 * U * _rowsum(np.abs(cross) + np.abs(Lz[..., :n]),
+                                                np.maximum(np.abs(zlo), np.abs(zhi)))
             lost = _rowsum(np.maximum(-Lam, 0.0), t[:, 0])  # sum of Lam t over Lam < 0, negated
+            if tl is not None:  # and of Lam tl over Lam > 0 (tl <= 0)
+                lost = lost + _rowsum(np.maximum(Lam, 0.0), -tl[:, 0])
             g = g - lost
-            slack = slack + _gam(W.shape[1]) * lost + 2 * U * np.abs(g)
+            slack = slack + _gam(W.shape[1] + (tl is not None)) * lost + 2 * U * np.abs(g)
         raise AssertionError("unreachable")
 
     def lower(self, Lx, g, slack, boxes=slice(None)):
@@ -367,7 +395,7 @@ def _case_tree(k, arrays, n_in, n_rows, n_hidden, version, first_step):
             if not 0 <= dim[i] < (n_in if kind[i] == SPLIT else n_hidden):
                 raise _Fail(first_step + i, f"(case {k}, node {i}): split coordinate "
                                             f"{dim[i]} out of range")
-        elif kind[i] not in (BOUND, OPEN, SETTLED):
+        elif kind[i] not in (BOUND, OPEN, SETTLED) + ((DIFF,) if version >= 3 else ()):
             raise _Fail(first_step + i, f"(case {k}, node {i}): unknown kind {kind[i]}")
     for i in range(1, N):
         if parents[i] != 1:
@@ -438,9 +466,10 @@ class _Multipliers:
         return None if out is None else {i: v[sub] for i, v in out.items()}
 
 
-def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
-    """Check case ``k``: its tree, its boxes, its bound leaves. The first failing step goes
-    to ``failures``, the steps without evidence to ``gaps``; returns the case's steps."""
+def _check_case(k, case, layers, arrays, version, first_step, failures, gaps, pair=None):
+    """Check case ``k``: its tree, its boxes, its bound leaves (``pair``: the two networks'
+    layers where difference-bound leaves may be). The first failing step goes to
+    ``failures``, the steps without evidence to ``gaps``; returns the case's steps."""
     n_in = case.lower.shape[0]
     rows = [np.asarray(C, float) for C, _ in case.unsafe]
     ds = [np.asarray(d, float) for _, d in case.unsafe]
@@ -466,8 +495,9 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
     for i in np.flatnonzero((kind == OPEN) | (kind == SETTLED)):
         gaps.append((first_step + int(i), f"(case {k}, node {i}) is a {KIND_NAMES[kind[i]]} "
                                           "without a certificate"))
-    leaves = np.flatnonzero(kind == BOUND)
-    bad = leaves[~(np.isfinite(lam[leaves]).all(axis=1) & (lam[leaves] >= 0).all(axis=1))]
+    leaves, diffs = np.flatnonzero(kind == BOUND), np.flatnonzero(kind == DIFF)
+    both = np.flatnonzero((kind == BOUND) | (kind == DIFF))
+    bad = both[~(np.isfinite(lam[both]).all(axis=1) & (lam[both] >= 0).all(axis=1))]
     if len(bad):
         raise _Fail(first_step + int(bad[0]), f"(case {k}, node {bad[0]}): a multiplier is "
                                               "negative or not finite")
@@ -507,6 +537,18 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps):
                 q = int(np.flatnonzero(~(lows[:, b] > 0))[0])
                 failed.append((first_step + int(sub[b]), f"(case {k}, node {sub[b]}, disjunct "
                                f"{q}): the bound {float(lows[q, b])!r} is not > 0"))
+    if len(diffs) and pair is None:
+        failed.append((first_step + int(diffs[0]), f"(case {k}, node {diffs[0]}): a difference "
+                       "bound needs an epsilon-equivalence of two networks of one depth, their "
+                       "neurons matched"))
+        diffs = diffs[:0]
+    for start in range(0, len(diffs), CHUNK):  # each box on its own (no parent's bounds)
+        idx = diffs[start:start + CHUNK]
+        lows = difference_margins(*pair, lo[idx], hi[idx], case.unsafe, lam[idx])
+        for b in np.flatnonzero(~(lows > 0).all(axis=0)):
+            q = int(np.flatnonzero(~(lows[:, b] > 0))[0])
+            failed.append((first_step + int(idx[b]), f"(case {k}, node {idx[b]}, disjunct {q}): "
+                           f"the difference bound {float(lows[q, b])!r} is not > 0"))
     if failed:
         failures.append(min(failed))
     return N
@@ -532,6 +574,118 @@ def joint_layers(f_layers, g_layers):
             [[Wf, np.zeros((len(Wf), Wg.shape[1]))], [np.zeros((len(Wg), Wf.shape[1])), Wg]])
         out.append((W, np.concatenate([bf, bg])))
     return out
+
+
+def difference_layers(f_layers, g_layers):
+    """The difference system of two networks of one architecture (ReluDiff, NeuroDiff): per
+    layer the map from ``(a, d)`` to ``(z, D)``: ``z = W a + b`` (``f``'s layer), ``D = z' - z =
+    (W' - W) a + W' d + (b' - b)`` (``g``'s ``W', b'``; the first from ``x``), where ``a =
+    relu(z)``, ``d = relu(z') - relu(z)``; the outputs are ``(y, y' - y)``. The floats ``W' -
+    W`` and ``b' - b`` are roundings of the exact differences (the :class:`Bounder`'s
+    ``inexact``)."""
+    out = []
+    for k, ((W, b), (V, c)) in enumerate(zip(f_layers, g_layers)):
+        M = np.vstack([W, V - W]) if k == 0 else np.block([[W, np.zeros_like(W)], [V - W, V]])
+        out.append((M, np.concatenate([b, c - b])))
+    return out
+
+
+def aligned(layers, maps):
+    """``layers`` with hidden layer ``k``'s neurons at the positions ``maps[k]`` (a neuron's
+    index, -1: a zero neuron), the next layer's columns likewise: the same function (copies
+    and zeros, exact). None unless every neuron is at exactly one position."""
+    out, cols = [], None
+    for k, (W, b) in enumerate(layers):
+        if cols is not None:
+            W = np.where(cols >= 0, W[:, np.maximum(cols, 0)], 0.0)
+        if k == len(layers) - 1:
+            return out + [(W, b)]
+        rows = np.asarray(maps[k])
+        if rows.ndim != 1 or rows.dtype.kind != "i" or not np.array_equal(
+                np.sort(rows[rows >= 0]), np.arange(W.shape[0])):
+            return None
+        out.append((np.where(rows[:, None] >= 0, W[np.maximum(rows, 0)], 0.0),
+                    np.where(rows >= 0, b[np.maximum(rows, 0)], 0.0)))
+        cols = rows
+
+
+def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
+    """Rigorous bounds of :func:`difference_layers` on boxes ``[lo, hi]``: ``a = relu(z)``
+    relaxed as CROWN does, ``d = relu(z + D) - relu(z)`` by lines in ``D`` (ReLU is monotone
+    and 1-Lipschitz: ``min(D, 0) <= d <= max(D, 0)``): ``d >= D`` where ``f``'s neuron is
+    active, ``d >= 0`` where inactive, else the chord of ``min(D, 0)`` over ``D``'s bounds;
+    ``d <= D`` where ``g``'s is active, ``d <= 0`` where inactive, else the chord of ``max(D,
+    0)``; the chords' intercepts rounded outwards at both ends. ``D``'s bounds are met with
+    ``g``'s own (its CROWN) less ``f``'s, ``g``'s with ``f``'s plus ``D``'s (rounded outwards);
+    each network's own bounds are the ``prior``: only the neurons of either sign are bounded
+    again through the system."""
+    mine, own = Bounder(f_layers, lo, hi).bounds, Bounder(g_layers, lo, hi).bounds
+    prior = [(np.concatenate([fl, np.nextafter(gl - fh, -np.inf)], 1),  # (D = z' - z: only
+              np.concatenate([fh, np.nextafter(gh - fl, np.inf)], 1))  # those of either sign
+             for (fl, fh), (gl, gh) in zip(mine, own)]                 # are bounded again)
+
+    def relax(bounder, k, zlo, zhi):
+        n = zlo.shape[1] // 2
+        lf, uf, (gl, gh) = zlo[:, :n], zhi[:, :n], own[k]
+        ld = np.maximum(zlo[:, n:], np.nextafter(gl - uf, -np.inf))
+        ud = np.minimum(zhi[:, n:], np.nextafter(gh - lf, np.inf))
+        lg = np.maximum(gl, np.nextafter(lf + ld, -np.inf))
+        ug = np.minimum(gh, np.nextafter(uf + ud, np.inf))
+        alpha, s, t = _relaxation(lf, uf)  # f's lines, and g's upper line
+        _, sg, tg = _relaxation(lg, ug)
+        cut = (ld < 0) & (ud > 0)
+        w = np.where(cut, ud - ld, 1.0)
+        chord = np.clip(np.where(cut, -ld / w, np.where(ud <= 0, 1.0, 0.0)), 0.0, 1.0)
+        ls = np.where(lf >= 0, 1.0, np.where(uf <= 0, 0.0, chord))  # d >= ls D + li
+        li = np.where((lf < 0) & (uf > 0) & cut,
+                      np.minimum(-_up(-ld * (1.0 - ls)), -_up(ls * ud)), 0.0)
+        chord = np.clip(np.where(cut, ud / w, np.where(ld >= 0, 1.0, 0.0)), 0.0, 1.0)
+        us = np.where(lg >= 0, 1.0, np.where(ug <= 0, 0.0, chord))  # d <= us D + ui
+        ui = np.where((lg < 0) & (ug > 0) & cut,
+                      np.maximum(_up(-us * ld), _up(ud * (1.0 - us))), 0.0)
+        # lines in z and D (NeuroDiff): relu(z') >= k z' and relu(z) <= s z + t give d >= k D
+        # + (k - s) z - t; relu(z') <= sg z' + tg and relu(z) >= k z give d <= sg D + (sg - k)
+        # z + tg (k in {0, 1}; the float k - s is off by at most u |k - s| <= u zmax ... times
+        # |z|: in the intercept). Per neuron the line of best extreme over the box is kept.
+        lp, up, zmax = np.zeros_like(ls), np.zeros_like(us), np.maximum(np.abs(lf), np.abs(uf))
+        zc, zr, dc, dr = (lf + uf) / 2, (uf - lf) / 2, (ld + ud) / 2, (ud - ld) / 2
+        low, high = ls * dc + li - ls * dr, us * dc + ui + us * dr
+        for k in (0.0, 1.0):
+            p, c = k - s, -_up(t + U * np.abs(k - s) * zmax)
+            least = k * dc + p * zc + c - k * dr - np.abs(p) * zr
+            take = (lf < 0) & (uf > 0) & (least > low)
+            ls, lp, li = np.where(take, k, ls), np.where(take, p, lp), np.where(take, c, li)
+            low = np.where(take, least, low)
+            p, c = sg - k, _up(tg + U * np.abs(sg - k) * zmax)
+            most = sg * dc + p * zc + c + sg * dr + np.abs(p) * zr
+            take = (lg < 0) & (ug > 0) & (most < high)
+            us, up, ui = np.where(take, sg, us), np.where(take, p, up), np.where(take, c, ui)
+            high = np.where(take, most, high)
+        lines = tuple(np.concatenate(p, axis=1) for p in (
+            (alpha, ls), (s, us), (t, ui), (np.zeros_like(li), np.minimum(li, 0.0)))) + (
+            (lp, up),)
+        amax = np.concatenate([np.maximum(uf, 0.0), np.maximum(np.abs(ld), np.abs(ud))], 1)
+        return np.concatenate([lf, ld], 1), np.concatenate([uf, ud], 1), lines, amax
+    return Bounder(difference_layers(f_layers, g_layers), lo, hi, prior, relax=relax,
+                   inexact=True)
+
+
+def difference_margins(f_layers, g_layers, lo, hi, unsafe, lam) -> np.ndarray:
+    """Per disjunct ``C y <= d`` of ``unsafe`` (rows over the outputs ``[f; g]``, entries
+    0 and +-1, as :func:`diff_claim` writes them) a lower bound of ``lam . (C y - d)`` over
+    each box (``(disjuncts, boxes)``; ``lam``: ``(boxes, rows)``), by
+    :func:`difference_bounder`: ``c_f . y + c_g . y' = (c_f + c_g) . y + c_g . (y' - y)``
+    (exact for such entries)."""
+    bounder = difference_bounder(f_layers, g_layers, lo, hi)
+    m, boxes, out, r0 = len(f_layers[-1][1]), np.arange(len(lo)), [], 0
+    for C, d in unsafe:
+        C = np.atleast_2d(np.asarray(C, float))
+        if not np.isin(C, (-1.0, 0.0, 1.0)).all():
+            raise ValueError("difference_margins: rows of entries 0 and +-1 only")
+        rows = np.hstack([C[:, :m] + C[:, m:], C[:, m:]])
+        out.append(bounder.margin(rows, np.asarray(d, float), lam[:, r0:r0 + len(C)], boxes))
+        r0 += len(C)
+    return np.array(out)
 
 
 def diff_claim(n_outputs, lower, upper, epsilon, outputs=None):
@@ -638,6 +792,7 @@ def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
     checker builds the joint network (:func:`joint_layers`) and the claim (:func:`diff_claim`)
     itself; the steps are those of :func:`check_proof`."""
     lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
+    held = {}
 
     def layers():
         f, g = _read_network(f_file), _read_network(g_file)
@@ -646,7 +801,20 @@ def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
                                                                             len(upper)} <= {1, n}:
             raise _Fail(2, f"(the networks): F and G must take the box's inputs ({len(lower)}; "
                            "one value is every input's) and give as many outputs")
+        held["f"], held["g"] = f, g
         return joint_layers(f, g)
+
+    def pair(arrays):  # the networks' neurons matched (pair_f{k}, pair_g{k}), if they can be
+        f, g = held["f"], held["g"]
+        if len(f) != len(g):
+            return None
+        maps = [[arrays.get(f"pair_{x}{k}", np.arange(len(f[k][1]) if x == "f" else
+                                                        len(g[k][1])))
+                 for k in range(len(f) - 1)] for x in "fg"]
+        if any(len(a) != len(b) for a, b in zip(*maps)):
+            return None
+        f, g = aligned(f, maps[0]), aligned(g, maps[1])
+        return None if f is None or g is None else (f, g)
 
     def claim(layers):
         m, n = len(layers[-1][1]) // 2, layers[0][0].shape[1]
@@ -654,7 +822,7 @@ def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
             raise _Fail(3, f"(the property): outputs {list(outputs)} are not all in 0..{m - 1}")
         return diff_claim(m, np.broadcast_to(lower, n), np.broadcast_to(upper, n), epsilon,
                           outputs)
-    return _check(certificate, layers, claim, "epsilon-equivalence")
+    return _check(certificate, layers, claim, "epsilon-equivalence", pair=pair)
 
 
 def check_range_proof(network_file, certificate, output, lower, upper, low=None,
@@ -703,7 +871,8 @@ def check_ball_proof(network_file, certificate, x0, radius, lower, upper, target
     return _check(certificate, lambda: _read_network(network_file), claim, "counterfactual")
 
 
-def _check(certificate, read_layers, read_claim, claim_name, finish=None) -> CheckResult:
+def _check(certificate, read_layers, read_claim, claim_name, finish=None,
+           pair=lambda arrays: None) -> CheckResult:
     try:
         header, arrays = _read(certificate)
         layers = read_layers()
@@ -723,7 +892,7 @@ def _check(certificate, read_layers, read_claim, claim_name, finish=None) -> Che
         for k, case in enumerate(spec.cases):
             with np.errstate(all="ignore"):  # an overflow is a NaN or infinite bound: it fails
                 step += _check_case(k, case, layers, arrays, header["version"], step,
-                                    failures, gaps)
+                                    failures, gaps, pair(arrays))
             if failures:
                 raise _Fail(*failures[0])
         found = "" if finish is None else finish(arrays, layers, step)

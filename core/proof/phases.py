@@ -34,6 +34,10 @@ MAX_NODES = 20000
 #: from its best where it does not prove it (40 in all: fewer nodes and less CPU than 10,
 #: 20 or 80 at once on ACAS Xu 4_2's open boxes).
 SLOPE_STEPS = (10, 30)
+#: A node whose LP over its region (the duals' bound, unit-norm rows) is below ``-ASCENT_FLOOR``
+#: is split without the slope ascent (None: the ascent always runs; not yet measured well
+#: enough to set: see docs/benchmarks.md).
+ASCENT_FLOOR = None
 
 
 @dataclass
@@ -86,9 +90,9 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
         node = todo.pop()
         bounder = Bounder(layers, lo[None], hi[None], node.prior, node.sigma[None],
                           _multipliers(node, tree, layers, starts, lo, hi, lp))
-        lam, beta, worst = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
+        lam, beta, worst, gap = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
         alpha = []
-        if lam is None:
+        if lam is None and (ASCENT_FLOOR is None or gap is None or gap > -ASCENT_FLOOR):
             lam, beta, alpha = _optimized_leaf(bounder, unsafe, lo, hi, starts)
         if lam is not None:
             tree.kind[node.index], tree.lam[node.index] = BOUND, lam
@@ -165,9 +169,10 @@ def _duals(lp, C, A, b, lo, hi) -> np.ndarray:
 
 
 def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
-    """``(lam, beta, None)`` proving every disjunct on the node's region by the LP's duals,
-    else ``(None, None, row)``: the output combination of the first disjunct it does not
-    prove (None if its LP is not solved)."""
+    """``(lam, beta, None, None)`` proving every disjunct on the node's region by the LP's
+    duals, else ``(None, None, row, gap)``: the output combination of the first disjunct it
+    does not prove and its LP's objective (both None if its LP is not solved; the
+    objective None where the LP proves it but the rounded bound does not)."""
     out_layer = len(starts) - 1
     use, A, b = _rows(node.cons, out_layer)
     lams, betas = [], []
@@ -183,20 +188,20 @@ def _leaf(bounder, node, unsafe, lo, hi, lp, starts):
         res = lp.solve_lp(cost, np.hstack([G, -np.ones((len(h), 1))]), h,
                           bounds=(np.append(lo, -np.inf), np.append(hi, np.inf)))
         if res.status is not Status.OPTIMAL or res.duals is None:
-            return None, None, None
+            return None, None, None, None
         y = np.maximum(np.asarray(res.duals[:len(h)], float), 0.0)
         lam, w = y[:R] / norms, y[R:]
-        if not res.objective > 0:
-            return None, None, lam @ C  # the combination a split should help most
+        if not res.objective > 0:  # the combination a split should help most
+            return None, None, lam @ C, float(res.objective)
         dense = {}
         for (neuron, layer, *_), v in zip(use, w):
             arr = dense.setdefault(layer, np.zeros((1, starts[layer + 1] - starts[layer])))
             arr[0, neuron - starts[layer]] += v
         if not bounder.margin(C, d, lam[None], np.array([0]), dense or None)[0] > 0:
-            return None, None, lam @ C
+            return None, None, lam @ C, None
         lams.append(lam)
         betas.extend((-1 - q, neuron, float(v)) for (neuron, *_), v in zip(use, w) if v > 0)
-    return np.concatenate(lams), betas, None
+    return np.concatenate(lams), betas, None, None
 
 
 def _optimized_leaf(bounder, unsafe, lo, hi, starts):
@@ -260,7 +265,7 @@ def _split(bounder, row):
                 Lz = np.asarray(row, float)  # on the output
                 for j in range(len(bounder.layers) - 1, k, -1):
                     Lam = Lz @ bounder.layers[j][0]  # on a_{j-1}
-                    alpha, s, _ = (a[0] for a in bounder.relu[j - 1])
+                    alpha, s = (a[0] for a in bounder.relu[j - 1][:2])
                     Lz = Lam * np.where(Lam > 0, alpha, s)
                 gap = np.where((gap * np.abs(Lam) > 0).any(), gap * np.abs(Lam), gap)
             return k, int(np.argmax(np.where(free, gap, -np.inf)))

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from polytrav.proof.check import (BETA, BOUND, FORMAT, OPEN, SETTLED, SPLIT, VERSION, Bounder,
-                                  network_digest, property_digest)
+from polytrav.proof.check import (BETA, BOUND, CHUNK, DIFF, FORMAT, OPEN, SETTLED, SPLIT, VERSION,
+                                  Bounder, difference_margins, network_digest, property_digest)
 from polytrav.vocabulary.tolerances import PROOF_LAM_TOL
 
 __all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_multipliers",
@@ -29,6 +29,9 @@ __all__ = ["ProofRecorder", "CaseRecord", "conjunction_multipliers", "ascend_mul
 #: certify_rest`) may take this many times the seconds ``verify`` took, at least
 #: :data:`REST_MIN_SECONDS`; the boxes left then stay claims without a certificate.
 REST_TIME_FACTOR, REST_MIN_SECONDS = 4.0, 10.0
+#: Halvings of a box the split proved as a pair of networks and the checker's bounds do not
+#: (:meth:`CaseRecord.certify_pair`), before it goes to a phase tree.
+PAIR_HALVINGS = 3
 #: Exponentiated-gradient steps of :func:`ascend_multipliers` (per batch of boxes at once,
 #: before any LP).
 ASCENT_STEPS = 60
@@ -78,8 +81,12 @@ class CaseRecord:
     """One case's tree, as the input split builds it: nodes by the split's box ids (the
     root is 0), each a split ``(dim, at, left, right)`` or a leaf's multipliers."""
 
-    def __init__(self, lower, upper, unsafe):
+    def __init__(self, lower, upper, unsafe, pair=None):
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
+        self.pair = pair  # (f's layers, g's): boxes bounded as a pair may be difference leaves
+        self.by_pair: list[int] = []  # boxes the split proved as a pair, not yet certified
+        self.kinds: dict[int, int] = {}  # a leaf's kind where not BOUND
+        self.difference = False  # whether the split bounded the boxes as a pair
         self.unsafe = unsafe
         C = [np.atleast_2d(np.asarray(C, float)) for C, _ in unsafe]
         d = [np.atleast_1d(np.asarray(d, float)) for _, d in unsafe]
@@ -100,8 +107,10 @@ class CaseRecord:
         """The split begins on ``[lower, upper]``; ``difference``: its boxes are bounded with
         the bounds on two networks' difference too (no certificate for those yet)."""
         self.used = True
-        self.certifiable = (not difference and np.array_equal(lower, self.lower)
+        self.certifiable = ((not difference or self.pair is not None)
+                            and np.array_equal(lower, self.lower)
                             and np.array_equal(upper, self.upper))
+        self.difference = difference and self.certifiable
 
     def bounded(self, ids, margins, Ls, gs) -> None:
         """A batch of boxes bounded: ``ids``, their margins (``> 0``: proven), their rows'
@@ -109,6 +118,9 @@ class CaseRecord:
         if not self.certifiable:
             return
         proven = [k for k, margin in enumerate(margins) if margin > 0]
+        if self.difference:  # certified once the split ends (certify_pair)
+            self.by_pair += [int(ids[k]) for k in proven]
+            return
         if not proven:
             return
         Ls, gs = np.asarray(Ls)[proven], np.asarray(gs)[proven] - self.d
@@ -180,7 +192,7 @@ class CaseRecord:
                 out["kind"][i], out["dim"][i], out["at"][i] = SPLIT, dim, a
                 out["left"][i], out["right"][i] = index[left], index[right]
             elif node in self.leaves:
-                out["kind"][i], out["lam"][i] = BOUND, self.leaves[node]
+                out["kind"][i], out["lam"][i] = self.kinds.get(node, BOUND), self.leaves[node]
             elif node not in self.subtrees:
                 out["kind"][i] = OPEN if self.used else SETTLED
         beta, alpha = [], []
@@ -210,8 +222,61 @@ class CaseRecord:
     @staticmethod
     def counts(kind: np.ndarray) -> dict:
         """Nodes, bound leaves, leaves without a certificate, of the nodes' ``kind``."""
-        return {"nodes": len(kind), "certified": int((kind == BOUND).sum()),
+        return {"nodes": len(kind), "certified": int(((kind == BOUND) | (kind == DIFF)).sum()),
                 "uncertified": int(((kind == OPEN) | (kind == SETTLED)).sum())}
+
+    def certify_pair(self, layers) -> None:
+        """The boxes the split proved as a pair of networks, each a leaf the checker proves:
+        a difference-bound leaf (:func:`~polytrav.proof.check.difference_margins`), else a
+        bound leaf on the joint network ``layers``; a box neither proves is halved (its
+        widest side, relative to the case's box), at most :data:`PAIR_HALVINGS` times, and
+        what is left then goes to a phase tree (:meth:`certify_rest`)."""
+        if not self.by_pair:
+            return
+        self.unproven()  # every node's box
+        todo = [(int(i),) + tuple(self.boxes[i][:2]) for i in self.by_pair]
+        self.by_pair = []
+        fresh = 1 + max([i for i, *_ in todo] + [c for parent, (*_, left, right) in
+                                                  self.splits.items() for c in (parent, left,
+                                                                                right)])
+        width = np.where(self.upper > self.lower, self.upper - self.lower, np.inf)
+        for halvings in range(PAIR_HALVINGS + 1):
+            rest, todo = self._prove(layers, todo), []
+            for i, lo, hi in rest if halvings < PAIR_HALVINGS else ():
+                j = int(np.argmax((hi - lo) / width))
+                mid = (lo[j] + hi[j]) / 2
+                if lo[j] < mid < hi[j]:
+                    self.splits[i] = (j, float(mid), fresh, fresh + 1)
+                    todo += [(fresh, lo, np.where(np.arange(len(hi)) == j, mid, hi)),
+                             (fresh + 1, np.where(np.arange(len(lo)) == j, mid, lo), hi)]
+                    fresh += 2
+
+    def _prove(self, layers, boxes) -> list:
+        """Leaves for the ``boxes`` (``(id, lo, hi)``) that the checker's difference bound
+        or joint bound proves; returns the others."""
+        rest = []
+        lam = np.ones(len(self.d))  # (diff's disjuncts: one row each)
+        for at in range(0, len(boxes), CHUNK):
+            part = boxes[at:at + CHUNK]
+            ids = [i for i, *_ in part]
+            lo, hi = np.array([b[1] for b in part]), np.array([b[2] for b in part])
+            many = np.broadcast_to(lam, (len(part), len(lam)))
+            proven = (difference_margins(*self.pair, lo, hi, self.unsafe, many) > 0).all(axis=0)
+            joint = np.zeros(len(part), bool)
+            if not proven.all():
+                left = np.flatnonzero(~proven)
+                bounder = Bounder(layers, lo[left], hi[left])
+                joint[left] = np.all([bounder.margin(np.atleast_2d(C), np.atleast_1d(d),
+                                                     many[left][:, r], np.arange(len(left))) > 0
+                                      for (C, d), r in zip(self.unsafe, self.rows)], axis=0)
+            for k, i in enumerate(ids):
+                if proven[k] or joint[k]:
+                    self.leaves[i] = lam
+                    if proven[k]:
+                        self.kinds[i] = DIFF
+                else:
+                    rest.append(part[k])
+        return rest
 
     def certify_rest(self, layers, box_region: bool, lp, deadline) -> None:
         """Phase trees (:func:`polytrav.proof.phases.prove_box`) for the boxes without a
@@ -222,6 +287,7 @@ class CaseRecord:
 
         if not (self.used or box_region):
             return
+        self.certify_pair(layers)
         unproven = self.unproven()
         for node, (lo, hi, path) in unproven.items():
             for at, inner in enumerate(path):  # the boxes' bounds as the checker finds them
@@ -240,9 +306,9 @@ class ProofRecorder:
     """The certificate of one ``verify`` instance: :meth:`case` per case of the property,
     :meth:`write` once it is ``unsat``."""
 
-    def __init__(self, network, spec, claim: str = "unsat"):
+    def __init__(self, network, spec, claim: str = "unsat", pair=None):
         self.network, self.spec, self.claim = network, spec, claim  # (check.CLAIMS)
-        self.cases = [CaseRecord(c.lower, c.upper, c.unsafe) for c in spec.cases]
+        self.cases = [CaseRecord(c.lower, c.upper, c.unsafe, pair) for c in spec.cases]
 
     def case(self, k: int) -> CaseRecord:
         return self.cases[k]

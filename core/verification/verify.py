@@ -163,7 +163,8 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
            solver=None, strategy: str = "auto", max_polytopes: int | None = None,
            progress=None, executor=None, bounds: bool = True,
            order: str = "best-first", split: bool = True, bab: bool = True,
-           on_interrupt: str = "raise", confirm=None, proof=None) -> VerificationResult:
+           on_interrupt: str = "raise", confirm=None, proof=None,
+           proof_seconds: float | None = None) -> VerificationResult:
     """Decide a VNN-LIB property on a network: ``sat``, ``unsat``, ``unknown`` or ``timeout``.
 
     Parameters
@@ -207,6 +208,9 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
         a box decided past it (by the traversal) gets a tree of neuron phase splits
         (:mod:`polytrav.proof.phases`) within :data:`~polytrav.proof.record.REST_TIME_FACTOR`
         times the time ``verify`` took; one it cannot prove so stays a claim without one.
+    proof_seconds : float, optional
+        The phase trees' budget in seconds instead (with ``proof``); what it leaves unproven
+        stays a claim without evidence: the checker answers ``incomplete``, never ``valid``.
 
     Examples
     --------
@@ -223,12 +227,17 @@ def verify(network: Network | str | PathLike, spec, *, timeout: float | None = N
     """
     if on_interrupt not in ("raise", "report"):
         raise ConfigError(f"verify: on_interrupt must be 'raise' or 'report', got {on_interrupt!r}")
+    if proof_seconds is not None and not (isinstance(proof_seconds, Real) and not isinstance(
+            proof_seconds, bool) and proof_seconds > 0):
+        raise ConfigError(f"verify: proof_seconds must be a positive number of seconds, got "
+                          f"{proof_seconds!r}")
     t0 = time.perf_counter()
     partial: list = []  # the reports so far, for an interrupted run
     try:  # every solver call of the instance ends by its timeout (polytrav.solve.deadline)
         with until(_end(t0, timeout)):
             return _verify(network, spec, timeout, solver, strategy, max_polytopes, progress,
-                           executor, bounds, order, split, bab, t0, partial, confirm, proof)
+                           executor, bounds, order, split, bab, t0, partial, confirm, proof,
+                           proof_seconds)
     except KeyboardInterrupt:
         if on_interrupt == "raise":
             raise
@@ -246,8 +255,8 @@ def _end(t0: float, timeout) -> float | None:
 
 
 def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, executor,
-            bounds, order, split, bab, t0, reports, confirm=None, proof=None
-            ) -> VerificationResult:
+            bounds, order, split, bab, t0, reports, confirm=None, proof=None,
+            proof_seconds=None) -> VerificationResult:
     """:func:`verify`'s work; ``reports`` collects each region's report as it ends."""
     from polytrav.host.options import RunOptions
     from polytrav.host.runner import RunSession
@@ -336,7 +345,8 @@ def _verify(network, spec, timeout, solver, strategy, max_polytopes, progress, e
             from polytrav.proof.record import REST_MIN_SECONDS, REST_TIME_FACTOR
 
             recorder.certify_rest(session.chains["lp"][0], max(
-                REST_MIN_SECONDS, REST_TIME_FACTOR * (time.perf_counter() - t0)))
+                REST_MIN_SECONDS, REST_TIME_FACTOR * (time.perf_counter() - t0))
+                if proof_seconds is None else proof_seconds)
         written = None if recorder is None else {"path": str(proof), **recorder.write(proof)}
         return VerificationResult(answer="unsat", **_counts(reports), seconds=seconds,
                                   reports=reports, proven=_proven(reports),

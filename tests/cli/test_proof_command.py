@@ -4,6 +4,7 @@ certificate of an ``unsat`` (and says so), none for a ``sat`` (one line saying w
 with exit codes 0 / 1, and bad input gets one line and exit 4."""
 from __future__ import annotations
 
+import io
 import subprocess
 import zipfile
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from ctrl_c import console_script, save_mlp_onnx
 
 from polytrav import Network
+from polytrav.proof.check import DIFF
 from polytrav.testing.reference import random_net
 
 
@@ -49,6 +51,21 @@ def test_verify_writes_a_certificate_that_checks_valid(folder):
     for script, args in (("polytrav", ["check-proof"]), ("polytrav-check-proof", [])):
         check = run(folder, script, *args, "net.onnx", "hold.vnnlib", "p.proof")
         assert (check.returncode, check.stdout) == (0, "valid\n"), check.stderr
+
+
+def test_a_certificate_out_of_proof_seconds_is_incomplete_never_valid(folder):
+    """``--proof-seconds``: phase trees (the split off) given a budget too small to prove
+    anything leave the case a claim without evidence: the checker answers incomplete (exit
+    2); without ``--proof`` the option is refused in one line."""
+    out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--no-split", "--proof",
+              "budget.proof", "--proof-seconds", "1e-9")
+    assert out.returncode == 0 and out.stdout.splitlines()[0] == "unsat", out.stderr
+    check = run(folder, "polytrav", "check-proof", "net.onnx", "hold.vnnlib", "budget.proof")
+    assert check.returncode == 2 and check.stdout.startswith("incomplete: step 4 "), check
+    out = run(folder, "polytrav", "verify", "net.onnx", "hold.vnnlib", "--proof-seconds", "5")
+    assert out.returncode == 4 and out.stderr.strip().splitlines() == [
+        "polytrav: error: --proof-seconds S is the budget of --proof FILE's certificate: give "
+        "--proof FILE"]
 
 
 def test_a_tampered_certificate_is_invalid(folder):
@@ -124,6 +141,9 @@ def test_diff_writes_a_certificate_of_its_epsilon_verdict(pair_folder):
     check = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx",
                 *line.split("check-proof F G ")[1].split())
     assert (check.returncode, check.stdout) == (0, "valid\n"), check.stderr
+    with zipfile.ZipFile(pair_folder / "d.proof") as z:  # diff's split: difference leaves
+        kinds = np.load(io.BytesIO(z.read("arrays.npz")))["case0_kind"]
+    assert (kinds == DIFF).any(), kinds
     lowered = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx", "d.proof",
                   "--epsilon", "0.19", *box)
     assert lowered.returncode == 1 and lowered.stdout.startswith("invalid: step 3"), lowered

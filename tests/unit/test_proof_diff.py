@@ -16,6 +16,7 @@ import polytrav
 from polytrav import Network
 from polytrav.proof.check import (
     BOUND,
+    DIFF,
     OPEN,
     PHASE,
     SPLIT,
@@ -100,8 +101,9 @@ def test_a_box_left_to_phase_trees_is_certified(pair, tmp_path, monkeypatch):
     from polytrav.bounds import settle
 
     folder, f, g, top, eps, _ = pair
-    monkeypatch.setattr(settle, "VERIFY_POLICY",
-                        dataclasses.replace(settle.VERIFY_POLICY, split_max_effective=0))
+    for name in ("VERIFY_POLICY", "DIFF_POLICY"):
+        monkeypatch.setattr(settle, name, dataclasses.replace(getattr(settle, name),
+                                                              split_max_effective=0))
     written = write_diff_proof(f, g, LOWER, UPPER, eps, tmp_path / "t.proof", outputs=[1])
     _, arrays = read_certificate(tmp_path / "t.proof")
     assert (arrays["case0_kind"] == PHASE).any() and not (arrays["case0_kind"] == SPLIT).any()
@@ -134,7 +136,7 @@ def test_mutants_that_no_longer_prove_the_claim_are_rejected(pair, tmp_path):
     write_certificate(cert, _as_claim(folder, header, eps, "g2.onnx"), arrays)
     assert _check(folder, cert, eps, "g2.onnx").startswith("invalid: step ")
     kind = arrays["case0_kind"]
-    leaf = int(np.flatnonzero(kind == BOUND)[0])
+    leaf = int(np.flatnonzero((kind == BOUND) | (kind == DIFF))[0])
     dropped = {**arrays, "case0_kind": np.where(np.arange(len(kind)) == leaf, OPEN, kind)}
     write_certificate(cert, header, dropped)  # a box without its evidence
     assert _check(folder, cert, eps) == f"incomplete: step {4 + leaf} (case 0, node {leaf}) " \

@@ -47,6 +47,9 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
 @click.option("--proof", type=click.Path(dir_okay=False), default=None,
               help="Write a certificate of an unsat to this file (polytrav check-proof "
                    "checks it; docs/proofs.md).")
+@click.option("--proof-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --proof: seconds for the certificate's phase trees (default 4 times "
+                   "the run's, at least 10); what they leave unproven checks incomplete.")
 @click.option("--instances", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A VNN-COMP instances.csv (onnx,vnnlib,timeout) to run in batch.")
 @click.option("--results", type=click.Path(dir_okay=False), default=None,
@@ -77,7 +80,7 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
 def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, proof,
-           instances, results, bounds, order, split, bab, total_timeout, networks, route,
+           proof_seconds, instances, results, bounds, order, split, bab, total_timeout, networks, route,
            workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
@@ -109,6 +112,8 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         if instances is not None or networks:
             fail("--proof FILE is for one instance NETWORK PROP")
         check_writable(proof, "--proof")
+    if proof_seconds is not None and proof is None:
+        fail("--proof-seconds S is the budget of --proof FILE's certificate: give --proof FILE")
     if instances is not None:
         if network or prop:
             fail("give either NETWORK PROP or --instances, not both")
@@ -140,7 +145,8 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
     with _executor(workers, scheduler) as executor:
         result = _run_one(network, prop, timeout, solver, max_polytopes,
                           None if workers is None and scheduler is None else executor,
-                          bounds=bounds, order=order, split=split, bab=bab, proof=proof)
+                          bounds=bounds, order=order, split=split, bab=bab, proof=proof,
+                          proof_seconds=proof_seconds)
     if counterexample and result.answer == "sat":
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")
