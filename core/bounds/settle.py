@@ -364,7 +364,7 @@ class BandSettle:
             time_limit=None if time_limit is None else policy.split_share * time_limit,
             deep_time=policy.deep_seconds if time_limit is None else policy.deep_share * time_limit,
             open_seconds=policy.open_seconds, deep_boxes=policy.deep_boxes,
-            difference=policy.pair_bounds, pause=True)
+            difference=policy.pair_bounds, pause=True, whole_open=policy.whole_open_share)
         return self._next(self._split.run())
 
     def then(self, probed) -> Settled:

@@ -36,7 +36,8 @@ import numpy as np
 
 __all__ = ["BoxPiece", "BoxFrame", "LpContext", "SplitResult", "split_box", "BoxSplit", "effective_inputs",
            "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
-           "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
+           "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_WHOLE_STALL",
+           "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS", "SPLIT_LEAVES_PER_BOX",
            "SPLIT_BATCH", "SPLIT_BATCH_SHARE", "SPLIT_PROBE_BOXES", "SPLIT_PAIR_FROM",
            "SPLIT_PAIR_STEPS"]
@@ -57,6 +58,9 @@ SPLIT_OPEN_CAP = 2_000
 #: this share of the volume still unproven, up to this many boxes.
 SPLIT_DEEP_STALL = 0.1
 SPLIT_DEEP_MAX_BOXES = 400_000
+#: ... and at least this share while the caller's ``whole_open`` share of the volume is still
+#: open (:class:`BoxSplit`: the caller traverses the whole box where the deep search ends so).
+SPLIT_WHOLE_STALL = 0.25
 #: After the deep search, a frontier box with at most this many open boxes inside leaves
 #: those to the traversal, else it is traversed whole (a small open box's traversal costs
 #: about a quarter of a frontier box's: 25 against 100 ms on ACAS Xu 3_3 property 2).
@@ -229,14 +233,15 @@ class BoxSplit:
                  time_limit: float | None = None, extend: bool = False,
                  deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
                  deep_boxes: int | None = None, difference: bool = True, pause: bool = False,
-                 recorder=None, pair_steps: int | None = None):
+                 recorder=None, pair_steps: int | None = None, whole_open: float | None = None):
         self.result = SplitResult(None)
         self.paused: list | None = None
         self._steps = _bisect(self, network, np.asarray(lower, float),
                               np.asarray(upper, float), pairs, lp_chain,
                               SPLIT_BOXES if max_boxes is None else max_boxes, time_limit,
                               extend, deep_time, open_seconds, deep_boxes, difference, pause,
-                              recorder, SPLIT_PAIR_STEPS if pair_steps is None else pair_steps)
+                              recorder, SPLIT_PAIR_STEPS if pair_steps is None else pair_steps,
+                              whole_open)
         self._started = False
 
     def run(self, found=None, held=()) -> SplitResult | None:
@@ -256,7 +261,7 @@ class BoxSplit:
 
 def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, time_limit,
             extend, deep_time, open_seconds, deep_boxes, difference, pause, recorder,
-            pair_steps):
+            pair_steps, whole_open):
     """The split's steps (a generator: it yields the worst open boxes once, with ``pause``,
     and returns the :class:`SplitResult`)."""
     from polytrav.bounds.crown import box_output_bounds
@@ -319,8 +324,9 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
                         deep_time = min(deep_time, open_seconds * len(frontier))
                     else:
                         deep_end = result.boxes + deep_boxes * len(frontier)
-                elif frontier is not None and _deep_progress(share, mark) \
-                        and mark < SPLIT_DEEP_MAX_BOXES:
+                elif frontier is not None and mark < SPLIT_DEEP_MAX_BOXES and _deep_progress(
+                        share, mark, SPLIT_WHOLE_STALL if whole_open is not None
+                        and 1.0 - share[mark] >= whole_open else SPLIT_DEEP_STALL):
                     mark *= 2
                 else:
                     break
@@ -347,7 +353,7 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
                                                 phases=phases)
             batch = _checked(batch, phases, Ls, gs, pairs, stack, network, context)
             if pair is not None and pair_steps and recorder is None \
-                    and result.boxes >= SPLIT_PAIR_FROM:
+                    and (result.boxes >= SPLIT_PAIR_FROM or frontier is not None):
                 batch = _tightened(batch, pair, pair_steps, C, pairs, stack, network, context)
             if recorder is not None:
                 recorder.bounded([e[1] for e in batch], [e[7] for e in batch], Ls, gs)
@@ -430,14 +436,15 @@ def _tightened(batch, pair, steps, C, pairs, stack, network, context) -> list:
     return batch
 
 
-def _deep_progress(share: dict, at: int) -> bool:
-    """Whether the doubling that ended at ``at`` boxes proved at least
-    :data:`SPLIT_DEEP_STALL` of the volume that was unproven before it."""
+def _deep_progress(share: dict, at: int, stall: float | None = None) -> bool:
+    """Whether the doubling that ended at ``at`` boxes proved at least ``stall`` (default
+    :data:`SPLIT_DEEP_STALL`) of the volume that was unproven before it."""
+    stall = SPLIT_DEEP_STALL if stall is None else stall
     half = at // 2
     if half not in share:
         return True
     left = 1.0 - share[half]
-    return left > 0 and (share[at] - share[half]) >= SPLIT_DEEP_STALL * left
+    return left > 0 and (share[at] - share[half]) >= stall * left
 
 
 def _accelerating(share: dict, at: int) -> bool:
