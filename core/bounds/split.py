@@ -80,10 +80,12 @@ SPLIT_OPEN_SECONDS = 0.03
 #: the whole queue early on proves the easy boxes first, and the proven share then stops
 #: accelerating: ACAS Xu 3_3 property 2 ended its split at 800 boxes, 544 open).
 SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
-#: Once this many boxes are bounded, a pair's box that its CROWN bound leaves unproven is
-#: bounded again with each network's intermediate bounds tightened by ``SPLIT_PAIR_STEPS``
-#: slope steps (:mod:`polytrav.bounds.difference_slopes`) before it is halved (0 steps:
-#: never). A box costs about four times as much so; a query that CROWN proves in a few
+#: Once this many boxes are bounded, or the deep search has begun, a pair's box that its
+#: CROWN bound leaves unproven is bounded again with each network's intermediate bounds
+#: tightened by ``SPLIT_PAIR_STEPS`` slope steps (:mod:`polytrav.bounds.difference_slopes`)
+#: before it is halved (0 steps: never). (From the deep search's start: NeuroDiff's 2_8 at
+#: ε 0.01 pauses at 400 boxes with 90 % open; its next doubling proved 10 % of that without
+#: slopes, 46 % with.) A box costs about four times as much so; a query that CROWN proves in a few
 #: hundred boxes never pays it (NeuroDiff's ACAS Xu 1_1 at ε 0.05: 117 boxes in 0.6 s,
 #: with slopes from the first box 57 in 1.9 s), the hard ones prove boxes that would have
 #: taken a subtree each (3_9 at ε 0.01: proven in 19 971 boxes, 119 CPU s, where 60 000
@@ -200,14 +202,17 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
     difference as well (each row's better bound); False: the stack's CROWN alone (a
     :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``). ``pair_steps``: with
-    ``difference``, once :data:`SPLIT_PAIR_FROM` boxes are bounded, a box left unproven is
-    bounded again with that many slope steps on each network's intermediate bounds
+    ``difference``, once :data:`SPLIT_PAIR_FROM` boxes are bounded or the deep search has
+    begun, a box left unproven is bounded again with that many slope steps on each network's intermediate bounds
     (default :data:`SPLIT_PAIR_STEPS`; 0: never).
 
     ``recorder``: None, or a proof's :class:`~polytrav.proof.record.CaseRecord`, told of each
     batch bounded and each halving (the boxes' ids are their order numbers, the box 0).
 
-    :class:`BoxSplit` is the same split, able to pause where its deep search begins."""
+    :class:`BoxSplit` is the same split, able to pause where its deep search begins, and
+    with ``whole_open`` (a share of the volume) to end its deep search at a doubling that
+    proves less than :data:`SPLIT_WHOLE_STALL` of what was left while that share is still
+    open (its caller then traverses the whole box)."""
     return BoxSplit(network, lower, upper, pairs, lp_chain, max_boxes=max_boxes,
                     time_limit=time_limit, extend=extend, deep_time=deep_time,
                     open_seconds=open_seconds, deep_boxes=deep_boxes, difference=difference,
