@@ -85,8 +85,8 @@ SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
 #: tightened by ``SPLIT_PAIR_STEPS`` slope steps (:mod:`polytrav.bounds.difference_slopes`)
 #: before it is halved (0 steps: never). (From the deep search's start: NeuroDiff's 2_8 at
 #: ε 0.01 pauses at 400 boxes with 90 % open; its next doubling proved 10 % of that without
-#: slopes, 46 % with.) A box costs about four times as much so; a query that CROWN proves in a few
-#: hundred boxes never pays it (NeuroDiff's ACAS Xu 1_1 at ε 0.05: 117 boxes in 0.6 s,
+#: slopes, 46 % with.) A box costs about four times as much so; a query that CROWN proves
+#: in a few hundred boxes never pays it (NeuroDiff's ACAS Xu 1_1 at ε 0.05: 117 boxes in 0.6 s,
 #: with slopes from the first box 57 in 1.9 s), the hard ones prove boxes that would have
 #: taken a subtree each (3_9 at ε 0.01: proven in 19 971 boxes, 119 CPU s, where 60 000
 #: boxes, 86 s, left 9 % of the volume open).
@@ -203,8 +203,8 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     difference as well (each row's better bound); False: the stack's CROWN alone (a
     :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``). ``pair_steps``: with
     ``difference``, once :data:`SPLIT_PAIR_FROM` boxes are bounded or the deep search has
-    begun, a box left unproven is bounded again with that many slope steps on each network's intermediate bounds
-    (default :data:`SPLIT_PAIR_STEPS`; 0: never).
+    begun, a box left unproven is bounded again with that many slope steps on each
+    network's intermediate bounds (default :data:`SPLIT_PAIR_STEPS`; 0: never).
 
     ``recorder``: None, or a proof's :class:`~polytrav.proof.record.CaseRecord`, told of each
     batch bounded and each halving (the boxes' ids are their order numbers, the box 0).
