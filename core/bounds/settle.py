@@ -164,10 +164,16 @@ MONOTONE_POLICY = SettlePolicy(bisect_boxes=2000, bisect_milp_boxes=200, bisect_
 #:   those points (ACAS Xu 1_3 against its perturbed copy at eps 0.0158: its box ranked 84th
 #:   to 1 762nd by the bound, first by its attack; found in 5 s instead of over 100 s).
 #: * ``whole_open_share=0.4``: where the deep search begins with at least this share of the
-#:   box's volume open, it goes on, and where it stalls (a doubling of its boxes proves less
-#:   than :data:`~polytrav.bounds.split.SPLIT_DEEP_STALL` of what is left) with this share
-#:   still open, the whole box is traversed (from the attacks' best point at the pause, for
-#:   the time left): open boxes cut the joint polytopes into many traversals. On ACAS Xu 3_9
+#:   box's volume open, it goes on, and where it stalls with this share still open (while it
+#:   is, a doubling of its boxes must prove
+#:   :data:`~polytrav.bounds.split.SPLIT_WHOLE_STALL` of what is left, a quarter, instead of
+#:   :data:`~polytrav.bounds.split.SPLIT_DEEP_STALL`'s tenth: the split's ``whole_open``),
+#:   the whole box is traversed (from the attacks' best point at the pause, for the time
+#:   left): open boxes cut the joint polytopes into many traversals. ACAS Xu 1_3 against its
+#:   perturbed copy at eps 0.00756 paused with 94 % open at 800 boxes and proved 16 %, 10 %,
+#:   13 % of what was left per doubling: with a tenth, the deep search took the time to the
+#:   end of its share and the whole box's traversal (about 50 s) then ran out of time at
+#:   100 s; with a quarter the whole box is traversed after the first doubling. On ACAS Xu 3_9
 #:   against its perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the whole box took
 #:   22 s where the open boxes' traversals would take about 350 s. Traversing it already at
 #:   the pause gave up NeuroDiff's prop-1 boxes (millions of joint polytopes): 3_3 against
@@ -369,7 +375,7 @@ class BandSettle:
             time_limit=None if time_limit is None else policy.split_share * time_limit,
             deep_time=policy.deep_seconds if time_limit is None else policy.deep_share * time_limit,
             open_seconds=policy.open_seconds, deep_boxes=policy.deep_boxes,
-            difference=policy.pair_bounds, pause=True)
+            difference=policy.pair_bounds, pause=True, whole_open=policy.whole_open_share)
         return self._next(self._split.run())
 
     def then(self, probed) -> Settled:

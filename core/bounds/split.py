@@ -36,7 +36,8 @@ import numpy as np
 
 __all__ = ["BoxPiece", "BoxFrame", "LpContext", "SplitResult", "split_box", "BoxSplit", "effective_inputs",
            "SPLIT_MAX_EFFECTIVE", "SPLIT_BOXES",
-           "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_DEEP_MAX_BOXES",
+           "SPLIT_MAX_BOXES", "SPLIT_OPEN_CAP", "SPLIT_DEEP_STALL", "SPLIT_WHOLE_STALL",
+           "SPLIT_DEEP_MAX_BOXES",
            "SPLIT_DEEP_SHARE", "SPLIT_DEEP_TIME", "SPLIT_OPEN_SECONDS", "SPLIT_LEAVES_PER_BOX",
            "SPLIT_BATCH", "SPLIT_BATCH_SHARE", "SPLIT_PROBE_BOXES", "SPLIT_PAIR_FROM",
            "SPLIT_PAIR_STEPS"]
@@ -57,6 +58,9 @@ SPLIT_OPEN_CAP = 2_000
 #: this share of the volume still unproven, up to this many boxes.
 SPLIT_DEEP_STALL = 0.1
 SPLIT_DEEP_MAX_BOXES = 400_000
+#: ... and at least this share while the caller's ``whole_open`` share of the volume is still
+#: open (:class:`BoxSplit`: the caller traverses the whole box where the deep search ends so).
+SPLIT_WHOLE_STALL = 0.25
 #: After the deep search, a frontier box with at most this many open boxes inside leaves
 #: those to the traversal, else it is traversed whole (a small open box's traversal costs
 #: about a quarter of a frontier box's: 25 against 100 ms on ACAS Xu 3_3 property 2).
@@ -77,11 +81,13 @@ SPLIT_OPEN_SECONDS = 0.03
 #: the whole queue early on proves the easy boxes first, and the proven share then stops
 #: accelerating: ACAS Xu 3_3 property 2 ended its split at 800 boxes, 544 open).
 SPLIT_BATCH, SPLIT_BATCH_SHARE = 64, 8
-#: Once this many boxes are bounded, a pair's box that its CROWN bound leaves unproven is
-#: bounded again with each network's intermediate bounds tightened by ``SPLIT_PAIR_STEPS``
-#: slope steps (:mod:`polytrav.bounds.difference_slopes`) before it is halved (0 steps:
-#: never). A box costs about four times as much so; a query that CROWN proves in a few
-#: hundred boxes never pays it (NeuroDiff's ACAS Xu 1_1 at ε 0.05: 117 boxes in 0.6 s,
+#: Once this many boxes are bounded, or the deep search has begun, a pair's box that its
+#: CROWN bound leaves unproven is bounded again with each network's intermediate bounds
+#: tightened by ``SPLIT_PAIR_STEPS`` slope steps (:mod:`polytrav.bounds.difference_slopes`)
+#: before it is halved (0 steps: never). (From the deep search's start: NeuroDiff's 2_8 at
+#: ε 0.01 pauses at 400 boxes with 90 % open; its next doubling proved 10 % of that without
+#: slopes, 46 % with.) A box costs about four times as much so; a query that CROWN proves
+#: in a few hundred boxes never pays it (NeuroDiff's ACAS Xu 1_1 at ε 0.05: 117 boxes in 0.6 s,
 #: with slopes from the first box 57 in 1.9 s), the hard ones prove boxes that would have
 #: taken a subtree each (3_9 at ε 0.01: proven in 19 971 boxes, 119 CPU s, where 60 000
 #: boxes, 86 s, left 9 % of the volume open).
@@ -197,14 +203,17 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
     <polytrav.bounds.difference.NetworkPair.in_stack>`) are bounded with the bounds on their
     difference as well (each row's better bound); False: the stack's CROWN alone (a
     :class:`~polytrav.bounds.settle.SettlePolicy`'s ``pair_bounds``). ``pair_steps``: with
-    ``difference``, once :data:`SPLIT_PAIR_FROM` boxes are bounded, a box left unproven is
-    bounded again with that many slope steps on each network's intermediate bounds
-    (default :data:`SPLIT_PAIR_STEPS`; 0: never).
+    ``difference``, once :data:`SPLIT_PAIR_FROM` boxes are bounded or the deep search has
+    begun, a box left unproven is bounded again with that many slope steps on each
+    network's intermediate bounds (default :data:`SPLIT_PAIR_STEPS`; 0: never).
 
     ``recorder``: None, or a proof's :class:`~polytrav.proof.record.CaseRecord`, told of each
     batch bounded and each halving (the boxes' ids are their order numbers, the box 0).
 
-    :class:`BoxSplit` is the same split, able to pause where its deep search begins."""
+    :class:`BoxSplit` is the same split, able to pause where its deep search begins, and
+    with ``whole_open`` (a share of the volume) to end its deep search at a doubling that
+    proves less than :data:`SPLIT_WHOLE_STALL` of what was left while that share is still
+    open (its caller then traverses the whole box)."""
     return BoxSplit(network, lower, upper, pairs, lp_chain, max_boxes=max_boxes,
                     time_limit=time_limit, extend=extend, deep_time=deep_time,
                     open_seconds=open_seconds, deep_boxes=deep_boxes, difference=difference,
@@ -230,14 +239,15 @@ class BoxSplit:
                  time_limit: float | None = None, extend: bool = False,
                  deep_time: float | None = None, open_seconds: float = SPLIT_OPEN_SECONDS,
                  deep_boxes: int | None = None, difference: bool = True, pause: bool = False,
-                 recorder=None, pair_steps: int | None = None):
+                 recorder=None, pair_steps: int | None = None, whole_open: float | None = None):
         self.result = SplitResult(None)
         self.paused: list | None = None
         self._steps = _bisect(self, network, np.asarray(lower, float),
                               np.asarray(upper, float), pairs, lp_chain,
                               SPLIT_BOXES if max_boxes is None else max_boxes, time_limit,
                               extend, deep_time, open_seconds, deep_boxes, difference, pause,
-                              recorder, SPLIT_PAIR_STEPS if pair_steps is None else pair_steps)
+                              recorder, SPLIT_PAIR_STEPS if pair_steps is None else pair_steps,
+                              whole_open)
         self._started = False
 
     def run(self, found=None, held=()) -> SplitResult | None:
@@ -257,7 +267,7 @@ class BoxSplit:
 
 def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, time_limit,
             extend, deep_time, open_seconds, deep_boxes, difference, pause, recorder,
-            pair_steps):
+            pair_steps, whole_open):
     """The split's steps (a generator: it yields the worst open boxes once, with ``pause``,
     and returns the :class:`SplitResult`)."""
     from polytrav.bounds.crown import box_output_bounds
@@ -320,8 +330,9 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
                         deep_time = min(deep_time, open_seconds * len(frontier))
                     else:
                         deep_end = result.boxes + deep_boxes * len(frontier)
-                elif frontier is not None and _deep_progress(share, mark) \
-                        and mark < SPLIT_DEEP_MAX_BOXES:
+                elif frontier is not None and mark < SPLIT_DEEP_MAX_BOXES and _deep_progress(
+                        share, mark, SPLIT_WHOLE_STALL if whole_open is not None
+                        and 1.0 - share[mark] >= whole_open else SPLIT_DEEP_STALL):
                     mark *= 2
                 else:
                     break
@@ -348,7 +359,7 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
                                                 phases=phases)
             batch = _checked(batch, phases, Ls, gs, pairs, stack, network, context)
             if pair is not None and pair_steps and recorder is None \
-                    and result.boxes >= SPLIT_PAIR_FROM:
+                    and (result.boxes >= SPLIT_PAIR_FROM or frontier is not None):
                 batch = _tightened(batch, pair, pair_steps, C, pairs, stack, network, context)
             if recorder is not None:
                 recorder.bounded([e[1] for e in batch], [e[7] for e in batch], Ls, gs)
@@ -431,14 +442,15 @@ def _tightened(batch, pair, steps, C, pairs, stack, network, context) -> list:
     return batch
 
 
-def _deep_progress(share: dict, at: int) -> bool:
-    """Whether the doubling that ended at ``at`` boxes proved at least
-    :data:`SPLIT_DEEP_STALL` of the volume that was unproven before it."""
+def _deep_progress(share: dict, at: int, stall: float | None = None) -> bool:
+    """Whether the doubling that ended at ``at`` boxes proved at least ``stall`` (default
+    :data:`SPLIT_DEEP_STALL`) of the volume that was unproven before it."""
+    stall = SPLIT_DEEP_STALL if stall is None else stall
     half = at // 2
     if half not in share:
         return True
     left = 1.0 - share[half]
-    return left > 0 and (share[at] - share[half]) >= SPLIT_DEEP_STALL * left
+    return left > 0 and (share[at] - share[half]) >= stall * left
 
 
 def _accelerating(share: dict, at: int) -> bool:

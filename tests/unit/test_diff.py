@@ -368,10 +368,39 @@ def test_a_deep_search_that_proves_the_box_is_not_cut_short_by_the_whole_travers
     monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
     monkeypatch.setattr(settle, "DIFF_POLICY",
                         replace(settle.DIFF_POLICY, whole_open_share=0.0))
+    # every doubling proves enough (the small net's would not prove a quarter of what is left)
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_WHOLE_STALL", 0.0)
     r = polytrav.diff(f, g, Box(LO, HI), epsilon=1.2 * result.max_abs, verdict_only=True)
     assert r.verdict is Verdict.HOLDS and r.status == "complete"
     assert not r.split["whole"] and r.split["open"] == 0 and r.n_polytopes == 0
     assert r.split["proven_volume_share"] == pytest.approx(1.0)
+
+
+def test_while_most_of_the_box_is_open_a_slow_doubling_hands_over_the_whole_box(
+        monkeypatch, pair, result):
+    """``diff``'s split ends its deep search at the first doubling that proves less than
+    ``SPLIT_WHOLE_STALL`` of what is left while ``whole_open_share`` is open (here no
+    doubling is enough: after one, 8 boxes), and the whole box's traversal answers as the
+    traversal alone: HOLDS above the exact largest ``|g - f|``, VIOLATED (replayed) below."""
+    import polytrav.bounds.settle as settle
+
+    f, g = pair
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_BOXES", 4)
+    monkeypatch.setattr("polytrav.bounds.split._accelerating", lambda *args: False)
+    monkeypatch.setattr("polytrav.bounds.split.SPLIT_WHOLE_STALL", 2.0)
+    monkeypatch.setattr(settle, "DIFF_POLICY", replace(settle.DIFF_POLICY, whole_open_share=0.0))
+    monkeypatch.setattr(settle, "sampled_violation", lambda *args: (None, np.inf))
+    monkeypatch.setattr(settle, "checked_attack", lambda *args: None)
+    for eps in (1.2 * result.max_abs, 0.9 * result.max_abs):
+        r = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
+        alone = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True, split=False)
+        assert r.verdict is alone.verdict
+        if r.split["candidate"] is None:  # (the split's own points may meet the violation)
+            assert r.split["whole"] and r.split["boxes"] == 8
+        if r.verdict is Verdict.VIOLATED:
+            x, j = r.violation["x"], r.violation["output"]
+            assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps
+    assert r.verdict is Verdict.VIOLATED
 
 
 def test_every_lp_of_the_traversals_is_counted(pair, result):

@@ -147,3 +147,31 @@ def test_diff_s_verdict_with_optimised_bounds_in_its_split(monkeypatch, close_pa
     assert broken.verdict.value == "violated"
     x = np.asarray(broken.violation["x"], float)
     assert abs(g(x)[0] - f(x)[0]) > top * 0.8
+
+
+def test_the_deep_search_bounds_with_slopes_from_its_start(monkeypatch, close_pair):
+    """Once the deep search begins, a box the pair's CROWN bound leaves unproven is bounded
+    again with slopes, however few boxes came before (``SPLIT_PAIR_FROM`` counts boxes only
+    where no deep search runs): the split here pauses at 4 boxes and then optimises, where
+    the same split without a deep search never does; it still holds just above the MILP's
+    largest ``|g_0 - f_0|``."""
+    from polytrav.bounds import split
+
+    f, g, lo, hi, stack, top = close_pair
+    row = np.array([-1.0, 1.0])
+    pairs = [(s * row[None] / np.sqrt(2), np.array([-top * 1.05 / np.sqrt(2)])) for s in (1, -1)]
+    steps = []
+    bound = NetworkPair.box_output_bounds
+
+    def counted(self, *args, **kwargs):
+        steps.append(kwargs.get("steps", 0))
+        return bound(self, *args, **kwargs)
+
+    monkeypatch.setattr(NetworkPair, "box_output_bounds", counted)
+    short = split_box(stack, lo, hi, pairs, [HighsBackend()], max_boxes=4)
+    assert short.boxes == 4 and not any(steps)
+    steps.clear()
+    deep = split_box(stack, lo, hi, pairs, [HighsBackend()], max_boxes=4, deep_time=600.0,
+                     deep_boxes=10_000)
+    assert deep.frontier > 0 and any(steps)
+    assert deep.candidate is None and not deep.open_boxes

@@ -167,6 +167,36 @@ def test_the_deep_search_goes_on_while_each_doubling_proves_a_tenth_of_what_is_l
     assert not _deep_progress({400: 1.0, 800: 1.0}, 800)    # nothing left
 
 
+def test_while_most_of_the_box_is_open_a_doubling_must_prove_more(monkeypatch):
+    """With ``whole_open`` (``diff``'s ``whole_open_share``: its caller traverses the whole
+    box where the deep search ends with that share open) a doubling must prove
+    ``SPLIT_WHOLE_STALL`` of what is left while that share is still open, else the deep search
+    ends there: after its first doubling, where no doubling is enough; without, it goes on."""
+    from polytrav.bounds import split
+    from polytrav.bounds.split import SPLIT_WHOLE_STALL, _deep_progress
+
+    assert _deep_progress({400: 0.1, 800: 0.25}, 800)                        # 17 % of 0.9
+    assert not _deep_progress({400: 0.1, 800: 0.25}, 800, SPLIT_WHOLE_STALL)
+    assert _deep_progress({400: 0.1, 800: 0.4}, 800, SPLIT_WHOLE_STALL)      # 33 %
+    _, net, lo, hi, unsafe = list(instances(12))[2]
+    prop = LinearProperty(unsafe)
+    prop.validate(net, Box(lo, hi))
+    runs = {}
+    for whole_open in (None, 0.0):
+        s = BoxSplit(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=60.0,
+                     deep_boxes=256, whole_open=whole_open)
+        runs[whole_open] = s.run()
+    ended, on = runs[0.0], runs[None]
+    assert ended.frontier > 0 and ended.open_boxes  # (this case needs the deep search)
+    assert ended.boxes == 8  # the pause at 4 boxes, then one doubling
+    assert on.boxes > 8 and on.proven_volume_share > ended.proven_volume_share
+    # no share is ever "most of the box" above 1: the deep search runs as without
+    monkeypatch.setattr(split, "SPLIT_WHOLE_STALL", 2.0)
+    above = BoxSplit(net, lo, hi, prop.pairs, lp_chain(), max_boxes=4, deep_time=60.0,
+                     deep_boxes=256, whole_open=1.1).run()
+    assert above.boxes == on.boxes
+
+
 @pytest.mark.parametrize("case", range(12))
 def test_deep_search_open_boxes_are_frontier_boxes_or_leaves_and_verdicts_hold(case):
     """From a frontier of 4 boxes the deep search runs on; whatever it returns open (its open
