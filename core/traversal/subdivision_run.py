@@ -196,6 +196,7 @@ class SubdivisionRun(Iterator[Polytope]):
                     return
                 tally = engine.tally
                 st.cuts, st.snapped, st.thin_cuts = tally.cuts, tally.snapped, tally.thin
+                st.held = tally.held
                 st.pieces[:] = tally.levels  # cells per level, as the traversal counts them
                 emitted.append(np.packbits(cells.codes, axis=1))
                 yield from (self._pieces(cells) if self.pieces_only else self._emit(cells))
