@@ -272,7 +272,8 @@ class Subdivision:
             # at most `batch` cells, and VERTICES_PER_CELL times as many vertex rows
             size = min(self.batch, part.c.n * rows // max(1, part.v.n))
             if part.c.n > max(1, size):
-                pieces = part.split(max(1, size), self._order)
+                pieces = part.split(max(1, size), self._order,
+                                    int(self.layers.offsets[layer]) + k)
             else:
                 n = self.layers.weights[layer].shape[0]
                 pieces = []
@@ -287,11 +288,19 @@ class Subdivision:
                     tally.levels[layer] += p.c.n
                     pieces.append((p, layer + 1, 0))
                 k = None
+                if self.near is not None and len(pieces) > 1:  # the start's batch first
+                    pieces.sort(key=lambda e: not self._holds_start(*e))
             for entry in reversed(pieces):
                 entry = entry if k is None else (entry, layer, k)
                 stack.append(entry)
                 held += entry[0].v.n
             tally.held = max(tally.held, held)
+
+    def _holds_start(self, part: _Batch, layer: int, k: int) -> bool:
+        """Whether a cell of ``part`` (at neuron ``k`` of ``layer``) has the start's code
+        in every bit decided so far."""
+        m = int(self.layers.offsets[min(layer, len(self.layers.weights))]) + k
+        return bool(np.any(np.all(part.c.code[:, :m] == self.near[1][:m], axis=1)))
 
     def _order(self, codes: np.ndarray, centres: np.ndarray) -> np.ndarray | None:
         """The order of cells by nearness (None: no ``near``)."""
@@ -518,12 +527,13 @@ class _Batch:
         part.norms, part.near, part.side = self.norms, self.near, self.side
         return part
 
-    def split(self, size: int, order) -> list[_Batch]:
+    def split(self, size: int, order, decided: int) -> list[_Batch]:
         """This batch as batches of at most ``size`` cells (``order(codes, centres)``: the
-        cells' order, or None), at the start of a layer (after :meth:`open`) or within it."""
+        cells' order by their first ``decided`` bits, or None), at the start of a layer
+        (after :meth:`open`) or within it."""
         self._compact()
         C = self.c.n
-        ranked = order(self.c.code[:, : self.L.offsets[self.opened]], self.c.centre)
+        ranked = order(self.c.code[:, :decided], self.c.centre)
         lo = self.opened  # the maps of earlier layers are shared, the current one's split
         fresh = np.array_equal(self.c.anc[:, lo], np.arange(C))  # each cell its maps' row
         if ranked is None and not np.any(self.v.cell[1:] < self.v.cell[:-1]):
