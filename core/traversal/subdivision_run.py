@@ -41,14 +41,13 @@ __all__ = ["AUTO_MAX_DIM", "AUTO_MAX_DIM_NUMPY", "CellPolytope", "SubdivisionRun
 log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
-#: enumerated by subdivision when numba is installed (the ``fast`` extra). On the small
-#: scaling nets subdivision is 7-8x the LP traversal's speed in 7-D and 1.9-2.4x in 8-D
-#: (docs/benchmarks.md, issue 61), but on a wide net its first batch's vertices explode: the
-#: 8-input 3x40 net of the Ctrl-C tests grew to 13.7 GB in 60 s without emitting a polytope,
-#: where the LP traversal streams at once. So ``auto`` stays at 6 until a batch's memory is
-#: bounded by its vertices, not its cells.
-AUTO_MAX_DIM = 6
-#: ... and without numba (numpy's edge search pairs every vertex with every other).
+#: enumerated by subdivision when numba is installed (the ``fast`` extra): on the scaling
+#: nets it is about 10x the LP traversal's speed in 7-D and 2x in 8-D, and on wide 3 x 40
+#: nets in 7-8 dimensions, which it streams in bounded memory (a batch stops within a
+#: layer), many times the traversal's rate (docs/benchmarks.md, issue 61).
+AUTO_MAX_DIM = 8
+#: ... and without numba (numpy's edge search pairs every vertex with every other: 1.3-1.5x
+#: the traversal's speed in 7-D, 0.2-0.3x in 8-D).
 AUTO_MAX_DIM_NUMPY = 6
 
 #: Seconds between two checks of the time budget while polytopes are emitted (never past the
