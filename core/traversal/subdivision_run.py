@@ -46,9 +46,9 @@ log = logging.getLogger(__name__)
 #: nets in 7-8 dimensions, which it streams in bounded memory (a batch stops within a
 #: layer), many times the traversal's rate (docs/benchmarks.md, issue 61).
 AUTO_MAX_DIM = 8
-#: ... and without numba (numpy's edge search pairs every vertex with every other: 1.3-1.5x
-#: the traversal's speed in 7-D, 0.2-0.3x in 8-D).
-AUTO_MAX_DIM_NUMPY = 6
+#: ... and without numba (numpy's edge search pairs every vertex with every other: about 3x
+#: the traversal's speed in 7-D, 0.4x on the small 8-D nets).
+AUTO_MAX_DIM_NUMPY = 7
 
 #: Seconds between two checks of the time budget while polytopes are emitted (never past the
 #: budget's end: a run's own limit holds exactly; a deadline set around the consumer in
