@@ -467,6 +467,9 @@ class _Batch:
         n = off.shape[1]
         out, held, stop = [], 0, (c.n, n)
         for lo in range(0, c.n, KERNEL_CHUNK):
+            if held > budget:  # the chunks before hold enough: the rest waits
+                stop = (lo, k0)
+                break
             if clock is not None:
                 clock.check()
             hi = min(c.n, lo + KERNEL_CHUNK)
