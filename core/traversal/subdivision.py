@@ -6,10 +6,11 @@ before it a neuron's pre-activation is affine, so its zero set cuts the cell alo
 hyperplane, and the cut is read off the cell's vertices: no LP. Many cells are cut by a neuron
 at once, in vectorised numpy, or cell by cell by the compiled kernel
 (:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch
-that has grown past :data:`BATCH` cells (or :data:`VERTICES_PER_CELL` times as many vertex
-rows) at the start of a layer is split into batches of at most that many, run one after the
-other (depth first), so memory stays bounded by the batch and finished cells stream out
-early.
+stops cutting once it holds more than :data:`VERTICES_PER_CELL` times :data:`BATCH` vertex
+rows (after any neuron, within a layer too), and one with more than :data:`BATCH` cells or
+those rows is split into batches of at most that many, run one after the other (depth
+first), so memory stays bounded by the batch and finished cells stream out early
+(:attr:`Tally.held`).
 
 Each cell keeps its own vertices, and each vertex the set of hyperplanes it lies on (a bit
 per region row and per neuron): two vertices of a cell span an edge iff no third vertex of
@@ -51,12 +52,13 @@ from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL,
 __all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
            "kernel_installed", "subdivide"]
 
-#: A batch with more cells than this at the start of a layer is split (bounds memory: the
+#: A batch with more cells than this is split (bounds memory: the
 #: 3-D 8 x 32 bunny's 9.9 million cells in 0.49 GB at 2 048, 0.70 GB at 8 192, 2.1 GB at
 #: 65 536, and the smallest batch the fastest: 62, 66 and 84 s of CPU; docs/benchmarks.md).
 BATCH = 1 << 11
-#: ... and one whose vertex rows outnumber its cells this many times over ``batch`` too (in
-#: 7-10 dimensions a cell has hundreds or thousands of vertices; in 2-4 about 4-12).
+#: ... and one with more than this many times ``batch`` vertex rows too, checked after each
+#: neuron, so within a layer as well (in 7-10 dimensions a cell has hundreds or thousands of
+#: vertices, and a layer can multiply each cell a million-fold; in 2-4 about 4-12).
 VERTICES_PER_CELL = 16
 
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
@@ -256,7 +258,7 @@ class Subdivision:
 
     def __iter__(self) -> Iterator[Cells]:
         n_layers, tally = self.levels, self.tally
-        rows = self.batch * VERTICES_PER_CELL  # the most vertex rows a batch cuts on
+        rows = self.batch * VERTICES_PER_CELL  # past these vertex rows a batch stops, is split
         root = _Batch.root(self.layers, self.tally)
         stack = [(root, 0, 0)]  # (batch, layer, its next neuron): depth first
         held = root.v.n  # vertex rows of the batches on the stack
