@@ -240,7 +240,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
         for j in range(d):
             bC[0, j] = centre[i, j]
         bR[0] = reach[i]
-        for kk in range(n):
+        for kk in range(k0):  # the bits from k0 on are set below
             bB[0, kk] = bits0[i, kk]
         k_end = n
         for k in range(k0, n):
@@ -252,6 +252,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     bB[s, k] = side[i, k]
                 continue
             c = off[i, k]
+            g = G[i, k]  # indexed by j alone below (k's sign is not known to the compiler)
             nm = norms[i, k]
             word = (hyper0 + k) // 64
             bit = np.uint64(1) << np.uint64((hyper0 + k) % 64)
@@ -263,7 +264,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 m = hi - lo
                 zc = c
                 for j in range(d):
-                    zc += bC[s, j] * G[i, k, j]
+                    zc += bC[s, j] * g[j]
                 spread = nm * bR[s]
                 if abs(zc) > spread + same_tol * (1.0 + spread + abs(c)):
                     bB[s, k] = zc >= 0.0
@@ -275,7 +276,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 for r in range(m):
                     t = 0.0
                     for j in range(d):
-                        t += bX[lo + r, j] * G[i, k, j]
+                        t += bX[lo + r, j] * g[j]
                     t = (t + c) / nm
                     dist[r] = t
                     if abs(t) <= snap:
