@@ -338,8 +338,8 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
         as the baseline; ``subdivision`` cuts the region's polytope by every neuron in turn,
         many cells at once and without LPs (polyhedral regions of few dimensions:
         :mod:`polytrav.traversal.subdivision`), and emits the cells of each batch it
-        finishes (up to 2 048 at a layer's start). ``auto``: subdivision for
-        polyhedral regions of at most 6 dimensions when every polytope is visited (no
+        finishes (up to 2 048 cells). ``auto``: subdivision for polyhedral regions of at
+        most 8 dimensions (7 without numba) when every polytope is visited (no
         ``guide``, ``prune`` or ``within``), else hierarchical
         (:func:`polytrav.traversal.subdivision_run.choose_strategy`): the default.
     solver : str or SolverBackend, optional

@@ -95,8 +95,9 @@ class SubdivisionRun(Iterator[Polytope]):
     first). ``pieces_only``: yield the level-1 pieces (:class:`~polytrav.traversal.Piece`,
     the units of parallel runs) instead; ``within``: only the polytopes inside those pieces
     (by their first layer's code). Regions with L1/L2 balls are refused: use
-    ``strategy="hierarchical"`` for those. ``batch``: the most cells cut together at a
-    layer's start (:data:`~polytrav.traversal.subdivision.BATCH`; memory grows with it).
+    ``strategy="hierarchical"`` for those. ``batch``: the most cells cut together
+    (:data:`~polytrav.traversal.subdivision.BATCH`, and 16 times as many vertex rows, within
+    a layer too; memory grows with it; ``stats.held``: the most vertex rows held).
     """
 
     def __init__(self, net: Network, region: Region, start=None,
