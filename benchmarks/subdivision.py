@@ -29,6 +29,11 @@ numba (what ``auto`` runs where numba is not installed).
 under ``strategy="subdivision"`` and ``"hierarchical"`` on 7-8-input nets: CPU seconds,
 polytopes skipped by each bound, values (``auto``'s crossover, issue 61).
 
+``wide``: nets of three ReLU layers of 40 in 7-8 dimensions (the Ctrl-C tests' 8-input net
+among them), far too many cells to finish: each strategy (subdivision with numba, without it,
+the LP traversal) runs ``--timeout`` CPU seconds in its own pinned process, rounds alternating;
+polytopes per CPU second, CPU seconds to the first polytope, ``stats.held`` and peak memory.
+
 ``pictures``: 2-D slices of ACAS Xu and mnistfc networks (``../shared/data``) with 10^4-10^5
 cells: the subdivision's run, the picture of its polytopes as ``polytrav regions --plot``
 draws and saves it, and the traversal on the same slice (``--timeout`` seconds; cut short, its
@@ -343,6 +348,74 @@ def scaling(args, run: Run) -> dict:
     return {}
 
 
+#: ``wide``: (seed, inputs): nets [d, 40, 40, 40, 3] drawn as the Ctrl-C tests' (seed 1,
+#: 8 inputs: tests/support/ctrl_c.py's big.onnx), far too many cells to finish.
+WIDE = [(1, 8), (2, 8), (1, 7), (2, 7)]
+
+
+def wide_worker(seed: int, d: int, strategy: str, seconds: float) -> None:
+    """Child process: ``seconds`` of CPU of ``traverse`` on a wide net in [-1, 1]^d;
+    ``strategy`` "numpy": subdivision without the compiled kernel."""
+    import resource
+
+    import numpy as np
+
+    from polytrav import Box, Network, traverse
+    from polytrav.traversal import subdivision
+
+    rng = np.random.default_rng(seed)
+    sizes = [d, 40, 40, 40, 3]
+    weights, biases = [], []
+    for m, n in zip(sizes[:-1], sizes[1:]):  # as tests/support/ctrl_c.py's random_layers
+        weights.append(rng.normal(size=(n, m)))
+        biases.append(rng.normal(size=n))
+    if strategy == "numpy":
+        subdivision._KERNEL = False
+    else:
+        subdivision.load_kernel()  # numba's cache read before the clock starts
+    c = time.process_time()
+    run = traverse(Network(weights, biases), Box(-np.ones(d), np.ones(d)),
+                   strategy="hierarchical" if strategy == "hierarchical" else "subdivision",
+                   time_limit=20 * seconds)  # wall: a guard on a loaded machine
+    first, n = None, 0
+    for _ in run:
+        n += 1
+        if first is None:
+            first = time.process_time() - c
+        if n % 64 == 0 and time.process_time() - c > seconds:  # CPU seconds
+            run.close()
+    cpu = time.process_time() - c
+    print(json.dumps({"polytopes": n, "cpu_s": cpu, "first_cpu_s": first,
+                      "per_cpu_s": n / cpu, "held": run.stats.held,
+                      "status": run.status.value,
+                      "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
+
+
+def wide(args, run: Run) -> dict:
+    """Wide nets (3 x 40) in 7-8 dimensions: polytopes per CPU second of subdivision (numba,
+    numpy) and the LP traversal over ``--timeout`` CPU seconds each, in their own processes
+    (peak memory), alternating."""
+    strategies = ["subdivision", "numpy", "hierarchical"]
+    for seed, d in WIDE:
+        rounds = {s: [] for s in strategies}
+        for k in range(args.repeats):
+            for s in strategies[k % 3:] + strategies[: k % 3]:
+                out = child([sys.executable, __file__, "wide-worker", str(seed), str(d), s,
+                             str(args.timeout)], args.core, 10 * args.timeout + 120)
+                rounds[s].append(out)
+                print(d, seed, s, out, flush=True)
+        med = {s: {key: statistics.median([r[key] for r in v if r[key] is not None] or [None])
+                   for key in ("per_cpu_s", "first_cpu_s", "maxrss_gb", "held", "polytopes")}
+               for s, v in rounds.items()}
+        run.add({"case": f"random {d}-D [40, 40, 40] seed {seed}", "dims": d,
+                 "seconds": args.timeout, "rounds": rounds, "medians": med,
+                 "numba_over_traversal": med["subdivision"]["per_cpu_s"]
+                 / med["hierarchical"]["per_cpu_s"],
+                 "numpy_over_traversal": med["numpy"]["per_cpu_s"]
+                 / med["hierarchical"]["per_cpu_s"]})
+    return {}
+
+
 def skipping(args, run: Run) -> dict:
     """Analyses that skip cells by bounds (``output_range`` and ``softmax_attack``: an LP
     per polytope unless a bound rules it out) under each strategy, on the 7-8-input nets of
@@ -440,11 +513,13 @@ def pictures(args, run: Run) -> dict:
 
 
 def main() -> None:
+    if len(sys.argv) > 5 and sys.argv[1] == "wide-worker":
+        return wide_worker(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5]))
     if len(sys.argv) > 4 and sys.argv[1] == "worker":
         return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream",
                                int(sys.argv[5]) if len(sys.argv) > 5 else None)
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
-    ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts", "skipping"])
+    ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts", "skipping", "wide"])
     ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
     ap.add_argument("--more", action="store_true",
                     help="scaling: a second net per dimension from 6, and 9-10 inputs")
@@ -468,11 +543,11 @@ def main() -> None:
         args.warmup = args.calls - 1
     if args.mode in ("bunny", "parts") and not args.edge_subdivision:
         ap.error(f"{args.mode} needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
-    if args.mode not in ("bunny", "parts"):  # bunny pins each child process with taskset
+    if args.mode not in ("bunny", "parts", "wide"):  # these pin each child with taskset
         pin(args.core)
     run = Run(f"subdivision {args.mode}", args)
     run.summary.update({"bunny": bunny, "scaling": scaling, "pictures": pictures,
-                        "parts": parts, "skipping": skipping}[args.mode](args, run))
+                        "parts": parts, "skipping": skipping, "wide": wide}[args.mode](args, run))
     run.write(args.out)
     sys.exit(1 if run.summary.get("different_counts") else 0)
 

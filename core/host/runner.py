@@ -338,8 +338,8 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
         as the baseline; ``subdivision`` cuts the region's polytope by every neuron in turn,
         many cells at once and without LPs (polyhedral regions of few dimensions:
         :mod:`polytrav.traversal.subdivision`), and emits the cells of each batch it
-        finishes (up to 2 048 at a layer's start). ``auto``: subdivision for
-        polyhedral regions of at most 6 dimensions when every polytope is visited (no
+        finishes (up to 2 048 cells). ``auto``: subdivision for polyhedral regions of at
+        most 8 dimensions (7 without numba) when every polytope is visited (no
         ``guide``, ``prune`` or ``within``), else hierarchical
         (:func:`polytrav.traversal.subdivision_run.choose_strategy`): the default.
     solver : str or SolverBackend, optional
@@ -387,9 +387,12 @@ def traverse(net: Network, region: Region, start=None, *, strategy: str = "auto"
         millisecond a piece; the first :data:`~polytrav.traversal.frontier.PROVEN_VOLUMES`
         pieces, in regions of at most 6 dimensions). False: a statistic skipped.
     batch : int, optional
-        Subdivision only: the most cells it cuts together at a layer's start (default
-        :data:`~polytrav.traversal.subdivision.BATCH`); its memory grows with it, about
-        2-10 kB a cell in 2-3 dimensions.
+        Subdivision only: the most cells it cuts together (default
+        :data:`~polytrav.traversal.subdivision.BATCH`), on at most
+        :data:`~polytrav.traversal.subdivision.VERTICES_PER_CELL` times as many vertex
+        rows: a batch that outgrows them, even within a layer, is split and its parts run
+        one after the other, so memory stays bounded (``stats.held``: the most vertex
+        rows held at once) and polytopes stream out early.
 
     Returns
     -------

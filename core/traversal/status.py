@@ -64,6 +64,7 @@ class TraversalStats:
     cuts: int = 0  #: cells cut by a neuron (strategy "subdivision")
     snapped: int = 0  #: vertices found on a hyperplane (subdivision: degenerate contacts)
     thin_cuts: int = 0  #: cuts not made: a side too thin for a polytope (subdivision)
+    held: int = 0  #: the most vertex rows held at once (subdivision; bounded by ``batch``)
     #: Why a subdivision run handed the region to the LP traversal ("" if it did not).
     fallback: str = ""
 

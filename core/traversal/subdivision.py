@@ -6,10 +6,11 @@ before it a neuron's pre-activation is affine, so its zero set cuts the cell alo
 hyperplane, and the cut is read off the cell's vertices: no LP. Many cells are cut by a neuron
 at once, in vectorised numpy, or cell by cell by the compiled kernel
 (:mod:`polytrav.traversal.subdivision_kernel`, numba; :data:`KERNELS`): a *batch*. A batch
-that has grown past :data:`BATCH` cells (or :data:`VERTICES_PER_CELL` times as many vertex
-rows) at the start of a layer is split into batches of at most that many, run one after the
-other (depth first), so memory stays bounded by the batch and finished cells stream out
-early.
+stops cutting once it holds more than :data:`VERTICES_PER_CELL` times :data:`BATCH` vertex
+rows (after any neuron, within a layer too), and one with more than :data:`BATCH` cells or
+those rows is split into batches of at most that many, run one after the other (depth
+first), so memory stays bounded by the batch and finished cells stream out early
+(:attr:`Tally.held`).
 
 Each cell keeps its own vertices, and each vertex the set of hyperplanes it lies on (a bit
 per region row and per neuron): two vertices of a cell span an edge iff no third vertex of
@@ -51,12 +52,13 @@ from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL,
 __all__ = ["BATCH", "KERNELS", "Cells", "Subdivision", "Tally", "Undecided", "first_layer_keys",
            "kernel_installed", "subdivide"]
 
-#: A batch with more cells than this at the start of a layer is split (bounds memory: the
+#: A batch with more cells than this is split (bounds memory: the
 #: 3-D 8 x 32 bunny's 9.9 million cells in 0.49 GB at 2 048, 0.70 GB at 8 192, 2.1 GB at
 #: 65 536, and the smallest batch the fastest: 62, 66 and 84 s of CPU; docs/benchmarks.md).
 BATCH = 1 << 11
-#: ... and one whose vertex rows outnumber its cells this many times over ``batch`` too (in
-#: 7-10 dimensions a cell has hundreds or thousands of vertices; in 2-4 about 4-12).
+#: ... and one with more than this many times ``batch`` vertex rows too, checked after each
+#: neuron, so within a layer as well (in 7-10 dimensions a cell has hundreds or thousands of
+#: vertices, and a layer can multiply each cell a million-fold; in 2-4 about 4-12).
 VERTICES_PER_CELL = 16
 
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
@@ -90,6 +92,9 @@ class Tally:
     cuts: int = 0  #: cells cut by a neuron
     snapped: int = 0  #: vertices taken as on a hyperplane they are within SNAP_TOL of
     thin: int = 0  #: cuts not made because a side was thinner than RADIUS_TOL
+    #: the most vertex rows held at once by the batches waiting (a batch is cut on at most
+    #: ``batch * VERTICES_PER_CELL`` rows; waiting ones add up along the depth-first path)
+    held: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -252,28 +257,52 @@ class Subdivision:
         self.clock, self.batch, self.near = clock, batch, near
 
     def __iter__(self) -> Iterator[Cells]:
-        n_layers = self.levels
-        stack = [(_Batch.root(self.layers, self.tally), 0)]
+        n_layers, tally = self.levels, self.tally
+        rows = self.batch * VERTICES_PER_CELL  # past these vertex rows a batch stops, is split
+        root = _Batch.root(self.layers, self.tally)
+        stack = [(root, 0, 0)]  # (batch, layer, its next neuron): depth first
+        held = root.v.n  # vertex rows of the batches on the stack
+        tally.held = max(tally.held, held)
         while stack:
-            part, layer = stack.pop()
+            part, layer, k = stack.pop()
+            held -= part.v.n
             if layer == n_layers:
                 yield part.cells(self._order)
                 continue
             if part.opened < layer:
                 part.open(layer)
-                # at most `batch` cells, and VERTICES_PER_CELL times as many vertex rows
-                size = min(self.batch, part.c.n * self.batch * VERTICES_PER_CELL
-                           // max(1, part.v.n))
-                if part.c.n > max(1, size):
-                    pieces = part.split(max(1, size), self._order)
-                    stack.extend((p, layer) for p in reversed(pieces))
-                    continue
-            part.cut_layer(layer, self.clock)
-            if layer == 0 and self.within is not None:  # the level-1 pieces asked for
-                keys = first_layer_keys(part.c.code[:, : self.layers.offsets[1]])
-                part.keep(np.fromiter((k in self.within for k in keys), bool, len(keys)))
-            self.tally.levels[layer] += part.c.n
-            stack.append((part, layer + 1))
+            # at most `batch` cells, and VERTICES_PER_CELL times as many vertex rows
+            size = min(self.batch, part.c.n * rows // max(1, part.v.n))
+            if part.c.n > max(1, size):
+                pieces = part.split(max(1, size), self._order,
+                                    int(self.layers.offsets[layer]) + k)
+            else:
+                n = self.layers.weights[layer].shape[0]
+                pieces = []
+                for p, kk in part.cut_layer(layer, k, self.clock, rows):
+                    if kk < n:  # stopped within the layer (too many vertex rows)
+                        pieces.append((p, layer, kk))
+                        continue
+                    if layer == 0 and self.within is not None:  # the level-1 pieces asked for
+                        keys = first_layer_keys(p.c.code[:, : self.layers.offsets[1]])
+                        p.keep(np.fromiter((key in self.within for key in keys), bool,
+                                           len(keys)))
+                    tally.levels[layer] += p.c.n
+                    pieces.append((p, layer + 1, 0))
+                k = None
+                if self.near is not None and len(pieces) > 1:  # the start's batch first
+                    pieces.sort(key=lambda e: not self._holds_start(*e))
+            for entry in reversed(pieces):
+                entry = entry if k is None else (entry, layer, k)
+                stack.append(entry)
+                held += entry[0].v.n
+            tally.held = max(tally.held, held)
+
+    def _holds_start(self, part: _Batch, layer: int, k: int) -> bool:
+        """Whether a cell of ``part`` (at neuron ``k`` of ``layer``) has the start's code
+        in every bit decided so far."""
+        m = int(self.layers.offsets[min(layer, len(self.layers.weights))]) + k
+        return bool(np.any(np.all(part.c.code[:, :m] == self.near[1][:m], axis=1)))
 
     def _order(self, codes: np.ndarray, centres: np.ndarray) -> np.ndarray | None:
         """The order of cells by nearness (None: no ``near``)."""
@@ -387,29 +416,36 @@ class _Batch:
         self.c.anc[:, layer] = np.arange(C)
         self.opened = layer
 
-    def cut_layer(self, layer: int, clock) -> None:
-        """Cut every cell by each neuron of ``layer`` (opened)."""
-        kernel = self.L.kernel(self.v.n * self.G.shape[2], self.v.n / max(1, self.c.n))
+    def cut_layer(self, layer: int, k0: int, clock, budget: int) -> list[tuple[_Batch, int]]:
+        """Cut every cell by each neuron of ``layer`` (opened) from ``k0`` on, until more
+        than ``budget`` vertex rows are held (after at least one neuron). Returns the
+        batches, in order, each with its next neuron (the layer's width: cut by all)."""
+        n = self.G.shape[2]
+        kernel = self.L.kernel(self.v.n * (n - k0), self.v.n / max(1, self.c.n))
         if kernel is not None and self.c.n:
-            return self._cut_compiled(kernel, layer, clock)
-        G = np.ascontiguousarray(self.G.transpose(2, 0, 1))  # neuron by neuron
-        off, norms = self.off.T.copy(), self.norms.T.copy()
-        near, side = self.near.T.copy(), self.side.T.copy()
-        for k in range(G.shape[0]):
+            return self._cut_compiled(kernel, layer, k0, clock, budget)
+        G = np.ascontiguousarray(self.G[:, :, k0:].transpose(2, 0, 1))  # neuron by neuron
+        off, norms = self.off[:, k0:].T.copy(), self.norms[:, k0:].T.copy()
+        near, side = self.near[:, k0:].T.copy(), self.side[:, k0:].T.copy()
+        for k in range(k0, n):
+            if k > k0 and self.v.n > budget:
+                return [(self, k)]
             if clock is not None:
                 clock.check()
             j = int(self.L.offsets[layer]) + k
             anc = self.c.anc[:, layer]
-            bit = side[k][anc]
-            ids = np.flatnonzero(near[k][anc])
+            bit = side[k - k0][anc]
+            ids = np.flatnonzero(near[k - k0][anc])
             if ids.size:
                 src = anc[ids]
-                self._cut(ids, np.take(G[k], src, axis=0), off[k][src], norms[k][src], bit,
-                          self.n_region + j, code=j)
+                self._cut(ids, np.take(G[k - k0], src, axis=0), off[k - k0][src],
+                          norms[k - k0][src], bit, self.n_region + j, code=j)
             else:
                 self.c.code[:, j] = bit
+        return [(self, n)]
 
-    def _cut_compiled(self, kernel, layer: int, clock) -> None:
+    def _cut_compiled(self, kernel, layer: int, k0: int, clock,
+                      budget: int) -> list[tuple[_Batch, int]]:
         """:meth:`cut_layer` by the compiled kernel, :data:`KERNEL_CHUNK` cells a call."""
         self._compact()
         c, v = self.c, self.v
@@ -427,17 +463,23 @@ class _Batch:
             (lambda a: np.take(a, src, axis=0))
         G = np.ascontiguousarray(pick(self.G).transpose(0, 2, 1))
         off, norms, near, side = (pick(a) for a in (self.off, self.norms, self.near, self.side))
-        hyper0 = self.n_region + int(self.L.offsets[layer])
-        out = []
+        lo_bit, hi_bit = self.L.offsets[layer], self.L.offsets[layer + 1]
+        bits0 = np.ascontiguousarray(c.code[:, lo_bit:hi_bit])
+        hyper0 = self.n_region + int(lo_bit)
+        n = off.shape[1]
+        out, held, stop = [], 0, (c.n, n)
         for lo in range(0, c.n, KERNEL_CHUNK):
+            if held > budget:  # the chunks before hold enough: the rest waits
+                stop = (lo, k0)
+                break
             if clock is not None:
                 clock.check()
             hi = min(c.n, lo + KERNEL_CHUNK)
             a, b = vstart[lo], vstart[hi]
-            parent, bits, centre, reach, end, Xo, acto, tally, err = kernel.cut_layer(
+            parent, bits, centre, reach, end, Xo, acto, tally, err, at = kernel.cut_layer(
                 X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
                 G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
-                SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL)
+                SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL, bits0[lo:hi], k0, max(0, budget - held))
             self.tally.cuts += int(tally[0])
             self.tally.snapped += int(tally[1])
             self.tally.thin += int(tally[2])
@@ -447,41 +489,86 @@ class _Batch:
                 raise Undecided(f"a cut by hyperplane {int(err[1])} has fewer than {self.d} "
                                 "vertices on its section")
             out.append((parent + lo, bits, centre, reach, np.diff(end, prepend=0), Xo, acto))
-        del X, act, G
+            held += Xo.shape[0]
+            if at[0] < hi - lo:  # stopped: more than `budget` rows held
+                stop = (lo + int(at[0]), int(at[1]))
+                break
         parent, bits, centre, reach, count, Xo, acto = (
             out[0] if len(out) == 1 else (np.concatenate(col) for col in zip(*out)))
-        lo, hi = self.L.offsets[layer], self.L.offsets[layer + 1]
         code = np.take(c.code, parent, axis=0)
-        code[:, lo:hi] = bits
-        self.c = _Store(code=code, centre=centre, reach=reach, anc=np.take(c.anc, parent, axis=0))
-        self.v = _Store(X=Xo, cell=np.repeat(np.arange(parent.size), count), act=acto)
+        code[:, lo_bit:hi_bit] = bits
+        done = _Batch(self.L, self.tally, _Store(code=code, centre=centre, reach=reach,
+                                                 anc=np.take(c.anc, parent, axis=0)),
+                      _Store(X=Xo, cell=np.repeat(np.arange(parent.size), count), act=acto),
+                      list(self.inverse), self.opened, self.G, self.off)
+        done.norms, done.near, done.side = self.norms, self.near, self.side
+        i, k = stop
+        if i == c.n:
+            return [(done, n)]
+        # cells before i: cut by the layer; i's pieces: up to neuron k (if it was begun);
+        # the cells after: not yet
+        first = int(np.searchsorted(parent, i))
+        batches = [(done.carve(0, first), n)] if first else []
+        if k > k0:
+            batches.append((done.carve(first, parent.size), k))
+            i += 1
+        if i < c.n:
+            batches.append((self.carve(i, c.n), k0))
+        return batches
 
-    def split(self, size: int, order) -> list[_Batch]:
+    def carve(self, a: int, b: int) -> _Batch:
+        """Cells ``a`` to ``b`` (copied) as a batch of their own, at the same point of the
+        layer (the layer's maps shared)."""
+        self._compact()
+        cell = self.v.cell
+        if not np.any(cell[1:] < cell[:-1]):  # grouped by cell: one range
+            va, vb = np.searchsorted(cell, [a, b])
+            v = self.v.rows(va, vb)
+        else:
+            v = self.v.compress((cell >= a) & (cell < b))
+        v.cell[:] -= a
+        part = _Batch(self.L, self.tally, self.c.rows(a, b), v, list(self.inverse),
+                      self.opened, self.G, self.off)
+        part.norms, part.near, part.side = self.norms, self.near, self.side
+        return part
+
+    def split(self, size: int, order, decided: int) -> list[_Batch]:
         """This batch as batches of at most ``size`` cells (``order(codes, centres)``: the
-        cells' order, or None), right after :meth:`open`."""
+        cells' order by their first ``decided`` bits, or None), at the start of a layer
+        (after :meth:`open`) or within it."""
         self._compact()
         C = self.c.n
-        ranked = order(self.c.code[:, : self.L.offsets[self.opened]], self.c.centre)
+        ranked = order(self.c.code[:, :decided], self.c.centre)
         lo = self.opened  # the maps of earlier layers are shared, the current one's split
+        fresh = np.array_equal(self.c.anc[:, lo], np.arange(C))  # each cell its maps' row
         if ranked is None and not np.any(self.v.cell[1:] < self.v.cell[:-1]):
+            if not fresh:
+                cuts = np.cumsum([0] + [len(ids) for ids in
+                                        np.array_split(np.arange(C), -(-C // size))])
+                return [self.carve(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
             return self._split_in_order(size)
         ranked = np.arange(C) if ranked is None else ranked
         pieces = []
         for ids in np.array_split(ranked, -(-C // size)):
             ids = np.sort(ids)
             c = self.c.take(ids)
-            c.anc[:, lo] = np.arange(ids.size)
+            rows = ids  # the rows of the layer's maps these cells use
+            if fresh:
+                c.anc[:, lo] = np.arange(ids.size)
+            else:
+                rows, c.anc[:, lo] = np.unique(c.anc[:, lo], return_inverse=True)
             mine = np.zeros(C, bool)
             mine[ids] = True
             renumber = np.full(C, -1, np.int64)
             renumber[ids] = np.arange(ids.size)
             v = self.v.compress(mine[self.v.cell])
             v.cell[:] = renumber[v.cell]
-            inverse = [*self.inverse[:lo], np.take(self.inverse[lo], ids, axis=0)]
-            part = _Batch(self.L, self.tally, c, v, inverse, lo, np.take(self.G, ids, axis=0),
-                          np.take(self.off, ids, axis=0))
-            part.norms = np.take(self.norms, ids, axis=0)
-            part.near, part.side = np.take(self.near, ids, axis=0), np.take(self.side, ids, axis=0)
+            inverse = [*self.inverse[:lo], np.take(self.inverse[lo], rows, axis=0)]
+            part = _Batch(self.L, self.tally, c, v, inverse, lo, np.take(self.G, rows, axis=0),
+                          np.take(self.off, rows, axis=0))
+            part.norms = np.take(self.norms, rows, axis=0)
+            part.near = np.take(self.near, rows, axis=0)
+            part.side = np.take(self.side, rows, axis=0)
             pieces.append(part)
         return pieces
 

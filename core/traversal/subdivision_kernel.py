@@ -174,15 +174,19 @@ def crossing_pairs(A, sgn, deg, d, P, Q, hkey, hval):
 
 @jit
 def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
-              snap, radius_tol, same_tol):
+              snap, radius_tol, same_tol, bits0, k0, budget):
     """Cut cells ``0 .. C-1`` (vertices ``X[vstart[i]:vstart[i+1]]`` with their
-    hyperplane bits ``act``; ``centre``, ``reach``) by the layer's neurons: neuron ``k``
-    is ``G[i, k]·u + off[i, k]`` on cell ``i`` (gradient norm ``norms[i, k]``; it may cut
-    the cell iff ``near[i, k]``, else it lies on side ``side[i, k]``), hyperplane
-    ``hyper0 + k``. Returns the cells after the layer: parent, the layer's bits, centre,
-    reach, vertex ends, vertices and their bits; the tally (cuts, snapped, thin); an
-    error ``(kind, hyperplane)``: kind 1, every vertex of a cell on the hyperplane;
-    2, a section with fewer than ``d`` vertices.
+    hyperplane bits ``act``; ``centre``, ``reach``; the layer's bits so far ``bits0``) by
+    the layer's neurons from ``k0`` on: neuron ``k`` is ``G[i, k]·u + off[i, k]`` on cell
+    ``i`` (gradient norm ``norms[i, k]``; it may cut the cell iff ``near[i, k]``, else it
+    lies on side ``side[i, k]``), hyperplane ``hyper0 + k``. Returns the cells after the
+    layer: parent, the layer's bits, centre, reach, vertex ends, vertices and their bits;
+    the tally (cuts, snapped, thin); an error ``(kind, hyperplane)``: kind 1, every vertex
+    of a cell on the hyperplane; 2, a section with fewer than ``d`` vertices; and where it
+    stopped ``(cell, neuron)``: once more than ``budget`` vertex rows are held (the output
+    and the cell being cut, after at least one neuron), cells before ``cell`` are cut by
+    the whole layer, the pieces of ``cell`` (if any are returned) up to ``neuron``
+    (excluded), the cells after it not at all; ``(C, n)``: every cell is cut.
 
     A cell's pieces live in one buffer of vertex rows (``bS``/``bE``: each piece's
     range): a piece the neuron does not cut stays where it is, one it cuts gets its two
@@ -191,6 +195,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
     d, words, n = X.shape[1], act.shape[1], off.shape[1]
     tally = np.zeros(3, np.int64)
     err = np.zeros(2, np.int64)
+    stop = np.array([C, n], np.int64)
     o_parent = np.empty(2 * C + 16, np.int64)
     o_bits = np.empty((2 * C + 16, n), np.bool_)
     o_centre = np.empty((2 * C + 16, d))
@@ -218,6 +223,9 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
     hkey = np.empty(64, np.uint64)
     hval = np.empty(64, np.int64)
     for i in range(C):
+        if i > 0 and nv > budget:  # stop between cells
+            stop[0], stop[1] = i, k0
+            break
         lo, hi = vstart[i], vstart[i + 1]
         bX = grow2(bX, hi - lo)
         bA = grow2(bA, hi - lo)
@@ -232,12 +240,19 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
         for j in range(d):
             bC[0, j] = centre[i, j]
         bR[0] = reach[i]
-        for k in range(n):
+        for kk in range(k0):  # the bits from k0 on are set below
+            bB[0, kk] = bits0[i, kk]
+        k_end = n
+        for k in range(k0, n):
+            if k > k0 and nv + nb > budget:  # stop within the cell
+                k_end = k
+                break
             if not near[i, k]:
                 for s in range(ns):
                     bB[s, k] = side[i, k]
                 continue
             c = off[i, k]
+            g = G[i, k]  # indexed by j alone below (k's sign is not known to the compiler)
             nm = norms[i, k]
             word = (hyper0 + k) // 64
             bit = np.uint64(1) << np.uint64((hyper0 + k) % 64)
@@ -249,7 +264,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 m = hi - lo
                 zc = c
                 for j in range(d):
-                    zc += bC[s, j] * G[i, k, j]
+                    zc += bC[s, j] * g[j]
                 spread = nm * bR[s]
                 if abs(zc) > spread + same_tol * (1.0 + spread + abs(c)):
                     bB[s, k] = zc >= 0.0
@@ -261,7 +276,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 for r in range(m):
                     t = 0.0
                     for j in range(d):
-                        t += bX[lo + r, j] * G[i, k, j]
+                        t += bX[lo + r, j] * g[j]
                     t = (t + c) / nm
                     dist[r] = t
                     if abs(t) <= snap:
@@ -277,7 +292,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 if top == 0.0 and bottom == 0.0:
                     err[0], err[1] = 1, hyper0 + k
                     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
-                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err)
+                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err, stop)
                 if not (top > 0.0 and bottom < 0.0):  # not cut: its side
                     bB[s, k] = top > 0.0
                     continue
@@ -324,7 +339,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 if ne + nz < d:
                     err[0], err[1] = 2, hyper0 + k
                     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
-                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err)
+                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err, stop)
                 keep_on = top > radius_tol
                 keep_off = -bottom > radius_tol
                 if keep_on and keep_off:
@@ -401,8 +416,11 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
             o_reach[nc] = bR[s]
             o_end[nc] = nv
             nc += 1
+        if k_end < n:
+            stop[0], stop[1] = i, k_end
+            break
     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_end[:nc],
-            o_X[:nv], o_act[:nv], tally, err)
+            o_X[:nv], o_act[:nv], tally, err, stop)
 
 
 @jit

@@ -41,15 +41,14 @@ __all__ = ["AUTO_MAX_DIM", "AUTO_MAX_DIM_NUMPY", "CellPolytope", "SubdivisionRun
 log = logging.getLogger(__name__)
 
 #: Under strategy ``"auto"``, regions of at most this many dimensions (free coordinates) are
-#: enumerated by subdivision when numba is installed (the ``fast`` extra). On the small
-#: scaling nets subdivision is 7-8x the LP traversal's speed in 7-D and 1.9-2.4x in 8-D
-#: (docs/benchmarks.md, issue 61), but on a wide net its first batch's vertices explode: the
-#: 8-input 3x40 net of the Ctrl-C tests grew to 13.7 GB in 60 s without emitting a polytope,
-#: where the LP traversal streams at once. So ``auto`` stays at 6 until a batch's memory is
-#: bounded by its vertices, not its cells.
-AUTO_MAX_DIM = 6
-#: ... and without numba (numpy's edge search pairs every vertex with every other).
-AUTO_MAX_DIM_NUMPY = 6
+#: enumerated by subdivision when numba is installed (the ``fast`` extra): on the scaling
+#: nets it is about 10x the LP traversal's speed in 7-D and 2x in 8-D, and on wide 3 x 40
+#: nets in 7-8 dimensions, which it streams in bounded memory (a batch stops within a
+#: layer), many times the traversal's rate (docs/benchmarks.md, issue 61).
+AUTO_MAX_DIM = 8
+#: ... and without numba (numpy's edge search pairs every vertex with every other: about 3x
+#: the traversal's speed in 7-D, 0.4x on the small 8-D nets).
+AUTO_MAX_DIM_NUMPY = 7
 
 #: Seconds between two checks of the time budget while polytopes are emitted (never past the
 #: budget's end: a run's own limit holds exactly; a deadline set around the consumer in
@@ -96,8 +95,9 @@ class SubdivisionRun(Iterator[Polytope]):
     first). ``pieces_only``: yield the level-1 pieces (:class:`~polytrav.traversal.Piece`,
     the units of parallel runs) instead; ``within``: only the polytopes inside those pieces
     (by their first layer's code). Regions with L1/L2 balls are refused: use
-    ``strategy="hierarchical"`` for those. ``batch``: the most cells cut together at a
-    layer's start (:data:`~polytrav.traversal.subdivision.BATCH`; memory grows with it).
+    ``strategy="hierarchical"`` for those. ``batch``: the most cells cut together
+    (:data:`~polytrav.traversal.subdivision.BATCH`, and 16 times as many vertex rows, within
+    a layer too; memory grows with it; ``stats.held``: the most vertex rows held).
     """
 
     def __init__(self, net: Network, region: Region, start=None,
@@ -196,6 +196,7 @@ class SubdivisionRun(Iterator[Polytope]):
                     return
                 tally = engine.tally
                 st.cuts, st.snapped, st.thin_cuts = tally.cuts, tally.snapped, tally.thin
+                st.held = tally.held
                 st.pieces[:] = tally.levels  # cells per level, as the traversal counts them
                 emitted.append(np.packbits(cells.codes, axis=1))
                 yield from (self._pieces(cells) if self.pieces_only else self._emit(cells))

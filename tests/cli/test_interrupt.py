@@ -6,10 +6,10 @@ a confirmed answer is never called partial; a confirmed violation exits 1.
 Ctrl-C comes once the traversal is running, as the user sees it: the progress bar on a
 terminal (stderr is a pseudo-terminal here) shows at least one polytope. Nothing waits a fixed
 time, so a slow start-up on a busy machine only makes the test wait longer. The net has 8
-inputs, so the commands run the LP traversal, which reports its first polytope at once; one
-command (``regions-subdivision``) runs on the 4-input net, where the default strategy is
-subdivision: it cuts a first batch of cells through all three layers, seconds of work, before
-it reports a polytope.
+inputs: the commands run subdivision with numba installed (it streams the net's millions of
+cells from its first cuts), the LP traversal without it; one command
+(``regions-subdivision``) runs on the 4-input net, where subdivision cuts a first batch of
+cells through all three layers before it reports a polytope.
 """
 from __future__ import annotations
 

@@ -124,9 +124,11 @@ def write_big(root: Path, n_inputs: int = 4) -> Path:
     [-1, 1]^4 than a test waits for; a VNN-LIB 1.0 property only a full traversal decides
     (``far.vnnlib``), the same as a 2.0 query (``far2.vnnlib``), and a job file.
 
-    ``n_inputs`` above 6 makes every command's default strategy the LP traversal, which
-    reports its first polytope at once (on 4 inputs, subdivision cuts a first batch of
-    cells through all three layers, seconds of work, before it reports one)."""
+    On 8 inputs the default strategy is subdivision with numba installed (the LP traversal
+    without it): the first layer alone has millions of cells, which subdivision streams from
+    its first few thousand cuts (a batch stops within a layer once it holds too many
+    vertices); on 4 inputs it cuts a first batch of cells through all three layers before
+    it reports a polytope."""
     weights, biases = random_layers(np.random.default_rng(1), [n_inputs, 40, 40, 40, 3])
     biases[-1][2] = -1e4  # class 2 never wins: a counterfactual towards it visits everything
     save_mlp_onnx(weights, biases, root / "big.onnx")

@@ -402,6 +402,51 @@ def test_a_small_batch_bounds_the_run_not_its_cells():
     assert sorted(p.key for p in small) == sorted(p.key for p in whole)
 
 
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_a_wide_8_input_net_streams_from_its_first_cuts_in_bounded_memory(kernel, monkeypatch):
+    """The Ctrl-C tests' 8-input 3 x 40 net (tests/support/ctrl_c.py) in [-1, 1]^8: its
+    first layer alone makes millions of cells with hundreds of vertices each, and the engine
+    used to cut a whole layer before emitting any (13.7 GB in 60 s, no polytope). A batch
+    now stops within a layer once it holds more than ``batch * VERTICES_PER_CELL`` vertex
+    rows: the first polytope comes after a few thousand cuts, and the rows held at once
+    (``stats.held``, counted by the engine) stay within a small multiple of that."""
+    from ctrl_c import random_layers
+
+    from polytrav.traversal import subdivision
+
+    if kernel == "numba":
+        pytest.importorskip("numba")
+        subdivision.load_kernel()
+    else:
+        monkeypatch.setattr(subdivision, "_KERNEL", False)  # as without numba
+    weights, biases = random_layers(np.random.default_rng(1), [8, 40, 40, 40, 3])
+    net, box = Network(weights, biases), Box(-np.ones(8), np.ones(8))
+    run = traverse(net, box, strategy="subdivision")
+    first = next(run)
+    assert run.stats.cuts < 5000
+    polys = [first] + [p for _, p in zip(range(2000), run)]
+    rows = subdivision.BATCH * subdivision.VERTICES_PER_CELL
+    assert 0 < run.stats.held <= 16 * rows
+    run.close()
+    for p in polys[:: 50]:  # each a cell of the net: its code holds at its interior point
+        assert p.key == traverse(net, box, start=p.interior_point,
+                                 strategy="hierarchical").__next__().key
+
+
+def test_batches_stopped_within_a_layer_keep_the_cells_and_the_start_s_order():
+    """Batches of one or two cells stop within a layer (a cell has more vertex rows than
+    the batch allows): the same polytopes as the LP traversal, the start's first."""
+    net = random_net(13, 5, [9, 7])
+    box = Box(-np.ones(5), np.ones(5))
+    truth = {p.key for p in traverse(net, box, strategy="hierarchical")}
+    for batch in (1, 2):
+        start = np.full(5, 0.3)
+        run, polys = cells_of(net, box, batch=batch, start=start)
+        assert {p.key for p in polys} == truth
+        assert polys[0].key == next(traverse(net, box, start=start,
+                                             strategy="hierarchical")).key
+
+
 def test_the_kernel_once_loaded_runs_every_layer_even_an_empty_one():
     """Under "auto" a loaded kernel cuts every layer: a run within no piece has none left."""
     pytest.importorskip("numba")
