@@ -63,13 +63,17 @@ VERTICES_PER_CELL = 16
 
 #: How a layer's cuts run: ``"numba"``, the compiled kernel
 #: (:mod:`polytrav.traversal.subdivision_kernel`, needs numba); ``"numpy"``, vectorised
-#: numpy; ``"auto"``, the kernel once it is loaded in this process, and before that for a
-#: layer of at least :data:`KERNEL_MIN_WORK` vertex-neuron pairs (vertex rows of its cells
-#: times its neurons) or with :data:`KERNEL_MIN_VERTICES` vertices a cell (7-10 inputs:
-#: numpy's edge search pairs every vertex with every other) when numba is installed
-#: (loading it takes 0.2-1 s, more than numpy takes on less work). Both give the same cells.
+#: numpy; ``"auto"``, the kernel once it is loaded in this process, and before that numpy
+#: until this process's numpy cuts reach :data:`KERNEL_AFTER_WORK` vertex-neuron pairs
+#: (vertex rows of a layer's cells times its neurons, summed over runs), or at once for
+#: cells of :data:`KERNEL_MIN_VERTICES` vertices (7-10 inputs: numpy's edge search pairs
+#: every vertex with every other), when numba is installed. Loading the kernel costs about
+#: 0.45 s of CPU from numba's cache (about as much as numpy's cuts of 2-8 million pairs), so
+#: a short run never pays it: the README's example (5 inputs, 1 224 polytopes) takes 0.16 s
+#: in numpy against 0.55 s with the kernel loaded; 16 310 polytopes, 1.23 s against 0.88 s.
+#: Both give the same cells.
 KERNELS = ("auto", "numba", "numpy")
-KERNEL_MIN_WORK = 1 << 15
+KERNEL_AFTER_WORK = 1 << 22
 KERNEL_MIN_VERTICES = 100
 
 #: The widest layer whose maps the compiled kernel computes once loaded (wider ones: a
@@ -200,13 +204,18 @@ class _Layers:
     def kernel(self, work: int, per_cell: float = 0.0):
         """The compiled kernel (:mod:`polytrav.traversal.subdivision_kernel`) for a layer of
         ``work`` vertex-neuron pairs and ``per_cell`` vertices a cell, or None: numpy."""
-        if self.mode == "numpy" or (self.mode == "auto" and work < KERNEL_MIN_WORK
-                                    and per_cell < KERNEL_MIN_VERTICES and not _KERNEL):
+        global _NUMPY_WORK
+        if self.mode == "numpy":
+            return None
+        if (self.mode == "auto" and not _KERNEL and per_cell < KERNEL_MIN_VERTICES
+                and _NUMPY_WORK + work < KERNEL_AFTER_WORK):
+            _NUMPY_WORK += work
             return None
         return load_kernel()
 
 
 _KERNEL = None  # the compiled kernel's module once loaded; False: numba is not installed
+_NUMPY_WORK = 0  # vertex-neuron pairs cut in numpy by runs of kernel "auto" so far
 
 
 def kernel_installed() -> bool:

@@ -334,14 +334,33 @@ def test_the_compiled_kernel_gives_the_numpy_cells(name):
 
 
 def test_auto_runs_the_kernel_on_a_bigger_net_with_the_traversal_s_cells():
-    """Through traverse (strategy "auto"): a layer of over KERNEL_MIN_WORK vertex-neuron pairs
-    runs the compiled kernel when numba is installed; the polytopes are the LP traversal's
-    and fill the box."""
+    """Through traverse (strategy "auto", numpy or the compiled kernel by how much this
+    process has cut): the polytopes are the LP traversal's and fill the box."""
     net = random_net(12, 2, [30, 30])
     box = Box([-1, -1], [1, 1])
     run, polys = cells_of(net, box)
     assert {p.key for p in polys} == {p.key for p in traverse(net, box, strategy="hierarchical")}
     assert check_geometry(net, box, polys) == pytest.approx(4.0, rel=1e-9)
+
+
+def test_auto_loads_the_kernel_only_after_enough_numpy_work(monkeypatch):
+    """Kernel "auto" cuts in numpy until the process has cut KERNEL_AFTER_WORK vertex-neuron
+    pairs (a short run never pays the kernel's load), then loads it; the same cells."""
+    pytest.importorskip("numba")
+    from polytrav.traversal import subdivision
+
+    monkeypatch.setattr(subdivision, "_KERNEL", None)
+    monkeypatch.setattr(subdivision, "_NUMPY_WORK", 0)
+    net = random_net(12, 2, [30, 30])
+    frame = build_frame(Box([-1, -1], [1, 1]), 2)
+    truth = subdivide(net, frame, kernel="numpy")
+    first = subdivide(net, frame)
+    assert subdivision._KERNEL is None and subdivision._NUMPY_WORK > 0
+    monkeypatch.setattr(subdivision, "KERNEL_AFTER_WORK", subdivision._NUMPY_WORK + 1)
+    second = subdivide(net, frame)
+    assert subdivision._KERNEL  # loaded once the work passed the threshold
+    _same_cells(truth, first)
+    _same_cells(truth, second)
 
 
 @pytest.mark.parametrize("name", HIGH)
