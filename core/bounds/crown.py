@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polytrav.vocabulary.ctrl_c import compiled_calls
 from polytrav.vocabulary.tolerances import BOUND_TOL
 
 __all__ = ["BOUND_TOL", "Concretizer", "L1BallConcretizer", "L2BallConcretizer", "LinearBounds", "relax", "backsubstitute", "gradients",
@@ -641,12 +642,15 @@ def _compiled_piece_ascent(kernel, Lam, const, layers, bounds: LinearBounds, upt
                                           for k in range(upto)])).astype(np.int64)
     starts, d = ((stop.starts, stop.d) if stop is not None else (np.zeros(1), np.zeros(0)))
     b1, b2 = ADAM_BETAS
-    return kernel.ascent(
-        np.ascontiguousarray(Lam), np.ascontiguousarray(const), *_packed(layers, upto, WM, Wm),
-        lower, np.concatenate(bounds.upper_slope[:upto]).astype(float),
-        np.concatenate(bounds.upper_intercept[:upto]).astype(float), cols, *_vertices(conc),
-        int(steps), float(lr), float(b1), float(b2), ADAM_EPS, np.asarray(starts, np.int64),
-        np.asarray(d, float), float(BOUND_TOL), stop is not None)
+    with compiled_calls():
+        return kernel.ascent(
+            np.ascontiguousarray(Lam), np.ascontiguousarray(const),
+            *_packed(layers, upto, WM, Wm), lower,
+            np.concatenate(bounds.upper_slope[:upto]).astype(float),
+            np.concatenate(bounds.upper_intercept[:upto]).astype(float), cols,
+            *_vertices(conc), int(steps), float(lr), float(b1), float(b2), ADAM_EPS,
+            np.asarray(starts, np.int64), np.asarray(d, float), float(BOUND_TOL),
+            stop is not None)
 
 
 def layer_bounds(layers, M, m, conc: Concretizer, steps: int = 0,

@@ -46,6 +46,7 @@ import numpy as np
 
 from polytrav.model.geometry import Frame
 from polytrav.model.network import Network
+from polytrav.vocabulary.ctrl_c import compiled_calls
 from polytrav.vocabulary.extras import require
 from polytrav.vocabulary.tolerances import RADIUS_TOL, SAME_VALUE_TOL, SNAP_TOL, ZERO_ROW_TOL
 
@@ -399,9 +400,10 @@ class _Batch:
             # compiled (once loaded) for narrow layers; else a gather and one BLAS product
             kernel = self.L.kernel(0) if W.shape[0] <= MAPS_MAX_WIDTH else None
             if kernel is not None and self.G.strides[0] != 0:
-                G, off = kernel.layer_maps(self.G, self.off, np.ascontiguousarray(anc),
-                                           np.ascontiguousarray(on), np.ascontiguousarray(W.T),
-                                           b)
+                with compiled_calls():
+                    G, off = kernel.layer_maps(self.G, self.off, np.ascontiguousarray(anc),
+                                               np.ascontiguousarray(on),
+                                               np.ascontiguousarray(W.T), b)
             else:
                 if self.G.strides[0] == 0:  # the first layer's maps: one for every cell
                     M, off = self.G[0] * on[:, None, :], self.off[0] * on
@@ -485,10 +487,12 @@ class _Batch:
                 clock.check()
             hi = min(c.n, lo + KERNEL_CHUNK)
             a, b = vstart[lo], vstart[hi]
-            parent, bits, centre, reach, end, Xo, acto, tally, err, at = kernel.cut_layer(
-                X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
-                G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
-                SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL, bits0[lo:hi], k0, max(0, budget - held))
+            with compiled_calls():
+                parent, bits, centre, reach, end, Xo, acto, tally, err, at = kernel.cut_layer(
+                    X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
+                    G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
+                    SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL, bits0[lo:hi], k0,
+                    max(0, budget - held))
             self.tally.cuts += int(tally[0])
             self.tally.snapped += int(tally[1])
             self.tally.thin += int(tally[2])
@@ -828,8 +832,10 @@ class _Batch:
             W, bias = self.L.weights[layer], self.L.biases[layer]
             z = h @ W.T + bias
             if kernel is not None:  # compiled: the same numbers, no temporaries
-                kernel.layer_slack(z, cells.code, int(self.L.offsets[layer]), self.inverse[layer],
-                      np.ascontiguousarray(cells.anc[:, layer]), r)
+                with compiled_calls():
+                    kernel.layer_slack(z, cells.code, int(self.L.offsets[layer]),
+                                       self.inverse[layer],
+                                       np.ascontiguousarray(cells.anc[:, layer]), r)
                 h = z
                 continue
             code = cells.code[:, self.L.offsets[layer]: self.L.offsets[layer + 1]]

@@ -1,10 +1,15 @@
-"""Ctrl-C held back while a block must not be cut in half.
+"""Ctrl-C held back while a block must not be cut in half, and Ctrl-C inside compiled code.
 
 :func:`ctrl_c_held` records a Ctrl-C (SIGINT) instead of raising ``KeyboardInterrupt``
 inside its block; on leaving, it either delivers it to the handler it was meant for (raised
 right after the block) or drops it (the block itself makes the answer the Ctrl-C asked
 for). Only Python's main thread receives signals, and only a handler written in Python can
 be swapped: elsewhere the block runs as it is.
+
+:func:`compiled_calls` gives back a Ctrl-C that came while a numba-compiled function ran:
+numba runs Python code of its own there (e.g. unpickling a constant), where the handler's
+``KeyboardInterrupt`` is not propagated, and CPython reports a chain of ``SystemError`` exceptions
+("returned a result with an exception set") whose first cause is the ``KeyboardInterrupt``.
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["ctrl_c_held"]
+__all__ = ["ctrl_c_held", "compiled_calls"]
 
 
 class Held:
@@ -41,3 +46,18 @@ def ctrl_c_held(deliver: bool = True):
         signal.signal(signal.SIGINT, previous)
         if held.pressed and deliver:
             signal.raise_signal(signal.SIGINT)  # now, to the handler it was meant for
+
+
+@contextlib.contextmanager
+def compiled_calls():
+    """A block of numba-compiled calls: a Ctrl-C during one leaves it as the
+    ``KeyboardInterrupt`` it was (a partial answer), not as a ``SystemError``."""
+    try:
+        yield
+    except SystemError as error:
+        cause = error.__cause__
+        while isinstance(cause, SystemError):
+            cause = cause.__cause__
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause from None
+        raise
