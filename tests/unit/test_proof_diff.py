@@ -8,11 +8,15 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
-from certificates import read_certificate, write_certificate
-from ctrl_c import save_mlp_onnx
-
 import polytrav
+import pytest
+from certificates import (
+    diff_claim_header,
+    random_mutant,
+    read_certificate,
+    write_certificate,
+)
+from ctrl_c import save_mlp_onnx
 from polytrav import Network
 from polytrav.proof.check import (
     BOUND,
@@ -21,10 +25,7 @@ from polytrav.proof.check import (
     PHASE,
     SPLIT,
     check_diff_proof,
-    diff_claim,
     joint_layers,
-    network_digest,
-    property_digest,
 )
 from polytrav.proof.equivalence import write_diff_proof
 from polytrav.testing.reference import random_net
@@ -112,20 +113,12 @@ def test_a_box_left_to_phase_trees_is_certified(pair, tmp_path, monkeypatch):
     assert _check(folder, tmp_path / "t.proof", eps).startswith("invalid: step 3")
 
 
-def _as_claim(folder, header, eps, g="g.onnx"):
-    """``header`` with the digests of the claim ``eps`` on ``f`` and ``g`` (the checker's
-    own digests: a mutant then fails only by its numbers)."""
-    layers = joint_layers(*[_layers(Network.from_onnx(folder / n)) for n in ("f.onnx", g)])
-    return {**header, "network_sha256": network_digest(_net(layers)),
-            "property_sha256": property_digest(diff_claim(2, LOWER, UPPER, eps))}
-
-
 def test_mutants_that_no_longer_prove_the_claim_are_rejected(pair, tmp_path):
     folder, f, g, top, eps, _ = pair
     header, arrays = read_certificate(folder / "d.proof")
     cert = tmp_path / "m.proof"
     low = 0.9 * top  # a false claim: some point has |g_j - f_j| > low
-    write_certificate(cert, _as_claim(folder, header, low), arrays)
+    write_certificate(cert, diff_claim_header(folder, header, low, LOWER, UPPER), arrays)
     assert _check(folder, cert, low).startswith("invalid: step ")
     # g with one weight changed so that the claim fails at epsilon
     W = [np.array(w) for w in g.weights]
@@ -133,7 +126,7 @@ def test_mutants_that_no_longer_prove_the_claim_are_rejected(pair, tmp_path):
     save_mlp_onnx(W, g.biases, folder / "g2.onnx")
     g2 = Network.from_onnx(folder / "g2.onnx")
     assert polytrav.diff(f, g2, polytrav.Box(LOWER, UPPER)).max_abs > eps
-    write_certificate(cert, _as_claim(folder, header, eps, "g2.onnx"), arrays)
+    write_certificate(cert, diff_claim_header(folder, header, eps, LOWER, UPPER, "g2.onnx"), arrays)
     assert _check(folder, cert, eps, "g2.onnx").startswith("invalid: step ")
     kind = arrays["case0_kind"]
     leaf = int(np.flatnonzero((kind == BOUND) | (kind == DIFF))[0])
@@ -155,27 +148,10 @@ def test_random_mutants_never_prove_a_false_claim(pair, tmp_path):
     header, arrays = read_certificate(folder / "d.proof")
     rng = np.random.default_rng(60)
     low = 0.9 * top
-    false_header = _as_claim(folder, header, low)
-    values = [0.0, 1e-300, 0.5, 1.0, 1e8, -1.0, np.inf, np.nan]
+    false_header = diff_claim_header(folder, header, low, LOWER, UPPER)
     cert = tmp_path / "r.proof"
     for _ in range(400):
-        a = {k: v.copy() for k, v in arrays.items()}
-        n = len(a["case0_kind"])
-        for _ in range(rng.integers(1, 4)):
-            i = int(rng.integers(n))
-            what = rng.integers(6)
-            if what == 0:
-                a["case0_lam"][i, rng.integers(a["case0_lam"].shape[1])] = rng.choice(values)
-            elif what == 1:
-                a["case0_lam"][i] *= rng.uniform(0, 10)
-            elif what == 2:
-                a["case0_at"][i] = rng.choice([rng.uniform(-1, 1), *values])
-            elif what == 3:
-                a["case0_kind"][i] = rng.choice([SPLIT, BOUND, OPEN, PHASE])
-            elif what == 4:
-                a[rng.choice(["case0_left", "case0_right"])][i] = rng.integers(-1, n + 1)
-            else:
-                a["case0_dim"][i] = rng.integers(-1, 4)
+        a = random_mutant(arrays, rng, [SPLIT, BOUND, OPEN, PHASE])
         with np.errstate(invalid="ignore"):
             write_certificate(cert, false_header, a)
             assert _check(folder, cert, low).split(":")[0] in ("invalid", "incomplete")

@@ -12,11 +12,15 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-import pytest
-from certificates import read_certificate, write_certificate
-from ctrl_c import save_mlp_onnx
-
 import polytrav
+import pytest
+from certificates import (
+    diff_claim_header,
+    random_mutant,
+    read_certificate,
+    write_certificate,
+)
+from ctrl_c import save_mlp_onnx
 from polytrav import Network
 from polytrav.bounds.difference import difference_bounds
 from polytrav.proof.box_claim import write_box_claim
@@ -135,13 +139,6 @@ def _check(folder, cert, eps, g="g.onnx"):
     return str(check_diff_proof(folder / "f.onnx", folder / g, cert, eps, LOWER, UPPER))
 
 
-def _as_claim(folder, header, eps, g="g.onnx"):
-    """``header`` with the checker's digests of the claim ``eps`` on ``f`` and ``g``."""
-    layers = joint_layers(*[_layers(Network.from_onnx(folder / n)) for n in ("f.onnx", g)])
-    return {**header, "network_sha256": network_digest(_net(layers)),
-            "property_sha256": property_digest(diff_claim(2, LOWER, UPPER, eps))}
-
-
 def test_diffs_split_is_certified_by_difference_leaves(tight, tmp_path):
     """The certificate holds difference-bound leaves, checks valid, and has far fewer nodes
     than the same claim proven with the joint network's bounds alone."""
@@ -165,7 +162,7 @@ def test_mutants_of_difference_leaves_that_no_longer_prove_the_claim_are_rejecte
     cert = tmp_path / "m.proof"
     leaves = np.flatnonzero(kind == DIFF)
     low = 0.97 * top  # a false claim: some point has |g_j - f_j| > low
-    write_certificate(cert, _as_claim(folder, header, low), arrays)
+    write_certificate(cert, diff_claim_header(folder, header, low, LOWER, UPPER), arrays)
     assert _check(folder, cert, low).startswith("invalid: step ")
     # g with one weight changed so that the claim fails at epsilon
     W = [np.array(w) for w in g.weights]
@@ -174,7 +171,7 @@ def test_mutants_of_difference_leaves_that_no_longer_prove_the_claim_are_rejecte
     (tmp_path / "f.onnx").write_bytes((folder / "f.onnx").read_bytes())
     assert polytrav.diff(f, Network.from_onnx(tmp_path / "g2.onnx"),
                          polytrav.Box(LOWER, UPPER)).max_abs > eps
-    write_certificate(cert, _as_claim(tmp_path, header, eps, "g2.onnx"), arrays)
+    write_certificate(cert, diff_claim_header(tmp_path, header, eps, LOWER, UPPER, "g2.onnx"), arrays)
     assert _check(tmp_path, cert, eps, "g2.onnx").startswith("invalid: step ")
     leaf = int(leaves[0])
     write_certificate(cert, header, {**arrays, "case0_kind": np.where(
@@ -233,27 +230,10 @@ def test_random_mutants_of_difference_leaves_never_prove_a_false_claim(tight, tm
     header, arrays = read_certificate(folder / "d.proof")
     rng = np.random.default_rng(61)
     low = 0.97 * top
-    false_header = _as_claim(folder, header, low)
-    values = [0.0, 1e-300, 0.5, 1.0, 1e8, -1.0, np.inf, np.nan]
+    false_header = diff_claim_header(folder, header, low, LOWER, UPPER)
     cert = tmp_path / "r.proof"
     for _ in range(300):
-        a = {k: v.copy() for k, v in arrays.items()}
-        n = len(a["case0_kind"])
-        for _ in range(rng.integers(1, 4)):
-            i = int(rng.integers(n))
-            what = rng.integers(6)
-            if what == 0:
-                a["case0_lam"][i, rng.integers(a["case0_lam"].shape[1])] = rng.choice(values)
-            elif what == 1:
-                a["case0_lam"][i] *= rng.uniform(0, 10)
-            elif what == 2:
-                a["case0_at"][i] = rng.choice([rng.uniform(-1, 1), *values])
-            elif what == 3:
-                a["case0_kind"][i] = rng.choice([SPLIT, BOUND, OPEN, PHASE, DIFF])
-            elif what == 4:
-                a[rng.choice(["case0_left", "case0_right"])][i] = rng.integers(-1, n + 1)
-            else:
-                a["case0_dim"][i] = rng.integers(-1, 4)
+        a = random_mutant(arrays, rng, [SPLIT, BOUND, OPEN, PHASE, DIFF])
         with np.errstate(invalid="ignore"):
             write_certificate(cert, false_header, a)
             assert _check(folder, cert, low).split(":")[0] in ("invalid", "incomplete")
