@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import polytrav
 import pytest
 from certificates import (
     diff_claim_header,
@@ -17,6 +16,8 @@ from certificates import (
     write_certificate,
 )
 from ctrl_c import save_mlp_onnx
+
+import polytrav
 from polytrav import Network
 from polytrav.proof.check import (
     BOUND,

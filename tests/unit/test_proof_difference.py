@@ -12,7 +12,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-import polytrav
 import pytest
 from certificates import (
     diff_claim_header,
@@ -21,6 +20,8 @@ from certificates import (
     write_certificate,
 )
 from ctrl_c import save_mlp_onnx
+
+import polytrav
 from polytrav import Network
 from polytrav.bounds.difference import difference_bounds
 from polytrav.proof.box_claim import write_box_claim
