@@ -14,7 +14,8 @@ import click
 import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, EXIT_VIOLATED, Progress,
-                                           fail, parse_parameters, proof_written, solver_option)
+                                           fail, parse_parameters, proof_written, solver_option,
+                                           strategy_option)
 from polytrav.interface.console import answered
 from polytrav.vocabulary.results import Verdict, to_json
 
@@ -139,13 +140,7 @@ def _finite(values, what: str):
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds of traversal, after the one-time imports (an incomplete count "
                    "is marked as such).")
-@click.option("--strategy", type=click.Choice(["auto", "hierarchical", "subdivision",
-                                               "seed-faithful"]),
-              default="auto", show_default=True,
-              help="How to enumerate: auto (subdivision for a box or polyhedron of at most 8 "
-                   "free inputs, 7 without numba, else the LP traversal), hierarchical (the LP "
-                   "traversal) or subdivision (cells cut neuron by neuron, no LPs: far faster "
-                   "in 2-8 dimensions).")
+@strategy_option
 @solver_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_export_option
@@ -285,6 +280,7 @@ def _region_options(f):
                           "is partial)."),
         click.option("--max-polytopes", type=click.IntRange(min=1), default=None,
                      help="Polytope budget (a run cut short is partial)."),
+        strategy_option,
         solver_option,
         click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
         _export_option,
@@ -293,8 +289,8 @@ def _region_options(f):
     return f
 
 
-def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis, check=None, after=None) -> None:
+def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver,
+                      as_json, export_path, analysis, check=None, after=None) -> None:
     """Run one analysis; ``check(net)`` refuses, in the CLI's words, what the analysis's own
     validation would refuse in Python's. ``analysis`` may be ``make(net, region)``.
     ``after(net, region, report)``: once the report is printed (e.g. a certificate)."""
@@ -310,7 +306,8 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
         analysis = analysis(net, region)
     bar = Progress(analysis.name, sys.stderr.isatty())
     try:
-        report = analyze(net, region, analysis, solver=solver, time_limit=timeout, progress=bar,
+        report = analyze(net, region, analysis, solver=solver, strategy=strategy,
+                         time_limit=timeout, progress=bar,
                          max_polytopes=max_polytopes, keep_polytopes=bool(export_path),
                          on_interrupt="report")
         answered()  # the report is in hand: a Ctrl-C now would only lose it
@@ -329,8 +326,8 @@ def _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, sol
 @click.option("--analysis", "name", required=True,
               help="A registered analysis, built-in or from a plugin (see `polytrav plugins`).")
 @_region_options
-def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polytopes, solver,
-            as_json, export_path) -> None:
+def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polytopes, strategy,
+            solver, as_json, export_path) -> None:
     """Run any registered analysis, its parameters given as KEY=VALUE.
 
     \b
@@ -347,8 +344,8 @@ def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polyto
     from polytrav.interface.analysis_params import build_analysis
 
     params = parse_parameters(parameters)
-    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, lambda net, region: build_analysis(
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver,
+                      as_json, export_path, lambda net, region: build_analysis(
                           name, params, net, region, f"polytrav analyze --analysis {name}"))
 
 
@@ -364,7 +361,7 @@ def analyze(network, parameters, name, lower, upper, vnnlib, timeout, max_polyto
               help="Single output: where the range is exact, write a certificate of its bounds "
                    "and witnesses to this file (polytrav check-proof NET FILE --output J ... "
                    "checks it; docs/proofs.md).")
-def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
+def attack(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver, as_json,
            export_path, label, output, stop_at_first, proof):
     """Local adversarial attack: exact worst case over the region (paper §5.1).
 
@@ -405,8 +402,8 @@ def attack(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_jso
     def certify(net, region, report) -> None:
         click.echo(_range_proof(net, region, report, output, proof, solver), err=as_json)
 
-    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis, check=classes,
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver,
+                      as_json, export_path, analysis, check=classes,
                       after=None if proof is None else certify)
 
 
@@ -450,8 +447,8 @@ def _range_proof(net, region, report, output, path, solver) -> str:
               help="With --norm inf: where the minimum is exact, write a certificate that no "
                    "input of another class is nearer (polytrav check-proof NET FILE --x0 ... "
                    "checks it; docs/proofs.md).")
-def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                   export_path, x0, norm, target, threshold, proof):
+def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver,
+                   as_json, export_path, x0, norm, target, threshold, proof):
     """Closest input of another class (L1, L2 or L-inf), exact over the region (paper §5.2).
 
     Prints the distance, the classes, and the counterfactual point (just past the boundary,
@@ -479,8 +476,8 @@ def counterfactual(network, lower, upper, vnnlib, timeout, max_polytopes, solver
     def certify(net, region, report) -> None:
         click.echo(_ball_proof(net, region, report, proof, solver, target), err=as_json)
 
-    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis, after=None if proof is None else certify)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver,
+                      as_json, export_path, analysis, after=None if proof is None else certify)
 
 
 def _ball_proof(net, region, report, path, solver, target) -> str:
@@ -524,8 +521,8 @@ def _ball_proof(net, region, report, path, solver, target) -> str:
               help="The output whose slope is checked (0-based).")
 @click.option("--stop-at-first", is_flag=True,
               help="Stop at the first confirmed violating pair (needs --direction).")
-def monotonicity(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                 export_path, feature, direction, output, stop_at_first):
+def monotonicity(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver,
+                 as_json, export_path, feature, direction, output, stop_at_first):
     """Is one output monotone in one input over the region? Every violating polytope (paper §5.3).
 
     \b
@@ -538,5 +535,5 @@ def monotonicity(network, lower, upper, vnnlib, timeout, max_polytopes, solver, 
 
     analysis = create_analysis("monotonicity", feature=feature, direction=direction,
                                output=output, stop_at_first=stop_at_first)
-    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, solver, as_json,
-                      export_path, analysis)
+    _analysis_command(network, lower, upper, vnnlib, timeout, max_polytopes, strategy, solver,
+                      as_json, export_path, analysis)

@@ -18,7 +18,8 @@ from polytrav.vocabulary.exits import ANSWER_EXIT, EXIT_INTERNAL
 
 __all__ = ["EXIT_HOLDS", "EXIT_VIOLATED", "EXIT_PARTIAL", "EXIT_TIMEOUT", "EXIT_BAD_INPUT",
            "EXIT_INTERNAL", "EXIT_BROKEN_PIPE", "Progress", "fail", "error_message",
-           "check_property_path", "SOLVER", "solver_option", "parse_parameters", "proof_written"]
+           "check_property_path", "SOLVER", "solver_option",
+           "strategy_option", "parse_parameters", "proof_written"]
 
 #: Exit codes (:mod:`polytrav.vocabulary.exits`, the one table): holds/complete, violated,
 #: unknown or partial, timeout, bad input, a bug.
@@ -82,6 +83,17 @@ class SolverSpec(click.ParamType):
 
 
 SOLVER = SolverSpec()
+
+
+def strategy_option(f):
+    """The ``--strategy`` option of the commands that enumerate polytopes."""
+    return click.option(
+        "--strategy", type=click.Choice(["auto", "hierarchical", "subdivision", "seed-faithful"]),
+        default="auto", show_default=True,
+        help="How to enumerate: auto (subdivision for a box or polyhedron of at most 8 free "
+             "inputs, 7 without numba, else the LP traversal), hierarchical (the LP traversal) "
+             "or subdivision (cells cut neuron by neuron, no LPs: far faster in 2-8 "
+             "dimensions).")(f)
 
 
 def solver_option(f):

@@ -17,7 +17,8 @@ import numpy as np
 
 from polytrav.interface.cli.common import (EXIT_HOLDS, EXIT_PARTIAL, NETWORK_SUFFIXES,
                                            Progress, check_property_path, error_message,
-                                           fail, proof_written, solver_option)
+                                           fail, proof_written, solver_option,
+                                           strategy_option)
 from polytrav.vocabulary.errors import PolytravError
 from polytrav.vocabulary.exits import ANSWER_EXIT
 from polytrav.vocabulary.results import to_json
@@ -41,6 +42,7 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
                    "convention); in a batch, from the row's start.")
 @solver_option
 @click.option("--max-polytopes", type=click.IntRange(min=1), default=None, help="Polytope budget.")
+@strategy_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per instance).")
 @click.option("--counterexample", type=click.Path(dir_okay=False), default=None,
               help="Write a counterexample in VNN-COMP's format to this file.")
@@ -79,9 +81,9 @@ def vnncomp_counterexample(x: np.ndarray, y: np.ndarray) -> str:
               help="Local worker processes (instances of a batch, or parts of one traversal).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A Dask scheduler (tcp://host:8786) to run on instead of local workers.")
-def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexample, proof,
-           proof_seconds, instances, results, bounds, order, split, bab, total_timeout, networks, route,
-           workers, scheduler) -> None:
+def verify(network, prop, timeout, solver, max_polytopes, strategy, as_json, counterexample,
+           proof, proof_seconds, instances, results, bounds, order, split, bab, total_timeout,
+           networks, route, workers, scheduler) -> None:
     """Decide a VNN-LIB property: sat (violated), unsat (holds), unknown or timeout.
 
     \b
@@ -120,11 +122,14 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         with _executor(workers, scheduler) as executor:
             sys.exit(_batch(Path(instances), results, solver, max_polytopes, as_json, timeout,
                             executor, bounds=bounds, order=order, split=split, bab=bab,
-                            time_limit=total_timeout))
+                            strategy=strategy, time_limit=total_timeout))
     if timeout is not None:  # VNN-COMP's convention: seconds from the process start
         from polytrav.interface.console import since_start
 
         timeout = max(timeout - since_start(), sys.float_info.min)  # spent: answers timeout
+    if networks and strategy != "auto":
+        fail("--strategy is for one network's property; a query with --network runs its own "
+             "route (--route): drop --strategy")
     if networks:
         if prop is not None or network is None:
             fail("with --network NAME=FILE give only the query: polytrav verify QUERY "
@@ -137,6 +142,9 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
                  "network: swap them")
         check_property_path(prop, "PROP")
     if network and prop and _is_v2_instance(prop):
+        if strategy != "auto":
+            fail(f"--strategy is for a VNN-LIB 1.0 property; {prop} is a VNN-LIB 2.0 query, "
+                 "which runs its own route (--route): drop --strategy")
         sys.exit(_run_query(prop, {None: network}, timeout, as_json, solver, route))
     if not (network and prop):
         fail("verify needs NETWORK and PROP (or --instances FILE); see polytrav verify --help")
@@ -146,7 +154,7 @@ def verify(network, prop, timeout, solver, max_polytopes, as_json, counterexampl
         result = _run_one(network, prop, timeout, solver, max_polytopes,
                           None if workers is None and scheduler is None else executor,
                           bounds=bounds, order=order, split=split, bab=bab, proof=proof,
-                          proof_seconds=proof_seconds)
+                          proof_seconds=proof_seconds, strategy=strategy)
     if counterexample and result.answer == "sat":
         Path(counterexample).write_text(vnncomp_counterexample(result.counterexample,
                                                                result.output) + "\n")
