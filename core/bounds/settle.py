@@ -50,7 +50,7 @@ from polytrav.vocabulary.tolerances import CORNER_INSET
 
 __all__ = ["SettlePolicy", "VERIFY_POLICY", "MONOTONE_POLICY", "DIFF_POLICY", "quick_attack",
            "deep_attack", "split_region", "split_stats", "settle_dnf", "BandSettle",
-           "sampled_violation", "checked_attack", "decision_margin", "settle_region",
+           "sampled_violation", "checked_attack", "band_pairs", "decision_margin", "settle_region",
            "region_bab",
            "bab_details", "BoxBisection", "bisect_box", "box_samples", "corners",
            "region_milp_slope"]
@@ -304,6 +304,15 @@ def checked_attack(pairs, network, region) -> np.ndarray | None:
     return None
 
 
+def band_pairs(rows, epsilon: float) -> list:
+    """The unsafe set of "``|r_j . y| <= epsilon`` for every row ``r_j``" (each ``r_j`` of
+    norm √2, as ``g_j - f_j``'s on a joint network): the conjunctions ``r_j . y >= epsilon``
+    and ``-r_j . y >= epsilon``, as unit-norm rows ``-s (r_j . y) / √2 <= -epsilon / √2``."""
+    s2 = np.sqrt(2.0)
+    return [((-sign * r / s2)[None], np.array([-float(epsilon) / s2]))
+            for r in np.atleast_2d(rows) for sign in (1.0, -1.0)]
+
+
 class BandSettle:
     """The settle stage of "``|r_j . y| <= epsilon`` for every row ``r_j``" on a box
     (``diff``'s ε verdict: ``r_j`` picks ``g_j - f_j`` of the joint network), in
@@ -342,9 +351,7 @@ class BandSettle:
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
         self.box = Box(self.lower, self.upper)
         self.epsilon = float(epsilon)
-        s2 = np.sqrt(2.0)  # unit-norm rows:  -s (r . y) / √2 <= -ε / √2
-        self.pairs = [((-sign * r / s2)[None], np.array([-self.epsilon / s2]))
-                      for r in np.atleast_2d(rows) for sign in (1.0, -1.0)]
+        self.pairs = band_pairs(rows, self.epsilon)
         self.policy = DIFF_POLICY
         self.stats = {"boxes": 0, "proven": 0, "open": 0, "proven_volume_share": 0.0,
                       "difference": False, "candidate": None}
