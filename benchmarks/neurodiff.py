@@ -100,22 +100,38 @@ def query(neurodiff: Path, net: str, prop: int):
     return f, g, normalised_box(f_path, prop)
 
 
-def polytrav_one(neurodiff: Path, net: str, prop: int, eps: float, timeout: float) -> dict:
-    """One query by polytrav (run in a child process: ``--one``)."""
+def polytrav_one(neurodiff: Path, net: str, prop: int, eps: float, timeout: float,
+                 workers: int = 1) -> dict:
+    """One query by polytrav (run in a child process: ``--one``); with ``workers`` > 1, in
+    parts on a pool of that many processes (``diff(..., executor=)``). ``cpu``: this
+    process's CPU seconds and its pool's."""
+    import resource
+    from concurrent.futures import ProcessPoolExecutor
+
     from polytrav import diff
 
     t = time.perf_counter()
     f, g, box = query(neurodiff, net, prop)
-    res = diff(f, g, box, outputs=[0], epsilon=eps, verdict_only=True, time_limit=timeout)
+    kwargs = dict(outputs=[0], epsilon=eps, verdict_only=True, time_limit=timeout)
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            res = diff(f, g, box, executor=pool, **kwargs)
+    else:
+        res = diff(f, g, box, **kwargs)
+    seconds = time.perf_counter() - t
     x = None if res.violation is None else np.asarray(res.violation.get("x"), float).tolist()
-    return {"answer": res.verdict.value, "seconds": time.perf_counter() - t, "x": x,
-            "polytopes": res.n_polytopes, "split": res.split}
+    cpu = sum(getattr(resource.getrusage(who), k) for who in (resource.RUSAGE_SELF,
+              resource.RUSAGE_CHILDREN) for k in ("ru_utime", "ru_stime"))
+    return {"answer": res.verdict.value, "seconds": seconds, "x": x, "cpu": cpu,
+            "polytopes": res.n_polytopes, "split": res.split, "workers": workers}
 
 
-def run_polytrav(neurodiff: Path, net: str, prop: int, eps: float, timeout: float) -> dict:
+def run_polytrav(neurodiff: Path, net: str, prop: int, eps: float, timeout: float,
+                 workers: int = 1) -> dict:
     """:func:`polytrav_one` in a fresh process, killed at twice the budget (``hung``)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--neurodiff", str(neurodiff),
-           "--one", net, str(prop), str(eps), "--timeout", str(timeout)]
+           "--one", net, str(prop), str(eps), "--timeout", str(timeout),
+           "--workers", str(workers)]
     t = time.perf_counter()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=2 * timeout + 60,
@@ -206,13 +222,17 @@ def main(argv=None) -> int:
                     help="property and epsilon pairs (default: 1:0.05 1:0.01 3:0.01 4:0.01)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per tool and query")
     ap.add_argument("--samples", type=int, default=200_000, help="points per box for the check")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="polytrav's processes (> 1: diff(..., executor=) on a process pool; "
+                         "NeuroDiff is built with 2 threads)")
     ap.add_argument("--one", nargs=3, metavar=("NET", "PROP", "EPS"), help=argparse_hidden())
     ap.add_argument("--summarise", type=Path, default=None, help="a results file to summarise")
     args = ap.parse_args(argv)
     neurodiff = args.neurodiff.resolve()
     if args.one:
         net, prop, eps = args.one
-        print(json.dumps(polytrav_one(neurodiff, net, int(prop), float(eps), args.timeout)))
+        print(json.dumps(polytrav_one(neurodiff, net, int(prop), float(eps), args.timeout,
+                                      args.workers)))
         return 0
     if args.summarise:
         print(json.dumps(summarise(load(args.summarise)["rows"]), indent=1))
@@ -225,7 +245,8 @@ def main(argv=None) -> int:
     k = 0
     for prop, eps in queries:
         for net in args.nets:
-            tools = [("neurodiff", run_neurodiff), ("polytrav", run_polytrav)]
+            tools = [("neurodiff", run_neurodiff),
+                     ("polytrav", lambda *a: run_polytrav(*a, workers=args.workers))]
             row = {"net": net, "prop": prop, "epsilon": eps}
             for name, fn in (tools if k % 2 == 0 else tools[::-1]):  # alternate the order
                 row[name] = fn(neurodiff, net, prop, eps, args.timeout)

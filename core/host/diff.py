@@ -329,7 +329,7 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
          decisions: bool = True, volumes: bool = True, verdict_only: bool = False,
          solver=None, time_limit: float | None = None, max_polytopes: int | None = None,
          progress=None, on_interrupt: str = "raise", feature_means: bool = False,
-         split: bool = True) -> DiffResult:
+         split: bool = True, executor=None, parts: int | None = None) -> DiffResult:
     """Compare two networks over ``region``, exactly.
 
     Parameters
@@ -363,6 +363,12 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
         ``±(g_j - f_j) >= epsilon`` (bounds on the difference of the two networks where they
         have one depth): sub-boxes the bounds prove are done, and only the open ones are
         traversed (default True). HOLDS then needs a proof on every sub-box.
+    executor : concurrent.futures.Executor, optional
+        With ``verdict_only`` on a :class:`~polytrav.Box`: decide the box in parts on it (a
+        ``ProcessPoolExecutor`` runs them on local processes): the box is bisected on the
+        difference bound, each sub-box left open is a ``diff`` of its own, with the run's
+        time limit; the verdict is the parts' (:mod:`polytrav.host.diff_parts`). ``parts``:
+        at most this many (default :data:`~polytrav.host.diff_parts.PARTS`).
 
     Returns
     -------
@@ -386,6 +392,17 @@ def diff(f: Network, g: Network, region: Region, *, outputs=None, epsilon: float
     if verdict_only and epsilon is None:
         raise ConfigError("diff: verdict_only=True needs epsilon (the ε of the verdict)")
     check_budgets(max_polytopes, time_limit, "diff")
+    if executor is not None:
+        if not (verdict_only and split and region.is_box) or max_polytopes \
+                or progress is not None:
+            raise ConfigError("diff: executor= decides a verdict_only run on a Box in parts; "
+                              "pass verdict_only=True, epsilon and a Box (and no "
+                              "max_polytopes, progress or split=False), or no executor")
+        from polytrav.host.diff_parts import diff_in_parts
+
+        return diff_in_parts(f, g, region, outputs=outputs, epsilon=epsilon,
+                             executor=executor, parts=parts, solver=solver,
+                             time_limit=time_limit)
     analysis = create_analysis("model_diff", pm=get_plugin_manager(), split=f.n_outputs,
                                outputs=outputs, epsilon=epsilon,
                                decisions=decisions and not verdict_only, volumes=volumes,

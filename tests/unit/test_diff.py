@@ -287,9 +287,10 @@ def test_verdict_by_input_split_agrees_and_a_budget_never_holds(pair, result):
 def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
         monkeypatch, pair, result):
     """With the samples, the attack and the split's own points blind, the probe finds a
-    violation (replayed by forward passes): by its attack on the open boxes, or with that
-    blind too, by its traversals; on a query that holds, the probed boxes that hold are
-    proven and the verdict stays HOLDS."""
+    violation (replayed by forward passes) by its attack on the open boxes; with that blind
+    too (no attack near epsilon) there is no probe, and the open boxes' traversals find it;
+    on a query that holds, the probed boxes that hold are proven and the verdict stays
+    HOLDS."""
     import polytrav.bounds.dnf as dnf
     import polytrav.bounds.settle as settle
 
@@ -309,7 +310,9 @@ def test_the_split_s_probe_finds_what_the_samples_and_the_split_s_points_miss(
         for q in (0.9, 0.999):
             eps = q * result.max_abs
             r = polytrav.diff(f, g, Box(LO, HI), epsilon=eps, verdict_only=True)
-            assert r.verdict is Verdict.VIOLATED and r.split["candidate"] == "probe"
+            assert r.verdict is Verdict.VIOLATED
+            assert r.split["candidate"] == ("probe" if not blind else None)
+            assert r.split["probed"] == 0
             x, j = r.violation["x"], r.violation["output"]
             assert abs(g.forward(x)[j] - f.forward(x)[j]) > eps
             assert (r.n_polytopes >= 1) == blind

@@ -175,3 +175,48 @@ def test_the_deep_search_bounds_with_slopes_from_its_start(monkeypatch, close_pa
                      deep_boxes=10_000)
     assert deep.frontier > 0 and any(steps)
     assert deep.candidate is None and not deep.open_boxes
+
+
+def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
+    """Slopes while they prove their share of the boxes they are tried on
+    (``SPLIT_PAIR_PAYS`` of the last ``SPLIT_PAIR_WINDOW``): a share above 1 never pays
+    (past the first window, one batch in ``SPLIT_PAIR_SAMPLE`` is bounded again), 0 always
+    does (every batch with a box CROWN leaves unproven). Either way the split proves
+    ``|g_0 - f_0| <= eps`` just above the MILP's largest difference and finds a point past
+    it just below (checked by forward passes)."""
+    from polytrav.bounds import split
+
+    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
+    monkeypatch.setattr(split, "SPLIT_PAIR_WINDOW", 8)
+    monkeypatch.setattr(split, "SPLIT_PAIR_SAMPLE", 4)
+    f = random_net(3, 4, [12, 12, 12], n_out=1)  # a split of some 60 batches
+    g = perturbed_copy(f, 3, 0.01)
+    lo, hi = np.zeros(4), np.ones(4)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    calls = []  # per bound of a batch: its steps
+    bound = NetworkPair.box_output_bounds
+
+    def counted(self, *args, **kwargs):
+        calls.append(kwargs.get("steps", 0))
+        return bound(self, *args, **kwargs)
+
+    monkeypatch.setattr(NetworkPair, "box_output_bounds", counted)
+    tightened = {}
+    for pays in (0.0, 1.01):
+        monkeypatch.setattr(split, "SPLIT_PAIR_PAYS", pays)
+        for eps in (top * 1.01, top * 0.8):
+            calls.clear()
+            pairs = [(s * row[None] / np.sqrt(2), np.array([-eps / np.sqrt(2)]))
+                     for s in (1, -1)]
+            result = split_box(stack, lo, hi, pairs, [HighsBackend()], max_boxes=20_000)
+            if eps > top:
+                assert result.candidate is None and not result.open_boxes
+                batches, tightened[pays] = calls.count(0), sum(1 for s in calls if s)
+            else:
+                assert result.candidate is not None
+                assert abs(g(result.candidate)[0] - f(result.candidate)[0]) >= eps - 1e-12
+        if pays > 1:  # the first window (at most 8 boxes: 8 batches), then one batch in 4
+            assert tightened[pays] <= 8 + batches // 4 + 1
+    assert tightened[1.01] < tightened[0.0]
