@@ -34,6 +34,11 @@ among them), far too many cells to finish: each strategy (subdivision with numba
 the LP traversal) runs ``--timeout`` CPU seconds in its own pinned process, rounds alternating;
 polytopes per CPU second, CPU seconds to the first polytope, ``stats.held`` and peak memory.
 
+``profile``: where the engine's CPU time goes on bunny nets (default 3-D 3x16 and 2-D
+2x50), in one pinned process: each phase of a batch (its layer's maps and screen, the cuts:
+the compiled kernel's call alone and with its Python around it, the radii, splits) timed
+around it, medians of ``--repeat`` runs (issue 61: shared vertices).
+
 ``pictures``: 2-D slices of ACAS Xu and mnistfc networks (``../shared/data``) with 10^4-10^5
 cells: the subdivision's run, the picture of its polytopes as ``polytrav regions --plot``
 draws and saves it, and the traversal on the same slice (``--timeout`` seconds; cut short, its
@@ -57,6 +62,8 @@ idle cores would give: serial CPU time over the listing's plus the busiest worke
     python benchmarks/subdivision.py scaling --repeat 3 --out benchmarks/results/subdivision_scaling.json
     python benchmarks/subdivision.py parts --edge-subdivision ../scratch/relu_edge_subdivision \
         --nets 3,8x32,relu,bunny --workers 2 --repeat 1 --out benchmarks/results/subdivision_parts.json
+    python benchmarks/subdivision.py profile --edge-subdivision ../scratch/relu_edge_subdivision \\
+        --repeat 15 --core 1 --out benchmarks/results/subdivision_profile.json
     python benchmarks/subdivision.py pictures --repeat 3 --timeout 60 --figures /tmp \
         --out benchmarks/results/subdivision_pictures.json
 """
@@ -231,6 +238,67 @@ def parts(args, run: Run) -> dict:
             print(f"!!! {name}: serial and parts counted {sorted(counts)}", flush=True)
         run.add(row)
     return {"different_counts": wrong}
+
+
+def profile(args, run: Run) -> dict:
+    """Where the engine's CPU time goes on bunny nets (issue 61's shared vertices): each
+    phase of a batch timed by ``process_time`` around it, the compiled kernel loaded first
+    (``--kernel numpy``: the numpy path), medians over ``--repeat`` runs after the warm-up."""
+    import numpy as np
+
+    from polytrav import Box
+    from polytrav.model.geometry import build_frame
+    from polytrav.traversal import subdivision
+    from polytrav.traversal.subdivision import Subdivision, _Batch
+
+    spent: dict[str, float] = {}
+
+    def timed(name, f):
+        def call(*a, **k):
+            t = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - t
+        return call
+
+    if args.kernel == "numpy":
+        subdivision._KERNEL = False
+    kernel = subdivision.load_kernel()
+    phases = {"open": "open", "cuts by the kernel, with their Python": "_cut_compiled",
+              "cuts (all)": "cut_layer", "radii": "_radii", "split": "split",
+              "carve": "carve"}
+    saved = {m: getattr(_Batch, m) for m in phases.values()}
+    for label, m in phases.items():
+        setattr(_Batch, m, timed(label, saved[m]))
+    compiled = kernel.cut_layer if kernel else None
+    if kernel:
+        kernel.cut_layer = timed("kernel cut_layer (compiled)", compiled)
+    try:
+        for name in args.nets or ["3,3x16,relu,bunny", "2,2x50,relu,bunny"]:
+            net = bunny_net(Path(args.edge_subdivision).resolve() / "models" / name)
+            d = net.n_inputs
+            frame = build_frame(Box(np.full(d, -0.5), np.full(d, 0.5)), d)
+            per_run = []
+            for k in range(args.warmup + args.repeats):
+                spent.clear()
+                t = time.process_time()
+                cells = sum(len(b) for b in Subdivision(net, frame))
+                total = time.process_time() - t
+                if k >= args.warmup:
+                    per_run.append({"total": total, **spent})
+            keys = sorted({k for r in per_run for k in r}, key=lambda k: k != "total")
+            row = {"case": name, "cells": cells, "kernel": "numba" if kernel else "numpy",
+                   "repeats": args.repeats,
+                   "cpu_s": {k: statistics.median(r.get(k, 0.0) for r in per_run) for k in keys}}
+            print(name, {k: round(v, 4) for k, v in row["cpu_s"].items()}, flush=True)
+            run.add(row)
+    finally:
+        for m, f in saved.items():
+            setattr(_Batch, m, f)
+        if kernel:
+            kernel.cut_layer = compiled
+    return {}
 
 
 def child(cmd: list[str], core: int | None, timeout: float) -> dict | None:
@@ -519,14 +587,15 @@ def main() -> None:
         return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream",
                                int(sys.argv[5]) if len(sys.argv) > 5 else None)
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
-    ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts", "skipping", "wide"])
+    ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts", "skipping", "wide",
+                                     "profile"])
     ap.add_argument("--workers", type=int, default=2, help="parts: local worker processes")
     ap.add_argument("--more", action="store_true",
                     help="scaling: a second net per dimension from 6, and 9-10 inputs")
     ap.add_argument("--parts", type=int, default=48, help="parts: chunks of level-1 pieces")
     ap.add_argument("--dims", type=int, nargs="*", help="scaling: only the nets of these inputs")
     ap.add_argument("--kernel", choices=["auto", "numpy"], default="auto",
-                    help="scaling: numpy: the engine as without numba")
+                    help="scaling, profile: numpy: the engine as without numba")
     ap.add_argument("--edge-subdivision", help="a checkout of relu_edge_subdivision (bunny)")
     ap.add_argument("--nets", nargs="*", help="bunny networks (default: all five)")
     ap.add_argument("--engine-only", nargs="*",
@@ -541,13 +610,14 @@ def main() -> None:
     args = ap.parse_args()
     if args.calls is not None:
         args.warmup = args.calls - 1
-    if args.mode in ("bunny", "parts") and not args.edge_subdivision:
+    if args.mode in ("bunny", "parts", "profile") and not args.edge_subdivision:
         ap.error(f"{args.mode} needs --edge-subdivision PATH (a checkout of relu_edge_subdivision)")
     if args.mode not in ("bunny", "parts", "wide"):  # these pin each child with taskset
         pin(args.core)
     run = Run(f"subdivision {args.mode}", args)
     run.summary.update({"bunny": bunny, "scaling": scaling, "pictures": pictures,
-                        "parts": parts, "skipping": skipping, "wide": wide}[args.mode](args, run))
+                        "parts": parts, "skipping": skipping, "wide": wide,
+                        "profile": profile}[args.mode](args, run))
     run.write(args.out)
     sys.exit(1 if run.summary.get("different_counts") else 0)
 

@@ -414,6 +414,16 @@ class _Batch:
                 G = (M.reshape(-1, M.shape[2]) @ W.T).reshape(C, d, W.shape[0])
                 off = off @ W.T + b
         self.G, self.off = G, off
+        self.c.anc[:, layer] = np.arange(C)
+        self.opened = layer
+        kernel = self.L.kernel(0) if _KERNEL else None
+        if kernel is not None and G.strides[0] != 0:  # compiled once loaded: one pass
+            with compiled_calls():
+                self.norms, inverse, self.near, self.side = kernel.layer_screen(
+                    np.require(G, requirements="C"), np.require(off, requirements="C"),
+                    self.c.centre, self.c.reach, ZERO_ROW_TOL, SAME_VALUE_TOL)
+            self.inverse.append(inverse)
+            return
         self.norms = np.sqrt(np.einsum("cdk,cdk->ck", G, G))
         live = self.norms > ZERO_ROW_TOL * (1.0 + np.abs(off))
         self.inverse.append(np.divide(1.0, self.norms, out=np.full_like(self.norms, np.nan),
@@ -424,8 +434,6 @@ class _Batch:
         spread = self.norms * self.c.reach[:, None]
         self.near = live & (np.abs(zc) <= spread + SAME_VALUE_TOL * (1.0 + spread + np.abs(off)))
         self.side = np.where(live, zc >= 0, off >= 0)
-        self.c.anc[:, layer] = np.arange(C)
-        self.opened = layer
 
     def cut_layer(self, layer: int, k0: int, clock, budget: int) -> list[tuple[_Batch, int]]:
         """Cut every cell by each neuron of ``layer`` (opened) from ``k0`` on, until more

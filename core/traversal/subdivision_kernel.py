@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["cut_layer", "layer_maps", "layer_slack"]
+__all__ = ["cut_layer", "layer_maps", "layer_screen", "layer_slack"]
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -466,3 +466,33 @@ def layer_maps(G, off, anc, on, Wt, b):
             for k in range(n):
                 offn[i, k] += o * Wt[m, k]
     return Gn, offn
+
+
+@jit
+def layer_screen(G, off, centre, reach, zero_tol, same_tol):
+    """:meth:`polytrav.traversal.subdivision._Batch.open`'s screen of a layer's maps ``G``
+    ``(C, d, n)``, ``off`` ``(C, n)`` against each cell's ball (``centre``, ``reach``), in
+    one pass: the gradient norms, their inverses (NaN: a constant neuron), whether each
+    neuron may cut the cell (``near``) and its side if not (``side``)."""
+    C, d, n = G.shape
+    norms = np.empty((C, n))
+    inverse = np.empty((C, n))
+    near = np.empty((C, n), np.bool_)
+    side = np.empty((C, n), np.bool_)
+    for i in range(C):
+        for k in range(n):
+            s, zc = 0.0, 0.0
+            for j in range(d):
+                g = G[i, j, k]
+                s += g * g
+                zc += centre[i, j] * g
+            nm = np.sqrt(s)
+            c = off[i, k]
+            zc += c
+            norms[i, k] = nm
+            live = nm > zero_tol * (1.0 + abs(c))
+            inverse[i, k] = 1.0 / nm if live else np.nan
+            spread = nm * reach[i]
+            near[i, k] = live and abs(zc) <= spread + same_tol * (1.0 + spread + abs(c))
+            side[i, k] = zc >= 0.0 if live else c >= 0.0
+    return norms, inverse, near, side
