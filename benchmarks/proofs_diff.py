@@ -14,6 +14,11 @@ and CPU). Runs in this process (imports and first calls paid once, before the fi
     python benchmarks/proofs_diff.py OUT --budget 120 --out benchmarks/results/proofs_diff.csv
     python benchmarks/proofs_diff.py OUT --only 1_1_prune_p3_eps0.05.vnnlib
     python benchmarks/proofs_diff.py OUT --factor 4      # polytrav diff --proof's budget
+    python benchmarks/proofs_diff.py OUT --factor 4 --out F.csv --resume   # skip F's rows
+
+Each row is written and flushed as its query ends, so a cut run is usable; ``--resume``
+appends to ``--out`` and skips the queries it already holds. A query that raises gets a row
+whose ``check`` is ``error: <the exception>`` and the run goes on.
 """
 from __future__ import annotations
 
@@ -74,14 +79,26 @@ def main(argv=None) -> int:
                          "(polytrav diff --proof's rule with 4; instead of --budget)")
     ap.add_argument("--only", nargs="*", default=None, help="these queries only")
     ap.add_argument("--out", type=Path, default=None, help="CSV file (default: stdout)")
+    ap.add_argument("--resume", action="store_true",
+                    help="append to --out, skipping the queries it already holds")
     args = ap.parse_args(argv)
     with open(args.folder / "instances.csv") as fh:
         rows = [r for r in csv.DictReader(fh) if args.only is None or r["query"] in args.only]
-    out = open(args.out, "w", newline="") if args.out else sys.stdout
+    done = set()
+    if args.resume and args.out and args.out.exists() and args.out.stat().st_size:
+        with open(args.out) as fh:
+            done = {r["query"] for r in csv.DictReader(fh)}
+    out = open(args.out, "a" if done else "w", newline="") if args.out else sys.stdout
     writer = csv.DictWriter(out, FIELDS)
-    writer.writeheader()
+    if not done:
+        writer.writeheader()
     for row in rows:
-        result = run(args.folder, row, args.budget, args.factor)
+        if row["query"] in done:
+            continue
+        try:
+            result = run(args.folder, row, args.budget, args.factor)
+        except Exception as exc:  # one query's failure is a row, not the end of the run
+            result = {"query": row["query"], "check": f"error: {type(exc).__name__}: {exc}"}
         writer.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v)
                          for k, v in result.items()})
         out.flush()
