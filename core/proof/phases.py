@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from polytrav.proof.check import BOUND, OPEN, PHASE, Bounder
+from polytrav.proof.check import (BOUND, DIFF, OPEN, PHASE, Bounder, difference_margins,
+                                  matched_bounds)
 from polytrav.vocabulary.results import Status
 
 __all__ = ["PhaseTree", "prove_box", "MAX_NODES"]
@@ -70,14 +71,17 @@ class _Node:
 
 
 def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
-              deadline: float | None = None, prior=None) -> PhaseTree | None:
+              deadline: float | None = None, prior=None, pair=None) -> PhaseTree | None:
     """A tree of phase splits proving that no point of the box ``[lo, hi]`` meets the unsafe
     set ``unsafe`` (``(C, d)`` pairs as the property writes them). A node it has not proven
     when the tree reaches ``max_nodes`` nodes (default :data:`MAX_NODES`) or the time
     ``deadline`` (:func:`time.perf_counter`), or that it cannot prove with every phase fixed,
     is an ``OPEN`` leaf (no evidence); None if no leaf is proven. ``lp``: an LP backend (or
     session) reporting duals. ``prior``: the bounds the checker finds on the box's parent
-    in the input split's tree (:class:`Bounder`'s ``prior``), if it has one."""
+    in the input split's tree (:class:`Bounder`'s ``prior``), if it has one. ``pair``: the
+    two networks' matched layers and matching (``diff``'s claim, ``layers`` their joint
+    network): a node below a phase split is first tried as a difference-bound leaf, bounded
+    with its bounds on the joint network (format version 4)."""
     max_nodes = MAX_NODES if max_nodes is None else max_nodes
     starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
     tree = PhaseTree()
@@ -90,6 +94,11 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
         node = todo.pop()
         bounder = Bounder(layers, lo[None], hi[None], node.prior, node.sigma[None],
                           _multipliers(node, tree, layers, starts, lo, hi, lp))
+        if pair is not None and node.sigma.any() and _difference_proves(bounder, pair, unsafe,
+                                                                        lo, hi):
+            tree.kind[node.index] = DIFF
+            tree.lam[node.index] = np.ones(sum(np.atleast_2d(C).shape[0] for C, _ in unsafe))
+            continue
         lam, beta, worst, gap = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
         alpha = []
         if lam is None and (ASCENT_FLOOR is None or gap is None or gap > -ASCENT_FLOOR):
@@ -114,6 +123,15 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
             todo.append(_Node(child, sigma, node.cons + [(starts[k] + j, k, sign, a, c)],
                               [(zl.copy(), zh.copy()) for zl, zh in bounder.bounds]))
     return tree if (np.asarray(tree.kind) != OPEN).any() else None
+
+
+def _difference_proves(bounder, pair, unsafe, lo, hi) -> bool:
+    """Whether the checker's difference bound, with the node's bounds on the joint network
+    (``bounder``), proves every disjunct (``lam`` 1: diff's have one row each)."""
+    lam = np.ones((1, sum(np.atleast_2d(C).shape[0] for C, _ in unsafe)))
+    known = matched_bounds(bounder.bounds, pair[2])
+    return bool((difference_margins(pair[0], pair[1], lo[None], hi[None], unsafe, lam,
+                                    known) > 0).all())
 
 
 def _rows(cons, below: int):

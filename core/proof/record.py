@@ -89,7 +89,8 @@ class CaseRecord:
 
     def __init__(self, lower, upper, unsafe, pair=None):
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
-        self.pair = pair  # (f's layers, g's): boxes bounded as a pair may be difference leaves
+        self.pair = pair  # (f's layers, g's, matching: check.matched_bounds): boxes bounded as
+        # a pair, and nodes of phase trees, may be difference leaves
         self.by_pair: list[int] = []  # boxes the split proved as a pair, not yet certified
         self.kinds: dict[int, int] = {}  # a leaf's kind where not BOUND
         self.difference = False  # whether the split bounded the boxes as a pair
@@ -271,7 +272,8 @@ class CaseRecord:
             ids = [i for i, *_ in part]
             lo, hi = np.array([b[1] for b in part]), np.array([b[2] for b in part])
             many = np.broadcast_to(lam, (len(part), len(lam)))
-            proven = (difference_margins(*self.pair, lo, hi, self.unsafe, many) > 0).all(axis=0)
+            proven = (difference_margins(self.pair[0], self.pair[1], lo, hi, self.unsafe,
+                                         many) > 0).all(axis=0)
             joint = np.zeros(len(part), bool)
             if not proven.all():
                 left = np.flatnonzero(~proven)
@@ -309,7 +311,8 @@ class CaseRecord:
                                                  self.bounds[path[at - 1]] if at else None
                                                  ).bounds
             prior = self.bounds.get(path[-1]) if path else None
-            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline, prior=prior)
+            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline, prior=prior,
+                             pair=self.pair)
             if tree is not None:
                 self.subtrees[node] = tree
 

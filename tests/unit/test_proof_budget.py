@@ -60,7 +60,8 @@ def _certify(pair, path, seconds, monkeypatch):
     layers = joint_layers(fl, gl)
     claim = diff_claim(2, LOWER, UPPER, eps)
     recorder = ProofRecorder(Network.from_arrays([W for W, _ in layers], [b for _, b in layers]),
-                             claim, claim=CLAIM, pair=(fl, gl))
+                             claim, claim=CLAIM,
+                             pair=(fl, gl, [(np.arange(len(b)),) * 2 for _, b in fl[:-1]]))
     case = recorder.case(0)
     case.start(LOWER, UPPER, difference=True)
     boxes, fresh = [(0, LOWER, UPPER)], 1
