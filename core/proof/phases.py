@@ -68,6 +68,8 @@ class _Node:
     sigma: np.ndarray  # the phases on the way: +1 z >= 0, -1 z <= 0, 0 free
     cons: list  # (neuron, its layer, sign, a, c): sign (a x + c) >= 0
     prior: list | None  # the parent's bounds
+    partner: tuple | None = None  # (layer, neuron): the other network's neuron matched to the
+    # one split last (diff's pair), split next while of either sign
 
 
 def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
@@ -108,12 +110,16 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
             tree.beta.extend((node.index, row, on, v) for row, on, v in beta)
             tree.alpha.extend((node.index, row, on, v) for row, on, v in alpha)
             continue
-        split = _split(bounder, worst)
+        split = node.partner
+        if split is None or not (bounder.bounds[split[0]][0][0, split[1]] < 0
+                                 < bounder.bounds[split[0]][1][0, split[1]]):
+            split = _split(bounder, worst)
         if split is None:  # every phase fixed and still not proven: a claim without evidence
             tree.kind[node.index] = OPEN
             continue
         k, j = split
         a, c = _affine_of(bounder, k, j)
+        partner = None if pair is None or split == node.partner else _partner(pair, k, j)
         tree.kind[node.index], tree.dim[node.index] = PHASE, starts[k] + j
         for side, sign in ((tree.left, -1), (tree.right, 1)):
             child = tree.add()
@@ -121,8 +127,18 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
             sigma = node.sigma.copy()
             sigma[starts[k] + j] = sign
             todo.append(_Node(child, sigma, node.cons + [(starts[k] + j, k, sign, a, c)],
-                              [(zl.copy(), zh.copy()) for zl, zh in bounder.bounds]))
+                              [(zl.copy(), zh.copy()) for zl, zh in bounder.bounds], partner))
     return tree if (np.asarray(tree.kind) != OPEN).any() else None
+
+
+def _partner(pair, k, j):
+    """``(k, neuron)``: the joint network's neuron of the other network matched to neuron
+    ``j`` of hidden layer ``k`` (``f``'s first, then ``g``'s), None if a zero neuron."""
+    mf, mg = pair[2][k]
+    n = int((mf >= 0).sum())
+    mine, other, at = (mf, mg, n) if j < n else (mg, mf, 0)
+    p = np.flatnonzero(mine == (j if j < n else j - n))
+    return (k, at + int(other[p[0]])) if len(p) and other[p[0]] >= 0 else None
 
 
 def _difference_proves(bounder, pair, unsafe, lo, hi) -> bool:
