@@ -46,7 +46,7 @@ def _certify(pair, path, seconds, monkeypatch):
     """The box's 256 boxes given to the recorder as the split's, proven as a pair; their
     leaves recorded within ``seconds`` of a clock that jumps 1 s per chunk bounded. Returns
     what was written and the chunks bounded."""
-    folder, f, g, eps = pair
+    _, f, g, eps = pair
     now, chunks = [0.0], [0]
     bound = record.difference_margins
 
@@ -82,7 +82,7 @@ def _certify(pair, path, seconds, monkeypatch):
 
 def test_a_budget_cut_in_the_halving_stage_checks_incomplete_never_valid(pair, tmp_path,
                                                                           monkeypatch):
-    folder, f, g, eps = pair
+    folder, _, _, eps = pair
     written, chunks = _certify(pair, tmp_path / "all.proof", None, monkeypatch)
     assert chunks == 2 ** DEPTH // CHUNK and written["uncertified"] == 0
     assert str(check_diff_proof(folder / "f.onnx", folder / "g.onnx", tmp_path / "all.proof",

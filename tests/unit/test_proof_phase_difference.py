@@ -69,7 +69,7 @@ def _check(folder, cert, eps):
 
 
 def test_phase_trees_with_difference_leaves_check_valid_and_are_smaller(trees):
-    folder, f, g, top, eps, written, joint = trees
+    folder, _, _, _, eps, written, joint = trees
     header, arrays = read_certificate(folder / "d.proof")
     kind = arrays["case0_kind"]
     assert header["version"] == 4 and kind[0] == PHASE and (kind == DIFF).sum() >= 5, kind
@@ -87,7 +87,7 @@ def test_the_bound_on_a_phase_region_is_below_every_sampled_difference(trees):
     """Per sub-box and phase of a first-layer neuron pair of ``f`` and ``g`` (both active,
     both inactive, mixed), the difference bound with the joint network's bounds on that
     region is never above ``g_j - f_j`` at the region's sampled points."""
-    folder, f, g, *_ = trees
+    _, f, g, *_ = trees
     fl, gl = _layers(f), _layers(g)
     layers = joint_layers(fl, gl)
     n = fl[0][0].shape[0]
@@ -156,7 +156,7 @@ def _without(arrays, drop):
 
 
 def test_mutants_of_phase_difference_leaves_are_rejected(trees, tmp_path):
-    folder, f, g, top, eps, *_ = trees
+    folder, _, _, top, eps, *_ = trees
     header, arrays = read_certificate(folder / "d.proof")
     kind = arrays["case0_kind"]
     cert = tmp_path / "m.proof"
@@ -180,7 +180,7 @@ def test_mutants_of_phase_difference_leaves_are_rejected(trees, tmp_path):
 
 
 def test_random_mutants_of_phase_difference_leaves_never_prove_a_false_claim(trees, tmp_path):
-    folder, f, g, top, eps, *_ = trees
+    folder, _, _, top, _, *_ = trees
     header, arrays = read_certificate(folder / "d.proof")
     low = 0.9 * top
     false_header = diff_claim_header(folder, header, low, LOWER, UPPER)
