@@ -14,6 +14,15 @@ and CPU). Runs in this process (imports and first calls paid once, before the fi
     python benchmarks/proofs_diff.py OUT --budget 120 --out benchmarks/results/proofs_diff.csv
     python benchmarks/proofs_diff.py OUT --only 1_1_prune_p3_eps0.05.vnnlib
     python benchmarks/proofs_diff.py OUT --factor 4      # polytrav diff --proof's budget
+    python benchmarks/proofs_diff.py OUT --factor 4 --out F.csv --resume   # skip F's rows
+    python benchmarks/proofs_diff.py OUT --factor 4 --cpu-clock   # on a shared machine
+
+Each row is written and flushed as its query ends, so a cut run is usable; ``--resume``
+appends to ``--out`` and skips the queries it already holds. A query that raises gets a row
+whose ``check`` is ``error: <the exception>`` and the run goes on. ``--cpu-clock``: the
+budgets count this process's CPU seconds (``time.perf_counter``, which the deadlines read,
+made ``time.process_time`` here; ``--factor`` times diff's CPU seconds), so that a loaded
+machine does not cut certificates that an idle one would finish; the wall columns stay wall.
 """
 from __future__ import annotations
 
@@ -28,6 +37,9 @@ FIELDS = ["query", "verdict", "diff_s", "diff_cpu", "nodes", "certified", "uncer
           "bytes", "proof_s", "proof_cpu", "check", "check_s", "check_cpu"]
 
 
+WALL = time.perf_counter  # (kept before --cpu-clock replaces it)
+
+
 def run(folder: Path, row: dict, budget: float | None, factor: float | None = None) -> dict:
     import numpy as np
 
@@ -40,26 +52,27 @@ def run(folder: Path, row: dict, budget: float | None, factor: float | None = No
     shape = diff_shape(read_query(folder / row["query"]))
     f, g = (polytrav.Network.from_onnx(folder / row[k]) for k in ("f", "g"))
     eps, outputs = float(shape.epsilon), list(shape.outputs)
-    t, c = time.perf_counter(), time.process_time()
+    t, c = WALL(), time.process_time()
     res = polytrav.diff(f, g, polytrav.Box(shape.lower, shape.upper), outputs=outputs,
                         epsilon=eps, verdict_only=True)
     out = {"query": row["query"], "verdict": res.verdict.value,
-           "diff_s": time.perf_counter() - t, "diff_cpu": time.process_time() - c}
+           "diff_s": WALL() - t, "diff_cpu": time.process_time() - c}
     if res.verdict.value != "holds":
         return out
     if factor is not None:  # as `polytrav diff --proof`: a multiple of diff's (wall) time
-        budget = max(10.0, factor * out["diff_s"])
+        budget = max(10.0, factor * out["diff_cpu" if time.perf_counter is time.process_time
+                                        else "diff_s"])
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "d.proof"
-        t, c = time.perf_counter(), time.process_time()
+        t, c = WALL(), time.process_time()
         written = write_diff_proof(f, g, shape.lower, shape.upper, eps, path, outputs=outputs,
                                    seconds=budget)
-        out.update(proof_s=time.perf_counter() - t, proof_cpu=time.process_time() - c,
+        out.update(proof_s=WALL() - t, proof_cpu=time.process_time() - c,
                    **{k: written[k] for k in ("nodes", "certified", "uncertified", "bytes")})
-        t, c = time.perf_counter(), time.process_time()
+        t, c = WALL(), time.process_time()
         answer = check_diff_proof(folder / row["f"], folder / row["g"], path, eps,
                                   np.asarray(shape.lower), np.asarray(shape.upper), outputs)
-        out.update(check=answer.status, check_s=time.perf_counter() - t,
+        out.update(check=answer.status, check_s=WALL() - t,
                    check_cpu=time.process_time() - c)
     return out
 
@@ -74,14 +87,30 @@ def main(argv=None) -> int:
                          "(polytrav diff --proof's rule with 4; instead of --budget)")
     ap.add_argument("--only", nargs="*", default=None, help="these queries only")
     ap.add_argument("--out", type=Path, default=None, help="CSV file (default: stdout)")
+    ap.add_argument("--resume", action="store_true",
+                    help="append to --out, skipping the queries it already holds")
+    ap.add_argument("--cpu-clock", action="store_true",
+                    help="budgets in CPU seconds of this process (a shared machine)")
     args = ap.parse_args(argv)
+    if args.cpu_clock:
+        time.perf_counter = time.process_time
     with open(args.folder / "instances.csv") as fh:
         rows = [r for r in csv.DictReader(fh) if args.only is None or r["query"] in args.only]
-    out = open(args.out, "w", newline="") if args.out else sys.stdout
+    done = set()
+    if args.resume and args.out and args.out.exists() and args.out.stat().st_size:
+        with open(args.out) as fh:
+            done = {r["query"] for r in csv.DictReader(fh)}
+    out = open(args.out, "a" if done else "w", newline="") if args.out else sys.stdout
     writer = csv.DictWriter(out, FIELDS)
-    writer.writeheader()
+    if not done:
+        writer.writeheader()
     for row in rows:
-        result = run(args.folder, row, args.budget, args.factor)
+        if row["query"] in done:
+            continue
+        try:
+            result = run(args.folder, row, args.budget, args.factor)
+        except Exception as exc:  # one query's failure is a row, not the end of the run
+            result = {"query": row["query"], "check": f"error: {type(exc).__name__}: {exc}"}
         writer.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v)
                          for k, v in result.items()})
         out.flush()

@@ -25,7 +25,8 @@ def write_box_claim(layers, claim, name: str, path, *, seconds: float | None = N
     """Prove ``claim`` (one case: a box and an unsafe set, as the checker builds it) on the
     network ``layers`` (``(W, b)`` pairs) and write its certificate, claim ``name``, to
     ``path`` within ``seconds`` (None: no limit; each box's phase tree is capped by
-    :data:`~polytrav.proof.phases.MAX_NODES` nodes); ``extra``: more arrays to store; ``pair``: the two networks' layers (``diff``'s claim on
+    :data:`~polytrav.proof.phases.MAX_NODES` nodes); ``extra``: more arrays to store; ``pair``: the
+    two networks' matched layers and their matching (``diff``'s claim on
     networks of one architecture): the split bounds the boxes with the bounds on their
     difference, as ``diff`` does, and the boxes it proves become difference-bound leaves.
     Returns what was written: the path, the counts of nodes, bound leaves and leaves

@@ -44,13 +44,15 @@ import numpy as np
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
            "DIFF", "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof",
            "check_diff_proof", "check_range_proof", "check_ball_proof", "joint_layers",
-           "aligned", "difference_layers", "difference_bounder", "difference_margins", "diff_claim",
+           "aligned", "matched_bounds", "difference_layers", "difference_bounder",
+           "difference_margins", "diff_claim",
            "range_claim", "ball_claim",
            "network_digest", "property_digest", "main"]
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
-#: multipliers of phase constraints, ``beta``; 3 adds difference-bound leaves).
-FORMAT, VERSION, VERSIONS = "polytrav-proof", 3, (1, 2, 3)
+#: multipliers of phase constraints, ``beta``; 3 adds difference-bound leaves; 4 bounds a
+#: difference leaf in a phase tree with the joint network's bounds on its region).
+FORMAT, VERSION, VERSIONS = "polytrav-proof", 4, (1, 2, 3, 4)
 #: Node kinds: a split of the box, a bound leaf, two leaves without evidence (a box left
 #: open for the traversal; a case the input split did not settle), a split of one hidden
 #: neuron's phase (version 2), a leaf bounded on the two networks' difference (version 3,
@@ -510,8 +512,11 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps, pa
         parent[[left[i], right[i]]] = i
         depth[[left[i], right[i]]] = depth[i] + 1
     bounds = [(np.empty((N, W.shape[0])), np.empty((N, W.shape[0]))) for W, _ in layers[:-1]]
-    need = np.zeros(N, bool)  # the nodes whose bounds matter: bound leaves and their ancestors
-    for i in leaves[::-1]:
+    # the nodes whose bounds matter: bound leaves, difference leaves in a phase tree (their
+    # bounds on the joint network, on the region of their phases: version 4), their ancestors
+    phased = diffs[sigma[diffs].any(axis=1)] if pair is not None and version >= 4 else diffs[:0]
+    need = np.zeros(N, bool)
+    for i in np.concatenate([leaves, phased])[::-1]:
         while not need[i]:
             need[i] = True
             i = parent[i]  # (the root is its own parent)
@@ -542,9 +547,13 @@ def _check_case(k, case, layers, arrays, version, first_step, failures, gaps, pa
                        "bound needs an epsilon-equivalence of two networks of one depth, their "
                        "neurons matched"))
         diffs = diffs[:0]
-    for start in range(0, len(diffs), CHUNK):  # each box on its own (no parent's bounds)
-        idx = diffs[start:start + CHUNK]
-        lows = difference_margins(*pair, lo[idx], hi[idx], case.unsafe, lam[idx])
+    for start in range(0, len(diffs), CHUNK):  # each box on its own, in a phase tree with
+        idx = diffs[start:start + CHUNK]       # the joint network's bounds on its region
+        free = ~np.isin(idx, phased)[:, None]  # no phase on the way: the box's own only
+        known = matched_bounds([(np.where(free, -np.inf, a[idx]), np.where(free, np.inf, b[idx]))
+                                for a, b in bounds], pair[2])
+        lows = difference_margins(pair[0], pair[1], lo[idx], hi[idx], case.unsafe, lam[idx],
+                                  known)
         for b in np.flatnonzero(~(lows > 0).all(axis=0)):
             q = int(np.flatnonzero(~(lows[:, b] > 0))[0])
             failed.append((first_step + int(idx[b]), f"(case {k}, node {idx[b]}, disjunct {q}): "
@@ -609,7 +618,20 @@ def aligned(layers, maps):
         cols = rows
 
 
-def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
+def matched_bounds(bounds, maps):
+    """The joint network's hidden bounds (``(lo, hi)`` per layer, ``f``'s neurons then
+    ``g``'s) as :func:`difference_bounder`'s ``known``, in the matched order ``maps`` (per
+    layer ``(f's, g's)`` as :func:`aligned` reads them; a zero neuron is 0)."""
+    out = []
+    for (lo, hi), (mf, mg) in zip(bounds, maps):
+        mf, mg = np.asarray(mf), np.asarray(mg)
+        out.append(tuple((np.where(m >= 0, lo[:, at + np.maximum(m, 0)], 0.0),
+                          np.where(m >= 0, hi[:, at + np.maximum(m, 0)], 0.0))
+                         for m, at in ((mf, 0), (mg, int((mf >= 0).sum())))))
+    return out
+
+
+def difference_bounder(f_layers, g_layers, lo, hi, known=None) -> Bounder:
     """Rigorous bounds of :func:`difference_layers` on boxes ``[lo, hi]``: ``a = relu(z)``
     relaxed as CROWN does, ``d = relu(z + D) - relu(z)`` by lines in ``D`` (ReLU is monotone
     and 1-Lipschitz: ``min(D, 0) <= d <= max(D, 0)``): ``d >= D`` where ``f``'s neuron is
@@ -618,15 +640,21 @@ def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
     0)``; the chords' intercepts rounded outwards at both ends. ``D``'s bounds are met with
     ``g``'s own (its CROWN) less ``f``'s, ``g``'s with ``f``'s plus ``D``'s (rounded outwards);
     each network's own bounds are the ``prior``: only the neurons of either sign are bounded
-    again through the system."""
+    again through the system. ``known``: per hidden layer ``((lo, hi) of f's z, (lo, hi) of
+    g's)`` that hold on the region bounded (a phase tree's node, :func:`matched_bounds`), met
+    with each network's own (two bounds that hold on the region: so does their meet)."""
     mine, own = Bounder(f_layers, lo, hi).bounds, Bounder(g_layers, lo, hi).bounds
+    if known is not None:
+        mine, own = ([(np.maximum(a, c), np.minimum(b, e)) for (a, b), (c, e) in
+                      zip(bounds, [k[x] for k in known])] for x, bounds in enumerate((mine, own)))
     prior = [(np.concatenate([fl, np.nextafter(gl - fh, -np.inf)], 1),  # (D = z' - z: only
               np.concatenate([fh, np.nextafter(gh - fl, np.inf)], 1))  # those of either sign
              for (fl, fh), (gl, gh) in zip(mine, own)]                 # are bounded again)
 
     def relax(bounder, k, zlo, zhi):
         n = zlo.shape[1] // 2
-        lf, uf, (gl, gh) = zlo[:, :n], zhi[:, :n], own[k]
+        (lf, uf), (gl, gh) = mine[k], own[k]
+        lf, uf = np.maximum(zlo[:, :n], lf), np.minimum(zhi[:, :n], uf)
         ld = np.maximum(zlo[:, n:], np.nextafter(gl - uf, -np.inf))
         ud = np.minimum(zhi[:, n:], np.nextafter(gh - lf, np.inf))
         lg = np.maximum(gl, np.nextafter(lf + ld, -np.inf))
@@ -670,13 +698,13 @@ def difference_bounder(f_layers, g_layers, lo, hi) -> Bounder:
                    inexact=True)
 
 
-def difference_margins(f_layers, g_layers, lo, hi, unsafe, lam) -> np.ndarray:
+def difference_margins(f_layers, g_layers, lo, hi, unsafe, lam, known=None) -> np.ndarray:
     """Per disjunct ``C y <= d`` of ``unsafe`` (rows over the outputs ``[f; g]``, entries
     0 and +-1, as :func:`diff_claim` writes them) a lower bound of ``lam . (C y - d)`` over
     each box (``(disjuncts, boxes)``; ``lam``: ``(boxes, rows)``), by
     :func:`difference_bounder`: ``c_f . y + c_g . y' = (c_f + c_g) . y + c_g . (y' - y)``
-    (exact for such entries)."""
-    bounder = difference_bounder(f_layers, g_layers, lo, hi)
+    (exact for such entries); ``known``: as :func:`difference_bounder`'s."""
+    bounder = difference_bounder(f_layers, g_layers, lo, hi, known)
     m, boxes, out, r0 = len(f_layers[-1][1]), np.arange(len(lo)), [], 0
     for C, d in unsafe:
         C = np.atleast_2d(np.asarray(C, float))
@@ -814,7 +842,7 @@ def check_diff_proof(f_file, g_file, certificate, epsilon, lower, upper,
         if any(len(a) != len(b) for a, b in zip(*maps)):
             return None
         f, g = aligned(f, maps[0]), aligned(g, maps[1])
-        return None if f is None or g is None else (f, g)
+        return None if f is None or g is None else (f, g, list(zip(*maps)))
 
     def claim(layers):
         m, n = len(layers[-1][1]) // 2, layers[0][0].shape[1]

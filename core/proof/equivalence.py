@@ -37,7 +37,8 @@ def write_diff_proof(f, g, lower, upper, epsilon: float, path, *, outputs=None,
         maps = align(fl, gl)[2]
         extra = {f"pair_{x}{k}": np.asarray(m, np.int64) for k, ms in enumerate(maps)
                  for x, m in zip("fg", ms)}
-        pair = (aligned(fl, [m for m, _ in maps]), aligned(gl, [m for _, m in maps]))
+        pair = (aligned(fl, [m for m, _ in maps]), aligned(gl, [m for _, m in maps]),
+                [tuple(np.asarray(m, np.int64) for m in ms) for ms in maps])
     claim = diff_claim(f.n_outputs, np.asarray(lower, float), np.asarray(upper, float),
                        epsilon, outputs)
     return write_box_claim(layers, claim, CLAIM, path, seconds=seconds, solver=solver,

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from polytrav.proof.check import BOUND, OPEN, PHASE, Bounder
+from polytrav.proof.check import (BOUND, DIFF, OPEN, PHASE, Bounder, difference_margins,
+                                  matched_bounds)
 from polytrav.vocabulary.results import Status
 
 __all__ = ["PhaseTree", "prove_box", "MAX_NODES"]
@@ -67,17 +68,22 @@ class _Node:
     sigma: np.ndarray  # the phases on the way: +1 z >= 0, -1 z <= 0, 0 free
     cons: list  # (neuron, its layer, sign, a, c): sign (a x + c) >= 0
     prior: list | None  # the parent's bounds
+    partner: tuple | None = None  # (layer, neuron): the other network's neuron matched to the
+    # one split last (diff's pair), split next while of either sign
 
 
 def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
-              deadline: float | None = None, prior=None) -> PhaseTree | None:
+              deadline: float | None = None, prior=None, pair=None) -> PhaseTree | None:
     """A tree of phase splits proving that no point of the box ``[lo, hi]`` meets the unsafe
     set ``unsafe`` (``(C, d)`` pairs as the property writes them). A node it has not proven
     when the tree reaches ``max_nodes`` nodes (default :data:`MAX_NODES`) or the time
     ``deadline`` (:func:`time.perf_counter`), or that it cannot prove with every phase fixed,
     is an ``OPEN`` leaf (no evidence); None if no leaf is proven. ``lp``: an LP backend (or
     session) reporting duals. ``prior``: the bounds the checker finds on the box's parent
-    in the input split's tree (:class:`Bounder`'s ``prior``), if it has one."""
+    in the input split's tree (:class:`Bounder`'s ``prior``), if it has one. ``pair``: the
+    two networks' matched layers and matching (``diff``'s claim, ``layers`` their joint
+    network): a node below a phase split is first tried as a difference-bound leaf, bounded
+    with its bounds on the joint network (format version 4)."""
     max_nodes = MAX_NODES if max_nodes is None else max_nodes
     starts = np.cumsum([0] + [W.shape[0] for W, _ in layers[:-1]])
     tree = PhaseTree()
@@ -90,6 +96,11 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
         node = todo.pop()
         bounder = Bounder(layers, lo[None], hi[None], node.prior, node.sigma[None],
                           _multipliers(node, tree, layers, starts, lo, hi, lp))
+        if pair is not None and node.sigma.any() and _difference_proves(bounder, pair, unsafe,
+                                                                        lo, hi):
+            tree.kind[node.index] = DIFF
+            tree.lam[node.index] = np.ones(sum(np.atleast_2d(C).shape[0] for C, _ in unsafe))
+            continue
         lam, beta, worst, gap = _leaf(bounder, node, unsafe, lo, hi, lp, starts)
         alpha = []
         if lam is None and (ASCENT_FLOOR is None or gap is None or gap > -ASCENT_FLOOR):
@@ -99,12 +110,16 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
             tree.beta.extend((node.index, row, on, v) for row, on, v in beta)
             tree.alpha.extend((node.index, row, on, v) for row, on, v in alpha)
             continue
-        split = _split(bounder, worst)
+        split = node.partner
+        if split is None or not (bounder.bounds[split[0]][0][0, split[1]] < 0
+                                 < bounder.bounds[split[0]][1][0, split[1]]):
+            split = _split(bounder, worst)
         if split is None:  # every phase fixed and still not proven: a claim without evidence
             tree.kind[node.index] = OPEN
             continue
         k, j = split
         a, c = _affine_of(bounder, k, j)
+        partner = None if pair is None or split == node.partner else _partner(pair, k, j)
         tree.kind[node.index], tree.dim[node.index] = PHASE, starts[k] + j
         for side, sign in ((tree.left, -1), (tree.right, 1)):
             child = tree.add()
@@ -112,8 +127,27 @@ def prove_box(layers, lo, hi, unsafe, lp, max_nodes: int | None = None,
             sigma = node.sigma.copy()
             sigma[starts[k] + j] = sign
             todo.append(_Node(child, sigma, node.cons + [(starts[k] + j, k, sign, a, c)],
-                              [(zl.copy(), zh.copy()) for zl, zh in bounder.bounds]))
+                              [(zl.copy(), zh.copy()) for zl, zh in bounder.bounds], partner))
     return tree if (np.asarray(tree.kind) != OPEN).any() else None
+
+
+def _partner(pair, k, j):
+    """``(k, neuron)``: the joint network's neuron of the other network matched to neuron
+    ``j`` of hidden layer ``k`` (``f``'s first, then ``g``'s), None if a zero neuron."""
+    mf, mg = pair[2][k]
+    n = int((mf >= 0).sum())
+    mine, other, at = (mf, mg, n) if j < n else (mg, mf, 0)
+    p = np.flatnonzero(mine == (j if j < n else j - n))
+    return (k, at + int(other[p[0]])) if len(p) and other[p[0]] >= 0 else None
+
+
+def _difference_proves(bounder, pair, unsafe, lo, hi) -> bool:
+    """Whether the checker's difference bound, with the node's bounds on the joint network
+    (``bounder``), proves every disjunct (``lam`` 1: diff's have one row each)."""
+    lam = np.ones((1, sum(np.atleast_2d(C).shape[0] for C, _ in unsafe)))
+    known = matched_bounds(bounder.bounds, pair[2])
+    return bool((difference_margins(pair[0], pair[1], lo[None], hi[None], unsafe, lam,
+                                    known) > 0).all())
 
 
 def _rows(cons, below: int):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import zipfile
 from pathlib import Path
 
@@ -77,13 +78,19 @@ def ascend_multipliers(L: np.ndarray, g: np.ndarray, steps: int = ASCENT_STEPS,
     return best, value
 
 
+def past(deadline: float | None) -> bool:
+    """Whether the time :func:`time.perf_counter` reads is past ``deadline`` (None: never)."""
+    return deadline is not None and time.perf_counter() > deadline
+
+
 class CaseRecord:
     """One case's tree, as the input split builds it: nodes by the split's box ids (the
     root is 0), each a split ``(dim, at, left, right)`` or a leaf's multipliers."""
 
     def __init__(self, lower, upper, unsafe, pair=None):
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
-        self.pair = pair  # (f's layers, g's): boxes bounded as a pair may be difference leaves
+        self.pair = pair  # (f's layers, g's, matching: check.matched_bounds): boxes bounded as
+        # a pair, and nodes of phase trees, may be difference leaves
         self.by_pair: list[int] = []  # boxes the split proved as a pair, not yet certified
         self.kinds: dict[int, int] = {}  # a leaf's kind where not BOUND
         self.difference = False  # whether the split bounded the boxes as a pair
@@ -225,12 +232,14 @@ class CaseRecord:
         return {"nodes": len(kind), "certified": int(((kind == BOUND) | (kind == DIFF)).sum()),
                 "uncertified": int(((kind == OPEN) | (kind == SETTLED)).sum())}
 
-    def certify_pair(self, layers) -> None:
+    def certify_pair(self, layers, deadline: float | None = None) -> None:
         """The boxes the split proved as a pair of networks, each a leaf the checker proves:
         a difference-bound leaf (:func:`~polytrav.proof.check.difference_margins`), else a
         bound leaf on the joint network ``layers``; a box neither proves is halved (its
         widest side, relative to the case's box), at most :data:`PAIR_HALVINGS` times, and
-        what is left then goes to a phase tree (:meth:`certify_rest`)."""
+        what is left then goes to a phase tree (:meth:`certify_rest`). Past the ``deadline``
+        (:func:`time.perf_counter`, checked between chunks of boxes) the boxes not yet
+        proven stay leaves without a certificate."""
         if not self.by_pair:
             return
         self.unproven()  # every node's box
@@ -241,8 +250,8 @@ class CaseRecord:
                                                                                 right)])
         width = np.where(self.upper > self.lower, self.upper - self.lower, np.inf)
         for halvings in range(PAIR_HALVINGS + 1):
-            rest, todo = self._prove(layers, todo), []
-            for i, lo, hi in rest if halvings < PAIR_HALVINGS else ():
+            rest, todo = self._prove(layers, todo, deadline), []
+            for i, lo, hi in rest if halvings < PAIR_HALVINGS and not past(deadline) else ():
                 j = int(np.argmax((hi - lo) / width))
                 mid = (lo[j] + hi[j]) / 2
                 if lo[j] < mid < hi[j]:
@@ -251,17 +260,20 @@ class CaseRecord:
                              (fresh + 1, np.where(np.arange(len(lo)) == j, mid, lo), hi)]
                     fresh += 2
 
-    def _prove(self, layers, boxes) -> list:
+    def _prove(self, layers, boxes, deadline=None) -> list:
         """Leaves for the ``boxes`` (``(id, lo, hi)``) that the checker's difference bound
-        or joint bound proves; returns the others."""
+        or joint bound proves, until the ``deadline``; returns the others."""
         rest = []
         lam = np.ones(len(self.d))  # (diff's disjuncts: one row each)
         for at in range(0, len(boxes), CHUNK):
+            if past(deadline):  # the rest stay leaves without a certificate
+                break
             part = boxes[at:at + CHUNK]
             ids = [i for i, *_ in part]
             lo, hi = np.array([b[1] for b in part]), np.array([b[2] for b in part])
             many = np.broadcast_to(lam, (len(part), len(lam)))
-            proven = (difference_margins(*self.pair, lo, hi, self.unsafe, many) > 0).all(axis=0)
+            proven = (difference_margins(self.pair[0], self.pair[1], lo, hi, self.unsafe,
+                                         many) > 0).all(axis=0)
             joint = np.zeros(len(part), bool)
             if not proven.all():
                 left = np.flatnonzero(~proven)
@@ -287,9 +299,11 @@ class CaseRecord:
 
         if not (self.used or box_region):
             return
-        self.certify_pair(layers)
+        self.certify_pair(layers, deadline)
         unproven = self.unproven()
         for node, (lo, hi, path) in unproven.items():
+            if past(deadline):  # (the others stay leaves without a certificate)
+                break
             for at, inner in enumerate(path):  # the boxes' bounds as the checker finds them
                 if inner not in self.bounds:  # (each node's on its parent's), once each
                     box = self.boxes[inner]
@@ -297,7 +311,8 @@ class CaseRecord:
                                                  self.bounds[path[at - 1]] if at else None
                                                  ).bounds
             prior = self.bounds.get(path[-1]) if path else None
-            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline, prior=prior)
+            tree = prove_box(layers, lo, hi, self.unsafe, lp, deadline=deadline, prior=prior,
+                             pair=self.pair)
             if tree is not None:
                 self.subtrees[node] = tree
 
@@ -316,8 +331,6 @@ class ProofRecorder:
     def certify_rest(self, lp, seconds: float | None = None) -> None:
         """Phase trees for every box without a certificate (:meth:`CaseRecord.certify_rest`),
         within ``seconds`` if given; ``lp``: an LP backend reporting duals."""
-        import time
-
         layers = [(np.asarray(W, float), np.asarray(b, float))
                   for W, b in zip(self.network.weights, self.network.biases)]
         deadline = None if seconds is None else time.perf_counter() + seconds

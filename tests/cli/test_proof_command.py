@@ -152,6 +152,30 @@ def test_diff_writes_a_certificate_of_its_epsilon_verdict(pair_folder):
     assert swapped.returncode == 1 and swapped.stdout.startswith("invalid: step 2"), swapped
 
 
+def test_diff_proof_seconds_bounds_the_certificate_cut_short_it_checks_incomplete(pair_folder):
+    """``--proof-seconds``: a budget no computation fits in leaves every box without evidence
+    (the checker answers incomplete, exit 2, never valid); a generous one gives a certificate
+    that checks valid; without ``--proof`` the option is refused in one line."""
+    box = ["--lower", "-1", "--upper", "1"]
+    check = ["--epsilon", "0.2", *box]
+    for seconds, name, answer, code in (("1e-9", "cut.proof", "incomplete: step ", 2),
+                                        ("600", "whole.proof", "valid\n", 0)):
+        out = run(pair_folder, "polytrav", "diff", "f.onnx", "g.onnx", *check, "--verdict-only",
+                  "--proof", name, "--proof-seconds", seconds)
+        assert out.returncode == 0 and "epsilon 0.2: holds" in out.stdout, out.stderr
+        line = out.stdout.splitlines()[-1]
+        assert line.startswith(f"proof: wrote {name} (") and (
+            "without one (its budget ran out; the checker answers incomplete)" in line) == (
+            code == 2), line
+        got = run(pair_folder, "polytrav", "check-proof", "f.onnx", "g.onnx", name, *check)
+        assert got.returncode == code and got.stdout.startswith(answer), got
+    out = run(pair_folder, "polytrav", "diff", "f.onnx", "g.onnx", *check, "--proof-seconds",
+              "5")
+    assert out.returncode == 4 and out.stderr.strip().splitlines() == [
+        "polytrav: error: --proof-seconds S is the budget of --proof FILE's certificate: give "
+        "--proof FILE"]
+
+
 def test_diff_writes_no_certificate_of_a_violation_and_says_so(pair_folder):
     out = run(pair_folder, "polytrav", "diff", "f.onnx", "g.onnx", "--lower", "-1", "--upper",
               "1", "--epsilon", "0.01", "--verdict-only", "--proof", "v.proof")

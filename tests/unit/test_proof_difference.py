@@ -146,7 +146,7 @@ def test_diffs_split_is_certified_by_difference_leaves(tight, tmp_path):
     folder, f, g, top, eps, written = tight
     header, arrays = read_certificate(folder / "d.proof")
     kind = arrays["case0_kind"]
-    assert header["version"] == 3 and (kind == DIFF).sum() > 0 and written["uncertified"] == 0
+    assert header["version"] == 4 and (kind == DIFF).sum() > 0 and written["uncertified"] == 0
     assert _check(folder, folder / "d.proof", eps) == "valid"
     joint = write_box_claim(joint_layers(_layers(f), _layers(g)),
                             diff_claim(2, LOWER, UPPER, eps), "epsilon-equivalence",

@@ -48,6 +48,9 @@ DIFF_EXPORTS = (".json", ".csv", ".parquet")
               help="With --epsilon: where the verdict holds, write a certificate to this file "
                    "(polytrav check-proof F G FILE --epsilon E --lower L --upper U checks it; "
                    "docs/proofs.md).")
+@click.option("--proof-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --proof: seconds for the certificate (default 4 times the diff's, at "
+                   "least 10); what it leaves unproven checks incomplete.")
 @click.option("--rows", "rows_path", type=click.Path(dir_okay=False), default=None,
               help="Also list the rows of this CSV file whose decision changes (forward "
                    "passes); without a box, only that.")
@@ -55,8 +58,8 @@ DIFF_EXPORTS = (".json", ".csv", ".parquet")
 @click.option("--drop", multiple=True, metavar="COLUMN",
               help="A --rows CSV column that is not an input (a label); repeat or comma-separate.")
 def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs, no_decisions,
-         timeout, max_polytopes, solver, plot, dims, export_path, as_json, proof, rows_path,
-         index_col, drop) -> None:
+         timeout, max_polytopes, solver, plot, dims, export_path, as_json, proof, proof_seconds,
+         rows_path, index_col, drop) -> None:
     """Compare two models F and G (.onnx, .nnet, .skops) over a box, exactly.
 
     Prints the largest |g - f| per output with a witness, whether any decision changes
@@ -91,6 +94,8 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
         outputs = ",".join(map(str, pair.outputs)) if outputs is None else outputs
     if verdict_only and epsilon is None:
         fail("--verdict-only needs --epsilon E (the epsilon of the verdict)")
+    if proof_seconds is not None and proof is None:
+        fail("--proof-seconds S is the budget of --proof FILE's certificate: give --proof FILE")
     if proof is not None:
         from polytrav.interface.export import check_writable
 
@@ -140,7 +145,7 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     finally:
         bar.close()
     written = None if proof is None or res.verdict is not Verdict.HOLDS else _write_proof(
-        f, g, region, epsilon, outs, res.time, proof, solver)
+        f, g, region, epsilon, outs, res.time, proof, solver, proof_seconds)
     if written is not None:
         written["check"] = _check_command(region, epsilon, outs, proof)
     if as_json:
@@ -170,15 +175,18 @@ def diff(f_model, g_model, lower, upper, vnnlib, epsilon, verdict_only, outputs,
     sys.exit(EXIT_HOLDS)
 
 
-def _write_proof(f, g, region, epsilon, outputs, seconds, path, solver) -> dict:
-    """The certificate of a HOLDS, within :data:`~polytrav.proof.record.REST_TIME_FACTOR`
-    times the diff's ``seconds`` (at least :data:`~polytrav.proof.record.REST_MIN_SECONDS`)."""
+def _write_proof(f, g, region, epsilon, outputs, seconds, path, solver, budget=None) -> dict:
+    """The certificate of a HOLDS, within ``budget`` seconds (``--proof-seconds``; default
+    :data:`~polytrav.proof.record.REST_TIME_FACTOR` times the diff's ``seconds``, at least
+    :data:`~polytrav.proof.record.REST_MIN_SECONDS`)."""
     from polytrav.proof.equivalence import write_diff_proof
     from polytrav.proof.record import REST_MIN_SECONDS, REST_TIME_FACTOR
 
     lower, upper = region.bounding_box()
+    if budget is None:
+        budget = max(REST_MIN_SECONDS, REST_TIME_FACTOR * seconds)
     return write_diff_proof(f, g, lower, upper, epsilon, path, outputs=outputs, solver=solver,
-                            seconds=max(REST_MIN_SECONDS, REST_TIME_FACTOR * seconds))
+                            seconds=budget)
 
 
 def _proof_line(res, written, path) -> str:
