@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,16 @@ def data_dir() -> Path:
     if not DATA_DIR.is_dir():
         pytest.skip(f"shared data folder {DATA_DIR} is absent (clone shared/ next to the repo)")
     return DATA_DIR
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt here, as in a Python program: a test worker of
+    pytest-xdist, or a test run started in the background (``cmd &`` in a script), may have
+    inherited SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

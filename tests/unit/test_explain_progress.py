@@ -16,6 +16,7 @@ from reference import random_net
 from polytrav import ConfigError, explain
 from polytrav.host.explanation import NOT_EXPLAINED
 
+pytestmark = pytest.mark.usefixtures("ctrl_c_raises")  # whatever SIGINT handler was inherited
 LO, HI = -1.0, 1.0
 SPECS = [("counterfactual", {"norm": 1}), "local_model"]
 

@@ -128,6 +128,7 @@ def test_the_report_renders_in_chromium_without_errors(tmp_path):
             shutil.copyfile(tmp_path / name, DOCS_IMAGES / f"explain-{name}")
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_a_partial_report_says_so_first_in_chromium(tmp_path):
     path = _report(tmp_path, stop_after=5)
     with Chromium(timeout=120) as browser:

@@ -251,15 +251,6 @@ class CtrlCWhileFinishing(Analysis):
         return AnalysisResult(self.label, None, self.n_polytopes, exact=self.exact(context))
 
 
-@pytest.fixture
-def ctrl_c_raises():
-    """Ctrl-C raises KeyboardInterrupt here, as in a Python program (a test worker of
-    pytest-xdist may ignore it)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 def test_a_ctrl_c_while_the_answer_is_made_keeps_it_when_a_report_is_asked(net, ctrl_c_raises):
     """The traversal had ended: the Ctrl-C asks for the report being made, whole (it lost
     the answer: "interrupted before the command finished")."""
