@@ -33,6 +33,25 @@ def write_certificate(path, header: dict, arrays: dict):
     return path
 
 
+def perturbed_pair(folder, lower, upper, seed: int = 11, scale: float = 0.02):
+    """``f`` (2-8-8-2, random) and ``g`` (its weights and biases moved by ``scale``) saved as
+    ``folder/f.onnx`` and ``folder/g.onnx``, read back; with their largest ``|g_j - f_j|``
+    over the box (exact: ``polytrav.diff``). Returns ``(f, g, top)``."""
+    import polytrav
+    from ctrl_c import save_mlp_onnx
+    from polytrav import Network
+    from polytrav.testing.reference import random_net
+
+    f0 = random_net(seed, 2, [8, 8], n_out=2)
+    rng = np.random.default_rng(seed)
+    save_mlp_onnx(f0.weights, f0.biases, folder / "f.onnx")
+    save_mlp_onnx([W * (1 + rng.normal(size=W.shape) * scale) for W in f0.weights],
+                  [b * (1 + rng.normal(size=b.shape) * scale) for b in f0.biases],
+                  folder / "g.onnx")
+    f, g = (Network.from_onnx(folder / name) for name in ("f.onnx", "g.onnx"))
+    return f, g, polytrav.diff(f, g, polytrav.Box(lower, upper)).max_abs
+
+
 def diff_claim_header(folder, header: dict, eps: float, lower, upper, g: str = "g.onnx") -> dict:
     """``header`` with the checker's own digests of the ε-equivalence claim ``eps`` over the
     box on ``folder/f.onnx`` and ``folder/g``: a mutant then fails only by its numbers."""

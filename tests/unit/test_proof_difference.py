@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from certificates import (
     diff_claim_header,
+    perturbed_pair,
     random_mutant,
     read_certificate,
     write_certificate,
@@ -123,14 +124,7 @@ def tight(tmp_path_factory):
     """``f`` (2-8-8-2) and ``g`` (weights moved by 2 %) as ONNX files, ε 5 % above their
     largest ``|g_j - f_j|`` on ``[-1, 1]^2`` (exact: ``polytrav.diff``) and a certificate."""
     folder = tmp_path_factory.mktemp("proof_difference")
-    f0 = random_net(11, 2, [8, 8], n_out=2)
-    rng = np.random.default_rng(11)
-    save_mlp_onnx(f0.weights, f0.biases, folder / "f.onnx")
-    save_mlp_onnx([W * (1 + rng.normal(size=W.shape) * 0.02) for W in f0.weights],
-                  [b * (1 + rng.normal(size=b.shape) * 0.02) for b in f0.biases],
-                  folder / "g.onnx")
-    f, g = (Network.from_onnx(folder / name) for name in ("f.onnx", "g.onnx"))
-    top = polytrav.diff(f, g, polytrav.Box(LOWER, UPPER)).max_abs
+    f, g, top = perturbed_pair(folder, LOWER, UPPER)
     eps = 1.05 * top
     written = write_diff_proof(f, g, LOWER, UPPER, eps, folder / "d.proof")
     return folder, f, g, top, eps, written

@@ -15,11 +15,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from certificates import diff_claim_header, random_mutant, read_certificate, write_certificate
-from ctrl_c import save_mlp_onnx
+from certificates import (diff_claim_header, perturbed_pair, random_mutant, read_certificate,
+                          write_certificate)
 
-import polytrav
-from polytrav import Network
 from polytrav.bounds import settle
 from polytrav.proof import phases
 from polytrav.proof.check import (
@@ -34,7 +32,6 @@ from polytrav.proof.check import (
     matched_bounds,
 )
 from polytrav.proof.equivalence import write_diff_proof
-from polytrav.testing.reference import random_net
 
 LOWER, UPPER = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
 
@@ -45,14 +42,7 @@ def trees(tmp_path_factory):
     ``|g_j - f_j|`` on the box, and the certificates of the box as one phase tree (the input
     split off): with difference leaves (``d.proof``) and without (``j.proof``)."""
     folder = tmp_path_factory.mktemp("proof_phase_difference")
-    f0 = random_net(11, 2, [8, 8], n_out=2)
-    rng = np.random.default_rng(11)
-    save_mlp_onnx(f0.weights, f0.biases, folder / "f.onnx")
-    save_mlp_onnx([W * (1 + rng.normal(size=W.shape) * 0.02) for W in f0.weights],
-                  [b * (1 + rng.normal(size=b.shape) * 0.02) for b in f0.biases],
-                  folder / "g.onnx")
-    f, g = (Network.from_onnx(folder / name) for name in ("f.onnx", "g.onnx"))
-    top = polytrav.diff(f, g, polytrav.Box(LOWER, UPPER)).max_abs
+    f, g, top = perturbed_pair(folder, LOWER, UPPER)
     eps = 1.05 * top
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(settle, "DIFF_POLICY",
