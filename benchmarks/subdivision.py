@@ -81,6 +81,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from harness import DATA, THREADS, Run, acas_onnx, case, parser, pin  # noqa: E402
+os.environ.update({k: v for k, v in THREADS.items() if k not in os.environ})  # NumPy not loaded yet:
+# one BLAS thread in this process too, as in the children and the pool's workers (the protocol)
 
 BUNNIES = ["2,2x50,relu,bunny", "2,2x100,relu,bunny", "2,4x32,relu,bunny",
            "3,3x16,relu,bunny", "3,8x32,relu,bunny"]

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from polytrav.vocabulary.errors import CheckpointError, ConfigError, PolytravError
+from polytrav.vocabulary.threads import user_chose_threads
 from polytrav.host.runner import pieces
 from polytrav.host.stats import merge_traversal_stats, report_stats
 from polytrav.solve.backend import SolveTally
@@ -77,7 +78,8 @@ def get_executor(workers: int | None = None, scheduler: str | None = None) -> Ex
 
 
 def process_pool(workers: int) -> Executor:
-    """A pool of ``workers`` local processes forked from a server that imported polytrav."""
+    """A pool of ``workers`` local processes forked from a server that imported polytrav, each
+    on one BLAS thread unless the user chose a count (:mod:`polytrav.vocabulary.threads`)."""
     if not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be a positive integer, got {workers!r}")
     import multiprocessing as mp
@@ -87,12 +89,22 @@ def process_pool(workers: int) -> Executor:
         """A process pool that says how many workers it has (:func:`n_workers`)."""
 
         def __init__(self, workers: int, mp_context):
-            super().__init__(max_workers=workers, mp_context=mp_context)
+            super().__init__(max_workers=workers, mp_context=mp_context,
+                             initializer=_one_blas_thread)
             self.workers = workers
 
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["polytrav", "polytrav.parallel"])
     return Pool(workers, ctx)
+
+
+def _one_blas_thread() -> None:
+    """In a pool worker: one BLAS thread, where the user chose no thread count (Dask's
+    workers get the same from Dask itself)."""
+    if not user_chose_threads():
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
 
 
 class _DaskExecutor(Executor):

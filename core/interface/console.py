@@ -55,16 +55,12 @@ if os.path.basename(sys.argv[0]) in STARTING:  # started as a console script: fr
     except KeyboardInterrupt:  # a Ctrl-C while the handler was being put in place: as ours
         _while_starting(signal.SIGINT, None)
 
-#: The numeric libraries' thread counts a command sets, where the user set none, before NumPy
-#: loads: one thread per process. polytrav's matrices are small (50-300 wide: the ACAS Xu
-#: and MNIST networks) and its parallel runs use processes; on 2 cores a second BLAS thread
-#: added 45 % CPU to `verify` on ACAS Xu 1_1 prop 3 and 15 % on an mnistfc 256x2 instance
-#: for the same wall time, and under load it halved the input split's boxes per second.
-THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+from polytrav.vocabulary.threads import THREAD_VARIABLES, user_chose_threads  # noqa: E402
 
 
 def _one_thread() -> None:
-    if not any(name in os.environ for name in THREAD_VARIABLES):
+    """A command sets one thread per process before NumPy loads (vocabulary.threads says why)."""
+    if not user_chose_threads():
         for name in THREAD_VARIABLES:
             os.environ[name] = "1"
 
