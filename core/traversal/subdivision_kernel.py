@@ -227,8 +227,9 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
             stop[0], stop[1] = i, k0
             break
         lo, hi = vstart[i], vstart[i + 1]
-        bX = grow2(bX, hi - lo)
-        bA = grow2(bA, hi - lo)
+        if hi - lo > bX.shape[0]:
+            bX = grow2(bX, hi - lo)
+            bA = grow2(bA, hi - lo)
         for r in range(hi - lo):
             for j in range(d):
                 bX[r, j] = X[lo + r, j]
@@ -252,7 +253,6 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     bB[s, k] = side[i, k]
                 continue
             c = off[i, k]
-            g = G[i, k]  # indexed by j alone below (k's sign is not known to the compiler)
             nm = norms[i, k]
             word = (hyper0 + k) // 64
             bit = np.uint64(1) << np.uint64((hyper0 + k) % 64)
@@ -264,19 +264,20 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 m = hi - lo
                 zc = c
                 for j in range(d):
-                    zc += bC[s, j] * g[j]
+                    zc += bC[s, j] * G[i, k, j]
                 spread = nm * bR[s]
                 if abs(zc) > spread + same_tol * (1.0 + spread + abs(c)):
                     bB[s, k] = zc >= 0.0
                     continue
                 top, bottom = 0.0, 0.0
-                dist = grow1(dist, m)
-                sgn = grow1(sgn, m)
-                deg = grow1(deg, m)
+                if m > dist.shape[0]:  # scratch grown geometrically (no call per cut)
+                    dist = np.empty(2 * m)
+                    sgn = np.empty(2 * m, np.int8)
+                    deg = np.empty(2 * m, np.int64)
                 for r in range(m):
                     t = 0.0
                     for j in range(d):
-                        t += bX[lo + r, j] * g[j]
+                        t += bX[lo + r, j] * G[i, k, j]
                     t = (t + c) / nm
                     dist[r] = t
                     if abs(t) <= snap:
@@ -297,15 +298,29 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     bB[s, k] = top > 0.0
                     continue
                 # the new vertices: one on each edge the hyperplane crosses
-                nz = 0
+                nz, n_pos = 0, 0
                 for r in range(m):
                     if sgn[r] == 0:
                         nz += 1
+                    elif sgn[r] > 0:
+                        n_pos += 1
                     deg[r] = 0
                     for w in range(words):
                         deg[r] += popcount(bA[lo + r, w])
-                P, Q, hkey, hval, npairs = crossing_pairs(bA[lo:hi], sgn, deg, d, P, Q, hkey,
-                                                          hval)
+                npairs = n_pos * (m - nz - n_pos)
+                if npairs < HASH_MIN_PAIRS:  # few: every pair, as crossing_pairs (no call)
+                    if npairs > P.shape[0]:
+                        P, Q = np.empty(2 * npairs, np.int64), np.empty(2 * npairs, np.int64)
+                    npairs = 0
+                    for p in range(m):
+                        if sgn[p] > 0:
+                            for q in range(m):
+                                if sgn[q] < 0:
+                                    P[npairs], Q[npairs] = p, q
+                                    npairs += 1
+                else:
+                    P, Q, hkey, hval, npairs = crossing_pairs(bA[lo:hi], sgn, deg, d, P, Q,
+                                                              hkey, hval)
                 ne = 0
                 for e in range(npairs):
                     p, q = P[e], Q[e]
@@ -327,8 +342,9 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                                 hold += 1
                         if hold != 2:
                             continue
-                    nX = grow2(nX, ne + 1)
-                    nA = grow2(nA, ne + 1)
+                    if ne == nX.shape[0]:
+                        nX = grow2(nX, ne + 1)
+                        nA = grow2(nA, ne + 1)
                     t = dist[p] / (dist[p] - dist[q])
                     for j in range(d):
                         nX[ne, j] = bX[lo + p, j] + t * (bX[lo + q, j] - bX[lo + p, j])
@@ -351,13 +367,15 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     continue
                 # the "off" child (the vertices on or below, then the new ones) takes the
                 # piece's place; the "on" child (above, then on, then the new) is appended
-                bX = grow2(bX, nb + 2 * (m + ne))
-                bA = grow2(bA, nb + 2 * (m + ne))
-                bS = grow1(bS, ns + 1)
-                bE = grow1(bE, ns + 1)
-                bR = grow1(bR, ns + 1)
-                bC = grow2(bC, ns + 1)
-                bB = grow2(bB, ns + 1)
+                if nb + 2 * (m + ne) > bX.shape[0]:
+                    bX = grow2(bX, nb + 2 * (m + ne))
+                    bA = grow2(bA, nb + 2 * (m + ne))
+                if ns + 1 > bS.shape[0]:
+                    bS = grow1(bS, ns + 1)
+                    bE = grow1(bE, ns + 1)
+                    bR = grow1(bR, ns + 1)
+                    bC = grow2(bC, ns + 1)
+                    bB = grow2(bB, ns + 1)
                 for child in range(2):
                     if (child == 0 and not keep_off) or (child == 1 and not keep_on):
                         continue
@@ -392,13 +410,15 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     recentre(bX, nb, e, bC, bR, t_)
                     nb = e
         # the cell's pieces after the layer
-        o_parent = grow1(o_parent, nc + ns)
-        o_end = grow1(o_end, nc + ns)
-        o_reach = grow1(o_reach, nc + ns)
-        o_bits = grow2(o_bits, nc + ns)
-        o_centre = grow2(o_centre, nc + ns)
-        o_X = grow2(o_X, nv + nb)
-        o_act = grow2(o_act, nv + nb)
+        if nc + ns > o_parent.shape[0]:
+            o_parent = grow1(o_parent, nc + ns)
+            o_end = grow1(o_end, nc + ns)
+            o_reach = grow1(o_reach, nc + ns)
+            o_bits = grow2(o_bits, nc + ns)
+            o_centre = grow2(o_centre, nc + ns)
+        if nv + nb > o_X.shape[0]:
+            o_X = grow2(o_X, nv + nb)
+            o_act = grow2(o_act, nv + nb)
         for s in range(ns):
             if bS[s] < 0:
                 continue
