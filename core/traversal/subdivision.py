@@ -496,7 +496,7 @@ class _Batch:
             hi = min(c.n, lo + KERNEL_CHUNK)
             a, b = vstart[lo], vstart[hi]
             with compiled_calls():
-                parent, bits, centre, reach, end, Xo, acto, tally, err, at = kernel.cut_layer(
+                parent, bits, centre, reach, cell, Xo, acto, tally, err, at = kernel.cut_layer(
                     X[a:b], act[a:b], vstart[lo: hi + 1] - a, c.centre[lo:hi], c.reach[lo:hi],
                     G[lo:hi], off[lo:hi], norms[lo:hi], near[lo:hi], side[lo:hi], hyper0,
                     SNAP_TOL, RADIUS_TOL, SAME_VALUE_TOL, bits0[lo:hi], k0,
@@ -509,18 +509,20 @@ class _Batch:
             if err[0] == 2:
                 raise Undecided(f"a cut by hyperplane {int(err[1])} has fewer than {self.d} "
                                 "vertices on its section")
-            out.append((parent + lo, bits, centre, reach, np.diff(end, prepend=0), Xo, acto))
+            if out:  # cells numbered after the chunks before
+                parent, cell = parent + lo, cell + sum(o[0].size for o in out)
+            out.append((parent, bits, centre, reach, cell, Xo, acto))
             held += Xo.shape[0]
             if at[0] < hi - lo:  # stopped: more than `budget` rows held
                 stop = (lo + int(at[0]), int(at[1]))
                 break
-        parent, bits, centre, reach, count, Xo, acto = (
+        parent, bits, centre, reach, cell, Xo, acto = (
             out[0] if len(out) == 1 else (np.concatenate(col) for col in zip(*out)))
         code = np.take(c.code, parent, axis=0)
         code[:, lo_bit:hi_bit] = bits
         done = _Batch(self.L, self.tally, _Store(code=code, centre=centre, reach=reach,
                                                  anc=np.take(c.anc, parent, axis=0)),
-                      _Store(X=Xo, cell=np.repeat(np.arange(parent.size), count), act=acto),
+                      _Store(X=Xo, cell=cell, act=acto),
                       list(self.inverse), self.opened, self.G, self.off)
         done.norms, done.near, done.side = self.norms, self.near, self.side
         i, k = stop
@@ -829,11 +831,12 @@ class _Batch:
         """Each centre's distance to its cell's nearest hyperplane: the region's rows and
         every neuron's, on the side the code gives (the pre-activations by a forward pass
         through the code-masked layers: the cell's own maps, up to rounding)."""
-        cells, fr, d = self.c, self.L.frame, self.d
+        cells, fr = self.c, self.L.frame
         u = cells.centre
-        A = np.vstack([np.eye(d), -np.eye(d), fr.A_extra])
-        b = np.concatenate([np.ones(2 * d), fr.b_extra])
-        r = np.min((b[None, :] - u @ A.T) / np.linalg.norm(A, axis=1)[None, :], axis=1)
+        r = 1.0 - np.abs(u).max(axis=1, initial=0.0)  # the frame box [-1, 1]^d
+        if fr.A_extra.shape[0]:
+            A = fr.A_extra
+            r = np.minimum(r, np.min((fr.b_extra - u @ A.T) / np.linalg.norm(A, axis=1), axis=1))
         h = u
         kernel = self.L.kernel(0) if _KERNEL else None  # compiled if loaded for the cuts
         for layer in range(len(self.inverse)):  # the layers cut so far

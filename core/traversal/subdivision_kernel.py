@@ -200,9 +200,9 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
     o_bits = np.empty((2 * C + 16, n), np.bool_)
     o_centre = np.empty((2 * C + 16, d))
     o_reach = np.empty(2 * C + 16)
-    o_end = np.empty(2 * C + 16, np.int64)
     o_X = np.empty((2 * X.shape[0] + 16, d))
     o_act = np.empty((2 * X.shape[0] + 16, words), np.uint64)
+    o_cell = np.empty(2 * X.shape[0] + 16, np.int64)
     nc = 0
     nv = 0
     bX = np.empty((256, d))
@@ -293,7 +293,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 if top == 0.0 and bottom == 0.0:
                     err[0], err[1] = 1, hyper0 + k
                     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
-                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err, stop)
+                            o_cell[:nv], o_X[:nv], o_act[:nv], tally, err, stop)
                 if not (top > 0.0 and bottom < 0.0):  # not cut: its side
                     bB[s, k] = top > 0.0
                     continue
@@ -355,7 +355,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 if ne + nz < d:
                     err[0], err[1] = 2, hyper0 + k
                     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
-                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err, stop)
+                            o_cell[:nv], o_X[:nv], o_act[:nv], tally, err, stop)
                 keep_on = top > radius_tol
                 keep_off = -bottom > radius_tol
                 if keep_on and keep_off:
@@ -412,13 +412,13 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
         # the cell's pieces after the layer
         if nc + ns > o_parent.shape[0]:
             o_parent = grow1(o_parent, nc + ns)
-            o_end = grow1(o_end, nc + ns)
             o_reach = grow1(o_reach, nc + ns)
             o_bits = grow2(o_bits, nc + ns)
             o_centre = grow2(o_centre, nc + ns)
         if nv + nb > o_X.shape[0]:
             o_X = grow2(o_X, nv + nb)
             o_act = grow2(o_act, nv + nb)
+            o_cell = grow1(o_cell, nv + nb)
         for s in range(ns):
             if bS[s] < 0:
                 continue
@@ -427,6 +427,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     o_X[nv, j] = bX[r, j]
                 for w in range(words):
                     o_act[nv, w] = bA[r, w]
+                o_cell[nv] = nc
                 nv += 1
             o_parent[nc] = i
             for kk in range(n):
@@ -434,12 +435,11 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
             for j in range(d):
                 o_centre[nc, j] = bC[s, j]
             o_reach[nc] = bR[s]
-            o_end[nc] = nv
             nc += 1
         if k_end < n:
             stop[0], stop[1] = i, k_end
             break
-    return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_end[:nc],
+    return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_cell[:nv],
             o_X[:nv], o_act[:nv], tally, err, stop)
 
 

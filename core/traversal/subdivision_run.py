@@ -217,19 +217,20 @@ class SubdivisionRun(Iterator[Polytope]):
         new = CellPolytope
         clock, now, due = self._clock, time.perf_counter, 0.0
         limit = np.inf if self.max_polytopes is None else self.max_polytopes
-        self._left = len(cells)
+        last = len(cells) - 1
         for i, r in enumerate(cells.radii.tolist()):
-            self._left -= 1
+            self._left = last - i
             if now() >= due:  # the consumer's time counts too, as in the traversal
                 clock.check()
                 left = clock.left()
                 due = now() + (CHECK_EVERY if left is None else min(CHECK_EVERY, left))
             if r > RADIUS_TOL:
-                if st.polytopes >= limit:
+                n = st.polytopes
+                if n >= limit:
                     raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
-                st.polytopes += 1
+                st.polytopes = n + 1
                 p = new()  # four assignments: a Python __init__ would cost as much again
-                p._rows, p._row, p.radius, p.index = rows, i, r, st.polytopes - 1
+                p._rows, p._row, p.radius, p.index = rows, i, r, n
                 yield p
                 continue
             code = rows.code(i)  # thin: the Chebyshev LP decides, as for the traversal
