@@ -98,7 +98,9 @@ class Tally:
     snapped: int = 0  #: vertices taken as on a hyperplane they are within SNAP_TOL of
     thin: int = 0  #: cuts not made because a side was thinner than RADIUS_TOL
     #: the most vertex rows held at once by the batches waiting (a batch is cut on at most
-    #: ``batch * VERTICES_PER_CELL`` rows; waiting ones add up along the depth-first path)
+    #: ``batch * VERTICES_PER_CELL`` rows; waiting ones add up along the depth-first path:
+    #: each hidden layer on it holds its unfinished rest and the pieces of its cut, 0.6-4.1
+    #: times those rows a layer on the nets measured, at most 5 by the tests)
     held: int = field(default=0, compare=False)
 
 

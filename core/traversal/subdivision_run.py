@@ -97,7 +97,9 @@ class SubdivisionRun(Iterator[Polytope]):
     (by their first layer's code). Regions with L1/L2 balls are refused: use
     ``strategy="hierarchical"`` for those. ``batch``: the most cells cut together
     (:data:`~polytrav.traversal.subdivision.BATCH`, and 16 times as many vertex rows, within
-    a layer too; memory grows with it; ``stats.held``: the most vertex rows held).
+    a layer too; memory grows with it; ``stats.held``: the most vertex rows held, those of
+    the batches waiting on the depth-first path too: up to a few times the batch's rows per
+    hidden layer, :attr:`~polytrav.traversal.subdivision.Tally.held`).
     """
 
     def __init__(self, net: Network, region: Region, start=None,
