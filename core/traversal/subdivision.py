@@ -160,9 +160,8 @@ class _Store:
                 grown[: self.n] = col[: self.n]
                 self._cols[name] = col = grown
             col[self.n: need] = cols[name]
-        idx = np.arange(self.n, need)
-        self.n = need
-        return idx
+        first, self.n = self.n, need
+        return np.arange(first, need)
 
     def take(self, rows: np.ndarray) -> _Store:
         """A new store of ``rows``."""
@@ -648,7 +647,8 @@ class _Batch:
             dist = (np.einsum("ij,ij->i", X, np.take(a, i, axis=0)) + c[i]) / norm[i]
             near = np.abs(dist) <= SNAP_TOL  # on the hyperplane
             self.tally.snapped += int(near.sum())
-            sign = np.where(near, 0, np.sign(dist)).astype(np.int8)
+            sign = np.sign(dist).astype(np.int8)
+            sign[near] = 0
             top, bottom = np.zeros(C), np.zeros(C)
             np.maximum.at(top, rc, np.where(near, 0.0, dist))
             np.minimum.at(bottom, rc, np.where(near, 0.0, dist))
@@ -656,8 +656,9 @@ class _Batch:
             if np.any((top[opened] == 0) & (bottom[opened] == 0)):
                 raise Undecided(f"every vertex of a cell lies on hyperplane {hyper}")
             bit[opened] = top[opened] > 0
-            zero = rows[sign == 0]
-            verts.act[zero] = np.take(verts.act, zero, axis=0) | _bits(hyper, self.words)
+            zero = rows[near]
+            if zero.size:
+                verts.act[zero] = np.take(verts.act, zero, axis=0) | _bits(hyper, self.words)
         if code is not None:
             cells.code[:, code] = bit
         if region and not bit[~cut].all():
@@ -674,10 +675,14 @@ class _Batch:
         the largest distance on each side, by cell)."""
         cells, verts = self.c, self.v
         act = np.take(verts.act, rows, axis=0)
-        start = np.flatnonzero(np.r_[True, rc[1:] != rc[:-1]])  # rc is grouped
-        ids, count = rc[start], np.diff(np.r_[start, rc.size])
+        first = np.empty(rc.size, bool)  # rc is grouped: a cell's first row
+        first[0] = True
+        np.not_equal(rc[1:], rc[:-1], out=first[1:])
+        start = np.flatnonzero(first)
+        ids = rc[start]
         S = ids.size
-        slot = np.repeat(np.arange(S), count)  # each row's cell, as 0 .. S-1
+        slot = np.cumsum(first) - 1  # each row's cell, as 0 .. S-1
+        count = np.bincount(slot, minlength=S)
         # candidate edges: each "on" vertex with each "off" vertex of its cell
         pos = np.flatnonzero(sign > 0)
         neg = np.flatnonzero(sign < 0)
