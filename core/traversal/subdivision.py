@@ -650,10 +650,11 @@ class _Batch:
             sign = np.sign(dist).astype(np.int8)
             sign[near] = 0
             top, bottom = np.zeros(C), np.zeros(C)
-            np.maximum.at(top, rc, np.where(near, 0.0, dist))
-            np.minimum.at(bottom, rc, np.where(near, 0.0, dist))
+            off_plane = np.where(near, 0.0, dist)
+            np.maximum.at(top, rc, off_plane)
+            np.minimum.at(bottom, rc, off_plane)
             cut = (top > 0) & (bottom < 0)
-            if np.any((top[opened] == 0) & (bottom[opened] == 0)):
+            if np.any(top[opened] == bottom[opened]):  # both 0 (top >= 0 >= bottom)
                 raise Undecided(f"every vertex of a cell lies on hyperplane {hyper}")
             bit[opened] = top[opened] > 0
             zero = rows[near]
