@@ -219,6 +219,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
     shared = np.empty(words, np.uint64)
     deg = np.empty(64, np.int64)
     P = np.empty(64, np.int64)
+    below = np.empty(64, np.int64)  # a piece's vertices below the hyperplane
     Q = np.empty(64, np.int64)
     hkey = np.empty(64, np.uint64)
     hval = np.empty(64, np.int64)
@@ -309,15 +310,20 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                         deg[r] += popcount(bA[lo + r, w])
                 npairs = n_pos * (m - nz - n_pos)
                 if npairs < HASH_MIN_PAIRS:  # few: every pair, as crossing_pairs (no call)
-                    if npairs > P.shape[0]:
+                    if npairs > P.shape[0] or m > below.shape[0]:
                         P, Q = np.empty(2 * npairs, np.int64), np.empty(2 * npairs, np.int64)
+                        below = np.empty(2 * m, np.int64)
+                    n_neg = 0
+                    for q in range(m):
+                        if sgn[q] < 0:
+                            below[n_neg] = q
+                            n_neg += 1
                     npairs = 0
                     for p in range(m):
                         if sgn[p] > 0:
-                            for q in range(m):
-                                if sgn[q] < 0:
-                                    P[npairs], Q[npairs] = p, q
-                                    npairs += 1
+                            for e in range(n_neg):
+                                P[npairs], Q[npairs] = p, below[e]
+                                npairs += 1
                 else:
                     P, Q, hkey, hval, npairs = crossing_pairs(bA[lo:hi], sgn, deg, d, P, Q,
                                                               hkey, hval)
