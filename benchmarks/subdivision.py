@@ -6,7 +6,11 @@ output so that polytrav's cells are edge subdivision's (it splits along the outp
 too). Both tools run in their own process, pinned to one core (``taskset -c CORE``) with one
 thread (``OMP/OPENBLAS/MKL_NUM_THREADS=1``, ``torch.set_num_threads(1)``); each process makes a
 first call (untimed: warm-up) and a second, timed one, as the issue measured (``--calls 1``:
-the first call is timed, for nets that take minutes). The two tools
+the first call is timed, for nets that take minutes): the *warm* columns. Each process also
+reports its *fresh* first call, the CLI user's case (``fresh_*``: polytrav's stream, edge
+subdivision's call, each the first in its process), and its start-up before it
+(``startup_*``: the interpreter and the tool's imports, edge subdivision's torch included;
+not the net's loading by torch on polytrav's side); ``fresh_total_cpu``: the two summed. The two tools
 alternate which goes first; the quoted times are medians over ``--repeat`` rounds. polytrav
 is timed twice: the engine alone (:func:`polytrav.traversal.subdivision.subdivide`: codes,
 vertices, radii of every cell) and the whole stream of ``Polytope`` objects
@@ -60,11 +64,11 @@ idle cores would give: serial CPU time over the listing's plus the busiest worke
     python benchmarks/subdivision.py bunny --edge-subdivision ../scratch/relu_edge_subdivision \\
         --repeat 5 --out benchmarks/results/subdivision_bunny.json
     python benchmarks/subdivision.py scaling --repeat 3 --out benchmarks/results/subdivision_scaling.json
-    python benchmarks/subdivision.py parts --edge-subdivision ../scratch/relu_edge_subdivision \
+    python benchmarks/subdivision.py parts --edge-subdivision ../scratch/relu_edge_subdivision \\
         --nets 3,8x32,relu,bunny --workers 2 --repeat 1 --out benchmarks/results/subdivision_parts.json
     python benchmarks/subdivision.py profile --edge-subdivision ../scratch/relu_edge_subdivision \\
         --repeat 15 --core 1 --out benchmarks/results/subdivision_profile.json
-    python benchmarks/subdivision.py pictures --repeat 3 --timeout 60 --figures /tmp \
+    python benchmarks/subdivision.py pictures --repeat 3 --timeout 60 --figures /tmp \\
         --out benchmarks/results/subdivision_pictures.json
 """
 from __future__ import annotations
@@ -90,12 +94,14 @@ BUNNIES = ["2,2x50,relu,bunny", "2,2x100,relu,bunny", "2,4x32,relu,bunny",
 #: The child process that runs edge subdivision (its code from the checkout in argv[1]).
 PEER = r'''
 import itertools, json, os, sys, time
+T0 = float(sys.argv[4])  # the parent's perf_counter as it started this process
 peer, name, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, peer)
 import numpy as np, torch
 torch.set_num_threads(1)
 from NN import Net
 from edge_subdivision import skeletal_subdivision
+startup_cpu, startup_s = time.process_time(), time.perf_counter() - T0
 d, rest = name.split(",")[:2]
 depth, width = map(int, rest.split("x"))
 d = int(d)
@@ -106,16 +112,19 @@ def run():
     with torch.no_grad():
         out = skeletal_subdivision(f, bbox=(-0.5, 0.5), device="cpu", verbose=False)
     return time.perf_counter() - t, time.process_time() - c, out
-for _ in range(calls - 1):
+first = run()
+for _ in range(calls - 2):
     run()
-seconds, cpu, (vs, edges, sv) = run()
+seconds, cpu, (vs, edges, sv) = run() if calls > 1 else first
 sv, cells = sv.numpy().astype(np.int8), set()
 for signs in itertools.product((1, -1), repeat=d):
     p = sv.copy(); z = p == 0; k = z.cumsum(1) - 1; ok = z.sum(1) == d
     p[z] = np.array(signs, np.int8)[np.minimum(k[z], d - 1)]
     cells.update(map(bytes, p[ok & (p[:, :2 * d] == 1).all(1)][:, 2 * d:]))
 import resource
-print(json.dumps({"seconds": seconds, "cpu": cpu, "cells": len(cells), "vertices": len(vs),
+print(json.dumps({"seconds": seconds, "cpu": cpu, "fresh": first[0], "fresh_cpu": first[1],
+                  "startup": startup_s, "startup_cpu": startup_cpu,
+                  "cells": len(cells), "vertices": len(vs),
                   "edges": len(edges),
                   "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
 '''
@@ -135,9 +144,14 @@ def bunny_net(path: Path):
     return Network.from_arrays(W + [np.ones((1, 1))], b + [np.zeros(1)])
 
 
-def polytrav_worker(path: str, calls: int, stream: bool = True, batch: int | None = None) -> None:
-    """Child process: polytrav on one bunny net (``calls - 1`` warm-up calls of each, then
-    the timed one); ``stream=False``: the engine only (its cells counted batch by batch)."""
+def polytrav_worker(path: str, calls: int, stream: bool = True, launched: float | None = None,
+                    batch: int | None = None) -> None:
+    """Child process: polytrav on one bunny net. ``stream``: first the fresh call, the stream's
+    first in this process (``fresh``; ``startup``: this process's time before it, the
+    interpreter and ``import polytrav``, not the net's loading by torch), then ``calls - 1``
+    warm-up calls of the engine and of the stream, each followed by its timed (warm) one;
+    ``stream=False``: the engine only (its cells counted batch by batch), no fresh call.
+    ``launched``: the parent's ``perf_counter`` as it started this process."""
     import resource
 
     import numpy as np
@@ -147,11 +161,18 @@ def polytrav_worker(path: str, calls: int, stream: bool = True, batch: int | Non
     from polytrav.traversal import subdivision
     from polytrav.traversal.subdivision import Subdivision
 
+    out = {"startup_cpu": time.process_time(),
+           "startup": None if launched is None else time.perf_counter() - launched}
     net = bunny_net(Path(path))
     d = net.n_inputs
     box = Box(np.full(d, -0.5), np.full(d, 0.5))
     frame = build_frame(box, d)
-    out = {}
+    if stream:  # the CLI user's case: the first call in a fresh process
+        t, cpu = time.perf_counter(), time.process_time()
+        run = traverse(net, box, strategy="subdivision")
+        out["fresh_cells"] = sum(1 for _ in run)
+        out["fresh"], out["fresh_cpu"] = time.perf_counter() - t, time.process_time() - cpu
+        out["fresh_kernel"] = "numba" if subdivision._KERNEL else "numpy"
     for what in ("engine", "stream") if stream else ("engine",):
         for _ in range(calls):
             t, cpu = time.perf_counter(), time.process_time()
@@ -303,9 +324,15 @@ def profile(args, run: Run) -> dict:
     return {}
 
 
+#: In a child's command: replaced by the parent's ``perf_counter`` as it starts the child (the
+#: clock is the system's monotonic one, the same in every process), for its start-up wall time.
+LAUNCHED = "{launched}"
+
+
 def child(cmd: list[str], core: int | None, timeout: float) -> dict | None:
     if core is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(core), *cmd]
+    cmd = [str(time.perf_counter()) if a == LAUNCHED else a for a in cmd]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                              env={**os.environ, **THREADS})
@@ -324,8 +351,8 @@ def bunny(args, run: Run) -> dict:
         calls = args.warmup + 1
         ours = [sys.executable, str(Path(__file__).resolve()), "worker", str(path),
                 str(calls), "engine" if name in (args.engine_only or ()) else "stream",
-                *([str(args.batch)] if args.batch else [])]
-        theirs = [sys.executable, "-c", PEER, str(peer), name, str(calls)]
+                LAUNCHED, *([str(args.batch)] if args.batch else [])]
+        theirs = [sys.executable, "-c", PEER, str(peer), name, str(calls), LAUNCHED]
         runs = {"polytrav": [], "edge": []}
         for k in range(args.repeats):
             order = (("polytrav", ours), ("edge", theirs))
@@ -345,15 +372,37 @@ def bunny(args, run: Run) -> dict:
                                  ("edge_s", "edge", "seconds"),
                                  ("engine_cpu_s", "polytrav", "engine_cpu"),
                                  ("stream_cpu_s", "polytrav", "stream_cpu"),
-                                 ("edge_cpu_s", "edge", "cpu")):
+                                 ("edge_cpu_s", "edge", "cpu"),
+                                 # fresh: the first call in a new process, start-up apart
+                                 ("fresh_s", "polytrav", "fresh"),
+                                 ("fresh_cpu_s", "polytrav", "fresh_cpu"),
+                                 ("startup_s", "polytrav", "startup"),
+                                 ("startup_cpu_s", "polytrav", "startup_cpu"),
+                                 ("fresh_total_cpu_s", "polytrav", "fresh_total_cpu"),
+                                 ("edge_fresh_s", "edge", "fresh"),
+                                 ("edge_fresh_cpu_s", "edge", "fresh_cpu"),
+                                 ("edge_startup_s", "edge", "startup"),
+                                 ("edge_startup_cpu_s", "edge", "startup_cpu"),
+                                 ("edge_fresh_total_cpu_s", "edge", "fresh_total_cpu")):
+            for r in done[tool]:
+                if r.get("fresh_cpu") is not None:
+                    r["fresh_total_cpu"] = r["startup_cpu"] + r["fresh_cpu"]
             times = [r.get(field) for r in done[tool]]
-            row[key.replace("_s", "_times")] = times
+            row[key[:-2] + "_times"] = times
             row[key] = statistics.median(times) if len(times) == args.repeats \
                 and None not in times else None
-        for key in ("stream", "engine", "stream_cpu", "engine_cpu"):
+        for key in ("stream", "engine", "stream_cpu", "engine_cpu"):  # warm: the protocol
             edge = row["edge_cpu_s" if key.endswith("cpu") else "edge_s"]
             if edge and row[key + "_s"]:
                 row[key + "_over_edge"] = row[key + "_s"] / edge
+        for key in ("fresh", "fresh_cpu", "fresh_total_cpu"):  # fresh: the CLI user's case
+            if row["edge_" + key + "_s"] and row[key + "_s"]:
+                row[key + "_over_edge"] = row[key + "_s"] / row["edge_" + key + "_s"]
+        row["fresh_kernel"] = done["polytrav"][0].get("fresh_kernel") if done["polytrav"] else None
+        fresh_cells = {r["fresh_cells"] for r in done["polytrav"] if "fresh_cells" in r}
+        if fresh_cells - {row["polytrav_cells"]}:
+            wrong.append(name)
+            print(f"!!! {name}: the fresh call counted {sorted(fresh_cells)} cells", flush=True)
         if None not in (row["polytrav_cells"], row["edge_cells"]) \
                 and row["polytrav_cells"] != row["edge_cells"]:
             wrong.append(name)
@@ -585,9 +634,9 @@ def pictures(args, run: Run) -> dict:
 def main() -> None:
     if len(sys.argv) > 5 and sys.argv[1] == "wide-worker":
         return wide_worker(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5]))
-    if len(sys.argv) > 4 and sys.argv[1] == "worker":
+    if len(sys.argv) > 5 and sys.argv[1] == "worker":
         return polytrav_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stream",
-                               int(sys.argv[5]) if len(sys.argv) > 5 else None)
+                               float(sys.argv[5]), int(sys.argv[6]) if len(sys.argv) > 6 else None)
     ap = parser(__doc__.split("\n")[0], repeats=3, warmup=1, core=True)
     ap.add_argument("mode", choices=["bunny", "scaling", "pictures", "parts", "skipping", "wide",
                                      "profile"])

@@ -200,9 +200,9 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
     o_bits = np.empty((2 * C + 16, n), np.bool_)
     o_centre = np.empty((2 * C + 16, d))
     o_reach = np.empty(2 * C + 16)
-    o_end = np.empty(2 * C + 16, np.int64)
     o_X = np.empty((2 * X.shape[0] + 16, d))
     o_act = np.empty((2 * X.shape[0] + 16, words), np.uint64)
+    o_cell = np.empty(2 * X.shape[0] + 16, np.int64)
     nc = 0
     nv = 0
     bX = np.empty((256, d))
@@ -219,6 +219,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
     shared = np.empty(words, np.uint64)
     deg = np.empty(64, np.int64)
     P = np.empty(64, np.int64)
+    below = np.empty(64, np.int64)  # a piece's vertices below the hyperplane
     Q = np.empty(64, np.int64)
     hkey = np.empty(64, np.uint64)
     hval = np.empty(64, np.int64)
@@ -227,8 +228,9 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
             stop[0], stop[1] = i, k0
             break
         lo, hi = vstart[i], vstart[i + 1]
-        bX = grow2(bX, hi - lo)
-        bA = grow2(bA, hi - lo)
+        if hi - lo > bX.shape[0]:
+            bX = grow2(bX, hi - lo)
+            bA = grow2(bA, hi - lo)
         for r in range(hi - lo):
             for j in range(d):
                 bX[r, j] = X[lo + r, j]
@@ -252,7 +254,6 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     bB[s, k] = side[i, k]
                 continue
             c = off[i, k]
-            g = G[i, k]  # indexed by j alone below (k's sign is not known to the compiler)
             nm = norms[i, k]
             word = (hyper0 + k) // 64
             bit = np.uint64(1) << np.uint64((hyper0 + k) % 64)
@@ -264,19 +265,20 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 m = hi - lo
                 zc = c
                 for j in range(d):
-                    zc += bC[s, j] * g[j]
+                    zc += bC[s, j] * G[i, k, j]
                 spread = nm * bR[s]
                 if abs(zc) > spread + same_tol * (1.0 + spread + abs(c)):
                     bB[s, k] = zc >= 0.0
                     continue
                 top, bottom = 0.0, 0.0
-                dist = grow1(dist, m)
-                sgn = grow1(sgn, m)
-                deg = grow1(deg, m)
+                if m > dist.shape[0]:  # scratch grown geometrically (no call per cut)
+                    dist = np.empty(2 * m)
+                    sgn = np.empty(2 * m, np.int8)
+                    deg = np.empty(2 * m, np.int64)
                 for r in range(m):
                     t = 0.0
                     for j in range(d):
-                        t += bX[lo + r, j] * g[j]
+                        t += bX[lo + r, j] * G[i, k, j]
                     t = (t + c) / nm
                     dist[r] = t
                     if abs(t) <= snap:
@@ -292,20 +294,39 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 if top == 0.0 and bottom == 0.0:
                     err[0], err[1] = 1, hyper0 + k
                     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
-                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err, stop)
+                            o_cell[:nv], o_X[:nv], o_act[:nv], tally, err, stop)
                 if not (top > 0.0 and bottom < 0.0):  # not cut: its side
                     bB[s, k] = top > 0.0
                     continue
                 # the new vertices: one on each edge the hyperplane crosses
-                nz = 0
+                nz, n_pos = 0, 0
                 for r in range(m):
                     if sgn[r] == 0:
                         nz += 1
+                    elif sgn[r] > 0:
+                        n_pos += 1
                     deg[r] = 0
                     for w in range(words):
                         deg[r] += popcount(bA[lo + r, w])
-                P, Q, hkey, hval, npairs = crossing_pairs(bA[lo:hi], sgn, deg, d, P, Q, hkey,
-                                                          hval)
+                npairs = n_pos * (m - nz - n_pos)
+                if npairs < HASH_MIN_PAIRS:  # few: every pair, as crossing_pairs (no call)
+                    if npairs > P.shape[0] or m > below.shape[0]:
+                        P, Q = np.empty(2 * npairs, np.int64), np.empty(2 * npairs, np.int64)
+                        below = np.empty(2 * m, np.int64)
+                    n_neg = 0
+                    for q in range(m):
+                        if sgn[q] < 0:
+                            below[n_neg] = q
+                            n_neg += 1
+                    npairs = 0
+                    for p in range(m):
+                        if sgn[p] > 0:
+                            for e in range(n_neg):
+                                P[npairs], Q[npairs] = p, below[e]
+                                npairs += 1
+                else:
+                    P, Q, hkey, hval, npairs = crossing_pairs(bA[lo:hi], sgn, deg, d, P, Q,
+                                                              hkey, hval)
                 ne = 0
                 for e in range(npairs):
                     p, q = P[e], Q[e]
@@ -327,8 +348,9 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                                 hold += 1
                         if hold != 2:
                             continue
-                    nX = grow2(nX, ne + 1)
-                    nA = grow2(nA, ne + 1)
+                    if ne == nX.shape[0]:
+                        nX = grow2(nX, ne + 1)
+                        nA = grow2(nA, ne + 1)
                     t = dist[p] / (dist[p] - dist[q])
                     for j in range(d):
                         nX[ne, j] = bX[lo + p, j] + t * (bX[lo + q, j] - bX[lo + p, j])
@@ -339,7 +361,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                 if ne + nz < d:
                     err[0], err[1] = 2, hyper0 + k
                     return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc],
-                            o_end[:nc], o_X[:nv], o_act[:nv], tally, err, stop)
+                            o_cell[:nv], o_X[:nv], o_act[:nv], tally, err, stop)
                 keep_on = top > radius_tol
                 keep_off = -bottom > radius_tol
                 if keep_on and keep_off:
@@ -351,13 +373,15 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     continue
                 # the "off" child (the vertices on or below, then the new ones) takes the
                 # piece's place; the "on" child (above, then on, then the new) is appended
-                bX = grow2(bX, nb + 2 * (m + ne))
-                bA = grow2(bA, nb + 2 * (m + ne))
-                bS = grow1(bS, ns + 1)
-                bE = grow1(bE, ns + 1)
-                bR = grow1(bR, ns + 1)
-                bC = grow2(bC, ns + 1)
-                bB = grow2(bB, ns + 1)
+                if nb + 2 * (m + ne) > bX.shape[0]:
+                    bX = grow2(bX, nb + 2 * (m + ne))
+                    bA = grow2(bA, nb + 2 * (m + ne))
+                if ns + 1 > bS.shape[0]:
+                    bS = grow1(bS, ns + 1)
+                    bE = grow1(bE, ns + 1)
+                    bR = grow1(bR, ns + 1)
+                    bC = grow2(bC, ns + 1)
+                    bB = grow2(bB, ns + 1)
                 for child in range(2):
                     if (child == 0 and not keep_off) or (child == 1 and not keep_on):
                         continue
@@ -392,13 +416,15 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     recentre(bX, nb, e, bC, bR, t_)
                     nb = e
         # the cell's pieces after the layer
-        o_parent = grow1(o_parent, nc + ns)
-        o_end = grow1(o_end, nc + ns)
-        o_reach = grow1(o_reach, nc + ns)
-        o_bits = grow2(o_bits, nc + ns)
-        o_centre = grow2(o_centre, nc + ns)
-        o_X = grow2(o_X, nv + nb)
-        o_act = grow2(o_act, nv + nb)
+        if nc + ns > o_parent.shape[0]:
+            o_parent = grow1(o_parent, nc + ns)
+            o_reach = grow1(o_reach, nc + ns)
+            o_bits = grow2(o_bits, nc + ns)
+            o_centre = grow2(o_centre, nc + ns)
+        if nv + nb > o_X.shape[0]:
+            o_X = grow2(o_X, nv + nb)
+            o_act = grow2(o_act, nv + nb)
+            o_cell = grow1(o_cell, nv + nb)
         for s in range(ns):
             if bS[s] < 0:
                 continue
@@ -407,6 +433,7 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
                     o_X[nv, j] = bX[r, j]
                 for w in range(words):
                     o_act[nv, w] = bA[r, w]
+                o_cell[nv] = nc
                 nv += 1
             o_parent[nc] = i
             for kk in range(n):
@@ -414,12 +441,11 @@ def cut_layer(X, act, vstart, centre, reach, G, off, norms, near, side, hyper0,
             for j in range(d):
                 o_centre[nc, j] = bC[s, j]
             o_reach[nc] = bR[s]
-            o_end[nc] = nv
             nc += 1
         if k_end < n:
             stop[0], stop[1] = i, k_end
             break
-    return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_end[:nc],
+    return (o_parent[:nc], o_bits[:nc], o_centre[:nc], o_reach[:nc], o_cell[:nv],
             o_X[:nv], o_act[:nv], tally, err, stop)
 
 

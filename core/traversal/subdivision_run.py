@@ -97,7 +97,9 @@ class SubdivisionRun(Iterator[Polytope]):
     (by their first layer's code). Regions with L1/L2 balls are refused: use
     ``strategy="hierarchical"`` for those. ``batch``: the most cells cut together
     (:data:`~polytrav.traversal.subdivision.BATCH`, and 16 times as many vertex rows, within
-    a layer too; memory grows with it; ``stats.held``: the most vertex rows held).
+    a layer too; memory grows with it; ``stats.held``: the most vertex rows held, those of
+    the batches waiting on the depth-first path too: up to a few times the batch's rows per
+    hidden layer, :attr:`~polytrav.traversal.subdivision.Tally.held`).
     """
 
     def __init__(self, net: Network, region: Region, start=None,
@@ -217,19 +219,20 @@ class SubdivisionRun(Iterator[Polytope]):
         new = CellPolytope
         clock, now, due = self._clock, time.perf_counter, 0.0
         limit = np.inf if self.max_polytopes is None else self.max_polytopes
-        self._left = len(cells)
+        last = len(cells) - 1
         for i, r in enumerate(cells.radii.tolist()):
-            self._left -= 1
+            self._left = last - i
             if now() >= due:  # the consumer's time counts too, as in the traversal
                 clock.check()
                 left = clock.left()
                 due = now() + (CHECK_EVERY if left is None else min(CHECK_EVERY, left))
             if r > RADIUS_TOL:
-                if st.polytopes >= limit:
+                n = st.polytopes
+                if n >= limit:
                     raise RunEnded(TraversalStatus.POLYTOPE_LIMIT)
-                st.polytopes += 1
+                st.polytopes = n + 1
                 p = new()  # four assignments: a Python __init__ would cost as much again
-                p._rows, p._row, p.radius, p.index = rows, i, r, st.polytopes - 1
+                p._rows, p._row, p.radius, p.index = rows, i, r, n
                 yield p
                 continue
             code = rows.code(i)  # thin: the Chebyshev LP decides, as for the traversal

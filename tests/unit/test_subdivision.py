@@ -452,6 +452,32 @@ def test_a_wide_8_input_net_streams_from_its_first_cuts_in_bounded_memory(kernel
                                  strategy="hierarchical").__next__().key
 
 
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+@pytest.mark.parametrize("seed,d,widths", [(0, 4, [8, 8]), (1, 3, [8, 8, 8]), (0, 5, [6, 6]),
+                                           (2, 5, [8, 6, 4])])
+def test_the_rows_held_stay_within_a_few_batches_per_layer(kernel, seed, d, widths, monkeypatch):
+    """``stats.held`` counts the vertex rows of every batch waiting on the depth-first path,
+    so it is not bounded by ``batch * VERTICES_PER_CELL`` alone: each hidden layer on the path
+    adds its unfinished rest and the pieces of the cut in progress (one neuron can double a
+    batch's rows before it stops). The documented bound, by counts: at most 5 times the
+    batch's rows per hidden layer (measured 0.6-4.1, batches of 16 and 64 cells); the cells
+    are those of the default batch."""
+    from polytrav.traversal import subdivision
+    from polytrav.traversal.subdivision import Subdivision
+
+    if kernel == "numba":
+        pytest.importorskip("numba")
+    else:
+        monkeypatch.setattr(subdivision, "_KERNEL", False)  # as without numba
+    net, frame = random_net(seed, d, widths), build_frame(Box(-np.ones(d), np.ones(d)), d)
+    whole = subdivide(net, frame, kernel=kernel)
+    for batch in (16, 64):
+        run = Subdivision(net, frame, batch=batch, kernel=kernel)
+        assert sum(len(part) for part in run) == len(whole)
+        rows = batch * subdivision.VERTICES_PER_CELL
+        assert 0 < run.tally.held <= 5 * rows * len(widths)
+
+
 def test_batches_stopped_within_a_layer_keep_the_cells_and_the_start_s_order():
     """Batches of one or two cells stop within a layer (a cell has more vertex rows than
     the batch allows): the same polytopes as the LP traversal, the start's first."""
