@@ -224,9 +224,23 @@ def get_plugin_manager(*, load_entrypoints: bool = True, block: tuple[str, ...] 
     return pm
 
 
+#: [(entry points scan, settings, built-in plugins, solver classes)] of a default manager
+_DEFAULT_SOLVERS: list[tuple] = []
+
+
 def solver_classes(pm: pluggy.PluginManager | None = None) -> dict[str, type]:
-    """Registered solver backend classes by name, in preference order."""
-    pm = pm or get_plugin_manager()
+    """Registered solver backend classes by name, in preference order. Without ``pm``: a
+    default manager's, remembered while the installed plugins, the ``POLYTRAV_*`` settings
+    and the built-ins stay the same (building a manager costs about a millisecond, which a
+    traversal of a small net notices)."""
+    if pm is None:
+        scan, settings = _entry_points(), (os.environ.get("POLYTRAV_DISABLE_PLUGIN_AUTOLOAD"),
+                                           os.environ.get("POLYTRAV_PLUGINS"))
+        if not (_DEFAULT_SOLVERS and _DEFAULT_SOLVERS[0][0] is scan
+                and _DEFAULT_SOLVERS[0][1:3] == (settings, DEFAULT_PLUGINS)):
+            _DEFAULT_SOLVERS[:] = [(scan, settings, DEFAULT_PLUGINS,
+                                    get_plugin_manager().polytrav_solver_classes())]
+        return dict(_DEFAULT_SOLVERS[0][3])
     if isinstance(pm, _PluginManager):
         return dict(pm.polytrav_solver_classes())
     return _ask_solver_classes(pm)

@@ -296,18 +296,14 @@ def lp_backends(solver=None, fallback="auto", strategy: str = "hierarchical", pm
                 ) -> tuple[SolverBackend, list[SolverBackend]]:
     """The traversal's LP backend and fallbacks from names or instances (see :func:`traverse`).
 
-    Names are looked up in the plugin registry (built once, only if a name or ``"auto"`` needs
-    it); the engine (:class:`~polytrav.traversal.Traversal`) receives the instances.
+    Names are looked up in ``pm``'s registry, or the default one's (:func:`solver_classes`);
+    the engine (:class:`~polytrav.traversal.Traversal`) receives the instances.
     """
     if fallback is None:
         fallback = []
     elif fallback != "auto" and not isinstance(fallback, (list, tuple)):
         fallback = [fallback]
     default = STRATEGIES[strategy].default_solver if strategy in STRATEGIES else "highs"
-    names = [s for s in [solver, *([] if fallback == "auto" else fallback)]
-             if s is None or isinstance(s, str)]
-    if pm is None and (names or fallback == "auto"):
-        pm = get_plugin_manager()
     backend = get_solver(solver if solver is not None else default, pm=pm)
     if fallback == "auto":
         fallback = available_solvers("lp", pm=pm)

@@ -162,3 +162,26 @@ def test_solver_classes_of_a_replaced_plugin():
         pm.unregister(plugin)
         del plugin
         gc.collect()
+
+
+def test_the_default_solver_registry_is_a_fresh_managers_and_follows_what_it_depends_on(
+        monkeypatch):
+    from polytrav.host import manager
+    from polytrav.solve.backend import SolverBackend
+
+    fresh = dict(get_plugin_manager().polytrav_solver_classes())
+    assert manager.solver_classes() == fresh
+    assert manager.solver_classes() is not manager.solver_classes()  # a copy each time
+
+    class Extra(SolverBackend):
+        name, forms = "extra_lp", frozenset({"lp"})
+
+    plugin = types.ModuleType("polytrav_test_extra_solver")
+    plugin.polytrav_add_solvers = hookimpl(lambda: [Extra])
+    monkeypatch.setitem(__import__("sys").modules, plugin.__name__, plugin)
+    monkeypatch.setattr(manager, "DEFAULT_PLUGINS", (*manager.DEFAULT_PLUGINS, plugin.__name__))
+    assert manager.solver_classes()["extra_lp"] is Extra  # a new built-in is seen at once
+    monkeypatch.setattr(manager, "DEFAULT_PLUGINS", DEFAULT_PLUGINS)
+    assert "extra_lp" not in manager.solver_classes()
+    monkeypatch.setenv("POLYTRAV_PLUGINS", "nobody")  # a setting: asked again
+    assert manager.solver_classes() == fresh
