@@ -145,6 +145,20 @@ def _relaxation(lo, hi):
     return alpha, s, t
 
 
+def _interval(W, b, lo, hi):
+    """Bounds of ``W a + b`` over the boxes ``a`` in ``[lo, hi]`` (``(B, n)``), rounded
+    outwards: ``W c + b -+ |W| r`` with ``[lo, hi]`` in ``c -+ r``, less the products'
+    rounding (``gamma_{n+1}`` of the absolute values)."""
+    c = (lo + hi) / 2
+    r = np.nextafter(np.maximum(hi - c, c - lo), np.inf)
+    A = np.abs(W).T
+    mid, rad = c @ W.T + b, r @ A
+    err = _up(_gam(W.shape[1] + 1) * (np.abs(c) @ A + np.abs(b) + rad))
+    mag = _up(8 * U * (np.abs(mid) + rad + err))
+    return (np.nextafter(mid - rad - err - mag, -np.inf),
+            np.nextafter(mid + rad + err + mag, np.inf))
+
+
 def _rowsum(L, v):
     """``sum_n L[b, r, n] v[b, n]`` (in any order, as every product here)."""
     return np.matmul(L, v[..., None])[..., 0]
@@ -165,10 +179,12 @@ class Bounder:
     of ``|a|`` (default ReLU's, ``tl`` and ``cross`` None); ``inexact``: the layers' floats are each the rounding of an exact value (off by at
     most ``u`` times itself: :func:`difference_layers`). ``again``: per hidden layer, which
     neurons of either sign on the ``prior`` are bounded again on each box (``(B, n)``; default
-    all; the others keep the prior's bounds, which hold)."""
+    all; the others keep the prior's bounds, which hold). ``interval`` (plain ReLU layers, no
+    ``prior``): each layer's bounds are met with its interval bound from the bounds below
+    (:func:`_interval`; two bounds that hold: so does their meet)."""
 
     def __init__(self, layers, lo, hi, prior=None, sigma=None, beta=None, relax=None,
-                 inexact=False, again=None):
+                 inexact=False, again=None, interval=False):
         self.layers = layers
         self.inexact = int(bool(inexact))
         self.m = (lo + hi) / 2
@@ -208,6 +224,10 @@ class Bounder:
                     nlo, nhi = (np.where(keep[:, j], zlo[:, j], nlo),
                                 np.where(keep[:, j], zhi[:, j], nhi))
                 zlo[:, j], zhi[:, j] = nlo, nhi
+            if interval:
+                ilo, ihi = _interval(W, b, *((lo, hi) if k == 0 else
+                                             (np.maximum(z, 0.0) for z in self.bounds[-1])))
+                zlo, zhi = np.maximum(zlo, ilo), np.minimum(zhi, ihi)
             if sigma is not None:  # the region's phases: z >= 0 or z <= 0 on it
                 sk = sigma[:, start:start + n]
                 zlo, zhi = np.where(sk > 0, np.maximum(zlo, 0.0), zlo), np.where(
@@ -648,7 +668,7 @@ def difference_bounder(f_layers, g_layers, lo, hi, known=None) -> Bounder:
     again through the system. ``known``: per hidden layer ``((lo, hi) of f's z, (lo, hi) of
     g's)`` that hold on the region bounded (a phase tree's node, :func:`matched_bounds`), met
     with each network's own (two bounds that hold on the region: so does their meet)."""
-    mine, own = Bounder(f_layers, lo, hi).bounds, Bounder(g_layers, lo, hi).bounds
+    mine, own = (Bounder(layers, lo, hi, interval=True).bounds for layers in (f_layers, g_layers))
     if known is not None:
         mine, own = ([(np.maximum(a, c), np.minimum(b, e)) for (a, b), (c, e) in
                       zip(bounds, [k[x] for k in known])] for x, bounds in enumerate((mine, own)))

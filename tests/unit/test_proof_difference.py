@@ -84,10 +84,11 @@ def test_the_difference_bound_is_below_every_sampled_difference(seed):
                 X = np.vstack([X, c[k] - r[k], c[k] + r[k]])
                 sampled = (gn.forward(X) - fn.forward(X))[:, j].min()
                 assert low[k] <= sampled, (seed, j, k, low[k], sampled)
-            # mostly the producer's difference bound (the same lines; its intermediate bounds
-            # differ a little); on the close copy, above the joint network's
+            # mostly at or above diff's own difference bound (the same lines; the checker's
+            # intermediate bounds are also met with their intervals); on the close copy,
+            # above the joint network's
             theirs = difference_bounds(fn, gn, c - r, c + r, path="difference").lower[:, j]
-            assert np.isclose(low, theirs, rtol=1e-6, atol=1e-9).mean() >= 0.5, (low, theirs)
+            assert (low >= theirs - 1e-9 - 1e-6 * np.abs(theirs)).mean() >= 0.5, (low, theirs)
             if g is copies[0]:
                 joint = Bounder(joint_layers(f, g), c - r, c + r).margin(
                     C, np.zeros(1), np.ones((6, 1)), np.arange(6))
