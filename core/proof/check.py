@@ -51,8 +51,10 @@ __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED",
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
 #: multipliers of phase constraints, ``beta``; 3 adds difference-bound leaves; 4 bounds a
-#: difference leaf in a phase tree with the joint network's bounds on its region).
-FORMAT, VERSION, VERSIONS = "polytrav-proof", 4, (1, 2, 3, 4)
+#: difference leaf in a phase tree with the joint network's bounds on its region; 5 meets
+#: each network's bounds with their interval there, so 3 and 4, whose leaves a looser or
+#: other bound proved, are no longer read).
+FORMAT, VERSION, VERSIONS = "polytrav-proof", 5, (1, 2, 5)
 #: Node kinds: a split of the box, a bound leaf, two leaves without evidence (a box left
 #: open for the traversal; a case the input split did not settle), a split of one hidden
 #: neuron's phase (version 2), a leaf bounded on the two networks' difference (version 3,

@@ -141,7 +141,7 @@ def test_diffs_split_is_certified_by_difference_leaves(tight, tmp_path):
     folder, f, g, top, eps, written = tight
     header, arrays = read_certificate(folder / "d.proof")
     kind = arrays["case0_kind"]
-    assert header["version"] == 4 and (kind == DIFF).sum() > 0 and written["uncertified"] == 0
+    assert header["version"] == 5 and (kind == DIFF).sum() > 0 and written["uncertified"] == 0
     assert _check(folder, folder / "d.proof", eps) == "valid"
     joint = write_box_claim(joint_layers(_layers(f), _layers(g)),
                             diff_claim(2, LOWER, UPPER, eps), "epsilon-equivalence",
@@ -207,7 +207,7 @@ def test_a_difference_leaf_proves_nothing_about_one_network(tight, tmp_path):
     from polytrav.verification.vnnlib import read_vnnlib
 
     spec = read_vnnlib(tmp_path / "p.vnnlib", n_inputs=2, n_outputs=1)
-    header = {"format": "polytrav-proof", "version": 3, "claim": "unsat", "cases": 1,
+    header = {"format": "polytrav-proof", "version": 5, "claim": "unsat", "cases": 1,
               "network_sha256": network_digest(Network.from_onnx(tmp_path / "n.onnx")),
               "property_sha256": property_digest(spec)}
     one = {"case0_kind": np.array([DIFF]), "case0_dim": np.array([-1]),
