@@ -51,8 +51,10 @@ __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED",
 
 #: The format written, and the versions read (1: input splits only; 2 adds phase splits and
 #: multipliers of phase constraints, ``beta``; 3 adds difference-bound leaves; 4 bounds a
-#: difference leaf in a phase tree with the joint network's bounds on its region).
-FORMAT, VERSION, VERSIONS = "polytrav-proof", 4, (1, 2, 3, 4)
+#: difference leaf in a phase tree with the joint network's bounds on its region; 5 meets
+#: each network's bounds with their interval there, so 3 and 4, whose leaves a looser or
+#: other bound proved, are no longer read).
+FORMAT, VERSION, VERSIONS = "polytrav-proof", 5, (1, 2, 5)
 #: Node kinds: a split of the box, a bound leaf, two leaves without evidence (a box left
 #: open for the traversal; a case the input split did not settle), a split of one hidden
 #: neuron's phase (version 2), a leaf bounded on the two networks' difference (version 3,
@@ -145,9 +147,23 @@ def _relaxation(lo, hi):
     return alpha, s, t
 
 
+def _interval(W, b, lo, hi):
+    """Bounds of ``W a + b`` over the boxes ``a`` in ``[lo, hi]`` (``(B, n)``), rounded
+    outwards: ``W c + b -+ |W| r`` with ``[lo, hi]`` in ``c -+ r``, less the products'
+    rounding (``gamma_{n+1}`` of the absolute values)."""
+    c = (lo + hi) / 2
+    r = np.nextafter(np.maximum(hi - c, c - lo), np.inf)
+    A = np.abs(W).T
+    mid, rad = c @ W.T + b, r @ A
+    err = _up(_gam(W.shape[1] + 1) * (np.abs(c) @ A + np.abs(b) + rad))
+    mag = _up(8 * U * (np.abs(mid) + rad + err))
+    return (np.nextafter(mid - rad - err - mag, -np.inf),
+            np.nextafter(mid + rad + err + mag, np.inf))
+
+
 def _rowsum(L, v):
-    """``sum_n L[b, r, n] v[b, n]``."""
-    return np.einsum("brn,bn->br", L, v)
+    """``sum_n L[b, r, n] v[b, n]`` (in any order, as every product here)."""
+    return np.matmul(L, v[..., None])[..., 0]
 
 
 class Bounder:
@@ -163,10 +179,14 @@ class Bounder:
     <= a <= s z + t``, ``tl <= 0 <= t``; with ``cross = (lp, up)``, the second half's lines
     also have ``lp z`` and ``up z`` of the first half's same neuron, else None) and the bound
     of ``|a|`` (default ReLU's, ``tl`` and ``cross`` None); ``inexact``: the layers' floats are each the rounding of an exact value (off by at
-    most ``u`` times itself: :func:`difference_layers`)."""
+    most ``u`` times itself: :func:`difference_layers`). ``again``: per hidden layer, which
+    neurons of either sign on the ``prior`` are bounded again on each box (``(B, n)``; default
+    all; the others keep the prior's bounds, which hold). ``interval`` (plain ReLU layers, no
+    ``prior``): each layer's bounds are met with its interval bound from the bounds below
+    (:func:`_interval`; two bounds that hold: so does their meet)."""
 
     def __init__(self, layers, lo, hi, prior=None, sigma=None, beta=None, relax=None,
-                 inexact=False):
+                 inexact=False, again=None, interval=False):
         self.layers = layers
         self.inexact = int(bool(inexact))
         self.m = (lo + hi) / 2
@@ -190,7 +210,8 @@ class Bounder:
                 zlo, zhi, j = np.empty((lo.shape[0], n)), np.empty((lo.shape[0], n)), np.arange(n)
             else:  # the parent's bounds hold on its sub-regions: its stable neurons stay
                 zlo, zhi = prior[k][0].copy(), prior[k][1].copy()
-                j = np.flatnonzero(((zlo < 0) & (zhi > 0)).any(axis=0))
+                keep = (zlo >= 0) | (zhi <= 0) | (False if again is None else ~again[k])
+                j = np.flatnonzero(~keep.all(axis=0))
             if len(j):  # +-z_j = +-(W[j] a + b[j]): exact rows on the layer's input
                 rows, const = np.vstack([W[j], -W[j]]), np.concatenate([b[j], -b[j]])
                 low = self.lower(*self.affine(np.broadcast_to(rows, (lo.shape[0],) + rows.shape),
@@ -199,11 +220,16 @@ class Bounder:
                 if self.inexact:  # the rows W[j], b[j] are off by u (|W[j]| amax + |b[j]|)
                     low = np.nextafter(low - np.tile(plain[:, j], 2), -np.inf)
                 nlo, nhi = low[:, :len(j)], np.maximum(-low[:, len(j):], low[:, :len(j)])
-                if prior is not None:  # a neuron stable on the parent keeps its bounds (as
-                    # in the split), whichever boxes of the batch bound it again
-                    stable = (zlo[:, j] >= 0) | (zhi[:, j] <= 0)
-                    nlo, nhi = np.where(stable, zlo[:, j], nlo), np.where(stable, zhi[:, j], nhi)
+                if prior is not None:  # a neuron stable on the parent (as in the split), or
+                    # not bounded again, keeps its bounds on its box, whichever boxes of the
+                    # batch bound it again
+                    nlo, nhi = (np.where(keep[:, j], zlo[:, j], nlo),
+                                np.where(keep[:, j], zhi[:, j], nhi))
                 zlo[:, j], zhi[:, j] = nlo, nhi
+            if interval:
+                ilo, ihi = _interval(W, b, *((lo, hi) if k == 0 else
+                                             (np.maximum(z, 0.0) for z in self.bounds[-1])))
+                zlo, zhi = np.maximum(zlo, ilo), np.minimum(zhi, ihi)
             if sigma is not None:  # the region's phases: z >= 0 or z <= 0 on it
                 sk = sigma[:, start:start + n]
                 zlo, zhi = np.where(sk > 0, np.maximum(zlo, 0.0), zlo), np.where(
@@ -262,18 +288,19 @@ class Bounder:
                 zlo, zhi = (z[boxes][:, None, :] for z in self.bounds[j - 1])
                 given = (zlo < 0) & (zhi > 0) & (slopes[j - 1] >= 0) & (slopes[j - 1] <= 1)
                 alpha = np.where(given, slopes[j - 1], alpha)
-            Lz = Lam * np.where(Lam > 0, alpha, s)
+            pos, neg = np.maximum(Lam, 0.0), np.minimum(Lam, 0.0)
+            Lz = pos * alpha + neg * s  # (one term is 0: exactly fl(Lam * slope))
             if self.relu[j - 1][4] is not None:  # the second half's lines also read the first's
                 n = Lam.shape[2] // 2
-                Ld, (lp, up) = Lam[..., n:], (a[boxes][:, None, :] for a in self.relu[j - 1][4])
-                cross = Ld * np.where(Ld > 0, lp, up)
-                Lz[..., :n] = Lz[..., :n] + cross
+                lp, up = (a[boxes][:, None, :] for a in self.relu[j - 1][4])
+                cross = pos[..., n:] * lp + neg[..., n:] * up
+                Lz[..., :n] += cross
                 zlo, zhi = (z[boxes][:, :n] for z in self.bounds[j - 1])
                 slack = slack + 4 * U * _rowsum(np.abs(cross) + np.abs(Lz[..., :n]),
                                                 np.maximum(np.abs(zlo), np.abs(zhi)))
-            lost = _rowsum(np.maximum(-Lam, 0.0), t[:, 0])  # sum of Lam t over Lam < 0, negated
+            lost = -_rowsum(neg, t[:, 0])  # sum of Lam t over Lam < 0, negated
             if tl is not None:  # and of Lam tl over Lam > 0 (tl <= 0)
-                lost = lost + _rowsum(np.maximum(Lam, 0.0), -tl[:, 0])
+                lost = lost - _rowsum(pos, tl[:, 0])
             g = g - lost
             slack = slack + _gam(W.shape[1] + (tl is not None)) * lost + 2 * U * np.abs(g)
         raise AssertionError("unreachable")
@@ -643,7 +670,7 @@ def difference_bounder(f_layers, g_layers, lo, hi, known=None) -> Bounder:
     again through the system. ``known``: per hidden layer ``((lo, hi) of f's z, (lo, hi) of
     g's)`` that hold on the region bounded (a phase tree's node, :func:`matched_bounds`), met
     with each network's own (two bounds that hold on the region: so does their meet)."""
-    mine, own = Bounder(f_layers, lo, hi).bounds, Bounder(g_layers, lo, hi).bounds
+    mine, own = (Bounder(layers, lo, hi, interval=True).bounds for layers in (f_layers, g_layers))
     if known is not None:
         mine, own = ([(np.maximum(a, c), np.minimum(b, e)) for (a, b), (c, e) in
                       zip(bounds, [k[x] for k in known])] for x, bounds in enumerate((mine, own)))
@@ -694,8 +721,14 @@ def difference_bounder(f_layers, g_layers, lo, hi, known=None) -> Bounder:
             (lp, up),)
         amax = np.concatenate([np.maximum(uf, 0.0), np.maximum(np.abs(ld), np.abs(ud))], 1)
         return np.concatenate([lf, ld], 1), np.concatenate([uf, ud], 1), lines, amax
+    # bounded again: only D where f's or g's neuron may take both signs (elsewhere d's lines
+    # do not read D's bounds: d = D, d = 0, or one network's relu); never z (the system's
+    # rows of z are f's own, rounded more loosely: the meet keeps f's)
+    again = [np.concatenate([np.zeros(fl.shape, bool), ((fl < 0) & (fh > 0)) | ((gl < 0)
+                                                                           & (gh > 0))], 1)
+             for (fl, fh), (gl, gh) in zip(mine, own)]
     return Bounder(difference_layers(f_layers, g_layers), lo, hi, prior, relax=relax,
-                   inexact=True)
+                   inexact=True, again=again)
 
 
 def difference_margins(f_layers, g_layers, lo, hi, unsafe, lam, known=None) -> np.ndarray:

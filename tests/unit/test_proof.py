@@ -185,6 +185,26 @@ def test_the_relaxation_lies_above_relu_in_exact_arithmetic():
         assert 0 <= sv <= 1 and sv * a + tv >= 0 and sv * b + tv >= b
 
 
+def test_the_interval_bound_holds_in_exact_arithmetic():
+    """``_interval``'s bounds of ``W a + b`` enclose its exact extremes over each box, with
+    weights and boxes of mixed magnitudes (the extremes computed with fractions)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(7, 9)) * 10.0 ** rng.integers(-6, 4, (7, 9))
+    b = rng.normal(size=7) * 100
+    lo = rng.normal(size=(20, 9)) * 10.0 ** rng.integers(-3, 3, (20, 9))
+    hi = lo + rng.uniform(0, 1, (20, 9)) * 10.0 ** rng.integers(-12, 2, (20, 9))
+    zlo, zhi = check._interval(W, b, lo, hi)
+    for k in range(20):
+        for i in range(7):
+            terms = [sorted((Fraction(W[i, n]) * Fraction(lo[k, n]),
+                             Fraction(W[i, n]) * Fraction(hi[k, n]))) for n in range(9)]
+            least = Fraction(b[i]) + sum(t[0] for t in terms)
+            most = Fraction(b[i]) + sum(t[1] for t in terms)
+            assert Fraction(zlo[k, i]) <= least and most <= Fraction(zhi[k, i])
+
+
 def test_the_checker_runs_without_bounds_solve_traversal_or_host(proven):
     """In a fresh interpreter, checking a certificate loads no module of those layers."""
     import subprocess

@@ -84,10 +84,11 @@ def test_the_difference_bound_is_below_every_sampled_difference(seed):
                 X = np.vstack([X, c[k] - r[k], c[k] + r[k]])
                 sampled = (gn.forward(X) - fn.forward(X))[:, j].min()
                 assert low[k] <= sampled, (seed, j, k, low[k], sampled)
-            # mostly the producer's difference bound (the same lines; its intermediate bounds
-            # differ a little); on the close copy, above the joint network's
+            # mostly at or above diff's own difference bound (the same lines; the checker's
+            # intermediate bounds are also met with their intervals); on the close copy,
+            # above the joint network's
             theirs = difference_bounds(fn, gn, c - r, c + r, path="difference").lower[:, j]
-            assert np.isclose(low, theirs, rtol=1e-6, atol=1e-9).mean() >= 0.5, (low, theirs)
+            assert (low >= theirs - 1e-9 - 1e-6 * np.abs(theirs)).mean() >= 0.5, (low, theirs)
             if g is copies[0]:
                 joint = Bounder(joint_layers(f, g), c - r, c + r).margin(
                     C, np.zeros(1), np.ones((6, 1)), np.arange(6))
@@ -140,7 +141,7 @@ def test_diffs_split_is_certified_by_difference_leaves(tight, tmp_path):
     folder, f, g, top, eps, written = tight
     header, arrays = read_certificate(folder / "d.proof")
     kind = arrays["case0_kind"]
-    assert header["version"] == 4 and (kind == DIFF).sum() > 0 and written["uncertified"] == 0
+    assert header["version"] == 5 and (kind == DIFF).sum() > 0 and written["uncertified"] == 0
     assert _check(folder, folder / "d.proof", eps) == "valid"
     joint = write_box_claim(joint_layers(_layers(f), _layers(g)),
                             diff_claim(2, LOWER, UPPER, eps), "epsilon-equivalence",
@@ -206,7 +207,7 @@ def test_a_difference_leaf_proves_nothing_about_one_network(tight, tmp_path):
     from polytrav.verification.vnnlib import read_vnnlib
 
     spec = read_vnnlib(tmp_path / "p.vnnlib", n_inputs=2, n_outputs=1)
-    header = {"format": "polytrav-proof", "version": 3, "claim": "unsat", "cases": 1,
+    header = {"format": "polytrav-proof", "version": 5, "claim": "unsat", "cases": 1,
               "network_sha256": network_digest(Network.from_onnx(tmp_path / "n.onnx")),
               "property_sha256": property_digest(spec)}
     one = {"case0_kind": np.array([DIFF]), "case0_dim": np.array([-1]),

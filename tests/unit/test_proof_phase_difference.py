@@ -62,7 +62,7 @@ def test_phase_trees_with_difference_leaves_check_valid_and_are_smaller(trees):
     folder, _, _, _, eps, written, joint = trees
     header, arrays = read_certificate(folder / "d.proof")
     kind = arrays["case0_kind"]
-    assert header["version"] == 4 and kind[0] == PHASE and (kind == DIFF).sum() >= 5, kind
+    assert header["version"] == 5 and kind[0] == PHASE and (kind == DIFF).sum() >= 5, kind
     assert written["uncertified"] == joint["uncertified"] == 0
     assert _check(folder, folder / "d.proof", eps) == "valid"
     assert _check(folder, folder / "j.proof", eps) == "valid"
@@ -164,8 +164,11 @@ def test_mutants_of_phase_difference_leaves_are_rejected(trees, tmp_path):
         a["case0_left"][i] = a["case0_right"][i] = -1
         write_certificate(cert, header, a)
         assert _check(folder, cert, eps).startswith("invalid: step "), ("dropped", i)
-    write_certificate(cert, {**header, "version": 3}, arrays)  # no region bounds then
-    assert _check(folder, cert, eps).startswith("invalid: step ")
+    for old in (3, 4):  # (versions whose difference leaves another bound proved: not read)
+        write_certificate(cert, {**header, "version": old}, arrays)
+        assert _check(folder, cert, eps).startswith("invalid: step 1 (the file): format "
+                                                    f"'polytrav-proof' version {old}; this checker "
+                                                    "reads 'polytrav-proof' 1 and 2 and 5"), old
     assert _check(folder, folder / "d.proof", 0.9 * top).startswith("invalid: step 3")
 
 
