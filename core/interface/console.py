@@ -55,18 +55,10 @@ if os.path.basename(sys.argv[0]) in STARTING:  # started as a console script: fr
     except KeyboardInterrupt:  # a Ctrl-C while the handler was being put in place: as ours
         _while_starting(signal.SIGINT, None)
 
-from polytrav.vocabulary.threads import THREAD_VARIABLES, user_chose_threads  # noqa: E402
-
-
-def _one_thread() -> None:
-    """A command sets one thread per process before NumPy loads (vocabulary.threads says why)."""
-    if not user_chose_threads():
-        for name in THREAD_VARIABLES:
-            os.environ[name] = "1"
-
+from polytrav.vocabulary.threads import one_thread  # noqa: E402
 
 if os.path.basename(sys.argv[0]) in STARTING:
-    _one_thread()
+    one_thread()
 
 # only after the take-over: nothing that can wait comes before it
 import _thread  # noqa: E402

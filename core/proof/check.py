@@ -39,7 +39,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from types import SimpleNamespace
 
-import numpy as np
+from polytrav.vocabulary.threads import one_thread
+
+if sys.argv and sys.argv[0].endswith("polytrav-check-proof"):  # the console script: before
+    one_thread()  # NumPy loads, one BLAS thread as polytrav's commands (docs/proofs.md)
+import numpy as np  # noqa: E402
 
 __all__ = ["FORMAT", "VERSION", "VERSIONS", "SPLIT", "BOUND", "OPEN", "SETTLED", "PHASE",
            "DIFF", "KIND_NAMES", "CLAIMS", "Bounder", "CheckResult", "check_proof",

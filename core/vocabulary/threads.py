@@ -15,3 +15,10 @@ THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
 def user_chose_threads() -> bool:
     """Whether the environment names a thread count for the numeric libraries."""
     return any(name in os.environ for name in THREAD_VARIABLES)
+
+
+def one_thread() -> None:
+    """Before NumPy loads (a console script's start): one thread, unless the user chose."""
+    if not user_chose_threads():
+        for name in THREAD_VARIABLES:
+            os.environ[name] = "1"

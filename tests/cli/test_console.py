@@ -97,18 +97,20 @@ def test_a_ctrl_c_ignored_by_the_starter_stays_ignored():
     assert res.stdout == "True\n", (res.stdout, res.stderr)
 
 
-def _threads_seen(env_extra: dict) -> list[str]:
+def _threads_seen(env_extra: dict, program: str = "polytrav",
+                  module: str = "polytrav.interface.console") -> list[str]:
     """The thread variables a console script leaves for NumPy (and NumPy's BLAS the count)."""
     import os
 
-    from polytrav.interface.console import THREAD_VARIABLES
+    from polytrav.vocabulary.threads import THREAD_VARIABLES
 
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
-    body = textwrap.dedent("""
+    body = textwrap.dedent(f"""
         import os, sys
-        sys.argv[0] = "polytrav"  # as the console script starts
-        from polytrav.interface import console
-        print([os.environ.get(k) for k in console.THREAD_VARIABLES])
+        sys.argv[0] = {program!r}  # as the console script starts
+        import {module}
+        from polytrav.vocabulary.threads import THREAD_VARIABLES
+        print([os.environ.get(k) for k in THREAD_VARIABLES])
     """)
     out = subprocess.run([sys.executable, "-c", body], env={**env, **env_extra},
                          capture_output=True, text=True, timeout=HANG, check=True)
@@ -119,4 +121,7 @@ def _threads_seen(env_extra: dict) -> list[str]:
 
 def test_a_command_runs_blas_on_one_thread_unless_the_user_chose():
     assert _threads_seen({}) == ["1", "1", "1"]
+    checker = {"program": "/venv/bin/polytrav-check-proof", "module": "polytrav.proof.check"}
+    assert _threads_seen({}, **checker) == ["1", "1", "1"]
+    assert _threads_seen({"OMP_NUM_THREADS": "4"}, **checker) == [None, "4", None]
     assert _threads_seen({"OMP_NUM_THREADS": "4"}) == [None, "4", None]
