@@ -423,8 +423,7 @@ class BandSettle:
             return Settled.open(start=candidate, split=dict(self.stats))  # its polytope decides
         if not result.open_boxes:
             return Settled.proven(SettledBy.SPLIT, boxes=result.proven, split=dict(self.stats))
-        if self._whole_from is not None and \
-                1.0 - result.proven_volume_share >= self.policy.whole_open_share:
+        if self._whole_from is not None and result.whole:  # the deep search stalled so
             self.stats.update(whole=True)
             return Settled.open(start=self._whole_from, split=dict(self.stats))
         return Settled.open(boxes=[OpenBox(a, b, (a + b) / 2) for a, b in result.open_boxes],

@@ -117,6 +117,11 @@ class SplitResult:
     difference: bool = False
     #: boxes open where the deep search began (0: it did not run)
     frontier: int = 0
+    #: whether the deep search ended at a doubling that proved less than
+    #: :data:`SPLIT_WHOLE_STALL` of what was left, with every batch bounded as well as it can
+    #: be, while the caller's ``whole_open`` share was still open (the caller traverses the
+    #: whole box: :class:`BoxSplit`)
+    whole: bool = False
 
 
 class BoxFrame:
@@ -335,13 +340,13 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
                         result.proven_volume_share += sum(
                             float(np.prod(e[3][free] - e[2][free])) for e in held) / total
                     deep_start, mark = time.perf_counter(), 2 * mark
+                    paid.doubling(insist=False)
                     if deep_boxes is None:
                         deep_time = min(deep_time, open_seconds * len(frontier))
                     else:
                         deep_end = result.boxes + deep_boxes * len(frontier)
-                elif frontier is not None and mark < SPLIT_DEEP_MAX_BOXES and _deep_progress(
-                        share, mark, SPLIT_WHOLE_STALL if whole_open is not None
-                        and 1.0 - share[mark] >= whole_open else SPLIT_DEEP_STALL):
+                elif frontier is not None and mark < SPLIT_DEEP_MAX_BOXES and _deep_goes_on(
+                        share, mark, whole_open, paid, result):
                     mark *= 2
                 else:
                     break
@@ -440,18 +445,29 @@ def _checked(batch, phases, Ls, gs, pairs, stack, network, context) -> list:
 class _SlopeLedger:
     """Whether the next batch's unproven boxes are bounded again with slopes
     (:data:`SPLIT_PAIR_PAYS`, :data:`SPLIT_PAIR_WINDOW`, :data:`SPLIT_PAIR_SAMPLE`): counts
-    of boxes bounded again and proven so, over the last batches that tried."""
+    of boxes bounded again and proven so, over the last batches that tried. ``sampled``:
+    whether a batch went without since the deep search's last :meth:`doubling`, which may
+    ``insist`` (every batch with slopes until the next)."""
 
     def __init__(self):
         self.batches = 0  # batches asked about
         self.recent: list[tuple[int, int]] = []  # (bounded again, proven so) per batch tried
         self.tried = self.won = 0  # their sums
+        self.sampled = self.insist = False
 
     def next_batch(self) -> bool:
         self.batches += 1
-        if self.tried < SPLIT_PAIR_WINDOW or self.won >= SPLIT_PAIR_PAYS * self.tried:
+        if self.insist or self.tried < SPLIT_PAIR_WINDOW \
+                or self.won >= SPLIT_PAIR_PAYS * self.tried:
             return True
-        return self.batches % SPLIT_PAIR_SAMPLE == 0
+        if self.batches % SPLIT_PAIR_SAMPLE == 0:
+            return True
+        self.sampled = True  # this batch goes without
+        return False
+
+    def doubling(self, insist: bool) -> None:
+        """A doubling of the deep search begins (``insist``: slopes on every batch of it)."""
+        self.sampled, self.insist = False, insist
 
     def add(self, tried: int, won: int) -> None:
         self.recent.append((tried, won))
@@ -478,6 +494,25 @@ def _tightened(batch, pair, steps, C, pairs, stack, network, context) -> tuple[l
     for i, e in zip(again, redone):
         batch[i] = e
     return batch, len(again), sum(1 for e in redone if e[7] > 0)
+
+
+def _deep_goes_on(share: dict, at: int, whole_open: float | None, paid: _SlopeLedger,
+                  result: SplitResult) -> bool:
+    """Whether the deep search doubles again at ``at`` boxes: the doubling that ended there
+    proved :data:`SPLIT_DEEP_STALL` of what was left, or :data:`SPLIT_WHOLE_STALL` while the
+    ``whole_open`` share is still open. A doubling that stalls so while the slopes were only
+    sampled (``paid``: some of its batches went without) is no reason to hand the whole box
+    over: the next doubling bounds every batch with slopes, and only if that one stalls too
+    does the split end with ``result.whole`` (its caller traverses the whole box)."""
+    whole = whole_open is not None and 1.0 - share[at] >= whole_open
+    if _deep_progress(share, at, SPLIT_WHOLE_STALL if whole else SPLIT_DEEP_STALL):
+        paid.doubling(insist=False)
+        return True
+    if whole and paid.sampled:
+        paid.doubling(insist=True)
+        return True
+    result.whole = whole
+    return False
 
 
 def _deep_progress(share: dict, at: int, stall: float | None = None) -> bool:

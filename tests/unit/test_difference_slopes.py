@@ -220,3 +220,89 @@ def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
         if pays > 1:  # the first window (at most 8 boxes: 8 batches), then one batch in 4
             assert tightened[pays] <= 8 + batches // 4 + 1
     assert tightened[1.01] < tightened[0.0]
+
+
+@pytest.fixture
+def stalled_pair(monkeypatch):
+    """A pair whose split stalls at every doubling by ``diff``'s whole-box rule
+    (``SPLIT_WHOLE_STALL`` above 1), with slopes that never pay (``SPLIT_PAIR_PAYS`` above 1:
+    past the first window of 8 boxes, one batch in 4), and the MILP's largest
+    ``|g_0 - f_0|``."""
+    from polytrav.bounds import split
+
+    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
+    monkeypatch.setattr(split, "SPLIT_PAIR_WINDOW", 8)
+    monkeypatch.setattr(split, "SPLIT_PAIR_SAMPLE", 4)
+    monkeypatch.setattr(split, "SPLIT_WHOLE_STALL", 2.0)
+    f = random_net(3, 4, [12, 12, 12], n_out=1)
+    g = perturbed_copy(f, 3, 0.01)
+    lo, hi = np.zeros(4), np.ones(4)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    return f, g, lo, hi, stack, top
+
+
+def test_a_split_stalled_with_slopes_only_sampled_turns_them_on_before_the_whole_box(
+        monkeypatch, stalled_pair):
+    """The whole-box handover (``whole_open``) never follows a doubling in which the slopes
+    were only sampled: the next doubling bounds every batch with slopes, and the split ends
+    (``whole``) only when that one stalls too: the pause at 16 boxes, then two doublings, 64
+    boxes, where slopes that pay (never sampled) end it after one, 32."""
+    from polytrav.bounds import split
+
+    f, g, lo, hi, stack, top = stalled_pair
+    row = np.array([-1.0, 1.0])
+    pairs = [(s * row[None] / np.sqrt(2), np.array([-top * 1.01 / np.sqrt(2)])) for s in (1, -1)]
+    asked = []  # per batch: (insisting, slopes on)
+    ledger = split._SlopeLedger
+
+    class Counted(ledger):
+        def next_batch(self):
+            on = super().next_batch()
+            asked.append((self.insist, on))
+            return on
+
+    monkeypatch.setattr(split, "_SlopeLedger", Counted)
+    ends = {}
+    for pays in (1.01, 0.0):
+        monkeypatch.setattr(split, "SPLIT_PAIR_PAYS", pays)
+        asked.clear()
+        result = split.BoxSplit(stack, lo, hi, pairs, [HighsBackend()], max_boxes=16,
+                                deep_time=600.0, deep_boxes=10_000, whole_open=0.0).run()
+        assert result.candidate is None and result.whole and result.frontier > 0
+        ends[pays] = result.boxes
+        insisted = [on for insist, on in asked if insist]
+        if pays > 1:  # sampled before the insisting doubling, every batch on during it
+            assert not all(on for insist, on in asked if not insist)
+            assert insisted and all(insisted)
+        else:
+            assert not insisted and all(on for _, on in asked)
+    assert ends == {1.01: 64, 0.0: 32}
+
+
+def test_diff_traverses_the_whole_box_only_after_a_stall_with_slopes_on(monkeypatch,
+                                                                        stalled_pair):
+    """The user's call, ``polytrav.diff(..., verdict_only=True)``, on the stalled pair with
+    slopes only sampled: the whole box is traversed after two doublings (64 boxes), and
+    the verdict is the traversal's: HOLDS just above the MILP's largest ``|g_0 - f_0|``,
+    VIOLATED below it at a point forward passes confirm."""
+    import polytrav
+    import polytrav.bounds.settle as settle
+    from dataclasses import replace
+    from polytrav import Box
+    from polytrav.bounds import split
+
+    f, g, lo, hi, _, top = stalled_pair
+    monkeypatch.setattr(split, "SPLIT_PAIR_PAYS", 1.01)
+    monkeypatch.setattr(split, "SPLIT_BOXES", 16)
+    monkeypatch.setattr(split, "_accelerating", lambda *args: False)
+    monkeypatch.setattr(settle, "DIFF_POLICY", replace(settle.DIFF_POLICY, whole_open_share=0.0))
+    held = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 1.01, verdict_only=True)
+    assert held.verdict.value == "holds" and held.status == "complete"
+    assert held.split["whole"] and held.split["boxes"] == 64
+    broken = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 0.8,
+                           verdict_only=True)
+    assert broken.verdict.value == "violated"
+    x = np.asarray(broken.violation["x"], float)
+    assert abs(g(x)[0] - f(x)[0]) > top * 0.8
