@@ -222,18 +222,10 @@ def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
     assert tightened[1.01] < tightened[0.0]
 
 
-@pytest.fixture
-def stalled_pair(monkeypatch):
-    """A pair whose split stalls at every doubling by ``diff``'s whole-box rule
-    (``SPLIT_WHOLE_STALL`` above 1), with slopes that never pay (``SPLIT_PAIR_PAYS`` above 1:
-    past the first window of 8 boxes, one batch in 4), and the MILP's largest
-    ``|g_0 - f_0|``."""
-    from polytrav.bounds import split
-
-    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
-    monkeypatch.setattr(split, "SPLIT_PAIR_WINDOW", 8)
-    monkeypatch.setattr(split, "SPLIT_PAIR_SAMPLE", 4)
-    monkeypatch.setattr(split, "SPLIT_WHOLE_STALL", 2.0)
+@pytest.fixture(scope="module")
+def bigger_pair():
+    """A pair of 4 inputs and three layers of 12 neurons, and the MILP's largest
+    ``|g_0 - f_0|`` on the unit box (once: it is the slow part)."""
     f = random_net(3, 4, [12, 12, 12], n_out=1)
     g = perturbed_copy(f, 3, 0.01)
     lo, hi = np.zeros(4), np.ones(4)
@@ -243,12 +235,30 @@ def stalled_pair(monkeypatch):
     return f, g, lo, hi, stack, top
 
 
-def test_a_split_stalled_with_slopes_only_sampled_turns_them_on_before_the_whole_box(
-        monkeypatch, stalled_pair):
-    """The whole-box handover (``whole_open``) never follows a doubling in which the slopes
-    were only sampled: the next doubling bounds every batch with slopes, and the split ends
-    (``whole``) only when that one stalls too: the pause at 16 boxes, then two doublings, 64
-    boxes, where slopes that pay (never sampled) end it after one, 32."""
+@pytest.fixture
+def stalled_pair(monkeypatch, bigger_pair):
+    """A pair whose split's deep search stalls at every doubling (``SPLIT_WHOLE_STALL``,
+    ``diff``'s whole-box rule, and ``SPLIT_DEEP_STALL`` above 1), with slopes that never pay
+    (``SPLIT_PAIR_PAYS`` above 1: past the first window of 8 boxes, one batch in 4), and the
+    MILP's largest ``|g_0 - f_0|``."""
+    from polytrav.bounds import split
+
+    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
+    monkeypatch.setattr(split, "SPLIT_PAIR_WINDOW", 8)
+    monkeypatch.setattr(split, "SPLIT_PAIR_SAMPLE", 4)
+    monkeypatch.setattr(split, "SPLIT_WHOLE_STALL", 2.0)
+    monkeypatch.setattr(split, "SPLIT_DEEP_STALL", 2.0)
+    return bigger_pair
+
+
+@pytest.mark.parametrize("whole_open", [0.0, None])
+def test_a_split_stalled_with_slopes_only_sampled_turns_them_on_before_it_ends(
+        monkeypatch, stalled_pair, whole_open):
+    """A deep search never ends at a doubling in which the slopes were only sampled, by the
+    whole-box rule (``whole_open``) or the plain one: the next doubling bounds every batch
+    with slopes, and the split ends (``whole`` with the whole-box rule) only when that one
+    stalls too: the deep search from 16 boxes, then two doublings, 64 boxes, where slopes
+    that pay (never sampled) end it after one, 32."""
     from polytrav.bounds import split
 
     f, g, lo, hi, stack, top = stalled_pair
@@ -269,8 +279,10 @@ def test_a_split_stalled_with_slopes_only_sampled_turns_them_on_before_the_whole
         monkeypatch.setattr(split, "SPLIT_PAIR_PAYS", pays)
         asked.clear()
         result = split.BoxSplit(stack, lo, hi, pairs, [HighsBackend()], max_boxes=16,
-                                deep_time=600.0, deep_boxes=10_000, whole_open=0.0).run()
-        assert result.candidate is None and result.whole and result.frontier > 0
+                                deep_time=600.0, deep_boxes=10_000,
+                                whole_open=whole_open).run()
+        assert result.candidate is None and result.frontier > 0
+        assert result.whole == (whole_open is not None)
         ends[pays] = result.boxes
         insisted = [on for insist, on in asked if insist]
         if pays > 1:  # sampled before the insisting doubling, every batch on during it
