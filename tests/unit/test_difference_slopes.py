@@ -177,7 +177,20 @@ def test_the_deep_search_bounds_with_slopes_from_its_start(monkeypatch, close_pa
     assert deep.candidate is None and not deep.open_boxes
 
 
-def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
+@pytest.fixture(scope="module")
+def bigger_pair():
+    """A pair of 4 inputs and three layers of 12 neurons, and the MILP's largest
+    ``|g_0 - f_0|`` on the unit box (once: it is the slow part)."""
+    f = random_net(3, 4, [12, 12, 12], n_out=1)
+    g = perturbed_copy(f, 3, 0.01)
+    lo, hi = np.zeros(4), np.ones(4)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    return f, g, lo, hi, stack, top
+
+
+def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch, bigger_pair):
     """Slopes while they prove their share of the boxes they are tried on
     (``SPLIT_PAIR_PAYS`` of the last ``SPLIT_PAIR_WINDOW``): a share above 1 never pays
     (past the first window, one batch in ``SPLIT_PAIR_SAMPLE`` is bounded again), 0 always
@@ -189,12 +202,8 @@ def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
     monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
     monkeypatch.setattr(split, "SPLIT_PAIR_WINDOW", 8)
     monkeypatch.setattr(split, "SPLIT_PAIR_SAMPLE", 4)
-    f = random_net(3, 4, [12, 12, 12], n_out=1)  # a split of some 60 batches
-    g = perturbed_copy(f, 3, 0.01)
-    lo, hi = np.zeros(4), np.ones(4)
-    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
+    f, g, lo, hi, stack, top = bigger_pair  # a split of some 60 batches
     row = np.array([-1.0, 1.0])
-    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
     calls = []  # per bound of a batch: its steps
     bound = NetworkPair.box_output_bounds
 
@@ -220,19 +229,6 @@ def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
         if pays > 1:  # the first window (at most 8 boxes: 8 batches), then one batch in 4
             assert tightened[pays] <= 8 + batches // 4 + 1
     assert tightened[1.01] < tightened[0.0]
-
-
-@pytest.fixture(scope="module")
-def bigger_pair():
-    """A pair of 4 inputs and three layers of 12 neurons, and the MILP's largest
-    ``|g_0 - f_0|`` on the unit box (once: it is the slow part)."""
-    f = random_net(3, 4, [12, 12, 12], n_out=1)
-    g = perturbed_copy(f, 3, 0.01)
-    lo, hi = np.zeros(4), np.ones(4)
-    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
-    row = np.array([-1.0, 1.0])
-    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
-    return f, g, lo, hi, stack, top
 
 
 @pytest.fixture
@@ -261,7 +257,7 @@ def test_a_split_stalled_with_slopes_only_sampled_turns_them_on_before_it_ends(
     that pay (never sampled) end it after one, 32."""
     from polytrav.bounds import split
 
-    f, g, lo, hi, stack, top = stalled_pair
+    _, _, lo, hi, stack, top = stalled_pair
     row = np.array([-1.0, 1.0])
     pairs = [(s * row[None] / np.sqrt(2), np.array([-top * 1.01 / np.sqrt(2)])) for s in (1, -1)]
     asked = []  # per batch: (insisting, slopes on)
@@ -299,11 +295,11 @@ def test_diff_traverses_the_whole_box_only_after_a_stall_with_slopes_on(monkeypa
     slopes only sampled: the whole box is traversed after two doublings (64 boxes), and
     the verdict is the traversal's: HOLDS just above the MILP's largest ``|g_0 - f_0|``,
     VIOLATED below it at a point forward passes confirm."""
-    import polytrav
-    import polytrav.bounds.settle as settle
     from dataclasses import replace
+
+    import polytrav
     from polytrav import Box
-    from polytrav.bounds import split
+    from polytrav.bounds import settle, split
 
     f, g, lo, hi, _, top = stalled_pair
     monkeypatch.setattr(split, "SPLIT_PAIR_PAYS", 1.01)
