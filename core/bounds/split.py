@@ -123,9 +123,9 @@ class SplitResult:
     #: boxes open where the deep search began (0: it did not run)
     frontier: int = 0
     #: whether the deep search ended at a doubling that proved less than
-    #: :data:`SPLIT_WHOLE_STALL` of what was left, with every batch bounded as well as it can
-    #: be, while the caller's ``whole_open`` share was still open (the caller traverses the
-    #: whole box: :class:`BoxSplit`)
+    #: :data:`SPLIT_WHOLE_STALL` of what was left, no batch of it without slopes, while the
+    #: caller's ``whole_open`` share was still open (the caller traverses the whole box:
+    #: :class:`BoxSplit`)
     whole: bool = False
 
 
