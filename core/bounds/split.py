@@ -60,6 +60,11 @@ SPLIT_DEEP_STALL = 0.1
 SPLIT_DEEP_MAX_BOXES = 400_000
 #: ... and at least this share while the caller's ``whole_open`` share of the volume is still
 #: open (:class:`BoxSplit`: the caller traverses the whole box where the deep search ends so).
+#: Neither ends it after a doubling in which the slopes were only sampled
+#: (:data:`SPLIT_PAIR_PAYS`): the next doubling bounds every batch with slopes, and only its
+#: stall ends the search (NeuroDiff's 4_6 at ε 0.01 stalled so at 3 200 boxes, 50 % open, and
+#: its whole box, with millions of joint polytopes, went to one traversal; the split went on
+#: to prove 86 % at 12 800 boxes).
 SPLIT_WHOLE_STALL = 0.25
 #: After the deep search, a frontier box with at most this many open boxes inside leaves
 #: those to the traversal, else it is traversed whole (a small open box's traversal costs
@@ -117,6 +122,11 @@ class SplitResult:
     difference: bool = False
     #: boxes open where the deep search began (0: it did not run)
     frontier: int = 0
+    #: whether the deep search ended at a doubling that proved less than
+    #: :data:`SPLIT_WHOLE_STALL` of what was left, no batch of it without slopes, while the
+    #: caller's ``whole_open`` share was still open (the caller traverses the whole box:
+    #: :class:`BoxSplit`)
+    whole: bool = False
 
 
 class BoxFrame:
@@ -220,8 +230,9 @@ def split_box(network, lower, upper, pairs, lp_chain, *, max_boxes: int | None =
 
     :class:`BoxSplit` is the same split, able to pause where its deep search begins, and
     with ``whole_open`` (a share of the volume) to end its deep search at a doubling that
-    proves less than :data:`SPLIT_WHOLE_STALL` of what was left while that share is still
-    open (its caller then traverses the whole box)."""
+    proves less than :data:`SPLIT_WHOLE_STALL` of what was left, with slopes on every batch of
+    it, while that share is still open (``SplitResult.whole``: its caller then traverses the
+    whole box)."""
     return BoxSplit(network, lower, upper, pairs, lp_chain, max_boxes=max_boxes,
                     time_limit=time_limit, extend=extend, deep_time=deep_time,
                     open_seconds=open_seconds, deep_boxes=deep_boxes, difference=difference,
@@ -335,13 +346,13 @@ def _bisect(state: BoxSplit, network, lower, upper, pairs, lp_chain, max_boxes, 
                         result.proven_volume_share += sum(
                             float(np.prod(e[3][free] - e[2][free])) for e in held) / total
                     deep_start, mark = time.perf_counter(), 2 * mark
+                    paid.doubling(insist=False)
                     if deep_boxes is None:
                         deep_time = min(deep_time, open_seconds * len(frontier))
                     else:
                         deep_end = result.boxes + deep_boxes * len(frontier)
-                elif frontier is not None and mark < SPLIT_DEEP_MAX_BOXES and _deep_progress(
-                        share, mark, SPLIT_WHOLE_STALL if whole_open is not None
-                        and 1.0 - share[mark] >= whole_open else SPLIT_DEEP_STALL):
+                elif frontier is not None and mark < SPLIT_DEEP_MAX_BOXES and _deep_goes_on(
+                        share, mark, whole_open, paid, result):
                     mark *= 2
                 else:
                     break
@@ -440,18 +451,29 @@ def _checked(batch, phases, Ls, gs, pairs, stack, network, context) -> list:
 class _SlopeLedger:
     """Whether the next batch's unproven boxes are bounded again with slopes
     (:data:`SPLIT_PAIR_PAYS`, :data:`SPLIT_PAIR_WINDOW`, :data:`SPLIT_PAIR_SAMPLE`): counts
-    of boxes bounded again and proven so, over the last batches that tried."""
+    of boxes bounded again and proven so, over the last batches that tried. ``sampled``:
+    whether a batch went without since the deep search's last :meth:`doubling`, which may
+    ``insist`` (every batch with slopes until the next)."""
 
     def __init__(self):
         self.batches = 0  # batches asked about
         self.recent: list[tuple[int, int]] = []  # (bounded again, proven so) per batch tried
         self.tried = self.won = 0  # their sums
+        self.sampled = self.insist = False
 
     def next_batch(self) -> bool:
         self.batches += 1
-        if self.tried < SPLIT_PAIR_WINDOW or self.won >= SPLIT_PAIR_PAYS * self.tried:
+        if self.insist or self.tried < SPLIT_PAIR_WINDOW \
+                or self.won >= SPLIT_PAIR_PAYS * self.tried:
             return True
-        return self.batches % SPLIT_PAIR_SAMPLE == 0
+        if self.batches % SPLIT_PAIR_SAMPLE == 0:
+            return True
+        self.sampled = True  # this batch goes without
+        return False
+
+    def doubling(self, insist: bool) -> None:
+        """A doubling of the deep search begins (``insist``: slopes on every batch of it)."""
+        self.sampled, self.insist = False, insist
 
     def add(self, tried: int, won: int) -> None:
         self.recent.append((tried, won))
@@ -478,6 +500,26 @@ def _tightened(batch, pair, steps, C, pairs, stack, network, context) -> tuple[l
     for i, e in zip(again, redone):
         batch[i] = e
     return batch, len(again), sum(1 for e in redone if e[7] > 0)
+
+
+def _deep_goes_on(share: dict, at: int, whole_open: float | None, paid: _SlopeLedger,
+                  result: SplitResult) -> bool:
+    """Whether the deep search doubles again at ``at`` boxes: the doubling that ended there
+    proved :data:`SPLIT_DEEP_STALL` of what was left, or :data:`SPLIT_WHOLE_STALL` while the
+    ``whole_open`` share is still open. A doubling that stalls while the slopes were only
+    sampled (``paid``: some of its batches went without) is no reason to end the search (and
+    hand its open boxes, or the whole box, to traversals): the next doubling bounds every
+    batch with slopes, and only if that one stalls too does the split end, with
+    ``result.whole`` where the ``whole_open`` share is still open."""
+    whole = whole_open is not None and 1.0 - share[at] >= whole_open
+    if _deep_progress(share, at, SPLIT_WHOLE_STALL if whole else SPLIT_DEEP_STALL):
+        paid.doubling(insist=False)
+        return True
+    if paid.sampled:
+        paid.doubling(insist=True)
+        return True
+    result.whole = whole
+    return False
 
 
 def _deep_progress(share: dict, at: int, stall: float | None = None) -> bool:

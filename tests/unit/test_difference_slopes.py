@@ -177,7 +177,20 @@ def test_the_deep_search_bounds_with_slopes_from_its_start(monkeypatch, close_pa
     assert deep.candidate is None and not deep.open_boxes
 
 
-def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
+@pytest.fixture(scope="module")
+def bigger_pair():
+    """A pair of 4 inputs and three layers of 12 neurons, and the MILP's largest
+    ``|g_0 - f_0|`` on the unit box (once: it is the slow part)."""
+    f = random_net(3, 4, [12, 12, 12], n_out=1)
+    g = perturbed_copy(f, 3, 0.01)
+    lo, hi = np.zeros(4), np.ones(4)
+    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
+    row = np.array([-1.0, 1.0])
+    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
+    return f, g, lo, hi, stack, top
+
+
+def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch, bigger_pair):
     """Slopes while they prove their share of the boxes they are tried on
     (``SPLIT_PAIR_PAYS`` of the last ``SPLIT_PAIR_WINDOW``): a share above 1 never pays
     (past the first window, one batch in ``SPLIT_PAIR_SAMPLE`` is bounded again), 0 always
@@ -189,12 +202,8 @@ def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
     monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
     monkeypatch.setattr(split, "SPLIT_PAIR_WINDOW", 8)
     monkeypatch.setattr(split, "SPLIT_PAIR_SAMPLE", 4)
-    f = random_net(3, 4, [12, 12, 12], n_out=1)  # a split of some 60 batches
-    g = perturbed_copy(f, 3, 0.01)
-    lo, hi = np.zeros(4), np.ones(4)
-    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
+    f, g, lo, hi, stack, top = bigger_pair  # a split of some 60 batches
     row = np.array([-1.0, 1.0])
-    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
     calls = []  # per bound of a batch: its steps
     bound = NetworkPair.box_output_bounds
 
@@ -220,3 +229,88 @@ def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch):
         if pays > 1:  # the first window (at most 8 boxes: 8 batches), then one batch in 4
             assert tightened[pays] <= 8 + batches // 4 + 1
     assert tightened[1.01] < tightened[0.0]
+
+
+@pytest.fixture
+def stalled_pair(monkeypatch, bigger_pair):
+    """A pair whose split's deep search stalls at every doubling (``SPLIT_WHOLE_STALL``,
+    ``diff``'s whole-box rule, and ``SPLIT_DEEP_STALL`` above 1), with slopes that never pay
+    (``SPLIT_PAIR_PAYS`` above 1: past the first window of 8 boxes, one batch in 4), and the
+    MILP's largest ``|g_0 - f_0|``."""
+    from polytrav.bounds import split
+
+    monkeypatch.setattr(split, "SPLIT_PAIR_FROM", 0)
+    monkeypatch.setattr(split, "SPLIT_PAIR_WINDOW", 8)
+    monkeypatch.setattr(split, "SPLIT_PAIR_SAMPLE", 4)
+    monkeypatch.setattr(split, "SPLIT_WHOLE_STALL", 2.0)
+    monkeypatch.setattr(split, "SPLIT_DEEP_STALL", 2.0)
+    return bigger_pair
+
+
+@pytest.mark.parametrize("whole_open", [0.0, None])
+def test_a_split_stalled_with_slopes_only_sampled_turns_them_on_before_it_ends(
+        monkeypatch, stalled_pair, whole_open):
+    """A deep search never ends at a doubling in which the slopes were only sampled, by the
+    whole-box rule (``whole_open``) or the plain one: the next doubling bounds every batch
+    with slopes, and the split ends (``whole`` with the whole-box rule) only when that one
+    stalls too: the deep search from 16 boxes, then two doublings, 64 boxes, where slopes
+    that pay (never sampled) end it after one, 32."""
+    from polytrav.bounds import split
+
+    _, _, lo, hi, stack, top = stalled_pair
+    row = np.array([-1.0, 1.0])
+    pairs = [(s * row[None] / np.sqrt(2), np.array([-top * 1.01 / np.sqrt(2)])) for s in (1, -1)]
+    asked = []  # per batch: (insisting, slopes on)
+    ledger = split._SlopeLedger
+
+    class Counted(ledger):
+        def next_batch(self):
+            on = super().next_batch()
+            asked.append((self.insist, on))
+            return on
+
+    monkeypatch.setattr(split, "_SlopeLedger", Counted)
+    ends = {}
+    for pays in (1.01, 0.0):
+        monkeypatch.setattr(split, "SPLIT_PAIR_PAYS", pays)
+        asked.clear()
+        result = split.BoxSplit(stack, lo, hi, pairs, [HighsBackend()], max_boxes=16,
+                                deep_time=600.0, deep_boxes=10_000,
+                                whole_open=whole_open).run()
+        assert result.candidate is None and result.frontier > 0
+        assert result.whole == (whole_open is not None)
+        ends[pays] = result.boxes
+        insisted = [on for insist, on in asked if insist]
+        if pays > 1:  # sampled before the insisting doubling, every batch on during it
+            assert not all(on for insist, on in asked if not insist)
+            assert insisted and all(insisted)
+        else:
+            assert not insisted and all(on for _, on in asked)
+    assert ends == {1.01: 64, 0.0: 32}
+
+
+def test_diff_traverses_the_whole_box_only_after_a_stall_with_slopes_on(monkeypatch,
+                                                                        stalled_pair):
+    """The user's call, ``polytrav.diff(..., verdict_only=True)``, on the stalled pair with
+    slopes only sampled: the whole box is traversed after two doublings (64 boxes), and
+    the verdict is the traversal's: HOLDS just above the MILP's largest ``|g_0 - f_0|``,
+    VIOLATED below it at a point forward passes confirm."""
+    from dataclasses import replace
+
+    import polytrav
+    from polytrav import Box
+    from polytrav.bounds import settle, split
+
+    f, g, lo, hi, _, top = stalled_pair
+    monkeypatch.setattr(split, "SPLIT_PAIR_PAYS", 1.01)
+    monkeypatch.setattr(split, "SPLIT_BOXES", 16)
+    monkeypatch.setattr(split, "_accelerating", lambda *args: False)
+    monkeypatch.setattr(settle, "DIFF_POLICY", replace(settle.DIFF_POLICY, whole_open_share=0.0))
+    held = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 1.01, verdict_only=True)
+    assert held.verdict.value == "holds" and held.status == "complete"
+    assert held.split["whole"] and held.split["boxes"] == 64
+    broken = polytrav.diff(f, g, Box(lo, hi), outputs=[0], epsilon=top * 0.8,
+                           verdict_only=True)
+    assert broken.verdict.value == "violated"
+    x = np.asarray(broken.violation["x"], float)
+    assert abs(g(x)[0] - f(x)[0]) > top * 0.8
