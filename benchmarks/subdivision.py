@@ -149,7 +149,8 @@ def polytrav_worker(path: str, calls: int, stream: bool = True, launched: float 
     """Child process: polytrav on one bunny net. ``stream``: first the fresh call, the stream's
     first in this process (``fresh``; ``startup``: this process's time before it, the
     interpreter and ``import polytrav``, not the net's loading by torch), then ``calls - 1``
-    warm-up calls of the engine and of the stream, each followed by its timed (warm) one;
+    warm-up calls of the engine and of the stream, then one timed (warm) call of each (a
+    timed call in which ``auto`` loaded the compiled kernel is flagged ``*_loaded_kernel``);
     ``stream=False``: the engine only (its cells counted batch by batch), no fresh call.
     ``launched``: the parent's ``perf_counter`` as it started this process."""
     import resource
@@ -173,19 +174,27 @@ def polytrav_worker(path: str, calls: int, stream: bool = True, launched: float 
         out["fresh_cells"] = sum(1 for _ in run)
         out["fresh"], out["fresh_cpu"] = time.perf_counter() - t, time.process_time() - cpu
         out["fresh_kernel"] = "numba" if subdivision._KERNEL else "numpy"
-    for what in ("engine", "stream") if stream else ("engine",):
-        for _ in range(calls):
-            t, cpu = time.perf_counter(), time.process_time()
-            if what == "engine":
-                cells = sum(len(part) for part in Subdivision(
-                    net, frame, **({} if batch is None else {"batch": batch})))
-            else:
-                run = traverse(net, box, strategy="subdivision")
-                cells = sum(1 for _ in run)
-                assert run.complete, run.status
-            out[what] = time.perf_counter() - t
-            out[what + "_cpu"] = time.process_time() - cpu
-        out[what + "_cells"] = cells
+    def call(what: str) -> int:
+        if what == "engine":
+            return sum(len(part) for part in Subdivision(
+                net, frame, **({} if batch is None else {"batch": batch})))
+        run = traverse(net, box, strategy="subdivision")
+        cells = sum(1 for _ in run)
+        assert run.complete, run.status
+        return cells
+
+    whats = ("engine", "stream") if stream else ("engine",)
+    for _ in range(calls - 1):  # warm-up calls of both before either is timed
+        for what in whats:
+            call(what)
+    for what in whats:
+        before = subdivision._KERNEL
+        t, cpu = time.perf_counter(), time.process_time()
+        out[what + "_cells"] = call(what)
+        out[what] = time.perf_counter() - t
+        out[what + "_cpu"] = time.process_time() - cpu
+        if subdivision._KERNEL is not before:  # "auto" loaded the kernel in this timed call
+            out[what + "_loaded_kernel"] = True
     out["kernel"] = "numba" if subdivision._KERNEL else "numpy"
     out["maxrss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(json.dumps(out))
@@ -399,6 +408,9 @@ def bunny(args, run: Run) -> dict:
             if row["edge_" + key + "_s"] and row[key + "_s"]:
                 row[key + "_over_edge"] = row[key + "_s"] / row["edge_" + key + "_s"]
         row["fresh_kernel"] = done["polytrav"][0].get("fresh_kernel") if done["polytrav"] else None
+        for what in ("engine", "stream"):  # timed calls that paid for loading the kernel
+            row[what + "_loaded_kernel"] = sum(bool(r.get(what + "_loaded_kernel"))
+                                               for r in done["polytrav"])
         fresh_cells = {r["fresh_cells"] for r in done["polytrav"] if "fresh_cells" in r}
         if fresh_cells - {row["polytrav_cells"]}:
             wrong.append(name)
