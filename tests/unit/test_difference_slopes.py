@@ -93,17 +93,23 @@ def test_the_pair_s_bound_with_optimised_intermediate_bounds_holds(seed):
         assert (values >= U @ L[b].T + gl[b] - BOUND_TOL * (1 + np.abs(gl[b]))).all()
 
 
-@pytest.fixture(scope="module")
-def close_pair():
-    """A 3-8-8-8-1 net ``f``, its copy ``g`` with weights moved by 1 %, the box, their input-
-    shared stack and the MILP's largest ``|g_0 - f_0|`` over the box (the truth)."""
-    f = random_net(7, 3, [8, 8, 8], n_out=1)
-    g = perturbed_copy(f, 7, 0.01)
-    lo, hi = np.zeros(3), np.ones(3)
-    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(3), np.eye(3)]), np.zeros(6))
+def pair_on_unit_box(seed: int, n_in: int, hidden: list[int]):
+    """A net ``f``, its copy ``g`` with weights moved by 1 %, the unit box, their input-shared
+    stack and the MILP's largest ``|g_0 - f_0|`` over the box (the truth; the slow part)."""
+    f = random_net(seed, n_in, hidden, n_out=1)
+    g = perturbed_copy(f, seed, 0.01)
+    lo, hi = np.zeros(n_in), np.ones(n_in)
+    eye = np.eye(n_in)
+    stack = Network.stack([f, g]).compose_input(np.vstack([eye, eye]), np.zeros(2 * n_in))
     row = np.array([-1.0, 1.0])
     top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
     return f, g, lo, hi, stack, top
+
+
+@pytest.fixture(scope="module")
+def close_pair():
+    """A 3-8-8-8-1 pair (:func:`pair_on_unit_box`)."""
+    return pair_on_unit_box(7, 3, [8, 8, 8])
 
 
 def test_the_split_proves_a_pair_with_fewer_boxes_and_decides_as_the_milp(monkeypatch, close_pair):
@@ -179,15 +185,8 @@ def test_the_deep_search_bounds_with_slopes_from_its_start(monkeypatch, close_pa
 
 @pytest.fixture(scope="module")
 def bigger_pair():
-    """A pair of 4 inputs and three layers of 12 neurons, and the MILP's largest
-    ``|g_0 - f_0|`` on the unit box (once: it is the slow part)."""
-    f = random_net(3, 4, [12, 12, 12], n_out=1)
-    g = perturbed_copy(f, 3, 0.01)
-    lo, hi = np.zeros(4), np.ones(4)
-    stack = Network.stack([f, g]).compose_input(np.vstack([np.eye(4), np.eye(4)]), np.zeros(8))
-    row = np.array([-1.0, 1.0])
-    top = max(milp_max_linear(stack, s * row, lo, hi).value for s in (1, -1))
-    return f, g, lo, hi, stack, top
+    """A pair of 4 inputs and three layers of 12 neurons (:func:`pair_on_unit_box`)."""
+    return pair_on_unit_box(3, 4, [12, 12, 12])
 
 
 def test_the_split_bounds_with_slopes_only_while_they_pay(monkeypatch, bigger_pair):
