@@ -168,24 +168,22 @@ MONOTONE_POLICY = SettlePolicy(bisect_boxes=2000, bisect_milp_boxes=200, bisect_
 #:   the probe's 18 s, where the split went on to prove the box in 1 360 boxes.
 #: * ``whole_open_share=0.4``: where the deep search begins with at least this share of the
 #:   box's volume open, it goes on, and where it stalls with this share still open (while it
-#:   is, a doubling of its boxes must prove
-#:   :data:`~polytrav.bounds.split.SPLIT_WHOLE_STALL` of what is left, a quarter, instead of
-#:   :data:`~polytrav.bounds.split.SPLIT_DEEP_STALL`'s tenth: the split's ``whole_open``),
-#:   the whole box is traversed (from the attacks' best point at the pause, for the time
-#:   left): open boxes cut the joint polytopes into many traversals. A doubling with the
-#:   slopes only sampled does not count: the next one has them on every batch (NeuroDiff's
-#:   4_6 at eps 0.01 went to one traversal at 3 200 boxes, 50 % open, 20 of its 38 batches
-#:   without slopes; with them on, the next doubling proved 57 % of what was left). ACAS Xu
-#:   1_3 against its
-#:   perturbed copy at eps 0.00756 paused with 94 % open at 800 boxes and proved 16 %, 10 %,
-#:   13 % of what was left per doubling: with a tenth, the deep search took the time to the
-#:   end of its share and the whole box's traversal (about 50 s) then ran out of time at
-#:   100 s; with a quarter the whole box is traversed after the first doubling. On ACAS Xu 3_9
-#:   against its perturbed copy at eps 0.00434 (86 % open in 1 531 boxes), the whole box took
-#:   22 s where the open boxes' traversals would take about 350 s. Traversing it already at
-#:   the pause gave up NeuroDiff's prop-1 boxes (millions of joint polytopes): 3_3 against
-#:   its 16-bit copy at eps 0.01 paused with 45 % open after 800 boxes and was unknown at
-#:   120 s; the deep search proves it in 30 243 boxes, 27.6 s.
+#:   is, a doubling of its boxes must prove :data:`~polytrav.bounds.split.SPLIT_WHOLE_STALL` of
+#:   what is left, a quarter, instead of :data:`~polytrav.bounds.split.SPLIT_DEEP_STALL`'s
+#:   tenth: the split's ``whole_open``), the whole box is traversed (from the attacks' best
+#:   point at the pause, for the time left): open boxes cut the joint polytopes into many
+#:   traversals. A doubling with the slopes only sampled does not count: the next one has them
+#:   on every batch (NeuroDiff's 4_6 at eps 0.01 went to one traversal at 3 200 boxes, 50 %
+#:   open, 20 of its 38 batches without slopes; with them on, the next doubling proved 57 % of
+#:   what was left). ACAS Xu 1_3 against its perturbed copy at eps 0.00756 paused with 94 %
+#:   open at 800 boxes and proved 16 %, 10 %, 13 % of what was left per doubling: with a tenth,
+#:   the deep search took the time to the end of its share and the whole box's traversal (about
+#:   50 s) then ran out of time at 100 s; with a quarter the whole box is traversed after the
+#:   first doubling. On ACAS Xu 3_9 against its perturbed copy at eps 0.00434 (86 % open in
+#:   1 531 boxes), the whole box took 22 s where the open boxes' traversals would take about
+#:   350 s. Traversing it already at the pause gave up NeuroDiff's prop-1 boxes (millions of joint
+#:   polytopes): 3_3 against its 16-bit copy at eps 0.01 paused with 45 % open after 800 boxes
+#:   and was unknown at 120 s; the deep search proves it in 30 243 boxes, 27.6 s.
 #: * ``deep_boxes=64``: the deep search bounds at most 64 boxes per frontier box (a count, as
 #:   ``verify``'s), within ``deep_share`` of the time.
 #: * ``probe_samples=1000``: random points of the box (and its centre) tried for a violation
